@@ -1,1 +1,6 @@
-//! llmprof library.
+//! llmprof: profile LLM inference (DeepSeek-OCR) on NVIDIA GPUs.
+//! Data flow: cli → app → config → spec → stages → {model, measure, vendor} → report.
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod logging;

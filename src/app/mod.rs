@@ -1,0 +1,65 @@
+//! Dispatch: compose the config, then print it (`--cfg`), run a stage, or analyse files.
+//! The only place that decides what a command means.
+mod print_cfg;
+
+use crate::cli::{Cli, Command};
+use crate::config::{self, ComposeRequest};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+pub fn run(cli: Cli) -> Result<i32> {
+    let flags = cli.hydra.clone();
+    let (command_name, overrides) = match &cli.command {
+        None => ("llmprof", cli.overrides.clone()),
+        Some(Command::Stage1 { overrides }) | Some(Command::Stage2 { overrides }) | Some(Command::Infer { overrides }) => {
+            let mut o = cli.overrides.clone();
+            o.extend(overrides.iter().cloned());
+            (cli.command.as_ref().expect("matched Some").name(), o)
+        }
+        Some(_) => (cli.command.as_ref().expect("matched Some").name(), cli.overrides.clone()),
+    };
+    let config_dir = find_config_dir(&flags)?;
+    if flags.help {
+        print_cfg::help(&config_dir);
+        return Ok(0);
+    }
+    let request = ComposeRequest {
+        config_dir: config_dir.clone(),
+        config_name: flags.config_name.clone().unwrap_or_else(|| "config".into()),
+        overrides,
+        multirun: flags.multirun,
+        job_name: command_name.to_string(),
+    };
+    if let Some(part) = flags.cfg {
+        let composed = config::compose(&request)?;
+        print!("{}", print_cfg::render(&composed, part, flags.resolve, flags.format)?);
+        return Ok(0);
+    }
+    match cli.command {
+        None => {
+            print_cfg::help(&config_dir);
+            Ok(2)
+        }
+        Some(other) => anyhow::bail!("'{}' is not available yet in this build", other.name()),
+    }
+}
+
+/// `--config-dir`/`--config-path`, else `./conf`, else the `conf/` of the repository that holds
+/// this binary (so `target/release/llmprof` works from anywhere).
+fn find_config_dir(flags: &crate::cli::HydraFlags) -> Result<PathBuf> {
+    if let Some(d) = flags.config_dir.as_ref().or(flags.config_path.as_ref()) {
+        return Ok(d.clone());
+    }
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    if cwd.join("conf/config.yaml").is_file() {
+        return Ok(cwd.join("conf"));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        for dir in exe.ancestors().skip(1) {
+            if dir.join("conf/config.yaml").is_file() {
+                return Ok(dir.join("conf"));
+            }
+        }
+    }
+    Ok(cwd.join("conf"))
+}

@@ -1,0 +1,150 @@
+//! Command line: `llmprof [stage1|stage2|infer] [OVERRIDES...]` with Hydra's flags, plus
+//! `analyze` and `debug`. Only parsing lives here; meaning is given in `app`.
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("LLMPROF_GIT_COMMIT"), ")");
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "llmprof",
+    version = VERSION,
+    about = "Profile LLM inference (DeepSeek-OCR) on NVIDIA GPUs",
+    long_about = None,
+    disable_help_flag = true,
+    args_conflicts_with_subcommands = false,
+    subcommand_precedence_over_arg = false,
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub hydra: HydraFlags,
+    /// Config overrides (`key=value`, `group=option`, `+key=v`, `++key=v`, `~key`).
+    #[arg(value_name = "OVERRIDES", global = false)]
+    pub overrides: Vec<String>,
+}
+
+/// Hydra's flags, accepted before or after the subcommand.
+#[derive(Debug, Args, Clone, Default)]
+pub struct HydraFlags {
+    /// Config directory (default: ./conf, else the conf/ next to the binary's repository).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub config_dir: Option<PathBuf>,
+    /// Config path relative to the current directory (Hydra's --config-path; same as --config-dir).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub config_path: Option<PathBuf>,
+    /// Primary config name (default: config).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub config_name: Option<String>,
+    /// Print the composed config (job, hydra or all) and exit without running.
+    #[arg(long, global = true, value_enum, value_name = "PART")]
+    pub cfg: Option<CfgPart>,
+    /// With --cfg: resolve interpolations before printing.
+    #[arg(long, global = true)]
+    pub resolve: bool,
+    /// Output format for --cfg (yaml|json) and analyze (md|json).
+    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    pub format: Option<Format>,
+    /// Run once per combination of the sweep overrides (a=1,2 b=range(3)).
+    #[arg(short = 'm', long, global = true)]
+    pub multirun: bool,
+    /// Print help, with the config groups and their options.
+    #[arg(short = 'h', long, global = true)]
+    pub help: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CfgPart {
+    Job,
+    Hydra,
+    All,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Yaml,
+    Json,
+    Md,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Timings, Kineto operator/kernel tables, NVML telemetry, MFU/MBU, reports.
+    Stage1 {
+        #[arg(value_name = "OVERRIDES")]
+        overrides: Vec<String>,
+    },
+    /// Re-run the workload under Nsight Systems / Nsight Compute; kernel tables and roofline.
+    Stage2 {
+        #[arg(value_name = "OVERRIDES")]
+        overrides: Vec<String>,
+    },
+    /// Run the model over the dataset and write predictions (no profilers).
+    Infer {
+        #[arg(value_name = "OVERRIDES")]
+        overrides: Vec<String>,
+    },
+    /// Analyse Nsight outputs a user already has (no GPU needed).
+    Analyze {
+        #[command(subcommand)]
+        tool: AnalyzeTool,
+    },
+    /// Numerical debugging entry points of the workload (compare against a reference).
+    Debug {
+        #[command(subcommand)]
+        what: DebugCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AnalyzeTool {
+    /// `nsys stats` CSV exports (a folder or one CSV) or a `.nsys-rep`.
+    Nsys { path: PathBuf },
+    /// Nsight Compute CSVs (`--page raw` or details/metrics layouts): a folder or one CSV.
+    Ncu {
+        path: PathBuf,
+        /// GPU name for peaks when the CSV has no device attributes (e.g. "H100 SXM").
+        #[arg(long)]
+        gpu: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand, Clone)]
+pub enum DebugCommand {
+    /// Decoder logits for a prompt and N greedy tokens, from a safetensors file.
+    Logits {
+        #[arg(long)]
+        weights: PathBuf,
+        /// JSON list of token ids.
+        #[arg(long)]
+        ids: PathBuf,
+        #[arg(long, value_parser = ["fp32", "bf16"], default_value = "fp32")]
+        dtype: String,
+        #[arg(long, default_value_t = 0)]
+        greedy: usize,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// SAM encoder features for normalised pixels, from a safetensors file.
+    Sam {
+        #[arg(long)]
+        weights: PathBuf,
+        #[arg(long)]
+        pixels: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+impl Command {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Stage1 { .. } => "stage1",
+            Command::Stage2 { .. } => "stage2",
+            Command::Infer { .. } => "infer",
+            Command::Analyze { .. } => "analyze",
+            Command::Debug { .. } => "debug",
+        }
+    }
+}

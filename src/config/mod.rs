@@ -1,0 +1,256 @@
+//! Hydra 1.3-compatible config composition: `compose(request) -> Composed` (an untyped tree plus
+//! Hydra's own node). Mirrors `hydra/_internal/config_loader_impl.py`: parse overrides, build the
+//! defaults list, merge the configs at their packages, apply value overrides in struct mode.
+pub mod defaults;
+pub mod error;
+pub mod hydra_node;
+pub mod interpolate;
+pub mod merge;
+pub mod node;
+pub mod overrides;
+pub mod repo;
+pub mod sweep;
+pub mod yaml;
+
+pub use error::ConfigError;
+pub use node::{Map, Node};
+
+use defaults::Overrides;
+use error::composition;
+use interpolate::ResolveContext;
+use merge::UpdateError;
+use overrides::{Override, OverrideKind, Sweep, Value};
+use repo::ConfigRepo;
+use std::path::{Path, PathBuf};
+
+/// What to compose.
+#[derive(Debug, Clone)]
+pub struct ComposeRequest {
+    pub config_dir: PathBuf,
+    pub config_name: String,
+    pub overrides: Vec<String>,
+    /// Multirun: sweeps are allowed (and expanded by the caller), `???` groups are skipped.
+    pub multirun: bool,
+    /// `hydra.job.name`.
+    pub job_name: String,
+}
+
+/// A composed config: the job tree (unresolved) and Hydra's node (unresolved).
+#[derive(Debug, Clone)]
+pub struct Composed {
+    pub job: Node,
+    pub hydra: Node,
+    pub parsed_overrides: Vec<Override>,
+    /// When the composition ran (for `${now:...}`).
+    pub now: chrono::DateTime<chrono::Local>,
+}
+
+impl Composed {
+    pub fn resolve_context<'a>(&'a self, env: &'a dyn Fn(&str) -> Option<String>) -> ResolveContext<'a> {
+        ResolveContext {
+            hydra: Some(&self.hydra),
+            now: self.now,
+            env,
+        }
+    }
+
+    /// The job config with every interpolation resolved.
+    pub fn resolved_job(&self) -> Result<Node, ConfigError> {
+        let env = |k: &str| std::env::var(k).ok();
+        Ok(interpolate::resolve_tree(&self.job, &self.resolve_context(&env))?)
+    }
+
+    /// Hydra's node with interpolations resolved (inside `{hydra: ...}`, as Hydra does).
+    pub fn resolved_hydra(&self) -> Result<Node, ConfigError> {
+        let env = |k: &str| std::env::var(k).ok();
+        let mut wrapped = Map::new();
+        wrapped.insert("hydra".into(), self.hydra.clone());
+        let ctx = ResolveContext {
+            hydra: Some(&self.hydra),
+            now: self.now,
+            env: &env,
+        };
+        let r = interpolate::resolve_tree(&Node::Map(wrapped), &ctx)?;
+        Ok(r.child("hydra").cloned().unwrap_or(Node::Null))
+    }
+}
+
+/// Parse the overrides of a request (also used by the sweeper).
+pub fn parse_overrides(items: &[String]) -> Result<Vec<Override>, ConfigError> {
+    items
+        .iter()
+        .map(|s| overrides::parse_override(s).map_err(ConfigError::from))
+        .collect()
+}
+
+pub fn compose(req: &ComposeRequest) -> Result<Composed, ConfigError> {
+    compose_at(req, chrono::Local::now())
+}
+
+pub fn compose_at(req: &ComposeRequest, now: chrono::DateTime<chrono::Local>) -> Result<Composed, ConfigError> {
+    if !req.config_dir.is_dir() {
+        return Err(ConfigError::ConfigDirMissing(req.config_dir.clone()));
+    }
+    let repo = ConfigRepo::new(&req.config_dir);
+    let config_name = req.config_name.trim_end_matches(".yaml").to_string();
+    if !repo.config_exists(&config_name) {
+        return Err(ConfigError::PrimaryNotFound {
+            name: config_name,
+            dir: req.config_dir.clone(),
+            available: repo.group_options("").join(", "),
+        });
+    }
+    let parsed = parse_overrides(&req.overrides)?;
+    if !req.multirun {
+        validate_no_sweeps(&parsed)?;
+    }
+    let mut ovr = Overrides::new(&repo, &parsed)?;
+    let defaults = defaults::create_defaults_list(&repo, &config_name, &mut ovr, req.multirun)?;
+
+    let mut cfg = Node::empty_map();
+    for d in &defaults {
+        let loaded = repo
+            .load(&d.config_path)?
+            .ok_or_else(|| composition(format!("config '{}' disappeared while composing", d.config_path)))?;
+        let embedded = merge::embed_at_package(&loaded.config, &d.package);
+        merge::merge_into(&mut cfg, &embedded);
+    }
+
+    // Hydra's own node: built-in defaults, then the primary config's `hydra:` section.
+    let mut hydra = hydra_node::defaults(req.multirun);
+    if let Some(user) = cfg.as_map_mut().and_then(|m| m.shift_remove("hydra")) {
+        merge::merge_into(&mut hydra, &user);
+    }
+    cfg.as_map_mut().expect("composed root is a map").insert("hydra".into(), hydra);
+
+    apply_config_overrides(&mut cfg, &ovr.config_overrides)?;
+
+    let mut hydra = cfg.as_map_mut().and_then(|m| m.shift_remove("hydra")).unwrap_or(Node::Null);
+    let task: Vec<String> = parsed.iter().filter(|o| !o.is_hydra_override()).map(|o| o.input.clone()).collect();
+    let hydra_ovr: Vec<String> = parsed.iter().filter(|o| o.is_hydra_override()).map(|o| o.input.clone()).collect();
+    hydra_node::fill_runtime(
+        &mut hydra,
+        &hydra_node::RuntimeInfo {
+            config_dir: &req.config_dir,
+            config_name: &config_name,
+            job_name: &req.job_name,
+            task_overrides: &task,
+            hydra_overrides: &hydra_ovr,
+            choices: &ovr.known_choices,
+        },
+    );
+    Ok(Composed {
+        job: cfg,
+        hydra,
+        parsed_overrides: parsed,
+        now,
+    })
+}
+
+fn validate_no_sweeps(parsed: &[Override]) -> Result<(), ConfigError> {
+    for o in parsed {
+        match &o.value {
+            Some(Value::Sweep(Sweep::Choice { simple: true, .. })) => {
+                return Err(composition(format!(
+                    "Ambiguous value for argument '{}'\n1. To use it as a list, use key=[value1,value2]\n2. To use it as string, quote the value: key=\\'value1,value2\\'\n3. To sweep over it, add --multirun to your command line",
+                    o.input
+                )))
+            }
+            Some(Value::Sweep(_)) => {
+                return Err(composition(format!(
+                    "Sweep parameters '{}' requires --multirun",
+                    o.input
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn apply_config_overrides(cfg: &mut Node, list: &[Override]) -> Result<(), ConfigError> {
+    for o in list {
+        if o.package.is_some() {
+            return Err(composition(format!(
+                "Override {} looks like a config group override, but config group '{}' does not exist.",
+                o.input, o.key_or_group
+            )));
+        }
+        let key = &o.key_or_group;
+        let value = o.element().map(|e| e.to_node());
+        let existing = cfg.get_path(key).cloned();
+        let merge_err = |e: UpdateError| {
+            composition(match e {
+                UpdateError::KeyNotFound => format!(
+                    "Could not override '{key}'.\nTo append to your config use +{}",
+                    o.input
+                ),
+                UpdateError::NotAContainer(p) => format!(
+                    "Error merging override {}: '{p}' is not a dict or list, so '{key}' cannot be set inside it",
+                    o.input
+                ),
+                UpdateError::IndexOutOfRange(p) => {
+                    format!("Error merging override {}: list index out of range at '{p}'", o.input)
+                }
+            })
+        };
+        match o.kind {
+            OverrideKind::Delete => {
+                let current = existing.filter(|n| !matches!(n, Node::Null));
+                let Some(current) = current else {
+                    return Err(composition(format!(
+                        "Could not delete from config. '{key}' does not exist."
+                    )));
+                };
+                if let Some(v) = &value {
+                    if *v != current {
+                        return Err(composition(format!(
+                            "Could not delete from config. The value of '{key}' is {} and not {}.",
+                            current.to_python_str(),
+                            v.to_python_str()
+                        )));
+                    }
+                }
+                merge::delete(cfg, key);
+            }
+            OverrideKind::Add => {
+                let value = value.expect("+key always has a value");
+                let absent = matches!(existing, None | Some(Node::Null));
+                if absent || matches!(value, Node::Map(_) | Node::List(_)) {
+                    merge::update(cfg, key, value, true).map_err(merge_err)?;
+                } else {
+                    return Err(composition(format!(
+                        "Could not append to config. An item is already at '{key}'.\nEither remove + prefix: '{}'\nOr add a second + to add or override '{key}': '+{}'",
+                        &o.input[1..],
+                        o.input
+                    )));
+                }
+            }
+            OverrideKind::ForceAdd => {
+                merge::update(cfg, key, value.expect("++key always has a value"), true).map_err(merge_err)?;
+            }
+            OverrideKind::Change => {
+                merge::update(cfg, key, value.expect("key=value always has a value"), false).map_err(merge_err)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Groups and their options under a config dir, for `--help` (Hydra's "Configuration groups").
+pub fn list_groups(config_dir: &Path) -> Vec<(String, Vec<String>)> {
+    let repo = ConfigRepo::new(config_dir);
+    let mut out = Vec::new();
+    fn walk(repo: &ConfigRepo, group: &str, out: &mut Vec<(String, Vec<String>)>) {
+        for sub in repo.subgroups(group) {
+            let path = if group.is_empty() { sub } else { format!("{group}/{sub}") };
+            let options = repo.group_options(&path);
+            if !options.is_empty() {
+                out.push((path.clone(), options));
+            }
+            walk(repo, &path, out);
+        }
+    }
+    walk(&repo, "", &mut out);
+    out
+}

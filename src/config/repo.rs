@@ -1,0 +1,152 @@
+//! The config directory as Hydra's file config source sees it: groups are folders, options are
+//! `<name>.yaml` files. Loads each file once: body, `# @package` header and defaults list.
+use super::defaults::InputDefault;
+use super::error::ConfigError;
+use super::node::Node;
+use super::yaml;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// One loaded config file.
+#[derive(Debug)]
+pub struct LoadedConfig {
+    /// The body without its top-level `defaults` key.
+    pub config: Node,
+    pub package_header: Option<String>,
+    pub defaults: Vec<InputDefault>,
+}
+
+pub struct ConfigRepo {
+    root: PathBuf,
+    cache: RefCell<HashMap<String, Option<Rc<LoadedConfig>>>>,
+}
+
+impl ConfigRepo {
+    pub fn new(root: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            cache: RefCell::new(HashMap::new()),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn file(&self, config_path: &str) -> PathBuf {
+        let p = config_path.trim_start_matches('/');
+        let p = p.strip_suffix(".yaml").unwrap_or(p);
+        self.root.join(format!("{p}.yaml"))
+    }
+
+    pub fn config_exists(&self, config_path: &str) -> bool {
+        self.file(config_path).is_file()
+    }
+
+    pub fn group_exists(&self, group: &str) -> bool {
+        self.root.join(group.trim_start_matches('/')).is_dir()
+    }
+
+    /// Options of a group (file names without `.yaml`), sorted.
+    pub fn group_options(&self, group: &str) -> Vec<String> {
+        let dir = self.root.join(group.trim_start_matches('/'));
+        let mut out: Vec<String> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().to_string();
+                let is_file = e.file_type().map(|t| t.is_file()).unwrap_or(false);
+                (is_file && name.ends_with(".yaml")).then(|| name.trim_end_matches(".yaml").to_string())
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Sub-groups of a group (folders), sorted.
+    pub fn subgroups(&self, group: &str) -> Vec<String> {
+        let dir = self.root.join(group.trim_start_matches('/'));
+        let mut out: Vec<String> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Load a config by path relative to the root (`model/deepseek_ocr`); `None` if absent.
+    pub fn load(&self, config_path: &str) -> Result<Option<Rc<LoadedConfig>>, ConfigError> {
+        let key = config_path.trim_start_matches('/').to_string();
+        if let Some(c) = self.cache.borrow().get(&key) {
+            return Ok(c.clone());
+        }
+        let file = self.file(&key);
+        let loaded = if file.is_file() {
+            Some(Rc::new(self.read(&key, &file)?))
+        } else {
+            None
+        };
+        self.cache.borrow_mut().insert(key, loaded.clone());
+        Ok(loaded)
+    }
+
+    fn read(&self, key: &str, file: &Path) -> Result<LoadedConfig, ConfigError> {
+        let text = std::fs::read_to_string(file).map_err(|e| ConfigError::Io {
+            path: file.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let package_header = yaml::package_header(&text).map_err(|reason| ConfigError::BadFile {
+            path: file.to_path_buf(),
+            reason,
+        })?;
+        let body = yaml::parse(&text).map_err(|e| ConfigError::Yaml {
+            path: file.to_path_buf(),
+            line: e.line,
+            column: e.column,
+            reason: e.message,
+        })?;
+        let mut body = match body {
+            Node::Null => Node::empty_map(),
+            m @ Node::Map(_) => m,
+            other => {
+                return Err(ConfigError::BadFile {
+                    path: file.to_path_buf(),
+                    reason: format!("a config file must hold a mapping, found a {}", other.type_name()),
+                })
+            }
+        };
+        let raw_defaults = body.as_map_mut().expect("checked above").shift_remove("defaults");
+        let defaults = match raw_defaults {
+            None => Vec::new(),
+            Some(Node::List(items)) => items
+                .iter()
+                .map(|item| InputDefault::from_yaml(item))
+                .collect::<Result<_, String>>()
+                .map_err(|reason| ConfigError::BadFile {
+                    path: file.to_path_buf(),
+                    reason: format!("In {key}: {reason}"),
+                })?,
+            Some(other) => {
+                return Err(ConfigError::BadFile {
+                    path: file.to_path_buf(),
+                    reason: format!(
+                        "Invalid defaults list in '{key}', defaults must be a list (got {})",
+                        if matches!(other, Node::Map(_)) { "mapping" } else { other.type_name() }
+                    ),
+                })
+            }
+        };
+        Ok(LoadedConfig {
+            config: body,
+            package_header,
+            defaults,
+        })
+    }
+}

@@ -1,0 +1,340 @@
+//! YAML text → `Node`, resolving plain scalars the way OmegaConf's loader does (PyYAML's YAML 1.1
+//! rules with OmegaConf's float fix), and reading Hydra's `# @package` header. yaml-rust2 is used
+//! instead of serde_yaml because its events keep the scalar style (quoted vs plain), which the
+//! YAML 1.1 rules need (`yes` is a bool, `'yes'` a string), and the line of every error.
+use super::node::{Map, Node};
+use std::collections::HashMap;
+use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+use yaml_rust2::scanner::{Marker, TScalarStyle};
+
+/// A YAML file that could not be read as a config.
+#[derive(Debug, thiserror::Error)]
+#[error("{message} (line {line}, column {column})")]
+pub struct YamlError {
+    pub message: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+/// Parse one YAML document. An empty document is `Node::Null`.
+pub fn parse(text: &str) -> Result<Node, YamlError> {
+    let mut builder = Builder::default();
+    let mut parser = Parser::new_from_str(text);
+    parser.load(&mut builder, false).map_err(|e| YamlError {
+        message: e.info().to_string(),
+        line: e.marker().line(),
+        column: e.marker().col() + 1,
+    })?;
+    if let Some(err) = builder.error {
+        return Err(err);
+    }
+    Ok(builder.root.unwrap_or(Node::Null))
+}
+
+/// Hydra's header: leading `# @key value` comment lines (blank lines allowed), stopping at the
+/// first other line. Returns the `@package` value if present.
+pub fn package_header(text: &str) -> Result<Option<String>, String> {
+    let mut package = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let Some(rest) = line.strip_prefix('#') else { break };
+        let rest = rest.trim_start();
+        if !rest.starts_with('@') {
+            break;
+        }
+        let parts: Vec<&str> = rest.split(' ').filter(|p| !p.is_empty()).collect();
+        if parts.len() < 2 {
+            return Err(format!("Expected header format: KEY VALUE, got '{rest}'"));
+        }
+        if parts.len() > 2 {
+            return Err(format!("Too many components in '{rest}'"));
+        }
+        if parts[0] == "@package" {
+            package = Some(parts[1].to_string());
+        }
+    }
+    Ok(package)
+}
+
+/// Type of an unquoted scalar under PyYAML's resolvers as OmegaConf configures them.
+pub fn resolve_plain_scalar(s: &str) -> Node {
+    match s {
+        "" | "~" | "null" | "Null" | "NULL" => return Node::Null,
+        "???" => return Node::Missing,
+        "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
+            return Node::Bool(true)
+        }
+        "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+            return Node::Bool(false)
+        }
+        _ => {}
+    }
+    if let Some(i) = parse_yaml11_int(s) {
+        return Node::Int(i);
+    }
+    if let Some(f) = parse_omegaconf_float(s) {
+        return Node::Float(f);
+    }
+    Node::Str(s.to_string())
+}
+
+/// PyYAML int: `[-+]?0b[01_]+ | [-+]?0[0-7_]+ | [-+]?(?:0|[1-9][0-9_]*) | [-+]?0x[0-9a-fA-F_]+`
+/// (sexagesimal ints are ignored).
+fn parse_yaml11_int(s: &str) -> Option<i64> {
+    let (neg, body) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if body.is_empty() || body.starts_with('_') {
+        return None;
+    }
+    let clean: String = body.chars().filter(|c| *c != '_').collect();
+    let value = if let Some(b) = body.strip_prefix("0b") {
+        if b.is_empty() || !b.chars().all(|c| c == '0' || c == '1' || c == '_') {
+            return None;
+        }
+        i64::from_str_radix(&clean[2..], 2).ok()?
+    } else if let Some(h) = body.strip_prefix("0x") {
+        if h.is_empty() || !h.chars().all(|c| c.is_ascii_hexdigit() || c == '_') {
+            return None;
+        }
+        i64::from_str_radix(&clean[2..], 16).ok()?
+    } else if body.len() > 1 && body.starts_with('0') {
+        if !body.chars().all(|c| ('0'..='7').contains(&c) || c == '_') {
+            return None;
+        }
+        i64::from_str_radix(&clean[1..], 8).ok()?
+    } else {
+        if !body.chars().all(|c| c.is_ascii_digit() || c == '_') {
+            return None;
+        }
+        clean.parse::<i64>().ok()?
+    };
+    Some(if neg { -value } else { value })
+}
+
+/// OmegaConf's float resolver (omegaconf/_utils.py `get_yaml_loader`):
+/// `[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)? | [-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+///  | \.[0-9_]+(?:[eE][-+][0-9]+)? | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)`.
+fn parse_omegaconf_float(s: &str) -> Option<f64> {
+    match s {
+        ".nan" | ".NaN" | ".NAN" => return Some(f64::NAN),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Some(f64::INFINITY),
+        "-.inf" | "-.Inf" | "-.INF" => return Some(f64::NEG_INFINITY),
+        _ => {}
+    }
+    let b = s.as_bytes();
+    let mut i = 0;
+    let signed = matches!(b.first(), Some(b'-' | b'+'));
+    if signed {
+        i += 1;
+    }
+    let digits = |i: &mut usize, allow_underscore: bool| {
+        let start = *i;
+        while *i < b.len() && (b[*i].is_ascii_digit() || (allow_underscore && b[*i] == b'_')) {
+            *i += 1;
+        }
+        *i - start
+    };
+    let exponent = |i: &mut usize, sign_required: bool| -> bool {
+        if *i < b.len() && (b[*i] == b'e' || b[*i] == b'E') {
+            *i += 1;
+            if *i < b.len() && (b[*i] == b'-' || b[*i] == b'+') {
+                *i += 1;
+            } else if sign_required {
+                return false;
+            }
+            let start = *i;
+            while *i < b.len() && b[*i].is_ascii_digit() {
+                *i += 1;
+            }
+            *i > start
+        } else {
+            true
+        }
+    };
+    let ok = if i < b.len() && b[i] == b'.' {
+        // `.5`, `.5e+3` (no sign allowed before the dot in this branch)
+        if signed {
+            return None;
+        }
+        i += 1;
+        digits(&mut i, true) > 0 && exponent(&mut i, true)
+    } else {
+        if i >= b.len() || !b[i].is_ascii_digit() {
+            return None;
+        }
+        digits(&mut i, true);
+        if i < b.len() && b[i] == b'.' {
+            i += 1;
+            digits(&mut i, true);
+            exponent(&mut i, false)
+        } else if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+            exponent(&mut i, false)
+        } else {
+            false
+        }
+    };
+    if !ok || i != b.len() {
+        return None;
+    }
+    s.replace('_', "").parse::<f64>().ok()
+}
+
+enum Frame {
+    Seq(Vec<Node>, usize),
+    Map(Map, Option<String>, usize, Marker),
+}
+
+#[derive(Default)]
+struct Builder {
+    stack: Vec<Frame>,
+    root: Option<Node>,
+    anchors: HashMap<usize, Node>,
+    error: Option<YamlError>,
+}
+
+impl Builder {
+    fn fail(&mut self, mark: Marker, message: String) {
+        if self.error.is_none() {
+            self.error = Some(YamlError {
+                message,
+                line: mark.line(),
+                column: mark.col() + 1,
+            });
+        }
+    }
+
+    fn push_value(&mut self, node: Node, anchor: usize, mark: Marker) {
+        if anchor > 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+        match self.stack.last_mut() {
+            None => self.root = Some(node),
+            Some(Frame::Seq(items, _)) => items.push(node),
+            Some(Frame::Map(map, pending, _, _)) => match pending.take() {
+                None => {
+                    let key = match node {
+                        Node::Str(s) => s,
+                        Node::Int(i) => i.to_string(),
+                        Node::Bool(b) => if b { "True" } else { "False" }.to_string(),
+                        Node::Null => "None".to_string(),
+                        Node::Float(f) => super::node::python_float_repr(f),
+                        other => {
+                            let t = other.type_name();
+                            self.fail(mark, format!("unsupported mapping key of type {t}"));
+                            return;
+                        }
+                    };
+                    if map.contains_key(&key) {
+                        self.fail(mark, format!("duplicate key '{key}'"));
+                        return;
+                    }
+                    *pending = Some(key);
+                }
+                Some(key) => {
+                    map.insert(key, node);
+                }
+            },
+        }
+    }
+}
+
+impl MarkedEventReceiver for Builder {
+    fn on_event(&mut self, ev: Event, mark: Marker) {
+        match ev {
+            Event::Scalar(value, style, anchor, tag) => {
+                let node = match (style, tag) {
+                    (_, Some(tag)) if tag.suffix == "str" => Node::Str(value),
+                    (TScalarStyle::Plain, _) => resolve_plain_scalar(&value),
+                    _ => Node::Str(value),
+                };
+                self.push_value(node, anchor, mark);
+            }
+            Event::SequenceStart(anchor, _) => self.stack.push(Frame::Seq(Vec::new(), anchor)),
+            Event::SequenceEnd => {
+                if let Some(Frame::Seq(items, anchor)) = self.stack.pop() {
+                    self.push_value(Node::List(items), anchor, mark);
+                }
+            }
+            Event::MappingStart(anchor, _) => {
+                self.stack.push(Frame::Map(Map::new(), None, anchor, mark))
+            }
+            Event::MappingEnd => {
+                if let Some(Frame::Map(map, _, anchor, start)) = self.stack.pop() {
+                    self.push_value(Node::Map(map), anchor, start);
+                }
+            }
+            Event::Alias(id) => match self.anchors.get(&id).cloned() {
+                Some(node) => self.push_value(node, 0, mark),
+                None => self.fail(mark, format!("unknown alias {id}")),
+            },
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_scalars_follow_yaml11_and_omegaconf_floats() {
+        assert_eq!(resolve_plain_scalar("yes"), Node::Bool(true));
+        assert_eq!(resolve_plain_scalar("Off"), Node::Bool(false));
+        assert_eq!(resolve_plain_scalar("1_000"), Node::Int(1000));
+        assert_eq!(resolve_plain_scalar("0x1f"), Node::Int(31));
+        assert_eq!(resolve_plain_scalar("1e3"), Node::Float(1000.0));
+        assert_eq!(resolve_plain_scalar("-2.5"), Node::Float(-2.5));
+        assert_eq!(resolve_plain_scalar("1."), Node::Float(1.0));
+        assert_eq!(resolve_plain_scalar(".5"), Node::Float(0.5));
+        assert_eq!(resolve_plain_scalar("-.inf"), Node::Float(f64::NEG_INFINITY));
+        assert_eq!(resolve_plain_scalar("1.2.3"), Node::Str("1.2.3".into()));
+        assert_eq!(resolve_plain_scalar("cuda:0"), Node::Str("cuda:0".into()));
+        assert_eq!(resolve_plain_scalar("???"), Node::Missing);
+        assert_eq!(resolve_plain_scalar("~"), Node::Null);
+    }
+
+    #[test]
+    fn quoted_scalars_stay_strings_and_order_is_kept() {
+        let n = parse("b: 'yes'\na: \"1\"\nc: [1, x]\n").unwrap();
+        let m = n.as_map().unwrap();
+        assert_eq!(m.keys().collect::<Vec<_>>(), ["b", "a", "c"]);
+        assert_eq!(m["b"], Node::Str("yes".into()));
+        assert_eq!(m["a"], Node::Str("1".into()));
+        assert_eq!(m["c"], Node::List(vec![Node::Int(1), Node::Str("x".into())]));
+    }
+
+    #[test]
+    fn syntax_errors_carry_the_line() {
+        let err = parse("name: broken\nlayers: [1, 2\n").unwrap_err();
+        assert!(err.line >= 2, "{err}");
+    }
+
+    #[test]
+    fn duplicate_keys_are_rejected() {
+        let err = parse("a: 1\na: 2\n").unwrap_err();
+        assert!(err.message.contains("duplicate key 'a'"), "{err}");
+    }
+
+    #[test]
+    fn anchors_and_aliases_copy_values() {
+        let n = parse("a: &x {k: 1}\nb: *x\n").unwrap();
+        assert_eq!(n.get_path("b.k"), Some(&Node::Int(1)));
+    }
+
+    #[test]
+    fn package_header_reads_leading_comments_only() {
+        assert_eq!(
+            package_header("# @package _global_\na: 1\n").unwrap(),
+            Some("_global_".into())
+        );
+        assert_eq!(package_header("a: 1\n# @package x\n").unwrap(), None);
+        assert_eq!(package_header("# plain\n# @package x\n").unwrap(), None);
+        assert!(package_header("# @package\n").is_err());
+    }
+}
