@@ -4,3 +4,5 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod logging;
+pub mod spec;
+pub mod run_dir;

@@ -1,6 +1,7 @@
 //! Dispatch: compose the config, then print it (`--cfg`), run a stage, or analyse files.
 //! The only place that decides what a command means.
 mod print_cfg;
+pub mod stage;
 
 use crate::cli::{Cli, Command};
 use crate::config::{self, ComposeRequest};
@@ -40,8 +41,23 @@ pub fn run(cli: Cli) -> Result<i32> {
             print_cfg::help(&config_dir);
             Ok(2)
         }
+        Some(Command::Stage1 { .. }) | Some(Command::Stage2 { .. }) | Some(Command::Infer { .. }) => {
+            stage::run(command_name, request)
+        }
+        Some(Command::Debug { .. }) => forward_to_worker(),
         Some(other) => anyhow::bail!("'{}' is not available yet in this build", other.name()),
     }
+}
+
+/// `debug ...` runs inside the workload binary: hand it the same arguments.
+fn forward_to_worker() -> Result<i32> {
+    let worker = stage::worker_path()?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let status = std::process::Command::new(&worker)
+        .args(&args)
+        .status()
+        .with_context(|| format!("starting {} (build it with ./bootstrap.sh --yes)", worker.display()))?;
+    Ok(status.code().unwrap_or(1))
 }
 
 /// `--config-dir`/`--config-path`, else `./conf`, else the `conf/` of the repository that holds

@@ -179,10 +179,11 @@ fn apply_config_overrides(cfg: &mut Node, list: &[Override]) -> Result<(), Confi
         let key = &o.key_or_group;
         let value = o.element().map(|e| e.to_node());
         let existing = cfg.get_path(key).cloned();
-        let merge_err = |e: UpdateError| {
+        let merge_err = |e: UpdateError, cfg_snapshot: &Node| {
             composition(match e {
                 UpdateError::KeyNotFound => format!(
-                    "Could not override '{key}'.\nTo append to your config use +{}",
+                    "Could not override '{key}'.{}\nTo append to your config use +{}",
+                    suggest_key(cfg_snapshot, key).map(|s| format!(" Did you mean '{s}'?")).unwrap_or_default(),
                     o.input
                 ),
                 UpdateError::NotAContainer(p) => format!(
@@ -217,7 +218,7 @@ fn apply_config_overrides(cfg: &mut Node, list: &[Override]) -> Result<(), Confi
                 let value = value.expect("+key always has a value");
                 let absent = matches!(existing, None | Some(Node::Null));
                 if absent || matches!(value, Node::Map(_) | Node::List(_)) {
-                    merge::update(cfg, key, value, true).map_err(merge_err)?;
+                    merge::update(cfg, key, value, true).map_err(|e| merge_err(e, cfg))?;
                 } else {
                     return Err(composition(format!(
                         "Could not append to config. An item is already at '{key}'.\nEither remove + prefix: '{}'\nOr add a second + to add or override '{key}': '+{}'",
@@ -227,14 +228,40 @@ fn apply_config_overrides(cfg: &mut Node, list: &[Override]) -> Result<(), Confi
                 }
             }
             OverrideKind::ForceAdd => {
-                merge::update(cfg, key, value.expect("++key always has a value"), true).map_err(merge_err)?;
+                merge::update(cfg, key, value.expect("++key always has a value"), true).map_err(|e| merge_err(e, cfg))?;
             }
             OverrideKind::Change => {
-                merge::update(cfg, key, value.expect("key=value always has a value"), false).map_err(merge_err)?;
+                merge::update(cfg, key, value.expect("key=value always has a value"), false).map_err(|e| merge_err(e, cfg))?;
             }
         }
     }
     Ok(())
+}
+
+/// The closest existing key to a mistyped one: walk the longest existing prefix, then pick the
+/// most similar child name at the first missing level.
+pub fn suggest_key(cfg: &Node, key: &str) -> Option<String> {
+    let segs: Vec<&str> = key.split('.').collect();
+    let mut node = cfg;
+    for (i, seg) in segs.iter().enumerate() {
+        match node.child(seg) {
+            Some(n) => node = n,
+            None => {
+                let m = node.as_map()?;
+                let best = m
+                    .keys()
+                    .map(|k| (strsim::jaro_winkler(seg, k), k))
+                    .filter(|(s, _)| *s > 0.8)
+                    .max_by(|a, b| a.0.total_cmp(&b.0))?
+                    .1;
+                let mut out: Vec<String> = segs[..i].iter().map(|s| s.to_string()).collect();
+                out.push(best.clone());
+                out.extend(segs[i + 1..].iter().map(|s| s.to_string()));
+                return Some(out.join("."));
+            }
+        }
+    }
+    None
 }
 
 /// Groups and their options under a config dir, for `--help` (Hydra's "Configuration groups").

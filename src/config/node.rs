@@ -325,8 +325,17 @@ fn yaml_scalar(node: &Node) -> String {
             } else if f.is_infinite() {
                 if *f > 0.0 { ".inf" } else { "-.inf" }.into()
             } else {
-                python_float_repr(*f)
+                // PyYAML writes `1.0e-06`, never `1e-06` (which YAML 1.1 reads as a string).
+                let r = python_float_repr(*f);
+                match r.find('e') {
+                    Some(i) if !r.contains('.') => format!("{}.0{}", &r[..i], &r[i..]),
+                    _ => r,
+                }
             }
+        }
+        Node::Str(s) if s.chars().any(|c| c.is_control()) => {
+            // A JSON string is a valid YAML double-quoted scalar, escapes included.
+            serde_json::to_string(s).expect("strings serialise")
         }
         Node::Str(s) => {
             if needs_quotes(s) {
@@ -385,7 +394,10 @@ mod tests {
         m.insert("t".into(), Node::Str("true".into()));
         m.insert("p".into(), Node::Str("cuda:0".into()));
         m.insert("l".into(), Node::List(vec![Node::Int(1), Node::Null]));
-        let y = Node::Map(m).to_yaml();
+        let y = Node::Map(m.clone()).to_yaml();
+        m.insert("nl".into(), Node::Str("a\nb: 'c'".into()));
+        let back = crate::config::yaml::parse(&Node::Map(m.clone()).to_yaml()).unwrap();
+        assert_eq!(back, Node::Map(m));
         assert_eq!(y, "s: '42'\nt: 'true'\np: cuda:0\nl:\n- 1\n- null\n");
     }
 

@@ -1,0 +1,187 @@
+//! One typed struct per config group (conf/<group>/*.yaml): field names are the YAML keys.
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct InferSpec {
+    pub max_new_tokens: u32,
+    /// Benchmark switch: generate exactly `max_new_tokens`, ignoring EOS.
+    pub ignore_eos: bool,
+    /// HF `no_repeat_ngram_size`; 0 disables.
+    pub no_repeat_ngram_size: u32,
+    /// Sliding window (tokens) for the n-gram ban; null = whole sequence (HF semantics).
+    pub ngram_window: Option<u32>,
+    pub prompt: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetSpec {
+    pub name: String,
+    pub root: String,
+    /// A text file listing image paths (relative to `root`), one per line.
+    pub subset_filelist: Option<String>,
+    pub sampling: SamplingSpec,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplingSpec {
+    pub num_epochs: u32,
+    /// null: every image once per epoch.
+    pub num_samples_per_epoch: Option<u32>,
+    pub randomize: bool,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightsSource {
+    /// Seeded random tensors with the official names and shapes.
+    Synthetic,
+    /// `model*.safetensors` under `model.path`.
+    Files,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DtypeChoice {
+    Auto,
+    Bf16,
+    F32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResolutionMode {
+    Tiny,
+    Small,
+    Base,
+    Large,
+    Gundam,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    pub name: String,
+    pub weights: WeightsSource,
+    pub path: String,
+    pub seed: u64,
+    pub dtype: DtypeChoice,
+    /// Model option used when no GPU is present.
+    pub cpu_fallback: String,
+    pub preprocess: PreprocessSpec,
+    /// Architecture (conf/model/deepseek_ocr/arch/*.yaml), checked by the workload.
+    pub arch: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreprocessSpec {
+    pub mode: ResolutionMode,
+    pub base_size: Option<u32>,
+    pub image_size: Option<u32>,
+    pub crop_mode: Option<bool>,
+    pub min_crops: u32,
+    pub max_crops: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardwareSpec {
+    /// Dense peak TFLOP/s of the run's precision; null = derived from the detected GPU.
+    pub peak_tflops: Option<f64>,
+    /// Peak DRAM bandwidth in GB/s; null = derived from the detected GPU.
+    pub peak_bandwidth_gbs: Option<f64>,
+    /// Measure achievable ceilings (large matmul, device copy) next to the theoretical ones.
+    pub calibrate: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeSpec {
+    pub warmup: u32,
+    pub repeats: u32,
+    pub batch_size: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineSpec {
+    pub torch_profiler: TorchProfilerSpec,
+    pub static_analysis: EnableSpec,
+    pub nsys: NsysSpec,
+    pub ncu: NcuSpec,
+    pub nvml: NvmlSpec,
+    pub direct_inference: EnableSpec,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnableSpec {
+    pub enable: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activity {
+    Cpu,
+    Cuda,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TorchProfilerSpec {
+    pub enable: bool,
+    pub activities: Vec<Activity>,
+    pub record_shapes: bool,
+    pub profile_memory: bool,
+    pub with_stack: bool,
+    pub with_flops: bool,
+    pub max_decode_steps: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NsysSpec {
+    pub enable: bool,
+    pub trace: Vec<String>,
+    /// Record only inside the NVTX range `capture_range`.
+    pub gating_nvtx: bool,
+    pub capture_range: String,
+    pub extra_args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NcuSpec {
+    pub enable: bool,
+    /// NVTX range whose kernels are profiled (push/pop syntax `<name>/`).
+    pub nvtx_include: Option<String>,
+    pub kernel_regex: Option<String>,
+    pub launch_skip: u32,
+    pub launch_count: u32,
+    /// Profile the K kernels with the most GPU time (from nsys, else stage 1's Kineto table).
+    pub top_k: u32,
+    pub sections: Vec<String>,
+    /// `--set` (e.g. full); replaces `sections` when given.
+    pub set: Option<String>,
+    pub extra_args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NvmlSpec {
+    pub enable: bool,
+    pub interval_ms: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// Write the Kineto Chrome trace (trace.json).
+    pub trace_json: bool,
+    /// Draw roofline plots (SVG + PNG).
+    pub plots: bool,
+}

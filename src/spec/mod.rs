@@ -1,0 +1,118 @@
+//! `RunSpec`: the composed config as typed structs (unknown keys rejected with a did-you-mean,
+//! ranges checked). Everything downstream reads the spec, never the untyped tree. Defaults live
+//! in conf/, so every field here is required: a key missing from the YAML is an error too.
+mod groups;
+
+pub use groups::*;
+
+use crate::config::Node;
+use anyhow::{bail, Result};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// `auto`, `cpu`, `cuda` or `cuda:N`.
+    pub device: String,
+    pub infer: InferSpec,
+    pub dataset: DatasetSpec,
+    pub model: ModelSpec,
+    pub hardware: HardwareSpec,
+    pub runtime: RuntimeSpec,
+    pub pipeline: PipelineSpec,
+    pub output: OutputSpec,
+}
+
+impl RunSpec {
+    /// Deserialize a resolved job config, then check ranges.
+    pub fn from_tree(resolved: &Node) -> Result<Self> {
+        let json = resolved.to_serde_json();
+        let spec: RunSpec = serde_path_to_error::deserialize(json).map_err(|e| {
+            let path = e.path().to_string();
+            anyhow::anyhow!(describe_serde_error(&path, &e.inner().to_string()))
+        })?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let d = &self.device;
+        let device_ok = d == "auto" || d == "cpu" || d == "cuda" || d.strip_prefix("cuda:").is_some_and(|n| n.parse::<u32>().is_ok());
+        if !device_ok {
+            bail!("device='{d}' is not a device: use auto, cpu, cuda or cuda:N");
+        }
+        at_least("infer.max_new_tokens", self.infer.max_new_tokens as i64, 1)?;
+        at_least("dataset.sampling.num_epochs", self.dataset.sampling.num_epochs as i64, 1)?;
+        if let Some(n) = self.dataset.sampling.num_samples_per_epoch {
+            at_least("dataset.sampling.num_samples_per_epoch", n as i64, 1)?;
+        }
+        at_least("runtime.repeats", self.runtime.repeats as i64, 1)?;
+        at_least("runtime.batch_size", self.runtime.batch_size as i64, 1)?;
+        at_least("pipeline.nvml.interval_ms", self.pipeline.nvml.interval_ms as i64, 1)?;
+        at_least("pipeline.ncu.top_k", self.pipeline.ncu.top_k as i64, 1)?;
+        at_least("pipeline.ncu.launch_count", self.pipeline.ncu.launch_count as i64, 1)?;
+        let p = &self.model.preprocess;
+        at_least("model.preprocess.min_crops", p.min_crops as i64, 1)?;
+        if p.max_crops < p.min_crops {
+            bail!(
+                "model.preprocess.max_crops={} is below min_crops={}: allowed range is [min_crops, 100]",
+                p.max_crops,
+                p.min_crops
+            );
+        }
+        for (k, v) in [("hardware.peak_tflops", self.hardware.peak_tflops), ("hardware.peak_bandwidth_gbs", self.hardware.peak_bandwidth_gbs)] {
+            if let Some(x) = v {
+                if !(x.is_finite() && x > 0.0) {
+                    bail!("{k}={x} is out of range: must be a positive number (or null to derive it from the GPU)");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn at_least(key: &str, value: i64, min: i64) -> Result<()> {
+    if value < min {
+        bail!("{key}={value} is out of range: allowed range is >= {min}");
+    }
+    Ok(())
+}
+
+/// Turn serde's message into one that names the full key and suggests the closest valid key.
+fn describe_serde_error(path: &str, msg: &str) -> String {
+    let parent = if path == "." { String::new() } else { path.to_string() };
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let (field, tail) = rest.split_once('`').unwrap_or((rest, ""));
+        let expected: Vec<String> = tail.split('`').skip(1).step_by(2).map(str::to_string).collect();
+        // serde's path ends at the struct that rejected the field.
+        let container = parent.trim_end_matches(&format!(".{field}")).trim_end_matches(field).trim_end_matches('.');
+        let full = if container.is_empty() { field.to_string() } else { format!("{container}.{field}") };
+        let best = expected
+            .iter()
+            .map(|e| (strsim::jaro_winkler(field, e), e))
+            .filter(|(s, _)| *s > 0.8)
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        let prefix = if container.is_empty() { String::new() } else { format!("{container}.") };
+        return match best {
+            Some((_, e)) => format!("unknown config key '{full}': did you mean '{prefix}{e}'? (valid keys here: {})", expected.join(", ")),
+            None => format!("unknown config key '{full}' (valid keys here: {})", expected.join(", ")),
+        };
+    }
+    if let Some(rest) = msg.strip_prefix("missing field `") {
+        let field = rest.split('`').next().unwrap_or(rest);
+        let full = if parent.is_empty() || parent == "." { field.to_string() } else { format!("{parent}.{field}") };
+        return format!("missing config key '{full}': add it to the config file of its group, or on the command line with +{full}=<value>");
+    }
+    format!("invalid value for config key '{parent}': {msg}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_name_the_path_and_suggest() {
+        let m = describe_serde_error("infer.max_new_tokns", "unknown field `max_new_tokns`, expected one of `max_new_tokens`, `ignore_eos`");
+        assert!(m.contains("'infer.max_new_tokns'") && m.contains("did you mean 'infer.max_new_tokens'"), "{m}");
+    }
+}
