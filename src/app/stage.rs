@@ -41,6 +41,8 @@ fn resolved_path(composed: &Composed, key: &str) -> Result<PathBuf> {
     let hydra = composed.resolved_hydra()?;
     match hydra.get_path(key) {
         Some(Node::Str(s)) => Ok(PathBuf::from(s)),
+        // `subdir: ${hydra.job.num}` resolves to an int.
+        Some(n @ Node::Int(_)) => Ok(PathBuf::from(n.to_python_str())),
         other => bail!("hydra.{key} must be a path string, found {other:?}"),
     }
 }

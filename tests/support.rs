@@ -1,0 +1,48 @@
+//! Helpers shared by the integration tests: run the built binaries in a scratch folder.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn llmprof() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_llmprof"))
+}
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Run llmprof in `cwd` with `args`; returns the output.
+pub fn run_in(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(llmprof())
+        .args(args)
+        .current_dir(cwd)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("llmprof runs")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+/// A fresh empty folder under the target dir.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+/// Write a small config tree: `files` are (relative path, YAML text).
+pub fn config_tree(root: &Path, files: &[(&str, &str)]) -> PathBuf {
+    let conf = root.join("conf");
+    for (rel, text) in files {
+        let p = conf.join(rel);
+        std::fs::create_dir_all(p.parent().expect("has parent")).expect("mkdir");
+        std::fs::write(&p, text).expect("write");
+    }
+    conf
+}

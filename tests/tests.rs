@@ -1,0 +1,5 @@
+//! Integration tests, one binary (each extra test binary would link libtorch again).
+mod bad_input;
+mod conformance;
+mod front_end;
+mod support;
