@@ -1,1 +1,5 @@
 //! llmprof library.
+
+pub mod measure;
+pub mod roofline;
+pub mod vendor;

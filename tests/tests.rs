@@ -1,0 +1,3 @@
+//! Integration tests, one binary (each extra test binary would link libtorch again).
+
+mod stage2;
