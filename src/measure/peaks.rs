@@ -38,7 +38,11 @@ pub enum Arch {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
     #[error("no peak table for compute capability {major}.{minor} ({name}); pass peak_tflops/peak_bandwidth_gbs overrides")]
-    UnknownArchitecture { name: String, major: u32, minor: u32 },
+    UnknownArchitecture {
+        name: String,
+        major: u32,
+        minor: u32,
+    },
     #[error("GPU properties of {name} are incomplete: {what} is zero")]
     Incomplete { name: String, what: &'static str },
 }
@@ -126,8 +130,11 @@ const GB20X: PerSm = PerSm {
     tensor_bf16: Some(1024.0),
     tensor_tf32: Some(512.0),
     tensor_fp8: Some(2048.0),
-    geforce_half_rate: true,
-    source: "NVIDIA RTX Blackwell GPU Architecture whitepaper, Appendix A, GeForce RTX 5090 table: 170 SMs, 2407 MHz: FP32 104.8 TFLOPS, FP16 Tensor 419 TFLOPS with FP16 accumulate (209.5 with FP32 accumulate), FP8 838",
+    // Not halved on GeForce: shared/fixtures/llm-perf-opt-rtx5090 kernel_0005 ran 17.67 G bf16→fp32
+    // tensor ops in 165.09 us (107 TFLOP/s) at ~2.0 GHz with sm__throughput 30.7 %, which fits
+    // only the full 1024 FLOP/clk/SM rate (31 % of 348 TFLOP/s), not half of it (61 %).
+    geforce_half_rate: false,
+    source: "NVIDIA RTX Blackwell GPU Architecture whitepaper, Appendix A, GeForce RTX 5090 table: 170 SMs, 2407 MHz: FP32 104.8 TFLOPS, FP16 Tensor 419 TFLOPS dense, FP8 838 dense; FP32-accumulate at the same rate per the RTX 5090 ncu measurements in shared/fixtures/llm-perf-opt-rtx5090",
 };
 
 impl Arch {
@@ -190,7 +197,9 @@ pub fn is_geforce(name: &str) -> bool {
         return true;
     }
     let short = lc.trim_start_matches("nvidia ").trim();
-    regex::Regex::new(r"^rtx \d{4}( ti| super| d)*$").expect("static regex is valid").is_match(short)
+    regex::Regex::new(r"^rtx \d{4}( ti| super| d)*$")
+        .expect("static regex is valid")
+        .is_match(short)
 }
 
 /// Peak DRAM bandwidth: memory clock × 2 (double data rate) × bus width in bytes.
@@ -200,10 +209,12 @@ pub fn dram_bytes_per_s(max_mem_clock_mhz: f64, bus_width_bits: u32) -> f64 {
 
 /// Derives peaks from `props`; errors for an architecture not in the table.
 pub fn derive(props: &GpuProps) -> Result<Peaks, Error> {
-    let arch = Arch::from_cc(props.cc_major, props.cc_minor).ok_or_else(|| Error::UnknownArchitecture {
-        name: props.name.clone(),
-        major: props.cc_major,
-        minor: props.cc_minor,
+    let arch = Arch::from_cc(props.cc_major, props.cc_minor).ok_or_else(|| {
+        Error::UnknownArchitecture {
+            name: props.name.clone(),
+            major: props.cc_major,
+            minor: props.cc_minor,
+        }
     })?;
     for (what, v) in [
         ("sm_count", f64::from(props.sm_count)),
@@ -212,7 +223,10 @@ pub fn derive(props: &GpuProps) -> Result<Peaks, Error> {
         ("mem_bus_width_bits", f64::from(props.mem_bus_width_bits)),
     ] {
         if v <= 0.0 {
-            return Err(Error::Incomplete { name: props.name.clone(), what });
+            return Err(Error::Incomplete {
+                name: props.name.clone(),
+                what,
+            });
         }
     }
     let t = arch.per_sm();
@@ -238,25 +252,40 @@ pub fn derive(props: &GpuProps) -> Result<Peaks, Error> {
 /// analysing exports that carry no device attributes. `None` for any other name.
 pub fn props_for_name(name: &str) -> Option<GpuProps> {
     let lc = name.to_ascii_lowercase().replace(['-', '_'], " ");
-    let lc = lc.trim_start_matches("nvidia ").trim_start_matches("geforce ").trim();
-    let props = |name: &str, cc: (u32, u32), sms: u32, sm_mhz: f64, mem_mhz: f64, bits: u32| GpuProps {
-        name: name.to_string(),
-        cc_major: cc.0,
-        cc_minor: cc.1,
-        sm_count: sms,
-        max_sm_clock_mhz: sm_mhz,
-        max_mem_clock_mhz: mem_mhz,
-        mem_bus_width_bits: bits,
-    };
+    let lc = lc
+        .trim_start_matches("nvidia ")
+        .trim_start_matches("geforce ")
+        .trim();
+    let props =
+        |name: &str, cc: (u32, u32), sms: u32, sm_mhz: f64, mem_mhz: f64, bits: u32| GpuProps {
+            name: name.to_string(),
+            cc_major: cc.0,
+            cc_minor: cc.1,
+            sm_count: sms,
+            max_sm_clock_mhz: sm_mhz,
+            max_mem_clock_mhz: mem_mhz,
+            mem_bus_width_bits: bits,
+        };
     // H100/H200: NVML on the lent machines (shared/fixtures/ncu-h200-tch-matmul README and
     // ncu_raw.csv device__attribute_*); RTX 5090 / 4090: NVIDIA spec pages (boost clock, 28 / 21
     // Gbps memory on 512 / 384 bits); A100 SXM4 80GB: A100 datasheet (1410 MHz, 2039 GB/s).
     let found = match lc {
-        "h100" | "h100 sxm" | "h100 sxm5" | "h100 80gb hbm3" => props("NVIDIA H100 80GB HBM3", (9, 0), 132, 1980.0, 2619.0, 5120),
+        "h100" | "h100 sxm" | "h100 sxm5" | "h100 80gb hbm3" => {
+            props("NVIDIA H100 80GB HBM3", (9, 0), 132, 1980.0, 2619.0, 5120)
+        }
         "h200" | "h200 sxm" => props("NVIDIA H200", (9, 0), 132, 1980.0, 3201.0, 6016),
-        "rtx 5090" => props("NVIDIA GeForce RTX 5090", (12, 0), 170, 2407.0, 14001.0, 512),
+        "rtx 5090" => props(
+            "NVIDIA GeForce RTX 5090",
+            (12, 0),
+            170,
+            2407.0,
+            14001.0,
+            512,
+        ),
         "rtx 4090" => props("NVIDIA GeForce RTX 4090", (8, 9), 128, 2520.0, 10501.0, 384),
-        "a100" | "a100 sxm4 80gb" | "a100 80gb" => props("NVIDIA A100-SXM4-80GB", (8, 0), 108, 1410.0, 1593.0, 5120),
+        "a100" | "a100 sxm4 80gb" | "a100 80gb" => {
+            props("NVIDIA A100-SXM4-80GB", (8, 0), 108, 1410.0, 1593.0, 5120)
+        }
         _ => return None,
     };
     Some(found)
@@ -277,14 +306,26 @@ mod tests {
         props.max_sm_clock_mhz = 1830.0;
         let p = derive(&props).expect("hopper");
         assert_eq!(p.arch, Arch::Hopper);
-        assert!(within(p.bf16_flops_per_s.expect("bf16"), 989.4e12, 2.0), "{}", p.bf16_flops_per_s.unwrap_or(0.0));
+        assert!(
+            within(p.bf16_flops_per_s.expect("bf16"), 989.4e12, 2.0),
+            "{}",
+            p.bf16_flops_per_s.unwrap_or(0.0)
+        );
         assert!(within(p.tf32_flops_per_s.expect("tf32"), 494.7e12, 2.0));
         assert!(within(p.fp8_flops_per_s.expect("fp8"), 1978.9e12, 2.0));
-        assert!(within(p.dram_bytes_per_s, 3.35e12, 2.0), "{}", p.dram_bytes_per_s);
+        assert!(
+            within(p.dram_bytes_per_s, 3.35e12, 2.0),
+            "{}",
+            p.dram_bytes_per_s
+        );
         let at_max = derive(&props_for_name("H100 SXM").expect("known")).expect("hopper");
         assert_eq!(at_max.sm_clock_mhz, 1980.0);
         assert!(within(at_max.fp32_flops_per_s, 67e12, 2.0));
-        assert!(within(at_max.bf16_flops_per_s.expect("bf16"), 1070.5e12, 0.1));
+        assert!(within(
+            at_max.bf16_flops_per_s.expect("bf16"),
+            1070.5e12,
+            0.1
+        ));
     }
 
     #[test]
@@ -292,9 +333,20 @@ mod tests {
         // H200 datasheet: 4.8 TB/s, 989 TFLOP/s dense BF16 (same SMs and clocks as H100 SXM).
         let mut props = props_for_name("H200").expect("known");
         let p = derive(&props).expect("hopper");
-        assert!(within(p.dram_bytes_per_s, 4.8e12, 2.0), "{}", p.dram_bytes_per_s);
+        assert!(
+            within(p.dram_bytes_per_s, 4.8e12, 2.0),
+            "{}",
+            p.dram_bytes_per_s
+        );
         props.max_sm_clock_mhz = 1830.0;
-        assert!(within(derive(&props).expect("hopper").bf16_flops_per_s.expect("bf16"), 989e12, 2.0));
+        assert!(within(
+            derive(&props)
+                .expect("hopper")
+                .bf16_flops_per_s
+                .expect("bf16"),
+            989e12,
+            2.0
+        ));
     }
 
     #[test]
@@ -305,7 +357,9 @@ mod tests {
         assert!(within(p.bf16_flops_per_s.expect("bf16"), 165.2e12, 1.0));
         assert!(within(p.dram_bytes_per_s, 1008e9, 1.0));
         let p = derive(&props_for_name("RTX 5090").expect("known")).expect("gb20x");
+        assert!(!p.geforce_half_rate);
         assert!(within(p.fp32_flops_per_s, 104.8e12, 1.0));
+        assert!(within(p.bf16_flops_per_s.expect("bf16"), 419e12, 1.0));
         assert!(within(p.dram_bytes_per_s, 1792e9, 1.0));
         let p = derive(&props_for_name("A100").expect("known")).expect("ga100");
         assert!(within(p.bf16_flops_per_s.expect("bf16"), 312e12, 1.0));
@@ -319,16 +373,33 @@ mod tests {
         props.cc_major = 6;
         props.cc_minor = 1;
         let err = derive(&props).expect_err("pascal not in table");
-        assert!(matches!(err, Error::UnknownArchitecture { major: 6, minor: 1, .. }));
+        assert!(matches!(
+            err,
+            Error::UnknownArchitecture {
+                major: 6,
+                minor: 1,
+                ..
+            }
+        ));
         assert!(props_for_name("Radeon").is_none());
     }
 
     #[test]
     fn geforce_names() {
-        for n in ["NVIDIA GeForce RTX 5090", "RTX 5090", "RTX 4090 D", "rtx 3080 ti"] {
+        for n in [
+            "NVIDIA GeForce RTX 5090",
+            "RTX 5090",
+            "RTX 4090 D",
+            "rtx 3080 ti",
+        ] {
             assert!(is_geforce(n), "{n}");
         }
-        for n in ["NVIDIA RTX 6000 Ada Generation", "NVIDIA RTX A6000", "NVIDIA RTX PRO 6000 Blackwell", "NVIDIA H100"] {
+        for n in [
+            "NVIDIA RTX 6000 Ada Generation",
+            "NVIDIA RTX A6000",
+            "NVIDIA RTX PRO 6000 Blackwell",
+            "NVIDIA H100",
+        ] {
             assert!(!is_geforce(n), "{n}");
         }
     }

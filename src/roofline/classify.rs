@@ -50,8 +50,13 @@ pub enum BoundClass {
 }
 
 impl BoundClass {
-    pub const ALL: [BoundClass; 5] =
-        [Self::MemoryBound, Self::ComputeBound, Self::Balanced, Self::LatencyBound, Self::Unknown];
+    pub const ALL: [BoundClass; 5] = [
+        Self::MemoryBound,
+        Self::ComputeBound,
+        Self::Balanced,
+        Self::LatencyBound,
+        Self::Unknown,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -87,7 +92,10 @@ pub struct Thresholds {
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Thresholds { low_util_pct: 60.0, balanced_factor: std::f64::consts::SQRT_2 }
+        Thresholds {
+            low_util_pct: 60.0,
+            balanced_factor: std::f64::consts::SQRT_2,
+        }
     }
 }
 
@@ -113,20 +121,29 @@ impl Roofs {
                 compute.insert(prec, v);
             }
         }
-        Roofs { dram_bytes_per_s: p.dram_bytes_per_s, compute_flops_per_s: compute }
+        Roofs {
+            dram_bytes_per_s: p.dram_bytes_per_s,
+            compute_flops_per_s: compute,
+        }
     }
 
     /// Ridge point for `p` (fp32 when the kernel did no floating-point work).
     pub fn ridge(&self, p: Option<Precision>) -> Option<f64> {
-        let peak = self.compute_flops_per_s.get(&p.unwrap_or(Precision::Fp32))?;
+        let peak = self
+            .compute_flops_per_s
+            .get(&p.unwrap_or(Precision::Fp32))?;
         Some(peak / self.dram_bytes_per_s)
     }
 }
 
 fn side(ai: Option<f64>, ridge: Option<f64>) -> String {
     match (ai, ridge) {
-        (Some(ai), Some(r)) if ai < r => format!("; intensity {ai:.3} is below the ridge {r:.1} (memory side)"),
-        (Some(ai), Some(r)) => format!("; intensity {ai:.1} is above the ridge {r:.1} (compute side)"),
+        (Some(ai), Some(r)) if ai < r => {
+            format!("; intensity {ai:.3} is below the ridge {r:.1} (memory side)")
+        }
+        (Some(ai), Some(r)) => {
+            format!("; intensity {ai:.1} is above the ridge {r:.1} (compute side)")
+        }
         _ => String::new(),
     }
 }
@@ -149,8 +166,15 @@ pub fn classify(k: &KernelPoint, roofs: Option<&Roofs>, t: &Thresholds) -> Bound
         }
     }
     let Some(ai) = k.intensity else {
-        let why = k.why_unknown.clone().unwrap_or_else(|| "arithmetic intensity unknown".into());
-        return Bound { class: BoundClass::Unknown, ridge_intensity: ridge, reason: why };
+        let why = k
+            .why_unknown
+            .clone()
+            .unwrap_or_else(|| "arithmetic intensity unknown".into());
+        return Bound {
+            class: BoundClass::Unknown,
+            ridge_intensity: ridge,
+            reason: why,
+        };
     };
     if roofs.is_none() {
         return Bound {
@@ -211,7 +235,14 @@ mod tests {
         let ridge = roofs.ridge(Some(Precision::TensorBf16)).expect("bf16 roof");
         assert!((ridge - 222.3).abs() < 1.0, "{ridge}");
         let t = Thresholds::default();
-        let b = |ai| classify(&point(Some(ai), Some(Precision::TensorBf16), 90.0, 90.0), Some(&roofs), &t).class;
+        let b = |ai| {
+            classify(
+                &point(Some(ai), Some(Precision::TensorBf16), 90.0, 90.0),
+                Some(&roofs),
+                &t,
+            )
+            .class
+        };
         assert_eq!(b(1.0), BoundClass::MemoryBound);
         assert_eq!(b(ridge), BoundClass::Balanced);
         assert_eq!(b(ridge * 1.3), BoundClass::Balanced);
@@ -222,7 +253,11 @@ mod tests {
     #[test]
     fn low_utilisation_gate_wins() {
         let roofs = h200();
-        let bound = classify(&point(Some(1.0), Some(Precision::Fp32), 9.6, 20.5), Some(&roofs), &Thresholds::default());
+        let bound = classify(
+            &point(Some(1.0), Some(Precision::Fp32), 9.6, 20.5),
+            Some(&roofs),
+            &Thresholds::default(),
+        );
         assert_eq!(bound.class, BoundClass::LatencyBound);
         assert!(bound.reason.contains("memory side"), "{}", bound.reason);
     }
@@ -231,14 +266,23 @@ mod tests {
     fn unknowns_carry_reasons() {
         let t = Thresholds::default();
         let mut p = point(None, None, 93.0, 17.0);
-        p.why_unknown = Some("tensor pipe 93.3 % busy but no sm__ops_path_tensor_* counters collected".into());
+        p.why_unknown =
+            Some("tensor pipe 93.3 % busy but no sm__ops_path_tensor_* counters collected".into());
         let b = classify(&p, Some(&h200()), &t);
         assert_eq!(b.class, BoundClass::Unknown);
         assert!(b.reason.contains("tensor pipe"));
-        let b = classify(&point(Some(5.0), Some(Precision::Fp32), 90.0, 90.0), None, &t);
+        let b = classify(
+            &point(Some(5.0), Some(Precision::Fp32), 90.0, 90.0),
+            None,
+            &t,
+        );
         assert_eq!(b.class, BoundClass::Unknown);
         assert!(b.reason.contains("no GPU peaks"));
-        let b = classify(&point(Some(5.0), Some(Precision::TensorFp64), 90.0, 90.0), Some(&h200()), &t);
+        let b = classify(
+            &point(Some(5.0), Some(Precision::TensorFp64), 90.0, 90.0),
+            Some(&h200()),
+            &t,
+        );
         assert_eq!(b.class, BoundClass::Unknown);
     }
 }

@@ -7,7 +7,18 @@ use super::RooflineReport;
 /// Short display name: no `void `, no argument list, at most `max` characters.
 pub fn short_name(name: &str, max: usize) -> String {
     let n = name.trim().trim_start_matches("void ");
-    let n = n.split('(').next().unwrap_or(n);
+    // Cut at the argument list: the first `(` outside template brackets (`<(int)4, ...>` stays).
+    let mut depth = 0i32;
+    let cut = n.char_indices().find_map(|(i, c)| {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            '(' if depth == 0 && i > 0 => return Some(i),
+            _ => {}
+        }
+        None
+    });
+    let n = cut.map(|i| &n[..i]).unwrap_or(n);
     if n.chars().count() <= max {
         n.to_string()
     } else {
@@ -21,7 +32,8 @@ fn cell(s: &str) -> String {
 }
 
 fn num(v: Option<f64>, digits: usize) -> String {
-    v.map(|v| format!("{v:.digits$}")).unwrap_or_else(|| "—".into())
+    v.map(|v| format!("{v:.digits$}"))
+        .unwrap_or_else(|| "—".into())
 }
 
 fn sci(v: Option<f64>) -> String {
@@ -51,7 +63,11 @@ pub fn render(report: &RooflineReport) -> String {
             let _ = writeln!(out, "Source of the per-SM rates: {}.\n", p.source);
         }
         None => {
-            let _ = writeln!(out, "GPU peaks unknown: {}. Intensities are reported; bounds are not.\n", report.peaks_note);
+            let _ = writeln!(
+                out,
+                "GPU peaks unknown: {}. Intensities are reported; bounds are not.\n",
+                report.peaks_note
+            );
         }
     }
     out.push_str("| kernel | stage | precision | FLOPs | time (µs) | FLOP/byte | ridge | SM % | DRAM % | bound | why |\n");
@@ -76,7 +92,14 @@ pub fn render(report: &RooflineReport) -> String {
     }
     out.push_str("\n### GPU time by bound\n\n| bound | kernels | time (µs) | share |\n|---|---:|---:|---:|\n");
     for s in &report.summary {
-        let _ = writeln!(out, "| {} | {} | {:.2} | {:.1} % |", s.class.label(), s.kernels, s.time_ns / 1e3, s.share_pct);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.2} | {:.1} % |",
+            s.class.label(),
+            s.kernels,
+            s.time_ns / 1e3,
+            s.share_pct
+        );
     }
     out
 }
@@ -87,15 +110,33 @@ mod tests {
 
     #[test]
     fn short_names() {
-        assert_eq!(short_name("void cutlass::Kernel2<x>(T1::Params)", 60), "cutlass::Kernel2<x>");
+        assert_eq!(
+            short_name("void cutlass::Kernel2<x>(T1::Params)", 60),
+            "cutlass::Kernel2<x>"
+        );
         assert_eq!(short_name("abcdefgh", 5), "abcd…");
+        assert_eq!(
+            short_name(
+                "void at::native::vectorized_elementwise_kernel<(int)4, F>(int, T2)",
+                80
+            ),
+            "at::native::vectorized_elementwise_kernel<(int)4, F>"
+        );
     }
 
     #[test]
     fn renders_unknown_peaks() {
-        let report = super::super::RooflineReport::build(vec![], None, "no device attributes and no --gpu".into(), &Default::default());
+        let report = super::super::RooflineReport::build(
+            vec![],
+            None,
+            "no device attributes and no --gpu".into(),
+            &Default::default(),
+        );
         let md = render(&report);
-        assert!(md.contains("GPU peaks unknown: no device attributes and no --gpu"), "{md}");
+        assert!(
+            md.contains("GPU peaks unknown: no device attributes and no --gpu"),
+            "{md}"
+        );
         assert!(md.contains("| kernel | stage |"));
     }
 }

@@ -40,12 +40,27 @@ pub struct RooflineReport {
 
 impl RooflineReport {
     /// Classifies `points` against `peaks` (if any) and summarises them.
-    pub fn build(points: Vec<KernelPoint>, peaks: Option<Peaks>, peaks_note: String, t: &Thresholds) -> Self {
+    pub fn build(
+        points: Vec<KernelPoint>,
+        peaks: Option<Peaks>,
+        peaks_note: String,
+        t: &Thresholds,
+    ) -> Self {
         let roofs = peaks.as_ref().map(Roofs::from_peaks);
-        let rows: Vec<Row> =
-            points.into_iter().map(|point| Row { bound: classify(&point, roofs.as_ref(), t), point }).collect();
+        let rows: Vec<Row> = points
+            .into_iter()
+            .map(|point| Row {
+                bound: classify(&point, roofs.as_ref(), t),
+                point,
+            })
+            .collect();
         let summary = summarise(&rows);
-        RooflineReport { peaks, peaks_note, rows, summary }
+        RooflineReport {
+            peaks,
+            peaks_note,
+            rows,
+            summary,
+        }
     }
 
     /// Stage names in first-seen order (rows without a stage are left out).
@@ -73,8 +88,17 @@ pub fn summarise(rows: &[Row]) -> Vec<ClassShare> {
                 return None;
             }
             let time_ns: f64 = of.iter().map(|r| r.point.weight_ns).sum();
-            let share_pct = if total > 0.0 { 100.0 * time_ns / total } else { 0.0 };
-            Some(ClassShare { class, kernels: of.len(), time_ns, share_pct })
+            let share_pct = if total > 0.0 {
+                100.0 * time_ns / total
+            } else {
+                0.0
+            };
+            Some(ClassShare {
+                class,
+                kernels: of.len(),
+                time_ns,
+                share_pct,
+            })
         })
         .collect()
 }
@@ -97,8 +121,16 @@ mod tests {
             dram_pct: Some(80.0),
             why_unknown: None,
         };
-        let peaks = crate::measure::peaks::derive(&crate::measure::peaks::props_for_name("H200").expect("known")).expect("peaks");
-        let r = RooflineReport::build(vec![p("a", 1.0, 300.0), p("b", 1.0, 100.0), p("c", 1e4, 100.0)], Some(peaks), String::new(), &Thresholds::default());
+        let peaks = crate::measure::peaks::derive(
+            &crate::measure::peaks::props_for_name("H200").expect("known"),
+        )
+        .expect("peaks");
+        let r = RooflineReport::build(
+            vec![p("a", 1.0, 300.0), p("b", 1.0, 100.0), p("c", 1e4, 100.0)],
+            Some(peaks),
+            String::new(),
+            &Thresholds::default(),
+        );
         assert_eq!(r.summary.len(), 2);
         assert_eq!(r.summary[0].class, BoundClass::MemoryBound);
         assert_eq!(r.summary[0].kernels, 2);

@@ -30,8 +30,14 @@ fn csv_files(path: &Path) -> Result<Vec<PathBuf>> {
     if !path.is_dir() {
         bail!("{} does not exist", path.display());
     }
-    let pattern = format!("{}/**/*.csv", glob::Pattern::escape(&path.display().to_string()));
-    let mut files: Vec<PathBuf> = glob::glob(&pattern).context("building the CSV search pattern")?.flatten().collect();
+    let pattern = format!(
+        "{}/**/*.csv",
+        glob::Pattern::escape(&path.display().to_string())
+    );
+    let mut files: Vec<PathBuf> = glob::glob(&pattern)
+        .context("building the CSV search pattern")?
+        .flatten()
+        .collect();
     files.sort();
     if files.is_empty() {
         bail!("no .csv files under {}", path.display());
@@ -39,8 +45,15 @@ fn csv_files(path: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// `file` relative to `base`; its own name when `base` is the file.
 fn rel(base: &Path, file: &Path) -> String {
-    file.strip_prefix(base).unwrap_or(file).display().to_string()
+    match file.strip_prefix(base) {
+        Ok(r) if !r.as_os_str().is_empty() => r.display().to_string(),
+        _ => file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| file.display().to_string()),
+    }
 }
 
 /// Exports a `.nsys-rep` with `nsys stats` into a temporary folder and returns that folder.
@@ -55,10 +68,25 @@ fn export_nsys_rep(rep: &Path) -> Result<PathBuf> {
         .with_context(|| format!("running {}", nsys.display()))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let tail: String = stderr.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
-        bail!("`nsys stats` on {} failed ({}):\n{tail}", rep.display(), out.status);
+        let tail: String = stderr
+            .lines()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n");
+        bail!(
+            "`nsys stats` on {} failed ({}):\n{tail}",
+            rep.display(),
+            out.status
+        );
     }
-    if !ReportKind::ALL.iter().any(|k| stats_output_path(&prefix, *k).exists()) {
+    if !ReportKind::ALL
+        .iter()
+        .any(|k| stats_output_path(&prefix, *k).exists())
+    {
         bail!("`nsys stats` wrote no CSV files under {}", dir.display());
     }
     Ok(dir)
@@ -66,12 +94,17 @@ fn export_nsys_rep(rep: &Path) -> Result<PathBuf> {
 
 /// Analyses nsys CSV exports: a folder (searched recursively), one CSV, or a `.nsys-rep`.
 pub fn analyze_nsys(path: &Path, json: bool) -> Result<String> {
-    let base = if path.extension().is_some_and(|e| e == "nsys-rep") { export_nsys_rep(path)? } else { path.to_path_buf() };
+    let base = if path.extension().is_some_and(|e| e == "nsys-rep") {
+        export_nsys_rep(path)?
+    } else {
+        path.to_path_buf()
+    };
     let single = base.is_file();
     let mut reports = Vec::new();
     let mut skipped = Vec::new();
     for file in csv_files(&base)? {
-        let f = std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
+        let f =
+            std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
         match parse_report(f) {
             Ok(r) => reports.push((rel(&base, &file), r)),
             Err(NsysError::NoHeader) if !single => skipped.push(rel(&base, &file)),
@@ -79,7 +112,10 @@ pub fn analyze_nsys(path: &Path, json: bool) -> Result<String> {
         }
     }
     if reports.is_empty() {
-        bail!("no nsys stats report among the CSV files under {}", base.display());
+        bail!(
+            "no nsys stats report among the CSV files under {}",
+            base.display()
+        );
     }
     if json {
         let list: Vec<serde_json::Value> = reports
@@ -99,7 +135,11 @@ pub fn analyze_nsys(path: &Path, json: bool) -> Result<String> {
         md.push_str(&nsys_table(r));
     }
     if !skipped.is_empty() {
-        let _ = writeln!(md, "\nSkipped (not an nsys stats report): {}", skipped.join(", "));
+        let _ = writeln!(
+            md,
+            "\nSkipped (not an nsys stats report): {}",
+            skipped.join(", ")
+        );
     }
     Ok(md)
 }
@@ -143,27 +183,64 @@ fn nsys_table(r: &Report) -> String {
             md.push_str("| range | style | total (ms) | instances | avg (µs) | median (µs) | share % |\n|---|---|---:|---:|---:|---:|---:|\n");
             for n in rows {
                 let s = &n.stats;
-                let _ = writeln!(md, "| {} | {} | {} | {} | {} | {} | {} |", n.range, n.style.as_deref().unwrap_or("—"), ms(s.total_ns), s.count, us(s.avg_ns), us(s.median_ns), pct(s.share_pct));
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    n.range,
+                    n.style.as_deref().unwrap_or("—"),
+                    ms(s.total_ns),
+                    s.count,
+                    us(s.avg_ns),
+                    us(s.median_ns),
+                    pct(s.share_pct)
+                );
             }
         }
         Report::NvtxGpuProjSum(rows) => {
             md.push_str("| range | GPU projected (ms) | range wall (ms) | instances | GPU ops |\n|---|---:|---:|---:|---:|\n");
             for n in rows {
                 let wall = n.total_range_ns.map(ms).unwrap_or_else(|| "—".into());
-                let ops = n.total_gpu_ops.map(|v| v.to_string()).unwrap_or_else(|| "—".into());
-                let _ = writeln!(md, "| {} | {} | {wall} | {} | {ops} |", n.range, ms(n.total_proj_ns), n.range_instances);
+                let ops = n
+                    .total_gpu_ops
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "—".into());
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {wall} | {} | {ops} |",
+                    n.range,
+                    ms(n.total_proj_ns),
+                    n.range_instances
+                );
             }
         }
         Report::CudaApiSum(rows) => {
-            md.push_str("| API | total (ms) | calls | avg (µs) | share % |\n|---|---:|---:|---:|---:|\n");
+            md.push_str(
+                "| API | total (ms) | calls | avg (µs) | share % |\n|---|---:|---:|---:|---:|\n",
+            );
             for a in rows {
-                let _ = writeln!(md, "| {} | {} | {} | {} | {} |", a.name, ms(a.stats.total_ns), a.stats.count, us(a.stats.avg_ns), pct(a.stats.share_pct));
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {} |",
+                    a.name,
+                    ms(a.stats.total_ns),
+                    a.stats.count,
+                    us(a.stats.avg_ns),
+                    pct(a.stats.share_pct)
+                );
             }
         }
         Report::CudaGpuMemTimeSum(rows) => {
             md.push_str("| operation | total (ms) | count | avg (µs) | share % |\n|---|---:|---:|---:|---:|\n");
             for m in rows {
-                let _ = writeln!(md, "| {} | {} | {} | {} | {} |", m.operation, ms(m.stats.total_ns), m.stats.count, us(m.stats.avg_ns), pct(m.stats.share_pct));
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {} |",
+                    m.operation,
+                    ms(m.stats.total_ns),
+                    m.stats.count,
+                    us(m.stats.avg_ns),
+                    pct(m.stats.share_pct)
+                );
             }
         }
     }
@@ -204,7 +281,8 @@ pub fn ncu_roofline(path: &Path, gpu: Option<&str>) -> Result<NcuAnalysis> {
     let single = path.is_file();
     let mut merged: IndexMap<(PathBuf, String, String, String), KernelRecord> = IndexMap::new();
     for file in csv_files(path)? {
-        let f = std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
+        let f =
+            std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
         let recs = match parse_ncu(f) {
             Ok((_, recs)) => recs,
             Err(NcuError::NoHeader) if !single => continue,
@@ -212,7 +290,12 @@ pub fn ncu_roofline(path: &Path, gpu: Option<&str>) -> Result<NcuAnalysis> {
         };
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         for r in recs {
-            let key = (dir.clone(), r.id.clone(), r.process_id.clone(), r.kernel_name.clone());
+            let key = (
+                dir.clone(),
+                r.id.clone(),
+                r.process_id.clone(),
+                r.kernel_name.clone(),
+            );
             match merged.get_mut(&key) {
                 Some(existing) => existing.merge(r),
                 None => {
@@ -222,7 +305,10 @@ pub fn ncu_roofline(path: &Path, gpu: Option<&str>) -> Result<NcuAnalysis> {
         }
     }
     if merged.is_empty() {
-        bail!("no Nsight Compute CSV (header starting \"ID\",) under {}", path.display());
+        bail!(
+            "no Nsight Compute CSV (header starting \"ID\",) under {}",
+            path.display()
+        );
     }
     let (peaks, note) = pick_peaks(merged.values(), gpu)?;
     let kernels: Vec<KernelMetrics> = merged.values().map(derive_metrics).collect();
@@ -238,14 +324,21 @@ pub fn ncu_roofline(path: &Path, gpu: Option<&str>) -> Result<NcuAnalysis> {
             precision: k.dominant_precision,
             sm_pct: k.sm_throughput_pct,
             dram_pct: k.dram_throughput_pct,
-            why_unknown: k.missing.get("flops").or_else(|| k.missing.get("arithmetic_intensity")).cloned(),
+            why_unknown: k
+                .missing
+                .get("flops")
+                .or_else(|| k.missing.get("arithmetic_intensity"))
+                .cloned(),
         })
         .collect();
     let roofline = RooflineReport::build(points, peaks, note, &Thresholds::default());
     Ok(NcuAnalysis { kernels, roofline })
 }
 
-fn pick_peaks<'a>(recs: impl Iterator<Item = &'a KernelRecord>, gpu: Option<&str>) -> Result<(Option<Peaks>, String)> {
+fn pick_peaks<'a>(
+    recs: impl Iterator<Item = &'a KernelRecord>,
+    gpu: Option<&str>,
+) -> Result<(Option<Peaks>, String)> {
     let mut recs = recs;
     if let Some(props) = recs.find_map(gpu_props_from_record) {
         return Ok(match derive_peaks(&props) {
@@ -254,7 +347,10 @@ fn pick_peaks<'a>(recs: impl Iterator<Item = &'a KernelRecord>, gpu: Option<&str
         });
     }
     let Some(name) = gpu else {
-        return Ok((None, "no device__attribute_* columns in the CSV and no GPU name given".into()));
+        return Ok((
+            None,
+            "no device__attribute_* columns in the CSV and no GPU name given".into(),
+        ));
     };
     let props = props_for_name(name).with_context(|| {
         format!("unknown GPU name {name:?}: known names are \"H100 SXM\", \"H200\", \"RTX 5090\", \"RTX 4090\", \"A100\"")
@@ -290,12 +386,21 @@ pub fn analyze_ncu(path: &Path, json: bool, gpu: Option<&str>) -> Result<String>
         });
         return serde_json::to_string_pretty(&doc).context("serialising the ncu analysis");
     }
-    let mut md = format!("# ncu analysis: {}\n\nPeaks: {}.\n\n## Kernels\n\n", path.display(), a.roofline.peaks_note);
+    let mut md = format!(
+        "# ncu analysis: {}\n\nPeaks: {}.\n\n## Kernels\n\n",
+        path.display(),
+        a.roofline.peaks_note
+    );
     md.push_str("| kernel | time (µs) | DRAM read (B) | DRAM write (B) | DRAM total (B) | SM % | DRAM % | occupancy % | FLOPs by precision |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
-    let opt = |v: Option<f64>, d: usize| v.map(|v| format!("{v:.d$}")).unwrap_or_else(|| "—".into());
+    let opt =
+        |v: Option<f64>, d: usize| v.map(|v| format!("{v:.d$}")).unwrap_or_else(|| "—".into());
     let mut notes: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for k in &a.kernels {
-        let flops: Vec<String> = k.flops.iter().map(|(p, v)| format!("{} {v:.3e}", p.name())).collect();
+        let flops: Vec<String> = k
+            .flops
+            .iter()
+            .map(|(p, v)| format!("{} {v:.3e}", p.name()))
+            .collect();
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -307,10 +412,17 @@ pub fn analyze_ncu(path: &Path, json: bool, gpu: Option<&str>) -> Result<String>
             opt(k.sm_throughput_pct, 1),
             opt(k.dram_throughput_pct, 1),
             opt(k.achieved_occupancy_pct, 1),
-            if flops.is_empty() { "—".into() } else { flops.join(", ") }
+            if flops.is_empty() {
+                "—".into()
+            } else {
+                flops.join(", ")
+            }
         );
         for (field, why) in &k.missing {
-            notes.entry(format!("{field}: {why}")).or_default().push(markdown::short_name(&k.kernel_name, 40));
+            notes
+                .entry(format!("{field}: {why}"))
+                .or_default()
+                .push(markdown::short_name(&k.kernel_name, 40));
         }
     }
     md.push('\n');
@@ -318,7 +430,12 @@ pub fn analyze_ncu(path: &Path, json: bool, gpu: Option<&str>) -> Result<String>
     if !notes.is_empty() {
         md.push_str("\n### Missing data\n\n");
         for (note, kernels) in notes {
-            let _ = writeln!(md, "- {note} ({} kernel(s), e.g. {})", kernels.len(), kernels[0]);
+            let _ = writeln!(
+                md,
+                "- {note} ({} kernel(s), e.g. {})",
+                kernels.len(),
+                kernels[0]
+            );
         }
     }
     Ok(md)
@@ -334,10 +451,17 @@ mod tests {
     fn nsys_folder_markdown_and_json() {
         let dir = Path::new(FIX).join("nsys");
         let md = analyze_nsys(&dir, false).expect("md");
-        assert!(md.contains("## decode_cuda_gpu_kern_sum.csv (cuda_gpu_kern_sum)"), "{md}");
-        assert!(md.contains("| 1 | std::enable_if<!T7, void>::type internal::gemvx::kernel"), "{md}");
+        assert!(
+            md.contains("## decode_cuda_gpu_kern_sum.csv (cuda_gpu_kern_sum)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 1 | std::enable_if<!T7, void>::type internal::gemvx::kernel"),
+            "{md}"
+        );
         assert!(md.contains("61.602"), "total ms of the top decode kernel");
-        let js: serde_json::Value = serde_json::from_str(&analyze_nsys(&dir, true).expect("json")).expect("valid json");
+        let js: serde_json::Value =
+            serde_json::from_str(&analyze_nsys(&dir, true).expect("json")).expect("valid json");
         let first = &js["reports"][0];
         assert_eq!(first["report"], "cuda_gpu_kern_sum");
         assert_eq!(first["rows"][0]["instances"], 16448);
@@ -351,21 +475,39 @@ mod tests {
         }
         let err = analyze_nsys(Path::new("/nonexistent/run.nsys-rep"), false).expect_err("no nsys");
         let msg = format!("{err:#}");
-        assert!(msg.contains("`nsys` not found") && msg.contains("Nsight Systems"), "{msg}");
+        assert!(
+            msg.contains("`nsys` not found") && msg.contains("Nsight Systems"),
+            "{msg}"
+        );
     }
 
     #[test]
     fn ncu_h200_peaks_from_device_attributes() {
         let a = ncu_roofline(&Path::new(FIX).join("ncu/h200"), None).expect("analysis");
-        let peaks = a.roofline.peaks.as_ref().expect("device attributes present");
+        let peaks = a
+            .roofline
+            .peaks
+            .as_ref()
+            .expect("device attributes present");
         assert_eq!(peaks.gpu_name, "NVIDIA H200");
         assert_eq!(peaks.sm_clock_mhz, 1980.0);
         // ncu_raw.csv (process 445) has IDs 0 and 1; ncu_details.csv is another run (process 509),
         // so its ID 0 stays a separate launch.
         assert_eq!(a.kernels.len(), 3);
-        let raw = a.kernels.iter().position(|k| k.duration_ns == Some(1_656_768.0)).expect("raw launch 0");
-        assert_eq!(a.roofline.rows[raw].bound.class, crate::roofline::BoundClass::Unknown);
-        assert!(a.roofline.rows[raw].bound.reason.contains("tensor pipe"), "{}", a.roofline.rows[raw].bound.reason);
+        let raw = a
+            .kernels
+            .iter()
+            .position(|k| k.duration_ns == Some(1_656_768.0))
+            .expect("raw launch 0");
+        assert_eq!(
+            a.roofline.rows[raw].bound.class,
+            crate::roofline::BoundClass::Unknown
+        );
+        assert!(
+            a.roofline.rows[raw].bound.reason.contains("tensor pipe"),
+            "{}",
+            a.roofline.rows[raw].bound.reason
+        );
         let md = analyze_ncu(&Path::new(FIX).join("ncu/h200"), false, None).expect("md");
         assert!(md.contains("from device attributes of NVIDIA H200"), "{md}");
     }
@@ -373,12 +515,19 @@ mod tests {
     #[test]
     fn ncu_rtx5090_with_gpu_name() {
         let dir = Path::new(FIX).join("ncu/rtx5090");
-        let js: serde_json::Value = serde_json::from_str(&analyze_ncu(&dir, true, Some("RTX 5090")).expect("json")).expect("json");
+        let js: serde_json::Value =
+            serde_json::from_str(&analyze_ncu(&dir, true, Some("RTX 5090")).expect("json"))
+                .expect("json");
         let kernels = js["kernels"].as_array().expect("array");
         assert_eq!(kernels.len(), 3, "one per kernel folder");
         assert_eq!(kernels[0]["dram_read_bytes"], 2.33e6);
         assert_eq!(kernels[0]["bound"], "latency_bound"); // SM 9.61 %, DRAM 20.52 %
-        assert!(kernels[1]["arithmetic_intensity"].as_f64().expect("gemm ai") > 100.0);
+        assert!(
+            kernels[1]["arithmetic_intensity"]
+                .as_f64()
+                .expect("gemm ai")
+                > 100.0
+        );
         assert_eq!(js["peaks"]["gpu_name"], "NVIDIA GeForce RTX 5090");
         let without = analyze_ncu(&dir, false, None).expect("md");
         assert!(without.contains("GPU peaks unknown"), "{without}");

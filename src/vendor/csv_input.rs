@@ -71,7 +71,10 @@ mod tests {
     #[test]
     fn plain_block_stops_at_blank_line() {
         let text = "NOTICE: Existing SQLite export found.\nA,B\n1,2\n\nC,D\n";
-        assert_eq!(plain_csv_block(text, |l| l.starts_with("A,")).as_deref(), Some("A,B\n1,2\n"));
+        assert_eq!(
+            plain_csv_block(text, |l| l.starts_with("A,")).as_deref(),
+            Some("A,B\n1,2\n")
+        );
         assert_eq!(plain_csv_block(text, |l| l.starts_with("Z,")), None);
     }
 }

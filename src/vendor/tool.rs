@@ -41,10 +41,18 @@ pub fn find_tool(name: &str) -> Result<PathBuf, ToolMissing> {
 }
 
 /// [`find_tool`] with the PATH value and install globs given, so tests need no real install.
-pub fn find_tool_in(name: &str, path: Option<OsString>, globs: &[&str]) -> Result<PathBuf, ToolMissing> {
-    let mut searched: Vec<PathBuf> = path.map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+pub fn find_tool_in(
+    name: &str,
+    path: Option<OsString>,
+    globs: &[&str],
+) -> Result<PathBuf, ToolMissing> {
+    let mut searched: Vec<PathBuf> = path
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
     for pattern in globs {
-        let mut dirs: Vec<PathBuf> = glob::glob(pattern).map(|g| g.flatten().collect()).unwrap_or_default();
+        let mut dirs: Vec<PathBuf> = glob::glob(pattern)
+            .map(|g| g.flatten().collect())
+            .unwrap_or_default();
         dirs.sort();
         dirs.reverse(); // newest version folder first
         if dirs.is_empty() {
@@ -58,12 +66,18 @@ pub fn find_tool_in(name: &str, path: Option<OsString>, globs: &[&str]) -> Resul
             return Ok(candidate);
         }
     }
-    Err(ToolMissing { tool: name.to_string(), searched, hint: install_hint(name) })
+    Err(ToolMissing {
+        tool: name.to_string(),
+        searched,
+        hint: install_hint(name),
+    })
 }
 
 fn is_executable(path: &std::path::Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -81,21 +95,31 @@ mod tests {
         std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 
         let pattern = format!("{}/nsight-compute/*", root.display());
-        let found = find_tool_in("ncu", Some(OsString::from("/nonexistent")), &[&pattern]).expect("found via glob");
+        let found = find_tool_in("ncu", Some(OsString::from("/nonexistent")), &[&pattern])
+            .expect("found via glob");
         assert_eq!(found, ncu);
-        let found = find_tool_in("ncu", Some(bin.clone().into_os_string()), &[]).expect("found via PATH");
+        let found =
+            find_tool_in("ncu", Some(bin.clone().into_os_string()), &[]).expect("found via PATH");
         assert_eq!(found, ncu);
         std::fs::remove_dir_all(&root).expect("cleanup");
     }
 
     #[test]
     fn missing_tool_names_paths_and_install() {
-        let err = find_tool_in("nsys", Some(OsString::from("/a:/b")), &["/nonexistent-opt/nsight-systems/*/bin"])
-            .expect_err("not there");
+        let err = find_tool_in(
+            "nsys",
+            Some(OsString::from("/a:/b")),
+            &["/nonexistent-opt/nsight-systems/*/bin"],
+        )
+        .expect_err("not there");
         assert_eq!(err.tool, "nsys");
         assert_eq!(
             err.searched,
-            vec![PathBuf::from("/a"), PathBuf::from("/b"), PathBuf::from("/nonexistent-opt/nsight-systems/*/bin")]
+            vec![
+                PathBuf::from("/a"),
+                PathBuf::from("/b"),
+                PathBuf::from("/nonexistent-opt/nsight-systems/*/bin")
+            ]
         );
         let msg = err.to_string();
         assert!(msg.contains("`nsys` not found"), "{msg}");

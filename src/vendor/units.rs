@@ -26,7 +26,14 @@ pub enum Unit {
 /// `32.77 Kbyte` in shared/fixtures/llm-perf-opt-rtx5090/ncu/kernel_0004_*/ncu.metrics.csv).
 fn si_prefix(unit: &str) -> Vec<(f64, &str)> {
     let mut out = vec![(1.0, unit)];
-    for (p, f) in [("K", 1e3), ("k", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12), ("P", 1e15)] {
+    for (p, f) in [
+        ("K", 1e3),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
+        ("P", 1e15),
+    ] {
         if let Some(rest) = unit.strip_prefix(p) {
             if !rest.is_empty() {
                 out.push((f, rest));
@@ -162,8 +169,14 @@ mod tests {
         assert!(close(normalise(2.14, "Ghz").0, 2.14e9));
         assert!(close(normalise(1.5, "cycle/nsecond").0, 1.5e9));
         assert_eq!(normalise(20.5, "%"), (20.5, Unit::Percent));
-        assert_eq!(normalise(128.0, "byte/cycle").1, Unit::PerCycle("byte".into()));
-        assert_eq!(normalise(83.0, "inst/cycle").1, Unit::PerCycle("inst".into()));
+        assert_eq!(
+            normalise(128.0, "byte/cycle").1,
+            Unit::PerCycle("byte".into())
+        );
+        assert_eq!(
+            normalise(83.0, "inst/cycle").1,
+            Unit::PerCycle("inst".into())
+        );
         assert_eq!(normalise(12904.0, "cycle"), (12904.0, Unit::Cycles));
         assert_eq!(normalise(3.0, "warp"), (3.0, Unit::Other("warp".into())));
         assert_eq!(normalise(3.0, ""), (3.0, Unit::Dimensionless));
@@ -180,7 +193,10 @@ mod tests {
 
     #[test]
     fn header_units() {
-        assert_eq!(split_header_unit("Total Time (ns)"), ("Total Time", Some("ns")));
+        assert_eq!(
+            split_header_unit("Total Time (ns)"),
+            ("Total Time", Some("ns"))
+        );
         assert_eq!(split_header_unit("Time (%)"), ("Time", Some("%")));
         assert_eq!(split_header_unit("Name"), ("Name", None));
     }

@@ -38,7 +38,12 @@ pub struct Options {
 /// The sections stage 2 collects for a roofline, with the tensor FLOP and DRAM byte counters that
 /// those sections lack (see vendor::ncu::metrics).
 pub fn roofline_defaults() -> (Collect, Vec<String>) {
-    let sections = ["SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "SpeedOfLight_RooflineChart"];
+    let sections = [
+        "SpeedOfLight",
+        "MemoryWorkloadAnalysis",
+        "Occupancy",
+        "SpeedOfLight_RooflineChart",
+    ];
     let metrics = [
         "dram__bytes_read.sum",
         "dram__bytes_write.sum",
@@ -48,14 +53,21 @@ pub fn roofline_defaults() -> (Collect, Vec<String>) {
         "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
     ];
-    (Collect::Sections(sections.map(String::from).into()), metrics.map(String::from).into())
+    (
+        Collect::Sections(sections.map(String::from).into()),
+        metrics.map(String::from).into(),
+    )
 }
 
 /// `ncu` arguments (without `ncu`), followed by `program`.
 pub fn profile_args(opts: &Options, program: &[String]) -> Vec<String> {
     let mut a: Vec<String> = vec!["--target-processes".into(), "all".into()];
     if let Some(range) = &opts.nvtx_range {
-        a.extend(["--nvtx".into(), "--nvtx-include".into(), format!("{range}/")]);
+        a.extend([
+            "--nvtx".into(),
+            "--nvtx-include".into(),
+            format!("{range}/"),
+        ]);
     }
     if let Some(re) = &opts.kernel_regex {
         a.extend(["--kernel-name".into(), format!("regex:{re}")]);
@@ -79,9 +91,23 @@ pub fn profile_args(opts: &Options, program: &[String]) -> Vec<String> {
     }
     match &opts.output {
         Output::CsvLog(path) => a.extend(
-            ["--csv", "--page", "raw", "--print-units", "base", "--log-file"].map(String::from).into_iter().chain([path.display().to_string()]),
+            [
+                "--csv",
+                "--page",
+                "raw",
+                "--print-units",
+                "base",
+                "--log-file",
+            ]
+            .map(String::from)
+            .into_iter()
+            .chain([path.display().to_string()]),
         ),
-        Output::Report(path) => a.extend(["--force-overwrite".into(), "-o".into(), path.display().to_string()]),
+        Output::Report(path) => a.extend([
+            "--force-overwrite".into(),
+            "-o".into(),
+            path.display().to_string(),
+        ]),
     }
     a.extend(program.iter().cloned());
     a
@@ -165,18 +191,39 @@ mod tests {
         };
         assert_eq!(
             profile_args(&opts, &s(&["w"])),
-            s(&["--target-processes", "all", "--launch-count", "10", "--set", "roofline", "--force-overwrite", "-o", "run/k", "w"])
+            s(&[
+                "--target-processes",
+                "all",
+                "--launch-count",
+                "10",
+                "--set",
+                "roofline",
+                "--force-overwrite",
+                "-o",
+                "run/k",
+                "w"
+            ])
         );
         assert_eq!(
             import_args(Path::new("run/k.ncu-rep")),
-            s(&["--import", "run/k.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"])
+            s(&[
+                "--import",
+                "run/k.ncu-rep",
+                "--csv",
+                "--page",
+                "raw",
+                "--print-units",
+                "base"
+            ])
         );
     }
 
     #[test]
     fn defaults_collect_tensor_counters() {
         let (collect, metrics) = roofline_defaults();
-        assert!(matches!(collect, Collect::Sections(ref v) if v.contains(&"SpeedOfLight_RooflineChart".to_string())));
+        assert!(
+            matches!(collect, Collect::Sections(ref v) if v.contains(&"SpeedOfLight_RooflineChart".to_string()))
+        );
         assert!(metrics.contains(&"sm__ops_path_tensor_src_bf16_dst_fp32.sum".to_string()));
     }
 }

@@ -59,7 +59,14 @@ impl Precision {
     }
 
     pub fn is_tensor(self) -> bool {
-        matches!(self, Self::TensorFp64 | Self::TensorTf32 | Self::TensorFp16 | Self::TensorBf16 | Self::TensorFp8)
+        matches!(
+            self,
+            Self::TensorFp64
+                | Self::TensorTf32
+                | Self::TensorFp16
+                | Self::TensorBf16
+                | Self::TensorFp8
+        )
     }
 }
 
@@ -108,26 +115,51 @@ pub fn derive(rec: &KernelRecord) -> KernelMetrics {
     };
     let duration_ns = first(rec, &["gpu__time_duration.sum", &format!("{SOL}Duration")]);
     if duration_ns.is_none() {
-        note("duration_ns", "no gpu__time_duration.sum or SpeedOfLight Duration".into());
+        note(
+            "duration_ns",
+            "no gpu__time_duration.sum or SpeedOfLight Duration".into(),
+        );
     }
     let read = rec.number("dram__bytes_read.sum");
     let write = rec.number("dram__bytes_write.sum");
     if read.is_none() {
-        note("dram_read_bytes", "dram__bytes_read.sum not collected".into());
+        note(
+            "dram_read_bytes",
+            "dram__bytes_read.sum not collected".into(),
+        );
     }
     if write.is_none() {
-        note("dram_write_bytes", "dram__bytes_write.sum not collected".into());
+        note(
+            "dram_write_bytes",
+            "dram__bytes_write.sum not collected".into(),
+        );
     }
-    let rate = first(rec, &["dram__bytes.sum.per_second", &format!("{ROOF}DRAM Bandwidth")]);
+    let rate = first(
+        rec,
+        &[
+            "dram__bytes.sum.per_second",
+            &format!("{ROOF}DRAM Bandwidth"),
+        ],
+    );
     let dram_bytes = match (read, write) {
         (Some(r), Some(w)) => Some(r + w),
-        _ => rec.number("dram__bytes.sum").or_else(|| Some(rate? * duration_ns? * 1e-9)),
+        _ => rec
+            .number("dram__bytes.sum")
+            .or_else(|| Some(rate? * duration_ns? * 1e-9)),
     };
     if dram_bytes.is_none() {
-        note("dram_bytes", "no dram__bytes_{read,write}.sum, dram__bytes.sum or DRAM bandwidth × duration".into());
+        note(
+            "dram_bytes",
+            "no dram__bytes_{read,write}.sum, dram__bytes.sum or DRAM bandwidth × duration".into(),
+        );
     }
-    let sm_throughput_pct =
-        first(rec, &["sm__throughput.avg.pct_of_peak_sustained_elapsed", &format!("{SOL}Compute (SM) Throughput")]);
+    let sm_throughput_pct = first(
+        rec,
+        &[
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            &format!("{SOL}Compute (SM) Throughput"),
+        ],
+    );
     let dram_throughput_pct = first(
         rec,
         &[
@@ -136,15 +168,23 @@ pub fn derive(rec: &KernelRecord) -> KernelMetrics {
             &format!("{SOL}DRAM Throughput"),
         ],
     );
-    let achieved_occupancy_pct =
-        first(rec, &["sm__warps_active.avg.pct_of_peak_sustained_active", "Occupancy::Achieved Occupancy"]);
+    let achieved_occupancy_pct = first(
+        rec,
+        &[
+            "sm__warps_active.avg.pct_of_peak_sustained_active",
+            "Occupancy::Achieved Occupancy",
+        ],
+    );
     for (field, v) in [
         ("sm_throughput_pct", sm_throughput_pct),
         ("dram_throughput_pct", dram_throughput_pct),
         ("achieved_occupancy_pct", achieved_occupancy_pct),
     ] {
         if v.is_none() {
-            note(field, "metric not collected (SpeedOfLight / Occupancy sections)".into());
+            note(
+                field,
+                "metric not collected (SpeedOfLight / Occupancy sections)".into(),
+            );
         }
     }
     let tensor_pipe_pct = first(
@@ -156,9 +196,11 @@ pub fn derive(rec: &KernelRecord) -> KernelMetrics {
     );
 
     let mut flops = BTreeMap::new();
-    for (p, letter, legacy) in
-        [(Precision::Fp64, 'd', "flop_count_dp.sum"), (Precision::Fp32, 'f', "flop_count_sp.sum"), (Precision::Fp16, 'h', "flop_count_hp.sum")]
-    {
+    for (p, letter, legacy) in [
+        (Precision::Fp64, 'd', "flop_count_dp.sum"),
+        (Precision::Fp32, 'f', "flop_count_sp.sum"),
+        (Precision::Fp16, 'h', "flop_count_hp.sum"),
+    ] {
         if let Some(v) = scalar_flops(rec, letter, legacy, duration_ns) {
             flops.insert(p, v);
         }
@@ -169,8 +211,11 @@ pub fn derive(rec: &KernelRecord) -> KernelMetrics {
     flops.extend(tensor);
 
     let total: f64 = flops.values().sum();
-    let dominant_precision =
-        flops.iter().filter(|(_, v)| **v > 0.0).max_by(|a, b| a.1.total_cmp(b.1)).map(|(p, _)| *p);
+    let dominant_precision = flops
+        .iter()
+        .filter(|(_, v)| **v > 0.0)
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(p, _)| *p);
     let tensor_busy = tensor_pipe_pct.is_some_and(|p| p > TENSOR_PIPE_IDLE_PCT);
     let mut total_flops = None;
     if flops.is_empty() {
@@ -184,7 +229,10 @@ pub fn derive(rec: &KernelRecord) -> KernelMetrics {
     } else {
         total_flops = Some(total);
         if !scalar_known {
-            note("flops", "lower bound: fp32 instruction counters not collected".into());
+            note(
+                "flops",
+                "lower bound: fp32 instruction counters not collected".into(),
+            );
         }
     }
     let arithmetic_intensity = match (total_flops, dram_bytes) {
@@ -194,7 +242,10 @@ pub fn derive(rec: &KernelRecord) -> KernelMetrics {
             None
         }
         _ => {
-            note("arithmetic_intensity", "needs both FLOPs and DRAM bytes".into());
+            note(
+                "arithmetic_intensity",
+                "needs both FLOPs and DRAM bytes".into(),
+            );
             None
         }
     };
@@ -219,7 +270,12 @@ pub fn derive(rec: &KernelRecord) -> KernelMetrics {
 }
 
 /// `2·FMA + ADD + MUL` for one scalar precision (`letter` = d, f or h).
-fn scalar_flops(rec: &KernelRecord, letter: char, legacy: &str, duration_ns: Option<f64>) -> Option<f64> {
+fn scalar_flops(
+    rec: &KernelRecord,
+    letter: char,
+    legacy: &str,
+    duration_ns: Option<f64>,
+) -> Option<f64> {
     if let Some(v) = rec.number(legacy) {
         return Some(v);
     }
@@ -232,17 +288,33 @@ fn scalar_flops(rec: &KernelRecord, letter: char, legacy: &str, duration_ns: Opt
             ],
         )
     };
-    let combine = |fma: f64, add: Option<f64>, mul: Option<f64>| 2.0 * fma + add.unwrap_or(0.0) + mul.unwrap_or(0.0);
+    let combine = |fma: f64, add: Option<f64>, mul: Option<f64>| {
+        2.0 * fma + add.unwrap_or(0.0) + mul.unwrap_or(0.0)
+    };
     if let Some(fma) = op("fma", ".sum") {
         return Some(combine(fma, op("add", ".sum"), op("mul", ".sum")));
     }
     let up = letter.to_ascii_uppercase();
-    let display = |name: &str| rec.number(&format!("{ROOF}Predicated-On {up}{name} Thread Instructions Executed Per Cycle"));
+    let display = |name: &str| {
+        rec.number(&format!(
+            "{ROOF}Predicated-On {up}{name} Thread Instructions Executed Per Cycle"
+        ))
+    };
     let per_cycle = match op("fma", ".sum.per_cycle_elapsed") {
-        Some(fma) => combine(fma, op("add", ".sum.per_cycle_elapsed"), op("mul", ".sum.per_cycle_elapsed")),
+        Some(fma) => combine(
+            fma,
+            op("add", ".sum.per_cycle_elapsed"),
+            op("mul", ".sum.per_cycle_elapsed"),
+        ),
         None => combine(display("FMA")?, display("ADD"), display("MUL")),
     };
-    let hz = first(rec, &["smsp__cycles_elapsed.avg.per_second", &format!("{ROOF}SM Frequency")])?;
+    let hz = first(
+        rec,
+        &[
+            "smsp__cycles_elapsed.avg.per_second",
+            &format!("{ROOF}SM Frequency"),
+        ],
+    )?;
     Some(per_cycle * hz * duration_ns? * 1e-9)
 }
 
@@ -265,7 +337,9 @@ fn tensor_flops(rec: &KernelRecord, duration_ns: Option<f64>) -> BTreeMap<Precis
     let mut paths: BTreeMap<(String, String), (Option<f64>, Option<f64>)> = BTreeMap::new();
     for (key, metric) in &rec.metrics {
         let Some(c) = re.captures(key) else { continue };
-        let Value::Number(v) = metric.value else { continue };
+        let Value::Number(v) = metric.value else {
+            continue;
+        };
         let count = if c.get(4).is_some() {
             match (sm_hz, duration_ns) {
                 (Some(hz), Some(ns)) => v * hz * ns * 1e-9,
@@ -284,12 +358,18 @@ fn tensor_flops(rec: &KernelRecord, duration_ns: Option<f64>) -> BTreeMap<Precis
         }
     }
     let mut out = BTreeMap::new();
-    let srcs_with_dst: Vec<String> = paths.keys().filter(|(_, d)| !d.is_empty()).map(|(s, _)| s.clone()).collect();
+    let srcs_with_dst: Vec<String> = paths
+        .keys()
+        .filter(|(_, d)| !d.is_empty())
+        .map(|(s, _)| s.clone())
+        .collect();
     for ((src, dst), (plain, split)) in paths {
         if dst.is_empty() && srcs_with_dst.contains(&src) {
             continue; // the per-destination paths already cover this source
         }
-        let Some(p) = tensor_precision(&src) else { continue };
+        let Some(p) = tensor_precision(&src) else {
+            continue;
+        };
         if let Some(v) = plain.or(split) {
             *out.entry(p).or_insert(0.0) += v;
         }
@@ -306,7 +386,11 @@ mod tests {
 
     fn merged(dir: &str) -> KernelRecord {
         let mut rec: Option<KernelRecord> = None;
-        for f in ["ncu.metrics.csv", "ncu.details.csv", "ncu.section_SpeedOfLight_RooflineChart.csv"] {
+        for f in [
+            "ncu.metrics.csv",
+            "ncu.details.csv",
+            "ncu.section_SpeedOfLight_RooflineChart.csv",
+        ] {
             let file = std::fs::File::open(format!("{DIR}/{dir}/{f}")).expect("fixture");
             let (_, mut recs) = parse(file).expect("parses");
             let r = recs.remove(0);
@@ -350,11 +434,16 @@ mod tests {
 
     #[test]
     fn metrics_csv_alone_is_a_lower_bound() {
-        let file = std::fs::File::open(format!("{DIR}/rtx5090/kernel_0003_gemm/ncu.metrics.csv")).expect("fixture");
+        let file = std::fs::File::open(format!("{DIR}/rtx5090/kernel_0003_gemm/ncu.metrics.csv"))
+            .expect("fixture");
         let (_, recs) = parse(file).expect("parses");
         let m = derive(&recs[0]);
         assert_eq!(m.total_flops, Some(603_979_776.0));
-        assert!(m.missing["flops"].contains("lower bound"), "{:?}", m.missing);
+        assert!(
+            m.missing["flops"].contains("lower bound"),
+            "{:?}",
+            m.missing
+        );
         assert_eq!(m.achieved_occupancy_pct, None);
     }
 
@@ -372,7 +461,11 @@ mod tests {
         assert_eq!(m.flops.get(&Precision::Fp32), Some(&0.0));
         assert_eq!(m.total_flops, None);
         assert_eq!(m.arithmetic_intensity, None);
-        assert!(m.missing["flops"].contains("tensor pipe 93.3 % busy"), "{:?}", m.missing);
+        assert!(
+            m.missing["flops"].contains("tensor pipe 93.3 % busy"),
+            "{:?}",
+            m.missing
+        );
         // 847,457,024,761.46 byte/s × 1,656,768 ns
         let bytes = m.dram_bytes.expect("from rate × duration");
         assert!((bytes - 847_457_024_761.46 * 1_656_768e-9).abs() < 1.0);

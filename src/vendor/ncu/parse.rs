@@ -100,8 +100,19 @@ impl KernelRecord {
 }
 
 /// Columns that identify a launch rather than measure it.
-const ID_COLUMNS: [&str; 11] =
-    ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size", "Grid Size", "Device", "CC"];
+const ID_COLUMNS: [&str; 11] = [
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+];
 const LONG_COLUMNS: [&str; 9] = [
     "Section Name",
     "Metric Name",
@@ -122,7 +133,9 @@ fn is_nvtx_column(name: &str) -> bool {
 pub fn parse(reader: impl Read) -> Result<(Layout, Vec<KernelRecord>), Error> {
     let text = read_text(reader)?;
     let block = quoted_csv_block(&text, |l| l.starts_with("\"ID\",")).ok_or(Error::NoHeader)?;
-    let mut csv = csv::ReaderBuilder::new().flexible(true).from_reader(block.as_bytes());
+    let mut csv = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(block.as_bytes());
     let header: Vec<String> = csv.headers()?.iter().map(str::to_string).collect();
     let col = |name: &'static str| header.iter().position(|h| h == name);
     let id_cols = IdColumns {
@@ -139,9 +152,14 @@ pub fn parse(reader: impl Read) -> Result<(Layout, Vec<KernelRecord>), Error> {
     for r in csv.records() {
         records.push(r?);
     }
-    if let (Some(name), Some(unit), Some(value)) = (col("Metric Name"), col("Metric Unit"), col("Metric Value")) {
+    if let (Some(name), Some(unit), Some(value)) =
+        (col("Metric Name"), col("Metric Unit"), col("Metric Value"))
+    {
         let section = col("Section Name");
-        Ok((Layout::Long, parse_long(&records, &id_cols, section, name, unit, value)))
+        Ok((
+            Layout::Long,
+            parse_long(&records, &id_cols, section, name, unit, value),
+        ))
     } else {
         Ok((Layout::Raw, parse_raw(&header, &records, &id_cols)))
     }
@@ -160,7 +178,12 @@ struct IdColumns {
 
 impl IdColumns {
     fn record(&self, row: &csv::StringRecord) -> KernelRecord {
-        let get = |i: Option<usize>| i.and_then(|i| row.get(i)).map(str::trim).filter(|s| !s.is_empty()).map(String::from);
+        let get = |i: Option<usize>| {
+            i.and_then(|i| row.get(i))
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+        };
         KernelRecord {
             id: get(Some(self.id)).unwrap_or_default(),
             process_id: get(self.process_id).unwrap_or_default(),
@@ -194,19 +217,34 @@ fn metric(section: Option<String>, raw_unit: &str, cell: &str) -> Metric {
             let (v, unit) = normalise(v, raw_unit);
             (Value::Number(v), unit)
         }
-        None if cell.is_empty() || cell == "n/a" || cell == "no data" => {
-            (Value::Missing(if cell.is_empty() { "empty cell".into() } else { cell.into() }), normalise(0.0, raw_unit).1)
-        }
-        None => (Value::Text(cell.to_string()), Unit::Other(raw_unit.to_string())),
+        None if cell.is_empty() || cell == "n/a" || cell == "no data" => (
+            Value::Missing(if cell.is_empty() {
+                "empty cell".into()
+            } else {
+                cell.into()
+            }),
+            normalise(0.0, raw_unit).1,
+        ),
+        None => (
+            Value::Text(cell.to_string()),
+            Unit::Other(raw_unit.to_string()),
+        ),
     };
-    Metric { section, value, unit, raw_unit: raw_unit.to_string() }
+    Metric {
+        section,
+        value,
+        unit,
+        raw_unit: raw_unit.to_string(),
+    }
 }
 
 fn parse_raw(header: &[String], rows: &[csv::StringRecord], ids: &IdColumns) -> Vec<KernelRecord> {
     // With `--print-units base` (or any units) the first row under the header has an empty ID
     // and the unit of each metric column.
     let (units, data) = match rows.first() {
-        Some(first) if first.get(ids.id).is_some_and(|s| s.trim().is_empty()) => (Some(first), &rows[1..]),
+        Some(first) if first.get(ids.id).is_some_and(|s| s.trim().is_empty()) => {
+            (Some(first), &rows[1..])
+        }
         _ => (None, rows),
     };
     let metric_cols: Vec<usize> = (0..header.len())
@@ -217,7 +255,10 @@ fn parse_raw(header: &[String], rows: &[csv::StringRecord], ids: &IdColumns) -> 
             let mut rec = ids.record(row);
             for &i in &metric_cols {
                 let unit = units.and_then(|u| u.get(i)).unwrap_or("");
-                rec.metrics.insert(header[i].clone(), metric(None, unit, row.get(i).unwrap_or("")));
+                rec.metrics.insert(
+                    header[i].clone(),
+                    metric(None, unit, row.get(i).unwrap_or("")),
+                );
             }
             rec
         })
@@ -235,22 +276,34 @@ fn parse_long(
     let mut out: IndexMap<(String, String, String), KernelRecord> = IndexMap::new();
     for row in rows {
         let rec = ids.record(row);
-        let key = (rec.id.clone(), rec.process_id.clone(), rec.kernel_name.clone());
+        let key = (
+            rec.id.clone(),
+            rec.process_id.clone(),
+            rec.kernel_name.clone(),
+        );
         let entry = out.entry(key).or_insert(rec);
         let metric_name = row.get(name).unwrap_or("").trim();
         if metric_name.is_empty() {
             continue; // a rule row (SOLBottleneck, ...): advice text, no metric
         }
-        let section_name = section.and_then(|i| row.get(i)).map(str::trim).filter(|s| !s.is_empty());
+        let section_name = section
+            .and_then(|i| row.get(i))
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
         // Raw metric names have no spaces and a `__` or `.` (`flop_count_sp.sum`); display names
         // (`Duration`, `Compute (SM) Throughput`) are qualified by their section.
-        let is_raw = !metric_name.contains(' ') && (metric_name.contains("__") || metric_name.contains('.'));
+        let is_raw =
+            !metric_name.contains(' ') && (metric_name.contains("__") || metric_name.contains('.'));
         let metric_key = if is_raw {
             metric_name.to_string()
         } else {
             format!("{}::{metric_name}", section_name.unwrap_or(""))
         };
-        let m = metric(section_name.map(String::from), row.get(unit).unwrap_or(""), row.get(value).unwrap_or(""));
+        let m = metric(
+            section_name.map(String::from),
+            row.get(unit).unwrap_or(""),
+            row.get(value).unwrap_or(""),
+        );
         entry.metrics.entry(metric_key).or_insert(m);
     }
     let _ = LONG_COLUMNS; // documented above; the layout is detected from `Metric Name/Unit/Value`
@@ -274,17 +327,36 @@ mod tests {
         assert_eq!(layout, Layout::Raw);
         assert_eq!(recs.len(), 2);
         let k = &recs[0];
-        assert_eq!(k.kernel_name, "nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_NNT");
+        assert_eq!(
+            k.kernel_name,
+            "nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_NNT"
+        );
         assert_eq!(k.nvtx_ranges, vec!["matmul-loop".to_string()]);
         assert_eq!(k.cc.as_deref(), Some("9.0"));
         assert_eq!(k.number("gpu__time_duration.sum"), Some(1_656_768.0));
         assert_eq!(k.metrics["gpu__time_duration.sum"].unit, Unit::Nanoseconds);
-        assert_eq!(k.number("dram__bytes.sum.per_second"), Some(847_457_024_761.46));
-        assert_eq!(k.metrics["dram__bytes.sum.per_second"].unit, Unit::BytesPerSecond);
-        assert_eq!(k.number("device__attribute_multiprocessor_count"), Some(132.0));
-        assert_eq!(k.number("device__attribute_global_memory_bus_width"), Some(6016.0));
-        assert!(matches!(k.metrics["device__attribute_display_name"].value, Value::Text(ref s) if s == "NVIDIA H200"));
-        assert!(matches!(k.metrics["derived__local_spilling_requests_pct"].value, Value::Missing(ref s) if s == "no data"));
+        assert_eq!(
+            k.number("dram__bytes.sum.per_second"),
+            Some(847_457_024_761.46)
+        );
+        assert_eq!(
+            k.metrics["dram__bytes.sum.per_second"].unit,
+            Unit::BytesPerSecond
+        );
+        assert_eq!(
+            k.number("device__attribute_multiprocessor_count"),
+            Some(132.0)
+        );
+        assert_eq!(
+            k.number("device__attribute_global_memory_bus_width"),
+            Some(6016.0)
+        );
+        assert!(
+            matches!(k.metrics["device__attribute_display_name"].value, Value::Text(ref s) if s == "NVIDIA H200")
+        );
+        assert!(
+            matches!(k.metrics["derived__local_spilling_requests_pct"].value, Value::Missing(ref s) if s == "no data")
+        );
         assert_eq!(recs[1].number("gpu__time_duration.sum"), Some(1_646_304.0));
     }
 
@@ -292,7 +364,8 @@ mod tests {
     fn long_rtx5090_converts_mbyte_and_us() {
         // kernel_0001 (a cuBLAS GEMV) of shared/fixtures/llm-perf-opt-rtx5090/ncu: 2.33 Mbyte read,
         // 0 byte written, 6.46 us.
-        let (layout, recs) = parse(open("rtx5090/kernel_0001_gemv/ncu.metrics.csv")).expect("parses");
+        let (layout, recs) =
+            parse(open("rtx5090/kernel_0001_gemv/ncu.metrics.csv")).expect("parses");
         assert_eq!(layout, Layout::Long);
         assert_eq!(recs.len(), 1);
         let k = &recs[0];
@@ -302,9 +375,21 @@ mod tests {
         assert_eq!(k.number("dram__bytes_read.sum"), Some(2.33e6));
         assert_eq!(k.number("dram__bytes_write.sum"), Some(0.0));
         assert!((k.number("gpu__time_duration.sum").expect("duration") - 6460.0).abs() < 1e-6);
-        assert!((k.number("GPU Speed Of Light Throughput::Duration").expect("duration") - 6460.0).abs() < 1e-6);
-        assert!(matches!(k.metrics["flop_count_sp.sum"].value, Value::Missing(_)));
-        assert_eq!(k.number("sm__ops_path_tensor_src_bf16_dst_fp32.sum"), Some(0.0));
+        assert!(
+            (k.number("GPU Speed Of Light Throughput::Duration")
+                .expect("duration")
+                - 6460.0)
+                .abs()
+                < 1e-6
+        );
+        assert!(matches!(
+            k.metrics["flop_count_sp.sum"].value,
+            Value::Missing(_)
+        ));
+        assert_eq!(
+            k.number("sm__ops_path_tensor_src_bf16_dst_fp32.sum"),
+            Some(0.0)
+        );
     }
 
     #[test]
@@ -312,14 +397,26 @@ mod tests {
         let (layout, recs) = parse(open("h200/ncu_details.csv")).expect("parses");
         assert_eq!(layout, Layout::Long);
         assert_eq!(recs.len(), 1);
-        assert_eq!(recs[0].number("GPU Speed Of Light Throughput::Duration"), Some(1_655_136.0));
-        assert_eq!(recs[0].number("GPU Speed Of Light Throughput::SM Frequency"), Some(1_335_119_213.77));
-        assert_eq!(recs[0].number("GPU Speed Of Light Throughput::Compute (SM) Throughput"), Some(93.46));
+        assert_eq!(
+            recs[0].number("GPU Speed Of Light Throughput::Duration"),
+            Some(1_655_136.0)
+        );
+        assert_eq!(
+            recs[0].number("GPU Speed Of Light Throughput::SM Frequency"),
+            Some(1_335_119_213.77)
+        );
+        assert_eq!(
+            recs[0].number("GPU Speed Of Light Throughput::Compute (SM) Throughput"),
+            Some(93.46)
+        );
     }
 
     #[test]
     fn not_ncu() {
-        assert!(matches!(parse("a,b\n1,2\n".as_bytes()), Err(Error::NoHeader)));
+        assert!(matches!(
+            parse("a,b\n1,2\n".as_bytes()),
+            Err(Error::NoHeader)
+        ));
     }
 
     #[test]

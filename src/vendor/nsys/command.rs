@@ -20,8 +20,14 @@ pub struct ProfileOptions {
 /// `NSYS_NVTX_PROFILER_REGISTER_ONLY=0` lets `--nvtx-capture` match unregistered range strings,
 /// as the llm-perf-opt per-stage runs did (shared/fixtures/llm-perf-opt-rtx5090/nsys/per-stage/*/nsys/cmd.txt).
 pub fn profile_args(opts: &ProfileOptions, program: &[String]) -> Vec<String> {
-    let mut args: Vec<String> =
-        ["profile", "--trace=cuda,nvtx,osrt", "--sample=none", "--cuda-graph-trace=node"].map(String::from).into();
+    let mut args: Vec<String> = [
+        "profile",
+        "--trace=cuda,nvtx,osrt",
+        "--sample=none",
+        "--cuda-graph-trace=node",
+    ]
+    .map(String::from)
+    .into();
     if let Some(range) = &opts.capture_range {
         args.push("--capture-range=nvtx".into());
         args.push(format!("--nvtx-capture={range}"));
@@ -67,7 +73,10 @@ mod tests {
 
     #[test]
     fn profile_whole_run() {
-        let opts = ProfileOptions { output: "runs/a/nsys/run".into(), capture_range: None };
+        let opts = ProfileOptions {
+            output: "runs/a/nsys/run".into(),
+            capture_range: None,
+        };
         assert_eq!(
             profile_args(&opts, &s(&["llmprof-worker", "--stage", "2"])),
             s(&[
@@ -87,7 +96,10 @@ mod tests {
 
     #[test]
     fn profile_one_nvtx_range() {
-        let opts = ProfileOptions { output: "o".into(), capture_range: Some("decode".into()) };
+        let opts = ProfileOptions {
+            output: "o".into(),
+            capture_range: Some("decode".into()),
+        };
         assert_eq!(
             profile_args(&opts, &s(&["w"])),
             s(&[

@@ -19,11 +19,23 @@ pub enum Error {
     #[error("no nsys stats header found (expected a line like `Time (%),Total Time (ns),...`)")]
     NoHeader,
     #[error("{report}: column `{column}` missing from header")]
-    MissingColumn { report: &'static str, column: &'static str },
+    MissingColumn {
+        report: &'static str,
+        column: &'static str,
+    },
     #[error("{report}: column `{column}` has unit `{unit}`, which is not a time unit")]
-    BadUnit { report: &'static str, column: &'static str, unit: String },
+    BadUnit {
+        report: &'static str,
+        column: &'static str,
+        unit: String,
+    },
     #[error("{report}: row {row}: column `{column}`: `{value}` is not a number")]
-    BadNumber { report: &'static str, row: usize, column: &'static str, value: String },
+    BadNumber {
+        report: &'static str,
+        row: usize,
+        column: &'static str,
+        value: String,
+    },
     #[error("reading the report: {0}")]
     Io(#[from] std::io::Error),
     #[error("CSV syntax: {0}")]
@@ -170,23 +182,41 @@ impl Report {
 /// Parses any supported report, recognised from its header line.
 pub fn parse_report(reader: impl Read) -> Result<Report, Error> {
     let text = read_text(reader)?;
-    let block = plain_csv_block(&text, |line| header_kind(line).is_some()).ok_or(Error::NoHeader)?;
-    let mut csv = csv::ReaderBuilder::new().flexible(true).from_reader(block.as_bytes());
+    let block =
+        plain_csv_block(&text, |line| header_kind(line).is_some()).ok_or(Error::NoHeader)?;
+    let mut csv = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(block.as_bytes());
     let header: Vec<String> = csv.headers()?.iter().map(str::to_string).collect();
     let names: Vec<&str> = header.iter().map(|h| split_header_unit(h).0).collect();
     let kind = ReportKind::detect(&names).ok_or(Error::NoHeader)?;
-    let table = Table { report: kind.name(), header: &header };
+    let table = Table {
+        report: kind.name(),
+        header: &header,
+    };
     let mut records = Vec::new();
     for record in csv.records() {
         records.push(record?);
     }
-    let rows = records.iter().enumerate().map(|(i, r)| Row { table: &table, record: r, index: i + 1 });
+    let rows = records.iter().enumerate().map(|(i, r)| Row {
+        table: &table,
+        record: r,
+        index: i + 1,
+    });
     Ok(match kind {
-        ReportKind::CudaGpuKernSum => Report::CudaGpuKernSum(rows.map(|r| r.kernel()).collect::<Result<_, _>>()?),
+        ReportKind::CudaGpuKernSum => {
+            Report::CudaGpuKernSum(rows.map(|r| r.kernel()).collect::<Result<_, _>>()?)
+        }
         ReportKind::NvtxSum => Report::NvtxSum(rows.map(|r| r.nvtx()).collect::<Result<_, _>>()?),
-        ReportKind::NvtxGpuProjSum => Report::NvtxGpuProjSum(rows.map(|r| r.proj()).collect::<Result<_, _>>()?),
-        ReportKind::CudaApiSum => Report::CudaApiSum(rows.map(|r| r.api()).collect::<Result<_, _>>()?),
-        ReportKind::CudaGpuMemTimeSum => Report::CudaGpuMemTimeSum(rows.map(|r| r.mem()).collect::<Result<_, _>>()?),
+        ReportKind::NvtxGpuProjSum => {
+            Report::NvtxGpuProjSum(rows.map(|r| r.proj()).collect::<Result<_, _>>()?)
+        }
+        ReportKind::CudaApiSum => {
+            Report::CudaApiSum(rows.map(|r| r.api()).collect::<Result<_, _>>()?)
+        }
+        ReportKind::CudaGpuMemTimeSum => {
+            Report::CudaGpuMemTimeSum(rows.map(|r| r.mem()).collect::<Result<_, _>>()?)
+        }
     })
 }
 
@@ -199,7 +229,9 @@ pub fn parse_kern_sum(reader: impl Read) -> Result<Vec<KernelSum>, Error> {
 }
 
 fn header_kind(line: &str) -> Option<ReportKind> {
-    let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(line.as_bytes());
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(line.as_bytes());
     let record = reader.records().next()?.ok()?;
     let names: Vec<&str> = record.iter().map(|h| split_header_unit(h).0).collect();
     ReportKind::detect(&names)
@@ -227,7 +259,10 @@ struct Row<'a> {
 
 impl Row<'_> {
     fn text(&self, column: &'static str) -> Result<String, Error> {
-        let (i, _) = self.table.column(column).ok_or(Error::MissingColumn { report: self.table.report, column })?;
+        let (i, _) = self.table.column(column).ok_or(Error::MissingColumn {
+            report: self.table.report,
+            column,
+        })?;
         Ok(self.record.get(i).unwrap_or("").trim().to_string())
     }
 
@@ -237,22 +272,39 @@ impl Row<'_> {
 
     fn number(&self, column: &'static str) -> Result<f64, Error> {
         let value = self.text(column)?;
-        parse_number(&value).ok_or(Error::BadNumber { report: self.table.report, row: self.index, column, value })
+        parse_number(&value).ok_or(Error::BadNumber {
+            report: self.table.report,
+            row: self.index,
+            column,
+            value,
+        })
     }
 
     fn count(&self, column: &'static str) -> Result<u64, Error> {
         let v = self.number(column)?;
         // Counts are whole and non-negative; anything else is a malformed cell.
         if v < 0.0 || v.fract() != 0.0 {
-            return Err(Error::BadNumber { report: self.table.report, row: self.index, column, value: v.to_string() });
+            return Err(Error::BadNumber {
+                report: self.table.report,
+                row: self.index,
+                column,
+                value: v.to_string(),
+            });
         }
         Ok(v as u64)
     }
 
     fn ns(&self, column: &'static str) -> Result<f64, Error> {
-        let (_, unit) = self.table.column(column).ok_or(Error::MissingColumn { report: self.table.report, column })?;
+        let (_, unit) = self.table.column(column).ok_or(Error::MissingColumn {
+            report: self.table.report,
+            column,
+        })?;
         let unit = unit.unwrap_or("ns");
-        let factor = time_unit_ns(unit).ok_or_else(|| Error::BadUnit { report: self.table.report, column, unit: unit.to_string() })?;
+        let factor = time_unit_ns(unit).ok_or_else(|| Error::BadUnit {
+            report: self.table.report,
+            column,
+            unit: unit.to_string(),
+        })?;
         Ok(self.number(column)? * factor)
     }
 
@@ -289,7 +341,11 @@ impl Row<'_> {
     }
 
     fn nvtx(&self) -> Result<NvtxSum, Error> {
-        Ok(NvtxSum { range: self.text("Range")?, style: self.opt_text("Style"), stats: self.stats("Instances")? })
+        Ok(NvtxSum {
+            range: self.text("Range")?,
+            style: self.opt_text("Style"),
+            stats: self.stats("Instances")?,
+        })
     }
 
     fn proj(&self) -> Result<NvtxGpuProj, Error> {
@@ -304,11 +360,17 @@ impl Row<'_> {
     }
 
     fn api(&self) -> Result<ApiSum, Error> {
-        Ok(ApiSum { name: self.text("Name")?, stats: self.stats("Num Calls")? })
+        Ok(ApiSum {
+            name: self.text("Name")?,
+            stats: self.stats("Num Calls")?,
+        })
     }
 
     fn mem(&self) -> Result<MemTimeSum, Error> {
-        Ok(MemTimeSum { operation: self.text("Operation")?, stats: self.stats("Count")? })
+        Ok(MemTimeSum {
+            operation: self.text("Operation")?,
+            stats: self.stats("Count")?,
+        })
     }
 }
 
@@ -333,7 +395,9 @@ mod tests {
         let rows = parse_kern_sum(fixture("decode_cuda_gpu_kern_sum.csv")).expect("parses");
         assert_eq!(rows.len(), 46);
         let first = &rows[0];
-        assert!(first.kernel_name.starts_with("std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int, __nv_bfloat16"));
+        assert!(first.kernel_name.starts_with(
+            "std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int, __nv_bfloat16"
+        ));
         assert_eq!(first.total_ns, 61602133.0);
         assert_eq!(first.instances, 16448);
         assert_eq!(first.avg_ns, 3745.3);
@@ -350,7 +414,9 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].total_ns, 33696.0);
         assert_eq!(rows[0].instances, 1);
-        assert!(rows[1].kernel_name.contains("std::array<char *, (unsigned long)2>"));
+        assert!(rows[1]
+            .kernel_name
+            .contains("std::array<char *, (unsigned long)2>"));
         assert_eq!(rows[1].total_ns, 1792.0);
     }
 
@@ -365,33 +431,54 @@ mod tests {
     #[test]
     fn other_reports_by_header() {
         let nvtx = "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Style,Range\n95.0,3481709,1,3481709.0,3481709.0,3481709,3481709,0.0,PushPop,:decode\n";
-        let Report::NvtxSum(rows) = parse_report(nvtx.as_bytes()).expect("parses") else { panic!("kind") };
+        let Report::NvtxSum(rows) = parse_report(nvtx.as_bytes()).expect("parses") else {
+            panic!("kind")
+        };
         assert_eq!(rows[0].range, ":decode");
         assert_eq!(rows[0].stats.total_ns, 3481709.0);
         assert_eq!(rows[0].style.as_deref(), Some("PushPop"));
 
         let proj = "Range,Style,Total Proj Time (ns),Total Range Time (ns),Range Instances,Proj Avg (ns),Proj Med (ns),Proj Min (ns),Proj Max (ns),Proj StdDev (ns),Total GPU Ops,Avg GPU Ops,Avg Range Lvl,Avg Num Child\n:timed,PushPop,8065837,8264942,20,403291.8,403000.0,400000,410000,100.0,20,1.0,0.0,0.0\n";
-        let Report::NvtxGpuProjSum(rows) = parse_report(proj.as_bytes()).expect("parses") else { panic!("kind") };
+        let Report::NvtxGpuProjSum(rows) = parse_report(proj.as_bytes()).expect("parses") else {
+            panic!("kind")
+        };
         assert_eq!(rows[0].total_proj_ns, 8065837.0);
         assert_eq!(rows[0].total_range_ns, Some(8264942.0));
         assert_eq!(rows[0].range_instances, 20);
         assert_eq!(rows[0].total_gpu_ops, Some(20));
 
         let api = "Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n67.3,335987431,2,167993715.5,167993715.5,2971823,333015608,233376198.5,cudaLaunchKernel\n";
-        let Report::CudaApiSum(rows) = parse_report(api.as_bytes()).expect("parses") else { panic!("kind") };
+        let Report::CudaApiSum(rows) = parse_report(api.as_bytes()).expect("parses") else {
+            panic!("kind")
+        };
         assert_eq!(rows[0].stats.count, 2);
 
         let mem = "Time (%),Total Time (ns),Count,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Operation\n80.0,1000,4,250.0,250.0,200,300,10.0,[CUDA memcpy Host-to-Device]\n";
-        let Report::CudaGpuMemTimeSum(rows) = parse_report(mem.as_bytes()).expect("parses") else { panic!("kind") };
+        let Report::CudaGpuMemTimeSum(rows) = parse_report(mem.as_bytes()).expect("parses") else {
+            panic!("kind")
+        };
         assert_eq!(rows[0].operation, "[CUDA memcpy Host-to-Device]");
         assert_eq!(rows[0].stats.total_ns, 1000.0);
     }
 
     #[test]
     fn errors_name_the_problem() {
-        assert!(matches!(parse_report("a,b\n1,2\n".as_bytes()), Err(Error::NoHeader)));
+        assert!(matches!(
+            parse_report("a,b\n1,2\n".as_bytes()),
+            Err(Error::NoHeader)
+        ));
         let bad = "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n1,abc,1,1,1,1,1,0,k\n";
         let err = parse_kern_sum(bad.as_bytes()).expect_err("bad number");
-        assert!(matches!(err, Error::BadNumber { column: "Total Time", row: 1, .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                Error::BadNumber {
+                    column: "Total Time",
+                    row: 1,
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 }
