@@ -2,4 +2,5 @@
 mod bad_input;
 mod conformance;
 mod front_end;
+mod stage2;
 mod support;

@@ -1,0 +1,3 @@
+//! Measurement helpers that need no model: peak FLOP/s and bandwidth of a GPU.
+
+pub mod peaks;

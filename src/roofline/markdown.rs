@@ -1,0 +1,142 @@
+//! Renders a [`RooflineReport`] as the `roofline.md` tables: peaks, per-kernel rows, time summary.
+
+use std::fmt::Write;
+
+use super::RooflineReport;
+
+/// Short display name: no `void `, no argument list, at most `max` characters.
+pub fn short_name(name: &str, max: usize) -> String {
+    let n = name.trim().trim_start_matches("void ");
+    // Cut at the argument list: the first `(` outside template brackets (`<(int)4, ...>` stays).
+    let mut depth = 0i32;
+    let cut = n.char_indices().find_map(|(i, c)| {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            '(' if depth == 0 && i > 0 => return Some(i),
+            _ => {}
+        }
+        None
+    });
+    let n = cut.map(|i| &n[..i]).unwrap_or(n);
+    if n.chars().count() <= max {
+        n.to_string()
+    } else {
+        let cut: String = n.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+fn num(v: Option<f64>, digits: usize) -> String {
+    v.map(|v| format!("{v:.digits$}"))
+        .unwrap_or_else(|| "—".into())
+}
+
+fn sci(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.3e}")).unwrap_or_else(|| "—".into())
+}
+
+/// The markdown for `report`.
+pub fn render(report: &RooflineReport) -> String {
+    let mut out = String::new();
+    out.push_str("## Roofline\n\n");
+    match &report.peaks {
+        Some(p) => {
+            let _ = writeln!(
+                out,
+                "GPU: {} ({:?}), SM clock {:.0} MHz. Peaks (dense): FP32 {:.1} TFLOP/s, BF16 {}, FP16 {:.1}, TF32 {}, FP8 {} TFLOP/s; DRAM {:.2} TB/s.{}\n",
+                p.gpu_name,
+                p.arch,
+                p.sm_clock_mhz,
+                p.fp32_flops_per_s / 1e12,
+                num(p.bf16_flops_per_s.map(|v| v / 1e12), 1),
+                p.fp16_flops_per_s / 1e12,
+                num(p.tf32_flops_per_s.map(|v| v / 1e12), 1),
+                num(p.fp8_flops_per_s.map(|v| v / 1e12), 1),
+                p.dram_bytes_per_s / 1e12,
+                if p.geforce_half_rate { " GeForce: FP32-accumulate tensor rates at half speed." } else { "" }
+            );
+            let _ = writeln!(out, "Source of the per-SM rates: {}.\n", p.source);
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "GPU peaks unknown: {}. Intensities are reported; bounds are not.\n",
+                report.peaks_note
+            );
+        }
+    }
+    out.push_str("| kernel | stage | precision | FLOPs | time (µs) | FLOP/byte | ridge | SM % | DRAM % | bound | why |\n");
+    out.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---|---|\n");
+    for r in &report.rows {
+        let p = &r.point;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(&short_name(&p.name, 60)),
+            cell(p.stage.as_deref().unwrap_or("—")),
+            p.precision.map(|x| x.name()).unwrap_or("—"),
+            sci(p.flops),
+            num(p.duration_ns.map(|ns| ns / 1e3), 2),
+            num(p.intensity, 2),
+            num(r.bound.ridge_intensity, 1),
+            num(p.sm_pct, 1),
+            num(p.dram_pct, 1),
+            r.bound.class.label(),
+            cell(&r.bound.reason),
+        );
+    }
+    out.push_str("\n### GPU time by bound\n\n| bound | kernels | time (µs) | share |\n|---|---:|---:|---:|\n");
+    for s in &report.summary {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.2} | {:.1} % |",
+            s.class.label(),
+            s.kernels,
+            s.time_ns / 1e3,
+            s.share_pct
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names() {
+        assert_eq!(
+            short_name("void cutlass::Kernel2<x>(T1::Params)", 60),
+            "cutlass::Kernel2<x>"
+        );
+        assert_eq!(short_name("abcdefgh", 5), "abcd…");
+        assert_eq!(
+            short_name(
+                "void at::native::vectorized_elementwise_kernel<(int)4, F>(int, T2)",
+                80
+            ),
+            "at::native::vectorized_elementwise_kernel<(int)4, F>"
+        );
+    }
+
+    #[test]
+    fn renders_unknown_peaks() {
+        let report = super::super::RooflineReport::build(
+            vec![],
+            None,
+            "no device attributes and no --gpu".into(),
+            &Default::default(),
+        );
+        let md = render(&report);
+        assert!(
+            md.contains("GPU peaks unknown: no device attributes and no --gpu"),
+            "{md}"
+        );
+        assert!(md.contains("| kernel | stage |"));
+    }
+}
