@@ -3,7 +3,7 @@
 mod print_cfg;
 pub mod stage;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{AnalyzeTool, Cli, Command};
 use crate::config::{self, ComposeRequest};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -45,7 +45,15 @@ pub fn run(cli: Cli) -> Result<i32> {
             stage::run(command_name, request)
         }
         Some(Command::Debug { .. }) => forward_to_worker(),
-        Some(other) => anyhow::bail!("'{}' is not available yet in this build", other.name()),
+        Some(Command::Analyze { tool }) => {
+            let json = matches!(flags.format, Some(crate::cli::Format::Json));
+            let text = match tool {
+                AnalyzeTool::Nsys { path } => crate::vendor::analyze::analyze_nsys(&path, json)?,
+                AnalyzeTool::Ncu { path, gpu } => crate::vendor::analyze::analyze_ncu(&path, json, gpu.as_deref())?,
+            };
+            println!("{text}");
+            Ok(0)
+        }
     }
 }
 
