@@ -1,1 +1,3 @@
 //! llmprof library.
+pub mod model;
+pub mod region;

@@ -1,0 +1,13 @@
+//! DeepSeek-OCR (spec docs/deepseek-ocr-spec.md): vision encoder, projector, MoE decoder.
+pub mod config;
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    /// A fresh, empty temporary directory unique to this process and tag.
+    pub fn temp_dir(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("llmprof-test-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}
