@@ -1,5 +1,14 @@
 //! DeepSeek-OCR (spec docs/deepseek-ocr-spec.md): vision encoder, projector, MoE decoder.
+pub mod attention;
+pub mod clip;
 pub mod config;
+pub mod decoder;
+pub mod kv_cache;
+pub mod layers;
+pub mod moe;
+pub mod projector;
+pub mod sam;
+pub mod weights;
 
 #[cfg(test)]
 pub(crate) mod test_util {
