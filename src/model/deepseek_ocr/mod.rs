@@ -6,8 +6,12 @@ pub mod decoder;
 pub mod kv_cache;
 pub mod layers;
 pub mod moe;
+pub mod output;
+pub mod preprocess;
+pub mod prompt;
 pub mod projector;
 pub mod sam;
+pub mod tokenizer;
 pub mod weights;
 
 #[cfg(test)]
