@@ -67,7 +67,9 @@ impl<'a> RegionGuard<'a> {
 
     /// A guard that runs `f` when dropped.
     pub fn on_exit(f: impl FnOnce() + 'a) -> Self {
-        RegionGuard { on_exit: Some(Box::new(f)) }
+        RegionGuard {
+            on_exit: Some(Box::new(f)),
+        }
     }
 }
 

@@ -40,7 +40,9 @@ impl ClipLayer {
         let qkv = self.qkv.forward(&self.ln1.forward(x)?)?; // (b, t, 3c), layout [3][nh][hd]
         let qkv = qkv.f_view([b, t, 3, nh, hd])?.f_permute([2, 0, 3, 1, 4])?; // (3, b, nh, t, hd)
         let (q, k, v) = (qkv.f_get(0)?, qkv.f_get(1)?, qkv.f_get(2)?);
-        let o = Tensor::f_scaled_dot_product_attention::<Tensor>(&q, &k, &v, None, 0.0, false, None, false)?; // (b, nh, t, hd)
+        let o = Tensor::f_scaled_dot_product_attention::<Tensor>(
+            &q, &k, &v, None, 0.0, false, None, false,
+        )?; // (b, nh, t, hd)
         let o = o.f_transpose(1, 2)?.f_reshape([b, t, c])?; // (b, t, c)
         let x = x.f_add(&self.out.forward(&o)?)?;
         let h = self.fc1.forward(&self.ln2.forward(&x)?)?;
@@ -68,9 +70,17 @@ pub fn resize_clip_positions(pos: &Tensor, g: i64) -> Result<Tensor> {
     }
     let kind = pos.kind();
     let cls = pos.f_narrow(0, 0, 1)?;
-    let grid = pos.f_narrow(0, 1, n - 1)?.f_view([1, src, src, c])?.f_permute([0, 3, 1, 2])?; // (1, c, G, G)
-    let grid = grid.f_to_kind(Kind::Float)?.f_internal_upsample_bicubic2d_aa([g, g], false, None, None)?; // (1, c, g, g)
-    let grid = grid.f_to_kind(kind)?.f_permute([0, 2, 3, 1])?.f_reshape([g * g, c])?; // (g², c)
+    let grid = pos
+        .f_narrow(0, 1, n - 1)?
+        .f_view([1, src, src, c])?
+        .f_permute([0, 3, 1, 2])?; // (1, c, G, G)
+    let grid = grid
+        .f_to_kind(Kind::Float)?
+        .f_internal_upsample_bicubic2d_aa([g, g], false, None, None)?; // (1, c, g, g)
+    let grid = grid
+        .f_to_kind(kind)?
+        .f_permute([0, 2, 3, 1])?
+        .f_reshape([g * g, c])?; // (g², c)
     Ok(Tensor::f_cat(&[cls, grid], 0)?)
 }
 
@@ -92,9 +102,16 @@ impl Clip {
     pub fn forward(&self, sam_features: &Tensor) -> Result<Tensor> {
         let (b, c, h, w) = sam_features.size4()?;
         ensure!(h == w, "CLIP expects a square SAM map, got {h}x{w}");
-        ensure!(c == self.class_embedding.size1()?, "CLIP width {} != SAM channels {c}", self.class_embedding.size1()?);
+        ensure!(
+            c == self.class_embedding.size1()?,
+            "CLIP width {} != SAM channels {c}",
+            self.class_embedding.size1()?
+        );
         let patches = sam_features.f_flatten(2, 3)?.f_transpose(1, 2)?; // (b, h·w, c)
-        let cls = self.class_embedding.f_view([1, 1, c])?.f_expand([b, 1, c], false)?;
+        let cls = self
+            .class_embedding
+            .f_view([1, 1, c])?
+            .f_expand([b, 1, c], false)?;
         let x = Tensor::f_cat(&[cls, patches], 1)?; // (b, 1+h·w, c)
         let pos = resize_clip_positions(&self.position_embedding, h)?.f_unsqueeze(0)?; // (1, 1+h·w, c)
         let mut x = self.pre_ln.forward(&x.f_add(&pos)?)?;

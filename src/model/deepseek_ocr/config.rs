@@ -142,7 +142,10 @@ impl ArchConfig {
                 patch_size: 14,
                 layer_norm_eps: 1e-5,
             },
-            projector: ProjectorConfig { input_dim: 2048, n_embed: 1280 },
+            projector: ProjectorConfig {
+                input_dim: 2048,
+                n_embed: 1280,
+            },
             decoder: DecoderConfig {
                 vocab_size: 129280,
                 hidden_size: 1280,
@@ -198,7 +201,10 @@ impl ArchConfig {
                 patch_size: 14,
                 layer_norm_eps: 1e-5,
             },
-            projector: ProjectorConfig { input_dim: 64, n_embed: 64 },
+            projector: ProjectorConfig {
+                input_dim: 64,
+                n_embed: 64,
+            },
             decoder: DecoderConfig {
                 vocab_size: 320,
                 hidden_size: 64,
@@ -234,7 +240,8 @@ impl ArchConfig {
             .with_context(|| format!("reading arch config {}", path.display()))?;
         let cfg: ArchConfig = serde_yaml::from_str(&text)
             .with_context(|| format!("parsing arch config {}", path.display()))?;
-        cfg.validate().with_context(|| format!("invalid arch config {}", path.display()))?;
+        cfg.validate()
+            .with_context(|| format!("invalid arch config {}", path.display()))?;
         Ok(cfg)
     }
 
@@ -250,12 +257,15 @@ impl ArchConfig {
         // The LM fields appear flat at top level (HF builds the config from those) and inside
         // `language_config`; prefer the flat copy, fall back to language_config.
         let lm = |key: &str| -> Option<&serde_json::Value> {
-            v.get(key).or_else(|| v.get("language_config").and_then(|l| l.get(key)))
+            v.get(key)
+                .or_else(|| v.get("language_config").and_then(|l| l.get(key)))
         };
         let int = |key: &str, dst: &mut i64| -> Result<()> {
             if let Some(x) = lm(key) {
                 if !x.is_null() {
-                    *dst = x.as_i64().with_context(|| format!("config.json `{key}` is not an integer"))?;
+                    *dst = x
+                        .as_i64()
+                        .with_context(|| format!("config.json `{key}` is not an integer"))?;
                 }
             }
             Ok(())
@@ -289,10 +299,16 @@ impl ArchConfig {
             bail!("config.json sets use_mla=true; only the MHA decoder of DeepSeek-OCR is implemented");
         }
         if let Some(s) = lm("topk_method").and_then(|x| x.as_str()) {
-            ensure!(s == "greedy", "config.json topk_method `{s}`: only `greedy` is implemented");
+            ensure!(
+                s == "greedy",
+                "config.json topk_method `{s}`: only `greedy` is implemented"
+            );
         }
         if let Some(s) = lm("scoring_func").and_then(|x| x.as_str()) {
-            ensure!(s == "softmax", "config.json scoring_func `{s}`: only `softmax` is implemented");
+            ensure!(
+                s == "softmax",
+                "config.json scoring_func `{s}`: only `softmax` is implemented"
+            );
         }
         if lm("rope_scaling").is_some_and(|x| !x.is_null()) {
             bail!("config.json sets rope_scaling; only plain RoPE is implemented");
@@ -343,7 +359,8 @@ impl ArchConfig {
                 }
             }
         }
-        cfg.validate().with_context(|| format!("config mapped from {}", path.display()))?;
+        cfg.validate()
+            .with_context(|| format!("config mapped from {}", path.display()))?;
         Ok(cfg)
     }
 
@@ -359,7 +376,11 @@ impl ArchConfig {
 
     /// SAM output channels (last compressor conv).
     pub fn sam_out_channels(&self) -> i64 {
-        *self.sam.downsample_channels.last().unwrap_or(&self.sam.out_chans)
+        *self
+            .sam
+            .downsample_channels
+            .last()
+            .unwrap_or(&self.sam.out_chans)
     }
 
     /// Width of the shared-experts MLP (n_shared × moe_intermediate).
@@ -376,29 +397,108 @@ impl ArchConfig {
             }
         };
         let s = &self.sam;
-        check(s.patch_size > 0 && s.image_size % s.patch_size == 0, format!("sam.image_size {} not a multiple of patch_size {}", s.image_size, s.patch_size));
-        check(s.heads > 0 && s.width % s.heads == 0, format!("sam.width {} not divisible by heads {}", s.width, s.heads));
+        check(
+            s.patch_size > 0 && s.image_size % s.patch_size == 0,
+            format!(
+                "sam.image_size {} not a multiple of patch_size {}",
+                s.image_size, s.patch_size
+            ),
+        );
+        check(
+            s.heads > 0 && s.width % s.heads == 0,
+            format!("sam.width {} not divisible by heads {}", s.width, s.heads),
+        );
         check(s.window_size > 0, "sam.window_size must be > 0".into());
         check(s.depth > 0, "sam.depth must be > 0".into());
-        check(s.global_attn_indexes.iter().all(|&i| i >= 0 && i < s.depth), format!("sam.global_attn_indexes {:?} out of 0..{}", s.global_attn_indexes, s.depth));
-        check(!s.downsample_channels.is_empty(), "sam.downsample_channels is empty".into());
+        check(
+            s.global_attn_indexes.iter().all(|&i| i >= 0 && i < s.depth),
+            format!(
+                "sam.global_attn_indexes {:?} out of 0..{}",
+                s.global_attn_indexes, s.depth
+            ),
+        );
+        check(
+            !s.downsample_channels.is_empty(),
+            "sam.downsample_channels is empty".into(),
+        );
         let c = &self.clip;
-        check(c.heads > 0 && c.width % c.heads == 0, format!("clip.width {} not divisible by heads {}", c.width, c.heads));
+        check(
+            c.heads > 0 && c.width % c.heads == 0,
+            format!("clip.width {} not divisible by heads {}", c.width, c.heads),
+        );
         let grid = ((c.num_positions - 1).max(0) as f64).sqrt().round() as i64;
-        check(grid * grid + 1 == c.num_positions, format!("clip.num_positions {} is not a square grid + CLS", c.num_positions));
-        check(c.width == self.sam_out_channels(), format!("clip.width {} != SAM output channels {}", c.width, self.sam_out_channels()));
-        check(self.projector.input_dim == c.width + self.sam_out_channels(), format!("projector.input_dim {} != clip.width + SAM channels {}", self.projector.input_dim, c.width + self.sam_out_channels()));
+        check(
+            grid * grid + 1 == c.num_positions,
+            format!(
+                "clip.num_positions {} is not a square grid + CLS",
+                c.num_positions
+            ),
+        );
+        check(
+            c.width == self.sam_out_channels(),
+            format!(
+                "clip.width {} != SAM output channels {}",
+                c.width,
+                self.sam_out_channels()
+            ),
+        );
+        check(
+            self.projector.input_dim == c.width + self.sam_out_channels(),
+            format!(
+                "projector.input_dim {} != clip.width + SAM channels {}",
+                self.projector.input_dim,
+                c.width + self.sam_out_channels()
+            ),
+        );
         let d = &self.decoder;
-        check(self.projector.n_embed == d.hidden_size, format!("projector.n_embed {} != decoder.hidden_size {}", self.projector.n_embed, d.hidden_size));
-        check(d.num_attention_heads > 0 && d.num_attention_heads * d.head_dim == d.hidden_size, format!("decoder heads {} × head_dim {} != hidden {}", d.num_attention_heads, d.head_dim, d.hidden_size));
-        check(d.num_key_value_heads == d.num_attention_heads, "decoder.num_key_value_heads must equal num_attention_heads (no GQA)".into());
-        check(d.head_dim % 2 == 0, "decoder.head_dim must be even (RoPE)".into());
-        check(d.num_experts_per_tok >= 1 && d.num_experts_per_tok <= d.n_routed_experts, format!("num_experts_per_tok {} not in 1..={}", d.num_experts_per_tok, d.n_routed_experts));
-        check(d.first_k_dense_replace >= 0 && d.first_k_dense_replace <= d.num_hidden_layers, "first_k_dense_replace out of range".into());
-        check(!d.norm_topk_prob, "norm_topk_prob=true is not implemented (DeepSeek-OCR uses false)".into());
+        check(
+            self.projector.n_embed == d.hidden_size,
+            format!(
+                "projector.n_embed {} != decoder.hidden_size {}",
+                self.projector.n_embed, d.hidden_size
+            ),
+        );
+        check(
+            d.num_attention_heads > 0 && d.num_attention_heads * d.head_dim == d.hidden_size,
+            format!(
+                "decoder heads {} × head_dim {} != hidden {}",
+                d.num_attention_heads, d.head_dim, d.hidden_size
+            ),
+        );
+        check(
+            d.num_key_value_heads == d.num_attention_heads,
+            "decoder.num_key_value_heads must equal num_attention_heads (no GQA)".into(),
+        );
+        check(
+            d.head_dim % 2 == 0,
+            "decoder.head_dim must be even (RoPE)".into(),
+        );
+        check(
+            d.num_experts_per_tok >= 1 && d.num_experts_per_tok <= d.n_routed_experts,
+            format!(
+                "num_experts_per_tok {} not in 1..={}",
+                d.num_experts_per_tok, d.n_routed_experts
+            ),
+        );
+        check(
+            d.first_k_dense_replace >= 0 && d.first_k_dense_replace <= d.num_hidden_layers,
+            "first_k_dense_replace out of range".into(),
+        );
+        check(
+            !d.norm_topk_prob,
+            "norm_topk_prob=true is not implemented (DeepSeek-OCR uses false)".into(),
+        );
         let t = &self.tokens;
-        for (name, id) in [("bos", t.bos_token_id), ("eos", t.eos_token_id), ("pad", t.pad_token_id), ("image", t.image_token_id)] {
-            check(id >= 0 && id < d.vocab_size, format!("{name} token id {id} outside vocab {}", d.vocab_size));
+        for (name, id) in [
+            ("bos", t.bos_token_id),
+            ("eos", t.eos_token_id),
+            ("pad", t.pad_token_id),
+            ("image", t.image_token_id),
+        ] {
+            check(
+                id >= 0 && id < d.vocab_size,
+                format!("{name} token id {id} outside vocab {}", d.vocab_size),
+            );
         }
         if errs.is_empty() {
             Ok(())
@@ -443,7 +543,10 @@ mod tests {
         c.decoder.num_key_value_heads = 1;
         c.projector.input_dim = 7;
         let e = format!("{:#}", c.validate().unwrap_err());
-        assert!(e.contains("num_key_value_heads") && e.contains("projector.input_dim"), "{e}");
+        assert!(
+            e.contains("num_key_value_heads") && e.contains("projector.input_dim"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -466,7 +569,10 @@ mod tests {
         let dir = crate::model::deepseek_ocr::test_util::temp_dir("hfcfg");
         let p = dir.join("config.json");
         std::fs::write(&p, json).unwrap();
-        assert_eq!(ArchConfig::from_hf_config_json(&p).unwrap(), ArchConfig::deepseek_ocr());
+        assert_eq!(
+            ArchConfig::from_hf_config_json(&p).unwrap(),
+            ArchConfig::deepseek_ocr()
+        );
         std::fs::write(&p, json.replace("\"use_mla\": false", "\"use_mla\": true")).unwrap();
         assert!(ArchConfig::from_hf_config_json(&p).is_err());
     }

@@ -54,7 +54,9 @@ impl Decoder {
     /// `vs` is the root (names `model.embed_tokens…`, `lm_head.weight`).
     pub fn load(vs: &WeightPath, cfg: &DecoderConfig) -> Result<Self> {
         let m = vs.sub("model");
-        let layers = (0..cfg.num_hidden_layers).map(|i| DecoderLayer::load(&m.sub("layers").sub(i), cfg, i)).collect::<Result<Vec<_>>>()?;
+        let layers = (0..cfg.num_hidden_layers)
+            .map(|i| DecoderLayer::load(&m.sub("layers").sub(i), cfg, i))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Decoder {
             embed: m.get("embed_tokens.weight")?,
             layers,
@@ -83,14 +85,25 @@ impl Decoder {
     /// and returns the final-normed hidden states [B,T,H].
     pub fn forward(&self, x: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
         let (b, t, _) = x.size3()?;
-        ensure!(b == cache.batch(), "batch {b} != KV cache batch {}", cache.batch());
-        ensure!(cache.len() + t <= self.max_positions, "sequence of {} tokens exceeds max_position_embeddings {}", cache.len() + t, self.max_positions);
+        ensure!(
+            b == cache.batch(),
+            "batch {b} != KV cache batch {}",
+            cache.batch()
+        );
+        ensure!(
+            cache.len() + t <= self.max_positions,
+            "sequence of {} tokens exceeds max_position_embeddings {}",
+            cache.len() + t,
+            self.max_positions
+        );
         let positions = cache.positions(t)?; // (b, t)
         let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
         let mask = cache.attention_mask(t)?;
         let mut h = x.shallow_clone();
         for (i, layer) in self.layers.iter().enumerate() {
-            let a = layer.attn.forward(&layer.input_ln.forward(&h)?, &cos_sin, cache, i, &mask)?;
+            let a = layer
+                .attn
+                .forward(&layer.input_ln.forward(&h)?, &cos_sin, cache, i, &mask)?;
             h = h.f_add(&a)?;
             let normed = layer.post_ln.forward(&h)?;
             let f = match &layer.ffn {
@@ -105,6 +118,8 @@ impl Decoder {
 
     /// hidden [..., H] → fp32 logits [..., vocab].
     pub fn logits(&self, hidden: &Tensor) -> Result<Tensor> {
-        Ok(hidden.f_linear::<Tensor>(&self.lm_head, None)?.f_to_kind(Kind::Float)?)
+        Ok(hidden
+            .f_linear::<Tensor>(&self.lm_head, None)?
+            .f_to_kind(Kind::Float)?)
     }
 }

@@ -30,8 +30,17 @@ pub struct KvCache {
 
 impl KvCache {
     /// Allocates `layers × 2 × [batch, heads, capacity, head_dim]` zeros on `device` as `kind`.
-    pub fn new(cfg: &DecoderConfig, batch: i64, capacity: i64, device: Device, kind: Kind) -> Result<Self> {
-        ensure!(batch > 0 && capacity > 0, "KV cache needs batch > 0 and capacity > 0");
+    pub fn new(
+        cfg: &DecoderConfig,
+        batch: i64,
+        capacity: i64,
+        device: Device,
+        kind: Kind,
+    ) -> Result<Self> {
+        ensure!(
+            batch > 0 && capacity > 0,
+            "KV cache needs batch > 0 and capacity > 0"
+        );
         let shape = [batch, cfg.num_key_value_heads, capacity, cfg.head_dim];
         let mut k = Vec::new();
         let mut v = Vec::new();
@@ -53,7 +62,12 @@ impl KvCache {
     /// Sets the left-pad length of every row; only before the first write.
     pub fn set_left_padding(&mut self, pad: &[i64]) -> Result<()> {
         ensure!(self.len == 0, "left padding must be set on an empty cache");
-        ensure!(pad.len() as i64 == self.batch, "{} pad lengths for batch {}", pad.len(), self.batch);
+        ensure!(
+            pad.len() as i64 == self.batch,
+            "{} pad lengths for batch {}",
+            pad.len(),
+            self.batch
+        );
         self.pad = pad.to_vec();
         self.pad_t = Tensor::f_from_slice(pad)?.f_to_device(self.pad_t.device())?;
         Ok(())
@@ -90,17 +104,29 @@ impl KvCache {
 
     /// Bytes held by the cache.
     pub fn bytes(&self) -> i64 {
-        self.k.iter().chain(&self.v).map(|t| t.numel() as i64 * t.kind().elt_size_in_bytes() as i64).sum()
+        self.k
+            .iter()
+            .chain(&self.v)
+            .map(|t| t.numel() as i64 * t.kind().elt_size_in_bytes() as i64)
+            .sum()
     }
 
     /// Writes k, v [B,H,T,D] into `layer` at slots [len, len+T) and returns views of slots
     /// [0, len+T). The slot counter moves only in [`KvCache::advance`].
     pub fn append(&self, layer: usize, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
         let t = k.size()[2];
-        ensure!(self.len + t <= self.capacity, "KV cache overflow: {} + {t} > capacity {}", self.len, self.capacity);
+        ensure!(
+            self.len + t <= self.capacity,
+            "KV cache overflow: {} + {t} > capacity {}",
+            self.len,
+            self.capacity
+        );
         self.k[layer].f_narrow(2, self.len, t)?.f_copy_(k)?;
         self.v[layer].f_narrow(2, self.len, t)?.f_copy_(v)?;
-        Ok((self.k[layer].f_narrow(2, 0, self.len + t)?, self.v[layer].f_narrow(2, 0, self.len + t)?))
+        Ok((
+            self.k[layer].f_narrow(2, 0, self.len + t)?,
+            self.v[layer].f_narrow(2, 0, self.len + t)?,
+        ))
     }
 
     /// Marks `t` more slots as written (after all layers ran).
@@ -111,7 +137,9 @@ impl KvCache {
     /// RoPE positions [B,T] of the next `t` slots: slot − pad, clamped at 0 for pad slots.
     pub fn positions(&self, t: i64) -> Result<Tensor> {
         let dev = self.pad_t.device();
-        let slots = Tensor::f_arange(t, (Kind::Int64, dev))?.f_add_scalar(self.len)?.f_unsqueeze(0)?; // (1, t)
+        let slots = Tensor::f_arange(t, (Kind::Int64, dev))?
+            .f_add_scalar(self.len)?
+            .f_unsqueeze(0)?; // (1, t)
         Ok(slots.f_sub(&self.pad_t.f_unsqueeze(1)?)?.f_clamp_min(0)?) // (b, t)
     }
 
@@ -130,9 +158,13 @@ impl KvCache {
         let dev = self.pad_t.device();
         let l = self.len + t;
         let j = Tensor::f_arange(l, (Kind::Int64, dev))?.f_view([1, 1, 1, l])?;
-        let i = Tensor::f_arange(t, (Kind::Int64, dev))?.f_add_scalar(self.len)?.f_view([1, 1, t, 1])?;
+        let i = Tensor::f_arange(t, (Kind::Int64, dev))?
+            .f_add_scalar(self.len)?
+            .f_view([1, 1, t, 1])?;
         let pad = self.pad_t.f_view([self.batch, 1, 1, 1])?;
         let visible = j.f_ge_tensor(&pad)?.f_logical_and(&j.f_le_tensor(&i)?)?;
-        Ok(AttnMask::Explicit(visible.f_logical_or(&j.f_eq_tensor(&i)?)?)) // (b, 1, t, l)
+        Ok(AttnMask::Explicit(
+            visible.f_logical_or(&j.f_eq_tensor(&i)?)?,
+        )) // (b, 1, t, l)
     }
 }

@@ -16,7 +16,11 @@ impl Linear {
     /// Loads `{vs}.weight` and, if `with_bias`, `{vs}.bias`.
     pub fn load(vs: &WeightPath, with_bias: bool) -> Result<Self> {
         let weight = vs.get("weight")?;
-        let bias = if with_bias { Some(vs.get("bias")?) } else { None };
+        let bias = if with_bias {
+            Some(vs.get("bias")?)
+        } else {
+            None
+        };
         Ok(Linear { weight, bias })
     }
 
@@ -35,7 +39,11 @@ pub struct LayerNorm {
 
 impl LayerNorm {
     pub fn load(vs: &WeightPath, eps: f64) -> Result<Self> {
-        Ok(LayerNorm { weight: vs.get("weight")?, bias: vs.get("bias")?, eps })
+        Ok(LayerNorm {
+            weight: vs.get("weight")?,
+            bias: vs.get("bias")?,
+            eps,
+        })
     }
 
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {
@@ -54,14 +62,21 @@ pub struct RmsNorm {
 
 impl RmsNorm {
     pub fn load(vs: &WeightPath, eps: f64) -> Result<Self> {
-        Ok(RmsNorm { weight: vs.get("weight")?, eps })
+        Ok(RmsNorm {
+            weight: vs.get("weight")?,
+            eps,
+        })
     }
 
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {
         let kind = xs.kind();
         let x32 = xs.f_to_kind(Kind::Float)?;
-        let var = x32.f_pow_tensor_scalar(2)?.f_mean_dim(-1, true, Kind::Float)?;
-        let normed = x32.f_mul(&var.f_add_scalar(self.eps)?.f_rsqrt()?)?.f_to_kind(kind)?;
+        let var = x32
+            .f_pow_tensor_scalar(2)?
+            .f_mean_dim(-1, true, Kind::Float)?;
+        let normed = x32
+            .f_mul(&var.f_add_scalar(self.eps)?.f_rsqrt()?)?
+            .f_to_kind(kind)?;
         Ok(normed.f_mul(&self.weight)?)
     }
 }

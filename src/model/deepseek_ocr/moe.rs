@@ -40,10 +40,15 @@ pub struct Moe {
 impl Moe {
     /// `vs` points at `model.layers.{i}.mlp`.
     pub fn load(vs: &WeightPath, cfg: &DecoderConfig) -> Result<Self> {
-        ensure!(!cfg.norm_topk_prob, "norm_topk_prob=true is not implemented");
+        ensure!(
+            !cfg.norm_topk_prob,
+            "norm_topk_prob=true is not implemented"
+        );
         let e = cfg.n_routed_experts;
         let get = |what: &str| -> Result<Tensor> {
-            let ws = (0..e).map(|i| vs.sub("experts").sub(i).get(&format!("{what}.weight"))).collect::<Result<Vec<_>>>()?;
+            let ws = (0..e)
+                .map(|i| vs.sub("experts").sub(i).get(&format!("{what}.weight")))
+                .collect::<Result<Vec<_>>>()?;
             Ok(Tensor::f_stack(&ws, 0)?)
         };
         Ok(Moe {
@@ -51,7 +56,11 @@ impl Moe {
             w_gate: get("gate_proj")?,
             w_up: get("up_proj")?,
             w_down: get("down_proj")?,
-            shared: if cfg.n_shared_experts > 0 { Some(SwiGlu::load(&vs.sub("shared_experts"))?) } else { None },
+            shared: if cfg.n_shared_experts > 0 {
+                Some(SwiGlu::load(&vs.sub("shared_experts"))?)
+            } else {
+                None
+            },
             top_k: cfg.num_experts_per_tok,
             scaling: cfg.routed_scaling_factor,
             dispatch: MoeDispatch::Auto,
@@ -61,10 +70,16 @@ impl Moe {
     /// Router: x [N,H] → (weights fp32 [N,k], expert ids [N,k]) — softmax probabilities of the
     /// top-k experts, unsorted, not renormalised, × routed_scaling_factor.
     pub fn route(&self, xs: &Tensor) -> Result<(Tensor, Tensor)> {
-        let logits = xs.f_to_kind(Kind::Float)?.f_linear::<Tensor>(&self.gate_f32, None)?; // (n, e)
+        let logits = xs
+            .f_to_kind(Kind::Float)?
+            .f_linear::<Tensor>(&self.gate_f32, None)?; // (n, e)
         let scores = logits.f_softmax(-1, Kind::Float)?;
         let (w, idx) = scores.f_topk(self.top_k, -1, true, false)?; // (n, k)
-        let w = if self.scaling != 1.0 { w.f_mul_scalar(self.scaling)? } else { w };
+        let w = if self.scaling != 1.0 {
+            w.f_mul_scalar(self.scaling)?
+        } else {
+            w
+        };
         Ok((w, idx))
     }
 
@@ -82,7 +97,10 @@ impl Moe {
             MoeDispatch::Gathered => self.experts_gathered(&xs, &idx)?,
             _ => self.experts_sorted(&xs, &idx)?,
         }; // (n, k, h) in model dtype
-        let y = per_slot.f_to_kind(Kind::Float)?.f_mul(&w.f_unsqueeze(-1)?)?.f_sum_dim_intlist(1, false, Kind::Float)?; // (n, h) fp32
+        let y = per_slot
+            .f_to_kind(Kind::Float)?
+            .f_mul(&w.f_unsqueeze(-1)?)?
+            .f_sum_dim_intlist(1, false, Kind::Float)?; // (n, h) fp32
         let mut y = y.f_to_kind(x.kind())?;
         if let Some(s) = &self.shared {
             y = y.f_add(&s.forward(&xs)?)?;
@@ -97,7 +115,8 @@ impl Moe {
         let e = self.w_gate.size()[0];
         let flat = idx.f_reshape([-1])?; // (n·k)
         let ones = Tensor::f_ones([n * k], (Kind::Int64, xs.device()))?;
-        let counts = Tensor::f_zeros([e], (Kind::Int64, xs.device()))?.f_scatter_add(0, &flat, &ones)?;
+        let counts =
+            Tensor::f_zeros([e], (Kind::Int64, xs.device()))?.f_scatter_add(0, &flat, &ones)?;
         let counts = Vec::<i64>::try_from(&counts.f_to_device(tch::Device::Cpu)?)?; // host sync
         let order = flat.f_argsort_stable(true, 0, false)?; // (n·k) slots sorted by expert
         let sorted_x = xs.f_index_select(0, &order.f_floor_divide_scalar(k)?)?; // (n·k, h)
@@ -109,7 +128,12 @@ impl Moe {
             }
             let ei = ei as i64;
             let xe = sorted_x.f_narrow(0, start, cnt)?;
-            outs.push(swiglu(&xe, &self.w_gate.f_get(ei)?, &self.w_up.f_get(ei)?, &self.w_down.f_get(ei)?)?);
+            outs.push(swiglu(
+                &xe,
+                &self.w_gate.f_get(ei)?,
+                &self.w_up.f_get(ei)?,
+                &self.w_down.f_get(ei)?,
+            )?);
             start += cnt;
         }
         let outs = Tensor::f_cat(&outs, 0)?; // (n·k, h), sorted order
@@ -126,7 +150,10 @@ impl Moe {
         let g = self.w_gate.f_index_select(0, &flat)?; // (n·k, f, h)
         let u = self.w_up.f_index_select(0, &flat)?; // (n·k, f, h)
         let d = self.w_down.f_index_select(0, &flat)?; // (n·k, h, f)
-        let xk = xs.f_unsqueeze(1)?.f_expand([n, k, h], false)?.f_reshape([n * k, h, 1])?; // (n·k, h, 1)
+        let xk = xs
+            .f_unsqueeze(1)?
+            .f_expand([n, k, h], false)?
+            .f_reshape([n * k, h, 1])?; // (n·k, h, 1)
         let act = g.f_bmm(&xk)?.f_silu()?.f_mul(&u.f_bmm(&xk)?)?; // (n·k, f, 1)
         Ok(d.f_bmm(&act)?.f_view([n, k, h])?) // (n, k, h)
     }
@@ -155,7 +182,11 @@ mod tests {
             let logits = Vec::<f32>::try_from(&xt.matmul(&gate.tr()).view([-1])).unwrap();
             let m = logits.iter().cloned().fold(f32::MIN, f32::max);
             let z: f32 = logits.iter().map(|l| (l - m).exp()).sum();
-            let mut probs: Vec<(usize, f32)> = logits.iter().map(|l| (l - m).exp() / z).enumerate().collect();
+            let mut probs: Vec<(usize, f32)> = logits
+                .iter()
+                .map(|l| (l - m).exp() / z)
+                .enumerate()
+                .collect();
             probs.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap());
             let mut acc = Tensor::zeros([1, d.hidden_size], (Kind::Float, Device::Cpu));
             for &(e, pr) in probs.iter().take(d.num_experts_per_tok as usize) {
@@ -183,7 +214,11 @@ mod tests {
         let mut moe = Moe::load(&w.root().sub("model.layers.1.mlp"), &cfg.decoder).unwrap();
         let x = Tensor::randn([2, 5, cfg.decoder.hidden_size], (Kind::Float, Device::Cpu));
         let want = naive(&w, 1, &cfg, &x.view([10, -1]));
-        for d in [MoeDispatch::Sorted, MoeDispatch::Gathered, MoeDispatch::Auto] {
+        for d in [
+            MoeDispatch::Sorted,
+            MoeDispatch::Gathered,
+            MoeDispatch::Auto,
+        ] {
             moe.dispatch = d;
             let got = moe.forward(&x).unwrap().view([10, -1]);
             let err = (&got - &want).abs().max().double_value(&[]);
@@ -191,7 +226,13 @@ mod tests {
         }
         // Not renormalised: routed weights sum to < 1 with 2 of 8 experts.
         let (wts, _) = moe.route(&x.view([10, -1])).unwrap();
-        let max_sum = wts.sum_dim_intlist(1, false, Kind::Float).max().double_value(&[]);
-        assert!(max_sum < 0.999, "top-k weights look renormalised: {max_sum}");
+        let max_sum = wts
+            .sum_dim_intlist(1, false, Kind::Float)
+            .max()
+            .double_value(&[]);
+        assert!(
+            max_sum < 0.999,
+            "top-k weights look renormalised: {max_sum}"
+        );
     }
 }

@@ -41,7 +41,10 @@ fn parse_boxes(payload: &str) -> Vec<[i64; 4]> {
             }
             ']' => {
                 if depth > 0 {
-                    let nums: Vec<Option<i64>> = cur.split(',').map(|s| s.trim().parse::<i64>().ok()).collect();
+                    let nums: Vec<Option<i64>> = cur
+                        .split(',')
+                        .map(|s| s.trim().parse::<i64>().ok())
+                        .collect();
                     if nums.len() == 4 && nums.iter().all(Option::is_some) {
                         let v: Vec<i64> = nums.into_iter().flatten().collect();
                         out.push([v[0], v[1], v[2], v[3]]);
@@ -65,7 +68,9 @@ pub fn parse_grounded(text: &str, width: u32, height: u32) -> ParsedOutput {
     let preamble = text[..first].trim().to_string();
     let mut rest = &text[first..];
     while let Some(r) = rest.strip_prefix(REF_OPEN) {
-        let Some(end_label) = r.find(REF_CLOSE) else { break };
+        let Some(end_label) = r.find(REF_CLOSE) else {
+            break;
+        };
         let label = r[..end_label].to_string();
         let mut after = &r[end_label + REF_CLOSE.len()..];
         let mut boxes_norm = Vec::new();
@@ -78,9 +83,21 @@ pub fn parse_grounded(text: &str, width: u32, height: u32) -> ParsedOutput {
         let next = after.find(REF_OPEN).unwrap_or(after.len());
         let boxes_px = boxes_norm
             .iter()
-            .map(|b| [b[0] as f64 / 999.0 * w, b[1] as f64 / 999.0 * h, b[2] as f64 / 999.0 * w, b[3] as f64 / 999.0 * h])
+            .map(|b| {
+                [
+                    b[0] as f64 / 999.0 * w,
+                    b[1] as f64 / 999.0 * h,
+                    b[2] as f64 / 999.0 * w,
+                    b[3] as f64 / 999.0 * h,
+                ]
+            })
             .collect();
-        elements.push(Element { label, boxes_norm, boxes_px, text: after[..next].trim().to_string() });
+        elements.push(Element {
+            label,
+            boxes_norm,
+            boxes_px,
+            text: after[..next].trim().to_string(),
+        });
         rest = &after[next..];
     }
     ParsedOutput { preamble, elements }
@@ -107,7 +124,10 @@ mod tests {
         assert_eq!(p.elements[0].boxes_px, vec![[124.0, 45.0, 1874.0, 88.0]]);
         assert_eq!(p.elements[2].boxes_norm.len(), 2);
         assert_eq!(p.elements[2].text, "");
-        assert_eq!(p.elements[3].text, "<table><tr><td>Q1</td><td>10</td></tr></table>");
+        assert_eq!(
+            p.elements[3].text,
+            "<table><tr><td>Q1</td><td>10</td></tr></table>"
+        );
     }
 
     #[test]

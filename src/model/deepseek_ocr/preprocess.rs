@@ -2,7 +2,9 @@
 //! gundam), PIL-style pad/stretch, Gundam dynamic tiling, normalisation to [−1, 1].
 
 use anyhow::{ensure, Context, Result};
-use image::{imageops, imageops::FilterType, DynamicImage, ImageDecoder, ImageReader, Rgb, RgbImage};
+use image::{
+    imageops, imageops::FilterType, DynamicImage, ImageDecoder, ImageReader, Rgb, RgbImage,
+};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use tch::{Kind, Tensor};
@@ -42,7 +44,13 @@ impl PreprocessConfig {
             Mode::Large => (1280, 1280, false),
             Mode::Gundam => (1024, 640, true),
         };
-        PreprocessConfig { base_size, image_size, crop_mode, min_crops: 2, max_crops: 9 }
+        PreprocessConfig {
+            base_size,
+            image_size,
+            crop_mode,
+            min_crops: 2,
+            max_crops: 9,
+        }
     }
 }
 
@@ -80,11 +88,20 @@ pub struct PreparedImage {
 /// Decodes an image file, applies its EXIF orientation and converts it to RGB.
 pub fn load_image(path: &Path) -> Result<RgbImage> {
     let ctx = || format!("cannot read image {}", path.display());
-    let mut decoder = ImageReader::open(path).with_context(ctx)?.with_guessed_format().with_context(ctx)?.into_decoder().with_context(ctx)?;
+    let mut decoder = ImageReader::open(path)
+        .with_context(ctx)?
+        .with_guessed_format()
+        .with_context(ctx)?
+        .into_decoder()
+        .with_context(ctx)?;
     let orientation = decoder.orientation().with_context(ctx)?;
     let mut img = DynamicImage::from_decoder(decoder).with_context(ctx)?;
     img.apply_orientation(orientation);
-    ensure!(img.width() > 0 && img.height() > 0, "image {} has zero size", path.display());
+    ensure!(
+        img.width() > 0 && img.height() > 0,
+        "image {} has zero size",
+        path.display()
+    );
     Ok(img.to_rgb8())
 }
 
@@ -149,14 +166,23 @@ pub fn select_grid(width: u32, height: u32, tile: u32, min_num: u32, max_num: u3
             best = (i, j);
         }
     }
-    TileGrid { cols: best.0, rows: best.1 }
+    TileGrid {
+        cols: best.0,
+        rows: best.1,
+    }
 }
 
 /// RGB image → [1,3,H,W] fp32, (x/255 − 0.5)/0.5.
 pub fn to_tensor(img: &RgbImage) -> Result<Tensor> {
     let (w, h) = (img.width() as i64, img.height() as i64);
-    let t = Tensor::f_from_slice(img.as_raw())?.f_view([h, w, 3])?.f_permute([2, 0, 1])?; // (3, h, w) u8
-    Ok(t.f_to_kind(Kind::Float)?.f_div_scalar(255.0)?.f_sub_scalar(0.5)?.f_div_scalar(0.5)?.f_unsqueeze(0)?)
+    let t = Tensor::f_from_slice(img.as_raw())?
+        .f_view([h, w, 3])?
+        .f_permute([2, 0, 1])?; // (3, h, w) u8
+    Ok(t.f_to_kind(Kind::Float)?
+        .f_div_scalar(255.0)?
+        .f_sub_scalar(0.5)?
+        .f_div_scalar(0.5)?
+        .f_unsqueeze(0)?)
 }
 
 /// Builds the views of one image for `cfg` (spec §4).
@@ -165,12 +191,25 @@ pub fn preprocess(img: &RgbImage, cfg: &PreprocessConfig) -> Result<PreparedImag
     ensure!(w > 0 && h > 0, "image has zero size");
     if !cfg.crop_mode {
         let s = cfg.image_size;
-        let view = if s <= STRETCH_MAX { resize(img, s, s) } else { pad_to_square(img, s) };
-        return Ok(PreparedImage { global: to_tensor(&view)?, tiles: None, grid: TileGrid { cols: 1, rows: 1 }, original_size: (w, h) });
+        let view = if s <= STRETCH_MAX {
+            resize(img, s, s)
+        } else {
+            pad_to_square(img, s)
+        };
+        return Ok(PreparedImage {
+            global: to_tensor(&view)?,
+            tiles: None,
+            grid: TileGrid { cols: 1, rows: 1 },
+            original_size: (w, h),
+        });
     }
     let global = to_tensor(&pad_to_square(img, cfg.base_size))?;
     let t = cfg.image_size;
-    let grid = if w <= t && h <= t { TileGrid { cols: 1, rows: 1 } } else { select_grid(w, h, t, cfg.min_crops, cfg.max_crops) };
+    let grid = if w <= t && h <= t {
+        TileGrid { cols: 1, rows: 1 }
+    } else {
+        select_grid(w, h, t, cfg.min_crops, cfg.max_crops)
+    };
     let tiles = if grid.has_tiles() {
         let big = resize(img, t * grid.cols, t * grid.rows);
         let mut v = Vec::new();
@@ -184,7 +223,12 @@ pub fn preprocess(img: &RgbImage, cfg: &PreprocessConfig) -> Result<PreparedImag
     } else {
         None
     };
-    Ok(PreparedImage { global, tiles, grid, original_size: (w, h) })
+    Ok(PreparedImage {
+        global,
+        tiles,
+        grid,
+        original_size: (w, h),
+    })
 }
 
 #[cfg(test)]
@@ -194,16 +238,37 @@ mod tests {
     #[test]
     fn grids_from_spec_examples() {
         // Portrait page 1240x1754 (A4 at 150 dpi, aspect 0.707) → 2 wide × 3 tall.
-        assert_eq!(select_grid(1240, 1754, 640, 2, 9), TileGrid { cols: 2, rows: 3 });
-        assert_eq!(select_grid(1300, 650, 640, 2, 9), TileGrid { cols: 2, rows: 1 });
-        assert_eq!(select_grid(650, 1300, 640, 2, 9), TileGrid { cols: 1, rows: 2 });
+        assert_eq!(
+            select_grid(1240, 1754, 640, 2, 9),
+            TileGrid { cols: 2, rows: 3 }
+        );
+        assert_eq!(
+            select_grid(1300, 650, 640, 2, 9),
+            TileGrid { cols: 2, rows: 1 }
+        );
+        assert_eq!(
+            select_grid(650, 1300, 640, 2, 9),
+            TileGrid { cols: 1, rows: 2 }
+        );
         // Exact tie 2:1 vs 4:2: the larger grid wins when W·H > 0.5·640²·8.
-        assert_eq!(select_grid(2000, 1000, 640, 2, 9), TileGrid { cols: 4, rows: 2 });
+        assert_eq!(
+            select_grid(2000, 1000, 640, 2, 9),
+            TileGrid { cols: 4, rows: 2 }
+        );
         // Square: (1,1) not allowed (min 2); 2x2 ties with nothing closer; big area picks 3x3.
-        assert_eq!(select_grid(700, 700, 640, 2, 9), TileGrid { cols: 2, rows: 2 });
-        assert_eq!(select_grid(3000, 3000, 640, 2, 9), TileGrid { cols: 3, rows: 3 });
+        assert_eq!(
+            select_grid(700, 700, 640, 2, 9),
+            TileGrid { cols: 2, rows: 2 }
+        );
+        assert_eq!(
+            select_grid(3000, 3000, 640, 2, 9),
+            TileGrid { cols: 3, rows: 3 }
+        );
         // vLLM's max 6 caps it.
-        assert_eq!(select_grid(3000, 3000, 640, 2, 6), TileGrid { cols: 2, rows: 2 });
+        assert_eq!(
+            select_grid(3000, 3000, 640, 2, 6),
+            TileGrid { cols: 2, rows: 2 }
+        );
     }
 
     #[test]
@@ -253,7 +318,9 @@ mod tests {
     fn png_round_trip_loads_rgb() {
         let dir = crate::model::deepseek_ocr::test_util::temp_dir("png");
         let p = dir.join("a.png");
-        image::GrayImage::from_pixel(3, 2, image::Luma([200])).save(&p).unwrap();
+        image::GrayImage::from_pixel(3, 2, image::Luma([200]))
+            .save(&p)
+            .unwrap();
         let img = load_image(&p).unwrap();
         assert_eq!((img.width(), img.height()), (3, 2));
         assert_eq!(img.get_pixel(0, 0).0, [200, 200, 200]);

@@ -25,7 +25,11 @@ impl Projector {
             image_newline: vs.get("image_newline")?,
             view_seperator: vs.get("view_seperator")?,
         };
-        ensure!(p.image_newline.size1()? == cfg.n_embed, "image_newline width != n_embed {}", cfg.n_embed);
+        ensure!(
+            p.image_newline.size1()? == cfg.n_embed,
+            "image_newline width != n_embed {}",
+            cfg.n_embed
+        );
         Ok(p)
     }
 
@@ -51,12 +55,21 @@ impl Projector {
             ensure!(n == nh * nw, "{n} tiles for a {nh}x{nw} grid");
             let h2 = (hw2 as f64).sqrt().round() as i64;
             ensure!(h2 * h2 == hw2, "tile has {hw2} tokens, not a square");
-            let m = tiles.f_view([nh, nw, h2, h2, c])?.f_permute([0, 2, 1, 3, 4])?.f_reshape([nh * h2, nw * h2, c])?; // (nh·h2, nw·w2, c)
-            let nl = self.image_newline.f_view([1, 1, c])?.f_expand([nh * h2, 1, c], false)?;
+            let m = tiles
+                .f_view([nh, nw, h2, h2, c])?
+                .f_permute([0, 2, 1, 3, 4])?
+                .f_reshape([nh * h2, nw * h2, c])?; // (nh·h2, nw·w2, c)
+            let nl = self
+                .image_newline
+                .f_view([1, 1, c])?
+                .f_expand([nh * h2, 1, c], false)?;
             parts.push(Tensor::f_cat(&[m, nl], 1)?.f_reshape([-1, c])?); // ((nh·h2)(nw·w2+1), c)
         }
         let g = global.f_view([h, h, c])?;
-        let nl = self.image_newline.f_view([1, 1, c])?.f_expand([h, 1, c], false)?;
+        let nl = self
+            .image_newline
+            .f_view([1, 1, c])?
+            .f_expand([h, 1, c], false)?;
         parts.push(Tensor::f_cat(&[g, nl], 1)?.f_reshape([-1, c])?); // (h(w+1), c)
         parts.push(self.view_seperator.f_view([1, c])?);
         Ok(Tensor::f_cat(&parts, 0)?)
@@ -70,7 +83,10 @@ mod tests {
 
     fn proj(c: i64) -> Projector {
         Projector {
-            linear: Linear { weight: Tensor::zeros([c, 2 * c], (Kind::Float, Device::Cpu)), bias: None },
+            linear: Linear {
+                weight: Tensor::zeros([c, 2 * c], (Kind::Float, Device::Cpu)),
+                bias: None,
+            },
             image_newline: Tensor::full([c], -1.0, (Kind::Float, Device::Cpu)),
             view_seperator: Tensor::full([c], -2.0, (Kind::Float, Device::Cpu)),
         }
@@ -84,7 +100,10 @@ mod tests {
         let tiles = Tensor::from_slice(&[10f32, 11.]).view([2, 1, 1]);
         let out = p.arrange(&global, Some((&tiles, 1, 2))).unwrap().view([-1]);
         let v = Vec::<f32>::try_from(&out).unwrap();
-        assert_eq!(v, vec![10., 11., -1., 100., 101., -1., 102., 103., -1., -2.]);
+        assert_eq!(
+            v,
+            vec![10., 11., -1., 100., 101., -1., 102., 103., -1., -2.]
+        );
     }
 
     #[test]
@@ -95,10 +114,16 @@ mod tests {
         let global = Tensor::zeros([1, 1, 1], (Kind::Float, Device::Cpu));
         let out = p.arrange(&global, Some((&tiles, 2, 1))).unwrap().view([-1]);
         let v = Vec::<f32>::try_from(&out).unwrap();
-        assert_eq!(v, vec![0., 1., -1., 2., 3., -1., 4., 5., -1., 6., 7., -1., 0., -1., -2.]);
+        assert_eq!(
+            v,
+            vec![0., 1., -1., 2., 3., -1., 4., 5., -1., 6., 7., -1., 0., -1., -2.]
+        );
         // Two tiles side by side (1 row, 2 cols) interleave their rows.
         let out = p.arrange(&global, Some((&tiles, 1, 2))).unwrap().view([-1]);
         let v = Vec::<f32>::try_from(&out).unwrap();
-        assert_eq!(v, vec![0., 1., 4., 5., -1., 2., 3., 6., 7., -1., 0., -1., -2.]);
+        assert_eq!(
+            v,
+            vec![0., 1., 4., 5., -1., 2., 3., 6., 7., -1., 0., -1., -2.]
+        );
     }
 }

@@ -11,7 +11,11 @@ pub const PIXELS_PER_TOKEN: u32 = 64;
 /// Number of `<image>` ids for one image: global h(w+1) + 1 separator, plus the local mosaic
 /// (rows·h2)(cols·w2+1) when there are tiles. Tokens per side = size / 64.
 pub fn image_token_count(cfg: &PreprocessConfig, grid: TileGrid) -> usize {
-    let view = if cfg.crop_mode { cfg.base_size } else { cfg.image_size };
+    let view = if cfg.crop_mode {
+        cfg.base_size
+    } else {
+        cfg.image_size
+    };
     let h = (view / PIXELS_PER_TOKEN) as usize;
     let mut n = h * (h + 1) + 1;
     if cfg.crop_mode && grid.has_tiles() {
@@ -24,7 +28,11 @@ pub fn image_token_count(cfg: &PreprocessConfig, grid: TileGrid) -> usize {
 /// HF "plain" template: the prompt is stripped, split on `<image>`, each piece encoded without
 /// special tokens, `image_tokens[i]` placeholder ids inserted for the i-th image, BOS prepended,
 /// no EOS.
-pub fn build_prompt_ids(tok: &dyn TokenIds, prompt: &str, image_tokens: &[usize]) -> Result<Vec<i64>> {
+pub fn build_prompt_ids(
+    tok: &dyn TokenIds,
+    prompt: &str,
+    image_tokens: &[usize],
+) -> Result<Vec<i64>> {
     let sp = tok.special();
     let pieces: Vec<&str> = prompt.trim().split("<image>").collect();
     ensure!(
@@ -73,7 +81,14 @@ mod tests {
         assert_eq!(n(3, 2), 893);
         assert_eq!(n(3, 3), 1203);
         // Several aspect ratios through the grid selection.
-        for (w, h) in [(1240u32, 1754u32), (1754, 1240), (3000, 800), (800, 3000), (2000, 2000), (641, 500)] {
+        for (w, h) in [
+            (1240u32, 1754u32),
+            (1754, 1240),
+            (3000, 800),
+            (800, 3000),
+            (2000, 2000),
+            (641, 500),
+        ] {
             let grid = select_grid(w, h, 640, 2, 9);
             let want = 273 + (10 * grid.rows as usize) * (10 * grid.cols as usize + 1);
             assert_eq!(n(grid.cols, grid.rows), want, "{w}x{h}");

@@ -30,7 +30,9 @@ pub fn rel_pos_table(table: &Tensor, l: i64) -> Result<Tensor> {
     let k = Tensor::f_arange(l, (Kind::Int64, dev))?.f_unsqueeze(0)?;
     let idx = q.f_sub(&k)?.f_add_scalar(l - 1)?; // (l, l)
     let _ = c;
-    Ok(resized.f_index_select(0, &idx.f_flatten(0, 1)?)?.f_view([l, l, -1])?) // (l, l, c)
+    Ok(resized
+        .f_index_select(0, &idx.f_flatten(0, 1)?)?
+        .f_view([l, l, -1])?) // (l, l, c)
 }
 
 /// Decomposed relative-position bias for q [B', h·w, C] (unscaled) on an h×w grid:
@@ -53,19 +55,34 @@ pub fn window_partition(x: &Tensor, ws: i64) -> Result<(Tensor, (i64, i64))> {
     let (b, h, w, c) = x.size4()?;
     let pad_h = (ws - h % ws) % ws;
     let pad_w = (ws - w % ws) % ws;
-    let x = if pad_h > 0 || pad_w > 0 { x.f_constant_pad_nd([0, 0, 0, pad_w, 0, pad_h])? } else { x.shallow_clone() };
+    let x = if pad_h > 0 || pad_w > 0 {
+        x.f_constant_pad_nd([0, 0, 0, pad_w, 0, pad_h])?
+    } else {
+        x.shallow_clone()
+    };
     let (hp, wp) = (h + pad_h, w + pad_w);
     let x = x.f_view([b, hp / ws, ws, wp / ws, ws, c])?;
-    let win = x.f_permute([0, 1, 3, 2, 4, 5])?.f_contiguous()?.f_view([-1, ws, ws, c])?; // (b·nW, ws, ws, c)
+    let win = x
+        .f_permute([0, 1, 3, 2, 4, 5])?
+        .f_contiguous()?
+        .f_view([-1, ws, ws, c])?; // (b·nW, ws, ws, c)
     Ok((win, (hp, wp)))
 }
 
 /// Inverse of [`window_partition`], cropping the padding: → [B,H,W,C].
-pub fn window_unpartition(win: &Tensor, ws: i64, (hp, wp): (i64, i64), (h, w): (i64, i64)) -> Result<Tensor> {
+pub fn window_unpartition(
+    win: &Tensor,
+    ws: i64,
+    (hp, wp): (i64, i64),
+    (h, w): (i64, i64),
+) -> Result<Tensor> {
     let (nb, _, _, c) = win.size4()?;
     let b = nb / (hp * wp / ws / ws);
     let x = win.f_view([b, hp / ws, wp / ws, ws, ws, c])?;
-    let x = x.f_permute([0, 1, 3, 2, 4, 5])?.f_contiguous()?.f_view([b, hp, wp, c])?; // (b, hp, wp, c)
+    let x = x
+        .f_permute([0, 1, 3, 2, 4, 5])?
+        .f_contiguous()?
+        .f_view([b, hp, wp, c])?; // (b, hp, wp, c)
     if hp > h || wp > w {
         Ok(x.f_narrow(1, 0, h)?.f_narrow(2, 0, w)?.f_contiguous()?)
     } else {
@@ -98,7 +115,11 @@ impl SamAttention {
         let (b, h, w, c) = x.size4()?;
         let nh = self.heads;
         let hd = c / nh;
-        let qkv = self.qkv.forward(x)?.f_reshape([b, h * w, 3, nh, hd])?.f_permute([2, 0, 3, 1, 4])?; // (3, b, nh, hw, hd)
+        let qkv = self
+            .qkv
+            .forward(x)?
+            .f_reshape([b, h * w, 3, nh, hd])?
+            .f_permute([2, 0, 3, 1, 4])?; // (3, b, nh, hw, hd)
         let qkv = qkv.f_reshape([3, b * nh, h * w, hd])?;
         let (q, k, v) = (qkv.f_get(0)?, qkv.f_get(1)?, qkv.f_get(2)?); // (b·nh, hw, hd)
         let bias = rel_pos_bias(&q, &self.rel_pos_h, &self.rel_pos_w, h, w)?; // (b·nh, hw, hw)
@@ -107,8 +128,20 @@ impl SamAttention {
         let k = k.f_view([b, nh, h * w, hd])?;
         let v = v.f_view([b, nh, h * w, hd])?;
         // SDPA scales only q·kᵀ (1/√hd) and adds the bias unscaled.
-        let o = Tensor::f_scaled_dot_product_attention(&q, &k, &v, Some(&bias), 0.0, false, None, false)?; // (b, nh, hw, hd)
-        let o = o.f_view([b, nh, h, w, hd])?.f_permute([0, 2, 3, 1, 4])?.f_reshape([b, h, w, c])?; // (b, h, w, c)
+        let o = Tensor::f_scaled_dot_product_attention(
+            &q,
+            &k,
+            &v,
+            Some(&bias),
+            0.0,
+            false,
+            None,
+            false,
+        )?; // (b, nh, hw, hd)
+        let o = o
+            .f_view([b, nh, h, w, hd])?
+            .f_permute([0, 2, 3, 1, 4])?
+            .f_reshape([b, h, w, c])?; // (b, h, w, c)
         self.proj.forward(&o)
     }
 }
@@ -149,7 +182,12 @@ impl SamBlock {
             self.attn.forward(&y)?
         };
         let x = x.f_add(&y)?;
-        let m = self.lin2.forward(&self.lin1.forward(&self.norm2.forward(&x)?)?.f_gelu("none")?)?;
+        let m = self.lin2.forward(
+            &self
+                .lin1
+                .forward(&self.norm2.forward(&x)?)?
+                .f_gelu("none")?,
+        )?;
         Ok(x.f_add(&m)?)
     }
 }
@@ -192,7 +230,11 @@ impl Sam {
     pub fn load(vs: &WeightPath, cfg: &SamConfig) -> Result<Self> {
         let blocks = (0..cfg.depth)
             .map(|i| {
-                let window = if cfg.global_attn_indexes.contains(&i) { 0 } else { cfg.window_size };
+                let window = if cfg.global_attn_indexes.contains(&i) {
+                    0
+                } else {
+                    cfg.window_size
+                };
                 SamBlock::load(&vs.sub("blocks").sub(i), cfg, window)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -216,10 +258,25 @@ impl Sam {
     /// pixels [B,3,S,S] (S a multiple of 64) → [B, C_out, S/64, S/64].
     pub fn forward(&self, pixels: &Tensor) -> Result<Tensor> {
         let (_, c, s, s2) = pixels.size4()?;
-        ensure!(c == 3 && s == s2, "SAM expects [B,3,S,S], got {:?}", pixels.size());
-        ensure!(s % (self.patch << self.downsample.len()) == 0, "SAM view side {s} not a multiple of {}", self.patch << self.downsample.len());
+        ensure!(
+            c == 3 && s == s2,
+            "SAM expects [B,3,S,S], got {:?}",
+            pixels.size()
+        );
+        ensure!(
+            s % (self.patch << self.downsample.len()) == 0,
+            "SAM view side {s} not a multiple of {}",
+            self.patch << self.downsample.len()
+        );
         let p = self.patch;
-        let x = pixels.f_conv2d(&self.patch_w, Some(&self.patch_b), [p, p], [0, 0], [1, 1], 1)?; // (b, w, g, g)
+        let x = pixels.f_conv2d(
+            &self.patch_w,
+            Some(&self.patch_b),
+            [p, p],
+            [0, 0],
+            [1, 1],
+            1,
+        )?; // (b, w, g, g)
         let x = x.f_permute([0, 2, 3, 1])?; // (b, g, g, w)
         let g = s / p;
         let mut x = x.f_add(&resize_pos_grid(&self.pos_embed, g)?)?;
@@ -256,7 +313,7 @@ mod tests {
         // [3,1] table → l=3 needs 5 rows; align_corners=false linear: src = (i+0.5)·3/5 − 0.5.
         let table = Tensor::from_slice(&[0f32, 1., 2.]).view([3, 1]);
         let r = rel_pos_table(&table, 3).unwrap(); // (3,3,1)
-        // Row 0 of R: indices 2,1,0 into the resized table [0, 0.4, 1.0, 1.6, 2.0].
+                                                   // Row 0 of R: indices 2,1,0 into the resized table [0, 0.4, 1.0, 1.6, 2.0].
         let row0 = Vec::<f32>::try_from(&r.get(0).view([3])).unwrap();
         let want = [1.0f32, 0.4, 0.0];
         for (a, b) in row0.iter().zip(want) {
@@ -273,18 +330,27 @@ mod tests {
         let tw = Tensor::from_slice(&[5f32]).view([1, 1]);
         let bias = rel_pos_bias(&q, &th, &tw, 2, 1).unwrap().view([4]);
         // q0=1: [1·10 + 1·5, 1·1 + 1·5] ; q1=2: [2·100 + 2·5, 2·10 + 2·5]
-        assert_eq!(Vec::<f32>::try_from(&bias).unwrap(), vec![15., 6., 210., 30.]);
+        assert_eq!(
+            Vec::<f32>::try_from(&bias).unwrap(),
+            vec![15., 6., 210., 30.]
+        );
     }
 
     #[test]
     fn window_partition_hand_case() {
         // 1x3x3x1 grid 0..9, window 2 → pad to 4x4, 4 windows in row-major order.
-        let x = Tensor::arange(9, (Kind::Float, Device::Cpu)).view([1, 3, 3, 1]).f_add_scalar(1.0).unwrap();
+        let x = Tensor::arange(9, (Kind::Float, Device::Cpu))
+            .view([1, 3, 3, 1])
+            .f_add_scalar(1.0)
+            .unwrap();
         let (win, pad) = window_partition(&x, 2).unwrap();
         assert_eq!(pad, (4, 4));
         assert_eq!(win.size(), vec![4, 2, 2, 1]);
         let flat = Vec::<f32>::try_from(&win.view([-1])).unwrap();
-        assert_eq!(flat, vec![1., 2., 4., 5., 3., 0., 6., 0., 7., 8., 0., 0., 9., 0., 0., 0.]);
+        assert_eq!(
+            flat,
+            vec![1., 2., 4., 5., 3., 0., 6., 0., 7., 8., 0., 0., 9., 0., 0., 0.]
+        );
         let back = window_unpartition(&win, 2, pad, (3, 3)).unwrap();
         assert!(back.equal(&x));
     }

@@ -47,7 +47,12 @@ impl ByteTokenizer {
                 ("<|/det|>", 306),
                 ("<|grounding|>", 307),
             ],
-            special: SpecialIds { bos: 0, eos: 1, pad: 2, image: 300 },
+            special: SpecialIds {
+                bos: 0,
+                eos: 1,
+                pad: 2,
+                image: 300,
+            },
         }
     }
 }
@@ -66,7 +71,11 @@ impl TokenIds for ByteTokenizer {
             }
             let c = rest.chars().next().expect("rest is not empty");
             let mut buf = [0u8; 4];
-            out.extend(c.encode_utf8(&mut buf).bytes().map(|b| b as i64 + BYTE_BASE));
+            out.extend(
+                c.encode_utf8(&mut buf)
+                    .bytes()
+                    .map(|b| b as i64 + BYTE_BASE),
+            );
             rest = &rest[c.len_utf8()..];
         }
         Ok(out)

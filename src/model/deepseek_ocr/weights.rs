@@ -43,11 +43,20 @@ impl TensorSpec {
 /// Every tensor of `part` under its official name (spec §6), in checkpoint order.
 pub fn expected_tensors(cfg: &ArchConfig, part: Part) -> Vec<TensorSpec> {
     let mut v = Vec::new();
-    let mut add = |name: String, shape: &[i64]| v.push(TensorSpec { name, shape: shape.to_vec() });
+    let mut add = |name: String, shape: &[i64]| {
+        v.push(TensorSpec {
+            name,
+            shape: shape.to_vec(),
+        })
+    };
     match part {
         Part::Decoder => {
             let d = &cfg.decoder;
-            let (h, q, kv) = (d.hidden_size, d.num_attention_heads * d.head_dim, d.num_key_value_heads * d.head_dim);
+            let (h, q, kv) = (
+                d.hidden_size,
+                d.num_attention_heads * d.head_dim,
+                d.num_key_value_heads * d.head_dim,
+            );
             add("model.embed_tokens.weight".into(), &[d.vocab_size, h]);
             for i in 0..d.num_hidden_layers {
                 let p = format!("model.layers.{i}");
@@ -85,12 +94,19 @@ pub fn expected_tensors(cfg: &ArchConfig, part: Part) -> Vec<TensorSpec> {
             let s = &cfg.sam;
             let (w, g, hd) = (s.width, cfg.sam_pos_grid(), s.width / s.heads);
             let p = "model.sam_model";
-            add(format!("{p}.patch_embed.proj.weight"), &[w, 3, s.patch_size, s.patch_size]);
+            add(
+                format!("{p}.patch_embed.proj.weight"),
+                &[w, 3, s.patch_size, s.patch_size],
+            );
             add(format!("{p}.patch_embed.proj.bias"), &[w]);
             add(format!("{p}.pos_embed"), &[1, g, g, w]);
             for i in 0..s.depth {
                 let b = format!("{p}.blocks.{i}");
-                let l = if s.global_attn_indexes.contains(&i) { g } else { s.window_size };
+                let l = if s.global_attn_indexes.contains(&i) {
+                    g
+                } else {
+                    s.window_size
+                };
                 for n in ["norm1", "norm2"] {
                     add(format!("{b}.{n}.weight"), &[w]);
                     add(format!("{b}.{n}.bias"), &[w]);
@@ -124,8 +140,14 @@ pub fn expected_tensors(cfg: &ArchConfig, part: Part) -> Vec<TensorSpec> {
             let (w, m) = (c.width, c.mlp_dim);
             let p = "model.vision_model";
             add(format!("{p}.embeddings.class_embedding"), &[w]);
-            add(format!("{p}.embeddings.patch_embedding.weight"), &[w, 3, c.patch_size, c.patch_size]);
-            add(format!("{p}.embeddings.position_embedding.weight"), &[c.num_positions, w]);
+            add(
+                format!("{p}.embeddings.patch_embedding.weight"),
+                &[w, 3, c.patch_size, c.patch_size],
+            );
+            add(
+                format!("{p}.embeddings.position_embedding.weight"),
+                &[c.num_positions, w],
+            );
             add(format!("{p}.pre_layrnorm.weight"), &[w]);
             add(format!("{p}.pre_layrnorm.bias"), &[w]);
             for i in 0..c.layers {
@@ -158,13 +180,20 @@ pub fn expected_tensors(cfg: &ArchConfig, part: Part) -> Vec<TensorSpec> {
 /// Loaded (or synthetic) tensors by official name, all on one device in one dtype.
 pub struct Weights {
     tensors: HashMap<String, Tensor>,
+    parts: Vec<Part>,
     device: Device,
     kind: Kind,
 }
 
 impl std::fmt::Debug for Weights {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Weights({} tensors on {:?} as {:?})", self.tensors.len(), self.device, self.kind)
+        write!(
+            f,
+            "Weights({} tensors on {:?} as {:?})",
+            self.tensors.len(),
+            self.device,
+            self.kind
+        )
     }
 }
 
@@ -199,11 +228,17 @@ fn kind_of_safetensors_dtype(dtype: &str) -> Option<Kind> {
 fn read_header(file: &Path) -> Result<Vec<(String, FileEntry)>> {
     let mut f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
     let mut len = [0u8; 8];
-    f.read_exact(&mut len).with_context(|| format!("reading header length of {}", file.display()))?;
+    f.read_exact(&mut len)
+        .with_context(|| format!("reading header length of {}", file.display()))?;
     let n = u64::from_le_bytes(len);
-    ensure!(n < 100 << 20, "{}: implausible safetensors header length {n}", file.display());
+    ensure!(
+        n < 100 << 20,
+        "{}: implausible safetensors header length {n}",
+        file.display()
+    );
     let mut buf = vec![0u8; n as usize];
-    f.read_exact(&mut buf).with_context(|| format!("reading header of {}", file.display()))?;
+    f.read_exact(&mut buf)
+        .with_context(|| format!("reading header of {}", file.display()))?;
     let header: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&buf)
         .with_context(|| format!("parsing safetensors header of {}", file.display()))?;
     let data_start = 8 + n;
@@ -213,7 +248,11 @@ fn read_header(file: &Path) -> Result<Vec<(String, FileEntry)>> {
             continue;
         }
         let bad = || format!("{}: malformed header entry for `{name}`", file.display());
-        let dtype = v.get("dtype").and_then(|x| x.as_str()).with_context(bad)?.to_string();
+        let dtype = v
+            .get("dtype")
+            .and_then(|x| x.as_str())
+            .with_context(bad)?
+            .to_string();
         let shape = v
             .get("shape")
             .and_then(|x| x.as_array())
@@ -221,11 +260,23 @@ fn read_header(file: &Path) -> Result<Vec<(String, FileEntry)>> {
             .iter()
             .map(|x| x.as_i64().with_context(bad))
             .collect::<Result<Vec<_>>>()?;
-        let offs = v.get("data_offsets").and_then(|x| x.as_array()).with_context(bad)?;
+        let offs = v
+            .get("data_offsets")
+            .and_then(|x| x.as_array())
+            .with_context(bad)?;
         ensure!(offs.len() == 2, bad());
         let b = offs[0].as_u64().with_context(bad)?;
         let e = offs[1].as_u64().with_context(bad)?;
-        out.push((name, FileEntry { file: file.to_path_buf(), dtype, shape, begin: data_start + b, end: data_start + e }));
+        out.push((
+            name,
+            FileEntry {
+                file: file.to_path_buf(),
+                dtype,
+                shape,
+                begin: data_start + b,
+                end: data_start + e,
+            },
+        ));
     }
     Ok(out)
 }
@@ -236,19 +287,33 @@ pub fn checkpoint_files(path: &Path) -> Result<Vec<PathBuf>> {
     if path.is_file() {
         return Ok(vec![path.to_path_buf()]);
     }
-    ensure!(path.is_dir(), "weights path {} does not exist", path.display());
+    ensure!(
+        path.is_dir(),
+        "weights path {} does not exist",
+        path.display()
+    );
     let index = path.join("model.safetensors.index.json");
     let mut files: Vec<PathBuf> = if index.is_file() {
-        let text = std::fs::read_to_string(&index).with_context(|| format!("reading {}", index.display()))?;
-        let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("parsing {}", index.display()))?;
-        let map = v.get("weight_map").and_then(|m| m.as_object()).with_context(|| format!("{}: no weight_map", index.display()))?;
-        let mut names: Vec<String> = map.values().filter_map(|f| f.as_str().map(str::to_string)).collect();
+        let text = std::fs::read_to_string(&index)
+            .with_context(|| format!("reading {}", index.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", index.display()))?;
+        let map = v
+            .get("weight_map")
+            .and_then(|m| m.as_object())
+            .with_context(|| format!("{}: no weight_map", index.display()))?;
+        let mut names: Vec<String> = map
+            .values()
+            .filter_map(|f| f.as_str().map(str::to_string))
+            .collect();
         names.sort();
         names.dedup();
         names.into_iter().map(|n| path.join(n)).collect()
     } else {
         let mut v = Vec::new();
-        for entry in std::fs::read_dir(path).with_context(|| format!("listing {}", path.display()))? {
+        for entry in
+            std::fs::read_dir(path).with_context(|| format!("listing {}", path.display()))?
+        {
             let p = entry?.path();
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if name.starts_with("model") && name.ends_with(".safetensors") {
@@ -258,7 +323,11 @@ pub fn checkpoint_files(path: &Path) -> Result<Vec<PathBuf>> {
         v
     };
     files.sort();
-    ensure!(!files.is_empty(), "no model*.safetensors under {}", path.display());
+    ensure!(
+        !files.is_empty(),
+        "no model*.safetensors under {}",
+        path.display()
+    );
     Ok(files)
 }
 
@@ -266,7 +335,13 @@ impl Weights {
     /// Loads the tensors of `parts` from a checkpoint file or folder onto `device` as `kind`.
     /// Tensors of parts not requested are skipped (decoder-only or SAM-only files work). Missing,
     /// unexpected (not an official name of any part) and wrong-shaped tensors are reported together.
-    pub fn load(path: &Path, cfg: &ArchConfig, parts: &[Part], device: Device, kind: Kind) -> Result<Self> {
+    pub fn load(
+        path: &Path,
+        cfg: &ArchConfig,
+        parts: &[Part],
+        device: Device,
+        kind: Kind,
+    ) -> Result<Self> {
         let mut entries: HashMap<String, FileEntry> = HashMap::new();
         for file in checkpoint_files(path)? {
             for (name, e) in read_header(&file)? {
@@ -275,26 +350,45 @@ impl Weights {
         }
         let all: HashMap<String, (Part, Vec<i64>)> = Part::ALL
             .iter()
-            .flat_map(|&p| expected_tensors(cfg, p).into_iter().map(move |t| (t.name, (p, t.shape))))
+            .flat_map(|&p| {
+                expected_tensors(cfg, p)
+                    .into_iter()
+                    .map(move |t| (t.name, (p, t.shape)))
+            })
             .collect();
         let mut missing = Vec::new();
         let mut wrong = Vec::new();
         let mut bad_dtype = Vec::new();
-        let mut unexpected: Vec<&String> = entries.keys().filter(|n| !all.contains_key(*n)).collect();
+        let mut unexpected: Vec<&String> =
+            entries.keys().filter(|n| !all.contains_key(*n)).collect();
         unexpected.sort();
-        let mut wanted: Vec<(&String, &Vec<i64>)> =
-            all.iter().filter(|(_, (p, _))| parts.contains(p)).map(|(n, (_, s))| (n, s)).collect();
+        let mut wanted: Vec<(&String, &Vec<i64>)> = all
+            .iter()
+            .filter(|(_, (p, _))| parts.contains(p))
+            .map(|(n, (_, s))| (n, s))
+            .collect();
         wanted.sort();
         for (name, shape) in &wanted {
             match entries.get(*name) {
                 None => missing.push(name.to_string()),
-                Some(e) if &e.shape != *shape => wrong.push(format!("{name}: file {:?}, expected {:?}", e.shape, shape)),
-                Some(e) if kind_of_safetensors_dtype(&e.dtype).is_none() => bad_dtype.push(format!("{name}: {}", e.dtype)),
+                Some(e) if &e.shape != *shape => {
+                    wrong.push(format!("{name}: file {:?}, expected {:?}", e.shape, shape))
+                }
+                Some(e) if kind_of_safetensors_dtype(&e.dtype).is_none() => {
+                    bad_dtype.push(format!("{name}: {}", e.dtype))
+                }
                 Some(_) => {}
             }
         }
-        if !(missing.is_empty() && wrong.is_empty() && unexpected.is_empty() && bad_dtype.is_empty()) {
-            let mut msg = format!("checkpoint {} does not match the DeepSeek-OCR layout:", path.display());
+        if !(missing.is_empty()
+            && wrong.is_empty()
+            && unexpected.is_empty()
+            && bad_dtype.is_empty())
+        {
+            let mut msg = format!(
+                "checkpoint {} does not match the DeepSeek-OCR layout:",
+                path.display()
+            );
             let mut section = |title: &str, items: &[String]| {
                 if !items.is_empty() {
                     msg.push_str(&format!("\n  {} {title}:", items.len()));
@@ -305,7 +399,10 @@ impl Weights {
             };
             section("missing", &missing);
             section("with a wrong shape", &wrong);
-            section("unexpected", &unexpected.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+            section(
+                "unexpected",
+                &unexpected.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            );
             section("with an unsupported dtype", &bad_dtype);
             bail!(msg);
         }
@@ -315,30 +412,47 @@ impl Weights {
         for (name, shape) in wanted {
             let e = &entries[name];
             if open.as_ref().map(|(p, _)| p != &e.file).unwrap_or(true) {
-                let f = std::fs::File::open(&e.file).with_context(|| format!("opening {}", e.file.display()))?;
+                let f = std::fs::File::open(&e.file)
+                    .with_context(|| format!("opening {}", e.file.display()))?;
                 open = Some((e.file.clone(), f));
             }
             let (_, f) = open.as_mut().expect("file opened just above");
             let src_kind = kind_of_safetensors_dtype(&e.dtype).expect("dtype checked above");
             let nbytes = (e.end - e.begin) as usize;
             let numel: i64 = shape.iter().product();
-            ensure!(nbytes == numel as usize * src_kind.elt_size_in_bytes(), "{name}: byte range {nbytes} does not match shape {shape:?} of {}", e.dtype);
+            ensure!(
+                nbytes == numel as usize * src_kind.elt_size_in_bytes(),
+                "{name}: byte range {nbytes} does not match shape {shape:?} of {}",
+                e.dtype
+            );
             buf.resize(nbytes, 0);
             f.seek(SeekFrom::Start(e.begin))?;
-            f.read_exact(&mut buf).with_context(|| format!("reading tensor {name} from {}", e.file.display()))?;
+            f.read_exact(&mut buf)
+                .with_context(|| format!("reading tensor {name} from {}", e.file.display()))?;
             let t = Tensor::f_from_data_size(&buf, shape, src_kind)
                 .with_context(|| format!("building tensor {name}"))?
                 .f_to_device(device)?
                 .f_to_kind(kind)?;
             tensors.insert(name.clone(), t);
         }
-        Ok(Weights { tensors, device, kind })
+        Ok(Weights {
+            tensors,
+            parts: parts.to_vec(),
+            device,
+            kind,
+        })
     }
 
     /// Seeded random tensors for `parts` with the official names/shapes, created on `device` as
     /// `kind` without any file. Norm weights are ≈1, linear weights have std 1/√fan_in, biases and
     /// position tables std 0.02, newline/separator std 1/√hidden (their HF init).
-    pub fn synthetic(cfg: &ArchConfig, parts: &[Part], seed: i64, device: Device, kind: Kind) -> Result<Self> {
+    pub fn synthetic(
+        cfg: &ArchConfig,
+        parts: &[Part],
+        seed: i64,
+        device: Device,
+        kind: Kind,
+    ) -> Result<Self> {
         tch::manual_seed(seed);
         let mut tensors = HashMap::new();
         for &p in parts {
@@ -351,12 +465,36 @@ impl Weights {
                 tensors.insert(t.name, x.f_to_kind(kind)?);
             }
         }
-        Ok(Weights { tensors, device, kind })
+        Ok(Weights {
+            tensors,
+            parts: parts.to_vec(),
+            device,
+            kind,
+        })
     }
 
     /// Wraps tensors that already carry official names (tests, converters).
-    pub fn from_tensors(tensors: HashMap<String, Tensor>, device: Device, kind: Kind) -> Self {
-        Weights { tensors, device, kind }
+    pub fn from_tensors(
+        tensors: HashMap<String, Tensor>,
+        parts: &[Part],
+        device: Device,
+        kind: Kind,
+    ) -> Self {
+        Weights {
+            tensors,
+            parts: parts.to_vec(),
+            device,
+            kind,
+        }
+    }
+
+    /// The parts these weights hold.
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    pub fn has_part(&self, p: Part) -> bool {
+        self.parts.contains(&p)
     }
 
     pub fn device(&self) -> Device {
@@ -397,20 +535,27 @@ impl Weights {
 
     /// Root of the name tree, like `nn::VarStore::root()`.
     pub fn root(&self) -> WeightPath<'_> {
-        WeightPath { weights: self, prefix: String::new() }
+        WeightPath {
+            weights: self,
+            prefix: String::new(),
+        }
     }
 
     /// Writes all tensors to one safetensors file (tests, fixtures).
     pub fn write_safetensors(&self, path: &Path) -> Result<()> {
-        let mut named: Vec<(&str, &Tensor)> = self.tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let mut named: Vec<(&str, &Tensor)> =
+            self.tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
         named.sort_by(|a, b| a.0.cmp(b.0));
-        Tensor::write_safetensors(&named, path).with_context(|| format!("writing {}", path.display()))
+        Tensor::write_safetensors(&named, path)
+            .with_context(|| format!("writing {}", path.display()))
     }
 }
 
 fn is_norm_weight(name: &str) -> bool {
     name.ends_with(".weight")
-        && (name.contains("norm") || name.ends_with("neck.1.weight") || name.ends_with("neck.3.weight"))
+        && (name.contains("norm")
+            || name.ends_with("neck.1.weight")
+            || name.ends_with("neck.3.weight"))
 }
 
 fn synthetic_std(t: &TensorSpec, cfg: &ArchConfig) -> f64 {
@@ -421,7 +566,11 @@ fn synthetic_std(t: &TensorSpec, cfg: &ArchConfig) -> f64 {
         1.0 / (cfg.projector.n_embed as f64).sqrt()
     } else if n == "model.embed_tokens.weight" {
         1.0
-    } else if t.shape.len() >= 2 && !n.contains("rel_pos") && !n.contains("pos_embed") && !n.contains("position_embedding") {
+    } else if t.shape.len() >= 2
+        && !n.contains("rel_pos")
+        && !n.contains("pos_embed")
+        && !n.contains("position_embedding")
+    {
         let fan_in: i64 = t.shape[1..].iter().product();
         1.0 / (fan_in as f64).sqrt()
     } else {
@@ -439,8 +588,15 @@ pub struct WeightPath<'a> {
 impl<'a> WeightPath<'a> {
     /// Child path `prefix.name`.
     pub fn sub(&self, name: impl Display) -> WeightPath<'a> {
-        let prefix = if self.prefix.is_empty() { name.to_string() } else { format!("{}.{name}", self.prefix) };
-        WeightPath { weights: self.weights, prefix }
+        let prefix = if self.prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}.{name}", self.prefix)
+        };
+        WeightPath {
+            weights: self.weights,
+            prefix,
+        }
     }
 
     fn full(&self, name: &str) -> String {
@@ -501,10 +657,19 @@ mod tests {
             .flat_map(|&p| expected_tensors(&cfg, p))
             .map(|t| (t.name, t.shape))
             .collect();
-        assert_eq!(all["model.sam_model.blocks.2.attn.rel_pos_h"], vec![127, 64]);
+        assert_eq!(
+            all["model.sam_model.blocks.2.attn.rel_pos_h"],
+            vec![127, 64]
+        );
         assert_eq!(all["model.sam_model.blocks.3.attn.rel_pos_w"], vec![27, 64]);
-        assert_eq!(all["model.layers.11.mlp.experts.63.down_proj.weight"], vec![1280, 896]);
-        assert_eq!(all["model.layers.1.mlp.shared_experts.gate_proj.weight"], vec![1792, 1280]);
+        assert_eq!(
+            all["model.layers.11.mlp.experts.63.down_proj.weight"],
+            vec![1280, 896]
+        );
+        assert_eq!(
+            all["model.layers.1.mlp.shared_experts.gate_proj.weight"],
+            vec![1792, 1280]
+        );
         assert_eq!(all["model.layers.0.mlp.down_proj.weight"], vec![1280, 6848]);
         assert_eq!(all["model.sam_model.net_3.weight"], vec![1024, 512, 3, 3]);
         assert_eq!(all["model.vision_model.pre_layrnorm.bias"], vec![1024]);
@@ -522,43 +687,80 @@ mod tests {
         let back = Weights::load(&dir, &cfg, &Part::ALL, Device::Cpu, Kind::Float).unwrap();
         assert_eq!(back.names(), w.names());
         for n in w.names() {
-            assert!(back.get(n).unwrap().equal(&w.get(n).unwrap()), "{n} differs");
+            assert!(
+                back.get(n).unwrap().equal(&w.get(n).unwrap()),
+                "{n} differs"
+            );
         }
         // Decoder-only loading ignores the other parts' tensors.
-        let dec = Weights::load(&file, &cfg, &[Part::Decoder], Device::Cpu, Kind::BFloat16).unwrap();
+        let dec =
+            Weights::load(&file, &cfg, &[Part::Decoder], Device::Cpu, Kind::BFloat16).unwrap();
         assert_eq!(dec.len(), expected_tensors(&cfg, Part::Decoder).len());
         assert_eq!(dec.get("lm_head.weight").unwrap().kind(), Kind::BFloat16);
 
         // Break it: drop one tensor, reshape another, add a stray one.
-        let mut named: Vec<(String, Tensor)> =
-            w.names().into_iter().map(|n| (n.to_string(), w.get(n).unwrap())).collect();
+        let mut named: Vec<(String, Tensor)> = w
+            .names()
+            .into_iter()
+            .map(|n| (n.to_string(), w.get(n).unwrap()))
+            .collect();
         named.retain(|(n, _)| n != "model.layers.1.mlp.experts.3.up_proj.weight");
         for (n, t) in named.iter_mut() {
             if n == "model.sam_model.blocks.0.attn.rel_pos_h" {
                 *t = Tensor::zeros([5, 16], (Kind::Float, Device::Cpu));
             }
         }
-        named.push(("model.sam_model.blocks.0.attn.typo".into(), Tensor::zeros([2], (Kind::Float, Device::Cpu))));
+        named.push((
+            "model.sam_model.blocks.0.attn.typo".into(),
+            Tensor::zeros([2], (Kind::Float, Device::Cpu)),
+        ));
         let bad = dir.join("bad.safetensors");
         Tensor::write_safetensors(&named, &bad).unwrap();
-        let err = format!("{:#}", Weights::load(&bad, &cfg, &Part::ALL, Device::Cpu, Kind::Float).unwrap_err());
-        assert!(err.contains("1 missing") && err.contains("model.layers.1.mlp.experts.3.up_proj.weight"), "{err}");
-        assert!(err.contains("1 with a wrong shape") && err.contains("rel_pos_h: file [5, 16], expected [7, 16]"), "{err}");
-        assert!(err.contains("1 unexpected") && err.contains("attn.typo"), "{err}");
+        let err = format!(
+            "{:#}",
+            Weights::load(&bad, &cfg, &Part::ALL, Device::Cpu, Kind::Float).unwrap_err()
+        );
+        assert!(
+            err.contains("1 missing")
+                && err.contains("model.layers.1.mlp.experts.3.up_proj.weight"),
+            "{err}"
+        );
+        assert!(
+            err.contains("1 with a wrong shape")
+                && err.contains("rel_pos_h: file [5, 16], expected [7, 16]"),
+            "{err}"
+        );
+        assert!(
+            err.contains("1 unexpected") && err.contains("attn.typo"),
+            "{err}"
+        );
         // SAM-only load of the broken file only complains about SAM.
-        let err = format!("{:#}", Weights::load(&bad, &cfg, &[Part::Sam], Device::Cpu, Kind::Float).unwrap_err());
+        let err = format!(
+            "{:#}",
+            Weights::load(&bad, &cfg, &[Part::Sam], Device::Cpu, Kind::Float).unwrap_err()
+        );
         assert!(!err.contains("missing"), "{err}");
     }
 
     #[test]
     fn sharded_index_is_followed() {
         let cfg = ArchConfig::tiny();
-        let w = Weights::synthetic(&cfg, &[Part::Projector, Part::Sam], 1, Device::Cpu, Kind::Float).unwrap();
+        let w = Weights::synthetic(
+            &cfg,
+            &[Part::Projector, Part::Sam],
+            1,
+            Device::Cpu,
+            Kind::Float,
+        )
+        .unwrap();
         let dir = temp_dir("sharded");
         let names = w.names();
         let (a, b) = names.split_at(names.len() / 2);
         let mut map = serde_json::Map::new();
-        for (file, part) in [("model-00001-of-00002.safetensors", a), ("model-00002-of-00002.safetensors", b)] {
+        for (file, part) in [
+            ("model-00001-of-00002.safetensors", a),
+            ("model-00002-of-00002.safetensors", b),
+        ] {
             let named: Vec<(&str, Tensor)> = part.iter().map(|n| (*n, w.get(n).unwrap())).collect();
             Tensor::write_safetensors(&named, dir.join(file)).unwrap();
             for n in part {
@@ -567,7 +769,14 @@ mod tests {
         }
         let index = serde_json::json!({"metadata": {}, "weight_map": map});
         std::fs::write(dir.join("model.safetensors.index.json"), index.to_string()).unwrap();
-        let back = Weights::load(&dir, &cfg, &[Part::Projector, Part::Sam], Device::Cpu, Kind::Float).unwrap();
+        let back = Weights::load(
+            &dir,
+            &cfg,
+            &[Part::Projector, Part::Sam],
+            Device::Cpu,
+            Kind::Float,
+        )
+        .unwrap();
         assert_eq!(back.len(), w.len());
     }
 }
