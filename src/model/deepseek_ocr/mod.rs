@@ -464,4 +464,38 @@ mod tests {
             )
             .is_err());
     }
+
+    #[test]
+    fn real_dims_vision_path_on_a_small_view() {
+        // Released dimensions (SAM-B, CLIP-L, projector) on a 64 px view: SAM grid 4 (one padded
+        // 14x14 window; global rel-pos tables 127 → 7), CLIP grid 1x1, 1·2 + 1 = 3 vectors.
+        let cfg = ArchConfig::deepseek_ocr();
+        let w = Weights::synthetic(
+            &cfg,
+            &[Part::Sam, Part::Clip, Part::Projector],
+            1,
+            Device::Cpu,
+            Kind::Float,
+        )
+        .unwrap();
+        let m = DeepseekOcr::load(w, &cfg).unwrap();
+        let pc = PreprocessConfig {
+            base_size: 64,
+            image_size: 64,
+            crop_mode: false,
+            min_crops: 2,
+            max_crops: 9,
+        };
+        let prep = preprocess::preprocess(
+            &image::RgbImage::from_pixel(80, 50, image::Rgb([200, 100, 0])),
+            &pc,
+        )
+        .unwrap();
+        assert_eq!(prompt::image_token_count(&pc, prep.grid), 3);
+        let sam = m.sam().unwrap().forward(&prep.global).unwrap();
+        assert_eq!(sam.size(), vec![1, 1024, 1, 1]);
+        let feats = m.encode_images(&prep, &NoopObserver).unwrap();
+        assert_eq!(feats.size(), vec![3, 1280]);
+        assert!(bool::try_from(feats.isfinite().all()).unwrap());
+    }
 }

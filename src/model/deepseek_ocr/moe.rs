@@ -1,7 +1,7 @@
 //! DeepSeek MoE FFN (spec §2): fp32 softmax router, greedy top-k without renormalisation,
 //! routed SwiGLU experts summed in fp32, plus always-on shared experts.
 
-use super::config::{ArchConfig, DecoderConfig};
+use super::config::DecoderConfig;
 use super::layers::{swiglu, SwiGlu};
 use super::weights::WeightPath;
 use anyhow::{ensure, Result};
@@ -159,14 +159,10 @@ impl Moe {
     }
 }
 
-/// Width of the shared-experts MLP for `cfg` (re-exported for analytic code).
-pub fn shared_width(cfg: &ArchConfig) -> i64 {
-    cfg.shared_intermediate()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::deepseek_ocr::config::ArchConfig;
     use crate::model::deepseek_ocr::weights::{Part, Weights};
     use tch::Device;
 

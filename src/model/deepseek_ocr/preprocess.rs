@@ -205,6 +205,7 @@ pub fn preprocess(img: &RgbImage, cfg: &PreprocessConfig) -> Result<PreparedImag
     }
     let global = to_tensor(&pad_to_square(img, cfg.base_size))?;
     let t = cfg.image_size;
+    // HF hard-codes 640 here; with the released configs it equals image_size.
     let grid = if w <= t && h <= t {
         TileGrid { cols: 1, rows: 1 }
     } else {

@@ -10,7 +10,7 @@ use tch::{Kind, Tensor};
 /// Resizes a relative-position table [len, C] to [2·l−1, C] with 1-D linear interpolation
 /// (fp32, align_corners=false) when needed, then gathers R[i,j] = table[i−j+l−1] → [l, l, C].
 pub fn rel_pos_table(table: &Tensor, l: i64) -> Result<Tensor> {
-    let (len, c) = table.size2()?;
+    let (len, _) = table.size2()?;
     let want = 2 * l - 1;
     let resized = if len != want {
         let kind = table.kind();
@@ -29,7 +29,6 @@ pub fn rel_pos_table(table: &Tensor, l: i64) -> Result<Tensor> {
     let q = Tensor::f_arange(l, (Kind::Int64, dev))?.f_unsqueeze(1)?;
     let k = Tensor::f_arange(l, (Kind::Int64, dev))?.f_unsqueeze(0)?;
     let idx = q.f_sub(&k)?.f_add_scalar(l - 1)?; // (l, l)
-    let _ = c;
     Ok(resized
         .f_index_select(0, &idx.f_flatten(0, 1)?)?
         .f_view([l, l, -1])?) // (l, l, c)
