@@ -5,6 +5,8 @@ pub mod cli;
 pub mod config;
 pub mod logging;
 pub mod measure;
+pub mod model;
+pub mod region;
 pub mod roofline;
 pub mod run_dir;
 pub mod spec;

@@ -4,3 +4,12 @@ mod conformance;
 mod front_end;
 mod stage2;
 mod support;
+
+mod region {
+    use llmprof::region::Region;
+
+    #[test]
+    fn nvtx_names() {
+        assert_eq!(Region::DecodeStep.nvtx_name(), "decode_step");
+    }
+}

@@ -1,0 +1,125 @@
+//! DeepSeek-V2-style decoder (spec §2): embeddings, pre-norm layers (dense first, MoE after),
+//! final RMSNorm, untied lm_head. Runs over the static KV cache.
+
+use super::attention::{Attention, Rope};
+use super::config::DecoderConfig;
+use super::kv_cache::KvCache;
+use super::layers::{RmsNorm, SwiGlu};
+use super::moe::{Moe, MoeDispatch};
+use super::weights::WeightPath;
+use anyhow::{ensure, Result};
+use tch::{Kind, Tensor};
+
+#[derive(Debug)]
+pub enum Ffn {
+    Dense(SwiGlu),
+    Moe(Moe),
+}
+
+#[derive(Debug)]
+pub struct DecoderLayer {
+    input_ln: RmsNorm,
+    attn: Attention,
+    post_ln: RmsNorm,
+    ffn: Ffn,
+}
+
+impl DecoderLayer {
+    pub fn load(vs: &WeightPath, cfg: &DecoderConfig, index: i64) -> Result<Self> {
+        let ffn = if index < cfg.first_k_dense_replace {
+            Ffn::Dense(SwiGlu::load(&vs.sub("mlp"))?)
+        } else {
+            Ffn::Moe(Moe::load(&vs.sub("mlp"), cfg)?)
+        };
+        Ok(DecoderLayer {
+            input_ln: RmsNorm::load(&vs.sub("input_layernorm"), cfg.rms_norm_eps)?,
+            attn: Attention::load(&vs.sub("self_attn"), cfg)?,
+            post_ln: RmsNorm::load(&vs.sub("post_attention_layernorm"), cfg.rms_norm_eps)?,
+            ffn,
+        })
+    }
+}
+
+#[derive(Debug)]
+pub struct Decoder {
+    embed: Tensor,
+    layers: Vec<DecoderLayer>,
+    norm: RmsNorm,
+    lm_head: Tensor,
+    rope: Rope,
+    max_positions: i64,
+}
+
+impl Decoder {
+    /// `vs` is the root (names `model.embed_tokens…`, `lm_head.weight`).
+    pub fn load(vs: &WeightPath, cfg: &DecoderConfig) -> Result<Self> {
+        let m = vs.sub("model");
+        let layers = (0..cfg.num_hidden_layers)
+            .map(|i| DecoderLayer::load(&m.sub("layers").sub(i), cfg, i))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Decoder {
+            embed: m.get("embed_tokens.weight")?,
+            layers,
+            norm: RmsNorm::load(&m.sub("norm"), cfg.rms_norm_eps)?,
+            lm_head: vs.get("lm_head.weight")?,
+            rope: Rope::new(cfg.head_dim, cfg.rope_theta, vs.device())?,
+            max_positions: cfg.max_position_embeddings,
+        })
+    }
+
+    /// Sets the expert dispatch of every MoE layer.
+    pub fn set_moe_dispatch(&mut self, d: MoeDispatch) {
+        for l in &mut self.layers {
+            if let Ffn::Moe(m) = &mut l.ffn {
+                m.dispatch = d;
+            }
+        }
+    }
+
+    /// ids [B,T] (int64) → embeddings [B,T,H] (no scaling).
+    pub fn embed(&self, ids: &Tensor) -> Result<Tensor> {
+        Ok(Tensor::f_embedding(&self.embed, ids, -1, false, false)?)
+    }
+
+    /// Runs all layers over embeddings x [B,T,H] at the cache's next slots, advances the cache,
+    /// and returns the final-normed hidden states [B,T,H].
+    pub fn forward(&self, x: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        let (b, t, _) = x.size3()?;
+        ensure!(
+            b == cache.batch(),
+            "batch {b} != KV cache batch {}",
+            cache.batch()
+        );
+        ensure!(
+            cache.len() + t <= self.max_positions,
+            "sequence of {} tokens exceeds max_position_embeddings {}",
+            cache.len() + t,
+            self.max_positions
+        );
+        let positions = cache.positions(t)?; // (b, t)
+        let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
+        let mask = cache.attention_mask(t)?;
+        let mut h = x.shallow_clone();
+        for (i, layer) in self.layers.iter().enumerate() {
+            let a = layer
+                .attn
+                .forward(&layer.input_ln.forward(&h)?, &cos_sin, cache, i, &mask)?;
+            h = h.f_add(&a)?;
+            let normed = layer.post_ln.forward(&h)?;
+            let f = match &layer.ffn {
+                Ffn::Dense(mlp) => mlp.forward(&normed)?,
+                Ffn::Moe(moe) => moe.forward(&normed)?,
+            };
+            h = h.f_add(&f)?;
+        }
+        cache.advance(t);
+        self.norm.forward(&h)
+    }
+
+    /// hidden [..., H] → fp32 logits [..., vocab].
+    pub fn logits(&self, hidden: &Tensor) -> Result<Tensor> {
+        Ok(hidden
+            .f_linear::<Tensor>(&self.lm_head, None)?
+            .f_to_kind(Kind::Float)?)
+    }
+}
