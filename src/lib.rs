@@ -5,7 +5,6 @@ pub mod cli;
 pub mod config;
 pub mod logging;
 pub mod measure;
-pub mod model;
 pub mod region;
 pub mod roofline;
 pub mod run_dir;

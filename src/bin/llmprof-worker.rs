@@ -1,6 +1,9 @@
 //! `llmprof-worker`: the half of llmprof that links libtorch. `llmprof` launches it as
 //! `llmprof-worker <stage1|stage2|infer> <run_dir>` (the run directory holds
 //! config.resolved.yaml) or forwards `debug ...` to it.
+#[path = "../workload/mod.rs"]
+mod workload;
+
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 

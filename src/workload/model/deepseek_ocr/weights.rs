@@ -631,7 +631,7 @@ impl<'a, T: Display> std::ops::Div<T> for &WeightPath<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::deepseek_ocr::test_util::temp_dir;
+    use crate::workload::model::deepseek_ocr::test_util::temp_dir;
 
     #[test]
     fn official_layout_matches_spec_counts() {

@@ -23,7 +23,7 @@ pub use config::ArchConfig;
 pub use debug::{debug_logits, debug_sam};
 pub use weights::{Part, Weights};
 
-use crate::region::{Region, RegionObserver};
+use llmprof::region::{Region, RegionObserver};
 use anyhow::{ensure, Context, Result};
 use clip::Clip;
 use decoder::Decoder;
@@ -289,7 +289,7 @@ pub(crate) mod test_util {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::region::NoopObserver;
+    use llmprof::region::NoopObserver;
     use preprocess::{PreprocessConfig, TileGrid};
 
     fn tiny() -> DeepseekOcr {

@@ -566,7 +566,7 @@ mod tests {
           "kv_lora_rank": null, "max_position_embeddings": 8192, "bos_token_id": 0, "eos_token_id": 1,
           "torch_dtype": "bfloat16"
         }"#;
-        let dir = crate::model::deepseek_ocr::test_util::temp_dir("hfcfg");
+        let dir = crate::workload::model::deepseek_ocr::test_util::temp_dir("hfcfg");
         let p = dir.join("config.json");
         std::fs::write(&p, json).unwrap();
         assert_eq!(

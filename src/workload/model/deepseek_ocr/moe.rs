@@ -162,8 +162,8 @@ impl Moe {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::deepseek_ocr::config::ArchConfig;
-    use crate::model::deepseek_ocr::weights::{Part, Weights};
+    use crate::workload::model::deepseek_ocr::config::ArchConfig;
+    use crate::workload::model::deepseek_ocr::weights::{Part, Weights};
     use tch::Device;
 
     /// Per-token loop over experts, router recomputed on the host (softmax, sort, no renorm).

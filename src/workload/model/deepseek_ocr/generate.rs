@@ -3,7 +3,7 @@
 //! whole-sequence semantics or the vLLM sliding-window variant). Batch rows are left-padded.
 
 use super::{DeepseekOcr, PromptRow};
-use crate::region::{Region, RegionObserver};
+use llmprof::region::{Region, RegionObserver};
 use anyhow::{ensure, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -237,8 +237,8 @@ pub fn generate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::deepseek_ocr::{ArchConfig, Part, Weights};
-    use crate::region::NoopObserver;
+    use crate::workload::model::deepseek_ocr::{ArchConfig, Part, Weights};
+    use llmprof::region::NoopObserver;
 
     #[test]
     fn hf_ngram_hand_cases() {

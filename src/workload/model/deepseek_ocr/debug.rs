@@ -108,9 +108,9 @@ pub fn debug_sam_with(cfg: &ArchConfig, weights: &Path, pixels: &Tensor) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::deepseek_ocr::test_util::temp_dir;
-    use crate::model::deepseek_ocr::{DeepseekOcr, PromptRow};
-    use crate::region::NoopObserver;
+    use crate::workload::model::deepseek_ocr::test_util::temp_dir;
+    use crate::workload::model::deepseek_ocr::{DeepseekOcr, PromptRow};
+    use llmprof::region::NoopObserver;
 
     #[test]
     fn partial_files_work_and_match_full_model() {
