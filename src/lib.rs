@@ -1,1 +1,4 @@
 //! llmprof library.
+pub mod ffi;
+pub mod measure;
+pub mod region;
