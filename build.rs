@@ -113,8 +113,10 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     println!("cargo:rustc-link-search=native={}", out_dir.display());
     println!("cargo:rustc-link-lib=static=llmprof_shim");
     println!("cargo:rustc-link-search=native={}", cuda.lib_dir.display());
-    println!("cargo:rustc-link-lib=dylib=torch_cuda");
-    println!("cargo:rustc-link-lib=dylib=c10_cuda");
+    // torch-sys links torch_cpu/c10 only into crates that use tch, so name them here too.
+    for lib in ["torch_cuda", "c10_cuda", "torch_cpu", "c10"] {
+        println!("cargo:rustc-link-lib=dylib={lib}");
+    }
     println!("cargo:rustc-link-lib=dylib{}", cuda.link_lib);
     println!("cargo:rustc-link-lib=dylib=stdc++");
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", cuda.lib_dir.display());

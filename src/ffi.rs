@@ -97,6 +97,7 @@ extern "C" {
 
     pub fn llmprof_cuda_device_count() -> c_int;
     pub fn llmprof_cuda_current_device(out: *mut i32) -> c_int;
+    pub fn llmprof_cuda_sm_count(device: i32, out: *mut i32) -> c_int;
     pub fn llmprof_cuda_stream_synchronize() -> c_int;
     pub fn llmprof_cuda_device_synchronize() -> c_int;
 
@@ -310,6 +311,14 @@ pub fn cuda_current_device() -> Result<i32, ShimError> {
     // SAFETY: valid out-pointer.
     check(unsafe { llmprof_cuda_current_device(&mut out) })?;
     Ok(out)
+}
+
+/// Streaming multiprocessor count of `device`.
+pub fn cuda_sm_count(device: i32) -> Result<u32, ShimError> {
+    let mut out = 0;
+    // SAFETY: valid out-pointer.
+    check(unsafe { llmprof_cuda_sm_count(device, &mut out) })?;
+    u32::try_from(out).map_err(|_| ShimError::new(format!("negative SM count {out}")))
 }
 
 /// Waits for the current CUDA stream of the current device.

@@ -253,6 +253,16 @@ int llmprof_cuda_current_device(int32_t* out) {
   });
 }
 
+int llmprof_cuda_sm_count(int32_t device, int32_t* out) {
+  return guarded("cuda_sm_count", [&] {
+    TORCH_CHECK(out != nullptr, "out is NULL");
+    TORCH_CHECK(device >= 0 && device < c10::cuda::device_count(), "invalid CUDA device ", device);
+    int value = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrMultiProcessorCount, device));
+    *out = value;
+  });
+}
+
 int llmprof_cuda_stream_synchronize(void) {
   return guarded("cuda_stream_synchronize",
                  [&] { c10::cuda::getCurrentCUDAStream().synchronize(); });

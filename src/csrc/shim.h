@@ -81,6 +81,8 @@ void llmprof_scope_end(llmprof_scope* scope);
 /* Number of visible CUDA devices (0 without a GPU or driver; never an error). */
 int llmprof_cuda_device_count(void);
 int llmprof_cuda_current_device(int32_t* out);
+/* Streaming multiprocessor count of `device` (cudaDevAttrMultiProcessorCount). */
+int llmprof_cuda_sm_count(int32_t device, int32_t* out);
 int llmprof_cuda_stream_synchronize(void); /* current stream of the current device */
 int llmprof_cuda_device_synchronize(void);
 
