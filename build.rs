@@ -66,12 +66,12 @@ fn link_libtorch_into_worker() -> Option<PathBuf> {
 struct CudaRuntime {
     include: PathBuf,
     lib_dir: PathBuf,
-    /// `rustc-link-lib` spelling after `dylib`: `=cudart` or `:+verbatim=libcudart.so.13`.
-    link_lib: String,
+    /// Linker spelling after `-l`: `cudart` or `:libcudart.so.13`.
+    link_name: String,
 }
 
-/// Compiles `src/csrc/shim.cpp` into `libllmprof_shim.a` (in OUT_DIR) and declares it, with the
-/// CUDA libraries it calls, as link inputs of the library crate.
+/// Compiles `src/csrc/shim.cpp` into `libllmprof_shim.so` (in OUT_DIR, linked against libtorch
+/// and libcudart with rpaths) and declares it as a dylib of the library crate.
 fn compile_and_link_shim(torch_lib_dir: &Path) {
     println!("cargo:rerun-if-changed=src/csrc/shim.cpp");
     println!("cargo:rerun-if-changed=src/csrc/shim.h");
@@ -90,8 +90,10 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     }
     let cuda = find_cuda_runtime(torch_root).unwrap_or_else(|why| panic!("{why}"));
 
-    cc::Build::new()
+    let mut build = cc::Build::new();
+    build
         .cpp(true)
+        .pic(true)
         .file("src/csrc/shim.cpp")
         .include("src/csrc")
         .include(&torch_include)
@@ -102,24 +104,41 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
         // torch's c10/cuda/CUDAEvent.h uses hardware_destructive_interference_size (gcc 12 warns).
         .flag_if_supported("-Wno-interference-size")
         .flag_if_supported("-Wno-unused-parameter")
-        .cargo_metadata(false)
-        .compile("llmprof_shim");
+        .cargo_metadata(false);
+    build.compile("llmprof_shim_objects");
 
-    // The archive and the CUDA libraries are declared for the library crate, so every target
-    // that links it gets them, lib unit tests included. The linker pulls archive members only
-    // for referenced symbols and rustc links with --as-needed, so `llmprof`, which never calls
-    // the shim, records none of torch_cuda/c10_cuda/cudart (checked with readelf).
+    // The shim is a shared library, not an archive: an archive member, once pulled in by any
+    // reference from the library crate, keeps C++ sections (exception tables, inline c10 code)
+    // alive and makes even `llmprof` record libtorch as NEEDED. A shared library is recorded
+    // only when a live (called) function references it, so `llmprof` stays libtorch-free while
+    // the worker and every test harness (lib unit tests included) link it the ordinary way.
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    println!("cargo:rustc-link-search=native={}", out_dir.display());
-    println!("cargo:rustc-link-lib=static=llmprof_shim");
-    println!("cargo:rustc-link-search=native={}", cuda.lib_dir.display());
-    // torch-sys links torch_cpu/c10 only into crates that use tch, so name them here too.
-    for lib in ["torch_cuda", "c10_cuda", "torch_cpu", "c10"] {
-        println!("cargo:rustc-link-lib=dylib={lib}");
+    let shared = out_dir.join("libllmprof_shim.so");
+    let status = build
+        .get_compiler()
+        .to_command()
+        .arg("-shared")
+        .arg("-o")
+        .arg(&shared)
+        .arg("-Wl,--whole-archive")
+        .arg(out_dir.join("libllmprof_shim_objects.a"))
+        .arg("-Wl,--no-whole-archive")
+        .arg("-Wl,-soname,libllmprof_shim.so")
+        .arg(format!("-L{}", torch_lib_dir.display()))
+        .args(["-ltorch_cuda", "-lc10_cuda", "-ltorch_cpu", "-lc10"])
+        .arg(format!("-L{}", cuda.lib_dir.display()))
+        .arg(format!("-l{}", cuda.link_name))
+        .arg(format!("-Wl,-rpath,{}", torch_lib_dir.display()))
+        .arg(format!("-Wl,-rpath,{}", cuda.lib_dir.display()))
+        .arg("-Wl,--no-undefined")
+        .status()
+        .unwrap_or_else(|e| panic!("running the C++ compiler to link {}: {e}", shared.display()));
+    if !status.success() {
+        panic!("linking {} failed ({status})", shared.display());
     }
-    println!("cargo:rustc-link-lib=dylib{}", cuda.link_lib);
-    println!("cargo:rustc-link-lib=dylib=stdc++");
-    println!("cargo:rustc-link-arg=-Wl,-rpath,{}", cuda.lib_dir.display());
+    println!("cargo:rustc-link-search=native={}", out_dir.display());
+    println!("cargo:rustc-link-lib=dylib=llmprof_shim");
+    println!("cargo:rustc-link-arg=-Wl,-rpath,{}", out_dir.display());
 }
 
 /// Finds the CUDA runtime headers (`cuda_runtime_api.h` plus `crt/host_config.h`) and libcudart:
@@ -150,8 +169,8 @@ fn find_cuda_runtime(torch_root: &Path) -> Result<CudaRuntime, String> {
         }
         let root = include.parent().unwrap_or(include);
         for lib_dir in [root.join("lib"), root.join("lib64")] {
-            if let Some(link_lib) = cudart_link_lib(&lib_dir) {
-                return Ok(CudaRuntime { include: include.clone(), lib_dir, link_lib });
+            if let Some(link_name) = cudart_link_name(&lib_dir) {
+                return Ok(CudaRuntime { include: include.clone(), lib_dir, link_name });
             }
         }
     }
@@ -175,11 +194,11 @@ fn find_cuda_runtime(torch_root: &Path) -> Result<CudaRuntime, String> {
     })
 }
 
-/// `=cudart` when `libcudart.so` exists in `dir`, else `:+verbatim=libcudart.so.N` for the
-/// versioned file (the wheels ship no unversioned symlink).
-fn cudart_link_lib(dir: &Path) -> Option<String> {
+/// `cudart` when `libcudart.so` exists in `dir`, else `:libcudart.so.N` for the versioned file
+/// (the wheels ship no unversioned symlink).
+fn cudart_link_name(dir: &Path) -> Option<String> {
     if dir.join("libcudart.so").exists() {
-        return Some("=cudart".to_string());
+        return Some("cudart".to_string());
     }
     let mut versioned: Vec<String> = std::fs::read_dir(dir)
         .ok()?
@@ -188,5 +207,5 @@ fn cudart_link_lib(dir: &Path) -> Option<String> {
         .filter(|n| n.starts_with("libcudart.so.") && !n.contains("static"))
         .collect();
     versioned.sort();
-    versioned.first().map(|n| format!(":+verbatim={n}"))
+    versioned.first().map(|n| format!(":{n}"))
 }
