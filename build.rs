@@ -81,7 +81,10 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
         .parent()
         .expect("the libtorch lib folder has a parent (the torch root)");
     let torch_include = torch_root.join("include");
-    if !torch_include.join("torch/csrc/autograd/profiler_kineto.h").is_file() {
+    if !torch_include
+        .join("torch/csrc/autograd/profiler_kineto.h")
+        .is_file()
+    {
         panic!(
             "libtorch headers not found under {} (expected torch/csrc/autograd/profiler_kineto.h); \
              see docs/build.md",
@@ -170,7 +173,11 @@ fn find_cuda_runtime(torch_root: &Path) -> Result<CudaRuntime, String> {
         let root = include.parent().unwrap_or(include);
         for lib_dir in [root.join("lib"), root.join("lib64")] {
             if let Some(link_name) = cudart_link_name(&lib_dir) {
-                return Ok(CudaRuntime { include: include.clone(), lib_dir, link_name });
+                return Ok(CudaRuntime {
+                    include: include.clone(),
+                    lib_dir,
+                    link_name,
+                });
             }
         }
     }

@@ -130,7 +130,9 @@ pub struct ShimError {
 
 impl ShimError {
     fn new(message: impl Into<String>) -> Self {
-        ShimError { message: message.into() }
+        ShimError {
+            message: message.into(),
+        }
     }
 }
 
@@ -289,7 +291,10 @@ impl UserScope {
         let mut out = std::ptr::null_mut();
         // SAFETY: NUL-terminated name and valid out-pointer.
         let rc = unsafe { llmprof_scope_begin(c_name.as_ptr(), &mut out) };
-        Ok(UserScope { handle: take_handle(rc, out)?, _not_send: PhantomData })
+        Ok(UserScope {
+            handle: take_handle(rc, out)?,
+            _not_send: PhantomData,
+        })
     }
 }
 
@@ -394,7 +399,10 @@ impl CudaGraph {
         let mut out = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
         let rc = unsafe { llmprof_cuda_graph_create(&mut out) };
-        Ok(CudaGraph { handle: take_handle(rc, out)?, _not_send: PhantomData })
+        Ok(CudaGraph {
+            handle: take_handle(rc, out)?,
+            _not_send: PhantomData,
+        })
     }
 
     /// Captures everything `body` launches. Warm the work up eagerly first; host syncs and

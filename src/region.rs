@@ -43,7 +43,9 @@ pub struct RegionGuard<'a> {
 impl<'a> RegionGuard<'a> {
     /// A guard that runs `on_exit` when dropped.
     pub fn new(on_exit: impl FnOnce() + 'a) -> Self {
-        RegionGuard { on_exit: Some(Box::new(on_exit)) }
+        RegionGuard {
+            on_exit: Some(Box::new(on_exit)),
+        }
     }
 
     /// A guard that does nothing.

@@ -159,7 +159,10 @@ pub struct Profile {
 impl KinetoSession {
     pub fn start(config: ProfilerConfig) -> Result<Self> {
         ffi::profiler_start(&config.to_raw()).context("starting the Kineto profiler")?;
-        Ok(KinetoSession { running: true, _not_send: std::marker::PhantomData })
+        Ok(KinetoSession {
+            running: true,
+            _not_send: std::marker::PhantomData,
+        })
     }
 
     /// A named user scope (a stage) on the CPU and GPU timelines; ends on drop.
@@ -173,7 +176,8 @@ impl KinetoSession {
         let mut raw = ffi::profiler_stop().context("stopping the Kineto profiler")?;
         let events = raw.events().context("reading Kineto events")?;
         if let Some(path) = trace_path {
-            raw.save(path).with_context(|| format!("writing Kineto trace {}", path.display()))?;
+            raw.save(path)
+                .with_context(|| format!("writing Kineto trace {}", path.display()))?;
         }
         Ok(Profile {
             events: ProfileEvents::from_raw(&events),
@@ -267,7 +271,11 @@ impl ProfileEvents {
                 continue;
             }
             let ctx = || format!("traceEvents[{i}] ({cat})");
-            let name = ev.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+            let name = ev
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             let start_ns = json_us_to_ns(ev.get("ts")).with_context(|| format!("{}: ts", ctx()))?;
             let duration_ns =
                 json_us_to_ns(ev.get("dur")).with_context(|| format!("{}: dur", ctx()))?;
@@ -327,7 +335,9 @@ fn json_us_to_ns(value: Option<&Value>) -> Result<u64> {
     if let Some(us) = value.as_u64() {
         return Ok(us * 1000);
     }
-    let Some(us) = value.as_f64() else { bail!("not a number: {value}") };
+    let Some(us) = value.as_f64() else {
+        bail!("not a number: {value}")
+    };
     if !us.is_finite() || us < 0.0 {
         bail!("not a non-negative time: {value}");
     }

@@ -85,7 +85,10 @@ pub struct NvmlSampler {
 }
 
 fn unix_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 fn read_sample(device: &nvml_wrapper::Device<'_>) -> NvmlSample {
@@ -119,32 +122,39 @@ impl NvmlSampler {
         let nvml = match Nvml::init() {
             Ok(nvml) => nvml,
             Err(err) => {
-                sampler.unavailable = Some(NvmlUnavailable { reason: err.to_string() });
+                sampler.unavailable = Some(NvmlUnavailable {
+                    reason: err.to_string(),
+                });
                 return sampler;
             }
         };
-        let spawned = std::thread::Builder::new().name("nvml-sampler".into()).spawn(move || {
-            let device = nvml.device_by_index(device_index).map_err(|err| NvmlUnavailable {
-                reason: format!("device {device_index}: {err}"),
-            })?;
-            let mut rows = Vec::new();
-            loop {
-                rows.push(read_sample(&device));
-                if stop.load(Ordering::Relaxed) {
-                    return Ok(rows);
-                }
-                std::thread::park_timeout(interval);
-                if stop.load(Ordering::Relaxed) {
+        let spawned = std::thread::Builder::new()
+            .name("nvml-sampler".into())
+            .spawn(move || {
+                let device = nvml
+                    .device_by_index(device_index)
+                    .map_err(|err| NvmlUnavailable {
+                        reason: format!("device {device_index}: {err}"),
+                    })?;
+                let mut rows = Vec::new();
+                loop {
                     rows.push(read_sample(&device));
-                    return Ok(rows);
+                    if stop.load(Ordering::Relaxed) {
+                        return Ok(rows);
+                    }
+                    std::thread::park_timeout(interval);
+                    if stop.load(Ordering::Relaxed) {
+                        rows.push(read_sample(&device));
+                        return Ok(rows);
+                    }
                 }
-            }
-        });
+            });
         match spawned {
             Ok(handle) => sampler.thread = Some(handle),
             Err(err) => {
-                sampler.unavailable =
-                    Some(NvmlUnavailable { reason: format!("cannot start sampler thread: {err}") })
+                sampler.unavailable = Some(NvmlUnavailable {
+                    reason: format!("cannot start sampler thread: {err}"),
+                })
             }
         }
         sampler
@@ -153,7 +163,12 @@ impl NvmlSampler {
     /// Stops the thread (it takes one last sample) and returns everything recorded.
     pub fn stop(mut self) -> NvmlTrace {
         let (samples, unavailable) = self.join();
-        NvmlTrace { device_index: self.device_index, interval: self.interval, samples, unavailable }
+        NvmlTrace {
+            device_index: self.device_index,
+            interval: self.interval,
+            samples,
+            unavailable,
+        }
     }
 
     fn join(&mut self) -> (Vec<NvmlSample>, Option<NvmlUnavailable>) {
@@ -167,7 +182,9 @@ impl NvmlSampler {
             Ok(Err(unavailable)) => (Vec::new(), Some(unavailable)),
             Err(_) => (
                 Vec::new(),
-                Some(NvmlUnavailable { reason: "sampler thread panicked".to_string() }),
+                Some(NvmlUnavailable {
+                    reason: "sampler thread panicked".to_string(),
+                }),
             ),
         }
     }
@@ -183,7 +200,11 @@ fn mean_of<T: Copy>(rows: &[&NvmlSample], field: impl Fn(&NvmlSample) -> Option<
 where
     f64: From<T>,
 {
-    let values: Vec<f64> = rows.iter().filter_map(|r| field(r)).map(f64::from).collect();
+    let values: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| field(r))
+        .map(f64::from)
+        .collect();
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
@@ -210,7 +231,10 @@ impl NvmlTrace {
                     }
                     _ => None,
                 };
-                let throttle = rows.iter().filter_map(|r| r.throttle_reasons).reduce(|a, b| a | b);
+                let throttle = rows
+                    .iter()
+                    .filter_map(|r| r.throttle_reasons)
+                    .reduce(|a, b| a | b);
                 WindowMean {
                     start_ns,
                     end_ns,
@@ -290,13 +314,19 @@ impl GpuProps {
     pub fn query(index: u32) -> Result<Self, NvmlUnavailable> {
         let unavailable = |reason: String| NvmlUnavailable { reason };
         let nvml = Nvml::init().map_err(|e| unavailable(e.to_string()))?;
-        let device =
-            nvml.device_by_index(index).map_err(|e| unavailable(format!("device {index}: {e}")))?;
+        let device = nvml
+            .device_by_index(index)
+            .map_err(|e| unavailable(format!("device {index}: {e}")))?;
         Ok(GpuProps {
             index,
-            name: device.name().map_err(|e| unavailable(format!("device {index} name: {e}")))?,
+            name: device
+                .name()
+                .map_err(|e| unavailable(format!("device {index} name: {e}")))?,
             architecture: device.architecture().ok().map(|a| a.to_string()),
-            compute_capability: device.cuda_compute_capability().ok().map(|c| (c.major, c.minor)),
+            compute_capability: device
+                .cuda_compute_capability()
+                .ok()
+                .map(|c| (c.major, c.minor)),
             sm_count: None,
             cuda_cores: device.num_cores().ok(),
             max_sm_clock_mhz: device.max_clock_info(Clock::SM).ok(),

@@ -33,7 +33,9 @@ impl NvtxObserver {
     pub fn new(options: NvtxOptions) -> Self {
         NvtxObserver {
             options,
-            timer: options.timing.map(|clock| RefCell::new(StageTimer::new(clock))),
+            timer: options
+                .timing
+                .map(|clock| RefCell::new(StageTimer::new(clock))),
             deferred_error: RefCell::new(None),
         }
     }

@@ -70,23 +70,31 @@ impl Attribution {
             } else {
                 None
             };
-            let stage = owner.and_then(|i| op_scope[i]).map(|s| ops[s].name.clone()).or_else(|| {
-                gpu_scopes
-                    .iter()
-                    .map(|&s| &events.kernels[s])
-                    .filter(|s| {
-                        k.is_gpu_work()
-                            && s.device_index == k.device_index
-                            && s.start_ns <= k.start_ns
-                            && k.end_ns() <= s.end_ns()
-                    })
-                    .min_by_key(|s| s.duration_ns)
-                    .map(|s| s.name.clone())
-            });
+            let stage = owner
+                .and_then(|i| op_scope[i])
+                .map(|s| ops[s].name.clone())
+                .or_else(|| {
+                    gpu_scopes
+                        .iter()
+                        .map(|&s| &events.kernels[s])
+                        .filter(|s| {
+                            k.is_gpu_work()
+                                && s.device_index == k.device_index
+                                && s.start_ns <= k.start_ns
+                                && k.end_ns() <= s.end_ns()
+                        })
+                        .min_by_key(|s| s.duration_ns)
+                        .map(|s| s.name.clone())
+                });
             kernel_owner.push(owner);
             kernel_stage.push(stage);
         }
-        Attribution { op_parent, op_scope, kernel_owner, kernel_stage }
+        Attribution {
+            op_parent,
+            op_scope,
+            kernel_owner,
+            kernel_stage,
+        }
     }
 }
 
@@ -104,7 +112,12 @@ fn nest_by_thread(events: &ProfileEvents) -> Vec<Option<usize>> {
     };
     order.sort_by_key(|&i| {
         let o = &ops[i];
-        (o.thread_id, o.start_ns, std::cmp::Reverse(o.duration_ns), rank(o.kind))
+        (
+            o.thread_id,
+            o.start_ns,
+            std::cmp::Reverse(o.duration_ns),
+            rank(o.kind),
+        )
     });
     let mut parent = vec![None; ops.len()];
     let mut stack: Vec<usize> = Vec::new();
@@ -244,32 +257,41 @@ pub fn operator_table(events: &ProfileEvents, attribution: &Attribution) -> Vec<
 
 /// Kernel table (GPU work only, grouped by stage and name), sorted by total time, then name.
 pub fn kernel_table(events: &ProfileEvents, attribution: &Attribution) -> Vec<KernelRow> {
-    let gpu_total: u64 =
-        events.kernels.iter().filter(|k| k.is_gpu_work()).map(|k| k.duration_ns).sum();
+    let gpu_total: u64 = events
+        .kernels
+        .iter()
+        .filter(|k| k.is_gpu_work())
+        .map(|k| k.duration_ns)
+        .sum();
     let mut rows: Vec<KernelRow> = Vec::new();
     let mut index: HashMap<(Option<&str>, &str), usize> = HashMap::new();
     for (k, stage) in events.kernels.iter().zip(&attribution.kernel_stage) {
         if !k.is_gpu_work() {
             continue;
         }
-        let r = *index.entry((stage.as_deref(), k.name.as_str())).or_insert_with(|| {
-            rows.push(KernelRow {
-                stage: stage.clone(),
-                name: k.name.clone(),
-                calls: 0,
-                total_ns: 0,
-                mean_ns: 0.0,
-                share_of_gpu: 0.0,
+        let r = *index
+            .entry((stage.as_deref(), k.name.as_str()))
+            .or_insert_with(|| {
+                rows.push(KernelRow {
+                    stage: stage.clone(),
+                    name: k.name.clone(),
+                    calls: 0,
+                    total_ns: 0,
+                    mean_ns: 0.0,
+                    share_of_gpu: 0.0,
+                });
+                rows.len() - 1
             });
-            rows.len() - 1
-        });
         rows[r].calls += 1;
         rows[r].total_ns += k.duration_ns;
     }
     for row in &mut rows {
         row.mean_ns = row.total_ns as f64 / row.calls as f64;
-        row.share_of_gpu =
-            if gpu_total == 0 { 0.0 } else { row.total_ns as f64 / gpu_total as f64 };
+        row.share_of_gpu = if gpu_total == 0 {
+            0.0
+        } else {
+            row.total_ns as f64 / gpu_total as f64
+        };
     }
     rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
     rows
@@ -294,7 +316,11 @@ pub fn render_operators_md(rows: &[OperatorRow]) -> String {
          |---|---|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
-        let gflop = if r.flops == 0 { "".to_string() } else { format!("{:.3}", r.flops as f64 / 1e9) };
+        let gflop = if r.flops == 0 {
+            "".to_string()
+        } else {
+            format!("{:.3}", r.flops as f64 / 1e9)
+        };
         let _ = writeln!(
             out,
             "| {} | {:?} | {} | {} | {} | {} | {} | {} |",
@@ -338,10 +364,16 @@ pub fn write_tables(events: &ProfileEvents, dir: &Path) -> Result<(PathBuf, Path
     let attribution = Attribution::new(events);
     let ops_path = dir.join("operators.md");
     let kernels_path = dir.join("kernels.md");
-    std::fs::write(&ops_path, render_operators_md(&operator_table(events, &attribution)))
-        .with_context(|| format!("writing {}", ops_path.display()))?;
-    std::fs::write(&kernels_path, render_kernels_md(&kernel_table(events, &attribution)))
-        .with_context(|| format!("writing {}", kernels_path.display()))?;
+    std::fs::write(
+        &ops_path,
+        render_operators_md(&operator_table(events, &attribution)),
+    )
+    .with_context(|| format!("writing {}", ops_path.display()))?;
+    std::fs::write(
+        &kernels_path,
+        render_kernels_md(&kernel_table(events, &attribution)),
+    )
+    .with_context(|| format!("writing {}", kernels_path.display()))?;
     Ok((ops_path, kernels_path))
 }
 
@@ -358,7 +390,9 @@ mod tests {
     }
 
     fn row<'a>(rows: &'a [OperatorRow], name: &str) -> &'a OperatorRow {
-        rows.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("no row {name}"))
+        rows.iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("no row {name}"))
     }
 
     #[test]
@@ -368,24 +402,49 @@ mod tests {
         // 12 kernel + 6 gpu_memset + 1 gpu_user_annotation. ac2g/instant/overhead skipped.
         assert_eq!(ev.ops.len(), 59);
         assert_eq!(ev.kernels.len(), 19);
-        let scope = ev.ops.iter().find(|o| o.kind == HostKind::UserScope).unwrap();
+        let scope = ev
+            .ops
+            .iter()
+            .find(|o| o.kind == HostKind::UserScope)
+            .unwrap();
         assert_eq!(scope.name, "decode_step");
         assert_eq!(scope.start_ns, 4_459_499_379_117_141);
         assert_eq!(scope.duration_ns, 132_474_372);
         let mm = ev.ops.iter().find(|o| o.name == "aten::mm").unwrap();
         assert_eq!(mm.correlation_id, 3);
         assert_eq!(mm.input_shapes, "[[8192, 8192], [8192, 8192]]");
-        let launch = ev.ops.iter().find(|o| o.name == "cuLaunchKernelEx").unwrap();
-        assert_eq!((launch.kind, launch.correlation_id, launch.linked_correlation_id), (HostKind::Driver, 15, 3));
-        let memset = &ev.kernels.iter().find(|k| k.kind == DeviceKind::Memset).unwrap();
-        assert_eq!((memset.duration_ns, memset.stream, memset.op_correlation_id), (768, 7, 3));
+        let launch = ev
+            .ops
+            .iter()
+            .find(|o| o.name == "cuLaunchKernelEx")
+            .unwrap();
+        assert_eq!(
+            (
+                launch.kind,
+                launch.correlation_id,
+                launch.linked_correlation_id
+            ),
+            (HostKind::Driver, 15, 3)
+        );
+        let memset = &ev
+            .kernels
+            .iter()
+            .find(|k| k.kind == DeviceKind::Memset)
+            .unwrap();
+        assert_eq!(
+            (memset.duration_ns, memset.stream, memset.op_correlation_id),
+            (768, 7, 3)
+        );
     }
 
     #[test]
     fn operator_self_and_total_times_from_recorded_trace() {
         let ev = fixture();
         let rows = operator_table(&ev, &Attribution::new(&ev));
-        assert!(rows.iter().all(|r| r.name != "decode_step"), "user scopes are not operators");
+        assert!(
+            rows.iter().all(|r| r.name != "decode_step"),
+            "user scopes are not operators"
+        );
 
         // aten::mm (External ids 3, 14, 25): nvjet 1383.896 + 1379.095 + 1379.928 and memsets
         // 0.768 + 1.088 + 0.800 µs → 4145.575 µs, all its own; nothing nested launches more.
@@ -416,10 +475,16 @@ mod tests {
         // softmax kernels 383.398 + 387.078 + 385.863; copy kernels 207.172 + 204.068 + 203.843.
         assert_eq!(row(&rows, "aten::_softmax").self_cuda_ns, 1_156_339);
         assert_eq!(row(&rows, "aten::copy_").self_cuda_ns, 615_083);
-        assert_eq!(row(&rows, "aten::softmax").total_cuda_ns, 1_156_339 + 615_083);
+        assert_eq!(
+            row(&rows, "aten::softmax").total_cuda_ns,
+            1_156_339 + 615_083
+        );
 
         let order: Vec<&str> = rows.iter().take(4).map(|r| r.name.as_str()).collect();
-        assert_eq!(order, ["aten::mm", "aten::_softmax", "aten::copy_", "aten::sum"]);
+        assert_eq!(
+            order,
+            ["aten::mm", "aten::_softmax", "aten::copy_", "aten::sum"]
+        );
         // No GPU time is lost or counted twice: self CUDA over all rows = all GPU work.
         assert_eq!(rows.iter().map(|r| r.self_cuda_ns).sum::<u64>(), 6_214_763);
     }
@@ -430,7 +495,9 @@ mod tests {
         let rows = kernel_table(&ev, &Attribution::new(&ev));
         // nvjet, elementwise copy, softmax, reduce, memset; all inside decode_step.
         assert_eq!(rows.len(), 5);
-        assert!(rows.iter().all(|r| r.stage.as_deref() == Some("decode_step")));
+        assert!(rows
+            .iter()
+            .all(|r| r.stage.as_deref() == Some("decode_step")));
         let gemm = &rows[0];
         assert_eq!(gemm.name, "nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_NNT");
         assert_eq!(gemm.calls, 3);
@@ -481,7 +548,10 @@ mod tests {
         assert_eq!(att.kernel_owner, vec![Some(2)]);
         assert_eq!(att.kernel_stage, vec![Some("decode_step".to_string())]);
         let rows = operator_table(&ev, &att);
-        assert_eq!((rows[0].name.as_str(), rows[0].self_cuda_ns), ("cudaGraphLaunch", 40));
+        assert_eq!(
+            (rows[0].name.as_str(), rows[0].self_cuda_ns),
+            ("cudaGraphLaunch", 40)
+        );
     }
 
     #[test]

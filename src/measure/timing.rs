@@ -67,7 +67,8 @@ fn elapsed_ns(a: &Stamp, b: &Stamp) -> Result<u64> {
 
 fn sync_last(stamps: &mut [Stamp]) -> Result<()> {
     if let Some(Stamp::Cuda(last)) = stamps.last_mut() {
-        last.synchronize().context("waiting for the last CUDA timing event")?;
+        last.synchronize()
+            .context("waiting for the last CUDA timing event")?;
     }
     Ok(())
 }
@@ -90,12 +91,20 @@ pub struct StepTimer {
 
 impl StepTimer {
     pub fn new(name: impl Into<String>, clock: ClockKind) -> Self {
-        StepTimer { name: name.into(), clock, marks: Vec::new() }
+        StepTimer {
+            name: name.into(),
+            clock,
+            marks: Vec::new(),
+        }
     }
 
     /// Pre-sizes for `steps` steps.
     pub fn with_capacity(name: impl Into<String>, clock: ClockKind, steps: usize) -> Self {
-        StepTimer { name: name.into(), clock, marks: Vec::with_capacity(steps + 1) }
+        StepTimer {
+            name: name.into(),
+            clock,
+            marks: Vec::with_capacity(steps + 1),
+        }
     }
 
     pub fn mark(&mut self) -> Result<()> {
@@ -117,7 +126,11 @@ impl StepTimer {
             .map(|w| elapsed_ns(&w[0], &w[1]))
             .collect::<Result<Vec<u64>>>()
             .with_context(|| format!("timer {:?}", self.name))?;
-        Ok(Samples { name: self.name, clock: self.clock, durations_ns })
+        Ok(Samples {
+            name: self.name,
+            clock: self.clock,
+            durations_ns,
+        })
     }
 }
 
@@ -137,7 +150,11 @@ pub struct StageTime {
 
 impl StageTimer {
     pub fn new(clock: ClockKind) -> Self {
-        StageTimer { clock, open: Vec::new(), closed: Vec::new() }
+        StageTimer {
+            clock,
+            open: Vec::new(),
+            closed: Vec::new(),
+        }
     }
 
     pub fn begin(&mut self, name: impl Into<String>) -> Result<()> {
@@ -169,7 +186,10 @@ impl StageTimer {
         self.closed
             .iter()
             .map(|(name, start, end)| {
-                Ok(StageTime { name: name.clone(), duration_ns: elapsed_ns(start, end)? })
+                Ok(StageTime {
+                    name: name.clone(),
+                    duration_ns: elapsed_ns(start, end)?,
+                })
             })
             .collect()
     }

@@ -20,7 +20,10 @@ fn cpu_profile_finds_mm_with_its_flops_inside_the_user_scope() {
     let _lock = PROFILER.lock().unwrap_or_else(|e| e.into_inner());
     let dir = scratch_dir("kineto-cpu");
     let trace = dir.join("trace.json");
-    let config = ProfilerConfig { activity_cuda: false, ..ProfilerConfig::detect() };
+    let config = ProfilerConfig {
+        activity_cuda: false,
+        ..ProfilerConfig::detect()
+    };
 
     let session = KinetoSession::start(config).expect("start profiler");
     let a = Tensor::ones([64, 128], (Kind::Float, Device::Cpu));
@@ -33,10 +36,19 @@ fn cpu_profile_finds_mm_with_its_flops_inside_the_user_scope() {
     let profile = session.finish(Some(&trace)).expect("stop profiler");
 
     let ops = &profile.events.ops;
-    let mm = ops.iter().find(|o| o.name == "aten::mm").expect("aten::mm recorded");
-    assert_eq!(mm.flops, 2 * 64 * 128 * 32, "FLOPs of a 64×128 @ 128×32 matmul");
+    let mm = ops
+        .iter()
+        .find(|o| o.name == "aten::mm")
+        .expect("aten::mm recorded");
+    assert_eq!(
+        mm.flops,
+        2 * 64 * 128 * 32,
+        "FLOPs of a 64×128 @ 128×32 matmul"
+    );
     assert_eq!(mm.input_shapes, "[[64, 128], [128, 32]]");
-    assert!(ops.iter().any(|o| o.kind == HostKind::UserScope && o.name == "decode_step"));
+    assert!(ops
+        .iter()
+        .any(|o| o.kind == HostKind::UserScope && o.name == "decode_step"));
 
     let att = Attribution::new(&profile.events);
     let mm_index = ops.iter().position(|o| o.name == "aten::mm").unwrap();
@@ -45,7 +57,10 @@ fn cpu_profile_finds_mm_with_its_flops_inside_the_user_scope() {
 
     let rows = operator_table(&profile.events, &att);
     let mm_row = rows.iter().find(|r| r.name == "aten::mm").unwrap();
-    assert_eq!((mm_row.calls, mm_row.flops, mm_row.self_cuda_ns), (1, 2 * 64 * 128 * 32, 0));
+    assert_eq!(
+        (mm_row.calls, mm_row.flops, mm_row.self_cuda_ns),
+        (1, 2 * 64 * 128 * 32, 0)
+    );
     assert!(mm_row.self_cpu_ns > 0 && mm_row.self_cpu_ns <= mm_row.total_cpu_ns);
 
     // The saved Chrome trace reads back with the same op.
@@ -54,8 +69,12 @@ fn cpu_profile_finds_mm_with_its_flops_inside_the_user_scope() {
     assert!(back.ops.iter().any(|o| o.name == "aten::mm"));
 
     let (ops_md, kernels_md) = write_tables(&profile.events, &dir).expect("tables written");
-    assert!(std::fs::read_to_string(ops_md).unwrap().contains("| aten::mm | Op | 1 |"));
-    assert!(std::fs::read_to_string(kernels_md).unwrap().starts_with("# Kernels"));
+    assert!(std::fs::read_to_string(ops_md)
+        .unwrap()
+        .contains("| aten::mm | Op | 1 |"));
+    assert!(std::fs::read_to_string(kernels_md)
+        .unwrap()
+        .starts_with("# Kernels"));
 }
 
 #[test]
@@ -65,7 +84,10 @@ fn cuda_profile_attributes_kernels_and_shim_cuda_calls_work() {
     use llmprof::measure::timing::{ClockKind, StepTimer};
 
     let _lock = PROFILER.lock().unwrap_or_else(|e| e.into_inner());
-    assert!(ffi::cuda_device_count() > 0, "this test needs a CUDA device");
+    assert!(
+        ffi::cuda_device_count() > 0,
+        "this test needs a CUDA device"
+    );
     let dev = Device::Cuda(0);
     let a = Tensor::randn([1024, 1024], (Kind::BFloat16, dev));
     let b = Tensor::randn([1024, 1024], (Kind::BFloat16, dev));
@@ -81,12 +103,20 @@ fn cuda_profile_attributes_kernels_and_shim_cuda_calls_work() {
     let profile = session.finish(None).expect("stop profiler");
     let att = Attribution::new(&profile.events);
     let ops = operator_table(&profile.events, &att);
-    let mm = ops.iter().find(|r| r.name == "aten::mm").expect("aten::mm row");
+    let mm = ops
+        .iter()
+        .find(|r| r.name == "aten::mm")
+        .expect("aten::mm row");
     assert!(mm.self_cuda_ns > 0, "GEMM kernel charged to aten::mm");
     assert_eq!(mm.flops, 2 * 1024 * 1024 * 1024);
     let kernels = kernel_table(&profile.events, &att);
     assert!(!kernels.is_empty());
-    assert!(kernels.iter().all(|k| k.stage.as_deref() == Some("decode_step")), "{kernels:?}");
+    assert!(
+        kernels
+            .iter()
+            .all(|k| k.stage.as_deref() == Some("decode_step")),
+        "{kernels:?}"
+    );
 
     // CUDA events: one per step, read at the end.
     let mut timer = StepTimer::new("mm", ClockKind::CudaEvents);
@@ -112,7 +142,7 @@ fn cuda_profile_attributes_kernels_and_shim_cuda_calls_work() {
     let mut graph = ffi::CudaGraph::new().unwrap();
     graph
         .capture(|| -> Result<(), ffi::ShimError> {
-            let _ = out.copy_(&a.mm(&b));
+            out.copy_(&a.mm(&b));
             Ok(())
         })
         .unwrap();
