@@ -2,6 +2,7 @@
 mod bad_input;
 mod conformance;
 mod front_end;
+mod kineto;
 mod stage2;
 mod support;
 

@@ -1,3 +1,9 @@
-//! Measurement helpers that need no model: peak FLOP/s and bandwidth of a GPU.
-
+//! Measurement: Kineto operator/kernel tables, CUDA-event and host timers, statistics, NVML
+//! sampling and NVTX ranges. Nothing here knows about the model.
+pub mod kineto;
+pub mod nvml;
+pub mod nvtx;
+pub mod ops;
+pub mod stats;
+pub mod timing;
 pub mod peaks;

@@ -1,0 +1,130 @@
+/*
+ * llmprof shim: a C interface over the parts of libtorch that tch does not bind
+ * (Kineto profiler, user scopes, CUDA events, caching-allocator statistics, CUDA graphs).
+ *
+ * Conventions:
+ *  - No C++ exception crosses this boundary. Every fallible function returns 0 on success and
+ *    -1 on failure; the message is then available through llmprof_last_error() (per thread).
+ *  - Handles are opaque pointers created by *_create / *_stop / *_begin and released by the
+ *    matching *_destroy / *_free / *_end; passing NULL to a release function is a no-op.
+ *  - Times are nanoseconds unless the name says otherwise.
+ */
+#ifndef LLMPROF_SHIM_H
+#define LLMPROF_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Copies the calling thread's last error message (NUL-terminated, truncated to buf_len) and
+ * returns its full length in bytes (without the NUL). */
+size_t llmprof_last_error(char* buf, size_t buf_len);
+
+/* ---- Kineto profiler --------------------------------------------------------------------- */
+
+typedef struct llmprof_profiler_config {
+  uint8_t record_shapes;
+  uint8_t profile_memory;
+  uint8_t with_stack;
+  uint8_t with_flops;
+  uint8_t with_modules;
+  uint8_t activity_cpu;
+  uint8_t activity_cuda;
+} llmprof_profiler_config;
+
+/* One event of a finished profile. The strings belong to the profile and live until
+ * llmprof_profile_free. */
+typedef struct llmprof_event {
+  const char* name;
+  const char* input_shapes; /* e.g. "[[8192, 8192], [8192, 8192]]"; "" when not recorded */
+  const char* input_dtypes; /* e.g. "[BFloat16, BFloat16]"; "" when not recorded */
+  const char* stack;        /* frames joined by '\n'; "" when not recorded */
+  int32_t device_type;      /* c10::DeviceType: 0 = CPU, 1 = CUDA */
+  int32_t device_index;
+  uint8_t activity_type;    /* libkineto::ActivityType (0 cpu_op, 1 user_annotation, ...) */
+  uint8_t scope;            /* at::RecordScope (7 = USER_SCOPE) for CPU ops */
+  uint8_t is_async;
+  uint64_t start_ns;        /* Unix epoch nanoseconds */
+  uint64_t duration_ns;
+  uint64_t flops;           /* 0 when unknown */
+  uint64_t correlation_id;  /* cpu op: its id; runtime call / GPU activity: CUPTI correlation */
+  uint64_t linked_correlation_id; /* runtime call / GPU activity: id of the launching cpu op */
+  uint64_t start_thread_id;
+  int64_t device_resource_id; /* GPU: stream id; CPU: thread id as Kineto reports it */
+  int64_t sequence_nr;
+  int64_t n_bytes;
+} llmprof_event;
+
+typedef struct llmprof_profile llmprof_profile;
+
+int llmprof_profiler_start(const llmprof_profiler_config* config);
+int llmprof_profiler_stop(llmprof_profile** out);
+size_t llmprof_profile_len(const llmprof_profile* profile);
+int llmprof_profile_event(const llmprof_profile* profile, size_t index, llmprof_event* out);
+uint64_t llmprof_profile_trace_start_ns(const llmprof_profile* profile);
+/* Writes the Chrome/Perfetto trace JSON. */
+int llmprof_profile_save(llmprof_profile* profile, const char* path);
+void llmprof_profile_free(llmprof_profile* profile);
+
+/* ---- User scopes (at::RecordFunction with USER_SCOPE) ------------------------------------ */
+
+typedef struct llmprof_scope llmprof_scope;
+int llmprof_scope_begin(const char* name, llmprof_scope** out);
+/* Ends and frees the scope. Must run on the thread that began it. */
+void llmprof_scope_end(llmprof_scope* scope);
+
+/* ---- CUDA -------------------------------------------------------------------------------- */
+
+/* Number of visible CUDA devices (0 without a GPU or driver; never an error). */
+int llmprof_cuda_device_count(void);
+int llmprof_cuda_current_device(int32_t* out);
+/* Streaming multiprocessor count of `device` (cudaDevAttrMultiProcessorCount). */
+int llmprof_cuda_sm_count(int32_t device, int32_t* out);
+int llmprof_cuda_stream_synchronize(void); /* current stream of the current device */
+int llmprof_cuda_device_synchronize(void);
+
+typedef struct llmprof_cuda_event llmprof_cuda_event;
+/* A timing-enabled event. */
+int llmprof_cuda_event_create(llmprof_cuda_event** out);
+/* Records on the current stream of the current device. */
+int llmprof_cuda_event_record(llmprof_cuda_event* event);
+int llmprof_cuda_event_synchronize(llmprof_cuda_event* event);
+/* Milliseconds from start to end; both must be recorded and complete. */
+int llmprof_cuda_event_elapsed_ms(const llmprof_cuda_event* start, const llmprof_cuda_event* end,
+                                  float* out);
+void llmprof_cuda_event_destroy(llmprof_cuda_event* event);
+
+typedef struct llmprof_allocator_stats {
+  int64_t allocated_bytes_current;
+  int64_t allocated_bytes_peak;
+  int64_t reserved_bytes_current;
+  int64_t reserved_bytes_peak;
+  int64_t active_bytes_current;
+  int64_t active_bytes_peak;
+  int64_t requested_bytes_current;
+  int64_t requested_bytes_peak;
+  int64_t num_alloc_retries;
+  int64_t num_ooms;
+} llmprof_allocator_stats;
+
+int llmprof_cuda_allocator_stats(int32_t device, llmprof_allocator_stats* out);
+int llmprof_cuda_allocator_reset_peak(int32_t device);
+
+typedef struct llmprof_cuda_graph llmprof_cuda_graph;
+int llmprof_cuda_graph_create(llmprof_cuda_graph** out);
+/* Takes a stream from the pool, makes it current and begins capture on it. */
+int llmprof_cuda_graph_capture_begin(llmprof_cuda_graph* graph);
+/* Ends capture (instantiates the graph) and restores the previous current stream. */
+int llmprof_cuda_graph_capture_end(llmprof_cuda_graph* graph);
+/* Launches the graph on the current stream. */
+int llmprof_cuda_graph_replay(llmprof_cuda_graph* graph);
+void llmprof_cuda_graph_destroy(llmprof_cuda_graph* graph);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LLMPROF_SHIM_H */

@@ -1,0 +1,412 @@
+//! NVML: a background sampler thread (power, energy counter, clocks, utilisation, memory,
+//! temperature, throttle reasons) written to `nvml.csv` and averaged over time windows, and the
+//! static GPU properties that peak derivation needs. Never panics: without a driver the result
+//! is "NVML unavailable: <reason>", a value.
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
+use nvml_wrapper::Nvml;
+
+/// Why NVML could not be used (no driver, no device, ...). Displays as
+/// `NVML unavailable: <reason>`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NvmlUnavailable {
+    pub reason: String,
+}
+
+impl std::fmt::Display for NvmlUnavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NVML unavailable: {}", self.reason)
+    }
+}
+
+/// One NVML reading. A field is `None` when the device does not support it or the call failed.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct NvmlSample {
+    /// Unix epoch nanoseconds (the same clock as Kineto timestamps).
+    pub unix_ns: u64,
+    pub power_mw: Option<u32>,
+    /// Energy since the driver was loaded, millijoules (Volta and newer).
+    pub total_energy_mj: Option<u64>,
+    pub sm_clock_mhz: Option<u32>,
+    pub mem_clock_mhz: Option<u32>,
+    /// Percent of the last sample period with a kernel running.
+    pub gpu_util_pct: Option<u32>,
+    /// Percent of the last sample period with device memory being read or written.
+    pub mem_util_pct: Option<u32>,
+    pub mem_used_bytes: Option<u64>,
+    pub temperature_c: Option<u32>,
+    /// NVML clock-throttle reason bits (`nvmlClocksThrottleReasons`), 0 = not throttled.
+    pub throttle_reasons: Option<u64>,
+}
+
+/// Means of the samples that fall inside one `[start_ns, end_ns]` window.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct WindowMean {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Samples inside the window; 0 when the window is shorter than the interval.
+    pub samples: usize,
+    pub power_w: Option<f64>,
+    /// Energy counter difference between the first and last sample inside the window, joules.
+    pub energy_j: Option<f64>,
+    pub sm_clock_mhz: Option<f64>,
+    pub mem_clock_mhz: Option<f64>,
+    pub gpu_util_pct: Option<f64>,
+    pub mem_util_pct: Option<f64>,
+    pub mem_used_bytes: Option<f64>,
+    pub temperature_c: Option<f64>,
+    /// Bitwise OR of the throttle reasons seen.
+    pub throttle_reasons: Option<u64>,
+}
+
+/// What a sampling run produced: rows, or why there are none.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct NvmlTrace {
+    pub device_index: u32,
+    pub interval: Duration,
+    pub samples: Vec<NvmlSample>,
+    pub unavailable: Option<NvmlUnavailable>,
+}
+
+/// Samples one GPU on a background thread until `stop`.
+pub struct NvmlSampler {
+    device_index: u32,
+    interval: Duration,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<Vec<NvmlSample>, NvmlUnavailable>>>,
+    unavailable: Option<NvmlUnavailable>,
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+fn read_sample(device: &nvml_wrapper::Device<'_>) -> NvmlSample {
+    let util = device.utilization_rates().ok();
+    NvmlSample {
+        unix_ns: unix_ns(),
+        power_mw: device.power_usage().ok(),
+        total_energy_mj: device.total_energy_consumption().ok(),
+        sm_clock_mhz: device.clock_info(Clock::SM).ok(),
+        mem_clock_mhz: device.clock_info(Clock::Memory).ok(),
+        gpu_util_pct: util.as_ref().map(|u| u.gpu),
+        mem_util_pct: util.as_ref().map(|u| u.memory),
+        mem_used_bytes: device.memory_info().ok().map(|m| m.used),
+        temperature_c: device.temperature(TemperatureSensor::Gpu).ok(),
+        throttle_reasons: device.current_throttle_reasons().ok().map(|r| r.bits()),
+    }
+}
+
+impl NvmlSampler {
+    /// Starts sampling `device_index` every `interval`. Without NVML it returns a sampler that
+    /// records nothing and reports why in `stop()`.
+    pub fn start(device_index: u32, interval: Duration) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut sampler = NvmlSampler {
+            device_index,
+            interval,
+            stop: stop.clone(),
+            thread: None,
+            unavailable: None,
+        };
+        let nvml = match Nvml::init() {
+            Ok(nvml) => nvml,
+            Err(err) => {
+                sampler.unavailable = Some(NvmlUnavailable {
+                    reason: err.to_string(),
+                });
+                return sampler;
+            }
+        };
+        let spawned = std::thread::Builder::new()
+            .name("nvml-sampler".into())
+            .spawn(move || {
+                let device = nvml
+                    .device_by_index(device_index)
+                    .map_err(|err| NvmlUnavailable {
+                        reason: format!("device {device_index}: {err}"),
+                    })?;
+                let mut rows = Vec::new();
+                loop {
+                    rows.push(read_sample(&device));
+                    if stop.load(Ordering::Relaxed) {
+                        return Ok(rows);
+                    }
+                    std::thread::park_timeout(interval);
+                    if stop.load(Ordering::Relaxed) {
+                        rows.push(read_sample(&device));
+                        return Ok(rows);
+                    }
+                }
+            });
+        match spawned {
+            Ok(handle) => sampler.thread = Some(handle),
+            Err(err) => {
+                sampler.unavailable = Some(NvmlUnavailable {
+                    reason: format!("cannot start sampler thread: {err}"),
+                })
+            }
+        }
+        sampler
+    }
+
+    /// Stops the thread (it takes one last sample) and returns everything recorded.
+    pub fn stop(mut self) -> NvmlTrace {
+        let (samples, unavailable) = self.join();
+        NvmlTrace {
+            device_index: self.device_index,
+            interval: self.interval,
+            samples,
+            unavailable,
+        }
+    }
+
+    fn join(&mut self) -> (Vec<NvmlSample>, Option<NvmlUnavailable>) {
+        self.stop.store(true, Ordering::Relaxed);
+        let Some(handle) = self.thread.take() else {
+            return (Vec::new(), self.unavailable.take());
+        };
+        handle.thread().unpark();
+        match handle.join() {
+            Ok(Ok(rows)) => (rows, None),
+            Ok(Err(unavailable)) => (Vec::new(), Some(unavailable)),
+            Err(_) => (
+                Vec::new(),
+                Some(NvmlUnavailable {
+                    reason: "sampler thread panicked".to_string(),
+                }),
+            ),
+        }
+    }
+}
+
+impl Drop for NvmlSampler {
+    fn drop(&mut self) {
+        let _ = self.join();
+    }
+}
+
+fn mean_of<T: Copy>(rows: &[&NvmlSample], field: impl Fn(&NvmlSample) -> Option<T>) -> Option<f64>
+where
+    f64: From<T>,
+{
+    let values: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| field(r))
+        .map(f64::from)
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+impl NvmlTrace {
+    /// A note for the report when NVML was not usable.
+    pub fn note(&self) -> Option<String> {
+        self.unavailable.as_ref().map(ToString::to_string)
+    }
+
+    /// Means over each `(start_ns, end_ns)` window (Unix epoch ns, inclusive).
+    pub fn window_means(&self, windows: &[(u64, u64)]) -> Vec<WindowMean> {
+        windows
+            .iter()
+            .map(|&(start_ns, end_ns)| {
+                let rows: Vec<&NvmlSample> = self
+                    .samples
+                    .iter()
+                    .filter(|s| start_ns <= s.unix_ns && s.unix_ns <= end_ns)
+                    .collect();
+                let energy: Vec<u64> = rows.iter().filter_map(|r| r.total_energy_mj).collect();
+                let energy_j = match (energy.first(), energy.last()) {
+                    (Some(a), Some(b)) if energy.len() >= 2 => {
+                        Some(b.saturating_sub(*a) as f64 / 1000.0)
+                    }
+                    _ => None,
+                };
+                let throttle = rows
+                    .iter()
+                    .filter_map(|r| r.throttle_reasons)
+                    .reduce(|a, b| a | b);
+                WindowMean {
+                    start_ns,
+                    end_ns,
+                    samples: rows.len(),
+                    power_w: mean_of(&rows, |r| r.power_mw).map(|mw| mw / 1000.0),
+                    energy_j,
+                    sm_clock_mhz: mean_of(&rows, |r| r.sm_clock_mhz),
+                    mem_clock_mhz: mean_of(&rows, |r| r.mem_clock_mhz),
+                    gpu_util_pct: mean_of(&rows, |r| r.gpu_util_pct),
+                    mem_util_pct: mean_of(&rows, |r| r.mem_util_pct),
+                    mem_used_bytes: mean_of(&rows, |r| r.mem_used_bytes.map(|b| b as f64)),
+                    temperature_c: mean_of(&rows, |r| r.temperature_c),
+                    throttle_reasons: throttle,
+                }
+            })
+            .collect()
+    }
+
+    /// CSV text: one row per sample, empty cells for unsupported fields. Without NVML the file
+    /// holds the header and a `# NVML unavailable: <reason>` line.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from(
+            "unix_ns,power_mw,total_energy_mj,sm_clock_mhz,mem_clock_mhz,gpu_util_pct,\
+             mem_util_pct,mem_used_bytes,temperature_c,throttle_reasons\n",
+        );
+        if let Some(note) = self.note() {
+            let _ = writeln!(out, "# {note}");
+        }
+        fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+            v.map(|v| v.to_string()).unwrap_or_default()
+        }
+        for s in &self.samples {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{}",
+                s.unix_ns,
+                opt(s.power_mw),
+                opt(s.total_energy_mj),
+                opt(s.sm_clock_mhz),
+                opt(s.mem_clock_mhz),
+                opt(s.gpu_util_pct),
+                opt(s.mem_util_pct),
+                opt(s.mem_used_bytes),
+                opt(s.temperature_c),
+                opt(s.throttle_reasons.map(|r| format!("{r:#x}"))),
+            );
+        }
+        out
+    }
+
+    pub fn write_csv(&self, path: &Path) -> Result<()> {
+        std::fs::write(path, self.to_csv()).with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+/// Static properties of one GPU, for peak FLOP/s and bandwidth derivation.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct GpuProps {
+    pub index: u32,
+    pub name: String,
+    /// e.g. "Hopper" (NVML's DeviceArchitecture).
+    pub architecture: Option<String>,
+    pub compute_capability: Option<(i32, i32)>,
+    /// NVML has no SM count; fill it from the CUDA runtime (`ffi::cuda_sm_count`) in the worker.
+    pub sm_count: Option<u32>,
+    pub cuda_cores: Option<u32>,
+    pub max_sm_clock_mhz: Option<u32>,
+    pub max_mem_clock_mhz: Option<u32>,
+    pub memory_bus_width_bits: Option<u32>,
+    pub memory_total_bytes: Option<u64>,
+    pub power_limit_mw: Option<u32>,
+    pub driver_version: Option<String>,
+}
+
+impl GpuProps {
+    /// Queries device `index` through NVML.
+    pub fn query(index: u32) -> Result<Self, NvmlUnavailable> {
+        let unavailable = |reason: String| NvmlUnavailable { reason };
+        let nvml = Nvml::init().map_err(|e| unavailable(e.to_string()))?;
+        let device = nvml
+            .device_by_index(index)
+            .map_err(|e| unavailable(format!("device {index}: {e}")))?;
+        Ok(GpuProps {
+            index,
+            name: device
+                .name()
+                .map_err(|e| unavailable(format!("device {index} name: {e}")))?,
+            architecture: device.architecture().ok().map(|a| a.to_string()),
+            compute_capability: device
+                .cuda_compute_capability()
+                .ok()
+                .map(|c| (c.major, c.minor)),
+            sm_count: None,
+            cuda_cores: device.num_cores().ok(),
+            max_sm_clock_mhz: device.max_clock_info(Clock::SM).ok(),
+            max_mem_clock_mhz: device.max_clock_info(Clock::Memory).ok(),
+            memory_bus_width_bits: device.memory_bus_width().ok(),
+            memory_total_bytes: device.memory_info().ok().map(|m| m.total),
+            power_limit_mw: device.enforced_power_limit().ok(),
+            driver_version: nvml.sys_driver_version().ok(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(unix_ns: u64, power_mw: u32, energy_mj: u64, sm: u32) -> NvmlSample {
+        NvmlSample {
+            unix_ns,
+            power_mw: Some(power_mw),
+            total_energy_mj: Some(energy_mj),
+            sm_clock_mhz: Some(sm),
+            throttle_reasons: Some(if sm < 1900 { 0x4 } else { 0 }),
+            ..NvmlSample::default()
+        }
+    }
+
+    fn trace() -> NvmlTrace {
+        NvmlTrace {
+            device_index: 0,
+            interval: Duration::from_millis(10),
+            samples: vec![
+                sample(100, 300_000, 1_000, 1980),
+                sample(110, 500_000, 5_000, 1980),
+                sample(120, 700_000, 11_000, 1800),
+                sample(130, 100_000, 12_000, 1980),
+            ],
+            unavailable: None,
+        }
+    }
+
+    #[test]
+    fn window_means_by_hand() {
+        let w = trace().window_means(&[(105, 125), (131, 140)]);
+        // Samples at 110 and 120: power (500 000 + 700 000)/2 mW = 600 W; energy 11000 − 5000 mJ = 6 J;
+        // SM clock (1980 + 1800)/2 = 1890; throttle 0 | 0x4.
+        assert_eq!(w[0].samples, 2);
+        assert!((w[0].power_w.unwrap() - 600.0).abs() < 1e-9);
+        assert!((w[0].energy_j.unwrap() - 6.0).abs() < 1e-12);
+        assert!((w[0].sm_clock_mhz.unwrap() - 1890.0).abs() < 1e-12);
+        assert_eq!(w[0].throttle_reasons, Some(0x4));
+        assert_eq!(w[0].gpu_util_pct, None);
+        // An empty window has no values rather than zeros.
+        assert_eq!(w[1].samples, 0);
+        assert_eq!(w[1].power_w, None);
+        assert_eq!(w[1].energy_j, None);
+    }
+
+    #[test]
+    fn csv_leaves_unsupported_fields_empty() {
+        let csv = trace().to_csv();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 5);
+        assert_eq!(lines[1], "100,300000,1000,1980,,,,,,0x0");
+    }
+
+    #[test]
+    fn without_a_driver_nvml_is_a_value_not_an_error() {
+        // On a machine with a driver this samples for real; either way nothing panics.
+        let trace = NvmlSampler::start(0, Duration::from_millis(5)).stop();
+        match &trace.unavailable {
+            Some(u) => {
+                assert!(trace.samples.is_empty());
+                assert!(u.to_string().starts_with("NVML unavailable: "));
+                assert!(trace.to_csv().contains("# NVML unavailable: "));
+            }
+            None => assert!(!trace.samples.is_empty()),
+        }
+        if let Err(u) = GpuProps::query(0) {
+            assert!(!u.reason.is_empty());
+        }
+    }
+}
