@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# llmprof bootstrap: installs what is missing, builds the release binaries, then links models and
+# datasets. Idempotent; `--yes` answers every question with yes (CI, scripted setups).
+#   ./bootstrap.sh --yes            full setup
+#   LIBTORCH=/path/to/libtorch ./bootstrap.sh --yes   use an existing libtorch 2.11.0 instead of pip
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+ROOT="$PWD"
+YES=0
+for a in "$@"; do
+  case "$a" in
+    --yes|-y) YES=1 ;;
+    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
+    *) echo "bootstrap.sh: unknown argument '$a' (use --yes)" >&2; exit 2 ;;
+  esac
+done
+say() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
+ask() { [ "$YES" = 1 ] && return 0; read -r -p "$1 [y/N] " r; [ "$r" = y ] || [ "$r" = Y ]; }
+
+TORCH_VERSION=2.11.0
+# CUDA runtime headers for the C++ shim (crt/host_config.h is not in the runtime wheel torch pulls).
+CUDA_CRT=nvidia-cuda-crt==13.0.88
+
+# 1. System packages: libclang for nvtx-sys (bindgen), a font for plot labels, binutils for checks.
+APT_PKGS="libclang-dev fonts-dejavu-core binutils g++ python3-venv"
+missing=""
+for p in $APT_PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" = 0 ] && ask "install apt packages:$missing?"; then
+    say "apt-get install$missing"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+  else
+    echo "missing system packages:$missing — install them with: sudo apt-get install -y$missing" >&2
+    exit 1
+  fi
+fi
+
+# 2. Rust toolchain.
+if ! command -v cargo >/dev/null; then
+  echo "cargo not found — install Rust with: curl https://sh.rustup.rs -sSf | sh" >&2
+  exit 1
+fi
+
+# 3. libtorch 2.11.0: $LIBTORCH, or a venv with torch==2.11.0 (the PyPI wheel ships libtorch).
+if [ -n "${LIBTORCH:-}" ]; then
+  say "using LIBTORCH=$LIBTORCH"
+  export LIBTORCH
+else
+  PY="$ROOT/.venv/bin/python"
+  if [ ! -x "$PY" ]; then
+    ask "create .venv with torch==$TORCH_VERSION (about 3 GB)?" || { echo "no libtorch: set LIBTORCH or rerun with --yes" >&2; exit 1; }
+    say "creating .venv"
+    python3 -m venv "$ROOT/.venv"
+  fi
+  if ! "$PY" -c "import torch,sys; sys.exit(0 if torch.__version__.split('+')[0]=='$TORCH_VERSION' else 1)" 2>/dev/null; then
+    say "pip install torch==$TORCH_VERSION"
+    "$PY" -m pip install -q --upgrade pip
+    "$PY" -m pip install -q "torch==$TORCH_VERSION"
+  fi
+  site=$("$PY" -c "import torch,os; print(os.path.dirname(os.path.dirname(torch.__file__)))")
+  if [ ! -f "$site/nvidia/cu13/include/crt/host_config.h" ]; then
+    say "pip install $CUDA_CRT (CUDA headers for the shim)"
+    "$PY" -m pip install -q --no-deps "$CUDA_CRT"
+  fi
+  export LIBTORCH_USE_PYTORCH=1
+  export PATH="$ROOT/.venv/bin:$PATH"
+fi
+
+# 4. Build both binaries (llmprof front end, llmprof-worker with libtorch).
+say "cargo build --release"
+cargo build --release --locked
+say "built: $ROOT/target/release/llmprof ($(target/release/llmprof --version))"
+
+# 5. Datasets, then models (each idempotent; symlinks are git-ignored).
+for b in datasets/*/bootstrap.sh; do
+  [ -f "$b" ] && { say "$b"; bash "$b"; }
+done
+if [ -f models/bootstrap.sh ]; then
+  say "models/bootstrap.sh"
+  bash models/bootstrap.sh || say "models/bootstrap.sh reported missing files: synthetic weights still work (model.weights=synthetic)"
+fi
+say "done. Run: target/release/llmprof stage1"

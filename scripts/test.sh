@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The test command (README): unit and integration tests of both binaries, on CPU.
+# GPU tests are `#[ignore]`d here; scripts/gpu_smoke.sh runs them on a GPU machine.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if [ -z "${LIBTORCH:-}" ]; then
+  export LIBTORCH_USE_PYTORCH=1
+  export PATH="$PWD/.venv/bin:$PATH"
+fi
+cargo test --release --locked "$@"
