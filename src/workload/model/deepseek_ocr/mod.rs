@@ -2,6 +2,9 @@
 //! MoE decoder, and the model-level entry points `encode_images`, `prefill`, `decode_step`.
 //! Region boundaries are reported to a `RegionObserver`; no timing here.
 
+pub mod analytic;
+pub mod analytic_params;
+pub mod analytic_report;
 pub mod attention;
 pub mod clip;
 pub mod config;

@@ -1,0 +1,257 @@
+//! Parameter counts and weight bytes of DeepSeek-OCR by module (spec §6), from `ArchConfig`
+//! alone; they sum to the checkpoint's tensor list (`weights::expected_tensors`).
+
+use super::config::ArchConfig;
+use serde::Serialize;
+
+/// Parameters of one routed expert (gate, up, down).
+pub fn expert_params(cfg: &ArchConfig) -> u64 {
+    3 * (cfg.decoder.hidden_size * cfg.decoder.moe_intermediate_size) as u64
+}
+
+/// Parameters of one decoder layer, by module.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct DecoderLayerParams {
+    pub attention: u64,
+    /// input_layernorm + post_attention_layernorm.
+    pub norms: u64,
+    pub dense_mlp: u64,
+    /// All routed experts of the layer.
+    pub routed_experts: u64,
+    pub shared_experts: u64,
+    pub router: u64,
+}
+
+impl DecoderLayerParams {
+    pub fn total(&self) -> u64 {
+        self.attention
+            + self.norms
+            + self.dense_mlp
+            + self.routed_experts
+            + self.shared_experts
+            + self.router
+    }
+}
+
+/// Parameter counts by module (spec §6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ParamCounts {
+    /// Incl. pos_embed, neck and compressor.
+    pub sam: u64,
+    /// Incl. the unused patch_embedding.
+    pub clip: u64,
+    /// Projector linear + image_newline + view_seperator.
+    pub projector: u64,
+    pub embedding: u64,
+    pub layers: Vec<DecoderLayerParams>,
+    pub final_norm: u64,
+    pub lm_head: u64,
+}
+
+impl ParamCounts {
+    pub fn decoder(&self) -> u64 {
+        self.embedding
+            + self
+                .layers
+                .iter()
+                .map(DecoderLayerParams::total)
+                .sum::<u64>()
+            + self.final_norm
+            + self.lm_head
+    }
+    pub fn total(&self) -> u64 {
+        self.sam + self.clip + self.projector + self.decoder()
+    }
+    /// (module, params) rows; decoder layers as `decoder.layers.{i}.{module}`, zero rows left out.
+    pub fn rows(&self) -> Vec<(String, u64)> {
+        let mut v = vec![
+            ("sam".to_string(), self.sam),
+            ("clip".into(), self.clip),
+            ("projector".into(), self.projector),
+            ("embed_tokens".into(), self.embedding),
+        ];
+        for (i, l) in self.layers.iter().enumerate() {
+            for (name, n) in [
+                ("attention", l.attention),
+                ("norms", l.norms),
+                ("dense_mlp", l.dense_mlp),
+                ("router", l.router),
+                ("routed_experts", l.routed_experts),
+                ("shared_experts", l.shared_experts),
+            ] {
+                if n > 0 {
+                    v.push((format!("decoder.layers.{i}.{name}"), n));
+                }
+            }
+        }
+        v.push(("decoder.norm".into(), self.final_norm));
+        v.push(("lm_head".into(), self.lm_head));
+        v
+    }
+}
+
+/// Parameter counts from the config dims (the tensor list of spec §6 / `weights::expected_tensors`).
+pub fn params_by_module(cfg: &ArchConfig) -> ParamCounts {
+    let s = &cfg.sam;
+    let (w, m, hd) = (s.width, s.mlp_dim, s.width / s.heads);
+    let g = cfg.sam_pos_grid();
+    let block = |l: i64| {
+        4 * w + (3 * w * w + 3 * w) + (w * w + w) + 2 * (2 * l - 1) * hd + 2 * w * m + m + w
+    };
+    let blocks: i64 = (0..s.depth)
+        .map(|i| {
+            block(if s.global_attn_indexes.contains(&i) {
+                g
+            } else {
+                s.window_size
+            })
+        })
+        .sum();
+    let o = s.out_chans;
+    let (compressor, _) = s
+        .downsample_channels
+        .iter()
+        .fold((0, o), |(acc, cin), &cout| (acc + cout * cin * 9, cout));
+    let sam = (w * 3 * s.patch_size * s.patch_size + w)
+        + g * g * w
+        + blocks
+        + (o * w + 2 * o + o * o * 9 + 2 * o)
+        + compressor;
+    let c = &cfg.clip;
+    let cw = c.width;
+    let clip = cw
+        + cw * 3 * c.patch_size * c.patch_size
+        + c.num_positions * cw
+        + 2 * cw
+        + c.layers
+            * (4 * cw
+                + (3 * cw * cw + 3 * cw)
+                + (cw * cw + cw)
+                + 2 * cw * c.mlp_dim
+                + c.mlp_dim
+                + cw);
+    let p = &cfg.projector;
+    let projector = p.n_embed * p.input_dim + p.n_embed + 2 * p.n_embed;
+    let d = &cfg.decoder;
+    let h = d.hidden_size;
+    let (q, kv) = (
+        d.num_attention_heads * d.head_dim,
+        d.num_key_value_heads * d.head_dim,
+    );
+    let layers = (0..d.num_hidden_layers)
+        .map(|i| {
+            let dense = i < d.first_k_dense_replace;
+            let moe = |x: i64| if dense { 0 } else { x as u64 };
+            DecoderLayerParams {
+                attention: (2 * h * q + 2 * h * kv) as u64,
+                norms: 2 * h as u64,
+                dense_mlp: if dense {
+                    (3 * h * d.intermediate_size) as u64
+                } else {
+                    0
+                },
+                routed_experts: moe(d.n_routed_experts) * expert_params(cfg),
+                shared_experts: moe(3 * h * cfg.shared_intermediate()),
+                router: moe(d.n_routed_experts * h),
+            }
+        })
+        .collect();
+    ParamCounts {
+        sam: sam as u64,
+        clip: clip as u64,
+        projector: projector as u64,
+        embedding: (d.vocab_size * h) as u64,
+        layers,
+        final_norm: h as u64,
+        lm_head: (d.vocab_size * h) as u64,
+    }
+}
+
+/// (module, bytes) for every row of [`ParamCounts::rows`], all weights stored as `dtype_bytes`.
+pub fn weight_bytes(cfg: &ArchConfig, dtype_bytes: u64) -> Vec<(String, u64)> {
+    params_by_module(cfg)
+        .rows()
+        .into_iter()
+        .map(|(name, n)| (name, n * dtype_bytes))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::weights::{expected_tensors, Part, TensorSpec};
+    use super::*;
+
+    fn tensor_sum(cfg: &ArchConfig, part: Part, prefix: &str) -> u64 {
+        expected_tensors(cfg, part)
+            .iter()
+            .filter(|t| t.name.starts_with(prefix))
+            .map(TensorSpec::numel)
+            .sum::<i64>() as u64
+    }
+
+    #[test]
+    fn real_config_matches_spec_6() {
+        let cfg = ArchConfig::deepseek_ocr();
+        let p = params_by_module(&cfg);
+        assert_eq!(p.total(), 3_336_106_240);
+        assert_eq!(p.decoder(), 2_934_734_080);
+        assert_eq!(p.sam, 95_569_152);
+        assert_eq!(p.clip, 303_177_728);
+        assert_eq!(p.projector, 2_625_280);
+        assert_eq!(p.embedding, 165_478_400);
+        assert_eq!(p.lm_head, 165_478_400);
+        let sum = |f: fn(&DecoderLayerParams) -> u64| p.layers.iter().map(f).sum::<u64>();
+        assert_eq!(sum(|l| l.attention), 78_643_200);
+        assert_eq!(sum(|l| l.dense_mlp), 26_296_320);
+        assert_eq!(sum(|l| l.routed_experts), 2_422_210_560);
+        assert_eq!(sum(|l| l.shared_experts), 75_694_080);
+        assert_eq!(sum(|l| l.router), 901_120);
+        // Active per token excl. embed/head: spec §6 says 408,648,960 (incl. norms).
+        let active = sum(|l| l.attention + l.dense_mlp + l.shared_experts + l.router + l.norms)
+            + 11 * 6 * expert_params(&cfg)
+            + p.final_norm;
+        assert_eq!(active, 408_648_960);
+        assert_eq!(active + p.lm_head, 574_127_360);
+        let bytes: u64 = weight_bytes(&cfg, 2).iter().map(|(_, b)| b).sum();
+        assert_eq!(bytes, 6_672_212_480);
+    }
+
+    /// Same sums as the checkpoint tensor list, for both constructors.
+    #[test]
+    fn sums_match_expected_tensors() {
+        for cfg in [ArchConfig::deepseek_ocr(), ArchConfig::tiny()] {
+            let p = params_by_module(&cfg);
+            assert_eq!(p.sam, tensor_sum(&cfg, Part::Sam, ""));
+            assert_eq!(p.clip, tensor_sum(&cfg, Part::Clip, ""));
+            assert_eq!(p.projector, tensor_sum(&cfg, Part::Projector, ""));
+            assert_eq!(p.decoder(), tensor_sum(&cfg, Part::Decoder, ""));
+            for (i, l) in p.layers.iter().enumerate() {
+                let layer = format!("model.layers.{i}.");
+                assert_eq!(
+                    l.total(),
+                    tensor_sum(&cfg, Part::Decoder, &layer),
+                    "layer {i}"
+                );
+                let attn = tensor_sum(&cfg, Part::Decoder, &format!("{layer}self_attn."));
+                assert_eq!(l.attention, attn);
+                let experts = tensor_sum(&cfg, Part::Decoder, &format!("{layer}mlp.experts."));
+                assert_eq!(l.routed_experts, experts);
+            }
+            let rows: u64 = p.rows().iter().map(|(_, n)| n).sum();
+            assert_eq!(rows, p.total());
+        }
+    }
+
+    /// Hand-computed decoder params of `ArchConfig::tiny()`.
+    #[test]
+    fn tiny_decoder_by_hand() {
+        let p = params_by_module(&ArchConfig::tiny());
+        assert_eq!(p.embedding, 20_480); // 320·64
+        assert_eq!(p.layers[0].attention, 16_384); // 4·64²
+        assert_eq!(p.layers[0].dense_mlp, 18_432); // 3·64·96
+        assert_eq!(p.layers[1].routed_experts, 49_152); // 8·3·64·32
+        assert_eq!(p.layers[1].shared_experts, 6_144); // 3·64·32
+        assert_eq!(p.layers[1].router, 512); // 8·64
+        assert_eq!(p.decoder(), 148_288);
+    }
+}
