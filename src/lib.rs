@@ -4,6 +4,7 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod dataset;
 pub mod ffi;
 pub mod logging;
 pub mod measure;
