@@ -13,3 +13,4 @@ pub mod roofline;
 pub mod run_dir;
 pub mod spec;
 pub mod vendor;
+pub mod report;

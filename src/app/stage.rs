@@ -57,7 +57,8 @@ fn run_one(command: &str, composed: &Composed, wanted_dir: &Path) -> Result<(Pat
         .with_context(|| format!("opening the log in {}", dir.path.display()))?;
     *CURRENT_RUN.lock().expect("not poisoned") = Some(dir.path.clone());
     tracing::info!(dir = %dir.path.display(), "{command}: run directory");
-    let result = launch_worker(command, &dir.path);
+    let base_dir = composed_base_dir(composed);
+    let result = launch_worker(command, &dir.path, &base_dir);
     let state = match &result {
         Ok(()) => {
             dir.finish(RunState::Succeeded, None)?;
@@ -76,6 +77,15 @@ fn run_one(command: &str, composed: &Composed, wanted_dir: &Path) -> Result<(Pat
     Ok((dir.path, state))
 }
 
+/// The repository holding the config directory: relative data paths (datasets/…, models/…)
+/// are read from there when they do not exist in the current directory.
+fn composed_base_dir(composed: &Composed) -> PathBuf {
+    match composed.hydra.get_path("runtime.config_sources.0.path") {
+        Some(Node::Str(conf)) => Path::new(conf).parent().map(Path::to_path_buf).unwrap_or_default(),
+        _ => PathBuf::from("."),
+    }
+}
+
 /// The workload binary next to this one (or `LLMPROF_WORKER`).
 pub fn worker_path() -> Result<PathBuf> {
     if let Ok(p) = std::env::var("LLMPROF_WORKER") {
@@ -85,7 +95,7 @@ pub fn worker_path() -> Result<PathBuf> {
     Ok(exe.with_file_name("llmprof-worker"))
 }
 
-fn launch_worker(command: &str, run_dir: &Path) -> Result<()> {
+fn launch_worker(command: &str, run_dir: &Path, base_dir: &Path) -> Result<()> {
     let worker = worker_path()?;
     if !worker.is_file() {
         bail!(
@@ -96,6 +106,7 @@ fn launch_worker(command: &str, run_dir: &Path) -> Result<()> {
     let status = std::process::Command::new(&worker)
         .arg(command)
         .arg(run_dir)
+        .env("LLMPROF_BASE_DIR", base_dir)
         .status()
         .with_context(|| format!("starting {}", worker.display()))?;
     match status.code() {

@@ -34,7 +34,10 @@ fn run() -> Result<()> {
             let tree = llmprof::config::yaml::parse(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
             let spec = llmprof::spec::RunSpec::from_tree(&tree)?;
             tracing::info!(cuda = tch::Cuda::is_available(), device = %spec.device, "worker started");
-            bail!("the {command} workload is not implemented in this build yet")
+            match command.as_str() {
+                "stage1" => workload::stage1::run(&spec, &dir),
+                other => bail!("the {other} workload is not implemented in this build yet"),
+            }
         }
         other => bail!("unknown worker command '{other}'"),
     }

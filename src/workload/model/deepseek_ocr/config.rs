@@ -222,7 +222,7 @@ impl ArchConfig {
                 routed_scaling_factor: 1.0,
                 rms_norm_eps: 1e-6,
                 rope_theta: 10000.0,
-                max_position_embeddings: 512,
+                max_position_embeddings: 4096,
             },
             tokens: TokenConfig {
                 bos_token_id: 0,

@@ -57,6 +57,22 @@ impl ByteTokenizer {
     }
 }
 
+impl ByteTokenizer {
+    /// Bytes plus the given special ids (BOS/EOS/pad/`<image>`): the fallback for a real-size
+    /// model when no tokenizer.json is available.
+    pub fn with_special(special: SpecialIds) -> Self {
+        ByteTokenizer {
+            added: vec![
+                ("<｜begin▁of▁sentence｜>", special.bos),
+                ("<｜end▁of▁sentence｜>", special.eos),
+                ("<｜▁pad▁｜>", special.pad),
+                ("<image>", special.image),
+            ],
+            special,
+        }
+    }
+}
+
 impl TokenIds for ByteTokenizer {
     fn encode(&self, text: &str) -> Result<Vec<i64>> {
         let mut out = Vec::new();

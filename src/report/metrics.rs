@@ -1,0 +1,185 @@
+//! metrics.json: versioned schema (docs/metrics-schema.md). Times in ms unless the name says
+//! otherwise; a number that could not be derived is `null` with a note saying why.
+use crate::measure::stats::Summary;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const SCHEMA: &str = "llmprof.metrics/v1";
+
+/// The banner every synthetic-weights report carries.
+pub const SYNTHETIC_NOTE: &str = "synthetic weights: timings valid, text meaningless";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunReport {
+    pub schema: String,
+    pub command: String,
+    pub llmprof_version: String,
+    pub synthetic_weights: bool,
+    pub notes: Vec<String>,
+    pub setup: Setup,
+    /// Per stage (sam, clip, projector, vision, prefill = TTFT, decode, decode_step = TPOT, e2e),
+    /// statistics over every timed request, in ms.
+    pub stages: BTreeMap<String, StageStats>,
+    pub throughput: Throughput,
+    pub peaks: Option<PeaksInfo>,
+    pub flops: Option<FlopsInfo>,
+    pub utilisation: Utilisation,
+    pub nvml: NvmlInfo,
+    pub kineto: Option<KinetoInfo>,
+    pub memory: Option<MemoryInfo>,
+    pub requests: Vec<RequestRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Setup {
+    pub model: String,
+    pub device: String,
+    pub dtype: String,
+    pub gpu: Option<String>,
+    pub mode: String,
+    pub batch_size: u32,
+    pub warmup: u32,
+    pub repeats: u32,
+    pub max_new_tokens: u32,
+    pub ignore_eos: bool,
+    pub inputs: usize,
+    pub clock: String,
+    pub load_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StageStats {
+    pub n: usize,
+    pub mean_ms: f64,
+    pub std_ms: Option<f64>,
+    pub min_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub cv: Option<f64>,
+}
+
+impl From<&Summary> for StageStats {
+    fn from(s: &Summary) -> Self {
+        StageStats {
+            n: s.n,
+            mean_ms: s.mean,
+            std_ms: s.std,
+            min_ms: s.min,
+            p50_ms: s.p50,
+            p90_ms: s.p90,
+            p99_ms: s.p99,
+            max_ms: s.max,
+            cv: s.cv,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Throughput {
+    pub output_tokens_total: u64,
+    /// Mean over requests of output tokens ÷ that request's e2e time.
+    pub tokens_per_s_per_request_mean: Option<f64>,
+    /// All output tokens ÷ all timed e2e time (batch rows counted separately).
+    pub tokens_per_s_aggregate: Option<f64>,
+    /// Decode tokens per second per batch row: 1000 ÷ mean TPOT.
+    pub decode_tokens_per_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeaksInfo {
+    pub gpu_name: String,
+    pub precision: String,
+    pub peak_tflops: f64,
+    pub peak_bandwidth_gbs: f64,
+    /// "derived from <GPU props> (<source>)" or "hardware.peak_tflops override".
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FlopsInfo {
+    /// Mean per request, GFLOP.
+    pub vision_gflop: f64,
+    pub prefill_gflop: f64,
+    pub decode_step_gflop_mean: f64,
+    pub decode_step_bytes_mean: f64,
+    pub e2e_gflop: f64,
+    /// Kineto's summed per-op FLOPs of matmul-like ops ÷ the analytic matmul FLOPs of the same pass.
+    pub kineto_matmul_ratio: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Utilisation {
+    /// Model FLOP utilisation per stage (0..1): analytic FLOPs ÷ (time × peak).
+    pub mfu: BTreeMap<String, f64>,
+    /// Memory-bandwidth utilisation of decode (0..1): bytes per step ÷ step time ÷ peak bandwidth.
+    pub mbu_decode: Option<f64>,
+    /// Why MFU/MBU are missing, when they are.
+    pub unavailable: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NvmlInfo {
+    pub available: bool,
+    pub note: Option<String>,
+    pub samples: usize,
+    /// Averages per stage window (prefill, decode) and over all timed requests.
+    pub windows: BTreeMap<String, NvmlWindow>,
+    pub energy_j_total: Option<f64>,
+    pub energy_j_per_output_token: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NvmlWindow {
+    pub power_w: Option<f64>,
+    pub sm_clock_mhz: Option<f64>,
+    pub mem_clock_mhz: Option<f64>,
+    pub gpu_util_pct: Option<f64>,
+    pub mem_util_pct: Option<f64>,
+    pub mem_used_gib: Option<f64>,
+    pub temperature_c: Option<f64>,
+    pub energy_j: Option<f64>,
+    pub throttle_reasons: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KinetoInfo {
+    pub profiled_e2e_ms: f64,
+    pub timed_e2e_mean_ms: f64,
+    /// (profiled − timed mean) ÷ timed mean.
+    pub overhead_pct: f64,
+    pub decode_steps_profiled: usize,
+    pub events: usize,
+    pub top_operators: Vec<TopRow>,
+    pub top_kernels: Vec<TopRow>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TopRow {
+    pub name: String,
+    pub stage: Option<String>,
+    pub calls: u64,
+    pub total_ms: f64,
+    pub share_pct: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MemoryInfo {
+    pub peak_allocated_gib: f64,
+    pub peak_reserved_gib: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RequestRecord {
+    pub input: String,
+    pub repeat: u32,
+    pub batch_rows: usize,
+    pub prompt_tokens: usize,
+    pub output_tokens: usize,
+    pub image_tokens: usize,
+    pub crop_grid: [u32; 2],
+    /// Stage → ms for this request.
+    pub stage_ms: BTreeMap<String, f64>,
+    pub decode_steps: usize,
+}

@@ -1,0 +1,200 @@
+//! Stage 1: warm-up, timed repeats per input (CUDA events at region boundaries, no host sync
+//! per token), NVML sampling, one separate Kineto pass, then the artifacts (report.md,
+//! metrics.json, operators.md, kernels.md, trace.json, nvml.csv, env.json, inputs.yaml, ...).
+use super::inputs::Prepared;
+use super::setup::Workload;
+use super::stage1_report as report;
+use super::model::deepseek_ocr::generate::{generate, GenerateConfig, GenerateOutput, NoRepeatNgram};
+use super::model::deepseek_ocr::PromptRow;
+use anyhow::{Context, Result};
+use llmprof::measure::nvtx::{NvtxObserver, NvtxOptions};
+use llmprof::measure::timing::ClockKind;
+use llmprof::region::{Region, RegionGuard, RegionObserver};
+use llmprof::spec::RunSpec;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::Path;
+use tch::Device;
+
+/// One timed request: stage durations (ms, decode steps separately) and NVML windows.
+pub struct Timed {
+    pub input: usize,
+    pub repeat: u32,
+    pub stage_ms: BTreeMap<String, f64>,
+    pub step_ms: Vec<f64>,
+    pub output_tokens: usize,
+    pub decode_steps: usize,
+    /// Host unix-ns windows of prefill and decode (after a stage-boundary sync).
+    pub windows: Vec<(String, u64, u64)>,
+}
+
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Adds host-side windows of the prefill and decode stages (for NVML alignment) around the
+/// NVTX/timing observer. It syncs the stream once at each of those two boundaries only.
+struct StageWindows<'a> {
+    inner: &'a NvtxObserver,
+    cuda: bool,
+    marks: RefCell<Vec<(String, u64, u64)>>,
+}
+
+impl RegionObserver for StageWindows<'_> {
+    fn enter(&self, region: Region) -> RegionGuard<'_> {
+        let windowed = matches!(region, Region::Prefill | Region::Decode);
+        if windowed && self.cuda {
+            let _ = llmprof::ffi::cuda_stream_synchronize();
+        }
+        let start = unix_ns();
+        let inner = self.inner.enter(region);
+        RegionGuard::on_exit(move || {
+            drop(inner);
+            if windowed {
+                if self.cuda {
+                    let _ = llmprof::ffi::cuda_stream_synchronize();
+                }
+                self.marks.borrow_mut().push((region.nvtx_name().to_string(), start, unix_ns()));
+            }
+        })
+    }
+}
+
+pub fn generate_config(spec: &RunSpec, arch_exempt: &[i64], max_new_tokens: usize) -> GenerateConfig {
+    let n = spec.infer.no_repeat_ngram_size as usize;
+    GenerateConfig {
+        max_new_tokens,
+        no_repeat: match (n, spec.infer.ngram_window) {
+            (0, _) => NoRepeatNgram::Off,
+            (n, None) => NoRepeatNgram::Hf { n },
+            (n, Some(w)) => NoRepeatNgram::Window {
+                n,
+                window: w as usize,
+                exempt: arch_exempt.to_vec(),
+            },
+        },
+        force_max_new_tokens: spec.infer.ignore_eos,
+        eos_check_interval: 16,
+    }
+}
+
+/// Run one batch through the model with the given observer.
+pub fn run_batch(w: &Workload, batch: &[&Prepared], cfg: &GenerateConfig, obs: &dyn RegionObserver) -> Result<GenerateOutput> {
+    let rows: Vec<PromptRow> = batch
+        .iter()
+        .map(|p| PromptRow {
+            ids: &p.prompt_ids,
+            image: Some(&p.image),
+        })
+        .collect();
+    generate(&w.model, &rows, cfg, obs)
+}
+
+pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
+    let w = super::setup::build(spec)?;
+    let pages = super::inputs::sample_pages(spec)?;
+    let prepared = super::inputs::prepare_all(&w, spec, &pages)?;
+    super::inputs::write_inputs_yaml(run_dir, &prepared, &format!("{:?}", spec.model.preprocess.mode).to_lowercase())?;
+    let clock = ClockKind::detect();
+    let cuda = w.device != Device::Cpu;
+    let gen_cfg = generate_config(spec, &w.arch.tokens.ngram_exempt_token_ids, spec.infer.max_new_tokens as usize);
+    let batch_size = spec.runtime.batch_size as usize;
+    let batches: Vec<Vec<&Prepared>> = prepared.chunks(batch_size).map(|c| c.iter().collect()).collect();
+
+    // Warm-up (independent of any profiler switch).
+    if let Some(first) = batches.first() {
+        for i in 0..spec.runtime.warmup {
+            tracing::info!("warm-up {}/{}", i + 1, spec.runtime.warmup);
+            run_batch(&w, first, &gen_cfg, &llmprof::region::NoopObserver)?;
+        }
+    }
+    if cuda {
+        let _ = llmprof::ffi::cuda_allocator_reset_peak(super::setup::device_index(w.device) as i32);
+    }
+
+    let sampler = spec
+        .pipeline
+        .nvml
+        .enable
+        .then(|| llmprof::measure::nvml::NvmlSampler::start(super::setup::device_index(w.device) as u32, std::time::Duration::from_millis(spec.pipeline.nvml.interval_ms as u64)));
+    let total = batches.len() * spec.runtime.repeats as usize;
+    let mut timed = Vec::with_capacity(total);
+    let mut done = 0;
+    for (bi, batch) in batches.iter().enumerate() {
+        for repeat in 0..spec.runtime.repeats {
+            done += 1;
+            let obs = NvtxObserver::new(NvtxOptions {
+                sync_on_exit: false,
+                kineto_scopes: false,
+                timing: Some(clock),
+            });
+            let windows = StageWindows {
+                inner: &obs,
+                cuda,
+                marks: RefCell::new(Vec::new()),
+            };
+            let out = run_batch(&w, batch, &gen_cfg, &windows)?;
+            let marks = windows.marks.into_inner();
+            let times = obs.finish().context("reading stage timers")?;
+            let mut stage_ms: BTreeMap<String, f64> = BTreeMap::new();
+            let mut step_ms = Vec::new();
+            for t in times {
+                let ms = t.duration_ns as f64 / 1e6;
+                if t.name == Region::DecodeStep.nvtx_name() {
+                    step_ms.push(ms);
+                } else {
+                    *stage_ms.entry(t.name).or_default() += ms;
+                }
+            }
+            let e2e = stage_ms.get("prefill").copied().unwrap_or(0.0) + stage_ms.get("decode").copied().unwrap_or(0.0);
+            stage_ms.insert("e2e".into(), e2e);
+            let output_tokens = out.tokens.iter().map(Vec::len).sum();
+            tracing::info!(
+                "[{done}/{total}] {} repeat {}: prefill {:.1} ms, {} tokens, decode {:.1} ms",
+                batch[0].page.name,
+                repeat + 1,
+                stage_ms.get("prefill").copied().unwrap_or(0.0),
+                output_tokens,
+                stage_ms.get("decode").copied().unwrap_or(0.0)
+            );
+            timed.push(Timed {
+                input: bi,
+                repeat,
+                stage_ms,
+                step_ms,
+                output_tokens,
+                decode_steps: out.decode_steps,
+                windows: marks,
+            });
+        }
+    }
+    let nvml = sampler.map(|s| s.stop());
+    if let Some(trace) = &nvml {
+        if trace.unavailable.is_none() {
+            trace.write_csv(&run_dir.join("nvml.csv"))?;
+        }
+    }
+    let memory = cuda.then(|| llmprof::ffi::cuda_allocator_stats(super::setup::device_index(w.device) as i32).ok()).flatten();
+
+    let kineto = if spec.pipeline.torch_profiler.enable {
+        Some(super::kineto_pass::run(spec, &w, &batches[0], &gen_cfg, run_dir)?)
+    } else {
+        None
+    };
+    let ctx = report::Context {
+        spec,
+        workload: &w,
+        prepared: &prepared,
+        batches: &batches,
+        timed: &timed,
+        nvml: nvml.as_ref(),
+        kineto: kineto.as_ref(),
+        memory,
+        clock,
+        pages: &pages,
+    };
+    report::write_all(&ctx, run_dir)
+}
