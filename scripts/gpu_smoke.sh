@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BIN=${LLMPROF_BIN:-target/release/llmprof}
 OUT=${1:-tmp/gpu-smoke}
+shift || true
 rm -rf "$OUT"
 "$BIN" stage1 model=deepseek_ocr device=cuda dataset.sampling.num_samples_per_epoch=2 \
   infer.max_new_tokens=32 infer.ignore_eos=true runtime.warmup=1 runtime.repeats=2 \
