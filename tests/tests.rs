@@ -1,5 +1,6 @@
 //! Integration tests, one binary (each extra test binary would link libtorch again).
 mod bad_input;
+mod bootstrap;
 mod conformance;
 mod front_end;
 mod kineto;

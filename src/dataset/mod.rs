@@ -1,9 +1,11 @@
 //! Which page images a run reads: list a dataset folder (or a subset file, or OmniDocBench's
 //! ground-truth JSON), then pick samples per epoch (`sampling`). Pure std, no libtorch.
 mod omnidocbench;
+mod samples;
 mod sampling;
 
 pub use omnidocbench::{list_omnidocbench, OMNIDOCBENCH_JSON};
+pub use samples::{read_sample_metadata, SamplePage, SAMPLES_METADATA};
 pub use sampling::{sample, SampleRef};
 
 use crate::spec::DatasetSpec;

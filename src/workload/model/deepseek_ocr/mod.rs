@@ -11,6 +11,7 @@ pub mod config;
 pub mod debug;
 pub mod decoder;
 pub mod generate;
+pub mod hf_tokenizer;
 pub mod kv_cache;
 pub mod layers;
 pub mod moe;

@@ -1,5 +1,5 @@
 //! Thin tokenizer interface (`TokenIds`) and a tiny byte-level tokenizer for tests and
-//! tiny-config runs. The real DeepSeek-V3 BPE (spec §8) plugs in behind the same trait.
+//! tiny-config runs. The real DeepSeek-V3 BPE (spec §8) is `hf_tokenizer::HfTokenizer`.
 
 use anyhow::{bail, Result};
 
