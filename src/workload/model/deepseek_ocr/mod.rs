@@ -3,7 +3,7 @@
 //! Region boundaries are reported to a `RegionObserver`; no timing here.
 
 pub mod analytic;
-pub mod analytic_params;
+pub mod analytic_bytes;
 pub mod analytic_report;
 pub mod attention;
 pub mod clip;

@@ -1,6 +1,8 @@
-//! Parameter counts and weight bytes of DeepSeek-OCR by module (spec §6), from `ArchConfig`
-//! alone; they sum to the checkpoint's tensor list (`weights::expected_tensors`).
+//! Parameter counts and bytes of DeepSeek-OCR (spec §6, §7.3): parameters and weight bytes by
+//! module (they sum to the checkpoint's tensor list, `weights::expected_tensors`), KV-cache bytes,
+//! and the bytes one decode step moves.
 
+use super::analytic::moe_layers;
 use super::config::ArchConfig;
 use serde::Serialize;
 
@@ -176,10 +178,102 @@ pub fn weight_bytes(cfg: &ArchConfig, dtype_bytes: u64) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// KV-cache bytes per token: 2 (K,V) · layers · kv_heads · head_dim · dtype_bytes.
+pub fn kv_bytes_per_token(cfg: &ArchConfig, dtype_bytes: u64) -> u64 {
+    let d = &cfg.decoder;
+    2 * (d.num_hidden_layers * d.num_key_value_heads * d.head_dim) as u64 * dtype_bytes
+}
+
+/// Expected number of distinct routed experts one MoE layer uses for `batch` tokens under uniform
+/// routing: E·(1 − ((E−k)/E)^B) (spec §7.3).
+pub fn expected_distinct_experts(cfg: &ArchConfig, batch: i64) -> f64 {
+    let e = cfg.decoder.n_routed_experts as f64;
+    let k = cfg.decoder.num_experts_per_tok as f64;
+    e * (1.0 - ((e - k) / e).powi(batch.max(0) as i32))
+}
+
+/// Bytes one decode step moves (all `batch` rows together).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DecodeBytes {
+    pub batch: i64,
+    pub context_len: i64,
+    pub expected_experts_per_layer: f64,
+    /// `batch` rows of `embed_tokens` (gather, not the whole table).
+    pub embedding_rows: f64,
+    pub attention: f64,
+    pub norms: f64,
+    pub dense_mlp: f64,
+    pub shared_experts: f64,
+    pub routers: f64,
+    /// Expected distinct routed experts × MoE layers.
+    pub routed_experts: f64,
+    pub lm_head: f64,
+    /// batch · kv_bytes_per_token · context.
+    pub kv_read: f64,
+    /// batch · kv_bytes_per_token.
+    pub kv_write: f64,
+}
+
+impl DecodeBytes {
+    /// Weight bytes read (everything but the KV cache).
+    pub fn weights(&self) -> f64 {
+        self.embedding_rows
+            + self.attention
+            + self.norms
+            + self.dense_mlp
+            + self.shared_experts
+            + self.routers
+            + self.routed_experts
+            + self.lm_head
+    }
+    pub fn total(&self) -> f64 {
+        self.weights() + self.kv_read + self.kv_write
+    }
+}
+
+/// Bytes per decode step (spec §7.3): each weight read once per step, routed experts by the
+/// expected distinct count for `batch` rows, KV read for `context_len` positions and written once.
+pub fn decode_step_bytes(
+    cfg: &ArchConfig,
+    context_len: i64,
+    batch: i64,
+    dtype_bytes: u64,
+) -> DecodeBytes {
+    let p = params_by_module(cfg);
+    let b = dtype_bytes as f64;
+    let sum = |f: fn(&DecoderLayerParams) -> u64| p.layers.iter().map(f).sum::<u64>() as f64 * b;
+    let d = &cfg.decoder;
+    let experts = expected_distinct_experts(cfg, batch);
+    let kv = kv_bytes_per_token(cfg, dtype_bytes) as f64 * batch as f64;
+    DecodeBytes {
+        batch,
+        context_len,
+        expected_experts_per_layer: experts,
+        embedding_rows: batch.min(d.vocab_size) as f64 * d.hidden_size as f64 * b,
+        attention: sum(|l| l.attention),
+        norms: sum(|l| l.norms) + p.final_norm as f64 * b,
+        dense_mlp: sum(|l| l.dense_mlp),
+        shared_experts: sum(|l| l.shared_experts),
+        routers: sum(|l| l.router),
+        routed_experts: moe_layers(cfg) * experts * expert_params(cfg) as f64 * b,
+        lm_head: p.lm_head as f64 * b,
+        kv_read: kv * context_len as f64,
+        kv_write: kv,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::weights::{expected_tensors, Part, TensorSpec};
     use super::*;
+
+    /// `got` (in `unit`s) equals a spec value printed with precision `half` (half its last digit).
+    fn near(got: f64, unit: f64, want: f64, half: f64) {
+        let g = got / unit;
+        assert!((g - want).abs() <= half, "got {g}, spec {want} ± {half}");
+    }
+    const GF: f64 = 1e9;
+    const MF: f64 = 1e6;
 
     fn tensor_sum(cfg: &ArchConfig, part: Part, prefix: &str) -> u64 {
         expected_tensors(cfg, part)
@@ -253,5 +347,62 @@ mod tests {
         assert_eq!(p.layers[1].shared_experts, 6_144); // 3·64·32
         assert_eq!(p.layers[1].router, 512); // 8·64
         assert_eq!(p.decoder(), 148_288);
+    }
+
+    #[test]
+    fn decode_bytes_match_spec_7_3() {
+        let cfg = ArchConfig::deepseek_ocr();
+        assert_eq!(kv_bytes_per_token(&cfg, 2), 61_440);
+        let b1 = decode_step_bytes(&cfg, 1000, 1, 2);
+        near(b1.weights(), GF, 1.148, 0.0005);
+        near(
+            b1.weights() - b1.routed_experts - b1.embedding_rows - b1.norms,
+            MF,
+            694.0,
+            0.5,
+        );
+        near(b1.attention, MF, 157.0, 0.5);
+        near(b1.dense_mlp, MF, 53.0, 0.5);
+        near(b1.shared_experts, MF, 151.0, 0.5);
+        near(b1.routers, MF, 2.0, 0.5);
+        near(b1.lm_head, MF, 331.0, 0.5);
+        near(b1.routed_experts, MF, 454.0, 0.5);
+        near(b1.kv_read, MF, 61.44, 0.005);
+        assert_eq!(b1.kv_write, 61_440.0);
+        // Batch table: (B, distinct experts, routed GB).
+        for (b, experts, gb) in [
+            (1, 6.0, 0.45),
+            (2, 11.4, 0.87),
+            (4, 20.8, 1.58),
+            (8, 34.9, 2.64),
+            (16, 50.8, 3.84),
+            (32, 61.3, 4.64),
+        ] {
+            let x = decode_step_bytes(&cfg, 1, b, 2);
+            near(x.expected_experts_per_layer, 1.0, experts, 0.05);
+            near(x.routed_experts, GF, gb, 0.005);
+            assert_eq!(x.kv_write, 61_440.0 * b as f64);
+        }
+        near(
+            decode_step_bytes(&cfg, 1, 1024, 2).routed_experts,
+            GF,
+            4.84,
+            0.005,
+        );
+    }
+
+    /// Hand-computed for `ArchConfig::tiny()`: 2 layers (1 MoE), 8 experts, top-2, hidden 64.
+    #[test]
+    fn tiny_decode_bytes_by_hand() {
+        let cfg = ArchConfig::tiny();
+        assert_eq!(kv_bytes_per_token(&cfg, 2), 512); // 2·2·4·16·2
+        assert_eq!(expected_distinct_experts(&cfg, 2), 3.5); // 8·(1 − (6/8)²)
+        let b = decode_step_bytes(&cfg, 10, 2, 2);
+        assert_eq!(b.routed_experts, 43_008.0); // 1 layer · 3.5 · 6144 · 2
+        // embed rows 2·64·2 + attention 2·4·64²·2 + norms 5·64·2 + dense 3·64·96·2 + shared
+        // 3·64·32·2 + router 8·64·2 + routed 43,008 + lm_head 320·64·2.
+        assert_eq!(b.weights(), 200_576.0);
+        assert_eq!(b.kv_read, 10_240.0); // 2 rows · 512 · 10
+        assert_eq!(b.total(), 211_840.0);
     }
 }
