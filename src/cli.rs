@@ -134,6 +134,9 @@ pub enum DebugCommand {
         pixels: PathBuf,
         #[arg(long)]
         out: PathBuf,
+        /// Compute dtype (the pixels are converted; features are written as f32).
+        #[arg(long, value_parser = ["fp32", "bf16"], default_value = "fp32")]
+        dtype: String,
     },
 }
 

@@ -39,13 +39,18 @@ pub fn render(r: &RunReport) -> String {
         let _ = writeln!(s, "| {k} | {v} |");
     }
     let _ = writeln!(s, "\n## Stages (ms)\n");
-    let _ = writeln!(s, "prefill = time to first token (vision included); decode_step = time per output token.\n");
-    let _ = writeln!(s, "| stage | n | mean | std | min | p50 | p90 | p99 | CV |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "prefill = time to first token (vision included); decode_step = time per output token. CV mixes all inputs; \"CV/input\" is the largest CV between repeats of one input (⚠ above 10 %).\n");
+    let _ = writeln!(s, "| stage | n | mean | std | min | p50 | p90 | p99 | CV | CV/input |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let row = |s: &mut String, name: &str, st: &StageStats| {
-        let cv = st.cv.map(|c| format!("{:.1} %{}", c * 100.0, if c > 0.10 { " ⚠" } else { "" })).unwrap_or_else(|| "n/a".into());
+        let cv = pct(st.cv);
+        let within = r
+            .cv_within_input
+            .get(name)
+            .map(|c| format!("{:.1} %{}", c * 100.0, if *c > 0.10 { " ⚠" } else { "" }))
+            .unwrap_or_else(|| "n/a".into());
         let _ = writeln!(
             s,
-            "| {name} | {} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {cv} |",
+            "| {name} | {} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {cv} | {within} |",
             st.n, st.mean_ms, opt(st.std_ms, 3), st.min_ms, st.p50_ms, st.p90_ms, st.p99_ms
         );
     };

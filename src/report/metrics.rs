@@ -20,6 +20,9 @@ pub struct RunReport {
     /// Per stage (sam, clip, projector, vision, prefill = TTFT, decode, decode_step = TPOT, e2e),
     /// statistics over every timed request, in ms.
     pub stages: BTreeMap<String, StageStats>,
+    /// Per stage, the largest coefficient of variation between repeats of one input (the CV in
+    /// `stages` mixes inputs, whose crop grids and prompt lengths legitimately differ).
+    pub cv_within_input: BTreeMap<String, f64>,
     pub throughput: Throughput,
     pub peaks: Option<PeaksInfo>,
     pub flops: Option<FlopsInfo>,

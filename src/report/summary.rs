@@ -41,13 +41,13 @@ pub fn render(r: &RunReport) -> String {
         }
     }
     let noisy: Vec<String> = r
-        .stages
+        .cv_within_input
         .iter()
-        .filter(|(_, st)| st.cv.is_some_and(|c| c > 0.10))
-        .map(|(k, st)| format!("{k} ({:.0} %)", st.cv.unwrap_or(0.0) * 100.0))
+        .filter(|(_, cv)| **cv > 0.10)
+        .map(|(k, cv)| format!("{k} ({:.0} %)", cv * 100.0))
         .collect();
     if noisy.is_empty() {
-        let _ = writeln!(s, "- Timings are stable: every stage varies by less than 10 % between runs.");
+        let _ = writeln!(s, "- Timings are stable: every stage varies by less than 10 % between repeats of the same page.");
     } else {
         let _ = writeln!(s, "- Some timings vary by more than 10 % between runs: {}. Use more repeats or check clocks and other load before comparing.", noisy.join(", "));
     }

@@ -2,6 +2,7 @@
 //! announced), the model (synthetic or safetensors), the tokenizer and the preprocessing
 //! parameters. No timing here.
 use super::model::deepseek_ocr::preprocess::{Mode, PreprocessConfig};
+use super::model::deepseek_ocr::hf_tokenizer::HfTokenizer;
 use super::model::deepseek_ocr::tokenizer::{ByteTokenizer, SpecialIds, TokenIds};
 use super::model::deepseek_ocr::{ArchConfig, DeepseekOcr};
 use anyhow::{bail, Context, Result};
@@ -129,10 +130,7 @@ pub fn build(spec: &RunSpec) -> Result<Workload> {
     }
     let load_ms = started.elapsed().as_secs_f64() * 1e3;
     tracing::info!(load_ms, model = %model_name, ?device, ?kind, "model ready");
-    let tokenizer: Box<dyn TokenIds> = Box::new(fallback_tokenizer(&arch));
-    if !synthetic || model_name != "deepseek_ocr_tiny" {
-        notes.push("no tokenizer.json loaded: the prompt text is encoded byte by byte (image-token counts are exact; text-token counts differ slightly from the real BPE)".into());
-    }
+    let tokenizer = tokenizer_for(spec, &arch, &model_name, &mut notes)?;
     Ok(Workload {
         model,
         arch,
@@ -145,6 +143,36 @@ pub fn build(spec: &RunSpec) -> Result<Workload> {
         notes,
         load_ms,
     })
+}
+
+/// The real tokenizer when the model folder (or bootstrap's assembled one) has tokenizer.json and
+/// the architecture is the real one; otherwise the byte fallback, with a note.
+fn tokenizer_for(spec: &RunSpec, arch: &ArchConfig, model_name: &str, notes: &mut Vec<String>) -> Result<Box<dyn TokenIds>> {
+    if model_name == "deepseek_ocr_tiny" {
+        return Ok(Box::new(ByteTokenizer::tiny()));
+    }
+    let model_dir = super::inputs::base_dir(&spec.model.path).join(&spec.model.path);
+    match HfTokenizer::locate(&model_dir) {
+        Some(path) => {
+            let t = HfTokenizer::from_file(&path)?;
+            let sp = t.special();
+            if sp.image != arch.tokens.image_token_id || sp.bos != arch.tokens.bos_token_id {
+                anyhow::bail!(
+                    "{} does not match the architecture: <image>={} BOS={} but model.arch.tokens says {} and {}",
+                    path.display(), sp.image, sp.bos, arch.tokens.image_token_id, arch.tokens.bos_token_id
+                );
+            }
+            tracing::info!(path = %path.display(), "tokenizer");
+            Ok(Box::new(t))
+        }
+        None => {
+            notes.push(format!(
+                "no tokenizer.json under {} (run models/bootstrap.sh): the prompt text is encoded byte by byte (image-token counts are exact; text-token counts differ slightly from the real BPE)",
+                model_dir.display()
+            ));
+            Ok(Box::new(fallback_tokenizer(arch)))
+        }
+    }
 }
 
 pub fn device_index(d: Device) -> i64 {

@@ -104,13 +104,6 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
     let batch_size = spec.runtime.batch_size as usize;
     let batches: Vec<Vec<&Prepared>> = prepared.chunks(batch_size).map(|c| c.iter().collect()).collect();
 
-    // Warm-up (independent of any profiler switch).
-    if let Some(first) = batches.first() {
-        for i in 0..spec.runtime.warmup {
-            tracing::info!("warm-up {}/{}", i + 1, spec.runtime.warmup);
-            run_batch(&w, first, &gen_cfg, &llmprof::region::NoopObserver)?;
-        }
-    }
     if cuda {
         let _ = llmprof::ffi::cuda_allocator_reset_peak(super::setup::device_index(w.device) as i32);
     }
@@ -124,6 +117,12 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
     let mut timed = Vec::with_capacity(total);
     let mut done = 0;
     for (bi, batch) in batches.iter().enumerate() {
+        // Warm-up per input (independent of any profiler switch): every new shape triggers
+        // kernel selection (cuBLAS/cuDNN heuristics) that must not land in the timed repeats.
+        for i in 0..spec.runtime.warmup {
+            tracing::debug!("warm-up {}/{} for {}", i + 1, spec.runtime.warmup, batch[0].page.name);
+            run_batch(&w, batch, &gen_cfg, &llmprof::region::NoopObserver)?;
+        }
         for repeat in 0..spec.runtime.repeats {
             done += 1;
             let obs = NvtxObserver::new(NvtxOptions {
