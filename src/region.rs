@@ -32,6 +32,33 @@ impl Region {
         Region::DecodeStep,
     ];
 
+    /// The region this one is nested in (Sam, Clip, Projector ⊂ Vision ⊂ Prefill;
+    /// DecodeStep ⊂ Decode).
+    pub fn parent(&self) -> Option<Region> {
+        match self {
+            Region::Sam | Region::Clip | Region::Projector => Some(Region::Vision),
+            Region::Vision => Some(Region::Prefill),
+            Region::DecodeStep => Some(Region::Decode),
+            Region::Prefill | Region::Decode => None,
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Region> {
+        Region::ALL.into_iter().find(|r| r.nvtx_name() == name)
+    }
+
+    /// True when `self` is `outer` or nested (at any depth) inside it.
+    pub fn is_within(&self, outer: Region) -> bool {
+        let mut r = Some(*self);
+        while let Some(x) = r {
+            if x == outer {
+                return true;
+            }
+            r = x.parent();
+        }
+        false
+    }
+
     /// Name used for NVTX ranges, Kineto user scopes and report keys.
     pub fn nvtx_name(&self) -> &'static str {
         match self {

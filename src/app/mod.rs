@@ -2,6 +2,7 @@
 //! The only place that decides what a command means.
 mod print_cfg;
 pub mod stage;
+pub mod stage2;
 
 use crate::cli::{AnalyzeTool, Cli, Command};
 use crate::config::{self, ComposeRequest};

@@ -33,7 +33,7 @@ pub fn run(command: &str, req: ComposeRequest) -> Result<i32> {
     }
     let composed = config::compose(&req)?;
     let dir = resolved_path(&composed, "run.dir")?;
-    let outcome = run_one(command, &composed, &dir)?;
+    let outcome = run_one(command, &req, &composed, &dir)?;
     Ok(if outcome.1 == RunState::Succeeded { 0 } else { 1 })
 }
 
@@ -48,17 +48,25 @@ fn resolved_path(composed: &Composed, key: &str) -> Result<PathBuf> {
 }
 
 /// One run: returns its directory and final state.
-fn run_one(command: &str, composed: &Composed, wanted_dir: &Path) -> Result<(PathBuf, RunState)> {
+fn run_one(command: &str, req: &ComposeRequest, composed: &Composed, wanted_dir: &Path) -> Result<(PathBuf, RunState)> {
     let resolved = composed.resolved_job()?;
     // Validate before creating anything: a typo never leaves an empty run folder behind.
-    let _spec = RunSpec::from_tree(&resolved)?;
+    let spec = RunSpec::from_tree(&resolved)?;
+    if command == "stage2" && !spec.pipeline.nsys.enable && !spec.pipeline.ncu.enable {
+        bail!("stage2 needs a profiler: add pipeline.nsys.enable=true and/or pipeline.ncu.enable=true");
+    }
     let dir = RunDir::create(wanted_dir, composed, &resolved, command)?;
     crate::logging::log_to_file(&dir.path.join(crate::run_dir::LOG_FILE))
         .with_context(|| format!("opening the log in {}", dir.path.display()))?;
     *CURRENT_RUN.lock().expect("not poisoned") = Some(dir.path.clone());
     tracing::info!(dir = %dir.path.display(), "{command}: run directory");
     let base_dir = composed_base_dir(composed);
-    let result = launch_worker(command, &dir.path, &base_dir);
+    let result = if command == "stage2" {
+        let name = req.config_name.trim_end_matches(".yaml");
+        super::stage2::Stage2::new(&spec, composed, &dir.path, &req.config_dir, name).run()
+    } else {
+        launch_worker(command, &dir.path, &base_dir)
+    };
     let state = match &result {
         Ok(()) => {
             dir.finish(RunState::Succeeded, None)?;
@@ -160,7 +168,7 @@ fn run_multirun(command: &str, req: ComposeRequest) -> Result<i32> {
             Ok(c) => {
                 let sub = resolved_path(&c, "sweep.subdir")?;
                 tracing::info!("#{num} : {}", overrides.join(" "));
-                match run_one(command, &c, &sweep_dir.join(sub)) {
+                match run_one(command, &job_req, &c, &sweep_dir.join(sub)) {
                     Ok((dir, state)) => (num, overrides.join(" "), format!("{state:?}").to_lowercase(), dir.display().to_string()),
                     Err(e) => (num, overrides.join(" "), format!("failed: {e:#}"), String::new()),
                 }

@@ -57,6 +57,8 @@ pub fn run(spec: &RunSpec, w: &Workload, batch: &[&Prepared], gen: &GenerateConf
     let kernels = ops::kernel_table(events, &attribution);
     std::fs::write(run_dir.join("operators.md"), ops::render_operators_md(&operators))?;
     std::fs::write(run_dir.join("kernels.md"), ops::render_kernels_md(&kernels))?;
+    // Machine-readable kernel table (stage 2 picks its ncu top-K from it).
+    std::fs::write(run_dir.join("kernels.json"), serde_json::to_string_pretty(&kernels)? + "\n")?;
     Ok(KinetoResult {
         prefill_ms: sum("prefill"),
         decode_ms: sum("decode"),

@@ -11,6 +11,10 @@ pub struct ProfileOptions {
     pub output: PathBuf,
     /// Record only inside this NVTX range (push/pop name); `None` records the whole run.
     pub capture_range: Option<String>,
+    /// `--trace=` APIs (default cuda, nvtx, osrt).
+    pub trace: Vec<String>,
+    /// Passed through before the program (`pipeline.nsys.extra_args`).
+    pub extra_args: Vec<String>,
 }
 
 /// `nsys profile` arguments (without the `nsys` itself), followed by `program`.
@@ -20,14 +24,17 @@ pub struct ProfileOptions {
 /// `NSYS_NVTX_PROFILER_REGISTER_ONLY=0` lets `--nvtx-capture` match unregistered range strings,
 /// as the llm-perf-opt per-stage runs did (shared/fixtures/llm-perf-opt-rtx5090/nsys/per-stage/*/nsys/cmd.txt).
 pub fn profile_args(opts: &ProfileOptions, program: &[String]) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "profile",
-        "--trace=cuda,nvtx,osrt",
-        "--sample=none",
-        "--cuda-graph-trace=node",
-    ]
-    .map(String::from)
-    .into();
+    let trace = if opts.trace.is_empty() {
+        "cuda,nvtx,osrt".to_string()
+    } else {
+        opts.trace.join(",")
+    };
+    let mut args: Vec<String> = vec![
+        "profile".into(),
+        format!("--trace={trace}"),
+        "--sample=none".into(),
+        "--cuda-graph-trace=node".into(),
+    ];
     if let Some(range) = &opts.capture_range {
         args.push("--capture-range=nvtx".into());
         args.push(format!("--nvtx-capture={range}"));
@@ -37,6 +44,7 @@ pub fn profile_args(opts: &ProfileOptions, program: &[String]) -> Vec<String> {
     args.push("--force-overwrite=true".into());
     args.push("--output".into());
     args.push(opts.output.display().to_string());
+    args.extend(opts.extra_args.iter().cloned());
     args.extend(program.iter().cloned());
     args
 }
@@ -76,6 +84,8 @@ mod tests {
         let opts = ProfileOptions {
             output: "runs/a/nsys/run".into(),
             capture_range: None,
+            trace: vec![],
+            extra_args: vec![],
         };
         assert_eq!(
             profile_args(&opts, &s(&["llmprof-worker", "--stage", "2"])),
@@ -99,12 +109,14 @@ mod tests {
         let opts = ProfileOptions {
             output: "o".into(),
             capture_range: Some("decode".into()),
+            trace: vec!["cuda".into(), "nvtx".into()],
+            extra_args: vec!["--stats=false".into()],
         };
         assert_eq!(
             profile_args(&opts, &s(&["w"])),
             s(&[
                 "profile",
-                "--trace=cuda,nvtx,osrt",
+                "--trace=cuda,nvtx",
                 "--sample=none",
                 "--cuda-graph-trace=node",
                 "--capture-range=nvtx",
@@ -114,6 +126,7 @@ mod tests {
                 "--force-overwrite=true",
                 "--output",
                 "o",
+                "--stats=false",
                 "w"
             ])
         );
