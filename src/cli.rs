@@ -3,7 +3,12 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("LLMPROF_GIT_COMMIT"), ")");
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("LLMPROF_GIT_COMMIT"),
+    ")"
+);
 
 #[derive(Debug, Parser)]
 #[command(

@@ -32,12 +32,19 @@ pub fn init_stderr() {
         .with_writer(|| RunLogWriter)
         .with_ansi(false)
         .with_target(false);
-    let _ = tracing_subscriber::registry().with(filter).with(stderr).with(file).try_init();
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(stderr)
+        .with(file)
+        .try_init();
 }
 
 /// Also write every log line to `path` (the run directory's log file) from now on.
 pub fn log_to_file(path: &Path) -> std::io::Result<()> {
-    let f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
     let m = FILE_GUARD.get_or_init(|| std::sync::Mutex::new(None));
     if let Ok(mut g) = m.lock() {
         *g = Some(f);

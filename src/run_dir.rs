@@ -39,11 +39,17 @@ pub struct RunDir {
 impl RunDir {
     /// Create `wanted` (or `wanted-1`, `wanted-2`, … when it exists: a run never reuses a folder)
     /// and write the config files into it.
-    pub fn create(wanted: &Path, composed: &Composed, resolved_job: &Node, command: &str) -> Result<Self> {
+    pub fn create(
+        wanted: &Path,
+        composed: &Composed,
+        resolved_job: &Node,
+        command: &str,
+    ) -> Result<Self> {
         let path = unique_dir(wanted)?;
         let dir = RunDir { path };
         let hydra_dir = dir.path.join(".hydra");
-        std::fs::create_dir_all(&hydra_dir).with_context(|| format!("creating {}", hydra_dir.display()))?;
+        std::fs::create_dir_all(&hydra_dir)
+            .with_context(|| format!("creating {}", hydra_dir.display()))?;
         dir.write(".hydra/config.yaml", &composed.job.to_yaml())?;
         let mut hydra = composed.hydra.clone();
         if let Some(Node::Map(rt)) = hydra.as_map_mut().and_then(|h| h.get_mut("runtime")) {
@@ -108,7 +114,8 @@ fn now() -> String {
 fn unique_dir(wanted: &Path) -> Result<PathBuf> {
     if let Some(parent) = wanted.parent() {
         if !parent.as_os_str().is_empty() {
-            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
         }
     }
     for i in 0..10_000 {
@@ -121,10 +128,16 @@ fn unique_dir(wanted: &Path) -> Result<PathBuf> {
         match std::fs::create_dir(&candidate) {
             Ok(()) => return Ok(candidate),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("creating run directory {}", candidate.display())),
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("creating run directory {}", candidate.display()))
+            }
         }
     }
-    anyhow::bail!("could not find a free run directory name near {}", wanted.display())
+    anyhow::bail!(
+        "could not find a free run directory name near {}",
+        wanted.display()
+    )
 }
 
 #[cfg(test)]

@@ -17,7 +17,10 @@ fn fails(name: &str, args: &[&str]) -> String {
     let err = stderr(&out);
     assert!(!out.status.success(), "{args:?} should fail\n{err}");
     assert!(!err.contains("panicked"), "{args:?} panicked\n{err}");
-    assert!(!dir.join("tmp/profile-output").exists(), "{args:?} left a run directory");
+    assert!(
+        !dir.join("tmp/profile-output").exists(),
+        "{args:?} left a run directory"
+    );
     err
 }
 
@@ -36,14 +39,23 @@ fn fails_in_tree(name: &str, files: &[(&str, &str)], args: &[&str]) -> String {
 #[test]
 fn unknown_group_option_lists_the_available_ones() {
     let err = fails("bad-option", &["stage1", "model=deepseek_ocr_huge"]);
-    assert!(err.contains("Could not find 'model/deepseek_ocr_huge'"), "{err}");
-    assert!(err.contains("Available options in 'model'") && err.contains("deepseek_ocr_tiny"), "{err}");
+    assert!(
+        err.contains("Could not find 'model/deepseek_ocr_huge'"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Available options in 'model'") && err.contains("deepseek_ocr_tiny"),
+        "{err}"
+    );
 }
 
 #[test]
 fn unknown_key_suggests_the_closest_one() {
     let err = fails("bad-key", &["stage1", "infer.max_new_tokns=8"]);
-    assert!(err.contains("Could not override 'infer.max_new_tokns'"), "{err}");
+    assert!(
+        err.contains("Could not override 'infer.max_new_tokns'"),
+        "{err}"
+    );
     assert!(err.contains("Did you mean 'infer.max_new_tokens'"), "{err}");
     let err = fails("bad-key2", &["stage2", "pipeline.nsys.enabel=true"]);
     assert!(err.contains("Did you mean 'pipeline.nsys.enable'"), "{err}");
@@ -52,33 +64,54 @@ fn unknown_key_suggests_the_closest_one() {
 #[test]
 fn added_unknown_key_is_rejected_by_the_typed_spec() {
     let err = fails("bad-typed-key", &["stage1", "+infer.max_new_tokns=8"]);
-    assert!(err.contains("unknown config key 'infer.max_new_tokns'"), "{err}");
+    assert!(
+        err.contains("unknown config key 'infer.max_new_tokns'"),
+        "{err}"
+    );
     assert!(err.contains("did you mean 'infer.max_new_tokens'"), "{err}");
 }
 
 #[test]
 fn plus_on_an_existing_key_says_how_to_fix_it() {
     let err = fails("plus-existing", &["stage1", "+infer.max_new_tokens=5"]);
-    assert!(err.contains("An item is already at 'infer.max_new_tokens'"), "{err}");
+    assert!(
+        err.contains("An item is already at 'infer.max_new_tokens'"),
+        "{err}"
+    );
     assert!(err.contains("++infer.max_new_tokens=5"), "{err}");
 }
 
 #[test]
 fn malformed_overrides_are_reported() {
     let err = fails("malformed", &["--cfg", "job", "infer.max_new_tokens=[1,2"]);
-    assert!(err.contains("Error parsing override 'infer.max_new_tokens=[1,2'"), "{err}");
+    assert!(
+        err.contains("Error parsing override 'infer.max_new_tokens=[1,2'"),
+        "{err}"
+    );
     let err = fails("no-equals", &["--cfg", "job", "infer.max_new_tokens"]);
     assert!(err.contains("missing '='"), "{err}");
     let err = fails("sweep-single", &["--cfg", "job", "runtime.repeats=1,2"]);
-    assert!(err.contains("Ambiguous value") && err.contains("--multirun"), "{err}");
+    assert!(
+        err.contains("Ambiguous value") && err.contains("--multirun"),
+        "{err}"
+    );
 }
 
 #[test]
 fn wrong_value_types_and_ranges_name_the_key() {
     let err = fails("bad-type", &["stage1", "runtime.repeats=abc"]);
-    assert!(err.contains("invalid value for config key 'runtime.repeats'"), "{err}");
-    let err = fails("bad-range", &["stage1", "dataset.sampling.num_samples_per_epoch=0"]);
-    assert!(err.contains("dataset.sampling.num_samples_per_epoch=0 is out of range"), "{err}");
+    assert!(
+        err.contains("invalid value for config key 'runtime.repeats'"),
+        "{err}"
+    );
+    let err = fails(
+        "bad-range",
+        &["stage1", "dataset.sampling.num_samples_per_epoch=0"],
+    );
+    assert!(
+        err.contains("dataset.sampling.num_samples_per_epoch=0 is out of range"),
+        "{err}"
+    );
     let err = fails("bad-enum", &["stage1", "model.preprocess.mode=huge"]);
     assert!(err.contains("model.preprocess.mode"), "{err}");
 }
@@ -87,7 +120,10 @@ fn wrong_value_types_and_ranges_name_the_key() {
 fn malformed_yaml_names_file_and_line() {
     let err = fails_in_tree(
         "bad-yaml",
-        &[("config.yaml", "defaults:\n  - model: broken\n"), ("model/broken.yaml", "name: x\nlayers: [1, 2\n")],
+        &[
+            ("config.yaml", "defaults:\n  - model: broken\n"),
+            ("model/broken.yaml", "name: x\nlayers: [1, 2\n"),
+        ],
         &[],
     );
     assert!(err.contains("broken.yaml:"), "{err}");
@@ -99,21 +135,50 @@ fn missing_config_dir_and_name() {
     let dir = scratch("missing-dir");
     let out = run_in(&dir, &["--config-dir", "/nonexistent/conf", "--cfg", "job"]);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("config directory '/nonexistent/conf' does not exist"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("config directory '/nonexistent/conf' does not exist"),
+        "{}",
+        stderr(&out)
+    );
     let conf = product_conf();
-    let out = run_in(&dir, &["--config-dir", &conf, "--config-name", "nope", "--cfg", "job"]);
+    let out = run_in(
+        &dir,
+        &[
+            "--config-dir",
+            &conf,
+            "--config-name",
+            "nope",
+            "--cfg",
+            "job",
+        ],
+    );
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("Cannot find primary config 'nope'") && err.contains("available: config"), "{err}");
+    assert!(
+        err.contains("Cannot find primary config 'nope'") && err.contains("available: config"),
+        "{err}"
+    );
 }
 
 #[test]
 fn interpolation_errors() {
-    let err = fails_in_tree("interp-missing", &[("config.yaml", "a: 1\nb: ${c.d}\n")], &[]);
+    let err = fails_in_tree(
+        "interp-missing",
+        &[("config.yaml", "a: 1\nb: ${c.d}\n")],
+        &[],
+    );
     assert!(err.contains("Interpolation key 'c.d' not found"), "{err}");
-    let err = fails_in_tree("interp-cycle", &[("config.yaml", "a: ${b}\nb: ${c}\nc: ${a}\n")], &[]);
+    let err = fails_in_tree(
+        "interp-cycle",
+        &[("config.yaml", "a: ${b}\nb: ${c}\nc: ${a}\n")],
+        &[],
+    );
     assert!(err.contains("Cyclic interpolation"), "{err}");
-    let err = fails_in_tree("interp-override", &[("config.yaml", "a: 1\n")], &["+x=${nope}"]);
+    let err = fails_in_tree(
+        "interp-override",
+        &[("config.yaml", "a: 1\n")],
+        &["+x=${nope}"],
+    );
     assert!(err.contains("Interpolation key 'nope' not found"), "{err}");
 }
 

@@ -27,8 +27,15 @@ fn fake_snapshot(hub: &Path, rev: &str, files: &[&str], shards_in_index: &[&str]
         std::fs::write(snap.join(f), b"{}").unwrap();
     }
     if !shards_in_index.is_empty() {
-        let map: Vec<String> = shards_in_index.iter().enumerate().map(|(i, s)| format!("\"t{i}\": \"{s}\"")).collect();
-        let index = format!("{{\"metadata\": {{}}, \"weight_map\": {{{}}}}}", map.join(", "));
+        let map: Vec<String> = shards_in_index
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("\"t{i}\": \"{s}\""))
+            .collect();
+        let index = format!(
+            "{{\"metadata\": {{}}, \"weight_map\": {{{}}}}}",
+            map.join(", ")
+        );
         std::fs::write(snap.join("model.safetensors.index.json"), index).unwrap();
     }
     snap
@@ -39,18 +46,37 @@ fn set_mtime(dir: &Path, t: SystemTime) {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
-const COMPLETE: &[&str] = &["config.json", "tokenizer.json", "tokenizer_config.json", "model-00001-of-000001.safetensors"];
+const COMPLETE: &[&str] = &[
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "model-00001-of-000001.safetensors",
+];
 
 #[test]
 fn model_bootstrap_links_the_newest_complete_snapshot() {
     let d = scratch("boot-newest");
     let (hub, models) = (d.join("hub"), d.join("models"));
     std::fs::create_dir_all(&models).unwrap();
-    let old = fake_snapshot(&hub, "aaa111", COMPLETE, &["model-00001-of-000001.safetensors"]);
-    let new = fake_snapshot(&hub, "bbb222", COMPLETE, &["model-00001-of-000001.safetensors"]);
+    let old = fake_snapshot(
+        &hub,
+        "aaa111",
+        COMPLETE,
+        &["model-00001-of-000001.safetensors"],
+    );
+    let new = fake_snapshot(
+        &hub,
+        "bbb222",
+        COMPLETE,
+        &["model-00001-of-000001.safetensors"],
+    );
     let now = SystemTime::now();
     set_mtime(&old, now - Duration::from_secs(3600));
     set_mtime(&new, now);
@@ -78,15 +104,25 @@ fn model_bootstrap_reports_each_missing_file() {
     fake_snapshot(
         &hub,
         "ccc333",
-        &["config.json", "tokenizer.json", "model-00001-of-000002.safetensors"],
-        &["model-00001-of-000002.safetensors", "model-00002-of-000002.safetensors"],
+        &[
+            "config.json",
+            "tokenizer.json",
+            "model-00001-of-000002.safetensors",
+        ],
+        &[
+            "model-00001-of-000002.safetensors",
+            "model-00002-of-000002.safetensors",
+        ],
     );
     let o = model_bootstrap(&hub, &models, &["--offline"]);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("- tokenizer_config.json"), "{out}");
     assert!(out.contains("- model-00002-of-000002.safetensors"), "{out}");
-    assert!(!out.contains("- model-00001-of-000002.safetensors"), "{out}");
+    assert!(
+        !out.contains("- model-00001-of-000002.safetensors"),
+        "{out}"
+    );
     assert!(!out.contains("- config.json"), "{out}");
 }
 
@@ -95,14 +131,33 @@ fn model_bootstrap_accepts_a_single_safetensors_file() {
     let d = scratch("boot-single");
     let (hub, models) = (d.join("hub"), d.join("models"));
     std::fs::create_dir_all(&models).unwrap();
-    fake_snapshot(&hub, "ddd444", &["config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"], &[]);
+    fake_snapshot(
+        &hub,
+        "ddd444",
+        &[
+            "config.json",
+            "tokenizer.json",
+            "tokenizer_config.json",
+            "model.safetensors",
+        ],
+        &[],
+    );
     let o = model_bootstrap(&hub, &models, &["--offline"]);
     assert!(o.status.success(), "{}", text(&o));
     // And without any weights the report says which forms are accepted.
-    std::fs::remove_file(hub.join(CACHE_ENTRY).join("snapshots/ddd444/model.safetensors")).unwrap();
+    std::fs::remove_file(
+        hub.join(CACHE_ENTRY)
+            .join("snapshots/ddd444/model.safetensors"),
+    )
+    .unwrap();
     let o = model_bootstrap(&hub, &models, &["--offline"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("model.safetensors.index.json + model-*.safetensors, or model.safetensors"), "{}", text(&o));
+    assert!(
+        text(&o)
+            .contains("model.safetensors.index.json + model-*.safetensors, or model.safetensors"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -126,10 +181,20 @@ fn model_bootstrap_keeps_a_real_folder() {
     let (hub, models) = (d.join("hub"), d.join("models"));
     let real = models.join("deepseek-ocr");
     std::fs::create_dir_all(&real).unwrap();
-    for f in ["config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"] {
+    for f in [
+        "config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "model.safetensors",
+    ] {
         std::fs::write(real.join(f), b"{}").unwrap();
     }
-    fake_snapshot(&hub, "eee555", COMPLETE, &["model-00001-of-000001.safetensors"]);
+    fake_snapshot(
+        &hub,
+        "eee555",
+        COMPLETE,
+        &["model-00001-of-000001.safetensors"],
+    );
     let o = model_bootstrap(&hub, &models, &["--offline"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(std::fs::symlink_metadata(&real).unwrap().is_dir());
@@ -137,7 +202,10 @@ fn model_bootstrap_keeps_a_real_folder() {
 
 #[test]
 fn samples_bootstrap_finds_every_page() {
-    let o = Command::new("bash").arg(repo_root().join("datasets/samples/bootstrap.sh")).output().unwrap();
+    let o = Command::new("bash")
+        .arg(repo_root().join("datasets/samples/bootstrap.sh"))
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("6 pages present"), "{}", text(&o));
 }
@@ -151,8 +219,15 @@ fn omnidocbench_bootstrap_is_optional_when_absent() {
         .output()
         .unwrap();
     // A developer's own source-data folder or link would change the answer; only check when absent.
-    if !repo_root().join("datasets/omnidocbench/source-data").exists() {
+    if !repo_root()
+        .join("datasets/omnidocbench/source-data")
+        .exists()
+    {
         assert!(o.status.success(), "{}", text(&o));
-        assert!(text(&o).contains("hf download opendatalab/OmniDocBench"), "{}", text(&o));
+        assert!(
+            text(&o).contains("hf download opendatalab/OmniDocBench"),
+            "{}",
+            text(&o)
+        );
     }
 }

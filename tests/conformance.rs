@@ -27,7 +27,9 @@ fn shell_words(line: &str) -> Vec<String> {
                 while let Some(d) = chars.next() {
                     match d {
                         '"' => break,
-                        '\\' if matches!(chars.peek(), Some('"' | '\\' | '$' | '`')) => cur.push(chars.next().unwrap()),
+                        '\\' if matches!(chars.peek(), Some('"' | '\\' | '$' | '`')) => {
+                            cur.push(chars.next().unwrap())
+                        }
                         _ => cur.push(d),
                     }
                 }
@@ -57,7 +59,9 @@ fn shell_words(line: &str) -> Vec<String> {
 }
 
 fn command_lines(path: &Path) -> Vec<Vec<String>> {
-    let Ok(text) = std::fs::read_to_string(path) else { return vec![] };
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return vec![];
+    };
     text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
@@ -89,7 +93,11 @@ fn expand_placeholders(expected: &str, cwd: &Path) -> String {
 fn public_hydra_cases_match_real_hydra() {
     let root = repo_root().join("tests/fixtures/hydra/public");
     let cwd = repo_root();
-    let mut cases: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.path()).collect();
+    let mut cases: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     cases.sort();
     let mut failures = Vec::new();
     let mut count = 0;
@@ -97,10 +105,27 @@ fn public_hydra_cases_match_real_hydra() {
         for (prefix, file) in [("", "cases.txt"), ("r", "resolve_only.txt")] {
             for (i, argv) in command_lines(&case.join(file)).into_iter().enumerate() {
                 count += 1;
-                let id = format!("{}#{prefix}{:02}", case.file_name().unwrap().to_string_lossy(), i + 1);
-                let expected = std::fs::read_to_string(case.join(format!("expected/{prefix}{:02}.json", i + 1))).unwrap();
+                let id = format!(
+                    "{}#{prefix}{:02}",
+                    case.file_name().unwrap().to_string_lossy(),
+                    i + 1
+                );
+                let expected = std::fs::read_to_string(
+                    case.join(format!("expected/{prefix}{:02}.json", i + 1)),
+                )
+                .unwrap();
                 let out = Command::new(llmprof())
-                    .args(["--config-dir", &case.join("conf").display().to_string(), "--config-name", "config", "--cfg", "job", "--resolve", "--format", "json"])
+                    .args([
+                        "--config-dir",
+                        &case.join("conf").display().to_string(),
+                        "--config-name",
+                        "config",
+                        "--cfg",
+                        "job",
+                        "--resolve",
+                        "--format",
+                        "json",
+                    ])
                     .args(&argv)
                     .current_dir(&cwd)
                     .env("LLMPROF_CONF_TEST_STR", "from_env")
@@ -129,5 +154,10 @@ fn public_hydra_cases_match_real_hydra() {
         }
     }
     assert!(count >= 98, "only {count} conformance commands found");
-    assert!(failures.is_empty(), "{} of {count} failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {count} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -4,12 +4,26 @@ use std::path::Path;
 
 #[test]
 fn front_end_does_not_link_libtorch() {
-    let out = std::process::Command::new("readelf").arg("-d").arg(llmprof()).output().expect("readelf (binutils) is installed");
+    let out = std::process::Command::new("readelf")
+        .arg("-d")
+        .arg(llmprof())
+        .output()
+        .expect("readelf (binutils) is installed");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("NEEDED"), "readelf printed no dynamic section:\n{text}");
-    let needed: String = text.lines().filter(|l| l.contains("NEEDED")).collect::<Vec<_>>().join("\n");
+    assert!(
+        text.contains("NEEDED"),
+        "readelf printed no dynamic section:\n{text}"
+    );
+    let needed: String = text
+        .lines()
+        .filter(|l| l.contains("NEEDED"))
+        .collect::<Vec<_>>()
+        .join("\n");
     for lib in ["libtorch", "libc10"] {
-        assert!(!needed.contains(lib), "llmprof must not need {lib}:\n{needed}");
+        assert!(
+            !needed.contains(lib),
+            "llmprof must not need {lib}:\n{needed}"
+        );
     }
 }
 
@@ -38,23 +52,44 @@ fn read(p: &Path) -> String {
 fn each_run_gets_its_own_directory_with_hydra_files() {
     let dir = scratch("rundir");
     let conf = repo_root().join("conf").display().to_string();
-    let args = ["--config-dir", conf.as_str(), "stage1", "model=deepseek_ocr_tiny", "runtime.repeats=1", "hydra.run.dir=out/run"];
+    let args = [
+        "--config-dir",
+        conf.as_str(),
+        "stage1",
+        "model=deepseek_ocr_tiny",
+        "runtime.repeats=1",
+        "hydra.run.dir=out/run",
+    ];
     let _first = run_in(&dir, &args);
     let _second = run_in(&dir, &args);
     for run in ["out/run", "out/run-1"] {
         let d = dir.join(run);
         assert!(d.is_dir(), "{run} missing");
         let overrides = read(&d.join(".hydra/overrides.yaml"));
-        assert!(overrides.contains("- model=deepseek_ocr_tiny") && overrides.contains("- runtime.repeats=1"), "{overrides}");
+        assert!(
+            overrides.contains("- model=deepseek_ocr_tiny")
+                && overrides.contains("- runtime.repeats=1"),
+            "{overrides}"
+        );
         assert!(read(&d.join(".hydra/config.yaml")).contains("name: deepseek_ocr_tiny"));
         let hydra = read(&d.join(".hydra/hydra.yaml"));
-        assert!(hydra.contains("model: deepseek_ocr_tiny") && hydra.contains("output_dir:"), "{hydra}");
+        assert!(
+            hydra.contains("model: deepseek_ocr_tiny") && hydra.contains("output_dir:"),
+            "{hydra}"
+        );
         assert!(read(&d.join("config.resolved.yaml")).contains("repeats: 1"));
-        let status: serde_json::Value = serde_json::from_str(&read(&d.join("status.json"))).unwrap();
+        let status: serde_json::Value =
+            serde_json::from_str(&read(&d.join("status.json"))).unwrap();
         let state = status["state"].as_str().unwrap();
-        assert!(state == "succeeded" || state == "failed", "a finished run is never left 'running': {status}");
+        assert!(
+            state == "succeeded" || state == "failed",
+            "a finished run is never left 'running': {status}"
+        );
         if state == "failed" {
-            assert!(status["error"].as_str().is_some_and(|e| !e.is_empty()), "a failed run says why: {status}");
+            assert!(
+                status["error"].as_str().is_some_and(|e| !e.is_empty()),
+                "a failed run says why: {status}"
+            );
         }
     }
 }
@@ -65,14 +100,28 @@ fn multirun_makes_one_directory_per_job_and_a_summary() {
     let conf = repo_root().join("conf").display().to_string();
     let out = run_in(
         &dir,
-        &["--config-dir", &conf, "-m", "stage1", "model=deepseek_ocr_tiny", "runtime.repeats=1,2", "hydra.sweep.dir=sweep"],
+        &[
+            "--config-dir",
+            &conf,
+            "-m",
+            "stage1",
+            "model=deepseek_ocr_tiny",
+            "runtime.repeats=1,2",
+            "hydra.sweep.dir=sweep",
+        ],
     );
     let sweep = dir.join("sweep");
     assert!(sweep.join("multirun.yaml").is_file(), "{}", stderr(&out));
     for job in ["0", "1"] {
-        assert!(sweep.join(job).join(".hydra/config.yaml").is_file(), "job {job} missing");
+        assert!(
+            sweep.join(job).join(".hydra/config.yaml").is_file(),
+            "job {job} missing"
+        );
     }
     assert!(read(&sweep.join("1/config.resolved.yaml")).contains("repeats: 2"));
     let summary = read(&sweep.join("summary.md"));
-    assert!(summary.contains("runtime.repeats=1") && summary.contains("runtime.repeats=2"), "{summary}");
+    assert!(
+        summary.contains("runtime.repeats=1") && summary.contains("runtime.repeats=2"),
+        "{summary}"
+    );
 }

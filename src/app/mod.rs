@@ -13,12 +13,17 @@ pub fn run(cli: Cli) -> Result<i32> {
     let flags = cli.hydra.clone();
     let (command_name, overrides) = match &cli.command {
         None => ("llmprof", cli.overrides.clone()),
-        Some(Command::Stage1 { overrides }) | Some(Command::Stage2 { overrides }) | Some(Command::Infer { overrides }) => {
+        Some(Command::Stage1 { overrides })
+        | Some(Command::Stage2 { overrides })
+        | Some(Command::Infer { overrides }) => {
             let mut o = cli.overrides.clone();
             o.extend(overrides.iter().cloned());
             (cli.command.as_ref().expect("matched Some").name(), o)
         }
-        Some(_) => (cli.command.as_ref().expect("matched Some").name(), cli.overrides.clone()),
+        Some(_) => (
+            cli.command.as_ref().expect("matched Some").name(),
+            cli.overrides.clone(),
+        ),
     };
     let config_dir = find_config_dir(&flags)?;
     if flags.help {
@@ -34,7 +39,10 @@ pub fn run(cli: Cli) -> Result<i32> {
     };
     if let Some(part) = flags.cfg {
         let composed = config::compose(&request)?;
-        print!("{}", print_cfg::render(&composed, part, flags.resolve, flags.format)?);
+        print!(
+            "{}",
+            print_cfg::render(&composed, part, flags.resolve, flags.format)?
+        );
         return Ok(0);
     }
     match cli.command {
@@ -42,15 +50,17 @@ pub fn run(cli: Cli) -> Result<i32> {
             print_cfg::help(&config_dir);
             Ok(2)
         }
-        Some(Command::Stage1 { .. }) | Some(Command::Stage2 { .. }) | Some(Command::Infer { .. }) => {
-            stage::run(command_name, request)
-        }
+        Some(Command::Stage1 { .. })
+        | Some(Command::Stage2 { .. })
+        | Some(Command::Infer { .. }) => stage::run(command_name, request),
         Some(Command::Debug { .. }) => forward_to_worker(),
         Some(Command::Analyze { tool }) => {
             let json = matches!(flags.format, Some(crate::cli::Format::Json));
             let text = match tool {
                 AnalyzeTool::Nsys { path } => crate::vendor::analyze::analyze_nsys(&path, json)?,
-                AnalyzeTool::Ncu { path, gpu } => crate::vendor::analyze::analyze_ncu(&path, json, gpu.as_deref())?,
+                AnalyzeTool::Ncu { path, gpu } => {
+                    crate::vendor::analyze::analyze_ncu(&path, json, gpu.as_deref())?
+                }
             };
             println!("{text}");
             Ok(0)
@@ -65,7 +75,12 @@ fn forward_to_worker() -> Result<i32> {
     let status = std::process::Command::new(&worker)
         .args(&args)
         .status()
-        .with_context(|| format!("starting {} (build it with ./bootstrap.sh --yes)", worker.display()))?;
+        .with_context(|| {
+            format!(
+                "starting {} (build it with ./bootstrap.sh --yes)",
+                worker.display()
+            )
+        })?;
     Ok(status.code().unwrap_or(1))
 }
 

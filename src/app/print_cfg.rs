@@ -4,10 +4,23 @@ use crate::config::{Composed, Map, Node};
 use anyhow::Result;
 use std::path::Path;
 
-pub fn render(c: &Composed, part: CfgPart, resolve: bool, format: Option<Format>) -> Result<String> {
-    let job = if resolve { c.resolved_job()? } else { c.job.clone() };
+pub fn render(
+    c: &Composed,
+    part: CfgPart,
+    resolve: bool,
+    format: Option<Format>,
+) -> Result<String> {
+    let job = if resolve {
+        c.resolved_job()?
+    } else {
+        c.job.clone()
+    };
     let hydra = || -> Result<Node> {
-        let h = if resolve { c.resolved_hydra()? } else { c.hydra.clone() };
+        let h = if resolve {
+            c.resolved_hydra()?
+        } else {
+            c.hydra.clone()
+        };
         let mut m = Map::new();
         m.insert("hydra".into(), h);
         Ok(Node::Map(m))

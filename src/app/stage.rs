@@ -34,7 +34,11 @@ pub fn run(command: &str, req: ComposeRequest) -> Result<i32> {
     let composed = config::compose(&req)?;
     let dir = resolved_path(&composed, "run.dir")?;
     let outcome = run_one(command, &req, &composed, &dir)?;
-    Ok(if outcome.1 == RunState::Succeeded { 0 } else { 1 })
+    Ok(if outcome.1 == RunState::Succeeded {
+        0
+    } else {
+        1
+    })
 }
 
 fn resolved_path(composed: &Composed, key: &str) -> Result<PathBuf> {
@@ -48,7 +52,12 @@ fn resolved_path(composed: &Composed, key: &str) -> Result<PathBuf> {
 }
 
 /// One run: returns its directory and final state.
-fn run_one(command: &str, req: &ComposeRequest, composed: &Composed, wanted_dir: &Path) -> Result<(PathBuf, RunState)> {
+fn run_one(
+    command: &str,
+    req: &ComposeRequest,
+    composed: &Composed,
+    wanted_dir: &Path,
+) -> Result<(PathBuf, RunState)> {
     let resolved = composed.resolved_job()?;
     // Validate before creating anything: a typo never leaves an empty run folder behind.
     let spec = RunSpec::from_tree(&resolved)?;
@@ -77,7 +86,10 @@ fn run_one(command: &str, req: &ComposeRequest, composed: &Composed, wanted_dir:
             let msg = format!("{e:#}");
             dir.finish(RunState::Failed, Some(msg.clone()))?;
             tracing::error!("{command} failed: {msg}");
-            eprintln!("run directory (kept, marked failed): {}", dir.path.display());
+            eprintln!(
+                "run directory (kept, marked failed): {}",
+                dir.path.display()
+            );
             RunState::Failed
         }
     };
@@ -89,7 +101,10 @@ fn run_one(command: &str, req: &ComposeRequest, composed: &Composed, wanted_dir:
 /// are read from there when they do not exist in the current directory.
 fn composed_base_dir(composed: &Composed) -> PathBuf {
     match composed.hydra.get_path("runtime.config_sources.0.path") {
-        Some(Node::Str(conf)) => Path::new(conf).parent().map(Path::to_path_buf).unwrap_or_default(),
+        Some(Node::Str(conf)) => Path::new(conf)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
         _ => PathBuf::from("."),
     }
 }
@@ -136,15 +151,19 @@ fn run_multirun(command: &str, req: ComposeRequest) -> Result<i32> {
     let master = config::compose_at(&req, now)?;
     let jobs = sweep::expand(&req.config_dir, &master.parsed_overrides)?;
     let sweep_dir = resolved_path(&master, "sweep.dir")?;
-    std::fs::create_dir_all(&sweep_dir).with_context(|| format!("creating {}", sweep_dir.display()))?;
+    std::fs::create_dir_all(&sweep_dir)
+        .with_context(|| format!("creating {}", sweep_dir.display()))?;
     let mut all = master.hydra.clone();
     let mut wrapped = crate::config::Map::new();
     wrapped.insert("hydra".into(), std::mem::replace(&mut all, Node::Null));
     if let Node::Map(j) = master.job.clone() {
         wrapped.extend(j);
     }
-    std::fs::write(sweep_dir.join("multirun.yaml"), Node::Map(wrapped).to_yaml())
-        .with_context(|| format!("writing {}/multirun.yaml", sweep_dir.display()))?;
+    std::fs::write(
+        sweep_dir.join("multirun.yaml"),
+        Node::Map(wrapped).to_yaml(),
+    )
+    .with_context(|| format!("writing {}/multirun.yaml", sweep_dir.display()))?;
     tracing::info!(jobs = jobs.len(), dir = %sweep_dir.display(), "multirun");
     let mut rows = Vec::new();
     for (num, overrides) in jobs.iter().enumerate() {
@@ -153,8 +172,11 @@ fn run_multirun(command: &str, req: ComposeRequest) -> Result<i32> {
             multirun: false,
             ..req.clone()
         };
-        let outcome = config::compose_at(&job_req, now).and_then(|mut c| {
-            for (k, v) in [("num", Node::Int(num as i64)), ("id", Node::Str(format!("{num}")))] {
+        let outcome = config::compose_at(&job_req, now).map(|mut c| {
+            for (k, v) in [
+                ("num", Node::Int(num as i64)),
+                ("id", Node::Str(format!("{num}"))),
+            ] {
                 if let Some(Node::Map(job)) = c.hydra.as_map_mut().and_then(|h| h.get_mut("job")) {
                     job.insert(k.into(), v);
                 }
@@ -162,18 +184,33 @@ fn run_multirun(command: &str, req: ComposeRequest) -> Result<i32> {
             if let Some(h) = c.hydra.as_map_mut() {
                 h.insert("mode".into(), Node::Str("MULTIRUN".into()));
             }
-            Ok(c)
+            c
         });
         let row = match outcome {
             Ok(c) => {
                 let sub = resolved_path(&c, "sweep.subdir")?;
                 tracing::info!("#{num} : {}", overrides.join(" "));
                 match run_one(command, &job_req, &c, &sweep_dir.join(sub)) {
-                    Ok((dir, state)) => (num, overrides.join(" "), format!("{state:?}").to_lowercase(), dir.display().to_string()),
-                    Err(e) => (num, overrides.join(" "), format!("failed: {e:#}"), String::new()),
+                    Ok((dir, state)) => (
+                        num,
+                        overrides.join(" "),
+                        format!("{state:?}").to_lowercase(),
+                        dir.display().to_string(),
+                    ),
+                    Err(e) => (
+                        num,
+                        overrides.join(" "),
+                        format!("failed: {e:#}"),
+                        String::new(),
+                    ),
                 }
             }
-            Err(e) => (num, overrides.join(" "), format!("failed: {e:#}"), String::new()),
+            Err(e) => (
+                num,
+                overrides.join(" "),
+                format!("failed: {e:#}"),
+                String::new(),
+            ),
         };
         rows.push(row);
     }

@@ -22,7 +22,9 @@ pub struct Stage2<'a> {
 /// Kernel names for ncu: the function name without namespace, template or parameters, which is
 /// what `--kernel-name-base function` matches (e.g. `indexSelectSmallIndex`).
 pub fn kernel_base_name(full: &str) -> String {
-    let s = full.trim_start_matches("void ").replace("(anonymous namespace)", "");
+    let s = full
+        .trim_start_matches("void ")
+        .replace("(anonymous namespace)", "");
     let cut = s.find(['<', '(']).unwrap_or(s.len());
     let head = &s[..cut];
     head.rsplit("::").next().unwrap_or(head).trim().to_string()
@@ -54,7 +56,13 @@ pub fn top_k_names(rows: &[(String, f64)], k: usize) -> Vec<String> {
 }
 
 impl<'a> Stage2<'a> {
-    pub fn new(spec: &'a RunSpec, composed: &'a Composed, run_dir: &'a Path, config_dir: &'a Path, config_name: &'a str) -> Self {
+    pub fn new(
+        spec: &'a RunSpec,
+        composed: &'a Composed,
+        run_dir: &'a Path,
+        config_dir: &'a Path,
+        config_name: &'a str,
+    ) -> Self {
         Stage2 {
             spec,
             composed,
@@ -76,7 +84,12 @@ impl<'a> Stage2<'a> {
             self.config_name.to_string(),
             "stage1".into(),
         ];
-        argv.extend(self.composed.parsed_overrides.iter().map(|o| o.input.clone()));
+        argv.extend(
+            self.composed
+                .parsed_overrides
+                .iter()
+                .map(|o| o.input.clone()),
+        );
         argv.extend(
             [
                 "pipeline.torch_profiler.enable=false",
@@ -103,7 +116,10 @@ impl<'a> Stage2<'a> {
             .status()
             .with_context(|| format!("starting {}", program.display()))?;
         if !status.success() {
-            bail!("{what} failed ({status}); command: {}", self.commands.last().expect("just pushed"));
+            bail!(
+                "{what} failed ({status}); command: {}",
+                self.commands.last().expect("just pushed")
+            );
         }
         Ok(())
     }
@@ -114,7 +130,10 @@ impl<'a> Stage2<'a> {
         let mut ran = 0;
         let mut hot: Option<Vec<(String, f64)>> = None;
         if p.nsys.enable {
-            match vendor::find_tool("nsys").map_err(anyhow::Error::from).and_then(|tool| self.run_nsys(&tool)) {
+            match vendor::find_tool("nsys")
+                .map_err(anyhow::Error::from)
+                .and_then(|tool| self.run_nsys(&tool))
+            {
                 Ok(rows) => {
                     ran += 1;
                     hot = Some(rows);
@@ -123,13 +142,15 @@ impl<'a> Stage2<'a> {
             }
         }
         if p.ncu.enable {
-            let result = vendor::find_tool("ncu").map_err(anyhow::Error::from).and_then(|tool| {
-                let rows = match hot.take() {
-                    Some(rows) => rows,
-                    None => self.kineto_kernels()?,
-                };
-                self.run_ncu(&tool, &rows)
-            });
+            let result = vendor::find_tool("ncu")
+                .map_err(anyhow::Error::from)
+                .and_then(|tool| {
+                    let rows = match hot.take() {
+                        Some(rows) => rows,
+                        None => self.kineto_kernels()?,
+                    };
+                    self.run_ncu(&tool, &rows)
+                });
             match result {
                 Ok(()) => ran += 1,
                 Err(e) => problems.push(format!("Nsight Compute: {e:#}")),
@@ -138,7 +159,14 @@ impl<'a> Stage2<'a> {
         let cmd_txt = self.commands.join("\n") + "\n";
         std::fs::write(self.run_dir.join("cmd.txt"), cmd_txt).context("writing cmd.txt")?;
         if !problems.is_empty() {
-            let text = format!("# Stage 2 problems\n\n{}\n", problems.iter().map(|p| format!("- {p}")).collect::<Vec<_>>().join("\n"));
+            let text = format!(
+                "# Stage 2 problems\n\n{}\n",
+                problems
+                    .iter()
+                    .map(|p| format!("- {p}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
             std::fs::write(self.run_dir.join("stage2_problems.md"), text)?;
             for p in &problems {
                 tracing::error!("{p}");
@@ -162,37 +190,71 @@ impl<'a> Stage2<'a> {
             extra_args: n.extra_args.clone(),
         };
         let child = self.child(&dir.join("stage1"), &[])?;
-        self.exec(nsys_bin, &nsys::command::profile_args(&opts, &child), "nsys profile")?;
+        self.exec(
+            nsys_bin,
+            &nsys::command::profile_args(&opts, &child),
+            "nsys profile",
+        )?;
         let rep = dir.join("profile.nsys-rep");
         let prefix = dir.join("stats");
-        self.exec(nsys_bin, &nsys::command::stats_args(&rep, &prefix), "nsys stats")?;
+        self.exec(
+            nsys_bin,
+            &nsys::command::stats_args(&rep, &prefix),
+            "nsys stats",
+        )?;
         let md = vendor::analyze::analyze_nsys(&dir, false)?;
         std::fs::write(self.run_dir.join("kernels.md"), md)?;
         let json = vendor::analyze::analyze_nsys(&dir, true)?;
         std::fs::write(self.run_dir.join("nsys_summary.json"), json)?;
-        let csv = nsys::command::stats_output_path(&prefix, nsys::parse::ReportKind::CudaGpuKernSum);
+        let csv =
+            nsys::command::stats_output_path(&prefix, nsys::parse::ReportKind::CudaGpuKernSum);
         let f = std::fs::File::open(&csv).with_context(|| format!("opening {}", csv.display()))?;
-        let rows = nsys::parse::parse_kern_sum(f).with_context(|| format!("parsing {}", csv.display()))?;
-        Ok(rows.into_iter().map(|r| (r.kernel_name, r.total_ns)).collect())
+        let rows =
+            nsys::parse::parse_kern_sum(f).with_context(|| format!("parsing {}", csv.display()))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| (r.kernel_name, r.total_ns))
+            .collect())
     }
 
     /// Without nsys: one child stage1 with the Kineto pass on; its kernel table (kernels.json),
     /// restricted to the NVTX range ncu will filter on.
     fn kineto_kernels(&mut self) -> Result<Vec<(String, f64)>> {
         let dir = self.run_dir.join("kineto");
-        let child = self.child(&dir, &["pipeline.torch_profiler.enable=true", "runtime.repeats=1", "dataset.sampling.num_samples_per_epoch=1"])?;
+        let child = self.child(
+            &dir,
+            &[
+                "pipeline.torch_profiler.enable=true",
+                "runtime.repeats=1",
+                "dataset.sampling.num_samples_per_epoch=1",
+            ],
+        )?;
         // Later overrides win: the child re-enables the Kineto pass that `child` turned off.
         let exe = PathBuf::from(&child[0]);
-        self.exec(&exe, &child[1..], "stage1 with the Kineto pass (kernel selection)")?;
+        self.exec(
+            &exe,
+            &child[1..],
+            "stage1 with the Kineto pass (kernel selection)",
+        )?;
         let path = dir.join("kernels.json");
-        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
         let rows: Vec<serde_json::Value> = serde_json::from_str(&text)?;
-        let within = self.spec.pipeline.ncu.nvtx_include.as_deref().and_then(Region::from_name);
+        let within = self
+            .spec
+            .pipeline
+            .ncu
+            .nvtx_include
+            .as_deref()
+            .and_then(Region::from_name);
         Ok(rows
             .iter()
             .filter(|r| match within {
                 None => true,
-                Some(outer) => r["stage"].as_str().and_then(Region::from_name).is_some_and(|s| s.is_within(outer)),
+                Some(outer) => r["stage"]
+                    .as_str()
+                    .and_then(Region::from_name)
+                    .is_some_and(|s| s.is_within(outer)),
             })
             .filter_map(|r| Some((r["name"].as_str()?.to_string(), r["total_ns"].as_f64()?)))
             .collect())
@@ -209,9 +271,15 @@ impl<'a> Stage2<'a> {
         let dir = self.run_dir.join("ncu");
         std::fs::create_dir_all(&dir)?;
         let (collect, metrics) = match &c.set {
-            Some(set) => (ncu::command::Collect::Set(set.clone()), ncu::command::roofline_defaults().1),
+            Some(set) => (
+                ncu::command::Collect::Set(set.clone()),
+                ncu::command::roofline_defaults().1,
+            ),
             None if c.sections.is_empty() => ncu::command::roofline_defaults(),
-            None => (ncu::command::Collect::Sections(c.sections.clone()), ncu::command::roofline_defaults().1),
+            None => (
+                ncu::command::Collect::Sections(c.sections.clone()),
+                ncu::command::roofline_defaults().1,
+            ),
         };
         std::fs::write(dir.join("selected_kernels.txt"), names.join("\n") + "\n")?;
         for (i, name) in names.iter().enumerate() {
@@ -226,21 +294,45 @@ impl<'a> Stage2<'a> {
                 launch_count: Some(c.launch_count as u64),
                 collect: collect.clone(),
                 metrics: metrics.clone(),
-                output: ncu::command::Output::CsvLog(dir.join(format!("k{:02}_{}.csv", i + 1, sanitize(name)))),
+                output: ncu::command::Output::CsvLog(dir.join(format!(
+                    "k{:02}_{}.csv",
+                    i + 1,
+                    sanitize(name)
+                ))),
             };
-            let child = self.child(&dir.join(format!("stage1_k{:02}", i + 1)), &["runtime.warmup=0", "runtime.repeats=1", "dataset.sampling.num_samples_per_epoch=1"])?;
+            let child = self.child(
+                &dir.join(format!("stage1_k{:02}", i + 1)),
+                &[
+                    "runtime.warmup=0",
+                    "runtime.repeats=1",
+                    "dataset.sampling.num_samples_per_epoch=1",
+                ],
+            )?;
             let mut args = ncu::command::profile_args(&opts, &[]);
             args.extend(c.extra_args.iter().cloned());
             args.extend(child);
-            self.exec(ncu_bin, &args, &format!("ncu kernel {} of {} ({name})", i + 1, names.len()))?;
+            self.exec(
+                ncu_bin,
+                &args,
+                &format!("ncu kernel {} of {} ({name})", i + 1, names.len()),
+            )?;
             if c.kernel_regex.is_some() {
                 break; // a user regex selects the kernels itself: one run
             }
         }
         let analysis = vendor::analyze::ncu_roofline(&dir, None)?;
-        std::fs::write(self.run_dir.join("roofline.md"), crate::roofline::markdown::render(&analysis.roofline))?;
-        std::fs::write(self.run_dir.join("ncu.md"), vendor::analyze::analyze_ncu(&dir, false, None)?)?;
-        std::fs::write(self.run_dir.join("ncu_kernels.json"), vendor::analyze::analyze_ncu(&dir, true, None)?)?;
+        std::fs::write(
+            self.run_dir.join("roofline.md"),
+            crate::roofline::markdown::render(&analysis.roofline),
+        )?;
+        std::fs::write(
+            self.run_dir.join("ncu.md"),
+            vendor::analyze::analyze_ncu(&dir, false, None)?,
+        )?;
+        std::fs::write(
+            self.run_dir.join("ncu_kernels.json"),
+            vendor::analyze::analyze_ncu(&dir, true, None)?,
+        )?;
         if self.spec.output.plots {
             crate::roofline::plot::write_plots(self.run_dir, &analysis.roofline)?;
         }
@@ -249,11 +341,23 @@ impl<'a> Stage2<'a> {
 }
 
 fn sanitize(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).take(60).collect()
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(60)
+        .collect()
 }
 
 fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c)) {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c))
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
@@ -270,8 +374,14 @@ mod tests {
             kernel_base_name("void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, long, unsigned int, 2, 2, -2>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, int)"),
             "indexSelectSmallIndex"
         );
-        assert_eq!(kernel_base_name("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"), "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT");
-        assert_eq!(kernel_base_name("void at::native::elementwise_kernel<128, 4, F>(int, F)"), "elementwise_kernel");
+        assert_eq!(
+            kernel_base_name("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"),
+            "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"
+        );
+        assert_eq!(
+            kernel_base_name("void at::native::elementwise_kernel<128, 4, F>(int, F)"),
+            "elementwise_kernel"
+        );
     }
 
     #[test]
@@ -283,7 +393,10 @@ mod tests {
             ("gemm".to_string(), 10.0),
             ("small".to_string(), 1.0),
         ];
-        assert_eq!(top_k_names(&rows, 2), vec!["k".to_string(), "gemm".to_string()]);
+        assert_eq!(
+            top_k_names(&rows, 2),
+            vec!["k".to_string(), "gemm".to_string()]
+        );
     }
 
     #[test]

@@ -14,7 +14,10 @@ fn main() {
         tracing::error!("{msg}");
         // The front end puts this text into status.json.
         if let Some(dir) = std::env::args().nth(2) {
-            let _ = std::fs::write(PathBuf::from(dir).join(llmprof::run_dir::WORKER_ERROR), &msg);
+            let _ = std::fs::write(
+                PathBuf::from(dir).join(llmprof::run_dir::WORKER_ERROR),
+                &msg,
+            );
         }
         std::process::exit(1);
     }
@@ -23,7 +26,9 @@ fn main() {
 fn run() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(command) = args.first() else {
-        bail!("usage: llmprof-worker <stage1|stage2|infer> <run_dir> (normally started by llmprof)");
+        bail!(
+            "usage: llmprof-worker <stage1|stage2|infer> <run_dir> (normally started by llmprof)"
+        );
     };
     match command.as_str() {
         "stage1" | "stage2" | "infer" => {
@@ -54,32 +59,63 @@ fn run_debug(args: &[String]) -> Result<()> {
         #[command(subcommand)]
         what: DebugCommand,
     }
-    let parsed = DebugArgs::try_parse_from(std::iter::once("llmprof debug".to_string()).chain(args[1..].iter().cloned()))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let kind = |d: &str| if d == "bf16" { tch::Kind::BFloat16 } else { tch::Kind::Float };
+    let parsed = DebugArgs::try_parse_from(
+        std::iter::once("llmprof debug".to_string()).chain(args[1..].iter().cloned()),
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let kind = |d: &str| {
+        if d == "bf16" {
+            tch::Kind::BFloat16
+        } else {
+            tch::Kind::Float
+        }
+    };
     match parsed.what {
-        DebugCommand::Logits { weights, ids, dtype, greedy, out } => {
-            let text = std::fs::read_to_string(&ids).with_context(|| format!("reading {}", ids.display()))?;
-            let ids: Vec<i64> = serde_json::from_str(&text).with_context(|| format!("{} must be a JSON list of token ids", ids.display()))?;
-            let (logits, greedy_ids) = workload::model::deepseek_ocr::debug_logits(&weights, &ids, kind(&dtype), greedy)?;
+        DebugCommand::Logits {
+            weights,
+            ids,
+            dtype,
+            greedy,
+            out,
+        } => {
+            let text = std::fs::read_to_string(&ids)
+                .with_context(|| format!("reading {}", ids.display()))?;
+            let ids: Vec<i64> = serde_json::from_str(&text)
+                .with_context(|| format!("{} must be a JSON list of token ids", ids.display()))?;
+            let (logits, greedy_ids) =
+                workload::model::deepseek_ocr::debug_logits(&weights, &ids, kind(&dtype), greedy)?;
             let greedy_t = tch::Tensor::from_slice(&greedy_ids);
             let logits = logits.to_device(tch::Device::Cpu).to_kind(tch::Kind::Float);
-            tch::Tensor::write_safetensors(&[("prompt_last_logits", &logits), ("greedy_ids", &greedy_t)], &out)
-                .with_context(|| format!("writing {}", out.display()))?;
+            tch::Tensor::write_safetensors(
+                &[("prompt_last_logits", &logits), ("greedy_ids", &greedy_t)],
+                &out,
+            )
+            .with_context(|| format!("writing {}", out.display()))?;
             tracing::info!(out = %out.display(), greedy = greedy_ids.len(), "logits written");
             Ok(())
         }
-        DebugCommand::Sam { weights, pixels, out, dtype } => {
-            let tensors = tch::Tensor::read_safetensors(&pixels).with_context(|| format!("reading {}", pixels.display()))?;
+        DebugCommand::Sam {
+            weights,
+            pixels,
+            out,
+            dtype,
+        } => {
+            let tensors = tch::Tensor::read_safetensors(&pixels)
+                .with_context(|| format!("reading {}", pixels.display()))?;
             let px = tensors
                 .into_iter()
                 .find(|(n, _)| n == "pixels")
                 .map(|(_, t)| t)
                 .with_context(|| format!("{} has no tensor named `pixels`", pixels.display()))?;
-            let px = px.to_device(tch::Device::cuda_if_available()).to_kind(kind(&dtype));
+            let px = px
+                .to_device(tch::Device::cuda_if_available())
+                .to_kind(kind(&dtype));
             let features = workload::model::deepseek_ocr::debug_sam(&weights, &px)?;
-            let features = features.to_device(tch::Device::Cpu).to_kind(tch::Kind::Float);
-            tch::Tensor::write_safetensors(&[("features", &features)], &out).with_context(|| format!("writing {}", out.display()))?;
+            let features = features
+                .to_device(tch::Device::Cpu)
+                .to_kind(tch::Kind::Float);
+            tch::Tensor::write_safetensors(&[("features", &features)], &out)
+                .with_context(|| format!("writing {}", out.display()))?;
             tracing::info!(out = %out.display(), shape = ?features.size(), "SAM features written");
             Ok(())
         }

@@ -66,7 +66,9 @@ impl InputDefault {
     }
 
     pub fn config(path: &str, package: Option<String>) -> Self {
-        let mut d = Self::new(DefaultKind::Config { path: path.to_string() });
+        let mut d = Self::new(DefaultKind::Config {
+            path: path.to_string(),
+        });
         d.package = package.map(|p| if p == "_here_" { String::new() } else { p });
         d
     }
@@ -94,7 +96,10 @@ impl InputDefault {
                     return Err(if m.is_empty() {
                         "Missing group name in a defaults item".to_string()
                     } else {
-                        format!("Too many keys in default item {}", Node::Map(m.clone()).to_python_str())
+                        format!(
+                            "Too many keys in default item {}",
+                            Node::Map(m.clone()).to_python_str()
+                        )
                     });
                 }
                 let (key, value) = m.iter().next().expect("one entry");
@@ -144,7 +149,10 @@ impl InputDefault {
                 }
                 Ok(d)
             }
-            other => Err(format!("Unsupported type in defaults : {}", other.type_name())),
+            other => Err(format!(
+                "Unsupported type in defaults : {}",
+                other.type_name()
+            )),
         }
     }
 
@@ -156,11 +164,23 @@ impl InputDefault {
     }
 
     fn is_override(&self) -> bool {
-        matches!(self.kind, DefaultKind::Group { is_override: true, .. })
+        matches!(
+            self.kind,
+            DefaultKind::Group {
+                is_override: true,
+                ..
+            }
+        )
     }
 
     fn is_external_append(&self) -> bool {
-        matches!(self.kind, DefaultKind::Group { external_append: true, .. })
+        matches!(
+            self.kind,
+            DefaultKind::Group {
+                external_append: true,
+                ..
+            }
+        )
     }
 
     pub fn group_path(&self) -> String {
@@ -190,9 +210,17 @@ impl InputDefault {
 
     pub fn name(&self) -> Option<String> {
         match &self.kind {
-            DefaultKind::Config { path } => Some(path.rsplit('/').next().unwrap_or(path).to_string()),
-            DefaultKind::Group { value: GroupValue::Name(n), .. } => n.clone(),
-            DefaultKind::Group { value: GroupValue::Options(_), .. } => None,
+            DefaultKind::Config { path } => {
+                Some(path.rsplit('/').next().unwrap_or(path).to_string())
+            }
+            DefaultKind::Group {
+                value: GroupValue::Name(n),
+                ..
+            } => n.clone(),
+            DefaultKind::Group {
+                value: GroupValue::Options(_),
+                ..
+            } => None,
         }
     }
 
@@ -208,7 +236,11 @@ impl InputDefault {
                 }
             }
             DefaultKind::Group { .. } => {
-                format!("{}/{}", self.group_path(), self.name().unwrap_or_else(|| "None".into()))
+                format!(
+                    "{}/{}",
+                    self.group_path(),
+                    self.name().unwrap_or_else(|| "None".into())
+                )
             }
         }
     }
@@ -249,7 +281,10 @@ impl InputDefault {
         };
         match ret.rfind("_global_") {
             None => ret,
-            Some(i) => ret.get(i + "_global_".len() + 1..).unwrap_or("").to_string(),
+            Some(i) => ret
+                .get(i + "_global_".len() + 1..)
+                .unwrap_or("")
+                .to_string(),
         }
     }
 
@@ -258,7 +293,11 @@ impl InputDefault {
         let final_pkg = self.final_package(false);
         let key = self.group_path();
         if default_pkg != final_pkg {
-            let p = if final_pkg.is_empty() { "_global_".to_string() } else { final_pkg };
+            let p = if final_pkg.is_empty() {
+                "_global_".to_string()
+            } else {
+                final_pkg
+            };
             format!("{key}@{p}")
         } else {
             key
@@ -375,9 +414,9 @@ impl Overrides {
                     Some(Element::Str { text, .. }) => Some(text.clone()),
                     Some(other) => {
                         return Err(composition(format!(
-                            "Config group override deletion value must be a string : {} (got {other})",
-                            o.input
-                        )))
+                        "Config group override deletion value must be a string : {} (got {other})",
+                        o.input
+                    )))
                     }
                 };
                 s.deletions.insert(o.key_without_prefix(), (name, false));
@@ -393,7 +432,14 @@ impl Overrides {
                     Some(Element::Str { text, .. }) => GroupValue::Name(Some(text.clone())),
                     Some(Element::Null) => GroupValue::Name(None),
                     Some(Element::List(items)) => GroupValue::Options(
-                        items.iter().map(|e| e.as_plain_str().map(str::to_string).unwrap_or_else(|| e.to_string())).collect(),
+                        items
+                            .iter()
+                            .map(|e| {
+                                e.as_plain_str()
+                                    .map(str::to_string)
+                                    .unwrap_or_else(|| e.to_string())
+                            })
+                            .collect(),
                     ),
                     Some(other) => {
                         return Err(composition(format!(
@@ -411,7 +457,10 @@ impl Overrides {
                 };
                 if o.kind == OverrideKind::Add {
                     let mut d = InputDefault::group(&o.key_or_group, gv, o.package.clone());
-                    if let DefaultKind::Group { external_append, .. } = &mut d.kind {
+                    if let DefaultKind::Group {
+                        external_append, ..
+                    } = &mut d.kind
+                    {
                         *external_append = true;
                     }
                     s.append_group_defaults.push(d);
@@ -525,10 +574,17 @@ impl Overrides {
             choices.sort();
             let mut msg = match choices.len() {
                 0 => format!("Could not override '{key}'. No match in the defaults list."),
-                1 => format!("Could not override '{key}'.\nDid you mean to override {}?", choices[0]),
+                1 => format!(
+                    "Could not override '{key}'.\nDid you mean to override {}?",
+                    choices[0]
+                ),
                 _ => format!(
                     "Could not override '{key}'.\nDid you mean to override one of {}?",
-                    choices.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    choices
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             };
             if let Some(p) = &meta.containing_config_path {
@@ -630,7 +686,8 @@ impl Builder<'_> {
         }
         if !root.node.is_missing() {
             if let Some(loaded) = self.repo.load(&root.node.config_path())? {
-                root.node.set_package_header(loaded.package_header.as_deref());
+                root.node
+                    .set_package_header(loaded.package_header.as_deref());
             }
         }
         if self.overrides.is_deleted(&root.node) {
@@ -639,7 +696,15 @@ impl Builder<'_> {
             return Ok(());
         }
         self.overrides.set_known_choice(&root.node)?;
-        if root.node.name().is_none() && matches!(root.node.kind, DefaultKind::Group { value: GroupValue::Name(None), .. }) {
+        if root.node.name().is_none()
+            && matches!(
+                root.node.kind,
+                DefaultKind::Group {
+                    value: GroupValue::Name(None),
+                    ..
+                }
+            )
+        {
             return Ok(());
         }
         if root.node.is_missing() {
@@ -650,7 +715,11 @@ impl Builder<'_> {
             let options = self.repo.group_options(&root.node.group_path());
             return Err(composition(format!(
                 "You must specify '{key}', e.g, {key}=<OPTION>\nAvailable options:\n{}",
-                options.iter().map(|o| format!("\t{o}")).collect::<Vec<_>>().join("\n")
+                options
+                    .iter()
+                    .map(|o| format!("\t{o}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
             )));
         }
         let path = root.node.config_path();
@@ -677,7 +746,10 @@ impl Builder<'_> {
         let mut children: Vec<Child> = Vec::new();
         for mut d in defaults.into_iter().rev() {
             if d.is_self() {
-                d.update_parent(root.node.parent_base_dir.as_deref().unwrap_or(""), &root.node.get_package(true).unwrap_or_default());
+                d.update_parent(
+                    root.node.parent_base_dir.as_deref().unwrap_or(""),
+                    &root.node.get_package(true).unwrap_or_default(),
+                );
                 children.push(Child::Leaf(d));
                 continue;
             }
@@ -688,17 +760,25 @@ impl Builder<'_> {
             if self.overrides.is_overridden(&d) {
                 self.overrides.override_default_option(&mut d);
             }
-            if let DefaultKind::Group { value: GroupValue::Options(opts), group, .. } = &d.kind {
+            if let DefaultKind::Group {
+                value: GroupValue::Options(opts),
+                group,
+                ..
+            } = &d.kind
+            {
                 for item in opts.iter().rev() {
                     if item.contains("${") {
                         return Err(composition(format!(
                             "In '{path}': Defaults List interpolation is not supported in options list items"
                         )));
                     }
-                    let mut node = InputDefault::config(&format!("{group}/{item}"), d.package.clone());
+                    let mut node =
+                        InputDefault::config(&format!("{group}/{item}"), d.package.clone());
                     node.optional = d.optional;
                     if d.is_external_append() {
-                        node.kind = DefaultKind::Config { path: format!("{}/{item}", d.group_path()) };
+                        node.kind = DefaultKind::Config {
+                            path: format!("{}/{item}", d.group_path()),
+                        };
                         node.update_parent("", "");
                     } else {
                         node.update_parent(&parent_group, &parent_final_pkg);
@@ -725,9 +805,16 @@ impl Builder<'_> {
             if let DefaultKind::Group { value, .. } = &mut d2.kind {
                 *value = GroupValue::Name(Some(resolved));
             }
-            let mut t = Tree { node: d2, children: None };
+            let mut t = Tree {
+                node: d2,
+                children: None,
+            };
             self.expand(&mut t, false, true, Some(&path))?;
-            *c = if t.children.is_some() { Child::Tree(t) } else { Child::Leaf(t.node) };
+            *c = if t.children.is_some() {
+                Child::Tree(t)
+            } else {
+                Child::Leaf(t.node)
+            };
         }
         if !children.is_empty() {
             children.reverse();
@@ -736,10 +823,22 @@ impl Builder<'_> {
         Ok(())
     }
 
-    fn child(&mut self, d: InputDefault, interpolated: bool, parent_path: &str) -> Result<Child, ConfigError> {
-        let mut t = Tree { node: d, children: None };
+    fn child(
+        &mut self,
+        d: InputDefault,
+        interpolated: bool,
+        parent_path: &str,
+    ) -> Result<Child, ConfigError> {
+        let mut t = Tree {
+            node: d,
+            children: None,
+        };
         self.expand(&mut t, false, interpolated, Some(parent_path))?;
-        Ok(if t.children.is_some() { Child::Tree(t) } else { Child::Leaf(t.node) })
+        Ok(if t.children.is_some() {
+            Child::Tree(t)
+        } else {
+            Child::Leaf(t.node)
+        })
     }
 
     fn update_overrides(
@@ -797,7 +896,11 @@ impl Builder<'_> {
                 if !options.is_empty() {
                     m.push_str(&format!(
                         "\nAvailable options in '{group}':\n{}",
-                        options.iter().map(|o| format!("\t{o}")).collect::<Vec<_>>().join("\n")
+                        options
+                            .iter()
+                            .map(|o| format!("\t{o}"))
+                            .collect::<Vec<_>>()
+                            .join("\n")
                     ));
                 }
                 m
@@ -807,7 +910,10 @@ impl Builder<'_> {
         if let Some(p) = parent_path {
             msg = format!("In '{p}': {msg}");
         }
-        msg.push_str(&format!("\nConfig search path:\n\tprovider=main, path=file://{}", self.repo.root().display()));
+        msg.push_str(&format!(
+            "\nConfig search path:\n\tprovider=main, path=file://{}",
+            self.repo.root().display()
+        ));
         composition(msg)
     }
 }
@@ -820,7 +926,9 @@ fn resolve_choice_interpolation(
     let mut rest = name;
     while let Some(i) = rest.find("${") {
         out.push_str(&rest[..i]);
-        let end = rest[i..].find('}').ok_or_else(|| composition(format!("Error resolving interpolation '{name}'")))?;
+        let end = rest[i..]
+            .find('}')
+            .ok_or_else(|| composition(format!("Error resolving interpolation '{name}'")))?;
         let key = &rest[i + 2..i + end];
         match choices.get(key) {
             Some(Some(v)) => out.push_str(v),
@@ -838,7 +946,10 @@ fn resolve_choice_interpolation(
     Ok(out)
 }
 
-fn validate_self(containing: &InputDefault, defaults: &mut Vec<InputDefault>) -> Result<(), ConfigError> {
+fn validate_self(
+    containing: &InputDefault,
+    defaults: &mut Vec<InputDefault>,
+) -> Result<(), ConfigError> {
     let mut has_self = false;
     let mut has_non_override = false;
     for d in defaults.iter() {
@@ -898,7 +1009,8 @@ fn collect(tree: Option<&Tree>, node: &InputDefault, out: &mut Vec<ResultDefault
             package: node.final_package(true),
             is_self: false,
             primary: node.primary,
-            override_key: matches!(node.kind, DefaultKind::Group { .. }).then(|| node.override_key()),
+            override_key: matches!(node.kind, DefaultKind::Group { .. })
+                .then(|| node.override_key()),
         });
     }
 }
@@ -909,7 +1021,11 @@ mod tests {
 
     #[test]
     fn override_key_names_the_package_when_it_differs() {
-        let mut d = InputDefault::group("profiling", GroupValue::Name(Some("nsys".into())), Some("pipeline.nsys".into()));
+        let mut d = InputDefault::group(
+            "profiling",
+            GroupValue::Name(Some("nsys".into())),
+            Some("pipeline.nsys".into()),
+        );
         d.update_parent("", "");
         assert_eq!(d.override_key(), "profiling@pipeline.nsys");
         assert_eq!(d.final_package(true), "pipeline.nsys");
@@ -949,6 +1065,8 @@ mod tests {
         let item = crate::config::yaml::parse("override /model: qwen").unwrap();
         let d = InputDefault::from_yaml(&item).unwrap();
         assert!(d.is_override());
-        assert!(InputDefault::from_yaml(&crate::config::yaml::parse("{a: 1, b: 2}").unwrap()).is_err());
+        assert!(
+            InputDefault::from_yaml(&crate::config::yaml::parse("{a: 1, b: 2}").unwrap()).is_err()
+        );
     }
 }

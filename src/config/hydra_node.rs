@@ -9,13 +9,21 @@ fn s(v: &str) -> Node {
 }
 
 fn map(items: Vec<(&str, Node)>) -> Node {
-    Node::Map(items.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Map>())
+    Node::Map(
+        items
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect::<Map>(),
+    )
 }
 
 /// Hydra's defaults before the primary config's `hydra:` section is merged in.
 pub fn defaults(multirun: bool) -> Node {
     map(vec![
-        ("run", map(vec![("dir", s("outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"))])),
+        (
+            "run",
+            map(vec![("dir", s("outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"))]),
+        ),
         (
             "sweep",
             map(vec![
@@ -25,7 +33,13 @@ pub fn defaults(multirun: bool) -> Node {
         ),
         ("mode", s(if multirun { "MULTIRUN" } else { "RUN" })),
         ("output_subdir", s(".hydra")),
-        ("overrides", map(vec![("hydra", Node::List(vec![])), ("task", Node::List(vec![]))])),
+        (
+            "overrides",
+            map(vec![
+                ("hydra", Node::List(vec![])),
+                ("task", Node::List(vec![])),
+            ]),
+        ),
         (
             "job",
             map(vec![
@@ -82,7 +96,9 @@ pub fn fill_runtime(hydra: &mut Node, info: &RuntimeInfo) {
         o.insert("task".into(), strs(info.task_overrides));
         o.insert("hydra".into(), strs(info.hydra_overrides));
     }
-    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+    let cwd = std::env::current_dir()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     if let Some(Node::Map(rt)) = h.get_mut("runtime") {
         rt.insert("cwd".into(), s(&cwd));
         let choices = info
@@ -91,7 +107,8 @@ pub fn fill_runtime(hydra: &mut Node, info: &RuntimeInfo) {
             .map(|(k, v)| (k.clone(), v.as_deref().map(s).unwrap_or(Node::Null)))
             .collect::<Map>();
         rt.insert("choices".into(), Node::Map(choices));
-        let abs = std::fs::canonicalize(info.config_dir).unwrap_or_else(|_| info.config_dir.to_path_buf());
+        let abs = std::fs::canonicalize(info.config_dir)
+            .unwrap_or_else(|_| info.config_dir.to_path_buf());
         rt.insert(
             "config_sources".into(),
             Node::List(vec![map(vec![
@@ -108,7 +125,11 @@ pub fn fill_runtime(hydra: &mut Node, info: &RuntimeInfo) {
         job.insert("config_name".into(), s(info.config_name));
         let mut lines: Vec<&String> = info.task_overrides.iter().collect();
         lines.sort();
-        let joined = lines.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(",");
+        let joined = lines
+            .iter()
+            .map(|l| l.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
         job.insert("override_dirname".into(), s(&joined));
     }
 }

@@ -7,7 +7,11 @@ use super::overrides::{lex_float, lex_int, lex_word_ci, parse_hydra_float};
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum InterpolationError {
     #[error("Interpolation key '{key}' not found (in '{at}': {expr})\n  fix: set '{key}' in a config file, or add it with +{key}=<value>")]
-    KeyNotFound { key: String, at: String, expr: String },
+    KeyNotFound {
+        key: String,
+        at: String,
+        expr: String,
+    },
     #[error("Cyclic interpolation: {chain}\n  fix: one of these keys must hold a value instead of an interpolation")]
     Cycle { chain: String },
     #[error("Missing mandatory value: '{key}' is ??? (referenced from '{at}')\n  fix: set it on the command line, e.g. {key}=<value>")]
@@ -41,7 +45,8 @@ pub struct ResolveContext<'a> {
 /// True when a string value contains an (unescaped) interpolation.
 pub fn is_interpolation(s: &str) -> bool {
     let b = s.as_bytes();
-    (0..b.len().saturating_sub(1)).any(|i| b[i] == b'$' && b[i + 1] == b'{' && (i == 0 || b[i - 1] != b'\\'))
+    (0..b.len().saturating_sub(1))
+        .any(|i| b[i] == b'$' && b[i + 1] == b'{' && (i == 0 || b[i - 1] != b'\\'))
 }
 
 /// Resolve every interpolation in `root` (OmegaConf `to_container(resolve=True)`).
@@ -66,11 +71,13 @@ pub fn resolve_value_at(
         stack: std::cell::RefCell::new(Vec::new()),
     };
     let segs: Vec<String> = path.split('.').map(str::to_string).collect();
-    let node = root.get_path(path).ok_or_else(|| InterpolationError::KeyNotFound {
-        key: path.to_string(),
-        at: path.to_string(),
-        expr: path.to_string(),
-    })?;
+    let node = root
+        .get_path(path)
+        .ok_or_else(|| InterpolationError::KeyNotFound {
+            key: path.to_string(),
+            at: path.to_string(),
+            expr: path.to_string(),
+        })?;
     r.resolve_subtree(node, &segs)
 }
 
@@ -90,8 +97,14 @@ enum Piece {
 #[derive(Debug, Clone)]
 enum Interp {
     /// Leading dots (relative depth) and key segments, each a concatenation of pieces.
-    Key { dots: usize, segs: Vec<Vec<Piece>> },
-    Resolver { name: Vec<Piece>, args: Vec<Arg> },
+    Key {
+        dots: usize,
+        segs: Vec<Vec<Piece>>,
+    },
+    Resolver {
+        name: Vec<Piece>,
+        args: Vec<Arg>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -138,7 +151,11 @@ impl<'a> Resolver<'a> {
                 // A resolved container may hold interpolations of its own, relative to where it lives.
                 match v {
                     (Node::Map(_) | Node::List(_), Some(src)) => {
-                        let target = self.root.get_path(&src.join(".")).cloned().unwrap_or(Node::Null);
+                        let target = self
+                            .root
+                            .get_path(&src.join("."))
+                            .cloned()
+                            .unwrap_or(Node::Null);
                         self.resolve_subtree(&target, &src)
                     }
                     (other, _) => Ok(other),
@@ -190,7 +207,11 @@ impl<'a> Resolver<'a> {
         if p.i != chars.len() {
             return Err(grammar("unexpected '}'".into()));
         }
-        let parent: &[String] = if path.is_empty() { path } else { &path[..path.len() - 1] };
+        let parent: &[String] = if path.is_empty() {
+            path
+        } else {
+            &path[..path.len() - 1]
+        };
         if let [Piece::Interp(interp)] = pieces.as_slice() {
             return self.eval_interp(interp, parent, s, &at);
         }
@@ -198,18 +219,28 @@ impl<'a> Resolver<'a> {
         for piece in &pieces {
             match piece {
                 Piece::Text(t) => out.push_str(t),
-                Piece::Interp(i) => out.push_str(&self.eval_interp(i, parent, s, &at)?.0.to_python_str()),
+                Piece::Interp(i) => {
+                    out.push_str(&self.eval_interp(i, parent, s, &at)?.0.to_python_str())
+                }
             }
         }
         Ok((Node::Str(out), None))
     }
 
-    fn concat(&self, pieces: &[Piece], parent: &[String], expr: &str, at: &str) -> Result<String, InterpolationError> {
+    fn concat(
+        &self,
+        pieces: &[Piece],
+        parent: &[String],
+        expr: &str,
+        at: &str,
+    ) -> Result<String, InterpolationError> {
         let mut out = String::new();
         for p in pieces {
             match p {
                 Piece::Text(t) => out.push_str(t),
-                Piece::Interp(i) => out.push_str(&self.eval_interp(i, parent, expr, at)?.0.to_python_str()),
+                Piece::Interp(i) => {
+                    out.push_str(&self.eval_interp(i, parent, expr, at)?.0.to_python_str())
+                }
             }
         }
         Ok(out)
@@ -242,13 +273,24 @@ impl<'a> Resolver<'a> {
                     }
                     parent[..parent.len() - up].to_vec()
                 };
-                full.extend(keys.iter().flat_map(|k| k.split('.').map(str::to_string)).collect::<Vec<_>>());
+                full.extend(
+                    keys.iter()
+                        .flat_map(|k| k.split('.').map(str::to_string))
+                        .collect::<Vec<_>>(),
+                );
                 let key = full.join(".");
-                let node = self.root.get_path(&key).ok_or_else(|| InterpolationError::KeyNotFound {
-                    key: if *dots == 0 { key.clone() } else { format!("{}{}", ".".repeat(*dots), keys.join(".")) },
-                    at: at.to_string(),
-                    expr: expr.to_string(),
-                })?;
+                let node =
+                    self.root
+                        .get_path(&key)
+                        .ok_or_else(|| InterpolationError::KeyNotFound {
+                            key: if *dots == 0 {
+                                key.clone()
+                            } else {
+                                format!("{}{}", ".".repeat(*dots), keys.join("."))
+                            },
+                            at: at.to_string(),
+                            expr: expr.to_string(),
+                        })?;
                 match node {
                     Node::Missing => Err(InterpolationError::Missing {
                         key,
@@ -268,12 +310,19 @@ impl<'a> Resolver<'a> {
                 for a in args {
                     values.push(self.eval_arg(a, parent, expr, at)?);
                 }
-                self.call_resolver(&name, values, expr, at).map(|v| (v, None))
+                self.call_resolver(&name, values, expr, at)
+                    .map(|v| (v, None))
             }
         }
     }
 
-    fn eval_arg(&self, arg: &Arg, parent: &[String], expr: &str, at: &str) -> Result<Node, InterpolationError> {
+    fn eval_arg(
+        &self,
+        arg: &Arg,
+        parent: &[String],
+        expr: &str,
+        at: &str,
+    ) -> Result<Node, InterpolationError> {
         match arg {
             Arg::Quoted(pieces) => Ok(Node::Str(self.concat(pieces, parent, expr, at)?)),
             Arg::List(items) => items
@@ -301,7 +350,13 @@ impl<'a> Resolver<'a> {
         }
     }
 
-    fn call_resolver(&self, name: &str, args: Vec<Node>, expr: &str, at: &str) -> Result<Node, InterpolationError> {
+    fn call_resolver(
+        &self,
+        name: &str,
+        args: Vec<Node>,
+        expr: &str,
+        at: &str,
+    ) -> Result<Node, InterpolationError> {
         let fail = |reason: String| InterpolationError::Resolver {
             expr: expr.to_string(),
             at: at.to_string(),
@@ -311,7 +366,11 @@ impl<'a> Resolver<'a> {
             "oc.env" => {
                 let key = match args.first() {
                     Some(Node::Str(k)) => k.clone(),
-                    _ => return Err(fail("oc.env needs the variable name as first argument".into())),
+                    _ => {
+                        return Err(fail(
+                            "oc.env needs the variable name as first argument".into(),
+                        ))
+                    }
                 };
                 match (self.ctx.env)(&key) {
                     Some(v) => Ok(Node::Str(v)),
@@ -346,13 +405,19 @@ impl<'a> Resolver<'a> {
                     let arg = p.element(&[]).map_err(&fail)?;
                     self.eval_arg(&arg, &[], expr, at)
                 }
-                _ => Err(fail("oc.decode can only take strings or None as input".into())),
+                _ => Err(fail(
+                    "oc.decode can only take strings or None as input".into(),
+                )),
             },
             "now" => {
                 let fmt = match args.first() {
                     Some(Node::Str(f)) => f.clone(),
                     Some(other) => other.to_python_str(),
-                    None => return Err(fail("now needs a strftime pattern, e.g. ${now:%Y-%m-%d}".into())),
+                    None => {
+                        return Err(fail(
+                            "now needs a strftime pattern, e.g. ${now:%Y-%m-%d}".into(),
+                        ))
+                    }
                 };
                 use std::fmt::Write as _;
                 let mut out = String::new();
@@ -365,10 +430,13 @@ impl<'a> Resolver<'a> {
                     Some(Node::Str(k)) => k.clone(),
                     _ => return Err(fail("hydra needs a key, e.g. ${hydra:runtime.cwd}".into())),
                 };
-                let hydra = self.ctx.hydra.ok_or_else(|| fail("the hydra config is not available here".into()))?;
-                let v = hydra
-                    .get_path(&key)
-                    .ok_or_else(|| fail(format!("key 'hydra.{key}' not found in the hydra config")))?;
+                let hydra = self
+                    .ctx
+                    .hydra
+                    .ok_or_else(|| fail("the hydra config is not available here".into()))?;
+                let v = hydra.get_path(&key).ok_or_else(|| {
+                    fail(format!("key 'hydra.{key}' not found in the hydra config"))
+                })?;
                 // Values inside the hydra node may interpolate too; resolve them against it.
                 let sub = ResolveContext {
                     hydra: None,
@@ -596,10 +664,16 @@ impl TextParser<'_> {
                 pieces.push(Piece::Interp(self.interpolation()?));
             } else {
                 let start = self.i;
-                if !self.peek().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') {
+                if !self
+                    .peek()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                {
                     return Ok(None);
                 }
-                while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                while self
+                    .peek()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                {
                     self.i += 1;
                 }
                 pieces.push(Piece::Text(self.c[start..self.i].iter().collect()));
@@ -666,7 +740,11 @@ impl TextParser<'_> {
                     while self.peek().is_some_and(|c| c != ':' && c != '}') {
                         self.i += 1;
                     }
-                    let key: String = self.c[start..self.i].iter().collect::<String>().trim().to_string();
+                    let key: String = self.c[start..self.i]
+                        .iter()
+                        .collect::<String>()
+                        .trim()
+                        .to_string();
                     if self.peek() != Some(':') {
                         return Err("missing ':' in dict".into());
                     }
@@ -706,7 +784,9 @@ impl TextParser<'_> {
                         continue;
                     }
                     if "'\"[{()".contains(ch) {
-                        return Err(format!("unexpected '{ch}' in a resolver argument (quote the argument)"));
+                        return Err(format!(
+                            "unexpected '{ch}' in a resolver argument (quote the argument)"
+                        ));
                     }
                     buf.push(ch);
                     self.i += 1;
@@ -772,7 +852,8 @@ mod tests {
 
     #[test]
     fn hydra_and_now_resolvers() {
-        let n = resolve("c: '${hydra:runtime.cwd}/data'\nj: '${hydra:job.name}'\nd: '${now:%Y}'\n").unwrap();
+        let n = resolve("c: '${hydra:runtime.cwd}/data'\nj: '${hydra:job.name}'\nd: '${now:%Y}'\n")
+            .unwrap();
         assert_eq!(n.get_path("c"), Some(&Node::Str("/work/data".into())));
         assert_eq!(n.get_path("j"), Some(&Node::Str("llmprof".into())));
         let year = chrono::Local::now().format("%Y").to_string();
@@ -781,10 +862,22 @@ mod tests {
 
     #[test]
     fn errors_missing_cycle_and_escape() {
-        assert!(matches!(resolve("a: '${b.c}'\n"), Err(InterpolationError::KeyNotFound { .. })));
-        assert!(matches!(resolve("a: '${b}'\nb: '${a}'\n"), Err(InterpolationError::Cycle { .. })));
-        assert!(matches!(resolve("a: ???\nb: '${a}'\n"), Err(InterpolationError::Missing { .. })));
-        assert!(matches!(resolve("a: '${nope:1}'\n"), Err(InterpolationError::UnknownResolver { .. })));
+        assert!(matches!(
+            resolve("a: '${b.c}'\n"),
+            Err(InterpolationError::KeyNotFound { .. })
+        ));
+        assert!(matches!(
+            resolve("a: '${b}'\nb: '${a}'\n"),
+            Err(InterpolationError::Cycle { .. })
+        ));
+        assert!(matches!(
+            resolve("a: ???\nb: '${a}'\n"),
+            Err(InterpolationError::Missing { .. })
+        ));
+        assert!(matches!(
+            resolve("a: '${nope:1}'\n"),
+            Err(InterpolationError::UnknownResolver { .. })
+        ));
         let n = resolve("a: '\\${b}'\n").unwrap();
         assert_eq!(n.get_path("a"), Some(&Node::Str("${b}".into())));
     }
@@ -795,6 +888,9 @@ mod tests {
         assert_eq!(n.get_path("b.y"), Some(&Node::Int(1)));
         assert_eq!(n.get_path("c"), Some(&Node::Int(1)));
         assert_eq!(n.get_path("d"), Some(&Node::Int(5)));
-        assert_eq!(n.get_path("e"), Some(&Node::List(vec![Node::Int(1), Node::Int(2)])));
+        assert_eq!(
+            n.get_path("e"),
+            Some(&Node::List(vec![Node::Int(1), Node::Int(2)]))
+        );
     }
 }

@@ -76,7 +76,9 @@ pub fn update(root: &mut Node, key: &str, value: Node, force_add: bool) -> Resul
                 child
             }
             Node::List(l) => {
-                let idx: usize = seg.parse().map_err(|_| UpdateError::NotAContainer(here.clone()))?;
+                let idx: usize = seg
+                    .parse()
+                    .map_err(|_| UpdateError::NotAContainer(here.clone()))?;
                 l.get_mut(idx).ok_or(UpdateError::IndexOutOfRange(here))?
             }
             _ => return Err(UpdateError::NotAContainer(segs[..i].join("."))),
@@ -99,8 +101,12 @@ pub fn update(root: &mut Node, key: &str, value: Node, force_add: bool) -> Resul
             None => Err(UpdateError::KeyNotFound),
         },
         Node::List(l) => {
-            let idx: usize = last.parse().map_err(|_| UpdateError::NotAContainer(parents.join(".")))?;
-            let slot = l.get_mut(idx).ok_or(UpdateError::IndexOutOfRange(key.to_string()))?;
+            let idx: usize = last
+                .parse()
+                .map_err(|_| UpdateError::NotAContainer(parents.join(".")))?;
+            let slot = l
+                .get_mut(idx)
+                .ok_or(UpdateError::IndexOutOfRange(key.to_string()))?;
             *slot = value;
             Ok(())
         }
@@ -132,8 +138,14 @@ mod tests {
     #[test]
     fn dicts_merge_and_lists_replace() {
         let mut a = parse("env: {A: '1', B: '2'}\nargs: [a, b]\nx: 1\n").unwrap();
-        merge_into(&mut a, &parse("env: {B: '3'}\nargs: [c]\nx: ???\n").unwrap());
-        assert_eq!(a, parse("env: {A: '1', B: '3'}\nargs: [c]\nx: 1\n").unwrap());
+        merge_into(
+            &mut a,
+            &parse("env: {B: '3'}\nargs: [c]\nx: ???\n").unwrap(),
+        );
+        assert_eq!(
+            a,
+            parse("env: {A: '1', B: '3'}\nargs: [c]\nx: 1\n").unwrap()
+        );
     }
 
     #[test]
@@ -141,12 +153,18 @@ mod tests {
         let mut a = parse("r: {b: [1, 2, 4], env: {A: x}}\n").unwrap();
         update(&mut a, "r.b.1", Node::Int(16), false).unwrap();
         assert_eq!(a.get_path("r.b.1"), Some(&Node::Int(16)));
-        assert_eq!(update(&mut a, "r.nope", Node::Int(1), false), Err(UpdateError::KeyNotFound));
+        assert_eq!(
+            update(&mut a, "r.nope", Node::Int(1), false),
+            Err(UpdateError::KeyNotFound)
+        );
         update(&mut a, "r.new.deep", Node::Int(1), true).unwrap();
         assert_eq!(a.get_path("r.new.deep"), Some(&Node::Int(1)));
         update(&mut a, "r.env", parse("{B: y}").unwrap(), false).unwrap();
         assert_eq!(a.get_path("r.env.A"), Some(&Node::Str("x".into())));
-        assert!(matches!(update(&mut a, "r.b.9", Node::Int(1), false), Err(UpdateError::IndexOutOfRange(_))));
+        assert!(matches!(
+            update(&mut a, "r.b.9", Node::Int(1), false),
+            Err(UpdateError::IndexOutOfRange(_))
+        ));
     }
 
     #[test]

@@ -46,7 +46,10 @@ pub struct Composed {
 }
 
 impl Composed {
-    pub fn resolve_context<'a>(&'a self, env: &'a dyn Fn(&str) -> Option<String>) -> ResolveContext<'a> {
+    pub fn resolve_context<'a>(
+        &'a self,
+        env: &'a dyn Fn(&str) -> Option<String>,
+    ) -> ResolveContext<'a> {
         ResolveContext {
             hydra: Some(&self.hydra),
             now: self.now,
@@ -57,7 +60,10 @@ impl Composed {
     /// The job config with every interpolation resolved.
     pub fn resolved_job(&self) -> Result<Node, ConfigError> {
         let env = |k: &str| std::env::var(k).ok();
-        Ok(interpolate::resolve_tree(&self.job, &self.resolve_context(&env))?)
+        Ok(interpolate::resolve_tree(
+            &self.job,
+            &self.resolve_context(&env),
+        )?)
     }
 
     /// Hydra's node with interpolations resolved (inside `{hydra: ...}`, as Hydra does).
@@ -87,7 +93,10 @@ pub fn compose(req: &ComposeRequest) -> Result<Composed, ConfigError> {
     compose_at(req, chrono::Local::now())
 }
 
-pub fn compose_at(req: &ComposeRequest, now: chrono::DateTime<chrono::Local>) -> Result<Composed, ConfigError> {
+pub fn compose_at(
+    req: &ComposeRequest,
+    now: chrono::DateTime<chrono::Local>,
+) -> Result<Composed, ConfigError> {
     if !req.config_dir.is_dir() {
         return Err(ConfigError::ConfigDirMissing(req.config_dir.clone()));
     }
@@ -109,9 +118,12 @@ pub fn compose_at(req: &ComposeRequest, now: chrono::DateTime<chrono::Local>) ->
 
     let mut cfg = Node::empty_map();
     for d in &defaults {
-        let loaded = repo
-            .load(&d.config_path)?
-            .ok_or_else(|| composition(format!("config '{}' disappeared while composing", d.config_path)))?;
+        let loaded = repo.load(&d.config_path)?.ok_or_else(|| {
+            composition(format!(
+                "config '{}' disappeared while composing",
+                d.config_path
+            ))
+        })?;
         let embedded = merge::embed_at_package(&loaded.config, &d.package);
         merge::merge_into(&mut cfg, &embedded);
     }
@@ -121,13 +133,26 @@ pub fn compose_at(req: &ComposeRequest, now: chrono::DateTime<chrono::Local>) ->
     if let Some(user) = cfg.as_map_mut().and_then(|m| m.shift_remove("hydra")) {
         merge::merge_into(&mut hydra, &user);
     }
-    cfg.as_map_mut().expect("composed root is a map").insert("hydra".into(), hydra);
+    cfg.as_map_mut()
+        .expect("composed root is a map")
+        .insert("hydra".into(), hydra);
 
     apply_config_overrides(&mut cfg, &ovr.config_overrides)?;
 
-    let mut hydra = cfg.as_map_mut().and_then(|m| m.shift_remove("hydra")).unwrap_or(Node::Null);
-    let task: Vec<String> = parsed.iter().filter(|o| !o.is_hydra_override()).map(|o| o.input.clone()).collect();
-    let hydra_ovr: Vec<String> = parsed.iter().filter(|o| o.is_hydra_override()).map(|o| o.input.clone()).collect();
+    let mut hydra = cfg
+        .as_map_mut()
+        .and_then(|m| m.shift_remove("hydra"))
+        .unwrap_or(Node::Null);
+    let task: Vec<String> = parsed
+        .iter()
+        .filter(|o| !o.is_hydra_override())
+        .map(|o| o.input.clone())
+        .collect();
+    let hydra_ovr: Vec<String> = parsed
+        .iter()
+        .filter(|o| o.is_hydra_override())
+        .map(|o| o.input.clone())
+        .collect();
     hydra_node::fill_runtime(
         &mut hydra,
         &hydra_node::RuntimeInfo {
@@ -228,10 +253,17 @@ fn apply_config_overrides(cfg: &mut Node, list: &[Override]) -> Result<(), Confi
                 }
             }
             OverrideKind::ForceAdd => {
-                merge::update(cfg, key, value.expect("++key always has a value"), true).map_err(|e| merge_err(e, cfg))?;
+                merge::update(cfg, key, value.expect("++key always has a value"), true)
+                    .map_err(|e| merge_err(e, cfg))?;
             }
             OverrideKind::Change => {
-                merge::update(cfg, key, value.expect("key=value always has a value"), false).map_err(|e| merge_err(e, cfg))?;
+                merge::update(
+                    cfg,
+                    key,
+                    value.expect("key=value always has a value"),
+                    false,
+                )
+                .map_err(|e| merge_err(e, cfg))?;
             }
         }
     }
@@ -270,7 +302,11 @@ pub fn list_groups(config_dir: &Path) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
     fn walk(repo: &ConfigRepo, group: &str, out: &mut Vec<(String, Vec<String>)>) {
         for sub in repo.subgroups(group) {
-            let path = if group.is_empty() { sub } else { format!("{group}/{sub}") };
+            let path = if group.is_empty() {
+                sub
+            } else {
+                format!("{group}/{sub}")
+            };
             let options = repo.group_options(&path);
             if !options.is_empty() {
                 out.push((path.clone(), options));

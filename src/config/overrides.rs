@@ -25,7 +25,10 @@ pub enum Element {
     Int(i64),
     Float(f64),
     /// `quoted` keeps the quote character for round-tripping (`'a b'`).
-    Str { text: String, quote: Option<char> },
+    Str {
+        text: String,
+        quote: Option<char>,
+    },
     List(Vec<Element>),
     Dict(Vec<(String, Element)>),
 }
@@ -118,9 +121,11 @@ impl Element {
             Element::Float(f) => Node::Float(*f),
             Element::Str { text, .. } => Node::Str(text.clone()),
             Element::List(l) => Node::List(l.iter().map(Element::to_node).collect()),
-            Element::Dict(d) => {
-                Node::Map(d.iter().map(|(k, v)| (k.clone(), v.to_node())).collect::<Map>())
-            }
+            Element::Dict(d) => Node::Map(
+                d.iter()
+                    .map(|(k, v)| (k.clone(), v.to_node()))
+                    .collect::<Map>(),
+            ),
         }
     }
 
@@ -232,7 +237,12 @@ pub fn parse_override(input: &str) -> Result<Override, ParseError> {
                     quote: None,
                 }))
             } else {
-                Some(ValueParser::new(v).map_err(err)?.parse_value().map_err(err)?)
+                Some(
+                    ValueParser::new(v)
+                        .map_err(err)?
+                        .parse_value()
+                        .map_err(err)?,
+                )
             }
         }
     };
@@ -326,18 +336,29 @@ fn lex(s: &str) -> Result<Vec<Token>, String> {
             (Tok::Equal, punct(c, '=', true, true)),
             (Tok::Float, lex_float(c)),
             (Tok::Int, lex_int(c)),
-            (Tok::Bool, lex_word_ci(c, "true").max(lex_word_ci(c, "false"))),
+            (
+                Tok::Bool,
+                lex_word_ci(c, "true").max(lex_word_ci(c, "false")),
+            ),
             (Tok::Null, lex_word_ci(c, "null")),
-            (Tok::UnquotedChar, usize::from("/-\\+.$%*@?|".contains(c[0]))),
+            (
+                Tok::UnquotedChar,
+                usize::from("/-\\+.$%*@?|".contains(c[0])),
+            ),
             (Tok::Id, lex_id(c)),
             (Tok::Esc, lex_esc(c)),
-            (Tok::Ws, c.iter().take_while(|x| **x == ' ' || **x == '\t').count()),
+            (
+                Tok::Ws,
+                c.iter().take_while(|x| **x == ' ' || **x == '\t').count(),
+            ),
             (Tok::Quoted, lex_quoted(c)),
             (Tok::Interpolation, lex_interpolation(c)),
         ];
-        let (kind, len) = candidates
-            .iter()
-            .fold((Tok::Ws, 0), |best, &(k, l)| if l > best.1 { (k, l) } else { best });
+        let (kind, len) =
+            candidates.iter().fold(
+                (Tok::Ws, 0),
+                |best, &(k, l)| if l > best.1 { (k, l) } else { best },
+            );
         if len == 0 {
             return Err(format!(
                 "token recognition error at: '{}' (quote it, or escape it with a backslash)",
@@ -434,8 +455,7 @@ pub(crate) fn lex_float(c: &[char]) -> usize {
         .unwrap_or(0);
     let special = if special > 0 { s + special } else { 0 };
     let best = if pf > s { pf } else { 0 };
-    let best = best.max(if exp > s { exp } else { 0 }).max(special);
-    best
+    best.max(if exp > s { exp } else { 0 }).max(special)
 }
 
 pub(crate) fn lex_int(c: &[char]) -> usize {
@@ -450,7 +470,12 @@ pub(crate) fn lex_int(c: &[char]) -> usize {
 
 pub(crate) fn lex_word_ci(c: &[char], w: &str) -> usize {
     let n = w.chars().count();
-    if c.len() >= n && c[..n].iter().zip(w.chars()).all(|(a, b)| a.eq_ignore_ascii_case(&b)) {
+    if c.len() >= n
+        && c[..n]
+            .iter()
+            .zip(w.chars())
+            .all(|(a, b)| a.eq_ignore_ascii_case(&b))
+    {
         n
     } else {
         0
@@ -458,7 +483,10 @@ pub(crate) fn lex_word_ci(c: &[char], w: &str) -> usize {
 }
 
 fn lex_id(c: &[char]) -> usize {
-    if !c.first().is_some_and(|x| x.is_ascii_alphabetic() || *x == '_') {
+    if !c
+        .first()
+        .is_some_and(|x| x.is_ascii_alphabetic() || *x == '_')
+    {
         return 0;
     }
     1 + c[1..]
@@ -620,9 +648,7 @@ impl ValueParser {
 
     fn element(&mut self) -> Result<Parsed, String> {
         match self.peek() {
-            Some(Tok::Id)
-                if self.toks.get(self.pos + 1).map(|t| t.kind) == Some(Tok::POpen) =>
-            {
+            Some(Tok::Id) if self.toks.get(self.pos + 1).map(|t| t.kind) == Some(Tok::POpen) => {
                 self.function()
             }
             Some(Tok::BracketOpen) => {
@@ -775,7 +801,13 @@ fn make_primitive(mut run: Vec<(Tok, String)>) -> Result<Element, String> {
     if run.len() > 1 {
         let text: String = run
             .iter()
-            .map(|(k, t)| if *k == Tok::Esc { unescape(t) } else { t.clone() })
+            .map(|(k, t)| {
+                if *k == Tok::Esc {
+                    unescape(t)
+                } else {
+                    t.clone()
+                }
+            })
             .collect();
         return Ok(Element::Str { text, quote: None });
     }
@@ -1140,7 +1172,12 @@ mod tests {
         assert!(o.is_hydra_override());
         let o = parse_override("x=").unwrap();
         assert_eq!(o.element(), Some(&string("")));
-        assert_eq!(parse_override("runtime.batch_sizes.1=16").unwrap().key_or_group, "runtime.batch_sizes.1");
+        assert_eq!(
+            parse_override("runtime.batch_sizes.1=16")
+                .unwrap()
+                .key_or_group,
+            "runtime.batch_sizes.1"
+        );
     }
 
     #[test]
@@ -1169,8 +1206,14 @@ mod tests {
             }))
         );
         let o = parse_override("a=choice([1,2],[3])").unwrap();
-        assert!(matches!(o.value, Some(Value::Sweep(Sweep::Choice { simple: false, .. }))));
-        assert_eq!(parse_override("a=int(3.7)").unwrap().element(), Some(&Element::Int(3)));
+        assert!(matches!(
+            o.value,
+            Some(Value::Sweep(Sweep::Choice { simple: false, .. }))
+        ));
+        assert_eq!(
+            parse_override("a=int(3.7)").unwrap().element(),
+            Some(&Element::Int(3))
+        );
     }
 
     #[test]
@@ -1185,7 +1228,13 @@ mod tests {
 
     #[test]
     fn elements_round_trip_through_display() {
-        for s in ["[a,'b c',3.5,null]", "{a:1,b:[x,y]}", "1000.0", "'x,y'", r"a\,b"] {
+        for s in [
+            "[a,'b c',3.5,null]",
+            "{a:1,b:[x,y]}",
+            "1000.0",
+            "'x,y'",
+            r"a\,b",
+        ] {
             let e = el(s);
             assert_eq!(el(&e.to_string()), e, "{s}");
         }

@@ -59,7 +59,8 @@ impl ConfigRepo {
             .filter_map(|e| {
                 let name = e.file_name().to_string_lossy().to_string();
                 let is_file = e.file_type().map(|t| t.is_file()).unwrap_or(false);
-                (is_file && name.ends_with(".yaml")).then(|| name.trim_end_matches(".yaml").to_string())
+                (is_file && name.ends_with(".yaml"))
+                    .then(|| name.trim_end_matches(".yaml").to_string())
             })
             .collect();
         out.sort();
@@ -102,10 +103,11 @@ impl ConfigRepo {
             path: file.to_path_buf(),
             reason: e.to_string(),
         })?;
-        let package_header = yaml::package_header(&text).map_err(|reason| ConfigError::BadFile {
-            path: file.to_path_buf(),
-            reason,
-        })?;
+        let package_header =
+            yaml::package_header(&text).map_err(|reason| ConfigError::BadFile {
+                path: file.to_path_buf(),
+                reason,
+            })?;
         let body = yaml::parse(&text).map_err(|e| ConfigError::Yaml {
             path: file.to_path_buf(),
             line: e.line,
@@ -118,16 +120,22 @@ impl ConfigRepo {
             other => {
                 return Err(ConfigError::BadFile {
                     path: file.to_path_buf(),
-                    reason: format!("a config file must hold a mapping, found a {}", other.type_name()),
+                    reason: format!(
+                        "a config file must hold a mapping, found a {}",
+                        other.type_name()
+                    ),
                 })
             }
         };
-        let raw_defaults = body.as_map_mut().expect("checked above").shift_remove("defaults");
+        let raw_defaults = body
+            .as_map_mut()
+            .expect("checked above")
+            .shift_remove("defaults");
         let defaults = match raw_defaults {
             None => Vec::new(),
             Some(Node::List(items)) => items
                 .iter()
-                .map(|item| InputDefault::from_yaml(item))
+                .map(InputDefault::from_yaml)
                 .collect::<Result<_, String>>()
                 .map_err(|reason| ConfigError::BadFile {
                     path: file.to_path_buf(),
@@ -138,7 +146,11 @@ impl ConfigRepo {
                     path: file.to_path_buf(),
                     reason: format!(
                         "Invalid defaults list in '{key}', defaults must be a list (got {})",
-                        if matches!(other, Node::Map(_)) { "mapping" } else { other.type_name() }
+                        if matches!(other, Node::Map(_)) {
+                            "mapping"
+                        } else {
+                            other.type_name()
+                        }
                     ),
                 })
             }

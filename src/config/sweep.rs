@@ -37,13 +37,21 @@ pub fn expand(config_dir: &Path, parsed: &[Override]) -> Result<Vec<Vec<String>>
     Ok(jobs)
 }
 
-fn sweep_items(repo: &ConfigRepo, o: &Override, sweep: &Sweep) -> Result<Vec<Element>, ConfigError> {
+fn sweep_items(
+    repo: &ConfigRepo,
+    o: &Override,
+    sweep: &Sweep,
+) -> Result<Vec<Element>, ConfigError> {
     match sweep {
         Sweep::Choice { items, .. } | Sweep::Range { items } => Ok(items.clone()),
         Sweep::Glob { include, exclude } => {
             let options = repo.group_options(&o.key_or_group);
             let matches = |pats: &[String], name: &str| {
-                pats.iter().any(|p| glob::Pattern::new(p).map(|g| g.matches(name)).unwrap_or(false))
+                pats.iter().any(|p| {
+                    glob::Pattern::new(p)
+                        .map(|g| g.matches(name))
+                        .unwrap_or(false)
+                })
             };
             let chosen: Vec<Element> = options
                 .iter()

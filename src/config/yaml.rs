@@ -40,7 +40,9 @@ pub fn package_header(text: &str) -> Result<Option<String>, String> {
         if line.is_empty() {
             continue;
         }
-        let Some(rest) = line.strip_prefix('#') else { break };
+        let Some(rest) = line.strip_prefix('#') else {
+            break;
+        };
         let rest = rest.trim_start();
         if !rest.starts_with('@') {
             break;
@@ -292,7 +294,10 @@ mod tests {
         assert_eq!(resolve_plain_scalar("-2.5"), Node::Float(-2.5));
         assert_eq!(resolve_plain_scalar("1."), Node::Float(1.0));
         assert_eq!(resolve_plain_scalar(".5"), Node::Float(0.5));
-        assert_eq!(resolve_plain_scalar("-.inf"), Node::Float(f64::NEG_INFINITY));
+        assert_eq!(
+            resolve_plain_scalar("-.inf"),
+            Node::Float(f64::NEG_INFINITY)
+        );
         assert_eq!(resolve_plain_scalar("1.2.3"), Node::Str("1.2.3".into()));
         assert_eq!(resolve_plain_scalar("cuda:0"), Node::Str("cuda:0".into()));
         assert_eq!(resolve_plain_scalar("???"), Node::Missing);
@@ -306,7 +311,10 @@ mod tests {
         assert_eq!(m.keys().collect::<Vec<_>>(), ["b", "a", "c"]);
         assert_eq!(m["b"], Node::Str("yes".into()));
         assert_eq!(m["a"], Node::Str("1".into()));
-        assert_eq!(m["c"], Node::List(vec![Node::Int(1), Node::Str("x".into())]));
+        assert_eq!(
+            m["c"],
+            Node::List(vec![Node::Int(1), Node::Str("x".into())])
+        );
     }
 
     #[test]

@@ -4,6 +4,6 @@ pub mod kineto;
 pub mod nvml;
 pub mod nvtx;
 pub mod ops;
+pub mod peaks;
 pub mod stats;
 pub mod timing;
-pub mod peaks;

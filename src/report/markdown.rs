@@ -3,14 +3,25 @@
 use super::metrics::{RunReport, StageStats};
 use std::fmt::Write as _;
 
-const STAGE_ORDER: [&str; 8] = ["sam", "clip", "projector", "vision", "prefill", "decode_step", "decode", "e2e"];
+const STAGE_ORDER: [&str; 8] = [
+    "sam",
+    "clip",
+    "projector",
+    "vision",
+    "prefill",
+    "decode_step",
+    "decode",
+    "e2e",
+];
 
 fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "n/a".into())
+    v.map(|x| format!("{x:.digits$}"))
+        .unwrap_or_else(|| "n/a".into())
 }
 
 fn pct(v: Option<f64>) -> String {
-    v.map(|x| format!("{:.1} %", x * 100.0)).unwrap_or_else(|| "n/a".into())
+    v.map(|x| format!("{:.1} %", x * 100.0))
+        .unwrap_or_else(|| "n/a".into())
 }
 
 pub fn render(r: &RunReport) -> String {
@@ -30,8 +41,18 @@ pub fn render(r: &RunReport) -> String {
         ("resolution mode", u.mode.clone()),
         ("inputs", u.inputs.to_string()),
         ("batch size", u.batch_size.to_string()),
-        ("warm-up runs / repeats", format!("{} / {}", u.warmup, u.repeats)),
-        ("max new tokens", format!("{}{}", u.max_new_tokens, if u.ignore_eos { " (EOS ignored)" } else { "" })),
+        (
+            "warm-up runs / repeats",
+            format!("{} / {}", u.warmup, u.repeats),
+        ),
+        (
+            "max new tokens",
+            format!(
+                "{}{}",
+                u.max_new_tokens,
+                if u.ignore_eos { " (EOS ignored)" } else { "" }
+            ),
+        ),
         ("timing clock", u.clock.clone()),
         ("model load", format!("{:.0} ms", u.load_ms)),
         ("llmprof", r.llmprof_version.clone()),
@@ -41,19 +62,21 @@ pub fn render(r: &RunReport) -> String {
     let _ = writeln!(s, "\n## Stages (ms)\n");
     let _ = writeln!(s, "prefill = time to first token (vision included); decode_step = time per output token. CV mixes all inputs; \"CV/input\" is the largest CV between repeats of one input (⚠ above 10 %).\n");
     let _ = writeln!(s, "| stage | n | mean | std | min | p50 | p90 | p99 | CV | CV/input |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let row = |s: &mut String, name: &str, st: &StageStats| {
-        let cv = pct(st.cv);
-        let within = r
-            .cv_within_input
-            .get(name)
-            .map(|c| format!("{:.1} %{}", c * 100.0, if *c > 0.10 { " ⚠" } else { "" }))
-            .unwrap_or_else(|| "n/a".into());
-        let _ = writeln!(
+    let row =
+        |s: &mut String, name: &str, st: &StageStats| {
+            let cv = pct(st.cv);
+            let within = r
+                .cv_within_input
+                .get(name)
+                .map(|c| format!("{:.1} %{}", c * 100.0, if *c > 0.10 { " ⚠" } else { "" }))
+                .unwrap_or_else(|| "n/a".into());
+            let _ =
+                writeln!(
             s,
             "| {name} | {} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {cv} | {within} |",
             st.n, st.mean_ms, opt(st.std_ms, 3), st.min_ms, st.p50_ms, st.p90_ms, st.p99_ms
         );
-    };
+        };
     for name in STAGE_ORDER {
         if let Some(st) = r.stages.get(name) {
             row(&mut s, name, st);
@@ -62,28 +85,80 @@ pub fn render(r: &RunReport) -> String {
     let t = &r.throughput;
     let _ = writeln!(s, "\n## Throughput\n");
     let _ = writeln!(s, "| metric | value |\n|---|---|");
-    let _ = writeln!(s, "| output tokens (timed runs) | {} |", t.output_tokens_total);
-    let _ = writeln!(s, "| tokens/s per request (mean) | {} |", opt(t.tokens_per_s_per_request_mean, 1));
-    let _ = writeln!(s, "| tokens/s aggregate | {} |", opt(t.tokens_per_s_aggregate, 1));
-    let _ = writeln!(s, "| decode tokens/s per row (1000 / TPOT) | {} |", opt(t.decode_tokens_per_s, 1));
+    let _ = writeln!(
+        s,
+        "| output tokens (timed runs) | {} |",
+        t.output_tokens_total
+    );
+    let _ = writeln!(
+        s,
+        "| tokens/s per request (mean) | {} |",
+        opt(t.tokens_per_s_per_request_mean, 1)
+    );
+    let _ = writeln!(
+        s,
+        "| tokens/s aggregate | {} |",
+        opt(t.tokens_per_s_aggregate, 1)
+    );
+    let _ = writeln!(
+        s,
+        "| decode tokens/s per row (1000 / TPOT) | {} |",
+        opt(t.decode_tokens_per_s, 1)
+    );
 
     let _ = writeln!(s, "\n## Utilisation\n");
     match &r.peaks {
         Some(p) => {
-            let _ = writeln!(s, "Peaks ({}): {:.1} TFLOP/s {}, {:.0} GB/s — {}.\n", p.gpu_name, p.peak_tflops, p.precision, p.peak_bandwidth_gbs, p.source);
+            let _ = writeln!(
+                s,
+                "Peaks ({}): {:.1} TFLOP/s {}, {:.0} GB/s — {}.\n",
+                p.gpu_name, p.peak_tflops, p.precision, p.peak_bandwidth_gbs, p.source
+            );
         }
         None => {
-            let _ = writeln!(s, "Peaks: n/a ({}).\n", r.utilisation.unavailable.clone().unwrap_or_else(|| "no GPU".into()));
+            let _ = writeln!(
+                s,
+                "Peaks: n/a ({}).\n",
+                r.utilisation
+                    .unavailable
+                    .clone()
+                    .unwrap_or_else(|| "no GPU".into())
+            );
         }
     }
     if let Some(f) = &r.flops {
         let _ = writeln!(s, "| stage | analytic work | MFU |\n|---|---|---|");
-        let _ = writeln!(s, "| vision | {:.1} GFLOP | {} |", f.vision_gflop, pct(r.utilisation.mfu.get("vision").copied()));
-        let _ = writeln!(s, "| prefill (incl. vision) | {:.1} GFLOP | {} |", f.prefill_gflop, pct(r.utilisation.mfu.get("prefill").copied()));
-        let _ = writeln!(s, "| decode step | {:.3} GFLOP, {:.3} GB | {} (MBU {}) |", f.decode_step_gflop_mean, f.decode_step_bytes_mean / 1e9, pct(r.utilisation.mfu.get("decode_step").copied()), pct(r.utilisation.mbu_decode));
-        let _ = writeln!(s, "| end to end | {:.1} GFLOP | {} |", f.e2e_gflop, pct(r.utilisation.mfu.get("e2e").copied()));
+        let _ = writeln!(
+            s,
+            "| vision | {:.1} GFLOP | {} |",
+            f.vision_gflop,
+            pct(r.utilisation.mfu.get("vision").copied())
+        );
+        let _ = writeln!(
+            s,
+            "| prefill (incl. vision) | {:.1} GFLOP | {} |",
+            f.prefill_gflop,
+            pct(r.utilisation.mfu.get("prefill").copied())
+        );
+        let _ = writeln!(
+            s,
+            "| decode step | {:.3} GFLOP, {:.3} GB | {} (MBU {}) |",
+            f.decode_step_gflop_mean,
+            f.decode_step_bytes_mean / 1e9,
+            pct(r.utilisation.mfu.get("decode_step").copied()),
+            pct(r.utilisation.mbu_decode)
+        );
+        let _ = writeln!(
+            s,
+            "| end to end | {:.1} GFLOP | {} |",
+            f.e2e_gflop,
+            pct(r.utilisation.mfu.get("e2e").copied())
+        );
         if let Some(ratio) = f.kineto_matmul_ratio {
-            let _ = writeln!(s, "\nKineto matmul FLOPs ÷ analytic matmul FLOPs (profiled pass): {ratio:.3}");
+            let _ = writeln!(
+                s,
+                "\nKineto matmul FLOPs ÷ analytic matmul FLOPs (profiled pass): {ratio:.3}"
+            );
         }
     }
     if let Some(k) = &r.kineto {
@@ -96,16 +171,33 @@ pub fn render(r: &RunReport) -> String {
     let n = &r.nvml;
     let _ = writeln!(s, "\n## NVML telemetry\n");
     if !n.available {
-        let _ = writeln!(s, "NVML unavailable: {}", n.note.clone().unwrap_or_default());
+        let _ = writeln!(
+            s,
+            "NVML unavailable: {}",
+            n.note.clone().unwrap_or_default()
+        );
     } else {
-        let _ = writeln!(s, "{} samples (nvml.csv). Energy per output token: {} J.\n", n.samples, opt(n.energy_j_per_output_token, 3));
+        let _ = writeln!(
+            s,
+            "{} samples (nvml.csv). Energy per output token: {} J.\n",
+            n.samples,
+            opt(n.energy_j_per_output_token, 3)
+        );
         let _ = writeln!(s, "| window | power W | SM MHz | mem MHz | GPU util % | mem util % | mem used GiB | temp °C | throttle |\n|---|---:|---:|---:|---:|---:|---:|---:|---|");
         for (name, w) in &n.windows {
             let _ = writeln!(
                 s,
                 "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                opt(w.power_w, 1), opt(w.sm_clock_mhz, 0), opt(w.mem_clock_mhz, 0), opt(w.gpu_util_pct, 1), opt(w.mem_util_pct, 1), opt(w.mem_used_gib, 2), opt(w.temperature_c, 0),
-                w.throttle_reasons.map(|t| format!("{t:#x}")).unwrap_or_else(|| "n/a".into())
+                opt(w.power_w, 1),
+                opt(w.sm_clock_mhz, 0),
+                opt(w.mem_clock_mhz, 0),
+                opt(w.gpu_util_pct, 1),
+                opt(w.mem_util_pct, 1),
+                opt(w.mem_used_gib, 2),
+                opt(w.temperature_c, 0),
+                w.throttle_reasons
+                    .map(|t| format!("{t:#x}"))
+                    .unwrap_or_else(|| "n/a".into())
             );
         }
     }
@@ -115,11 +207,18 @@ pub fn render(r: &RunReport) -> String {
             let _ = writeln!(s, "Kineto profiled pass: {:.1} ms vs timed mean {:.1} ms ({:+.1} %). The tables above come from that separate pass; the stage timings come from unprofiled runs.", k.profiled_e2e_ms, k.timed_e2e_mean_ms, k.overhead_pct);
         }
         None => {
-            let _ = writeln!(s, "Kineto pass disabled (pipeline.torch_profiler.enable=false).");
+            let _ = writeln!(
+                s,
+                "Kineto pass disabled (pipeline.torch_profiler.enable=false)."
+            );
         }
     }
     if let Some(m) = &r.memory {
-        let _ = writeln!(s, "\nPeak GPU memory (caching allocator): {:.2} GiB allocated, {:.2} GiB reserved.", m.peak_allocated_gib, m.peak_reserved_gib);
+        let _ = writeln!(
+            s,
+            "\nPeak GPU memory (caching allocator): {:.2} GiB allocated, {:.2} GiB reserved.",
+            m.peak_allocated_gib, m.peak_reserved_gib
+        );
     }
     if !r.notes.is_empty() {
         let _ = writeln!(s, "\n## Notes\n");
@@ -131,7 +230,10 @@ pub fn render(r: &RunReport) -> String {
 }
 
 fn top_table(s: &mut String, rows: &[super::metrics::TopRow]) {
-    let _ = writeln!(s, "| name | stage | calls | total ms | share |\n|---|---|---:|---:|---:|");
+    let _ = writeln!(
+        s,
+        "| name | stage | calls | total ms | share |\n|---|---|---:|---:|---:|"
+    );
     for r in rows {
         let _ = writeln!(
             s,
@@ -140,7 +242,9 @@ fn top_table(s: &mut String, rows: &[super::metrics::TopRow]) {
             r.stage.clone().unwrap_or_else(|| "—".into()),
             r.calls,
             r.total_ms,
-            r.share_pct.map(|p| format!("{p:.1} %")).unwrap_or_else(|| "—".into())
+            r.share_pct
+                .map(|p| format!("{p:.1} %"))
+                .unwrap_or_else(|| "—".into())
         );
     }
 }

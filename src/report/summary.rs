@@ -6,16 +6,28 @@ use std::fmt::Write as _;
 pub fn render(r: &RunReport) -> String {
     let mut s = String::from("# What this run says\n\n");
     if r.synthetic_weights {
-        let _ = writeln!(s, "*{}: the model's text output is noise; its speed is real.*\n", super::metrics::SYNTHETIC_NOTE);
+        let _ = writeln!(
+            s,
+            "*{}: the model's text output is noise; its speed is real.*\n",
+            super::metrics::SYNTHETIC_NOTE
+        );
     }
     let mean = |k: &str| r.stages.get(k).map(|st| st.mean_ms);
-    if let (Some(prefill), Some(decode), Some(e2e)) = (mean("prefill"), mean("decode"), mean("e2e")) {
-        let (big, big_ms) = if prefill >= decode { ("reading the page (prefill: vision + prompt)", prefill) } else { ("writing the answer (decode)", decode) };
+    if let (Some(prefill), Some(decode), Some(e2e)) = (mean("prefill"), mean("decode"), mean("e2e"))
+    {
+        let (big, big_ms) = if prefill >= decode {
+            ("reading the page (prefill: vision + prompt)", prefill)
+        } else {
+            ("writing the answer (decode)", decode)
+        };
         let _ = writeln!(
             s,
             "- A page takes {:.0} ms end to end on {}; {:.0} % of that is {big}.",
             e2e,
-            r.setup.gpu.clone().unwrap_or_else(|| r.setup.device.clone()),
+            r.setup
+                .gpu
+                .clone()
+                .unwrap_or_else(|| r.setup.device.clone()),
             100.0 * big_ms / e2e
         );
     }
@@ -25,9 +37,17 @@ pub fn render(r: &RunReport) -> String {
         }
     }
     if let Some(tpot) = mean("decode_step") {
-        let _ = writeln!(s, "- Each further token takes {:.2} ms ({:.0} tokens/s per page).", tpot, 1000.0 / tpot);
+        let _ = writeln!(
+            s,
+            "- Each further token takes {:.2} ms ({:.0} tokens/s per page).",
+            tpot,
+            1000.0 / tpot
+        );
     }
-    match (r.utilisation.mbu_decode, r.utilisation.mfu.get("decode_step")) {
+    match (
+        r.utilisation.mbu_decode,
+        r.utilisation.mfu.get("decode_step"),
+    ) {
         (Some(mbu), Some(mfu)) => {
             let verdict = if mbu >= 0.5 {
                 "decode is limited by memory bandwidth, as expected for one token at a time"
@@ -37,7 +57,14 @@ pub fn render(r: &RunReport) -> String {
             let _ = writeln!(s, "- Decode reads weights at {:.0} % of the GPU's peak bandwidth and uses {:.1} % of its compute: {verdict}.", mbu * 100.0, mfu * 100.0);
         }
         _ => {
-            let _ = writeln!(s, "- Utilisation (MFU/MBU) is not available: {}.", r.utilisation.unavailable.clone().unwrap_or_else(|| "no GPU peaks".into()));
+            let _ = writeln!(
+                s,
+                "- Utilisation (MFU/MBU) is not available: {}.",
+                r.utilisation
+                    .unavailable
+                    .clone()
+                    .unwrap_or_else(|| "no GPU peaks".into())
+            );
         }
     }
     let noisy: Vec<String> = r

@@ -37,20 +37,36 @@ impl RunSpec {
 
     fn validate(&self) -> Result<()> {
         let d = &self.device;
-        let device_ok = d == "auto" || d == "cpu" || d == "cuda" || d.strip_prefix("cuda:").is_some_and(|n| n.parse::<u32>().is_ok());
+        let device_ok = d == "auto"
+            || d == "cpu"
+            || d == "cuda"
+            || d.strip_prefix("cuda:")
+                .is_some_and(|n| n.parse::<u32>().is_ok());
         if !device_ok {
             bail!("device='{d}' is not a device: use auto, cpu, cuda or cuda:N");
         }
         at_least("infer.max_new_tokens", self.infer.max_new_tokens as i64, 1)?;
-        at_least("dataset.sampling.num_epochs", self.dataset.sampling.num_epochs as i64, 1)?;
+        at_least(
+            "dataset.sampling.num_epochs",
+            self.dataset.sampling.num_epochs as i64,
+            1,
+        )?;
         if let Some(n) = self.dataset.sampling.num_samples_per_epoch {
             at_least("dataset.sampling.num_samples_per_epoch", n as i64, 1)?;
         }
         at_least("runtime.repeats", self.runtime.repeats as i64, 1)?;
         at_least("runtime.batch_size", self.runtime.batch_size as i64, 1)?;
-        at_least("pipeline.nvml.interval_ms", self.pipeline.nvml.interval_ms as i64, 1)?;
+        at_least(
+            "pipeline.nvml.interval_ms",
+            self.pipeline.nvml.interval_ms as i64,
+            1,
+        )?;
         at_least("pipeline.ncu.top_k", self.pipeline.ncu.top_k as i64, 1)?;
-        at_least("pipeline.ncu.launch_count", self.pipeline.ncu.launch_count as i64, 1)?;
+        at_least(
+            "pipeline.ncu.launch_count",
+            self.pipeline.ncu.launch_count as i64,
+            1,
+        )?;
         let p = &self.model.preprocess;
         at_least("model.preprocess.min_crops", p.min_crops as i64, 1)?;
         if p.max_crops < p.min_crops {
@@ -60,7 +76,13 @@ impl RunSpec {
                 p.min_crops
             );
         }
-        for (k, v) in [("hardware.peak_tflops", self.hardware.peak_tflops), ("hardware.peak_bandwidth_gbs", self.hardware.peak_bandwidth_gbs)] {
+        for (k, v) in [
+            ("hardware.peak_tflops", self.hardware.peak_tflops),
+            (
+                "hardware.peak_bandwidth_gbs",
+                self.hardware.peak_bandwidth_gbs,
+            ),
+        ] {
             if let Some(x) = v {
                 if !(x.is_finite() && x > 0.0) {
                     bail!("{k}={x} is out of range: must be a positive number (or null to derive it from the GPU)");
@@ -80,27 +102,57 @@ fn at_least(key: &str, value: i64, min: i64) -> Result<()> {
 
 /// Turn serde's message into one that names the full key and suggests the closest valid key.
 fn describe_serde_error(path: &str, msg: &str) -> String {
-    let parent = if path == "." { String::new() } else { path.to_string() };
+    let parent = if path == "." {
+        String::new()
+    } else {
+        path.to_string()
+    };
     if let Some(rest) = msg.strip_prefix("unknown field `") {
         let (field, tail) = rest.split_once('`').unwrap_or((rest, ""));
-        let expected: Vec<String> = tail.split('`').skip(1).step_by(2).map(str::to_string).collect();
+        let expected: Vec<String> = tail
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect();
         // serde's path ends at the struct that rejected the field.
-        let container = parent.trim_end_matches(&format!(".{field}")).trim_end_matches(field).trim_end_matches('.');
-        let full = if container.is_empty() { field.to_string() } else { format!("{container}.{field}") };
+        let container = parent
+            .trim_end_matches(&format!(".{field}"))
+            .trim_end_matches(field)
+            .trim_end_matches('.');
+        let full = if container.is_empty() {
+            field.to_string()
+        } else {
+            format!("{container}.{field}")
+        };
         let best = expected
             .iter()
             .map(|e| (strsim::jaro_winkler(field, e), e))
             .filter(|(s, _)| *s > 0.8)
             .max_by(|a, b| a.0.total_cmp(&b.0));
-        let prefix = if container.is_empty() { String::new() } else { format!("{container}.") };
+        let prefix = if container.is_empty() {
+            String::new()
+        } else {
+            format!("{container}.")
+        };
         return match best {
-            Some((_, e)) => format!("unknown config key '{full}': did you mean '{prefix}{e}'? (valid keys here: {})", expected.join(", ")),
-            None => format!("unknown config key '{full}' (valid keys here: {})", expected.join(", ")),
+            Some((_, e)) => format!(
+                "unknown config key '{full}': did you mean '{prefix}{e}'? (valid keys here: {})",
+                expected.join(", ")
+            ),
+            None => format!(
+                "unknown config key '{full}' (valid keys here: {})",
+                expected.join(", ")
+            ),
         };
     }
     if let Some(rest) = msg.strip_prefix("missing field `") {
         let field = rest.split('`').next().unwrap_or(rest);
-        let full = if parent.is_empty() || parent == "." { field.to_string() } else { format!("{parent}.{field}") };
+        let full = if parent.is_empty() || parent == "." {
+            field.to_string()
+        } else {
+            format!("{parent}.{field}")
+        };
         return format!("missing config key '{full}': add it to the config file of its group, or on the command line with +{full}=<value>");
     }
     format!("invalid value for config key '{parent}': {msg}")
@@ -112,7 +164,14 @@ mod tests {
 
     #[test]
     fn unknown_keys_name_the_path_and_suggest() {
-        let m = describe_serde_error("infer.max_new_tokns", "unknown field `max_new_tokns`, expected one of `max_new_tokens`, `ignore_eos`");
-        assert!(m.contains("'infer.max_new_tokns'") && m.contains("did you mean 'infer.max_new_tokens'"), "{m}");
+        let m = describe_serde_error(
+            "infer.max_new_tokns",
+            "unknown field `max_new_tokns`, expected one of `max_new_tokens`, `ignore_eos`",
+        );
+        assert!(
+            m.contains("'infer.max_new_tokns'")
+                && m.contains("did you mean 'infer.max_new_tokens'"),
+            "{m}"
+        );
     }
 }

@@ -29,9 +29,15 @@ pub fn sample_pages(spec: &RunSpec) -> Result<Vec<InputPage>> {
     picked
         .into_iter()
         .map(|r| {
-            let bytes = std::fs::metadata(&r.path).with_context(|| format!("reading {}", r.path.display()))?.len();
+            let bytes = std::fs::metadata(&r.path)
+                .with_context(|| format!("reading {}", r.path.display()))?
+                .len();
             Ok(InputPage {
-                name: r.path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default(),
+                name: r
+                    .path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().to_string())
+                    .unwrap_or_default(),
                 path: r.path,
                 bytes,
             })
@@ -46,7 +52,9 @@ pub fn base_dir(relative: &str) -> PathBuf {
     if Path::new(relative).is_absolute() || cwd.join(relative).exists() {
         return cwd;
     }
-    std::env::var_os("LLMPROF_BASE_DIR").map(PathBuf::from).unwrap_or(cwd)
+    std::env::var_os("LLMPROF_BASE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or(cwd)
 }
 
 pub fn prepare_all(w: &Workload, spec: &RunSpec, pages: &[InputPage]) -> Result<Vec<Prepared>> {
@@ -54,9 +62,11 @@ pub fn prepare_all(w: &Workload, spec: &RunSpec, pages: &[InputPage]) -> Result<
         .iter()
         .map(|page| {
             let img = load_image(&page.path)?;
-            let image = preprocess(&img, &w.preprocess).with_context(|| format!("preprocessing {}", page.path.display()))?;
+            let image = preprocess(&img, &w.preprocess)
+                .with_context(|| format!("preprocessing {}", page.path.display()))?;
             let image_tokens = image_token_count(&w.preprocess, image.grid);
-            let prompt_ids = build_prompt_ids(w.tokenizer.as_ref(), &spec.infer.prompt, &[image_tokens])?;
+            let prompt_ids =
+                build_prompt_ids(w.tokenizer.as_ref(), &spec.infer.prompt, &[image_tokens])?;
             Ok(Prepared {
                 page: page.clone(),
                 image,
@@ -81,7 +91,10 @@ pub fn write_inputs_yaml(run_dir: &Path, prepared: &[Prepared], mode: &str) -> R
             m.insert("mode".into(), Node::Str(mode.to_string()));
             m.insert(
                 "crop_grid".into(),
-                Node::List(vec![Node::Int(p.image.grid.cols as i64), Node::Int(p.image.grid.rows as i64)]),
+                Node::List(vec![
+                    Node::Int(p.image.grid.cols as i64),
+                    Node::Int(p.image.grid.rows as i64),
+                ]),
             );
             m.insert("image_tokens".into(), Node::Int(p.image_tokens as i64));
             m.insert("prompt_tokens".into(), Node::Int(p.prompt_ids.len() as i64));
@@ -89,5 +102,6 @@ pub fn write_inputs_yaml(run_dir: &Path, prepared: &[Prepared], mode: &str) -> R
         })
         .collect();
     let path = run_dir.join("inputs.yaml");
-    std::fs::write(&path, Node::List(items).to_yaml()).with_context(|| format!("writing {}", path.display()))
+    std::fs::write(&path, Node::List(items).to_yaml())
+        .with_context(|| format!("writing {}", path.display()))
 }

@@ -2,9 +2,9 @@
 //! `pipeline.torch_profiler.max_decode_steps`), stage user scopes on, then operators.md,
 //! kernels.md and trace.json. Its times are never mixed into the timed statistics.
 use super::inputs::Prepared;
+use super::model::deepseek_ocr::generate::GenerateConfig;
 use super::setup::Workload;
 use super::stage1::run_batch;
-use super::model::deepseek_ocr::generate::GenerateConfig;
 use anyhow::{Context, Result};
 use llmprof::measure::kineto::{KinetoSession, ProfileEvents, ProfilerConfig};
 use llmprof::measure::nvtx::{NvtxObserver, NvtxOptions};
@@ -24,7 +24,13 @@ pub struct KinetoResult {
     pub kineto_flops: u64,
 }
 
-pub fn run(spec: &RunSpec, w: &Workload, batch: &[&Prepared], gen: &GenerateConfig, run_dir: &Path) -> Result<KinetoResult> {
+pub fn run(
+    spec: &RunSpec,
+    w: &Workload,
+    batch: &[&Prepared],
+    gen: &GenerateConfig,
+    run_dir: &Path,
+) -> Result<KinetoResult> {
     let t = &spec.pipeline.torch_profiler;
     let cuda_visible = llmprof::ffi::cuda_device_count() > 0;
     let config = ProfilerConfig {
@@ -36,7 +42,10 @@ pub fn run(spec: &RunSpec, w: &Workload, batch: &[&Prepared], gen: &GenerateConf
         activity_cuda: t.activities.contains(&Activity::Cuda) && cuda_visible,
     };
     let capped = GenerateConfig {
-        max_new_tokens: gen.max_new_tokens.min(t.max_decode_steps as usize + 1).max(1),
+        max_new_tokens: gen
+            .max_new_tokens
+            .min(t.max_decode_steps as usize + 1)
+            .max(1),
         ..gen.clone()
     };
     tracing::info!(decode_steps = capped.max_new_tokens - 1, "Kineto pass");
@@ -49,16 +58,30 @@ pub fn run(spec: &RunSpec, w: &Workload, batch: &[&Prepared], gen: &GenerateConf
     let out = run_batch(w, batch, &capped, &obs)?;
     let trace = spec.output.trace_json.then(|| run_dir.join("trace.json"));
     let profile = session.finish(trace.as_deref())?;
-    let times = obs.finish().context("reading stage timers of the Kineto pass")?;
-    let sum = |name: &str| times.iter().filter(|t| t.name == name).map(|t| t.duration_ns as f64 / 1e6).sum::<f64>();
+    let times = obs
+        .finish()
+        .context("reading stage timers of the Kineto pass")?;
+    let sum = |name: &str| {
+        times
+            .iter()
+            .filter(|t| t.name == name)
+            .map(|t| t.duration_ns as f64 / 1e6)
+            .sum::<f64>()
+    };
     let events: &ProfileEvents = &profile.events;
     let attribution = ops::Attribution::new(events);
     let operators = ops::operator_table(events, &attribution);
     let kernels = ops::kernel_table(events, &attribution);
-    std::fs::write(run_dir.join("operators.md"), ops::render_operators_md(&operators))?;
+    std::fs::write(
+        run_dir.join("operators.md"),
+        ops::render_operators_md(&operators),
+    )?;
     std::fs::write(run_dir.join("kernels.md"), ops::render_kernels_md(&kernels))?;
     // Machine-readable kernel table (stage 2 picks its ncu top-K from it).
-    std::fs::write(run_dir.join("kernels.json"), serde_json::to_string_pretty(&kernels)? + "\n")?;
+    std::fs::write(
+        run_dir.join("kernels.json"),
+        serde_json::to_string_pretty(&kernels)? + "\n",
+    )?;
     Ok(KinetoResult {
         prefill_ms: sum("prefill"),
         decode_ms: sum("decode"),

@@ -1,8 +1,8 @@
 //! From the typed spec to a ready workload: device and dtype (CPU fallback to the tiny model,
 //! announced), the model (synthetic or safetensors), the tokenizer and the preprocessing
 //! parameters. No timing here.
-use super::model::deepseek_ocr::preprocess::{Mode, PreprocessConfig};
 use super::model::deepseek_ocr::hf_tokenizer::HfTokenizer;
+use super::model::deepseek_ocr::preprocess::{Mode, PreprocessConfig};
 use super::model::deepseek_ocr::tokenizer::{ByteTokenizer, SpecialIds, TokenIds};
 use super::model::deepseek_ocr::{ArchConfig, DeepseekOcr};
 use anyhow::{bail, Context, Result};
@@ -35,13 +35,20 @@ pub fn device_from_spec(spec: &RunSpec) -> Result<Device> {
         }
         "cpu" => Device::Cpu,
         d => {
-            let idx: usize = d.strip_prefix("cuda:").map(|n| n.parse()).transpose()?.unwrap_or(0);
+            let idx: usize = d
+                .strip_prefix("cuda:")
+                .map(|n| n.parse())
+                .transpose()?
+                .unwrap_or(0);
             if !cuda {
                 bail!("device={d} was requested but no CUDA GPU is visible to libtorch\n  fix: run on a GPU machine, or use device=auto / device=cpu (CPU runs use the tiny model)");
             }
             let n = tch::Cuda::device_count() as usize;
             if idx >= n {
-                bail!("device={d}: only {n} CUDA device(s) are visible (valid: cuda:0..cuda:{})", n.saturating_sub(1));
+                bail!(
+                    "device={d}: only {n} CUDA device(s) are visible (valid: cuda:0..cuda:{})",
+                    n.saturating_sub(1)
+                );
             }
             Device::Cuda(idx)
         }
@@ -112,7 +119,10 @@ pub fn build(spec: &RunSpec) -> Result<Workload> {
         WeightsSource::Synthetic => {
             notes.push(llmprof::report::SYNTHETIC_NOTE.to_string());
             tracing::warn!("{}", llmprof::report::SYNTHETIC_NOTE);
-            (DeepseekOcr::synthetic(&arch, spec.model.seed as i64, device, kind)?, true)
+            (
+                DeepseekOcr::synthetic(&arch, spec.model.seed as i64, device, kind)?,
+                true,
+            )
         }
         WeightsSource::Files => {
             let path = &super::inputs::base_dir(&spec.model.path).join(&spec.model.path);
@@ -122,7 +132,16 @@ pub fn build(spec: &RunSpec) -> Result<Workload> {
                     path.display()
                 );
             }
-            (DeepseekOcr::from_checkpoint(path, &arch, &super::model::deepseek_ocr::Part::ALL, device, kind)?, false)
+            (
+                DeepseekOcr::from_checkpoint(
+                    path,
+                    &arch,
+                    &super::model::deepseek_ocr::Part::ALL,
+                    device,
+                    kind,
+                )?,
+                false,
+            )
         }
     };
     if device != Device::Cpu {
@@ -147,7 +166,12 @@ pub fn build(spec: &RunSpec) -> Result<Workload> {
 
 /// The real tokenizer when the model folder (or bootstrap's assembled one) has tokenizer.json and
 /// the architecture is the real one; otherwise the byte fallback, with a note.
-fn tokenizer_for(spec: &RunSpec, arch: &ArchConfig, model_name: &str, notes: &mut Vec<String>) -> Result<Box<dyn TokenIds>> {
+fn tokenizer_for(
+    spec: &RunSpec,
+    arch: &ArchConfig,
+    model_name: &str,
+    notes: &mut Vec<String>,
+) -> Result<Box<dyn TokenIds>> {
     if model_name == "deepseek_ocr_tiny" {
         return Ok(Box::new(ByteTokenizer::tiny()));
     }

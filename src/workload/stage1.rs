@@ -2,10 +2,12 @@
 //! per token), NVML sampling, one separate Kineto pass, then the artifacts (report.md,
 //! metrics.json, operators.md, kernels.md, trace.json, nvml.csv, env.json, inputs.yaml, ...).
 use super::inputs::Prepared;
+use super::model::deepseek_ocr::generate::{
+    generate, GenerateConfig, GenerateOutput, NoRepeatNgram,
+};
+use super::model::deepseek_ocr::PromptRow;
 use super::setup::Workload;
 use super::stage1_report as report;
-use super::model::deepseek_ocr::generate::{generate, GenerateConfig, GenerateOutput, NoRepeatNgram};
-use super::model::deepseek_ocr::PromptRow;
 use anyhow::{Context, Result};
 use llmprof::measure::nvtx::{NvtxObserver, NvtxOptions};
 use llmprof::measure::timing::ClockKind;
@@ -57,13 +59,19 @@ impl RegionObserver for StageWindows<'_> {
                 if self.cuda {
                     let _ = llmprof::ffi::cuda_stream_synchronize();
                 }
-                self.marks.borrow_mut().push((region.nvtx_name().to_string(), start, unix_ns()));
+                self.marks
+                    .borrow_mut()
+                    .push((region.nvtx_name().to_string(), start, unix_ns()));
             }
         })
     }
 }
 
-pub fn generate_config(spec: &RunSpec, arch_exempt: &[i64], max_new_tokens: usize) -> GenerateConfig {
+pub fn generate_config(
+    spec: &RunSpec,
+    arch_exempt: &[i64],
+    max_new_tokens: usize,
+) -> GenerateConfig {
     let n = spec.infer.no_repeat_ngram_size as usize;
     GenerateConfig {
         max_new_tokens,
@@ -82,7 +90,12 @@ pub fn generate_config(spec: &RunSpec, arch_exempt: &[i64], max_new_tokens: usiz
 }
 
 /// Run one batch through the model with the given observer.
-pub fn run_batch(w: &Workload, batch: &[&Prepared], cfg: &GenerateConfig, obs: &dyn RegionObserver) -> Result<GenerateOutput> {
+pub fn run_batch(
+    w: &Workload,
+    batch: &[&Prepared],
+    cfg: &GenerateConfig,
+    obs: &dyn RegionObserver,
+) -> Result<GenerateOutput> {
     let rows: Vec<PromptRow> = batch
         .iter()
         .map(|p| PromptRow {
@@ -97,22 +110,35 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
     let w = super::setup::build(spec)?;
     let pages = super::inputs::sample_pages(spec)?;
     let prepared = super::inputs::prepare_all(&w, spec, &pages)?;
-    super::inputs::write_inputs_yaml(run_dir, &prepared, &format!("{:?}", spec.model.preprocess.mode).to_lowercase())?;
+    super::inputs::write_inputs_yaml(
+        run_dir,
+        &prepared,
+        &format!("{:?}", spec.model.preprocess.mode).to_lowercase(),
+    )?;
     let clock = ClockKind::detect();
     let cuda = w.device != Device::Cpu;
-    let gen_cfg = generate_config(spec, &w.arch.tokens.ngram_exempt_token_ids, spec.infer.max_new_tokens as usize);
+    let gen_cfg = generate_config(
+        spec,
+        &w.arch.tokens.ngram_exempt_token_ids,
+        spec.infer.max_new_tokens as usize,
+    );
     let batch_size = spec.runtime.batch_size as usize;
-    let batches: Vec<Vec<&Prepared>> = prepared.chunks(batch_size).map(|c| c.iter().collect()).collect();
+    let batches: Vec<Vec<&Prepared>> = prepared
+        .chunks(batch_size)
+        .map(|c| c.iter().collect())
+        .collect();
 
     if cuda {
-        let _ = llmprof::ffi::cuda_allocator_reset_peak(super::setup::device_index(w.device) as i32);
+        let _ =
+            llmprof::ffi::cuda_allocator_reset_peak(super::setup::device_index(w.device) as i32);
     }
 
-    let sampler = spec
-        .pipeline
-        .nvml
-        .enable
-        .then(|| llmprof::measure::nvml::NvmlSampler::start(super::setup::device_index(w.device) as u32, std::time::Duration::from_millis(spec.pipeline.nvml.interval_ms as u64)));
+    let sampler = spec.pipeline.nvml.enable.then(|| {
+        llmprof::measure::nvml::NvmlSampler::start(
+            super::setup::device_index(w.device) as u32,
+            std::time::Duration::from_millis(spec.pipeline.nvml.interval_ms as u64),
+        )
+    });
     let total = batches.len() * spec.runtime.repeats as usize;
     let mut timed = Vec::with_capacity(total);
     let mut done = 0;
@@ -120,7 +146,12 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
         // Warm-up per input (independent of any profiler switch): every new shape triggers
         // kernel selection (cuBLAS/cuDNN heuristics) that must not land in the timed repeats.
         for i in 0..spec.runtime.warmup {
-            tracing::debug!("warm-up {}/{} for {}", i + 1, spec.runtime.warmup, batch[0].page.name);
+            tracing::debug!(
+                "warm-up {}/{} for {}",
+                i + 1,
+                spec.runtime.warmup,
+                batch[0].page.name
+            );
             run_batch(&w, batch, &gen_cfg, &llmprof::region::NoopObserver)?;
         }
         for repeat in 0..spec.runtime.repeats {
@@ -148,7 +179,8 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
                     *stage_ms.entry(t.name).or_default() += ms;
                 }
             }
-            let e2e = stage_ms.get("prefill").copied().unwrap_or(0.0) + stage_ms.get("decode").copied().unwrap_or(0.0);
+            let e2e = stage_ms.get("prefill").copied().unwrap_or(0.0)
+                + stage_ms.get("decode").copied().unwrap_or(0.0);
             stage_ms.insert("e2e".into(), e2e);
             let output_tokens = out.tokens.iter().map(Vec::len).sum();
             tracing::info!(
@@ -176,10 +208,20 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
             trace.write_csv(&run_dir.join("nvml.csv"))?;
         }
     }
-    let memory = cuda.then(|| llmprof::ffi::cuda_allocator_stats(super::setup::device_index(w.device) as i32).ok()).flatten();
+    let memory = cuda
+        .then(|| {
+            llmprof::ffi::cuda_allocator_stats(super::setup::device_index(w.device) as i32).ok()
+        })
+        .flatten();
 
     let kineto = if spec.pipeline.torch_profiler.enable {
-        Some(super::kineto_pass::run(spec, &w, &batches[0], &gen_cfg, run_dir)?)
+        Some(super::kineto_pass::run(
+            spec,
+            &w,
+            &batches[0],
+            &gen_cfg,
+            run_dir,
+        )?)
     } else {
         None
     };

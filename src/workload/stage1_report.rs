@@ -29,15 +29,27 @@ pub struct Context<'a> {
 }
 
 fn stats(values: &[f64]) -> Option<StageStats> {
-    Summary::from_samples(values).ok().map(|s| StageStats::from(&s))
+    Summary::from_samples(values)
+        .ok()
+        .map(|s| StageStats::from(&s))
 }
 
 /// GPU properties (NVML + CUDA SM count) and the peaks derived from them, with overrides.
-fn peaks(ctx: &Context) -> (Option<PeaksInfo>, Option<String>, Option<llmprof::measure::nvml::GpuProps>) {
+fn peaks(
+    ctx: &Context,
+) -> (
+    Option<PeaksInfo>,
+    Option<String>,
+    Option<llmprof::measure::nvml::GpuProps>,
+) {
     let w = ctx.workload;
     let hw = &ctx.spec.hardware;
     if w.device == Device::Cpu {
-        return (None, Some("no GPU: MFU/MBU need a GPU's peak FLOP/s and bandwidth".into()), None);
+        return (
+            None,
+            Some("no GPU: MFU/MBU need a GPU's peak FLOP/s and bandwidth".into()),
+            None,
+        );
     }
     let idx = super::setup::device_index(w.device);
     let props = match llmprof::measure::nvml::GpuProps::query(idx as u32) {
@@ -53,21 +65,35 @@ fn peaks(ctx: &Context) -> (Option<PeaksInfo>, Option<String>, Option<llmprof::m
                 };
                 return (Some(info), None, None);
             }
-            return (None, Some(format!("{e}; set hardware.peak_tflops and hardware.peak_bandwidth_gbs")), None);
+            return (
+                None,
+                Some(format!(
+                    "{e}; set hardware.peak_tflops and hardware.peak_bandwidth_gbs"
+                )),
+                None,
+            );
         }
     };
     let mut props_sm = props.clone();
     props_sm.sm_count = llmprof::ffi::cuda_sm_count(idx as i32).ok();
     let derived = (|| -> Result<llmprof::measure::peaks::Peaks, String> {
-        let (major, minor) = props_sm.compute_capability.ok_or("NVML gave no compute capability")?;
+        let (major, minor) = props_sm
+            .compute_capability
+            .ok_or("NVML gave no compute capability")?;
         let p = llmprof::measure::peaks::GpuProps {
             name: props_sm.name.clone(),
             cc_major: major as u32,
             cc_minor: minor as u32,
             sm_count: props_sm.sm_count.ok_or("CUDA gave no SM count")?,
-            max_sm_clock_mhz: props_sm.max_sm_clock_mhz.ok_or("NVML gave no max SM clock")? as f64,
-            max_mem_clock_mhz: props_sm.max_mem_clock_mhz.ok_or("NVML gave no max memory clock")? as f64,
-            mem_bus_width_bits: props_sm.memory_bus_width_bits.ok_or("NVML gave no bus width")?,
+            max_sm_clock_mhz: props_sm
+                .max_sm_clock_mhz
+                .ok_or("NVML gave no max SM clock")? as f64,
+            max_mem_clock_mhz: props_sm
+                .max_mem_clock_mhz
+                .ok_or("NVML gave no max memory clock")? as f64,
+            mem_bus_width_bits: props_sm
+                .memory_bus_width_bits
+                .ok_or("NVML gave no bus width")?,
         };
         llmprof::measure::peaks::derive(&p).map_err(|e| e.to_string())
     })();
@@ -122,7 +148,9 @@ fn precision(k: Kind) -> &'static str {
     }
 }
 
-pub fn build_report(ctx: &Context) -> Result<(RunReport, Option<llmprof::measure::nvml::GpuProps>)> {
+pub fn build_report(
+    ctx: &Context,
+) -> Result<(RunReport, Option<llmprof::measure::nvml::GpuProps>)> {
     let spec = ctx.spec;
     let w = ctx.workload;
     let mut notes = w.notes.clone();
@@ -131,9 +159,15 @@ pub fn build_report(ctx: &Context) -> Result<(RunReport, Option<llmprof::measure
         for (k, v) in &t.stage_ms {
             per_stage.entry(k.clone()).or_default().push(*v);
         }
-        per_stage.entry("decode_step".into()).or_default().extend(&t.step_ms);
+        per_stage
+            .entry("decode_step".into())
+            .or_default()
+            .extend(&t.step_ms);
     }
-    let stages: BTreeMap<String, StageStats> = per_stage.iter().filter_map(|(k, v)| stats(v).map(|s| (k.clone(), s))).collect();
+    let stages: BTreeMap<String, StageStats> = per_stage
+        .iter()
+        .filter_map(|(k, v)| stats(v).map(|s| (k.clone(), s)))
+        .collect();
     // Variability is judged between repeats of the same input (different pages legitimately
     // differ: other crop grids, other prompt lengths).
     let cv_within_input = within_input_cv(ctx);
@@ -146,7 +180,11 @@ pub fn build_report(ctx: &Context) -> Result<(RunReport, Option<llmprof::measure
     }
     let rows_of = |t: &Timed| ctx.batches[t.input].len();
     let output_tokens_total: u64 = ctx.timed.iter().map(|t| t.output_tokens as u64).sum();
-    let e2e_total_ms: f64 = ctx.timed.iter().map(|t| t.stage_ms.get("e2e").copied().unwrap_or(0.0)).sum();
+    let e2e_total_ms: f64 = ctx
+        .timed
+        .iter()
+        .map(|t| t.stage_ms.get("e2e").copied().unwrap_or(0.0))
+        .sum();
     let per_request: Vec<f64> = ctx
         .timed
         .iter()
@@ -157,8 +195,10 @@ pub fn build_report(ctx: &Context) -> Result<(RunReport, Option<llmprof::measure
         .collect();
     let throughput = Throughput {
         output_tokens_total,
-        tokens_per_s_per_request_mean: (!per_request.is_empty()).then(|| per_request.iter().sum::<f64>() / per_request.len() as f64),
-        tokens_per_s_aggregate: (e2e_total_ms > 0.0).then(|| output_tokens_total as f64 / (e2e_total_ms / 1e3)),
+        tokens_per_s_per_request_mean: (!per_request.is_empty())
+            .then(|| per_request.iter().sum::<f64>() / per_request.len() as f64),
+        tokens_per_s_aggregate: (e2e_total_ms > 0.0)
+            .then(|| output_tokens_total as f64 / (e2e_total_ms / 1e3)),
         decode_tokens_per_s: stages.get("decode_step").map(|s| 1000.0 / s.mean_ms),
     };
 
@@ -170,19 +210,38 @@ pub fn build_report(ctx: &Context) -> Result<(RunReport, Option<llmprof::measure
     let mut step_b = Vec::new();
     for t in ctx.timed {
         let batch = &ctx.batches[t.input];
-        let v: f64 = batch.iter().map(|p| analytic::encoder_flops(&w.arch, &w.preprocess, p.image.grid).total()).sum();
+        let v: f64 = batch
+            .iter()
+            .map(|p| analytic::encoder_flops(&w.arch, &w.preprocess, p.image.grid).total())
+            .sum();
         let prompt = batch.iter().map(|p| p.prompt_ids.len()).max().unwrap_or(0);
-        let pf: f64 = v + batch.len() as f64 * analytic::prefill_flops(&w.arch, prompt as i64, 1).total();
+        let pf: f64 =
+            v + batch.len() as f64 * analytic::prefill_flops(&w.arch, prompt as i64, 1).total();
         vision_f.push(v);
         prefill_f.push(pf);
         for s in 0..t.decode_steps {
             let c = prompt + s + 1;
-            step_f.push(batch.len() as f64 * analytic::decode_step_flops(&w.arch, c as i64).total());
-            step_b.push(analytic::decode_step_bytes(&w.arch, c as i64, batch.len() as i64, dtype_bytes).total());
+            step_f
+                .push(batch.len() as f64 * analytic::decode_step_flops(&w.arch, c as i64).total());
+            step_b.push(
+                analytic::decode_step_bytes(&w.arch, c as i64, batch.len() as i64, dtype_bytes)
+                    .total(),
+            );
         }
     }
-    let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
-    let steps_mean = mean(&ctx.timed.iter().map(|t| t.decode_steps as f64).collect::<Vec<_>>());
+    let mean = |v: &[f64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
+    let steps_mean = mean(
+        &ctx.timed
+            .iter()
+            .map(|t| t.decode_steps as f64)
+            .collect::<Vec<_>>(),
+    );
     let flops = FlopsInfo {
         vision_gflop: mean(&vision_f) / 1e9,
         prefill_gflop: mean(&prefill_f) / 1e9,
@@ -199,7 +258,9 @@ pub fn build_report(ctx: &Context) -> Result<(RunReport, Option<llmprof::measure
             let mut put = |k: &str, gflop: f64, stage: &str| {
                 if let Some(s) = stages.get(stage) {
                     if s.mean_ms > 0.0 {
-                        utilisation.mfu.insert(k.into(), gflop * 1e9 / (s.mean_ms / 1e3) / peak);
+                        utilisation
+                            .mfu
+                            .insert(k.into(), gflop * 1e9 / (s.mean_ms / 1e3) / peak);
                     }
                 }
             };
@@ -208,7 +269,9 @@ pub fn build_report(ctx: &Context) -> Result<(RunReport, Option<llmprof::measure
             put("decode_step", flops.decode_step_gflop_mean, "decode_step");
             put("e2e", flops.e2e_gflop, "e2e");
             if let Some(s) = stages.get("decode_step") {
-                utilisation.mbu_decode = Some(flops.decode_step_bytes_mean / (s.mean_ms / 1e3) / (p.peak_bandwidth_gbs * 1e9));
+                utilisation.mbu_decode = Some(
+                    flops.decode_step_bytes_mean / (s.mean_ms / 1e3) / (p.peak_bandwidth_gbs * 1e9),
+                );
             }
         }
         None => utilisation.unavailable = peaks_missing.clone(),
@@ -223,7 +286,11 @@ pub fn build_report(ctx: &Context) -> Result<(RunReport, Option<llmprof::measure
         KinetoInfo {
             profiled_e2e_ms: profiled,
             timed_e2e_mean_ms: comparable,
-            overhead_pct: if comparable > 0.0 { (profiled / comparable - 1.0) * 100.0 } else { 0.0 },
+            overhead_pct: if comparable > 0.0 {
+                (profiled / comparable - 1.0) * 100.0
+            } else {
+                0.0
+            },
             decode_steps_profiled: k.decode_steps,
             events: k.events,
             top_operators: k
@@ -234,13 +301,17 @@ pub fn build_report(ctx: &Context) -> Result<(RunReport, Option<llmprof::measure
                     name: o.name.clone(),
                     stage: None,
                     calls: o.calls,
-                    total_ms: if o.self_cuda_ns > 0 { o.self_cuda_ns as f64 / 1e6 } else { o.self_cpu_ns as f64 / 1e6 },
+                    total_ms: if o.self_cuda_ns > 0 {
+                        o.self_cuda_ns as f64 / 1e6
+                    } else {
+                        o.self_cpu_ns as f64 / 1e6
+                    },
                     share_pct: None,
                 })
                 .collect(),
             top_kernels: {
                 let mut ks: Vec<_> = k.kernels.iter().collect();
-                ks.sort_by(|a, b| b.total_ns.cmp(&a.total_ns));
+                ks.sort_by_key(|r| std::cmp::Reverse(r.total_ns));
                 ks.iter()
                     .take(10)
                     .map(|r| TopRow {
@@ -248,7 +319,7 @@ pub fn build_report(ctx: &Context) -> Result<(RunReport, Option<llmprof::measure
                         stage: r.stage.clone(),
                         calls: r.calls,
                         total_ms: r.total_ns as f64 / 1e6,
-                        share_pct: (gpu_total > 0).then(|| r.share_of_gpu * 100.0),
+                        share_pct: (gpu_total > 0).then_some(r.share_of_gpu * 100.0),
                     })
                     .collect()
             },
@@ -259,10 +330,15 @@ pub fn build_report(ctx: &Context) -> Result<(RunReport, Option<llmprof::measure
         if k.kineto_flops > 0 {
             let batch = &ctx.batches[0];
             let prompt = batch.iter().map(|p| p.prompt_ids.len()).max().unwrap_or(0);
-            let mut analytic_mm: f64 = batch.iter().map(|p| analytic::encoder_flops(&w.arch, &w.preprocess, p.image.grid).total()).sum();
-            analytic_mm += batch.len() as f64 * analytic::prefill_flops(&w.arch, prompt as i64, 1).total();
+            let mut analytic_mm: f64 = batch
+                .iter()
+                .map(|p| analytic::encoder_flops(&w.arch, &w.preprocess, p.image.grid).total())
+                .sum();
+            analytic_mm +=
+                batch.len() as f64 * analytic::prefill_flops(&w.arch, prompt as i64, 1).total();
             for s in 0..k.decode_steps {
-                analytic_mm += batch.len() as f64 * analytic::decode_step_flops(&w.arch, (prompt + s + 1) as i64).total();
+                analytic_mm += batch.len() as f64
+                    * analytic::decode_step_flops(&w.arch, (prompt + s + 1) as i64).total();
             }
             let ratio = k.kineto_flops as f64 / analytic_mm;
             kineto_ratio = Some(ratio);
@@ -283,7 +359,11 @@ pub fn build_report(ctx: &Context) -> Result<(RunReport, Option<llmprof::measure
         .map(|t| {
             let b = &ctx.batches[t.input];
             RequestRecord {
-                input: b.iter().map(|p| p.page.name.clone()).collect::<Vec<_>>().join("+"),
+                input: b
+                    .iter()
+                    .map(|p| p.page.name.clone())
+                    .collect::<Vec<_>>()
+                    .join("+"),
                 repeat: t.repeat,
                 batch_rows: b.len(),
                 prompt_tokens: b.iter().map(|p| p.prompt_ids.len()).max().unwrap_or(0),
@@ -343,7 +423,9 @@ fn within_input_cv(ctx: &Context) -> BTreeMap<String, f64> {
         for (k, v) in &t.stage_ms {
             by.entry((k.clone(), t.input)).or_default().push(*v);
         }
-        by.entry(("decode_step".into(), t.input)).or_default().extend(&t.step_ms);
+        by.entry(("decode_step".into(), t.input))
+            .or_default()
+            .extend(&t.step_ms);
     }
     let mut worst: BTreeMap<String, f64> = BTreeMap::new();
     for ((k, _), v) in by {
@@ -380,7 +462,11 @@ fn nvml_info(ctx: &Context, output_tokens: u64) -> NvmlInfo {
     let mut energy_total = 0.0;
     let mut energy_known = false;
     for name in ["prefill", "decode"] {
-        let spans: Vec<(u64, u64)> = ctx.timed.iter().flat_map(|t| t.windows.iter().filter(|w| w.0 == name).map(|w| (w.1, w.2))).collect();
+        let spans: Vec<(u64, u64)> = ctx
+            .timed
+            .iter()
+            .flat_map(|t| t.windows.iter().filter(|w| w.0 == name).map(|w| (w.1, w.2)))
+            .collect();
         let means = trace.window_means(&spans);
         let weight: Vec<f64> = spans.iter().map(|(a, b)| (b - a) as f64).collect();
         let total_w: f64 = weight.iter().sum();
@@ -414,7 +500,10 @@ fn nvml_info(ctx: &Context, output_tokens: u64) -> NvmlInfo {
                 mem_used_gib: avg(&|m| m.mem_used_bytes).map(|b| b / (1u64 << 30) as f64),
                 temperature_c: avg(&|m| m.temperature_c),
                 energy_j: energy,
-                throttle_reasons: means.iter().filter_map(|m| m.throttle_reasons).reduce(|a, b| a | b),
+                throttle_reasons: means
+                    .iter()
+                    .filter_map(|m| m.throttle_reasons)
+                    .reduce(|a, b| a | b),
             },
         );
     }
@@ -424,7 +513,8 @@ fn nvml_info(ctx: &Context, output_tokens: u64) -> NvmlInfo {
         samples: trace.samples.len(),
         windows,
         energy_j_total: energy_known.then_some(energy_total),
-        energy_j_per_output_token: (energy_known && output_tokens > 0).then(|| energy_total / output_tokens as f64),
+        energy_j_per_output_token: (energy_known && output_tokens > 0)
+            .then(|| energy_total / output_tokens as f64),
     }
 }
 
@@ -476,10 +566,19 @@ pub fn write_all(ctx: &Context, run_dir: &Path) -> Result<()> {
         let p = run_dir.join(name);
         std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
     };
-    write("metrics.json", serde_json::to_string_pretty(&report)? + "\n")?;
+    write(
+        "metrics.json",
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
     write("report.md", llmprof::report::markdown::render(&report))?;
-    write("stakeholder_summary.md", llmprof::report::summary::render(&report))?;
-    write("env.json", serde_json::to_string_pretty(&env_json(ctx, gpu.as_ref()))? + "\n")?;
+    write(
+        "stakeholder_summary.md",
+        llmprof::report::summary::render(&report),
+    )?;
+    write(
+        "env.json",
+        serde_json::to_string_pretty(&env_json(ctx, gpu.as_ref()))? + "\n",
+    )?;
     write("assumptions.md", assumptions_md(ctx))?;
     if ctx.spec.pipeline.static_analysis.enable {
         let first = &ctx.prepared[0];
@@ -491,10 +590,17 @@ pub fn write_all(ctx: &Context, run_dir: &Path) -> Result<()> {
             logits_positions: 1,
             decode_context_len: prompt_len + ctx.spec.infer.max_new_tokens as i64,
             batch: ctx.spec.runtime.batch_size as i64,
-            dtype_bytes: if ctx.workload.kind == Kind::Float { 4 } else { 2 },
+            dtype_bytes: if ctx.workload.kind == Kind::Float {
+                4
+            } else {
+                2
+            },
         };
         let r = analytic_report::static_report(&ctx.workload.arch, &inputs)?;
-        write("static_compute.json", serde_json::to_string_pretty(&r)? + "\n")?;
+        write(
+            "static_compute.json",
+            serde_json::to_string_pretty(&r)? + "\n",
+        )?;
         write("static_compute.md", analytic_report::render_markdown(&r))?;
     }
     println!("{}", llmprof::report::markdown::render(&report));

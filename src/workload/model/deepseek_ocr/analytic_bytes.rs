@@ -399,8 +399,8 @@ mod tests {
         assert_eq!(expected_distinct_experts(&cfg, 2), 3.5); // 8·(1 − (6/8)²)
         let b = decode_step_bytes(&cfg, 10, 2, 2);
         assert_eq!(b.routed_experts, 43_008.0); // 1 layer · 3.5 · 6144 · 2
-        // embed rows 2·64·2 + attention 2·4·64²·2 + norms 5·64·2 + dense 3·64·96·2 + shared
-        // 3·64·32·2 + router 8·64·2 + routed 43,008 + lm_head 320·64·2.
+                                                // embed rows 2·64·2 + attention 2·4·64²·2 + norms 5·64·2 + dense 3·64·96·2 + shared
+                                                // 3·64·32·2 + router 8·64·2 + routed 43,008 + lm_head 320·64·2.
         assert_eq!(b.weights(), 200_576.0);
         assert_eq!(b.kv_read, 10_240.0); // 2 rows · 512 · 10
         assert_eq!(b.total(), 211_840.0);

@@ -3,8 +3,8 @@
 //! whole-sequence semantics or the vLLM sliding-window variant). Batch rows are left-padded.
 
 use super::{DeepseekOcr, PromptRow};
-use llmprof::region::{Region, RegionObserver};
 use anyhow::{ensure, Result};
+use llmprof::region::{Region, RegionObserver};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use tch::{Device, Kind, Tensor};

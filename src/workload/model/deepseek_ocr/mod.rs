@@ -27,11 +27,11 @@ pub use config::ArchConfig;
 pub use debug::{debug_logits, debug_sam};
 pub use weights::{Part, Weights};
 
-use llmprof::region::{Region, RegionObserver};
 use anyhow::{ensure, Context, Result};
 use clip::Clip;
 use decoder::Decoder;
 use kv_cache::KvCache;
+use llmprof::region::{Region, RegionObserver};
 use moe::MoeDispatch;
 use preprocess::PreparedImage;
 use projector::Projector;
