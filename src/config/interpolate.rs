@@ -215,16 +215,7 @@ impl<'a> Resolver<'a> {
         if let [Piece::Interp(interp)] = pieces.as_slice() {
             return self.eval_interp(interp, parent, s, &at);
         }
-        let mut out = String::new();
-        for piece in &pieces {
-            match piece {
-                Piece::Text(t) => out.push_str(t),
-                Piece::Interp(i) => {
-                    out.push_str(&self.eval_interp(i, parent, s, &at)?.0.to_python_str())
-                }
-            }
-        }
-        Ok((Node::Str(out), None))
+        Ok((Node::Str(self.concat(&pieces, parent, s, &at)?), None))
     }
 
     fn concat(
@@ -434,9 +425,9 @@ impl<'a> Resolver<'a> {
                     .ctx
                     .hydra
                     .ok_or_else(|| fail("the hydra config is not available here".into()))?;
-                let v = hydra.get_path(&key).ok_or_else(|| {
-                    fail(format!("key 'hydra.{key}' not found in the hydra config"))
-                })?;
+                if hydra.get_path(&key).is_none() {
+                    return Err(fail(format!("key 'hydra.{key}' not found in the hydra config")));
+                }
                 // Values inside the hydra node may interpolate too; resolve them against it.
                 let sub = ResolveContext {
                     hydra: None,
@@ -446,7 +437,6 @@ impl<'a> Resolver<'a> {
                 let mut wrapped = Map::new();
                 wrapped.insert("hydra".into(), hydra.clone());
                 let wrapped = Node::Map(wrapped);
-                let _ = v;
                 resolve_value_at(&wrapped, &format!("hydra.{key}"), &sub)
             }
             other => Err(InterpolationError::UnknownResolver {

@@ -335,18 +335,23 @@ pub fn decode_step_flops(cfg: &ArchConfig, context_len: i64) -> DecodeFlops {
     }
 }
 
+/// Comparison against the spec's printed numbers, shared by the analytic test modules.
 #[cfg(test)]
-mod tests {
-    use super::super::preprocess::Mode;
-    use super::*;
-
+pub(crate) mod spec_check {
     /// `got` (in `unit`s) equals a spec value printed with precision `half` (half its last digit).
-    fn near(got: f64, unit: f64, want: f64, half: f64) {
+    pub fn near(got: f64, unit: f64, want: f64, half: f64) {
         let g = got / unit;
         assert!((g - want).abs() <= half, "got {g}, spec {want} ± {half}");
     }
-    const GF: f64 = 1e9;
-    const MF: f64 = 1e6;
+    pub const GF: f64 = 1e9;
+    pub const MF: f64 = 1e6;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::preprocess::Mode;
+    use super::spec_check::{near, GF, MF};
+    use super::*;
 
     #[test]
     fn vision_matches_spec_7_1() {

@@ -265,15 +265,8 @@ pub fn decode_step_bytes(
 #[cfg(test)]
 mod tests {
     use super::super::weights::{expected_tensors, Part, TensorSpec};
+    use super::super::analytic::spec_check::{near, GF, MF};
     use super::*;
-
-    /// `got` (in `unit`s) equals a spec value printed with precision `half` (half its last digit).
-    fn near(got: f64, unit: f64, want: f64, half: f64) {
-        let g = got / unit;
-        assert!((g - want).abs() <= half, "got {g}, spec {want} ± {half}");
-    }
-    const GF: f64 = 1e9;
-    const MF: f64 = 1e6;
 
     fn tensor_sum(cfg: &ArchConfig, part: Part, prefix: &str) -> u64 {
         expected_tensors(cfg, part)
