@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Differential check of llmprof's DeepSeek-OCR decoder and SAM encoder against HF transformers
+# (scripts/verify_vs_hf.py; docs/verification.md says what is compared and why).
+#
+#   LLMPROF="env LD_LIBRARY_PATH=... /path/to/llmprof" scripts/verify_vs_hf.sh [WORK]
+#
+# WORK (default /tmp/llmprof-verify, on local disk) receives inputs, weights (about 12 GB of fp32
+# decoder weights), outputs, logs/, timings.txt, results.jsonl and table.md.
+#
+# Environment (all optional except LLMPROF):
+#   PYTHON     python with torch + transformers 5.17 + safetensors (default /opt/torch/.venv/bin/python, else python3)
+#   SEED=0 SEQ=64 GREEDY=64 SAM_SIZES="1024 512"
+#   DEC_ARGS   extra make-weights args for the decoder (CPU dry runs: "--tiny" or "--layers 2")
+#   SAM_ARGS   extra make-weights args for SAM ("--tiny")
+#   PYDEVICE   device for the HF side (default: cuda if available)
+#   EXPERTS_IMPL=grouped_mm   transformers experts implementation of the reference (or eager)
+#   GATE_BF16=0  set 1 to make the bf16 bounds fail the run too
+#   SKIP_DECODER=1 / SKIP_SAM=1  run only one half
+#   REPORT_DIR  if set, table.md, timings.txt, results.jsonl and logs/ are copied there at the end
+#               (on the device machine: REPORT_DIR=$OUT; the weights are never copied)
+# Exit status: 0 when every fp32 bound holds, 1 when one fails, 2 when a step could not run.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+: "${LLMPROF:?set LLMPROF to the llmprof command (binary path, with its library path)}"
+WORK=${1:-/tmp/llmprof-verify}
+if [ -z "${PYTHON:-}" ]; then
+  if [ -x /opt/torch/.venv/bin/python ]; then PYTHON=/opt/torch/.venv/bin/python; else PYTHON=python3; fi
+fi
+SEED=${SEED:-0}; SEQ=${SEQ:-64}; GREEDY=${GREEDY:-64}; SAM_SIZES=${SAM_SIZES:-"1024 512"}
+DEC_ARGS=${DEC_ARGS:-}; SAM_ARGS=${SAM_ARGS:-}; EXPERTS_IMPL=${EXPERTS_IMPL:-grouped_mm}
+GATE_BF16=${GATE_BF16:-0}
+PYDEV=(); [ -n "${PYDEVICE:-}" ] && PYDEV=(--device "$PYDEVICE")
+V="$PYTHON scripts/verify_vs_hf.py"
+
+mkdir -p "$WORK/logs" "$WORK/ours" "$WORK/ref"
+REC="$WORK/results.jsonl"; : > "$REC"; : > "$WORK/timings.txt"
+T_ALL=$(date +%s.%N)
+broken=0
+
+# step NAME CMD...: runs CMD with its output in logs/NAME.log, prints the time; a failing
+# step prints its log tail and marks the run broken (exit 2 at the end).
+step() {
+  local name=$1; shift
+  local t0 t1 rc
+  t0=$(date +%s.%N)
+  "$@" >"$WORK/logs/$name.log" 2>&1; rc=$?
+  t1=$(date +%s.%N)
+  local dt; dt=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
+  printf '%-28s %7ss  rc=%d\n' "$name" "$dt" "$rc" | tee -a "$WORK/timings.txt"
+  if [ $rc -ne 0 ]; then
+    echo "---- $name failed; last lines of $WORK/logs/$name.log:"; tail -n 25 "$WORK/logs/$name.log"; echo "----"
+    broken=1
+  fi
+  return $rc
+}
+
+# cmp NAME GATING ARGS...: one compare line set; its verdict lands in the record.
+cmp() {
+  local name=$1 gating=$2; shift 2
+  local extra=(); [ "$gating" = 1 ] || extra=(--no-gate)
+  $V compare --name "$name" --record "$REC" "${extra[@]}" "$@" 2>&1 | tee -a "$WORK/logs/compare.log" | sed 's/^/  /'
+}
+
+echo "== llmprof vs HF transformers: out=$WORK python=$PYTHON"
+$PYTHON -c 'import torch, transformers, safetensors; print(f"torch {torch.__version__}, transformers {transformers.__version__}, safetensors {safetensors.__version__}, cuda {torch.cuda.is_available()}")' \
+  || { echo "python environment unusable"; exit 2; }
+BF16GATE=$GATE_BF16
+
+step make-inputs $V make-inputs --out "$WORK/inputs" --seq "$SEQ" --seed "$SEED" --size $SAM_SIZES
+
+if [ "${SKIP_DECODER:-0}" != 1 ]; then
+  # ---- decoder: fp32 weights on local disk (about 12 GB at full size)
+  if step dec-make-weights $V make-weights --out "$WORK/dec" --part decoder --seed "$SEED" "${PYDEV[@]}" $DEC_ARGS; then
+    step dec-ours-fp32 $LLMPROF debug logits --weights "$WORK/dec/model.safetensors" --ids "$WORK/inputs/ids.json" \
+      --dtype fp32 --greedy "$GREEDY" --out "$WORK/ours/logits_fp32.safetensors"
+    step dec-ours-bf16 $LLMPROF debug logits --weights "$WORK/dec/model.safetensors" --ids "$WORK/inputs/ids.json" \
+      --dtype bf16 --greedy "$GREEDY" --out "$WORK/ours/logits_bf16.safetensors"
+    step dec-ref-fp32+bf16 $V reference-logits --dir "$WORK/dec" --ids "$WORK/inputs/ids.json" --dtype fp32,bf16 \
+      --greedy "$GREEDY" --experts-impl "$EXPERTS_IMPL" --out "$WORK/ref/logits_{dtype}.safetensors" "${PYDEV[@]}"
+    O=$WORK/ours; R=$WORK/ref
+    if [ -s "$O/logits_fp32.safetensors" ] && [ -s "$R/logits_fp32.safetensors" ]; then
+      cmp "decoder fp32" 1 --ours "$O/logits_fp32.safetensors" --ref "$R/logits_fp32.safetensors" \
+        --key prompt_last_logits --greedy-key greedy_ids --max-rel 1e-4 --min-greedy "$GREEDY"
+    fi
+    if [ -s "$O/logits_bf16.safetensors" ] && [ -s "$R/logits_bf16.safetensors" ]; then
+      cmp "decoder bf16" "$BF16GATE" --ours "$O/logits_bf16.safetensors" --ref "$R/logits_bf16.safetensors" \
+        --key prompt_last_logits --greedy-key greedy_ids --max-rel 2e-2
+      # Scale of bf16 error: ours-bf16 and HF-bf16, each against the HF fp32 reference.
+      [ -s "$R/logits_fp32.safetensors" ] && {
+        cmp "  ours bf16 vs HF fp32" 0 --ours "$O/logits_bf16.safetensors" --ref "$R/logits_fp32.safetensors" \
+          --key prompt_last_logits --greedy-key greedy_ids
+        cmp "  HF bf16 vs HF fp32" 0 --ours "$R/logits_bf16.safetensors" --ref "$R/logits_fp32.safetensors" \
+          --key prompt_last_logits --greedy-key greedy_ids
+      }
+    fi
+  fi
+fi
+
+if [ "${SKIP_SAM:-0}" != 1 ]; then
+  # ---- SAM encoder at each size, fp32 and bf16
+  if step sam-make-weights $V make-weights --out "$WORK/sam" --part sam --seed "$SEED" "${PYDEV[@]}" $SAM_ARGS; then
+    PX=()
+    for s in $SAM_SIZES; do
+      PX+=("$WORK/inputs/pixels_$s.safetensors")
+      for dt in fp32 bf16; do
+        step "sam-ours-$s-$dt" $LLMPROF debug sam --weights "$WORK/sam/model.safetensors" \
+          --pixels "$WORK/inputs/pixels_$s.safetensors" --dtype "$dt" --out "$WORK/ours/sam_${s}_$dt.safetensors"
+      done
+    done
+    # fp32-tf32conv: fp32 with TF32 cuDNN convolutions (libtorch's default), a diagnostic only.
+    REFDT=fp32,bf16
+    $PYTHON -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && REFDT=fp32,fp32-tf32conv,bf16
+    [ -n "${PYDEVICE:-}" ] && [ "${PYDEVICE#cuda}" = "$PYDEVICE" ] && REFDT=fp32,bf16
+    step sam-ref $V reference-sam --dir "$WORK/sam" --pixels "${PX[@]}" --dtype "$REFDT" \
+      --out "$WORK/ref/sam_{size}_{dtype}.safetensors" "${PYDEV[@]}"
+    for s in $SAM_SIZES; do
+      O=$WORK/ours/sam_$s; R=$WORK/ref/sam_$s
+      [ -s "${O}_fp32.safetensors" ] && [ -s "${R}_fp32.safetensors" ] && \
+        cmp "sam $s fp32" 1 --ours "${O}_fp32.safetensors" --ref "${R}_fp32.safetensors" --key features --max-rel 1e-4
+      [ -s "${O}_fp32.safetensors" ] && [ -s "${R}_fp32-tf32conv.safetensors" ] && \
+        cmp "  sam $s ours fp32 vs HF tf32conv" 0 --ours "${O}_fp32.safetensors" --ref "${R}_fp32-tf32conv.safetensors" --key features
+      [ -s "${O}_bf16.safetensors" ] && [ -s "${R}_bf16.safetensors" ] && \
+        cmp "sam $s bf16" "$BF16GATE" --ours "${O}_bf16.safetensors" --ref "${R}_bf16.safetensors" --key features --max-rel 2e-2
+      [ -s "${R}_bf16.safetensors" ] && [ -s "${R}_fp32.safetensors" ] && \
+        cmp "  sam $s HF bf16 vs HF fp32" 0 --ours "${R}_bf16.safetensors" --ref "${R}_fp32.safetensors" --key features
+    done
+  fi
+fi
+
+echo
+echo "== timings (s)"; cat "$WORK/timings.txt"
+awk -v a="$T_ALL" -v b="$(date +%s.%N)" 'BEGIN{printf "total %.1f s\n", b-a}' | tee -a "$WORK/timings.txt"
+echo
+echo "== results ($REC)"
+$V table --record "$REC" | tee "$WORK/table.md"
+tbl=${PIPESTATUS[0]}
+want=0
+[ "${SKIP_DECODER:-0}" != 1 ] && want=$((want + 1))
+[ "${SKIP_SAM:-0}" != 1 ] && want=$((want + $(echo $SAM_SIZES | wc -w)))
+have=$(grep -c '"gating": true' "$REC" || true)
+if [ -n "${REPORT_DIR:-}" ]; then
+  mkdir -p "$REPORT_DIR" && cp -r "$WORK/table.md" "$WORK/timings.txt" "$WORK/results.jsonl" "$WORK/logs" "$REPORT_DIR/"
+fi
+if [ "$broken" = 1 ] || [ "$have" -lt "$want" ]; then
+  echo "RESULT: INCOMPLETE ($have of $want gating fp32 checks ran; see $WORK/logs)"; exit 2
+fi
+if [ "$tbl" -ne 0 ]; then echo "RESULT: FAIL (a gating bound failed)"; exit 1; fi
+echo "RESULT: PASS (all fp32 bounds hold)"; exit 0
