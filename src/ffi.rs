@@ -100,6 +100,7 @@ extern "C" {
     pub fn llmprof_cuda_sm_count(device: i32, out: *mut i32) -> c_int;
     pub fn llmprof_cuda_stream_synchronize() -> c_int;
     pub fn llmprof_cuda_device_synchronize() -> c_int;
+    pub fn llmprof_set_allow_tf32(cublas: c_int, cudnn: c_int) -> c_int;
 
     pub fn llmprof_cuda_event_create(out: *mut *mut RawCudaEvent) -> c_int;
     pub fn llmprof_cuda_event_record(event: *mut RawCudaEvent) -> c_int;
@@ -335,6 +336,13 @@ pub fn cuda_stream_synchronize() -> Result<(), ShimError> {
 pub fn cuda_device_synchronize() -> Result<(), ShimError> {
     // SAFETY: no arguments.
     check(unsafe { llmprof_cuda_device_synchronize() })
+}
+
+/// Allow or forbid TF32 for fp32 matmuls (cuBLAS) and convolutions (cuDNN). Numerical checks in
+/// fp32 forbid both, so they compare true fp32 arithmetic against the reference.
+pub fn set_allow_tf32(cublas: bool, cudnn: bool) -> Result<(), ShimError> {
+    // SAFETY: plain value arguments.
+    check(unsafe { llmprof_set_allow_tf32(cublas.into(), cudnn.into()) })
 }
 
 /// A timing-enabled CUDA event.

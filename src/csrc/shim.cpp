@@ -1,6 +1,7 @@
 // llmprof shim: implements shim.h over libtorch (Kineto profiler, RecordFunction user scopes,
 // CUDA events, caching-allocator statistics, CUDA graphs). Every entry point catches all C++
 // exceptions and turns them into -1 plus a per-thread message (see llmprof_last_error).
+#include <ATen/Context.h>
 #include "shim.h"
 
 #include <c10/cuda/CUDAEvent.h>
@@ -270,6 +271,13 @@ int llmprof_cuda_stream_synchronize(void) {
 
 int llmprof_cuda_device_synchronize(void) {
   return guarded("cuda_device_synchronize", [&] { c10::cuda::device_synchronize(); });
+}
+
+int llmprof_set_allow_tf32(int cublas, int cudnn) {
+  return guarded("set_allow_tf32", [&] {
+    at::globalContext().setAllowTF32CuBLAS(cublas != 0);
+    at::globalContext().setAllowTF32CuDNN(cudnn != 0);
+  });
 }
 
 int llmprof_cuda_event_create(llmprof_cuda_event** out) {

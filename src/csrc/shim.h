@@ -85,6 +85,8 @@ int llmprof_cuda_current_device(int32_t* out);
 int llmprof_cuda_sm_count(int32_t device, int32_t* out);
 int llmprof_cuda_stream_synchronize(void); /* current stream of the current device */
 int llmprof_cuda_device_synchronize(void);
+/* TF32 for fp32 matmuls (cuBLAS) and convolutions (cuDNN); libtorch's defaults differ per op. */
+int llmprof_set_allow_tf32(int cublas, int cudnn);
 
 typedef struct llmprof_cuda_event llmprof_cuda_event;
 /* A timing-enabled event. */
