@@ -2,10 +2,11 @@
 //! writes a line of predictions.jsonl, `<name>.mmd` (markdown), `<name>.boxes.png` (layout boxes)
 //! and crops of image elements under images/; README.md says what the files are (and if they are noise).
 use super::inputs::Prepared;
-use super::model::deepseek_ocr::output::{parse_grounded, to_markdown};
+use super::model::deepseek_ocr::output::{box_to_px, parse_grounded, to_markdown};
 use super::model::deepseek_ocr::preprocess::load_image;
 use super::setup::Workload;
 use anyhow::{Context, Result};
+use image::RgbImage;
 use llmprof::report::boxes::{self, LabeledBoxes};
 use llmprof::spec::RunSpec;
 use serde::Serialize;
@@ -96,22 +97,37 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes `<name>.mmd`, `<name>.boxes.png` and the crops of one page; returns its JSON line.
+/// Writes the files of one page and returns its JSON line.
 fn write_page(run_dir: &Path, spec: &RunSpec, w: &Workload, page: &PageOutput<'_>, font: Option<&ab_glyph::FontVec>) -> Result<String> {
     let path = &page.prepared.page.path;
     let original = load_image(path)?;
-    let (width, height) = original.dimensions();
-    let parsed = parse_grounded(&page.text, width, height);
+    let elements = write_page_files(run_dir, page.name, &original, &page.text, font).with_context(|| format!("writing the outputs of {}", path.display()))?;
+    let prediction = Prediction {
+        image: path.display().to_string(),
+        name: page.name,
+        prompt: &spec.infer.prompt,
+        prompt_tokens: page.prepared.prompt_ids.len(),
+        output_tokens: page.output_tokens,
+        text: &page.text,
+        elements,
+        synthetic_weights: w.synthetic,
+        hit_eos: page.hit_eos,
+    };
+    serde_json::to_string(&prediction).with_context(|| format!("serialising the prediction for {}", path.display()))
+}
 
-    let link = |k: usize| format!("{IMAGES_DIR}/{}_{k}.png", page.name);
-    let md = to_markdown(&page.text, link);
-    let mmd = run_dir.join(format!("{}.mmd", page.name));
+/// `<name>.mmd`, the crops `images/<name>_<k>.png` and `<name>.boxes.png` for the decoded `text`
+/// of a page whose original (EXIF-transposed RGB) image is `original`; returns the parsed elements.
+fn write_page_files(run_dir: &Path, name: &str, original: &RgbImage, text: &str, font: Option<&ab_glyph::FontVec>) -> Result<Vec<PredictedElement>> {
+    let (width, height) = original.dimensions();
+    let link = |k: usize| format!("{IMAGES_DIR}/{name}_{k}.png");
+    let md = to_markdown(text, link);
+    let mmd = run_dir.join(format!("{name}.mmd"));
     std::fs::write(&mmd, &md.text).with_context(|| format!("writing {}", mmd.display()))?;
 
     for (k, b) in md.image_boxes.iter().enumerate() {
-        let px = super::model::deepseek_ocr::output::box_to_px(b, width, height);
-        let Some(crop) = boxes::crop(&original, &px) else {
-            tracing::warn!(page = %path.display(), "image element {k} has an empty box {b:?}: no crop written");
+        let Some(crop) = boxes::crop(original, &box_to_px(b, width, height)) else {
+            tracing::warn!(name, "image element {k} has an empty box {b:?}: no crop written");
             continue;
         };
         let dir = run_dir.join(IMAGES_DIR);
@@ -120,6 +136,7 @@ fn write_page(run_dir: &Path, spec: &RunSpec, w: &Workload, page: &PageOutput<'_
         crop.save(&out).with_context(|| format!("writing {}", out.display()))?;
     }
 
+    let parsed = parse_grounded(text, width, height);
     let labeled: Vec<LabeledBoxes<'_>> = parsed
         .elements
         .iter()
@@ -128,30 +145,19 @@ fn write_page(run_dir: &Path, spec: &RunSpec, w: &Workload, page: &PageOutput<'_
             boxes: &e.boxes_px,
         })
         .collect();
-    let drawn = boxes::draw_boxes(&original, &labeled, font);
-    let png = run_dir.join(format!("{}.boxes.png", page.name));
+    let drawn = boxes::draw_boxes(original, &labeled, font);
+    let png = run_dir.join(format!("{name}.boxes.png"));
     drawn.save(&png).with_context(|| format!("writing {}", png.display()))?;
 
-    let prediction = Prediction {
-        image: path.display().to_string(),
-        name: page.name,
-        prompt: &spec.infer.prompt,
-        prompt_tokens: page.prepared.prompt_ids.len(),
-        output_tokens: page.output_tokens,
-        text: &page.text,
-        elements: parsed
-            .elements
-            .iter()
-            .map(|e| PredictedElement {
-                label: e.label.clone(),
-                text: e.text.clone(),
-                boxes: e.boxes_px.iter().map(|b| b.map(|v| v as i64)).collect(),
-            })
-            .collect(),
-        synthetic_weights: w.synthetic,
-        hit_eos: page.hit_eos,
-    };
-    serde_json::to_string(&prediction).with_context(|| format!("serialising the prediction for {}", path.display()))
+    Ok(parsed
+        .elements
+        .into_iter()
+        .map(|e| PredictedElement {
+            boxes: e.boxes_px.iter().map(|b| b.map(|v| v as i64)).collect(),
+            label: e.label,
+            text: e.text,
+        })
+        .collect())
 }
 
 /// File stems made unique in order: a second `page` becomes `page-1`, and so on.
@@ -191,9 +197,10 @@ fn write_readme(run_dir: &Path, spec: &RunSpec, w: &Workload, pages: usize) -> R
             llmprof::report::SYNTHETIC_NOTE
         ));
     }
-    if !w.notes.is_empty() {
+    let notes: Vec<&String> = w.notes.iter().filter(|n| n.as_str() != llmprof::report::SYNTHETIC_NOTE).collect();
+    if !notes.is_empty() {
         s.push_str("## Notes\n\n");
-        for n in &w.notes {
+        for n in notes {
             s.push_str(&format!("- {n}\n"));
         }
         s.push('\n');
@@ -219,5 +226,35 @@ mod tests {
     fn names_are_made_unique() {
         let names = unique_names(["a", "b", "a", "a", ""].into_iter());
         assert_eq!(names, ["a", "b", "a-1", "a-2", "page"]);
+    }
+
+    /// Shaped like a recorded grounding answer, for a 999×999 page (boxes are then in pixels).
+    const RECORDED: &str = "<|ref|>title<|/ref|><|det|>[[100, 50, 900, 120]]<|/det|>\n# Report\n\n\
+<|ref|>image<|/ref|><|det|>[[100, 200, 500, 600]]<|/det|>\n\n\
+<|ref|>text<|/ref|><|det|>[[100, 700, 900, 900]]<|/det|>\nBody text.<｜end▁of▁sentence｜>";
+
+    #[test]
+    fn page_files_from_a_recorded_output() {
+        let dir = std::env::temp_dir().join(format!("llmprof-infer-page-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let page = RgbImage::from_pixel(999, 999, image::Rgb([255, 255, 255]));
+        let elements = write_page_files(&dir, "p", &page, RECORDED, None).unwrap();
+
+        let labels: Vec<&str> = elements.iter().map(|e| e.label.as_str()).collect();
+        assert_eq!(labels, ["title", "image", "text"]);
+        assert_eq!(elements[0].boxes, vec![[100, 50, 900, 120]]);
+        assert_eq!(elements[2].text, "Body text.");
+
+        let md = std::fs::read_to_string(dir.join("p.mmd")).unwrap();
+        assert_eq!(md, "\n# Report\n\n![](images/p_0.png)\n\n\n\nBody text.");
+        let crop = image::open(dir.join("images/p_0.png")).unwrap();
+        assert_eq!((crop.width(), crop.height()), (400, 400));
+
+        let drawn = image::open(dir.join("p.boxes.png")).unwrap().to_rgb8();
+        assert_eq!(drawn.dimensions(), (999, 999));
+        assert_eq!(*drawn.get_pixel(100, 80), boxes::label_color("title"));
+        assert_eq!(*drawn.get_pixel(950, 950), image::Rgb([255, 255, 255]));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
