@@ -2,10 +2,11 @@
 //! writes a line of predictions.jsonl, `<name>.mmd` (markdown), `<name>.boxes.png` (layout boxes)
 //! and crops of image elements under images/; README.md says what the files are (and if they are noise).
 use super::inputs::Prepared;
+use super::model::deepseek_ocr::generate::{GenerateConfig, GenerateOutput};
 use super::model::deepseek_ocr::output::{box_to_px, parse_grounded, to_markdown};
 use super::model::deepseek_ocr::preprocess::load_image;
 use super::setup::Workload;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use image::RgbImage;
 use llmprof::report::boxes::{self, LabeledBoxes};
 use llmprof::spec::RunSpec;
@@ -57,29 +58,48 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
     let pages = super::inputs::sample_pages(spec)?;
     write_readme(run_dir, spec, &w, pages.len())?;
     if w.synthetic {
-        tracing::warn!("synthetic weights: the predictions are noise (see {}/{README_FILE})", run_dir.display());
+        tracing::warn!(
+            "synthetic weights: the predictions are noise (see {}/{README_FILE})",
+            run_dir.display()
+        );
     }
     let prepared = super::inputs::prepare_all(&w, spec, &pages)?;
-    super::inputs::write_inputs_yaml(run_dir, &prepared, &format!("{:?}", spec.model.preprocess.mode).to_lowercase())?;
+    super::inputs::write_inputs_yaml(
+        run_dir,
+        &prepared,
+        &format!("{:?}", spec.model.preprocess.mode).to_lowercase(),
+    )?;
     let names = unique_names(prepared.iter().map(|p| p.page.name.as_str()));
-    let gen_cfg = super::stage1::generate_config(spec, &w.arch.tokens.ngram_exempt_token_ids, spec.infer.max_new_tokens as usize);
+    let gen_cfg = super::stage1::generate_config(
+        spec,
+        &w.arch.tokens.ngram_exempt_token_ids,
+        spec.infer.max_new_tokens as usize,
+    );
     let font = match boxes::load_font(Path::new(boxes::LABEL_FONT)) {
         Ok(f) => Some(f),
         Err(e) => {
-            tracing::warn!("{e:#}: box images are drawn without labels (install fonts-dejavu-core)");
+            tracing::warn!(
+                "{e:#}: box images are drawn without labels (install fonts-dejavu-core)"
+            );
             None
         }
     };
     let predictions_path = run_dir.join(PREDICTIONS_FILE);
-    let mut predictions = std::fs::File::create(&predictions_path).with_context(|| format!("creating {}", predictions_path.display()))?;
+    let mut predictions = std::fs::File::create(&predictions_path)
+        .with_context(|| format!("creating {}", predictions_path.display()))?;
     let batch_size = (spec.runtime.batch_size as usize).max(1);
     let mut done = 0;
     for (chunk, chunk_names) in prepared.chunks(batch_size).zip(names.chunks(batch_size)) {
         let batch: Vec<&Prepared> = chunk.iter().collect();
-        let out = super::stage1::run_batch(&w, &batch, &gen_cfg, &llmprof::region::NoopObserver)
+        let out = generate_batch(&w, &batch, &gen_cfg)
             .with_context(|| format!("generating for {}", chunk[0].page.path.display()))?;
         for (row, (p, name)) in chunk.iter().zip(chunk_names).enumerate() {
-            let ids = out.tokens.get(row).with_context(|| format!("generation returned no row {row} for {}", p.page.path.display()))?;
+            let ids = out.tokens.get(row).with_context(|| {
+                format!(
+                    "generation returned no row {row} for {}",
+                    p.page.path.display()
+                )
+            })?;
             let page = PageOutput {
                 prepared: p,
                 name,
@@ -88,8 +108,11 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 hit_eos: out.hit_eos.get(row).copied().unwrap_or(false),
             };
             let line = write_page(run_dir, spec, &w, &page, font.as_ref())?;
-            writeln!(predictions, "{line}").with_context(|| format!("writing {}", predictions_path.display()))?;
-            predictions.flush().with_context(|| format!("writing {}", predictions_path.display()))?;
+            writeln!(predictions, "{line}")
+                .with_context(|| format!("writing {}", predictions_path.display()))?;
+            predictions
+                .flush()
+                .with_context(|| format!("writing {}", predictions_path.display()))?;
             done += 1;
             tracing::info!(page = %p.page.path.display(), output_tokens = page.output_tokens, hit_eos = page.hit_eos, "[{done}/{}] predicted", prepared.len());
         }
@@ -97,11 +120,39 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// One batch through the model; a panic inside libtorch (e.g. CUDA out of memory in a
+/// generated op) becomes an error instead of aborting the worker without a message.
+fn generate_batch(
+    w: &Workload,
+    batch: &[&Prepared],
+    cfg: &GenerateConfig,
+) -> Result<GenerateOutput> {
+    let run = || super::stage1::run_batch(w, batch, cfg, &llmprof::region::NoopObserver);
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "no message".into());
+            bail!("the model panicked: {msg}")
+        }
+    }
+}
+
 /// Writes the files of one page and returns its JSON line.
-fn write_page(run_dir: &Path, spec: &RunSpec, w: &Workload, page: &PageOutput<'_>, font: Option<&ab_glyph::FontVec>) -> Result<String> {
+fn write_page(
+    run_dir: &Path,
+    spec: &RunSpec,
+    w: &Workload,
+    page: &PageOutput<'_>,
+    font: Option<&ab_glyph::FontVec>,
+) -> Result<String> {
     let path = &page.prepared.page.path;
     let original = load_image(path)?;
-    let elements = write_page_files(run_dir, page.name, &original, &page.text, font).with_context(|| format!("writing the outputs of {}", path.display()))?;
+    let elements = write_page_files(run_dir, page.name, &original, &page.text, font)
+        .with_context(|| format!("writing the outputs of {}", path.display()))?;
     let prediction = Prediction {
         image: path.display().to_string(),
         name: page.name,
@@ -113,12 +164,19 @@ fn write_page(run_dir: &Path, spec: &RunSpec, w: &Workload, page: &PageOutput<'_
         synthetic_weights: w.synthetic,
         hit_eos: page.hit_eos,
     };
-    serde_json::to_string(&prediction).with_context(|| format!("serialising the prediction for {}", path.display()))
+    serde_json::to_string(&prediction)
+        .with_context(|| format!("serialising the prediction for {}", path.display()))
 }
 
 /// `<name>.mmd`, the crops `images/<name>_<k>.png` and `<name>.boxes.png` for the decoded `text`
 /// of a page whose original (EXIF-transposed RGB) image is `original`; returns the parsed elements.
-fn write_page_files(run_dir: &Path, name: &str, original: &RgbImage, text: &str, font: Option<&ab_glyph::FontVec>) -> Result<Vec<PredictedElement>> {
+fn write_page_files(
+    run_dir: &Path,
+    name: &str,
+    original: &RgbImage,
+    text: &str,
+    font: Option<&ab_glyph::FontVec>,
+) -> Result<Vec<PredictedElement>> {
     let (width, height) = original.dimensions();
     let link = |k: usize| format!("{IMAGES_DIR}/{name}_{k}.png");
     let md = to_markdown(text, link);
@@ -127,13 +185,17 @@ fn write_page_files(run_dir: &Path, name: &str, original: &RgbImage, text: &str,
 
     for (k, b) in md.image_boxes.iter().enumerate() {
         let Some(crop) = boxes::crop(original, &box_to_px(b, width, height)) else {
-            tracing::warn!(name, "image element {k} has an empty box {b:?}: no crop written");
+            tracing::warn!(
+                name,
+                "image element {k} has an empty box {b:?}: no crop written"
+            );
             continue;
         };
         let dir = run_dir.join(IMAGES_DIR);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let out = run_dir.join(link(k));
-        crop.save(&out).with_context(|| format!("writing {}", out.display()))?;
+        crop.save(&out)
+            .with_context(|| format!("writing {}", out.display()))?;
     }
 
     let parsed = parse_grounded(text, width, height);
@@ -147,7 +209,9 @@ fn write_page_files(run_dir: &Path, name: &str, original: &RgbImage, text: &str,
         .collect();
     let drawn = boxes::draw_boxes(original, &labeled, font);
     let png = run_dir.join(format!("{name}.boxes.png"));
-    drawn.save(&png).with_context(|| format!("writing {}", png.display()))?;
+    drawn
+        .save(&png)
+        .with_context(|| format!("writing {}", png.display()))?;
 
     Ok(parsed
         .elements
@@ -197,7 +261,11 @@ fn write_readme(run_dir: &Path, spec: &RunSpec, w: &Workload, pages: usize) -> R
             llmprof::report::SYNTHETIC_NOTE
         ));
     }
-    let notes: Vec<&String> = w.notes.iter().filter(|n| n.as_str() != llmprof::report::SYNTHETIC_NOTE).collect();
+    let notes: Vec<&String> = w
+        .notes
+        .iter()
+        .filter(|n| n.as_str() != llmprof::report::SYNTHETIC_NOTE)
+        .collect();
     if !notes.is_empty() {
         s.push_str("## Notes\n\n");
         for n in notes {

@@ -63,7 +63,12 @@ fn parse_boxes(payload: &str) -> Vec<[i64; 4]> {
 /// A box normalised to 0..999 → pixels of a `width`×`height` image (v/999·W, v/999·H).
 pub fn box_to_px(b: &[i64; 4], width: u32, height: u32) -> [f64; 4] {
     let (w, h) = (f64::from(width), f64::from(height));
-    [b[0] as f64 / 999.0 * w, b[1] as f64 / 999.0 * h, b[2] as f64 / 999.0 * w, b[3] as f64 / 999.0 * h]
+    [
+        b[0] as f64 / 999.0 * w,
+        b[1] as f64 / 999.0 * h,
+        b[2] as f64 / 999.0 * w,
+        b[3] as f64 / 999.0 * h,
+    ]
 }
 
 /// Markdown made from a grounded output, and the boxes its image links point to.
@@ -107,7 +112,10 @@ pub fn to_markdown(raw: &str, image_link: impl Fn(usize) -> String) -> Markdown 
     if any_other {
         out = out.replace("\\coloneqq", ":=").replace("\\eqqcolon", "=:");
     }
-    Markdown { text: out, image_boxes }
+    Markdown {
+        text: out,
+        image_boxes,
+    }
 }
 
 /// Where a grounding tag that generation stopped inside starts (`<|ref|>label` without its
@@ -128,7 +136,10 @@ fn truncated_tag_start(tail: &str) -> Option<usize> {
 /// The demo's `re_match` pattern: `(<\|ref\|>(.*?)<\|/ref\|><\|det\|>(.*?)<\|/det\|>)`, DOTALL.
 fn grounding_regex() -> &'static regex::Regex {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    RE.get_or_init(|| regex::Regex::new(r"(?s)<\|ref\|>(.*?)<\|/ref\|><\|det\|>(.*?)<\|/det\|>").expect("the pattern is valid"))
+    RE.get_or_init(|| {
+        regex::Regex::new(r"(?s)<\|ref\|>(.*?)<\|/ref\|><\|det\|>(.*?)<\|/det\|>")
+            .expect("the pattern is valid")
+    })
 }
 
 /// Parses decoded model output for an image of `width`×`height` pixels.
@@ -152,7 +163,10 @@ pub fn parse_grounded(text: &str, width: u32, height: u32) -> ParsedOutput {
             }
         }
         let next = after.find(REF_OPEN).unwrap_or(after.len());
-        let boxes_px = boxes_norm.iter().map(|b| box_to_px(b, width, height)).collect();
+        let boxes_px = boxes_norm
+            .iter()
+            .map(|b| box_to_px(b, width, height))
+            .collect();
         elements.push(Element {
             label,
             boxes_norm,
@@ -200,7 +214,10 @@ mod tests {
 ![](images/page_0.png)\n![](images/page_1.png)\n\n\n\n\
 <table><tr><td>Q1</td><td>10</td></tr></table>"
         );
-        assert_eq!(md.image_boxes, vec![[100, 300, 500, 600], [520, 300, 900, 600]]);
+        assert_eq!(
+            md.image_boxes,
+            vec![[100, 300, 500, 600], [520, 300, 900, 600]]
+        );
         for marker in [REF_OPEN, DET_OPEN, "<|/", EOS_TEXT, "[[62"] {
             assert!(!md.text.contains(marker), "{marker} left in {}", md.text);
         }
@@ -210,20 +227,36 @@ mod tests {
     fn markdown_edge_cases() {
         let link = |k: usize| format!("i{k}");
         // Truncated by max_new_tokens inside a tag.
-        let md = to_markdown("intro <|ref|>text<|/ref|><|det|>[[1,2,3,4]]<|/det|>body <|ref|>tab", link);
+        let md = to_markdown(
+            "intro <|ref|>text<|/ref|><|det|>[[1,2,3,4]]<|/det|>body <|ref|>tab",
+            link,
+        );
         assert_eq!(md.text, "intro body ");
         let md = to_markdown("a<|ref|>text<|/ref|><|det|>[[1, 2", link);
         assert_eq!(md.text, "a");
         assert_eq!(to_markdown("a<|ref|>text<|/ref|>", link).text, "a");
         // A ref without det mid-text (Locate prompts) keeps its words; only the markers go.
-        assert_eq!(to_markdown("Found <|ref|>the cat<|/ref|> here", link).text, "Found the cat here");
+        assert_eq!(
+            to_markdown("Found <|ref|>the cat<|/ref|> here", link).text,
+            "Found the cat here"
+        );
         // coloneqq only when a non-image element exists, as the demo.
-        let md = to_markdown("<|ref|>equation<|/ref|><|det|>[[1,2,3,4]]<|/det|>$a \\coloneqq b$", link);
+        let md = to_markdown(
+            "<|ref|>equation<|/ref|><|det|>[[1,2,3,4]]<|/det|>$a \\coloneqq b$",
+            link,
+        );
         assert_eq!(md.text, "$a := b$");
-        assert_eq!(to_markdown("$a \\coloneqq b$", link).text, "$a \\coloneqq b$");
+        assert_eq!(
+            to_markdown("$a \\coloneqq b$", link).text,
+            "$a \\coloneqq b$"
+        );
         // Noise from random weights: no grounding at all, passes through.
         assert_eq!(to_markdown("x<id:299>y", link).text, "x<id:299>y");
-        assert!(to_markdown("<|ref|>image<|/ref|><|det|>[[1,2]]<|/det|>", link).image_boxes.is_empty());
+        assert!(
+            to_markdown("<|ref|>image<|/ref|><|det|>[[1,2]]<|/det|>", link)
+                .image_boxes
+                .is_empty()
+        );
     }
 
     #[test]

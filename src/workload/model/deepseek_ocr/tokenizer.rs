@@ -32,7 +32,9 @@ pub trait TokenIds {
             match self.decode(run) {
                 Ok(s) => out.push_str(&s),
                 // Each id decoded alone but not together: fall back to one at a time.
-                Err(_) => run.iter().for_each(|&id| out.push_str(&self.decode(&[id]).unwrap_or_else(|_| format!("<id:{id}>")))),
+                Err(_) => run.iter().for_each(|&id| {
+                    out.push_str(&self.decode(&[id]).unwrap_or_else(|_| format!("<id:{id}>")))
+                }),
             }
             run.clear();
         };
