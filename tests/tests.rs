@@ -3,6 +3,7 @@ mod bad_input;
 mod bootstrap;
 mod conformance;
 mod front_end;
+mod infer;
 mod kineto;
 mod stage2;
 mod support;

@@ -41,6 +41,7 @@ fn run() -> Result<()> {
             tracing::info!(cuda = tch::Cuda::is_available(), device = %spec.device, "worker started");
             match command.as_str() {
                 "stage1" => workload::stage1::run(&spec, &dir),
+                "infer" => workload::infer::run(&spec, &dir),
                 other => bail!("the {other} workload is not implemented in this build yet"),
             }
         }

@@ -18,6 +18,37 @@ pub trait TokenIds {
     /// Ids → text, special tokens kept.
     fn decode(&self, ids: &[i64]) -> Result<String>;
     fn special(&self) -> SpecialIds;
+
+    /// Ids → text that never fails: ids this tokenizer cannot decode (e.g. the byte tokenizer
+    /// fed by random weights) become `<id:N>`; runs of decodable ids are decoded together, so
+    /// multi-byte characters and BPE merges survive.
+    fn decode_lossy(&self, ids: &[i64]) -> String {
+        if let Ok(s) = self.decode(ids) {
+            return s;
+        }
+        let mut out = String::new();
+        let mut run: Vec<i64> = Vec::new();
+        let flush = |run: &mut Vec<i64>, out: &mut String| {
+            match self.decode(run) {
+                Ok(s) => out.push_str(&s),
+                // Each id decoded alone but not together: fall back to one at a time.
+                Err(_) => run.iter().for_each(|&id| {
+                    out.push_str(&self.decode(&[id]).unwrap_or_else(|_| format!("<id:{id}>")))
+                }),
+            }
+            run.clear();
+        };
+        for &id in ids {
+            if self.decode(&[id]).is_ok() {
+                run.push(id);
+            } else {
+                flush(&mut run, &mut out);
+                out.push_str(&format!("<id:{id}>"));
+            }
+        }
+        flush(&mut run, &mut out);
+        out
+    }
 }
 
 /// Bytes map to ids 3..259; the added tokens below have fixed ids (tiny config layout).
@@ -127,5 +158,19 @@ mod tests {
         let ids = t.encode(s).unwrap();
         assert_eq!(ids[0], 303);
         assert_eq!(t.decode(&ids).unwrap(), s);
+    }
+
+    #[test]
+    fn lossy_decode_marks_unknown_ids() {
+        let t = ByteTokenizer::tiny();
+        let mut ids = t.encode("é<|ref|>a").unwrap();
+        ids.insert(2, 299);
+        ids.push(-4);
+        ids.push(1_000_000);
+        assert!(t.decode(&ids).is_err());
+        assert_eq!(t.decode_lossy(&ids), "é<id:299><|ref|>a<id:-4><id:1000000>");
+        let ok = t.encode("plain").unwrap();
+        assert_eq!(t.decode_lossy(&ok), "plain");
+        assert_eq!(t.decode_lossy(&[]), "");
     }
 }

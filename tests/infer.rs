@@ -1,0 +1,89 @@
+//! `llmprof infer` end to end on the CPU (tiny synthetic model): predictions.jsonl, markdown,
+//! box images and README.md in the run directory, and status.json succeeded.
+use crate::support::{repo_root, run_in, scratch, stderr};
+use std::path::Path;
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn infer_writes_predictions_markdown_and_box_images() {
+    let dir = scratch("infer");
+    let conf = repo_root().join("conf").display().to_string();
+    let out = run_in(
+        &dir,
+        &[
+            "--config-dir",
+            &conf,
+            "infer",
+            "model=deepseek_ocr_tiny",
+            "dataset.sampling.num_samples_per_epoch=2",
+            "infer.max_new_tokens=8",
+            "hydra.run.dir=out/run",
+        ],
+    );
+    let run = dir.join("out/run");
+    let log = std::fs::read_to_string(run.join("llmprof.log")).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "infer failed\n{}\n{log}",
+        stderr(&out)
+    );
+    let status: serde_json::Value =
+        serde_json::from_str(&read(&run.join("status.json"))).expect("status.json is JSON");
+    assert_eq!(status["state"], "succeeded", "{status}");
+
+    let lines: Vec<String> = read(&run.join("predictions.jsonl"))
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for line in &lines {
+        let p: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        for key in [
+            "image",
+            "prompt",
+            "prompt_tokens",
+            "output_tokens",
+            "text",
+            "elements",
+            "synthetic_weights",
+            "hit_eos",
+        ] {
+            assert!(p.get(key).is_some(), "{key} missing in {line}");
+        }
+        assert_eq!(p["synthetic_weights"], true, "{line}");
+        assert!(p["elements"].is_array() && p["text"].is_string(), "{line}");
+        assert!(p["prompt_tokens"].as_u64().is_some_and(|n| n > 0), "{line}");
+        assert!(
+            p["output_tokens"].as_u64().is_some_and(|n| n <= 8),
+            "{line}"
+        );
+        let image = p["image"].as_str().expect("image is a string");
+        let name = Path::new(image)
+            .file_stem()
+            .expect("has a stem")
+            .to_string_lossy()
+            .to_string();
+        assert!(
+            run.join(format!("{name}.mmd")).is_file(),
+            "{name}.mmd missing"
+        );
+        let png = run.join(format!("{name}.boxes.png"));
+        let drawn = image::open(&png).unwrap_or_else(|e| panic!("{}: {e}", png.display()));
+        let original = image::open(image).expect("the input page opens");
+        assert_eq!(
+            (drawn.width(), drawn.height()),
+            (original.width(), original.height()),
+            "{name}"
+        );
+    }
+    let readme = read(&run.join("README.md"));
+    assert!(
+        readme.contains("synthetic weights: timings valid, text meaningless"),
+        "{readme}"
+    );
+    assert!(readme.contains("noise"), "{readme}");
+}
