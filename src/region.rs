@@ -59,6 +59,24 @@ impl Region {
         false
     }
 
+    /// The push/pop stack down to this region, as an ncu `--nvtx-include` expression
+    /// (`decode/decode_step/`).
+    pub fn nvtx_path(&self) -> String {
+        let mut names = vec![self.nvtx_name()];
+        let mut r = self.parent();
+        while let Some(p) = r {
+            names.push(p.nvtx_name());
+            r = p.parent();
+        }
+        names.reverse();
+        format!("{}/", names.join("/"))
+    }
+
+    /// ncu `--nvtx-include` expressions that select every kernel inside `self`, nested or not.
+    pub fn nvtx_includes(&self) -> Vec<String> {
+        Region::ALL.iter().filter(|r| r.is_within(*self)).map(Region::nvtx_path).collect()
+    }
+
     /// Name used for NVTX ranges, Kineto user scopes and report keys.
     pub fn nvtx_name(&self) -> &'static str {
         match self {

@@ -282,13 +282,21 @@ impl<'a> Stage2<'a> {
             ),
         };
         std::fs::write(dir.join("selected_kernels.txt"), names.join("\n") + "\n")?;
+        let mut empty: Vec<String> = Vec::new();
         for (i, name) in names.iter().enumerate() {
+            let csv = dir.join(format!("k{:02}_{}.csv", i + 1, sanitize(name)));
             let regex = match &c.kernel_regex {
                 Some(user) => user.clone(),
                 None => kernel_regex(name),
             };
             let opts = ncu::command::Options {
-                nvtx_range: c.nvtx_include.clone(),
+                nvtx_includes: match c.nvtx_include.as_deref() {
+                    None => vec![],
+                    Some(name) => match Region::from_name(name) {
+                        Some(r) => r.nvtx_includes(),
+                        None => vec![format!("{name}/")],
+                    },
+                },
                 kernel_regex: Some(regex),
                 launch_skip: Some(c.launch_skip as u64),
                 launch_count: Some(c.launch_count as u64),
@@ -319,6 +327,17 @@ impl<'a> Stage2<'a> {
             if c.kernel_regex.is_some() {
                 break; // a user regex selects the kernels itself: one run
             }
+        }
+        if empty.len() == names.len() {
+            bail!(
+                "ncu profiled no kernel: none of {} ran inside the NVTX filter {:?} (see the CSV logs in {})",
+                names.join(", "),
+                c.nvtx_include,
+                dir.display()
+            );
+        }
+        if !empty.is_empty() {
+            tracing::warn!("ncu profiled nothing for: {}", empty.join(", "));
         }
         let analysis = vendor::analyze::ncu_roofline(&dir, None)?;
         std::fs::write(
@@ -397,6 +416,13 @@ mod tests {
             top_k_names(&rows, 2),
             vec!["k".to_string(), "gemm".to_string()]
         );
+    }
+
+    #[test]
+    fn nvtx_includes_cover_nested_regions() {
+        assert_eq!(Region::Decode.nvtx_includes(), vec!["decode/".to_string(), "decode/decode_step/".to_string()]);
+        assert_eq!(Region::Sam.nvtx_path(), "prefill/vision/sam/");
+        assert_eq!(Region::Prefill.nvtx_includes().len(), 5);
     }
 
     #[test]

@@ -71,6 +71,8 @@ fn run_debug(args: &[String]) -> Result<()> {
             tch::Kind::Float
         }
     };
+    // fp32 checks compare true fp32 arithmetic: no TF32 in matmuls or convolutions.
+    llmprof::ffi::set_allow_tf32(false, false).context("turning TF32 off")?;
     match parsed.what {
         DebugCommand::Logits {
             weights,
@@ -114,7 +116,8 @@ fn run_debug(args: &[String]) -> Result<()> {
             let features = workload::model::deepseek_ocr::debug_sam(&weights, &px)?;
             let features = features
                 .to_device(tch::Device::Cpu)
-                .to_kind(tch::Kind::Float);
+                .to_kind(tch::Kind::Float)
+                .contiguous();
             tch::Tensor::write_safetensors(&[("features", &features)], &out)
                 .with_context(|| format!("writing {}", out.display()))?;
             tracing::info!(out = %out.display(), shape = ?features.size(), "SAM features written");

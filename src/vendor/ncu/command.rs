@@ -23,8 +23,10 @@ pub enum Output {
 /// Plain options for one ncu run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
-    /// Profile only kernels inside this push/pop NVTX range (`--nvtx-include "<range>/"`).
-    pub nvtx_range: Option<String>,
+    /// NVTX include expressions (`--nvtx-include`, OR-ed). ncu matches a push/pop expression
+    /// against the whole range stack, innermost last: `decode/` does not match a kernel inside
+    /// `decode/decode_step/`, so callers list every nested path they want.
+    pub nvtx_includes: Vec<String>,
     /// `--kernel-name regex:<re>`.
     pub kernel_regex: Option<String>,
     pub launch_skip: Option<u64>,
@@ -62,12 +64,11 @@ pub fn roofline_defaults() -> (Collect, Vec<String>) {
 /// `ncu` arguments (without `ncu`), followed by `program`.
 pub fn profile_args(opts: &Options, program: &[String]) -> Vec<String> {
     let mut a: Vec<String> = vec!["--target-processes".into(), "all".into()];
-    if let Some(range) = &opts.nvtx_range {
-        a.extend([
-            "--nvtx".into(),
-            "--nvtx-include".into(),
-            format!("{range}/"),
-        ]);
+    if !opts.nvtx_includes.is_empty() {
+        a.push("--nvtx".into());
+        for expr in &opts.nvtx_includes {
+            a.extend(["--nvtx-include".into(), expr.clone()]);
+        }
     }
     if let Some(re) = &opts.kernel_regex {
         a.extend(["--kernel-name".into(), format!("regex:{re}")]);
@@ -137,7 +138,7 @@ mod tests {
     #[test]
     fn csv_log_with_nvtx_and_sections() {
         let opts = Options {
-            nvtx_range: Some("decode".into()),
+            nvtx_includes: s(&["decode/", "decode/decode_step/"]),
             kernel_regex: Some("gemv|gemm".into()),
             launch_skip: Some(50),
             launch_count: Some(1),
@@ -153,6 +154,8 @@ mod tests {
                 "--nvtx",
                 "--nvtx-include",
                 "decode/",
+                "--nvtx-include",
+                "decode/decode_step/",
                 "--kernel-name",
                 "regex:gemv|gemm",
                 "--launch-skip",
@@ -181,7 +184,7 @@ mod tests {
     #[test]
     fn report_with_set_then_import() {
         let opts = Options {
-            nvtx_range: None,
+            nvtx_includes: vec![],
             kernel_regex: None,
             launch_skip: None,
             launch_count: Some(10),
