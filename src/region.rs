@@ -74,7 +74,11 @@ impl Region {
 
     /// ncu `--nvtx-include` expressions that select every kernel inside `self`, nested or not.
     pub fn nvtx_includes(&self) -> Vec<String> {
-        Region::ALL.iter().filter(|r| r.is_within(*self)).map(Region::nvtx_path).collect()
+        Region::ALL
+            .iter()
+            .filter(|r| r.is_within(*self))
+            .map(Region::nvtx_path)
+            .collect()
     }
 
     /// Name used for NVTX ranges, Kineto user scopes and report keys.

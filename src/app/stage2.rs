@@ -302,11 +302,7 @@ impl<'a> Stage2<'a> {
                 launch_count: Some(c.launch_count as u64),
                 collect: collect.clone(),
                 metrics: metrics.clone(),
-                output: ncu::command::Output::CsvLog(dir.join(format!(
-                    "k{:02}_{}.csv",
-                    i + 1,
-                    sanitize(name)
-                ))),
+                output: ncu::command::Output::CsvLog(csv.clone()),
             };
             let child = self.child(
                 &dir.join(format!("stage1_k{:02}", i + 1)),
@@ -324,6 +320,12 @@ impl<'a> Stage2<'a> {
                 &args,
                 &format!("ncu kernel {} of {} ({name})", i + 1, names.len()),
             )?;
+            if std::fs::read_to_string(&csv)
+                .unwrap_or_default()
+                .contains("No kernels were profiled")
+            {
+                empty.push(name.clone());
+            }
             if c.kernel_regex.is_some() {
                 break; // a user regex selects the kernels itself: one run
             }
@@ -420,7 +422,10 @@ mod tests {
 
     #[test]
     fn nvtx_includes_cover_nested_regions() {
-        assert_eq!(Region::Decode.nvtx_includes(), vec!["decode/".to_string(), "decode/decode_step/".to_string()]);
+        assert_eq!(
+            Region::Decode.nvtx_includes(),
+            vec!["decode/".to_string(), "decode/decode_step/".to_string()]
+        );
         assert_eq!(Region::Sam.nvtx_path(), "prefill/vision/sam/");
         assert_eq!(Region::Prefill.nvtx_includes().len(), 5);
     }

@@ -88,7 +88,10 @@ fn run_debug(args: &[String]) -> Result<()> {
             let (logits, greedy_ids) =
                 workload::model::deepseek_ocr::debug_logits(&weights, &ids, kind(&dtype), greedy)?;
             let greedy_t = tch::Tensor::from_slice(&greedy_ids);
-            let logits = logits.to_device(tch::Device::Cpu).to_kind(tch::Kind::Float).contiguous();
+            let logits = logits
+                .to_device(tch::Device::Cpu)
+                .to_kind(tch::Kind::Float)
+                .contiguous();
             tch::Tensor::write_safetensors(
                 &[("prompt_last_logits", &logits), ("greedy_ids", &greedy_t)],
                 &out,

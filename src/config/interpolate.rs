@@ -426,7 +426,9 @@ impl<'a> Resolver<'a> {
                     .hydra
                     .ok_or_else(|| fail("the hydra config is not available here".into()))?;
                 if hydra.get_path(&key).is_none() {
-                    return Err(fail(format!("key 'hydra.{key}' not found in the hydra config")));
+                    return Err(fail(format!(
+                        "key 'hydra.{key}' not found in the hydra config"
+                    )));
                 }
                 // Values inside the hydra node may interpolate too; resolve them against it.
                 let sub = ResolveContext {

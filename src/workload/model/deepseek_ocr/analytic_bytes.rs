@@ -264,8 +264,8 @@ pub fn decode_step_bytes(
 
 #[cfg(test)]
 mod tests {
-    use super::super::weights::{expected_tensors, Part, TensorSpec};
     use super::super::analytic::spec_check::{near, GF, MF};
+    use super::super::weights::{expected_tensors, Part, TensorSpec};
     use super::*;
 
     fn tensor_sum(cfg: &ArchConfig, part: Part, prefix: &str) -> u64 {
