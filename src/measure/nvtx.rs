@@ -65,7 +65,11 @@ impl NvtxObserver {
 impl RegionObserver for NvtxObserver {
     fn enter(&self, region: Region) -> RegionGuard<'_> {
         let name = region.nvtx_name();
-        let range = nvtx::LocalRange::new(nvtx::Str::from_str_lossy(name));
+        // ASCII, not the crate's default wide string: Nsight Compute's --nvtx-include matches
+        // push/pop ranges by their ASCII message (a wide message never matched, seen on an H100
+        // with ncu 2025.3.1; docs/gpu-runs.md). Region names are static ASCII without NULs.
+        let message = std::ffi::CString::new(name).expect("region names contain no NUL");
+        let range = nvtx::LocalRange::new(nvtx::Str::Ascii(message));
         let scope = if self.options.kineto_scopes {
             match ffi::UserScope::begin(name) {
                 Ok(scope) => Some(scope),
