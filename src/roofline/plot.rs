@@ -284,11 +284,26 @@ pub fn svg(title: &str, rows: &[&Row], roofs: Option<&Roofs>) -> String {
     s
 }
 
-/// Rasterises an SVG to PNG bytes. Text needs a system font (fontconfig folders); without one the
-/// PNG has no labels while the SVG keeps them.
-pub fn png(svg: &str) -> Result<Vec<u8>> {
+/// Font files tried when fontconfig knows none (Debian's fonts-dejavu-core, which bootstrap.sh
+/// installs).
+const FALLBACK_FONTS: [&str; 2] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+];
+
+/// Rasterises an SVG to PNG bytes. Returns `None` when no font is available: a PNG without its
+/// axis labels would mislead, and the SVG keeps them.
+pub fn png(svg: &str) -> Result<Option<Vec<u8>>> {
     let mut opt = resvg::usvg::Options::default();
     opt.fontdb_mut().load_system_fonts();
+    if opt.fontdb.is_empty() {
+        for f in FALLBACK_FONTS {
+            let _ = opt.fontdb_mut().load_font_file(f);
+        }
+    }
+    if opt.fontdb.is_empty() {
+        return Ok(None);
+    }
     let tree = resvg::usvg::Tree::from_str(svg, &opt).context("parsing the roofline SVG")?;
     let size = tree.size().to_int_size();
     let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height())
@@ -298,7 +313,10 @@ pub fn png(svg: &str) -> Result<Vec<u8>> {
         resvg::tiny_skia::Transform::default(),
         &mut pixmap.as_mut(),
     );
-    pixmap.encode_png().context("encoding the roofline PNG")
+    pixmap
+        .encode_png()
+        .context("encoding the roofline PNG")
+        .map(Some)
 }
 
 fn file_stem(stage: &str) -> String {
@@ -347,10 +365,18 @@ pub fn write_plots(dir: &Path, report: &RooflineReport) -> Result<Vec<PathBuf>> 
         let svg_path = dir.join(format!("{stem}.svg"));
         std::fs::write(&svg_path, &text)
             .with_context(|| format!("writing {}", svg_path.display()))?;
+        written.push(svg_path);
         let png_path = dir.join(format!("{stem}.png"));
-        std::fs::write(&png_path, png(&text)?)
-            .with_context(|| format!("writing {}", png_path.display()))?;
-        written.extend([svg_path, png_path]);
+        match png(&text)? {
+            Some(bytes) => {
+                std::fs::write(&png_path, bytes)
+                    .with_context(|| format!("writing {}", png_path.display()))?;
+                written.push(png_path);
+            }
+            None => tracing::warn!(
+                "no font found for PNG labels (apt-get install fonts-dejavu-core): wrote {stem}.svg only"
+            ),
+        }
     }
     Ok(written)
 }
