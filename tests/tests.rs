@@ -5,6 +5,7 @@ mod conformance;
 mod front_end;
 mod infer;
 mod kineto;
+mod stage1;
 mod stage2;
 mod support;
 

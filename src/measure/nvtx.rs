@@ -19,6 +19,8 @@ pub struct NvtxOptions {
     pub kineto_scopes: bool,
     /// Time each region with this clock (`StageTimer`); `None` records no times.
     pub timing: Option<ClockKind>,
+    /// Skip the NVTX push/pop itself (for measuring its overhead; see scripts/bench_overhead.sh).
+    pub no_ranges: bool,
 }
 
 /// Pushes/pops an NVTX range per region; single-threaded (regions nest on one thread).
@@ -68,8 +70,10 @@ impl RegionObserver for NvtxObserver {
         // ASCII, not the crate's default wide string: Nsight Compute's --nvtx-include matches
         // push/pop ranges by their ASCII message (a wide message never matched, seen on an H100
         // with ncu 2025.3.1; docs/gpu-runs.md). Region names are static ASCII without NULs.
-        let message = std::ffi::CString::new(name).expect("region names contain no NUL");
-        let range = nvtx::LocalRange::new(nvtx::Str::Ascii(message));
+        let range = (!self.options.no_ranges).then(|| {
+            let message = std::ffi::CString::new(name).expect("region names contain no NUL");
+            nvtx::LocalRange::new(nvtx::Str::Ascii(message))
+        });
         let scope = if self.options.kineto_scopes {
             match ffi::UserScope::begin(name) {
                 Ok(scope) => Some(scope),
@@ -115,6 +119,7 @@ mod tests {
             sync_on_exit: false,
             kineto_scopes: true,
             timing: Some(ClockKind::Host),
+            no_ranges: false,
         });
         {
             let _decode = obs.enter(Region::Decode);

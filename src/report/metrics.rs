@@ -10,6 +10,7 @@ pub const SCHEMA: &str = "llmprof.metrics/v1";
 pub const SYNTHETIC_NOTE: &str = "synthetic weights: timings valid, text meaningless";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunReport {
     pub schema: String,
     pub command: String,
@@ -34,6 +35,7 @@ pub struct RunReport {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Setup {
     pub model: String,
     pub device: String,
@@ -51,6 +53,7 @@ pub struct Setup {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StageStats {
     pub n: usize,
     pub mean_ms: f64,
@@ -80,6 +83,7 @@ impl From<&Summary> for StageStats {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Throughput {
     pub output_tokens_total: u64,
     /// Mean over requests of output tokens ÷ that request's e2e time.
@@ -91,6 +95,7 @@ pub struct Throughput {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PeaksInfo {
     pub gpu_name: String,
     pub precision: String,
@@ -101,6 +106,7 @@ pub struct PeaksInfo {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FlopsInfo {
     /// Mean per request, GFLOP.
     pub vision_gflop: f64,
@@ -113,6 +119,7 @@ pub struct FlopsInfo {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Utilisation {
     /// Model FLOP utilisation per stage (0..1): analytic FLOPs ÷ (time × peak).
     pub mfu: BTreeMap<String, f64>,
@@ -123,6 +130,7 @@ pub struct Utilisation {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NvmlInfo {
     pub available: bool,
     pub note: Option<String>,
@@ -134,6 +142,7 @@ pub struct NvmlInfo {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NvmlWindow {
     pub power_w: Option<f64>,
     pub sm_clock_mhz: Option<f64>,
@@ -147,6 +156,7 @@ pub struct NvmlWindow {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct KinetoInfo {
     pub profiled_e2e_ms: f64,
     pub timed_e2e_mean_ms: f64,
@@ -159,6 +169,7 @@ pub struct KinetoInfo {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TopRow {
     pub name: String,
     pub stage: Option<String>,
@@ -168,12 +179,14 @@ pub struct TopRow {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MemoryInfo {
     pub peak_allocated_gib: f64,
     pub peak_reserved_gib: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RequestRecord {
     pub input: String,
     pub repeat: u32,

@@ -94,8 +94,6 @@ pub struct HardwareSpec {
     pub peak_tflops: Option<f64>,
     /// Peak DRAM bandwidth in GB/s; null = derived from the detected GPU.
     pub peak_bandwidth_gbs: Option<f64>,
-    /// Measure achievable ceilings (large matmul, device copy) next to the theoretical ones.
-    pub calibrate: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -69,6 +69,18 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
         &prepared,
         &format!("{:?}", spec.model.preprocess.mode).to_lowercase(),
     )?;
+    write_predictions(spec, &w, &prepared, run_dir)
+}
+
+/// Generate for every prepared page (no profilers) and write predictions.jsonl and the per-page
+/// files. Also used by stage 1 when `pipeline.direct_inference.enable` is set.
+pub fn write_predictions(
+    spec: &RunSpec,
+    w: &super::setup::Workload,
+    prepared: &[Prepared],
+    run_dir: &Path,
+) -> Result<()> {
+
     let names = unique_names(prepared.iter().map(|p| p.page.name.as_str()));
     let gen_cfg = super::stage1::generate_config(
         spec,
@@ -91,7 +103,7 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
     let mut done = 0;
     for (chunk, chunk_names) in prepared.chunks(batch_size).zip(names.chunks(batch_size)) {
         let batch: Vec<&Prepared> = chunk.iter().collect();
-        let out = generate_batch(&w, &batch, &gen_cfg)
+        let out = generate_batch(w, &batch, &gen_cfg)
             .with_context(|| format!("generating for {}", chunk[0].page.path.display()))?;
         for (row, (p, name)) in chunk.iter().zip(chunk_names).enumerate() {
             let ids = out.tokens.get(row).with_context(|| {
@@ -107,7 +119,7 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 output_tokens: ids.len(),
                 hit_eos: out.hit_eos.get(row).copied().unwrap_or(false),
             };
-            let line = write_page(run_dir, spec, &w, &page, font.as_ref())?;
+            let line = write_page(run_dir, spec, w, &page, font.as_ref())?;
             writeln!(predictions, "{line}")
                 .with_context(|| format!("writing {}", predictions_path.display()))?;
             predictions

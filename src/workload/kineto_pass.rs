@@ -53,6 +53,7 @@ pub fn run(
         sync_on_exit: false,
         kineto_scopes: true,
         timing: Some(ClockKind::detect()),
+        no_ranges: false,
     });
     let session = KinetoSession::start(config)?;
     let out = run_batch(w, batch, &capped, &obs)?;

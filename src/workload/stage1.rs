@@ -140,6 +140,11 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
         )
     });
     let total = batches.len() * spec.runtime.repeats as usize;
+    let progress = indicatif::ProgressBar::new(total as u64).with_style(
+        indicatif::ProgressStyle::with_template("{spinner} stage1 [{bar:30}] {pos}/{len} requests {msg}")
+            .expect("static template is valid")
+            .progress_chars("=> "),
+    );
     let mut timed = Vec::with_capacity(total);
     let mut done = 0;
     for (bi, batch) in batches.iter().enumerate() {
@@ -160,6 +165,7 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 sync_on_exit: false,
                 kineto_scopes: false,
                 timing: Some(clock),
+                no_ranges: nvtx_disabled(),
             });
             let windows = StageWindows {
                 inner: &obs,
@@ -183,7 +189,9 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 + stage_ms.get("decode").copied().unwrap_or(0.0);
             stage_ms.insert("e2e".into(), e2e);
             let output_tokens = out.tokens.iter().map(Vec::len).sum();
-            tracing::info!(
+            progress.inc(1);
+            progress.set_message(format!("{} prefill {:.0} ms", batch[0].page.name, stage_ms.get("prefill").copied().unwrap_or(0.0)));
+            tracing::debug!(
                 "[{done}/{total}] {} repeat {}: prefill {:.1} ms, {} tokens, decode {:.1} ms",
                 batch[0].page.name,
                 repeat + 1,
@@ -202,12 +210,9 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
             });
         }
     }
+    progress.finish_and_clear();
     let nvml = sampler.map(|s| s.stop());
-    if let Some(trace) = &nvml {
-        if trace.unavailable.is_none() {
-            trace.write_csv(&run_dir.join("nvml.csv"))?;
-        }
-    }
+    write_nvml_csv(nvml.as_ref(), run_dir)?;
     let memory = cuda
         .then(|| {
             llmprof::ffi::cuda_allocator_stats(super::setup::device_index(w.device) as i32).ok()
@@ -225,6 +230,10 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
     } else {
         None
     };
+    if spec.pipeline.direct_inference.enable {
+        tracing::info!("direct inference pass (pipeline.direct_inference.enable): predictions.jsonl");
+        super::infer::write_predictions(spec, &w, &prepared, run_dir)?;
+    }
     let ctx = report::Context {
         spec,
         workload: &w,
@@ -238,4 +247,26 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
         pages: &pages,
     };
     report::write_all(&ctx, run_dir)
+}
+
+/// nvml.csv is always written: the samples, or the header under a comment saying why there are
+/// none (no NVIDIA driver, or the sampler disabled).
+fn write_nvml_csv(trace: Option<&llmprof::measure::nvml::NvmlTrace>, run_dir: &Path) -> Result<()> {
+    let path = run_dir.join("nvml.csv");
+    match trace {
+        Some(t) if t.unavailable.is_none() => t.write_csv(&path),
+        Some(t) => {
+            let why = t.unavailable.as_ref().map(|u| u.reason.clone()).unwrap_or_default();
+            std::fs::write(&path, format!("# NVML unavailable: {why}\n{}", t.to_csv()))
+                .with_context(|| format!("writing {}", path.display()))
+        }
+        None => std::fs::write(&path, "# NVML sampling disabled (pipeline.nvml.enable=false)\n")
+            .with_context(|| format!("writing {}", path.display())),
+    }
+}
+
+/// `LLMPROF_NVTX=0` skips the NVTX ranges of the timed runs (only the overhead benchmark,
+/// scripts/bench_overhead.sh, sets it; Nsight tools need the ranges).
+fn nvtx_disabled() -> bool {
+    std::env::var("LLMPROF_NVTX").is_ok_and(|v| v == "0")
 }
