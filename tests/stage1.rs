@@ -11,48 +11,101 @@ fn cpu_stage1_writes_every_artifact_and_a_valid_metrics_json() {
     let out = run_in(
         &dir,
         &[
-            "--config-dir", &conf, "stage1", "model=deepseek_ocr_tiny",
-            "dataset.sampling.num_samples_per_epoch=2", "infer.max_new_tokens=4", "infer.ignore_eos=true",
-            "runtime.repeats=2", "runtime.warmup=0", "pipeline.torch_profiler.max_decode_steps=2",
+            "--config-dir",
+            &conf,
+            "stage1",
+            "model=deepseek_ocr_tiny",
+            "dataset.sampling.num_samples_per_epoch=2",
+            "infer.max_new_tokens=4",
+            "infer.ignore_eos=true",
+            "runtime.repeats=2",
+            "runtime.warmup=0",
+            "pipeline.torch_profiler.max_decode_steps=2",
             "hydra.run.dir=run",
         ],
     );
     assert!(out.status.success(), "stage1 failed:\n{}", stderr(&out));
     let run = dir.join("run");
     for f in [
-        "report.md", "metrics.json", "stakeholder_summary.md", "operators.md", "kernels.md", "kernels.json",
-        "trace.json", "nvml.csv", "env.json", "inputs.yaml", "assumptions.md", "static_compute.json",
-        "static_compute.md", "status.json", ".hydra/config.yaml", "config.resolved.yaml",
+        "report.md",
+        "metrics.json",
+        "stakeholder_summary.md",
+        "operators.md",
+        "kernels.md",
+        "kernels.json",
+        "trace.json",
+        "nvml.csv",
+        "env.json",
+        "inputs.yaml",
+        "assumptions.md",
+        "static_compute.json",
+        "static_compute.md",
+        "status.json",
+        ".hydra/config.yaml",
+        "config.resolved.yaml",
     ] {
         let p = run.join(f);
-        assert!(p.is_file() && std::fs::metadata(&p).unwrap().len() > 0, "{f} missing or empty");
+        assert!(
+            p.is_file() && std::fs::metadata(&p).unwrap().len() > 0,
+            "{f} missing or empty"
+        );
     }
     let text = std::fs::read_to_string(run.join("metrics.json")).unwrap();
-    let m: RunReport = serde_json::from_str(&text).unwrap_or_else(|e| panic!("metrics.json does not match the schema: {e}"));
+    let m: RunReport = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("metrics.json does not match the schema: {e}"));
     assert_eq!(m.schema, SCHEMA);
     assert_eq!(m.setup.model, "deepseek_ocr_tiny");
     assert_eq!(m.setup.device, "Cpu");
     assert!(m.synthetic_weights && m.notes.iter().any(|n| n == SYNTHETIC_NOTE));
     // 2 pages × 2 repeats, batch 1: every stage has 4 samples, decode steps 4 × 3.
-    for stage in ["sam", "clip", "projector", "vision", "prefill", "decode", "e2e"] {
-        let s = m.stages.get(stage).unwrap_or_else(|| panic!("stage {stage} missing"));
+    for stage in [
+        "sam",
+        "clip",
+        "projector",
+        "vision",
+        "prefill",
+        "decode",
+        "e2e",
+    ] {
+        let s = m
+            .stages
+            .get(stage)
+            .unwrap_or_else(|| panic!("stage {stage} missing"));
         assert_eq!(s.n, 4, "{stage}");
-        assert!(s.min_ms <= s.p50_ms && s.p50_ms <= s.p90_ms && s.p90_ms <= s.max_ms, "{stage}: {s:?}");
+        assert!(
+            s.min_ms <= s.p50_ms && s.p50_ms <= s.p90_ms && s.p90_ms <= s.max_ms,
+            "{stage}: {s:?}"
+        );
     }
     assert_eq!(m.stages["decode_step"].n, 4 * 3);
     assert_eq!(m.requests.len(), 4);
     assert_eq!(m.throughput.output_tokens_total, 4 * 4);
     assert!(!m.nvml.available && m.nvml.note.as_deref().is_some_and(|n| !n.is_empty()));
-    assert!(m.peaks.is_none() && m.utilisation.mfu.is_empty(), "no GPU: no peaks, no MFU");
+    assert!(
+        m.peaks.is_none() && m.utilisation.mfu.is_empty(),
+        "no GPU: no peaks, no MFU"
+    );
     let k = m.kineto.expect("the Kineto pass ran");
     assert_eq!(k.decode_steps_profiled, 2);
     assert!(!k.top_operators.is_empty());
     let f = m.flops.expect("analytic FLOPs");
     assert!(f.prefill_gflop > f.vision_gflop && f.vision_gflop > 0.0);
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
-    assert!(report.contains("NVML unavailable") && report.contains("n/a"), "{report}");
+    assert!(
+        report.contains("NVML unavailable") && report.contains("n/a"),
+        "{report}"
+    );
     let inputs = std::fs::read_to_string(run.join("inputs.yaml")).unwrap();
-    for key in ["path:", "bytes:", "width:", "height:", "mode:", "crop_grid:", "image_tokens:", "prompt_tokens:"] {
+    for key in [
+        "path:",
+        "bytes:",
+        "width:",
+        "height:",
+        "mode:",
+        "crop_grid:",
+        "image_tokens:",
+        "prompt_tokens:",
+    ] {
         assert!(inputs.contains(key), "inputs.yaml lacks {key}:\n{inputs}");
     }
 }

@@ -80,7 +80,6 @@ pub fn write_predictions(
     prepared: &[Prepared],
     run_dir: &Path,
 ) -> Result<()> {
-
     let names = unique_names(prepared.iter().map(|p| p.page.name.as_str()));
     let gen_cfg = super::stage1::generate_config(
         spec,

@@ -141,9 +141,11 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
     });
     let total = batches.len() * spec.runtime.repeats as usize;
     let progress = indicatif::ProgressBar::new(total as u64).with_style(
-        indicatif::ProgressStyle::with_template("{spinner} stage1 [{bar:30}] {pos}/{len} requests {msg}")
-            .expect("static template is valid")
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} stage1 [{bar:30}] {pos}/{len} requests {msg}",
+        )
+        .expect("static template is valid")
+        .progress_chars("=> "),
     );
     let mut timed = Vec::with_capacity(total);
     let mut done = 0;
@@ -190,7 +192,11 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
             stage_ms.insert("e2e".into(), e2e);
             let output_tokens = out.tokens.iter().map(Vec::len).sum();
             progress.inc(1);
-            progress.set_message(format!("{} prefill {:.0} ms", batch[0].page.name, stage_ms.get("prefill").copied().unwrap_or(0.0)));
+            progress.set_message(format!(
+                "{} prefill {:.0} ms",
+                batch[0].page.name,
+                stage_ms.get("prefill").copied().unwrap_or(0.0)
+            ));
             tracing::debug!(
                 "[{done}/{total}] {} repeat {}: prefill {:.1} ms, {} tokens, decode {:.1} ms",
                 batch[0].page.name,
@@ -231,7 +237,9 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
         None
     };
     if spec.pipeline.direct_inference.enable {
-        tracing::info!("direct inference pass (pipeline.direct_inference.enable): predictions.jsonl");
+        tracing::info!(
+            "direct inference pass (pipeline.direct_inference.enable): predictions.jsonl"
+        );
         super::infer::write_predictions(spec, &w, &prepared, run_dir)?;
     }
     let ctx = report::Context {
@@ -256,12 +264,19 @@ fn write_nvml_csv(trace: Option<&llmprof::measure::nvml::NvmlTrace>, run_dir: &P
     match trace {
         Some(t) if t.unavailable.is_none() => t.write_csv(&path),
         Some(t) => {
-            let why = t.unavailable.as_ref().map(|u| u.reason.clone()).unwrap_or_default();
+            let why = t
+                .unavailable
+                .as_ref()
+                .map(|u| u.reason.clone())
+                .unwrap_or_default();
             std::fs::write(&path, format!("# NVML unavailable: {why}\n{}", t.to_csv()))
                 .with_context(|| format!("writing {}", path.display()))
         }
-        None => std::fs::write(&path, "# NVML sampling disabled (pipeline.nvml.enable=false)\n")
-            .with_context(|| format!("writing {}", path.display())),
+        None => std::fs::write(
+            &path,
+            "# NVML sampling disabled (pipeline.nvml.enable=false)\n",
+        )
+        .with_context(|| format!("writing {}", path.display())),
     }
 }
 

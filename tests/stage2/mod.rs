@@ -38,16 +38,29 @@ fn own_h100_capture_lm_head_reads_its_weights_once() {
     assert_eq!(kernels.len(), 2);
     let head = kernels
         .iter()
-        .find(|k| k["kernel_name"].as_str().unwrap().starts_with("nvjet_sm90_tst_384x8"))
+        .find(|k| {
+            k["kernel_name"]
+                .as_str()
+                .unwrap()
+                .starts_with("nvjet_sm90_tst_384x8")
+        })
         .expect("lm_head kernel");
     let weights = 1280.0 * 129_280.0 * 2.0;
     let read = head["dram_read_bytes"].as_f64().unwrap();
-    assert!((read / weights - 1.0).abs() < 0.01, "read {read} vs head {weights}");
+    assert!(
+        (read / weights - 1.0).abs() < 0.01,
+        "read {read} vs head {weights}"
+    );
     assert_eq!(head["duration_ns"].as_f64().unwrap(), 120_032.0);
-    assert_eq!(head["bound"].as_str().unwrap(), "memory-bound");
+    assert_eq!(head["bound"].as_str().unwrap(), "memory_bound");
     let gemv = kernels
         .iter()
-        .find(|k| k["kernel_name"].as_str().unwrap().starts_with("nvjet_sm90_tst_64x8"))
+        .find(|k| {
+            k["kernel_name"]
+                .as_str()
+                .unwrap()
+                .starts_with("nvjet_sm90_tst_64x8")
+        })
         .expect("projection GEMV");
     // A batch-1 GEMV: intensity far below the H100's bf16 ridge (~320 FLOP/byte).
     assert!(gemv["arithmetic_intensity"].as_f64().unwrap() < 20.0);
