@@ -545,10 +545,7 @@ impl TextParser<'_> {
                 continue;
             }
             if self.starts("${") {
-                if !buf.is_empty() {
-                    pieces.push(Piece::Text(std::mem::take(&mut buf)));
-                }
-                pieces.push(Piece::Interp(self.interpolation()?));
+                self.push_interpolation(&mut pieces, &mut buf)?;
                 continue;
             }
             buf.push(ch);
@@ -558,6 +555,19 @@ impl TextParser<'_> {
             pieces.push(Piece::Text(buf));
         }
         Ok(pieces)
+    }
+
+    /// Flush pending text, then parse the `${...}` at the cursor into `pieces`.
+    fn push_interpolation(
+        &mut self,
+        pieces: &mut Vec<Piece>,
+        buf: &mut String,
+    ) -> Result<(), String> {
+        if !buf.is_empty() {
+            pieces.push(Piece::Text(std::mem::take(buf)));
+        }
+        pieces.push(Piece::Interp(self.interpolation()?));
+        Ok(())
     }
 
     fn interpolation(&mut self) -> Result<Interp, String> {
@@ -631,10 +641,7 @@ impl TextParser<'_> {
                 break;
             }
             if self.starts("${") {
-                if !buf.is_empty() {
-                    pieces.push(Piece::Text(std::mem::take(&mut buf)));
-                }
-                pieces.push(Piece::Interp(self.interpolation()?));
+                self.push_interpolation(&mut pieces, &mut buf)?;
                 continue;
             }
             if "\\{()'\":".contains(ch) {
@@ -769,10 +776,7 @@ impl TextParser<'_> {
                         }
                     }
                     if self.starts("${") {
-                        if !buf.is_empty() {
-                            pieces.push(Piece::Text(std::mem::take(&mut buf)));
-                        }
-                        pieces.push(Piece::Interp(self.interpolation()?));
+                        self.push_interpolation(&mut pieces, &mut buf)?;
                         continue;
                     }
                     if "'\"[{()".contains(ch) {

@@ -63,12 +63,7 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
             run_dir.display()
         );
     }
-    let prepared = super::inputs::prepare_all(&w, spec, &pages)?;
-    super::inputs::write_inputs_yaml(
-        run_dir,
-        &prepared,
-        &format!("{:?}", spec.model.preprocess.mode).to_lowercase(),
-    )?;
+    let prepared = super::inputs::prepare_and_record(&w, spec, &pages, run_dir)?;
     write_predictions(spec, &w, &prepared, run_dir)
 }
 

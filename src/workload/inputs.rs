@@ -77,6 +77,22 @@ pub fn prepare_all(w: &Workload, spec: &RunSpec, pages: &[InputPage]) -> Result<
         .collect()
 }
 
+/// Preprocess every page and record them in `inputs.yaml` (stage 1 and infer).
+pub fn prepare_and_record(
+    w: &Workload,
+    spec: &RunSpec,
+    pages: &[InputPage],
+    run_dir: &Path,
+) -> Result<Vec<Prepared>> {
+    let prepared = prepare_all(w, spec, pages)?;
+    write_inputs_yaml(
+        run_dir,
+        &prepared,
+        &format!("{:?}", spec.model.preprocess.mode).to_lowercase(),
+    )?;
+    Ok(prepared)
+}
+
 /// `inputs.yaml`: a list with, per input, path, bytes, width, height, mode, crop_grid [cols, rows],
 /// image_tokens, prompt_tokens.
 pub fn write_inputs_yaml(run_dir: &Path, prepared: &[Prepared], mode: &str) -> Result<()> {

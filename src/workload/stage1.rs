@@ -109,12 +109,7 @@ pub fn run_batch(
 pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
     let w = super::setup::build(spec)?;
     let pages = super::inputs::sample_pages(spec)?;
-    let prepared = super::inputs::prepare_all(&w, spec, &pages)?;
-    super::inputs::write_inputs_yaml(
-        run_dir,
-        &prepared,
-        &format!("{:?}", spec.model.preprocess.mode).to_lowercase(),
-    )?;
+    let prepared = super::inputs::prepare_and_record(&w, spec, &pages, run_dir)?;
     let clock = ClockKind::detect();
     let cuda = w.device != Device::Cpu;
     let gen_cfg = generate_config(
