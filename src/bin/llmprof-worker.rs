@@ -31,7 +31,7 @@ fn run() -> Result<()> {
         );
     };
     match command.as_str() {
-        "stage1" | "stage2" | "infer" => {
+        "stage1" | "stage2" | "infer" | "bench-overhead" => {
             let dir = PathBuf::from(args.get(1).context("missing run directory argument")?);
             llmprof::logging::log_to_file(&dir.join(llmprof::run_dir::LOG_FILE))?;
             let text = std::fs::read_to_string(dir.join(llmprof::run_dir::RESOLVED_CONFIG))
@@ -41,6 +41,7 @@ fn run() -> Result<()> {
             tracing::info!(cuda = tch::Cuda::is_available(), device = %spec.device, "worker started");
             match command.as_str() {
                 "stage1" => workload::stage1::run(&spec, &dir),
+                "bench-overhead" => workload::bench_overhead::run(&spec, &dir),
                 "infer" => workload::infer::run(&spec, &dir),
                 other => bail!("the {other} workload is not implemented in this build yet"),
             }
