@@ -18,8 +18,15 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
     let w = super::setup::build(spec)?;
     let pages = super::inputs::sample_pages(spec)?;
     let prepared = super::inputs::prepare_all(&w, spec, &pages)?;
-    let batch: Vec<&Prepared> = prepared.iter().take(spec.runtime.batch_size as usize).collect();
-    let gen = generate_config(spec, &w.arch.tokens.ngram_exempt_token_ids, spec.infer.max_new_tokens as usize);
+    let batch: Vec<&Prepared> = prepared
+        .iter()
+        .take(spec.runtime.batch_size as usize)
+        .collect();
+    let gen = generate_config(
+        spec,
+        &w.arch.tokens.ngram_exempt_token_ids,
+        spec.infer.max_new_tokens as usize,
+    );
     for _ in 0..spec.runtime.warmup {
         run_batch(&w, &batch, &gen, &llmprof::region::NoopObserver)?;
     }
@@ -46,9 +53,15 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 .filter(|t| t.name == Region::DecodeStep.nvtx_name())
                 .map(|t| t.duration_ns as f64 / 1e6)
                 .collect();
-            let median = Summary::from_samples(&steps).map(|s| s.p50).unwrap_or(f64::NAN);
+            let median = Summary::from_samples(&steps)
+                .map(|s| s.p50)
+                .unwrap_or(f64::NAN);
             tracing::info!(pair, with, median_step_ms = median, "overhead benchmark");
-            if with { instrumented.push(median) } else { bare.push(median) }
+            if with {
+                instrumented.push(median)
+            } else {
+                bare.push(median)
+            }
         }
     }
     let a = Summary::from_samples(&bare).context("no bare repeats")?;
@@ -61,10 +74,19 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
         "overhead_pct_on_median_step": pct,
         "nvml_interval_ms": spec.pipeline.nvml.interval_ms,
     });
-    std::fs::write(run_dir.join("overhead.json"), serde_json::to_string_pretty(&json)? + "\n")?;
+    std::fs::write(
+        run_dir.join("overhead.json"),
+        serde_json::to_string_pretty(&json)? + "\n",
+    )?;
     println!("| repeats | median TPOT ms (p50 over repeats) | mean | CV |\n|---|---:|---:|---:|");
     for (name, s) in [("bare", &a), ("NVTX + NVML", &b)] {
-        println!("| {name} ×{} | {:.4} | {:.4} | {:.1} % |", s.n, s.p50, s.mean, s.cv.unwrap_or(0.0) * 100.0);
+        println!(
+            "| {name} ×{} | {:.4} | {:.4} | {:.1} % |",
+            s.n,
+            s.p50,
+            s.mean,
+            s.cv.unwrap_or(0.0) * 100.0
+        );
     }
     println!("\noverhead on the median decode step: {pct:+.2} % (target <= 2 %)");
     Ok(())

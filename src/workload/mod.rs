@@ -1,7 +1,7 @@
 //! The libtorch side of llmprof, compiled only into `llmprof-worker` (never into the library
 //! or the front end, which must start without loading libtorch).
-pub mod infer;
 pub mod bench_overhead;
+pub mod infer;
 pub mod inputs;
 pub mod kineto_pass;
 // The model's API is wider than what today's stages call (tests, debug tools, the fast-path

@@ -162,7 +162,7 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 sync_on_exit: false,
                 kineto_scopes: false,
                 timing: Some(clock),
-                no_ranges: nvtx_disabled(),
+                no_ranges: false,
             });
             let windows = StageWindows {
                 inner: &obs,
@@ -273,10 +273,4 @@ fn write_nvml_csv(trace: Option<&llmprof::measure::nvml::NvmlTrace>, run_dir: &P
         )
         .with_context(|| format!("writing {}", path.display())),
     }
-}
-
-/// `LLMPROF_NVTX=0` skips the NVTX ranges of the timed runs (only the overhead benchmark,
-/// scripts/bench_overhead.sh, sets it; Nsight tools need the ranges).
-fn nvtx_disabled() -> bool {
-    std::env::var("LLMPROF_NVTX").is_ok_and(|v| v == "0")
 }
