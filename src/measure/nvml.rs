@@ -84,7 +84,8 @@ pub struct NvmlSampler {
     unavailable: Option<NvmlUnavailable>,
 }
 
-fn unix_ns() -> u64 {
+/// The sampler's clock (Unix ns); stage windows must use the same one to align with the samples.
+pub fn unix_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)

@@ -61,6 +61,19 @@ pub enum ResolutionMode {
     Gundam,
 }
 
+impl ResolutionMode {
+    /// The YAML spelling (`gundam`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ResolutionMode::Tiny => "tiny",
+            ResolutionMode::Small => "small",
+            ResolutionMode::Base => "base",
+            ResolutionMode::Large => "large",
+            ResolutionMode::Gundam => "gundam",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {

@@ -85,11 +85,7 @@ pub fn prepare_and_record(
     run_dir: &Path,
 ) -> Result<Vec<Prepared>> {
     let prepared = prepare_all(w, spec, pages)?;
-    write_inputs_yaml(
-        run_dir,
-        &prepared,
-        &format!("{:?}", spec.model.preprocess.mode).to_lowercase(),
-    )?;
+    write_inputs_yaml(run_dir, &prepared, spec.model.preprocess.mode.name())?;
     Ok(prepared)
 }
 

@@ -9,6 +9,7 @@ use super::model::deepseek_ocr::PromptRow;
 use super::setup::Workload;
 use super::stage1_report as report;
 use anyhow::{Context, Result};
+use llmprof::measure::nvml::unix_ns;
 use llmprof::measure::nvtx::{NvtxObserver, NvtxOptions};
 use llmprof::measure::timing::ClockKind;
 use llmprof::region::{Region, RegionGuard, RegionObserver};
@@ -28,13 +29,6 @@ pub struct Timed {
     pub decode_steps: usize,
     /// Host unix-ns windows of prefill and decode (after a stage-boundary sync).
     pub windows: Vec<(String, u64, u64)>,
-}
-
-fn unix_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
 }
 
 /// Adds host-side windows of the prefill and decode stages (for NVML alignment) around the

@@ -148,6 +148,34 @@ fn precision(k: Kind) -> &'static str {
     }
 }
 
+/// Analytic FLOPs of one batch: vision, prefill (vision included, logits of the last position
+/// only) and each of `decode_steps` steps at its context length.
+struct BatchFlops {
+    prompt: usize,
+    vision: f64,
+    prefill: f64,
+    steps: Vec<f64>,
+}
+
+fn batch_flops(w: &Workload, batch: &[&Prepared], decode_steps: usize) -> BatchFlops {
+    let rows = batch.len() as f64;
+    let vision: f64 = batch
+        .iter()
+        .map(|p| analytic::encoder_flops(&w.arch, &w.preprocess, p.image.grid).total())
+        .sum();
+    let prompt = batch.iter().map(|p| p.prompt_ids.len()).max().unwrap_or(0);
+    let prefill = vision + rows * analytic::prefill_flops(&w.arch, prompt as i64, 1).total();
+    let steps = (0..decode_steps)
+        .map(|s| rows * analytic::decode_step_flops(&w.arch, (prompt + s + 1) as i64).total())
+        .collect();
+    BatchFlops {
+        prompt,
+        vision,
+        prefill,
+        steps,
+    }
+}
+
 pub fn build_report(
     ctx: &Context,
 ) -> Result<(RunReport, Option<llmprof::measure::nvml::GpuProps>)> {
@@ -210,19 +238,12 @@ pub fn build_report(
     let mut step_b = Vec::new();
     for t in ctx.timed {
         let batch = &ctx.batches[t.input];
-        let v: f64 = batch
-            .iter()
-            .map(|p| analytic::encoder_flops(&w.arch, &w.preprocess, p.image.grid).total())
-            .sum();
-        let prompt = batch.iter().map(|p| p.prompt_ids.len()).max().unwrap_or(0);
-        let pf: f64 =
-            v + batch.len() as f64 * analytic::prefill_flops(&w.arch, prompt as i64, 1).total();
-        vision_f.push(v);
-        prefill_f.push(pf);
+        let f = batch_flops(w, batch, t.decode_steps);
+        vision_f.push(f.vision);
+        prefill_f.push(f.prefill);
+        step_f.extend(&f.steps);
         for s in 0..t.decode_steps {
-            let c = prompt + s + 1;
-            step_f
-                .push(batch.len() as f64 * analytic::decode_step_flops(&w.arch, c as i64).total());
+            let c = f.prompt + s + 1;
             step_b.push(
                 analytic::decode_step_bytes(&w.arch, c as i64, batch.len() as i64, dtype_bytes)
                     .total(),
@@ -328,18 +349,8 @@ pub fn build_report(
     let mut kineto_ratio = None;
     if let Some(k) = ctx.kineto {
         if k.kineto_flops > 0 {
-            let batch = &ctx.batches[0];
-            let prompt = batch.iter().map(|p| p.prompt_ids.len()).max().unwrap_or(0);
-            let mut analytic_mm: f64 = batch
-                .iter()
-                .map(|p| analytic::encoder_flops(&w.arch, &w.preprocess, p.image.grid).total())
-                .sum();
-            analytic_mm +=
-                batch.len() as f64 * analytic::prefill_flops(&w.arch, prompt as i64, 1).total();
-            for s in 0..k.decode_steps {
-                analytic_mm += batch.len() as f64
-                    * analytic::decode_step_flops(&w.arch, (prompt + s + 1) as i64).total();
-            }
+            let f = batch_flops(w, &ctx.batches[0], k.decode_steps);
+            let analytic_mm = f.prefill + f.steps.iter().sum::<f64>();
             let ratio = k.kineto_flops as f64 / analytic_mm;
             kineto_ratio = Some(ratio);
             notes.push(format!(
@@ -386,7 +397,7 @@ pub fn build_report(
             device: format!("{:?}", w.device),
             dtype: precision(w.kind).into(),
             gpu: gpu_props.as_ref().map(|g| g.name.clone()),
-            mode: format!("{:?}", spec.model.preprocess.mode).to_lowercase(),
+            mode: spec.model.preprocess.mode.name().into(),
             batch_size: spec.runtime.batch_size,
             warmup: spec.runtime.warmup,
             repeats: spec.runtime.repeats,
