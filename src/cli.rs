@@ -131,6 +131,27 @@ pub enum DebugCommand {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Fast path against eager on seeded synthetic decoder weights: each runtime.optim switch
+    /// alone and all together with CUDA graphs; fp32 greedy tokens must match, bf16 logits stay
+    /// within tolerance. Exits non-zero on a failure.
+    FastPath {
+        /// Architecture: the released DeepSeek-OCR decoder or the tiny test one.
+        #[arg(long, value_parser = ["full", "tiny"], default_value = "full")]
+        arch: String,
+        #[arg(long, default_value_t = 64)]
+        steps: usize,
+        /// Prompt lengths of the (left-padded) batch rows.
+        #[arg(long, value_delimiter = ',', default_value = "913,600")]
+        prompt_lens: Vec<usize>,
+        /// KV slots per captured window (small values make the check cross windows).
+        #[arg(long, default_value_t = 64)]
+        kv_bucket: i64,
+        #[arg(long, default_value_t = 0)]
+        seed: i64,
+        /// Also write the results as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// SAM encoder features for normalised pixels, from a safetensors file.
     Sam {
         #[arg(long)]

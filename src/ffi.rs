@@ -116,7 +116,10 @@ extern "C" {
     pub fn llmprof_cuda_allocator_reset_peak(device: i32) -> c_int;
 
     pub fn llmprof_cuda_graph_create(out: *mut *mut RawCudaGraph) -> c_int;
-    pub fn llmprof_cuda_graph_capture_begin(graph: *mut RawCudaGraph) -> c_int;
+    pub fn llmprof_cuda_graph_capture_begin(
+        graph: *mut RawCudaGraph,
+        share_pool_with: *mut RawCudaGraph,
+    ) -> c_int;
     pub fn llmprof_cuda_graph_capture_end(graph: *mut RawCudaGraph) -> c_int;
     pub fn llmprof_cuda_graph_replay(graph: *mut RawCudaGraph) -> c_int;
     pub fn llmprof_cuda_graph_destroy(graph: *mut RawCudaGraph);
@@ -414,13 +417,20 @@ impl CudaGraph {
     }
 
     /// Captures everything `body` launches. Warm the work up eagerly first; host syncs and
-    /// copies from pageable memory inside `body` make capture fail.
-    pub fn capture<T, E>(&mut self, body: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+    /// copies from pageable memory inside `body` make capture fail. With `share_pool_with`,
+    /// allocations come from that captured graph's memory pool (replay such graphs one at a
+    /// time and consume each one's outputs before the next replay).
+    pub fn capture<T, E>(
+        &mut self,
+        share_pool_with: Option<&CudaGraph>,
+        body: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E>
     where
         E: From<ShimError>,
     {
-        // SAFETY: live handle.
-        check(unsafe { llmprof_cuda_graph_capture_begin(self.handle.as_ptr()) })?;
+        let pool = share_pool_with.map_or(std::ptr::null_mut(), |g| g.handle.as_ptr());
+        // SAFETY: live handles; the pool owner outlives this call.
+        check(unsafe { llmprof_cuda_graph_capture_begin(self.handle.as_ptr(), pool) })?;
         let result = body();
         // SAFETY: live handle; ends capture and restores the stream even when `body` failed.
         let end = check(unsafe { llmprof_cuda_graph_capture_end(self.handle.as_ptr()) });

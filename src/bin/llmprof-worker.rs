@@ -101,6 +101,62 @@ fn run_debug(args: &[String]) -> Result<()> {
             tracing::info!(out = %out.display(), greedy = greedy_ids.len(), "logits written");
             Ok(())
         }
+        DebugCommand::FastPath {
+            arch,
+            steps,
+            prompt_lens,
+            kv_bucket,
+            seed,
+            json,
+        } => {
+            use workload::model::deepseek_ocr::{fast_path_check, ArchConfig};
+            let cfg = if arch == "tiny" {
+                ArchConfig::tiny()
+            } else {
+                ArchConfig::deepseek_ocr()
+            };
+            let device = tch::Device::cuda_if_available();
+            let prompts = fast_path_check::prompts(&prompt_lens, cfg.decoder.vocab_size, 7);
+            let mut all = Vec::new();
+            for kind in [tch::Kind::Float, tch::Kind::BFloat16] {
+                all.extend(fast_path_check::check(
+                    &cfg, device, kind, seed, &prompts, steps, kv_bucket,
+                )?);
+            }
+            println!(
+                "| variant | dtype | steps | token mismatches | max rel logit diff | graphs | result |"
+            );
+            println!("|---|---|---:|---:|---:|---:|---|");
+            for c in &all {
+                println!(
+                    "| {} | {} | {} | {} | {:.2e} | {} | {} |",
+                    c.variant,
+                    c.dtype,
+                    c.steps,
+                    c.token_mismatches,
+                    c.max_rel_logit_diff,
+                    c.graphs_captured,
+                    if c.passed { "pass" } else { "FAIL" }
+                );
+            }
+            if let Some(path) = json {
+                std::fs::write(&path, serde_json::to_string_pretty(&all)?)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            let failed: Vec<String> = all
+                .iter()
+                .filter(|c| !c.passed)
+                .map(|c| format!("{} ({})", c.variant, c.dtype))
+                .collect();
+            if !failed.is_empty() {
+                bail!(
+                    "fast path differs from eager: {} (fp32 needs identical greedy tokens, bf16 a relative logit difference <= {})",
+                    failed.join(", "),
+                    fast_path_check::BF16_REL_TOLERANCE
+                );
+            }
+            Ok(())
+        }
         DebugCommand::Sam {
             weights,
             pixels,

@@ -354,14 +354,17 @@ int llmprof_cuda_graph_create(llmprof_cuda_graph** out) {
   });
 }
 
-int llmprof_cuda_graph_capture_begin(llmprof_cuda_graph* graph) {
+int llmprof_cuda_graph_capture_begin(llmprof_cuda_graph* graph,
+                                     llmprof_cuda_graph* share_pool_with) {
   return guarded("cuda_graph_capture_begin", [&] {
     TORCH_CHECK(graph != nullptr, "graph is NULL");
     TORCH_CHECK(!graph->previous_stream.has_value(), "capture already in progress");
+    const at::cuda::MempoolId_t pool =
+        share_pool_with != nullptr ? share_pool_with->graph.pool() : at::cuda::MempoolId_t{0, 0};
     graph->previous_stream = c10::cuda::getCurrentCUDAStream();
     c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromPool());
     try {
-      graph->graph.capture_begin();
+      graph->graph.capture_begin(pool);
     } catch (...) {
       c10::cuda::setCurrentCUDAStream(*graph->previous_stream);
       graph->previous_stream.reset();

@@ -117,8 +117,11 @@ int llmprof_cuda_allocator_reset_peak(int32_t device);
 
 typedef struct llmprof_cuda_graph llmprof_cuda_graph;
 int llmprof_cuda_graph_create(llmprof_cuda_graph** out);
-/* Takes a stream from the pool, makes it current and begins capture on it. */
-int llmprof_cuda_graph_capture_begin(llmprof_cuda_graph* graph);
+/* Takes a stream from the pool, makes it current and begins capture on it. With
+ * share_pool_with (a captured graph, or NULL for a private pool) the new graph allocates from
+ * that graph's memory pool; graphs sharing a pool must be replayed one at a time. */
+int llmprof_cuda_graph_capture_begin(llmprof_cuda_graph* graph,
+                                     llmprof_cuda_graph* share_pool_with);
 /* Ends capture (instantiates the graph) and restores the previous current stream. */
 int llmprof_cuda_graph_capture_end(llmprof_cuda_graph* graph);
 /* Launches the graph on the current stream. */

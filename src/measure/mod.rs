@@ -1,6 +1,7 @@
 //! Measurement: Kineto operator/kernel tables, CUDA-event and host timers, statistics, NVML
 //! sampling and NVTX ranges. Nothing here knows about the model.
 pub mod kineto;
+pub mod memory;
 pub mod nvml;
 pub mod nvtx;
 pub mod ops;

@@ -214,12 +214,25 @@ pub fn render(r: &RunReport) -> String {
         }
     }
     if let Some(m) = &r.memory {
+        let _ = writeln!(s, "\n## GPU memory (caching allocator)\n");
         let _ = writeln!(
             s,
-            "\nPeak GPU memory (caching allocator): {:.2} GiB allocated, {:.2} GiB reserved.",
+            "Peak over the run: {:.2} GiB allocated, {:.2} GiB reserved. Per region of the timed requests (a region includes the regions nested in it):\n",
             m.peak_allocated_gib, m.peak_reserved_gib
         );
+        let _ = writeln!(
+            s,
+            "| region | peak allocated GiB | peak reserved GiB |\n|---|---:|---:|"
+        );
+        for (name, p) in &m.stages {
+            let _ = writeln!(
+                s,
+                "| {name} | {:.2} | {:.2} |",
+                p.peak_allocated_gib, p.peak_reserved_gib
+            );
+        }
     }
+    optim_section(&mut s, &r.optim);
     if !r.notes.is_empty() {
         let _ = writeln!(s, "\n## Notes\n");
         for note in &r.notes {
@@ -227,6 +240,42 @@ pub fn render(r: &RunReport) -> String {
         }
     }
     s
+}
+
+/// The `runtime.optim` switches and what the CUDA-graph path did.
+fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
+    let w = &o.switches;
+    let on = |b: bool| if b { "on" } else { "off" };
+    let _ = writeln!(s, "\n## Fast path (runtime.optim)\n");
+    let _ = writeln!(s, "| switch | value |\n|---|---|");
+    for (k, v) in [
+        ("cuda_graph", on(w.cuda_graph).to_string()),
+        ("graph_kv_bucket", w.graph_kv_bucket.to_string()),
+        ("fused_projections", on(w.fused_projections).to_string()),
+        ("grouped_moe", on(w.grouped_moe).to_string()),
+        ("sdpa", on(w.sdpa).to_string()),
+        ("static_kv_cache", on(w.static_kv_cache).to_string()),
+        ("sync_free_decode", on(w.sync_free_decode).to_string()),
+        ("eos_check_interval", w.eos_check_interval.to_string()),
+    ] {
+        let _ = writeln!(s, "| {k} | {v} |");
+    }
+    if let Some(g) = &o.graphs {
+        let windows: Vec<String> = g
+            .windows
+            .iter()
+            .map(|(b, ws)| format!("batch {b}: {ws:?}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "\nCUDA graphs: {} captured in {:.1} ms (KV windows {}), {} steps replayed, {} fixed-shape steps run eagerly (the first of each window). Kineto sees each replay as one `cudaGraphLaunch` with its kernels; NVTX ranges enclose the replays.",
+            g.graphs_captured,
+            g.capture_ms_total,
+            windows.join("; "),
+            g.replays,
+            g.eager_steps
+        );
+    }
 }
 
 fn top_table(s: &mut String, rows: &[super::metrics::TopRow]) {

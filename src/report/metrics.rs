@@ -31,7 +31,31 @@ pub struct RunReport {
     pub nvml: NvmlInfo,
     pub kineto: Option<KinetoInfo>,
     pub memory: Option<MemoryInfo>,
+    /// The `runtime.optim` switches of this run and what the CUDA-graph path did.
+    pub optim: OptimInfo,
     pub requests: Vec<RequestRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptimInfo {
+    pub switches: crate::spec::OptimSpec,
+    /// Decode steps replayed from captured graphs; null when decode steps ran eagerly.
+    pub graphs: Option<GraphStats>,
+}
+
+/// What the CUDA-graph decode path did over the whole run (warm-up and Kineto pass included).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphStats {
+    pub graphs_captured: usize,
+    pub capture_ms_total: f64,
+    pub replays: u64,
+    /// Fixed-shape steps run eagerly: the first step of each (batch, KV window), or every step
+    /// without a GPU.
+    pub eager_steps: u64,
+    /// KV windows (slots attended) captured, per batch size.
+    pub windows: BTreeMap<i64, Vec<i64>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -181,6 +205,16 @@ pub struct TopRow {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryInfo {
+    pub peak_allocated_gib: f64,
+    pub peak_reserved_gib: f64,
+    /// Per region (sam, clip, projector, vision, prefill, decode, decode_step), over the timed
+    /// requests; a parent region includes its children.
+    pub stages: BTreeMap<String, MemoryPeak>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryPeak {
     pub peak_allocated_gib: f64,
     pub peak_reserved_gib: f64,
 }

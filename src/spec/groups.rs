@@ -115,6 +115,29 @@ pub struct RuntimeSpec {
     pub warmup: u32,
     pub repeats: u32,
     pub batch_size: u32,
+    pub optim: OptimSpec,
+}
+
+/// Fast-path switches (`runtime.optim.*`); each is reported in metrics.json. `runtime=eager`
+/// turns them all off.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptimSpec {
+    /// Capture one decode step per batch size and KV window as a CUDA graph and replay it.
+    pub cuda_graph: bool,
+    /// KV slots per captured window: attention reads whole windows, one graph per window.
+    pub graph_kv_bucket: u32,
+    /// One matmul for q/k/v and one for gate/up.
+    pub fused_projections: bool,
+    /// Routed experts as grouped GEMMs (torch._grouped_mm) instead of a per-expert loop.
+    pub grouped_moe: bool,
+    /// libtorch's fused SDPA kernels instead of explicit matmul + softmax.
+    pub sdpa: bool,
+    /// Preallocated KV cache instead of concatenation per step.
+    pub static_kv_cache: bool,
+    /// Tokens stay on the GPU between steps; EOS checked every `eos_check_interval` steps.
+    pub sync_free_decode: bool,
+    pub eos_check_interval: u32,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

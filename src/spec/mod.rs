@@ -56,6 +56,19 @@ impl RunSpec {
         }
         at_least("runtime.repeats", self.runtime.repeats as i64, 1)?;
         at_least("runtime.batch_size", self.runtime.batch_size as i64, 1)?;
+        let o = &self.runtime.optim;
+        at_least("runtime.optim.graph_kv_bucket", o.graph_kv_bucket as i64, 1)?;
+        at_least(
+            "runtime.optim.eos_check_interval",
+            o.eos_check_interval as i64,
+            1,
+        )?;
+        if o.cuda_graph && !o.static_kv_cache {
+            bail!("runtime.optim.cuda_graph=true needs runtime.optim.static_kv_cache=true: a graph replays fixed addresses, and a growing cache reallocates every step\n  fix: set runtime.optim.static_kv_cache=true, or runtime.optim.cuda_graph=false");
+        }
+        if o.cuda_graph && !o.grouped_moe {
+            bail!("runtime.optim.cuda_graph=true needs runtime.optim.grouped_moe=true: the per-expert loop reads expert counts on the host, which a CUDA graph cannot capture\n  fix: set runtime.optim.grouped_moe=true, or runtime.optim.cuda_graph=false");
+        }
         at_least(
             "pipeline.nvml.interval_ms",
             self.pipeline.nvml.interval_ms as i64,

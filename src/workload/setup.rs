@@ -1,10 +1,12 @@
 //! From the typed spec to a ready workload: device and dtype (CPU fallback to the tiny model,
 //! announced), the model (synthetic or safetensors), the tokenizer and the preprocessing
 //! parameters. No timing here.
+use super::model::deepseek_ocr::graph_decode::{DecodeSession, StepPath};
 use super::model::deepseek_ocr::hf_tokenizer::HfTokenizer;
+use super::model::deepseek_ocr::optim::ModelOptim;
 use super::model::deepseek_ocr::preprocess::{Mode, PreprocessConfig};
 use super::model::deepseek_ocr::tokenizer::{ByteTokenizer, SpecialIds, TokenIds};
-use super::model::deepseek_ocr::{ArchConfig, DeepseekOcr};
+use super::model::deepseek_ocr::{ArchConfig, DeepseekOcr, Part, Weights};
 use anyhow::{bail, Context, Result};
 use llmprof::spec::{DtypeChoice, ResolutionMode, RunSpec, WeightsSource};
 use tch::{Device, Kind};
@@ -21,6 +23,31 @@ pub struct Workload {
     pub synthetic: bool,
     pub notes: Vec<String>,
     pub load_ms: f64,
+    /// Decode steps: eager or captured graphs, with the KV caches kept across requests.
+    pub decode: std::cell::RefCell<DecodeSession>,
+}
+
+/// The decoder implementation choices of `runtime.optim`.
+pub fn model_optim(spec: &RunSpec) -> ModelOptim {
+    let o = &spec.runtime.optim;
+    ModelOptim {
+        fused_projections: o.fused_projections,
+        grouped_moe: o.grouped_moe,
+        sdpa: o.sdpa,
+        static_kv_cache: o.static_kv_cache,
+    }
+}
+
+/// The decode step path of `runtime.optim`.
+pub fn step_path(spec: &RunSpec) -> StepPath {
+    let o = &spec.runtime.optim;
+    if o.cuda_graph {
+        StepPath::Graph {
+            kv_bucket: o.graph_kv_bucket as i64,
+        }
+    } else {
+        StepPath::Eager
+    }
 }
 
 pub fn device_from_spec(spec: &RunSpec) -> Result<Device> {
@@ -115,12 +142,17 @@ pub fn build(spec: &RunSpec) -> Result<Workload> {
         (DtypeChoice::Auto, _) | (DtypeChoice::Bf16, _) => Kind::BFloat16,
     };
     let started = std::time::Instant::now();
+    let optim = model_optim(spec);
     let (model, synthetic) = match spec.model.weights {
         WeightsSource::Synthetic => {
             notes.push(llmprof::report::SYNTHETIC_NOTE.to_string());
             tracing::warn!("{}", llmprof::report::SYNTHETIC_NOTE);
             (
-                DeepseekOcr::synthetic(&arch, spec.model.seed as i64, device, kind)?,
+                DeepseekOcr::load_with(
+                    Weights::synthetic(&arch, &Part::ALL, spec.model.seed as i64, device, kind)?,
+                    &arch,
+                    &optim,
+                )?,
                 true,
             )
         }
@@ -133,12 +165,10 @@ pub fn build(spec: &RunSpec) -> Result<Workload> {
                 );
             }
             (
-                DeepseekOcr::from_checkpoint(
-                    path,
+                DeepseekOcr::load_with(
+                    Weights::load(path, &arch, &Part::ALL, device, kind)?,
                     &arch,
-                    &super::model::deepseek_ocr::Part::ALL,
-                    device,
-                    kind,
+                    &optim,
                 )?,
                 false,
             )
@@ -150,6 +180,16 @@ pub fn build(spec: &RunSpec) -> Result<Workload> {
     let load_ms = started.elapsed().as_secs_f64() * 1e3;
     tracing::info!(load_ms, model = %model_name, ?device, ?kind, "model ready");
     let tokenizer = tokenizer_for(spec, &arch, &model_name, &mut notes)?;
+    let decode = DecodeSession::new(&model, step_path(spec))?;
+    if spec.runtime.optim.cuda_graph && !decode.captures_graphs() {
+        notes.push("runtime.optim.cuda_graph=true without a GPU: the fixed-shape decode step runs eagerly (no graph capture)".to_string());
+    }
+    if spec.runtime.optim.sync_free_decode && spec.infer.no_repeat_ngram_size > 0 {
+        notes.push(format!(
+            "runtime.optim.sync_free_decode has no effect while infer.no_repeat_ngram_size={} (n-gram blocking reads every token on the host); set it to 0 for sync-free decode",
+            spec.infer.no_repeat_ngram_size
+        ));
+    }
     Ok(Workload {
         model,
         arch,
@@ -161,6 +201,7 @@ pub fn build(spec: &RunSpec) -> Result<Workload> {
         synthetic,
         notes,
         load_ms,
+        decode: std::cell::RefCell::new(decode),
     })
 }
 

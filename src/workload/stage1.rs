@@ -3,12 +3,13 @@
 //! metrics.json, operators.md, kernels.md, trace.json, nvml.csv, env.json, inputs.yaml, ...).
 use super::inputs::Prepared;
 use super::model::deepseek_ocr::generate::{
-    generate, GenerateConfig, GenerateOutput, NoRepeatNgram,
+    generate_with, GenerateConfig, GenerateOutput, NoRepeatNgram,
 };
 use super::model::deepseek_ocr::PromptRow;
 use super::setup::Workload;
 use super::stage1_report as report;
 use anyhow::{Context, Result};
+use llmprof::measure::memory::{AllocatorPeaks, CudaAllocator, StagePeaks};
 use llmprof::measure::nvml::unix_ns;
 use llmprof::measure::nvtx::{NvtxObserver, NvtxOptions};
 use llmprof::measure::timing::ClockKind;
@@ -79,7 +80,8 @@ pub fn generate_config(
             },
         },
         force_max_new_tokens: spec.infer.ignore_eos,
-        eos_check_interval: 16,
+        eos_check_interval: spec.runtime.optim.eos_check_interval as usize,
+        sync_free_decode: spec.runtime.optim.sync_free_decode,
     }
 }
 
@@ -97,7 +99,7 @@ pub fn run_batch(
             image: Some(&p.image),
         })
         .collect();
-    generate(&w.model, &rows, cfg, obs)
+    generate_with(&mut w.decode.borrow_mut(), &w.model, &rows, cfg, obs)
 }
 
 pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
@@ -138,6 +140,10 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
     );
     let mut timed = Vec::with_capacity(total);
     let mut done = 0;
+    let allocator = CudaAllocator {
+        device: super::setup::device_index(w.device) as i32,
+    };
+    let stage_peaks = RefCell::new(StagePeaks::default());
     for (bi, batch) in batches.iter().enumerate() {
         // Warm-up per input (independent of any profiler switch): every new shape triggers
         // kernel selection (cuBLAS/cuDNN heuristics) that must not land in the timed repeats.
@@ -163,7 +169,16 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 cuda,
                 marks: RefCell::new(Vec::new()),
             };
-            let out = run_batch(&w, batch, &gen_cfg, &windows)?;
+            let out = if cuda {
+                let mem = AllocatorPeaks {
+                    inner: &windows,
+                    probe: &allocator,
+                    peaks: &stage_peaks,
+                };
+                run_batch(&w, batch, &gen_cfg, &mem)?
+            } else {
+                run_batch(&w, batch, &gen_cfg, &windows)?
+            };
             let marks = windows.marks.into_inner();
             let times = obs.finish().context("reading stage timers")?;
             let mut stage_ms: BTreeMap<String, f64> = BTreeMap::new();
@@ -212,7 +227,8 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
         .then(|| {
             llmprof::ffi::cuda_allocator_stats(super::setup::device_index(w.device) as i32).ok()
         })
-        .flatten();
+        .flatten()
+        .map(|s| (s, stage_peaks.into_inner()));
 
     let kineto = if spec.pipeline.torch_profiler.enable {
         Some(super::kineto_pass::run(

@@ -6,6 +6,7 @@ use super::model::deepseek_ocr::{analytic, analytic_report};
 use super::setup::Workload;
 use super::stage1::Timed;
 use anyhow::{Context as _, Result};
+use llmprof::measure::memory::StagePeaks;
 use llmprof::measure::nvml::NvmlTrace;
 use llmprof::measure::stats::Summary;
 use llmprof::measure::timing::ClockKind;
@@ -23,7 +24,8 @@ pub struct Context<'a> {
     pub timed: &'a [Timed],
     pub nvml: Option<&'a NvmlTrace>,
     pub kineto: Option<&'a KinetoResult>,
-    pub memory: Option<llmprof::ffi::AllocatorStats>,
+    /// Allocator statistics at the end, and the peaks per region of the timed requests.
+    pub memory: Option<(llmprof::ffi::AllocatorStats, StagePeaks)>,
     pub clock: ClockKind,
     pub pages: &'a [InputPage],
 }
@@ -354,16 +356,37 @@ pub fn build_report(
             let ratio = k.kineto_flops as f64 / analytic_mm;
             kineto_ratio = Some(ratio);
             notes.push(format!(
-                "Kineto counted {:.1} GFLOP in the profiled pass against {:.1} GFLOP analytic (ratio {ratio:.3}); Kineto only counts ops it has formulas for (mm/addmm/bmm/conv), attention through SDPA is not counted",
+                "Kineto counted {:.1} GFLOP in the profiled pass against {:.1} GFLOP analytic (ratio {ratio:.3}); Kineto only counts ops it has formulas for (mm/addmm/bmm/conv): attention through SDPA and grouped expert GEMMs (_grouped_mm, runtime.optim.grouped_moe) are not counted",
                 k.kineto_flops as f64 / 1e9,
                 analytic_mm / 1e9
             ));
         }
     }
-    let memory = ctx.memory.map(|m| MemoryInfo {
-        peak_allocated_gib: m.allocated_bytes_peak as f64 / (1u64 << 30) as f64,
-        peak_reserved_gib: m.reserved_bytes_peak as f64 / (1u64 << 30) as f64,
+    let gib = |b: i64| b as f64 / (1u64 << 30) as f64;
+    let memory = ctx.memory.as_ref().map(|(m, stages)| MemoryInfo {
+        // Region boundaries reset the allocator's peak: the overall peak is the larger of what
+        // they saw and what the counters hold now.
+        peak_allocated_gib: gib(m.allocated_bytes_peak.max(stages.overall.allocated_bytes)),
+        peak_reserved_gib: gib(m.reserved_bytes_peak.max(stages.overall.reserved_bytes)),
+        stages: stages
+            .regions
+            .iter()
+            .map(|(name, p)| {
+                (
+                    name.clone(),
+                    MemoryPeak {
+                        peak_allocated_gib: gib(p.allocated_bytes),
+                        peak_reserved_gib: gib(p.reserved_bytes),
+                    },
+                )
+            })
+            .collect(),
     });
+    let decode = w.decode.borrow();
+    let optim = OptimInfo {
+        switches: spec.runtime.optim.clone(),
+        graphs: decode.captures_graphs().then(|| decode.stats.clone()),
+    };
     let requests = ctx
         .timed
         .iter()
@@ -419,6 +442,7 @@ pub fn build_report(
         nvml,
         kineto,
         memory,
+        optim,
         requests,
     };
     if report.synthetic_weights && !report.notes.iter().any(|n| n == SYNTHETIC_NOTE) {

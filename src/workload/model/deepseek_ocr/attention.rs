@@ -44,27 +44,87 @@ pub fn apply_rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
     Ok(x.f_mul(cos)?.f_add(&rot.f_mul(sin)?)?)
 }
 
+/// The q/k/v projections: three weights [H,H] or one concatenated [3H,H].
+#[derive(Debug)]
+enum Qkv {
+    Split { q: Tensor, k: Tensor, v: Tensor },
+    Fused(Tensor),
+}
+
 #[derive(Debug)]
 pub struct Attention {
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
+    qkv: Qkv,
     o: Tensor,
     heads: i64,
     head_dim: i64,
+    sdpa: bool,
 }
 
 impl Attention {
-    /// `vs` points at `model.layers.{i}.self_attn`.
-    pub fn load(vs: &WeightPath, cfg: &DecoderConfig) -> Result<Self> {
+    /// `vs` points at `model.layers.{i}.self_attn`. `fused` concatenates q/k/v; `sdpa` picks
+    /// libtorch's fused attention over the explicit matmul + softmax.
+    pub fn load(vs: &WeightPath, cfg: &DecoderConfig, fused: bool, sdpa: bool) -> Result<Self> {
+        let (q, k, v) = (
+            vs.get("q_proj.weight")?,
+            vs.get("k_proj.weight")?,
+            vs.get("v_proj.weight")?,
+        );
         Ok(Attention {
-            q: vs.get("q_proj.weight")?,
-            k: vs.get("k_proj.weight")?,
-            v: vs.get("v_proj.weight")?,
+            qkv: if fused {
+                Qkv::Fused(Tensor::f_cat(&[q, k, v], 0)?)
+            } else {
+                Qkv::Split { q, k, v }
+            },
             o: vs.get("o_proj.weight")?,
             heads: cfg.num_attention_heads,
             head_dim: cfg.head_dim,
+            sdpa,
         })
+    }
+
+    /// x [B,T,H] → q, k (RoPE applied), v, each [B,heads,T,head_dim].
+    fn project(&self, x: &Tensor, cos_sin: &(Tensor, Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+        let (b, t, _) = x.size3()?;
+        let (nh, hd) = (self.heads, self.head_dim);
+        let heads = |y: Tensor| -> Result<Tensor> {
+            Ok(y.f_view([b, t, nh, hd])?.f_transpose(1, 2)?) // (b, nh, t, hd)
+        };
+        let (q, k, v) = match &self.qkv {
+            Qkv::Split { q, k, v } => (
+                heads(x.f_linear::<Tensor>(q, None)?)?,
+                heads(x.f_linear::<Tensor>(k, None)?)?,
+                heads(x.f_linear::<Tensor>(v, None)?)?,
+            ),
+            Qkv::Fused(w) => {
+                let y = x.f_linear::<Tensor>(w, None)?; // (b, t, 3·nh·hd)
+                let part = |i: i64| heads(y.f_narrow(-1, i * nh * hd, nh * hd)?);
+                (part(0)?, part(1)?, part(2)?)
+            }
+        };
+        Ok((
+            apply_rope(&q, &cos_sin.0, &cos_sin.1)?,
+            apply_rope(&k, &cos_sin.0, &cos_sin.1)?,
+            v,
+        ))
+    }
+
+    /// softmax(q·kᵀ/√d + mask)·v [B,heads,T,head_dim] → o_proj [B,T,H].
+    fn attend(&self, q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result<Tensor> {
+        let (b, _, t, _) = q.size4()?;
+        let o = if self.sdpa {
+            let (m, causal) = match mask {
+                AttnMask::None => (None, false),
+                AttnMask::Causal => (None, true),
+                AttnMask::Explicit(m) => (Some(m), false),
+            };
+            Tensor::f_scaled_dot_product_attention(q, k, v, m, 0.0, causal, None, false)?
+        } else {
+            math_attention(q, k, v, mask)?
+        }; // (b, nh, t, hd)
+        let o = o
+            .f_transpose(1, 2)?
+            .f_reshape([b, t, self.heads * self.head_dim])?;
+        Ok(o.f_linear::<Tensor>(&self.o, None)?)
     }
 
     /// x [B,T,H] → [B,T,H]; writes this call's K/V into `cache` for `layer`.
@@ -72,42 +132,58 @@ impl Attention {
         &self,
         x: &Tensor,
         cos_sin: &(Tensor, Tensor),
-        cache: &KvCache,
+        cache: &mut KvCache,
         layer: usize,
         mask: &AttnMask,
     ) -> Result<Tensor> {
-        let (b, t, _) = x.size3()?;
-        let (nh, hd) = (self.heads, self.head_dim);
-        let split = |w: &Tensor| -> Result<Tensor> {
-            Ok(x.f_linear::<Tensor>(w, None)?
-                .f_view([b, t, nh, hd])?
-                .f_transpose(1, 2)?) // (b, nh, t, hd)
-        };
-        let q = apply_rope(&split(&self.q)?, &cos_sin.0, &cos_sin.1)?;
-        let k = apply_rope(&split(&self.k)?, &cos_sin.0, &cos_sin.1)?;
-        let v = split(&self.v)?;
+        let (q, k, v) = self.project(x, cos_sin)?;
         let (k_all, v_all) = cache.append(layer, &k, &v)?; // (b, nh, l, hd)
-        let o = match mask {
-            AttnMask::None => Tensor::f_scaled_dot_product_attention::<Tensor>(
-                &q, &k_all, &v_all, None, 0.0, false, None, false,
-            )?,
-            AttnMask::Causal => Tensor::f_scaled_dot_product_attention::<Tensor>(
-                &q, &k_all, &v_all, None, 0.0, true, None, false,
-            )?,
-            AttnMask::Explicit(m) => Tensor::f_scaled_dot_product_attention(
-                &q,
-                &k_all,
-                &v_all,
-                Some(m),
-                0.0,
-                false,
-                None,
-                false,
-            )?,
-        }; // (b, nh, t, hd)
-        let o = o.f_transpose(1, 2)?.f_reshape([b, t, nh * hd])?; // (b, t, h)
-        Ok(o.f_linear::<Tensor>(&self.o, None)?)
+        self.attend(&q, &k_all, &v_all, mask)
     }
+
+    /// One token per row [B,1,H] at the cache's device-side slot, attending over the first
+    /// `window` slots under `mask` (from [`KvCache::device_step_mask`]). Capturable.
+    pub fn forward_device_step(
+        &self,
+        x: &Tensor,
+        cos_sin: &(Tensor, Tensor),
+        cache: &KvCache,
+        layer: usize,
+        mask: &AttnMask,
+        window: i64,
+    ) -> Result<Tensor> {
+        let (q, k, v) = self.project(x, cos_sin)?;
+        let (k_all, v_all) = cache.append_at_device_len(layer, &k, &v, window)?;
+        self.attend(&q, &k_all, &v_all, mask)
+    }
+}
+
+/// HF-style eager attention: scores in the model dtype, fp32 softmax, masked keys at −∞.
+fn math_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result<Tensor> {
+    let hd = q.size()[3];
+    let scores = q
+        .f_matmul(&k.f_transpose(-2, -1)?)?
+        .f_mul_scalar(1.0 / (hd as f64).sqrt())?; // (b, nh, t, l)
+    let hidden = match mask {
+        AttnMask::None => None,
+        AttnMask::Causal => {
+            let (t, l) = (scores.size()[2], scores.size()[3]);
+            Some(
+                Tensor::f_ones([t, l], (Kind::Bool, q.device()))?
+                    .f_tril(0)?
+                    .f_logical_not()?,
+            )
+        }
+        AttnMask::Explicit(m) => Some(m.f_logical_not()?),
+    };
+    let scores = match hidden {
+        Some(h) => scores.f_masked_fill(&h, f64::NEG_INFINITY)?,
+        None => scores,
+    };
+    Ok(scores
+        .f_softmax(-1, Kind::Float)?
+        .f_to_kind(q.kind())?
+        .f_matmul(v)?)
 }
 
 #[cfg(test)]

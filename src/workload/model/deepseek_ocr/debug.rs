@@ -4,6 +4,7 @@
 use super::config::ArchConfig;
 use super::decoder::Decoder;
 use super::kv_cache::KvCache;
+use super::optim::ModelOptim;
 use super::sam::Sam;
 use super::weights::{Part, Weights};
 use anyhow::{ensure, Result};
@@ -53,7 +54,7 @@ pub fn debug_logits_with(
 ) -> Result<(Tensor, Vec<i64>)> {
     ensure!(!ids.is_empty(), "debug_logits needs at least one token id");
     let w = Weights::load(weights, cfg, &[Part::Decoder], device, dtype)?;
-    let dec = Decoder::load(&w.root(), &cfg.decoder)?;
+    let dec = Decoder::load(&w.root(), &cfg.decoder, &ModelOptim::default())?;
     drop(w);
     let mut cache = KvCache::new(
         &cfg.decoder,
@@ -61,6 +62,7 @@ pub fn debug_logits_with(
         (ids.len() + greedy_n) as i64,
         device,
         dtype,
+        false,
     )?;
     let x = dec.embed(
         &Tensor::f_from_slice(ids)?

@@ -3,9 +3,10 @@
 
 use super::attention::{Attention, Rope};
 use super::config::DecoderConfig;
-use super::kv_cache::KvCache;
+use super::kv_cache::{AttnMask, KvCache};
 use super::layers::{RmsNorm, SwiGlu};
 use super::moe::{Moe, MoeDispatch};
+use super::optim::ModelOptim;
 use super::weights::WeightPath;
 use anyhow::{ensure, Result};
 use tch::{Kind, Tensor};
@@ -25,18 +26,38 @@ pub struct DecoderLayer {
 }
 
 impl DecoderLayer {
-    pub fn load(vs: &WeightPath, cfg: &DecoderConfig, index: i64) -> Result<Self> {
+    pub fn load(vs: &WeightPath, cfg: &DecoderConfig, index: i64, o: &ModelOptim) -> Result<Self> {
+        let fused = o.fused_projections;
         let ffn = if index < cfg.first_k_dense_replace {
-            Ffn::Dense(SwiGlu::load(&vs.sub("mlp"))?)
+            Ffn::Dense(SwiGlu::load(&vs.sub("mlp"), fused)?)
         } else {
-            Ffn::Moe(Moe::load(&vs.sub("mlp"), cfg)?)
+            let mut moe = Moe::load(&vs.sub("mlp"), cfg, fused)?;
+            if o.grouped_moe {
+                moe.dispatch = MoeDispatch::Grouped;
+            }
+            Ffn::Moe(moe)
         };
         Ok(DecoderLayer {
             input_ln: RmsNorm::load(&vs.sub("input_layernorm"), cfg.rms_norm_eps)?,
-            attn: Attention::load(&vs.sub("self_attn"), cfg)?,
+            attn: Attention::load(&vs.sub("self_attn"), cfg, fused, o.sdpa)?,
             post_ln: RmsNorm::load(&vs.sub("post_attention_layernorm"), cfg.rms_norm_eps)?,
             ffn,
         })
+    }
+
+    /// Pre-norm residual block; `attn` maps the normed input to the attention output.
+    fn forward(
+        &self,
+        h: &Tensor,
+        attn: impl FnOnce(&Attention, &Tensor) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        let h = h.f_add(&attn(&self.attn, &self.input_ln.forward(h)?)?)?;
+        let normed = self.post_ln.forward(&h)?;
+        let f = match &self.ffn {
+            Ffn::Dense(mlp) => mlp.forward(&normed)?,
+            Ffn::Moe(moe) => moe.forward(&normed)?,
+        };
+        Ok(h.f_add(&f)?)
     }
 }
 
@@ -48,14 +69,15 @@ pub struct Decoder {
     lm_head: Tensor,
     rope: Rope,
     max_positions: i64,
+    optim: ModelOptim,
 }
 
 impl Decoder {
     /// `vs` is the root (names `model.embed_tokens…`, `lm_head.weight`).
-    pub fn load(vs: &WeightPath, cfg: &DecoderConfig) -> Result<Self> {
+    pub fn load(vs: &WeightPath, cfg: &DecoderConfig, optim: &ModelOptim) -> Result<Self> {
         let m = vs.sub("model");
         let layers = (0..cfg.num_hidden_layers)
-            .map(|i| DecoderLayer::load(&m.sub("layers").sub(i), cfg, i))
+            .map(|i| DecoderLayer::load(&m.sub("layers").sub(i), cfg, i, optim))
             .collect::<Result<Vec<_>>>()?;
         Ok(Decoder {
             embed: m.get("embed_tokens.weight")?,
@@ -64,7 +86,13 @@ impl Decoder {
             lm_head: vs.get("lm_head.weight")?,
             rope: Rope::new(cfg.head_dim, cfg.rope_theta, vs.device())?,
             max_positions: cfg.max_position_embeddings,
+            optim: *optim,
         })
+    }
+
+    /// The implementation choices this decoder was built with.
+    pub fn optim(&self) -> &ModelOptim {
+        &self.optim
     }
 
     /// Sets the expert dispatch of every MoE layer.
@@ -101,18 +129,39 @@ impl Decoder {
         let mask = cache.attention_mask(t)?;
         let mut h = x.shallow_clone();
         for (i, layer) in self.layers.iter().enumerate() {
-            let a = layer
-                .attn
-                .forward(&layer.input_ln.forward(&h)?, &cos_sin, cache, i, &mask)?;
-            h = h.f_add(&a)?;
-            let normed = layer.post_ln.forward(&h)?;
-            let f = match &layer.ffn {
-                Ffn::Dense(mlp) => mlp.forward(&normed)?,
-                Ffn::Moe(moe) => moe.forward(&normed)?,
-            };
-            h = h.f_add(&f)?;
+            h = layer.forward(&h, |a, x| a.forward(x, &cos_sin, cache, i, &mask))?;
         }
-        cache.advance(t);
+        cache.advance(t)?;
+        self.norm.forward(&h)
+    }
+
+    /// One token per row, x [B,1,H], at the cache's device-side slot counter, attending over
+    /// the first `window` slots; advances only the device-side counter. Every shape is fixed
+    /// by (B, window) and nothing syncs with the host, so a CUDA graph can capture this once
+    /// and replay it for every step whose slot is below `window`.
+    pub fn forward_device_step(&self, x: &Tensor, cache: &KvCache, window: i64) -> Result<Tensor> {
+        let (b, t, _) = x.size3()?;
+        ensure!(
+            t == 1 && b == cache.batch(),
+            "device step takes one token per row for batch {}",
+            cache.batch()
+        );
+        ensure!(
+            window <= self.max_positions,
+            "decode window {window} exceeds max_position_embeddings {}",
+            self.max_positions
+        );
+        cache.check_device_step(window)?;
+        let positions = cache.device_step_positions()?; // (b, 1)
+        let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
+        let mask = AttnMask::Explicit(cache.device_step_mask(window)?);
+        let mut h = x.shallow_clone();
+        for (i, layer) in self.layers.iter().enumerate() {
+            h = layer.forward(&h, |a, x| {
+                a.forward_device_step(x, &cos_sin, cache, i, &mask, window)
+            })?;
+        }
+        cache.advance_device_len()?;
         self.norm.forward(&h)
     }
 

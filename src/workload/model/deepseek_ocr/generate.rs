@@ -2,6 +2,7 @@
 //! EOS stop, `max_new_tokens`, an optional forced length, and no-repeat-n-gram blocking (HF
 //! whole-sequence semantics or the vLLM sliding-window variant). Batch rows are left-padded.
 
+use super::graph_decode::{DecodeSession, StepPath};
 use super::{DeepseekOcr, PromptRow};
 use anyhow::{ensure, Result};
 use llmprof::region::{Region, RegionObserver};
@@ -36,9 +37,12 @@ pub struct GenerateConfig {
     pub no_repeat: NoRepeatNgram,
     /// Ignore EOS and produce exactly `max_new_tokens` tokens per row (benchmarking).
     pub force_max_new_tokens: bool,
-    /// Without n-gram blocking, tokens stay on the device; "all rows finished" is checked every
-    /// this many steps (one host sync each).
+    /// Without n-gram blocking and with `sync_free_decode`, tokens stay on the device; "all rows
+    /// finished" is checked every this many steps (one host sync each).
     pub eos_check_interval: usize,
+    /// Keep tokens on the device between steps (off: read each token on the host, one sync per
+    /// step, like HF `generate`). N-gram blocking always needs the host loop.
+    pub sync_free_decode: bool,
 }
 
 impl Default for GenerateConfig {
@@ -48,6 +52,7 @@ impl Default for GenerateConfig {
             no_repeat: NoRepeatNgram::Hf { n: 20 },
             force_max_new_tokens: false,
             eos_check_interval: 16,
+            sync_free_decode: true,
         }
     }
 }
@@ -99,8 +104,21 @@ pub fn window_banned(gen: &[i64], n: usize, window: usize, exempt: &[i64]) -> Ve
     v
 }
 
-/// Greedy generation for a batch of prompts.
+/// Greedy generation for a batch of prompts with eager decode steps.
 pub fn generate(
+    model: &DeepseekOcr,
+    rows: &[PromptRow],
+    cfg: &GenerateConfig,
+    obs: &dyn RegionObserver,
+) -> Result<GenerateOutput> {
+    let mut session = DecodeSession::new(model, StepPath::Eager)?;
+    generate_with(&mut session, model, rows, cfg, obs)
+}
+
+/// Greedy generation for a batch of prompts, decode steps run by `session` (which keeps KV
+/// caches and captured graphs across calls).
+pub fn generate_with(
+    session: &mut DecodeSession,
     model: &DeepseekOcr,
     rows: &[PromptRow],
     cfg: &GenerateConfig,
@@ -117,14 +135,14 @@ pub fn generate(
         "prompt ({t}) + max_new_tokens ({}) exceeds max_position_embeddings {max_pos}",
         cfg.max_new_tokens
     );
-    let mut cache = model.new_cache(b as i64, capacity)?;
-    let mut logits = model.prefill(rows, &mut cache, obs)?; // (b, vocab)
+    let cache = session.begin(model, b as i64, capacity)?;
+    let mut logits = model.prefill(rows, cache, obs)?; // (b, vocab)
     let eos = model.config().tokens.eos_token_id;
     let _d = obs.enter(Region::Decode);
     let device = model.device();
     let mut decode_steps = 0;
 
-    if cfg.no_repeat == NoRepeatNgram::Off {
+    if cfg.no_repeat == NoRepeatNgram::Off && cfg.sync_free_decode {
         // Device-resident loop: no host sync per step except the periodic EOS check.
         let out = Tensor::f_zeros([b as i64, cfg.max_new_tokens as i64], (Kind::Int64, device))?;
         let mut finished = Tensor::f_zeros([b as i64], (Kind::Bool, device))?;
@@ -146,7 +164,7 @@ pub fn generate(
             {
                 break;
             }
-            logits = model.decode_step(&next, &mut cache, obs)?;
+            logits = session.step(model, &next, obs)?;
             decode_steps += 1;
         }
         let host = Vec::<i64>::try_from(&out.f_to_device(Device::Cpu)?.f_reshape([-1])?)?;
@@ -218,9 +236,9 @@ pub fn generate(
         if step + 1 == cfg.max_new_tokens || done.iter().all(|&d| d) {
             break;
         }
-        logits = model.decode_step(
+        logits = session.step(
+            model,
             &Tensor::f_from_slice(&feed)?.f_to_device(device)?,
-            &mut cache,
             obs,
         )?;
         decode_steps += 1;
@@ -281,6 +299,7 @@ mod tests {
             no_repeat: NoRepeatNgram::Off,
             force_max_new_tokens: true,
             eos_check_interval: 2,
+            sync_free_decode: true,
         };
         let out = generate(&m, &rows, &forced, &obs).unwrap();
         assert!(out.tokens.iter().all(|t| t.len() == 6));
@@ -296,6 +315,15 @@ mod tests {
             ..forced.clone()
         };
         assert_eq!(generate(&m, &rows, &host, &obs).unwrap().tokens, out.tokens);
+        // One host sync per step (sync_free_decode off) gives the same tokens.
+        let synced = GenerateConfig {
+            sync_free_decode: false,
+            ..forced.clone()
+        };
+        assert_eq!(
+            generate(&m, &rows, &synced, &obs).unwrap().tokens,
+            out.tokens
+        );
         // n=1 bans every token already in the sequence: no generated token repeats or is in the prompt.
         let ban_all = GenerateConfig {
             no_repeat: NoRepeatNgram::Hf { n: 1 },
@@ -345,6 +373,7 @@ mod tests {
                 no_repeat: no_repeat.clone(),
                 force_max_new_tokens: false,
                 eos_check_interval: 1,
+                sync_free_decode: true,
             };
             let o = generate(&m, &rows, &g, &obs).unwrap();
             assert!(

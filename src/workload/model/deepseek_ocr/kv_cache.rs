@@ -1,6 +1,9 @@
-//! Preallocated static KV cache for the decoder: per layer K/V [B, heads, capacity, head_dim].
+//! Decoder KV cache, per layer K/V [B, heads, slots, head_dim]: preallocated and written in
+//! place (static), or grown by concatenation every step (HF `DynamicCache`, the eager baseline).
 //! All rows share the slot counter; left-padded rows record their pad length, from which the
-//! RoPE positions and the attention masks are derived (no host sync).
+//! RoPE positions and the attention masks are derived (no host sync). The static cache also
+//! keeps the counter on the device, so a CUDA graph can capture a decode step once and replay
+//! it at any length.
 
 use super::config::DecoderConfig;
 use anyhow::{ensure, Result};
@@ -19,29 +22,36 @@ pub enum AttnMask {
 
 #[derive(Debug)]
 pub struct KvCache {
+    /// Static: [B, heads, capacity, head_dim]; growing: [B, heads, len, head_dim].
     k: Vec<Tensor>,
     v: Vec<Tensor>,
+    growing: bool,
     len: i64,
     capacity: i64,
     batch: i64,
     pad: Vec<i64>,
     pad_t: Tensor,
+    /// Slots written, on the device ([1] int64); equals `len` between steps.
+    len_t: Tensor,
 }
 
 impl KvCache {
-    /// Allocates `layers × 2 × [batch, heads, capacity, head_dim]` zeros on `device` as `kind`.
+    /// Allocates `layers × 2 × [batch, heads, capacity, head_dim]` zeros on `device` as `kind`
+    /// (static), or empty per-layer tensors that grow up to `capacity` (`growing`).
     pub fn new(
         cfg: &DecoderConfig,
         batch: i64,
         capacity: i64,
         device: Device,
         kind: Kind,
+        growing: bool,
     ) -> Result<Self> {
         ensure!(
             batch > 0 && capacity > 0,
             "KV cache needs batch > 0 and capacity > 0"
         );
-        let shape = [batch, cfg.num_key_value_heads, capacity, cfg.head_dim];
+        let slots = if growing { 0 } else { capacity };
+        let shape = [batch, cfg.num_key_value_heads, slots, cfg.head_dim];
         let mut k = Vec::new();
         let mut v = Vec::new();
         for _ in 0..cfg.num_hidden_layers {
@@ -51,12 +61,19 @@ impl KvCache {
         Ok(KvCache {
             k,
             v,
+            growing,
             len: 0,
             capacity,
             batch,
             pad: vec![0; batch as usize],
             pad_t: Tensor::f_zeros([batch], (Kind::Int64, device))?,
+            len_t: Tensor::f_zeros([1], (Kind::Int64, device))?,
         })
+    }
+
+    /// True for the concatenating (dynamic) cache.
+    pub fn is_growing(&self) -> bool {
+        self.growing
     }
 
     /// Sets the left-pad length of every row; only before the first write.
@@ -69,7 +86,9 @@ impl KvCache {
             self.batch
         );
         self.pad = pad.to_vec();
-        self.pad_t = Tensor::f_from_slice(pad)?.f_to_device(self.pad_t.device())?;
+        // In place: captured decode graphs read this tensor's storage.
+        self.pad_t
+            .f_copy_(&Tensor::f_from_slice(pad)?.f_to_device(self.pad_t.device())?)?;
         Ok(())
     }
 
@@ -77,7 +96,13 @@ impl KvCache {
     pub fn reset(&mut self) -> Result<()> {
         self.len = 0;
         self.pad = vec![0; self.batch as usize];
-        self.pad_t = self.pad_t.f_zero_()?;
+        let _ = self.pad_t.f_zero_()?;
+        let _ = self.len_t.f_zero_()?;
+        if self.growing {
+            for t in self.k.iter_mut().chain(self.v.iter_mut()) {
+                *t = t.f_narrow(2, 0, 0)?.f_contiguous()?;
+            }
+        }
         Ok(())
     }
 
@@ -113,7 +138,7 @@ impl KvCache {
 
     /// Writes k, v [B,H,T,D] into `layer` at slots [len, len+T) and returns views of slots
     /// [0, len+T). The slot counter moves only in [`KvCache::advance`].
-    pub fn append(&self, layer: usize, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
+    pub fn append(&mut self, layer: usize, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
         let t = k.size()[2];
         ensure!(
             self.len + t <= self.capacity,
@@ -121,6 +146,11 @@ impl KvCache {
             self.len,
             self.capacity
         );
+        if self.growing {
+            self.k[layer] = Tensor::f_cat(&[&self.k[layer], k], 2)?;
+            self.v[layer] = Tensor::f_cat(&[&self.v[layer], v], 2)?;
+            return Ok((self.k[layer].shallow_clone(), self.v[layer].shallow_clone()));
+        }
         self.k[layer].f_narrow(2, self.len, t)?.f_copy_(k)?;
         self.v[layer].f_narrow(2, self.len, t)?.f_copy_(v)?;
         Ok((
@@ -129,9 +159,79 @@ impl KvCache {
         ))
     }
 
-    /// Marks `t` more slots as written (after all layers ran).
-    pub fn advance(&mut self, t: i64) {
+    /// Marks `t` more slots as written (after all layers ran), on the host and the device.
+    pub fn advance(&mut self, t: i64) -> Result<()> {
         self.len += t;
+        let _ = self.len_t.f_add_scalar_(t)?;
+        Ok(())
+    }
+
+    // ---- Decode at the device-side length (CUDA-graph capturable) -------------------------
+
+    /// Checks that a single-token step at the device-side length fits, attending over the first
+    /// `window` slots.
+    pub fn check_device_step(&self, window: i64) -> Result<()> {
+        ensure!(
+            !self.growing,
+            "a growing KV cache has no fixed slots to capture"
+        );
+        ensure!(
+            self.len < window && window <= self.capacity,
+            "decode window {window} must cover slot {} and fit capacity {}",
+            self.len,
+            self.capacity
+        );
+        Ok(())
+    }
+
+    /// Writes k, v [B,H,1,D] at the device-side slot counter and returns views of the first
+    /// `window` slots (later slots are masked by [`KvCache::device_step_mask`]).
+    pub fn append_at_device_len(
+        &self,
+        layer: usize,
+        k: &Tensor,
+        v: &Tensor,
+        window: i64,
+    ) -> Result<(Tensor, Tensor)> {
+        let _ = self.k[layer]
+            .shallow_clone()
+            .f_index_copy_(2, &self.len_t, k)?;
+        let _ = self.v[layer]
+            .shallow_clone()
+            .f_index_copy_(2, &self.len_t, v)?;
+        Ok((
+            self.k[layer].f_narrow(2, 0, window)?,
+            self.v[layer].f_narrow(2, 0, window)?,
+        ))
+    }
+
+    /// RoPE positions [B,1] of the next slot from the device-side counter.
+    pub fn device_step_positions(&self) -> Result<Tensor> {
+        Ok(self
+            .len_t
+            .f_unsqueeze(0)?
+            .f_sub(&self.pad_t.f_unsqueeze(1)?)?
+            .f_clamp_min(0)?)
+    }
+
+    /// Mask [B,1,1,window] for the next slot: keys from the row's pad length up to the slot.
+    pub fn device_step_mask(&self, window: i64) -> Result<Tensor> {
+        let j = Tensor::f_arange(window, (Kind::Int64, self.len_t.device()))?
+            .f_view([1, 1, 1, window])?;
+        let pad = self.pad_t.f_view([self.batch, 1, 1, 1])?;
+        Ok(j.f_ge_tensor(&pad)?
+            .f_logical_and(&j.f_le_tensor(&self.len_t.f_view([1, 1, 1, 1])?)?)?)
+    }
+
+    /// Moves the device-side counter by one (inside the captured step).
+    pub fn advance_device_len(&self) -> Result<()> {
+        let _ = self.len_t.shallow_clone().f_add_scalar_(1)?;
+        Ok(())
+    }
+
+    /// Moves the host-side counter by one after a step that advanced the device side itself.
+    pub fn advance_host_len(&mut self) {
+        self.len += 1;
     }
 
     /// RoPE positions [B,T] of the next `t` slots: slot − pad, clamped at 0 for pad slots.

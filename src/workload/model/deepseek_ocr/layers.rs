@@ -81,31 +81,69 @@ impl RmsNorm {
     }
 }
 
-/// SwiGLU MLP: `down(silu(gate(x)) ⊙ up(x))`, bias-free (dense layer, experts, shared experts).
+/// Gate and up projections of a SwiGLU MLP, as two weights or one concatenated weight.
+#[derive(Debug)]
+pub enum GateUp {
+    /// `gate`, `up` [F,H].
+    Split { gate: Tensor, up: Tensor },
+    /// `[gate; up]` [2F,H]: one matmul instead of two.
+    Fused(Tensor),
+}
+
+impl GateUp {
+    /// Builds from separate weights, concatenating them along the output rows if `fused`.
+    pub fn new(gate: Tensor, up: Tensor, fused: bool) -> Result<Self> {
+        Ok(if fused {
+            let dim = gate.dim() as i64 - 2; // rows of [F,H] or of each expert in [E,F,H]
+            GateUp::Fused(Tensor::f_cat(&[gate, up], dim)?)
+        } else {
+            GateUp::Split { gate, up }
+        })
+    }
+
+    /// `silu(x·gateᵀ) ⊙ x·upᵀ` [..., F].
+    pub fn act(&self, xs: &Tensor) -> Result<Tensor> {
+        match self {
+            GateUp::Split { gate, up } => Ok(xs
+                .f_linear::<Tensor>(gate, None)?
+                .f_silu()?
+                .f_mul(&xs.f_linear::<Tensor>(up, None)?)?),
+            GateUp::Fused(w) => silu_mul_halves(&xs.f_linear::<Tensor>(w, None)?, -1),
+        }
+    }
+}
+
+/// Splits `gu` into halves along `dim` and returns `silu(first) ⊙ second`.
+pub fn silu_mul_halves(gu: &Tensor, dim: i64) -> Result<Tensor> {
+    let d = if dim < 0 { gu.dim() as i64 + dim } else { dim };
+    let f = gu.size()[d as usize] / 2;
+    Ok(gu
+        .f_narrow(d, 0, f)?
+        .f_silu()?
+        .f_mul(&gu.f_narrow(d, f, f)?)?)
+}
+
+/// SwiGLU MLP: `down(silu(gate(x)) ⊙ up(x))`, bias-free (dense layer, shared experts).
 #[derive(Debug)]
 pub struct SwiGlu {
-    pub gate: Tensor,
-    pub up: Tensor,
+    pub gate_up: GateUp,
     pub down: Tensor,
 }
 
 impl SwiGlu {
-    pub fn load(vs: &WeightPath) -> Result<Self> {
+    /// Loads `gate_proj`, `up_proj`, `down_proj`; `fused` concatenates gate and up.
+    pub fn load(vs: &WeightPath, fused: bool) -> Result<Self> {
         Ok(SwiGlu {
-            gate: vs.get("gate_proj.weight")?,
-            up: vs.get("up_proj.weight")?,
+            gate_up: GateUp::new(
+                vs.get("gate_proj.weight")?,
+                vs.get("up_proj.weight")?,
+                fused,
+            )?,
             down: vs.get("down_proj.weight")?,
         })
     }
 
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        swiglu(xs, &self.gate, &self.up, &self.down)
+        Ok(self.gate_up.act(xs)?.f_linear::<Tensor>(&self.down, None)?)
     }
-}
-
-/// `down(silu(x·gateᵀ) ⊙ x·upᵀ)ᵀ` for weights `gate/up [F,H]`, `down [H,F]`.
-pub fn swiglu(xs: &Tensor, gate: &Tensor, up: &Tensor, down: &Tensor) -> Result<Tensor> {
-    let g = xs.f_linear::<Tensor>(gate, None)?.f_silu()?;
-    let u = xs.f_linear::<Tensor>(up, None)?;
-    Ok(g.f_mul(&u)?.f_linear::<Tensor>(down, None)?)
 }

@@ -10,11 +10,14 @@ pub mod clip;
 pub mod config;
 pub mod debug;
 pub mod decoder;
+pub mod fast_path_check;
 pub mod generate;
+pub mod graph_decode;
 pub mod hf_tokenizer;
 pub mod kv_cache;
 pub mod layers;
 pub mod moe;
+pub mod optim;
 pub mod output;
 pub mod preprocess;
 pub mod projector;
@@ -33,6 +36,7 @@ use decoder::Decoder;
 use kv_cache::KvCache;
 use llmprof::region::{Region, RegionObserver};
 use moe::MoeDispatch;
+use optim::ModelOptim;
 use preprocess::PreparedImage;
 use projector::Projector;
 use sam::Sam;
@@ -62,6 +66,11 @@ impl DeepseekOcr {
     /// Builds every part `weights` holds. Consumes the weights so per-expert tensors that the MoE
     /// restacks are freed.
     pub fn load(weights: Weights, cfg: &ArchConfig) -> Result<Self> {
+        Self::load_with(weights, cfg, &ModelOptim::default())
+    }
+
+    /// [`DeepseekOcr::load`] with explicit decoder implementation choices.
+    pub fn load_with(weights: Weights, cfg: &ArchConfig, optim: &ModelOptim) -> Result<Self> {
         cfg.validate()?;
         let vs = weights.root();
         let model = vs.sub("model");
@@ -81,7 +90,7 @@ impl DeepseekOcr {
             None
         };
         let decoder = if weights.has_part(Part::Decoder) {
-            Some(Decoder::load(&vs, &cfg.decoder).context("loading decoder")?)
+            Some(Decoder::load(&vs, &cfg.decoder, optim).context("loading decoder")?)
         } else {
             None
         };
@@ -146,7 +155,15 @@ impl DeepseekOcr {
 
     /// A zeroed static KV cache for `batch` rows of up to `capacity` tokens.
     pub fn new_cache(&self, batch: i64, capacity: i64) -> Result<KvCache> {
-        KvCache::new(&self.cfg.decoder, batch, capacity, self.device, self.kind)
+        let growing = !self.decoder()?.optim().static_kv_cache;
+        KvCache::new(
+            &self.cfg.decoder,
+            batch,
+            capacity,
+            self.device,
+            self.kind,
+            growing,
+        )
     }
 
     /// Vision path for one image → embeddings [N_img, hidden] in the order they replace the
@@ -275,6 +292,21 @@ impl DeepseekOcr {
         let _s = obs.enter(Region::DecodeStep);
         let emb = dec.embed(&tokens.f_view([-1, 1])?)?; // (b, 1, H)
         let hidden = dec.forward(&emb, cache)?; // (b, 1, H)
+        dec.logits(&hidden.f_squeeze_dim(1)?) // (b, vocab)
+    }
+
+    /// One decode step at the cache's device-side slot counter over the first `window` slots
+    /// (see [`Decoder::forward_device_step`]): tokens [B] → fp32 logits [B, vocab]. Advances
+    /// only the device-side counter; no region marks (a captured graph replays without them).
+    pub fn decode_step_device(
+        &self,
+        tokens: &Tensor,
+        cache: &KvCache,
+        window: i64,
+    ) -> Result<Tensor> {
+        let dec = self.decoder()?;
+        let emb = dec.embed(&tokens.f_view([-1, 1])?)?; // (b, 1, H)
+        let hidden = dec.forward_device_step(&emb, cache, window)?; // (b, 1, H)
         dec.logits(&hidden.f_squeeze_dim(1)?) // (b, vocab)
     }
 }

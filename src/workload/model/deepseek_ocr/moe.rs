@@ -2,7 +2,7 @@
 //! routed SwiGLU experts summed in fp32, plus always-on shared experts.
 
 use super::config::DecoderConfig;
-use super::layers::{swiglu, SwiGlu};
+use super::layers::{silu_mul_halves, GateUp, SwiGlu};
 use super::weights::WeightPath;
 use anyhow::{ensure, Result};
 use tch::{Kind, Tensor};
@@ -10,7 +10,7 @@ use tch::{Kind, Tensor};
 /// How routed experts are evaluated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MoeDispatch {
-    /// `Gathered` for at most `GATHER_MAX_TOKENS` tokens, else `Sorted`.
+    /// `Gathered` for at most `GATHER_MAX_TOKENS` tokens, else `Sorted` (the eager default).
     Auto,
     /// Sort token slots by expert and run one SwiGLU per expert that received tokens. One host
     /// sync per layer (the per-expert counts), like HF `moe_infer`.
@@ -18,6 +18,9 @@ pub enum MoeDispatch {
     /// Gather each slot's expert weights and use batched matmuls. No host sync; copies
     /// k·3·F·H weights per token, so only good for a few tokens (decode).
     Gathered,
+    /// Sort token slots by expert and run three grouped GEMMs (`torch._grouped_mm`) with the
+    /// group offsets on the device: no host sync, no weight copies, CUDA-graph capturable.
+    Grouped,
 }
 
 /// Token count up to which `Auto` picks `Gathered`.
@@ -27,9 +30,8 @@ pub const GATHER_MAX_TOKENS: i64 = 4;
 pub struct Moe {
     /// Router weight [E,H], kept in fp32 (spec §2: logits computed in fp32).
     gate_f32: Tensor,
-    /// Stacked expert weights: gate/up [E,F,H], down [E,H,F].
-    w_gate: Tensor,
-    w_up: Tensor,
+    /// Stacked expert weights: gate/up [E,F,H] each or fused [E,2F,H]; down [E,H,F].
+    gate_up: GateUp,
     w_down: Tensor,
     shared: Option<SwiGlu>,
     top_k: i64,
@@ -38,8 +40,8 @@ pub struct Moe {
 }
 
 impl Moe {
-    /// `vs` points at `model.layers.{i}.mlp`.
-    pub fn load(vs: &WeightPath, cfg: &DecoderConfig) -> Result<Self> {
+    /// `vs` points at `model.layers.{i}.mlp`; `fused` concatenates gate and up projections.
+    pub fn load(vs: &WeightPath, cfg: &DecoderConfig, fused: bool) -> Result<Self> {
         ensure!(
             !cfg.norm_topk_prob,
             "norm_topk_prob=true is not implemented"
@@ -53,11 +55,10 @@ impl Moe {
         };
         Ok(Moe {
             gate_f32: vs.get("gate.weight")?.f_to_kind(Kind::Float)?,
-            w_gate: get("gate_proj")?,
-            w_up: get("up_proj")?,
+            gate_up: GateUp::new(get("gate_proj")?, get("up_proj")?, fused)?,
             w_down: get("down_proj")?,
             shared: if cfg.n_shared_experts > 0 {
-                Some(SwiGlu::load(&vs.sub("shared_experts"))?)
+                Some(SwiGlu::load(&vs.sub("shared_experts"), fused)?)
             } else {
                 None
             },
@@ -95,6 +96,7 @@ impl Moe {
         };
         let per_slot = match dispatch {
             MoeDispatch::Gathered => self.experts_gathered(&xs, &idx)?,
+            MoeDispatch::Grouped => self.experts_grouped(&xs, &idx)?,
             _ => self.experts_sorted(&xs, &idx)?,
         }; // (n, k, h) in model dtype
         let y = per_slot
@@ -108,17 +110,26 @@ impl Moe {
         Ok(y.f_view([b, t, h])?)
     }
 
+    fn num_experts(&self) -> i64 {
+        self.w_down.size()[0]
+    }
+
+    /// Token slots sorted by expert: (order [N·k] of slot indices, tokens per expert [E] int64),
+    /// both on the device; counting uses scatter_add (bincount would read its max on the host).
+    fn sort_slots(&self, idx: &Tensor) -> Result<(Tensor, Tensor)> {
+        let flat = idx.f_reshape([-1])?; // (n·k)
+        let ones = Tensor::f_ones([flat.size()[0]], (Kind::Int64, idx.device()))?;
+        let counts = Tensor::f_zeros([self.num_experts()], (Kind::Int64, idx.device()))?
+            .f_scatter_add(0, &flat, &ones)?;
+        Ok((flat.f_argsort_stable(true, 0, false)?, counts))
+    }
+
     /// Expert outputs per (token, slot) [N,k,H], evaluating each used expert once on its tokens.
     fn experts_sorted(&self, xs: &Tensor, idx: &Tensor) -> Result<Tensor> {
         let (n, h) = xs.size2()?;
         let k = self.top_k;
-        let e = self.w_gate.size()[0];
-        let flat = idx.f_reshape([-1])?; // (n·k)
-        let ones = Tensor::f_ones([n * k], (Kind::Int64, xs.device()))?;
-        let counts =
-            Tensor::f_zeros([e], (Kind::Int64, xs.device()))?.f_scatter_add(0, &flat, &ones)?;
+        let (order, counts) = self.sort_slots(idx)?;
         let counts = Vec::<i64>::try_from(&counts.f_to_device(tch::Device::Cpu)?)?; // host sync
-        let order = flat.f_argsort_stable(true, 0, false)?; // (n·k) slots sorted by expert
         let sorted_x = xs.f_index_select(0, &order.f_floor_divide_scalar(k)?)?; // (n·k, h)
         let mut outs = Vec::new();
         let mut start = 0;
@@ -128,18 +139,19 @@ impl Moe {
             }
             let ei = ei as i64;
             let xe = sorted_x.f_narrow(0, start, cnt)?;
-            outs.push(swiglu(
-                &xe,
-                &self.w_gate.f_get(ei)?,
-                &self.w_up.f_get(ei)?,
-                &self.w_down.f_get(ei)?,
-            )?);
+            let act = match &self.gate_up {
+                GateUp::Split { gate, up } => GateUp::Split {
+                    gate: gate.f_get(ei)?,
+                    up: up.f_get(ei)?,
+                },
+                GateUp::Fused(w) => GateUp::Fused(w.f_get(ei)?),
+            }
+            .act(&xe)?;
+            outs.push(act.f_linear::<Tensor>(&self.w_down.f_get(ei)?, None)?);
             start += cnt;
         }
         let outs = Tensor::f_cat(&outs, 0)?; // (n·k, h), sorted order
-        let mut back = outs.f_empty_like()?;
-        back = back.f_index_copy(0, &order, &outs)?; // (n·k, h), slot order
-        Ok(back.f_view([n, k, h])?)
+        unsort(&outs, &order, n, k, h)
     }
 
     /// Same result via gathered weights and bmm, without host sync.
@@ -147,16 +159,51 @@ impl Moe {
         let (n, h) = xs.size2()?;
         let k = self.top_k;
         let flat = idx.f_reshape([-1])?; // (n·k)
-        let g = self.w_gate.f_index_select(0, &flat)?; // (n·k, f, h)
-        let u = self.w_up.f_index_select(0, &flat)?; // (n·k, f, h)
-        let d = self.w_down.f_index_select(0, &flat)?; // (n·k, h, f)
         let xk = xs
             .f_unsqueeze(1)?
             .f_expand([n, k, h], false)?
             .f_reshape([n * k, h, 1])?; // (n·k, h, 1)
-        let act = g.f_bmm(&xk)?.f_silu()?.f_mul(&u.f_bmm(&xk)?)?; // (n·k, f, 1)
+        let act = match &self.gate_up {
+            GateUp::Split { gate, up } => {
+                let g = gate.f_index_select(0, &flat)?; // (n·k, f, h)
+                let u = up.f_index_select(0, &flat)?;
+                g.f_bmm(&xk)?.f_silu()?.f_mul(&u.f_bmm(&xk)?)?
+            }
+            GateUp::Fused(w) => silu_mul_halves(&w.f_index_select(0, &flat)?.f_bmm(&xk)?, 1)?,
+        }; // (n·k, f, 1)
+        let d = self.w_down.f_index_select(0, &flat)?; // (n·k, h, f)
         Ok(d.f_bmm(&act)?.f_view([n, k, h])?) // (n, k, h)
     }
+
+    /// Same result via grouped GEMMs over expert-sorted slots; group ends stay on the device.
+    fn experts_grouped(&self, xs: &Tensor, idx: &Tensor) -> Result<Tensor> {
+        let (n, h) = xs.size2()?;
+        let k = self.top_k;
+        let (order, counts) = self.sort_slots(idx)?;
+        let offs = counts.f_cumsum(0, Kind::Int)?; // (e) int32 group ends
+        let sorted_x = xs.f_index_select(0, &order.f_floor_divide_scalar(k)?)?; // (n·k, h)
+                                                                                // _grouped_mm takes B as [E, K, N]; the transposed views of [E, N, K] weights are the
+                                                                                // column-major layout its CUDA kernel wants.
+        let gmm = |a: &Tensor, w: &Tensor| -> Result<Tensor> {
+            Ok(a.f_internal_grouped_mm::<&Tensor>(&w.f_transpose(1, 2)?, Some(&offs), None, None)?)
+        };
+        let act = match &self.gate_up {
+            GateUp::Split { gate, up } => gmm(&sorted_x, gate)?
+                .f_silu()?
+                .f_mul(&gmm(&sorted_x, up)?)?,
+            GateUp::Fused(w) => silu_mul_halves(&gmm(&sorted_x, w)?, -1)?,
+        }; // (n·k, f)
+        let outs = gmm(&act, &self.w_down)?; // (n·k, h), sorted order
+        unsort(&outs, &order, n, k, h)
+    }
+}
+
+/// Rows in expert-sorted order back to slot order, as [N,k,H].
+fn unsort(sorted: &Tensor, order: &Tensor, n: i64, k: i64, h: i64) -> Result<Tensor> {
+    Ok(sorted
+        .f_empty_like()?
+        .f_index_copy(0, order, sorted)?
+        .f_view([n, k, h])?)
 }
 
 #[cfg(test)]
@@ -204,22 +251,27 @@ mod tests {
     }
 
     #[test]
-    fn moe_matches_naive_loop_for_both_dispatches() {
+    fn moe_matches_naive_loop_for_every_dispatch() {
         let cfg = ArchConfig::tiny();
         let w = Weights::synthetic(&cfg, &[Part::Decoder], 3, Device::Cpu, Kind::Float).unwrap();
-        let mut moe = Moe::load(&w.root().sub("model.layers.1.mlp"), &cfg.decoder).unwrap();
         let x = Tensor::randn([2, 5, cfg.decoder.hidden_size], (Kind::Float, Device::Cpu));
         let want = naive(&w, 1, &cfg, &x.view([10, -1]));
-        for d in [
-            MoeDispatch::Sorted,
-            MoeDispatch::Gathered,
-            MoeDispatch::Auto,
-        ] {
-            moe.dispatch = d;
-            let got = moe.forward(&x).unwrap().view([10, -1]);
-            let err = (&got - &want).abs().max().double_value(&[]);
-            assert!(err < 1e-4, "{d:?}: max abs err {err}");
+        for fused in [false, true] {
+            let mut moe =
+                Moe::load(&w.root().sub("model.layers.1.mlp"), &cfg.decoder, fused).unwrap();
+            for d in [
+                MoeDispatch::Sorted,
+                MoeDispatch::Gathered,
+                MoeDispatch::Grouped,
+                MoeDispatch::Auto,
+            ] {
+                moe.dispatch = d;
+                let got = moe.forward(&x).unwrap().view([10, -1]);
+                let err = (&got - &want).abs().max().double_value(&[]);
+                assert!(err < 1e-4, "{d:?} fused={fused}: max abs err {err}");
+            }
         }
+        let moe = Moe::load(&w.root().sub("model.layers.1.mlp"), &cfg.decoder, false).unwrap();
         // Not renormalised: routed weights sum to < 1 with 2 of 8 experts.
         let (wts, _) = moe.route(&x.view([10, -1])).unwrap();
         let max_sum = wts

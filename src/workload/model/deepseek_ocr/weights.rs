@@ -473,6 +473,21 @@ impl Weights {
         })
     }
 
+    /// Another handle on the same tensors (no copy), e.g. to load one set of weights into
+    /// models built with different implementation choices.
+    pub fn shallow_clone(&self) -> Self {
+        Weights {
+            tensors: self
+                .tensors
+                .iter()
+                .map(|(n, t)| (n.clone(), t.shallow_clone()))
+                .collect(),
+            parts: self.parts.clone(),
+            device: self.device,
+            kind: self.kind,
+        }
+    }
+
     /// Wraps tensors that already carry official names (tests, converters).
     pub fn from_tensors(
         tensors: HashMap<String, Tensor>,

@@ -1,0 +1,51 @@
+//! Which fast-path implementations the decoder is built with (`runtime.optim.*` minus the decode
+//! loop switches, which live in [`super::generate::DecodeLoop`]). Every switch has an eager
+//! counterpart so both can be profiled; tests check each against the eager path.
+
+/// Decoder implementation choices, fixed when the weights are loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelOptim {
+    /// One matmul for q/k/v and one for gate/up (weights concatenated at load time).
+    pub fused_projections: bool,
+    /// Routed experts as grouped GEMMs over expert-sorted tokens (`torch._grouped_mm`), with no
+    /// host sync; off: per-expert loop (one host sync per MoE layer) or gathered weights for a
+    /// few tokens, as [`super::moe::MoeDispatch::Auto`] picks.
+    pub grouped_moe: bool,
+    /// libtorch's fused scaled-dot-product attention (flash / cuDNN / memory-efficient, chosen by
+    /// libtorch); off: explicit matmul + fp32 softmax + matmul, like HF's eager attention.
+    pub sdpa: bool,
+    /// Preallocated KV cache written in place; off: grows by concatenation every step (HF
+    /// `DynamicCache`).
+    pub static_kv_cache: bool,
+}
+
+impl ModelOptim {
+    /// Everything off: the HF-like eager implementation.
+    pub const EAGER: ModelOptim = ModelOptim {
+        fused_projections: false,
+        grouped_moe: false,
+        sdpa: false,
+        static_kv_cache: false,
+    };
+
+    /// Everything on.
+    pub const FAST: ModelOptim = ModelOptim {
+        fused_projections: true,
+        grouped_moe: true,
+        sdpa: true,
+        static_kv_cache: true,
+    };
+}
+
+impl Default for ModelOptim {
+    /// The configuration the model used before the switches existed: split projections,
+    /// `MoeDispatch::Auto`, SDPA, static cache.
+    fn default() -> Self {
+        ModelOptim {
+            fused_projections: false,
+            grouped_moe: false,
+            sdpa: true,
+            static_kv_cache: true,
+        }
+    }
+}
