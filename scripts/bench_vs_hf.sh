@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Fast path vs the HF transformers reference, in ONE command on the GPU machine (issue: fast path).
+#
+# Runs `llmprof stage1` at each batch size on the gundam 2x3 sample page (page-01-text.png, 903
+# image tokens; prompt "<image>\nFree OCR. "), 128 forced new tokens, no n-gram blocking, then
+# scripts/bench_vs_hf.py, which runs transformers' DeepseekOcr2 text decoder with random weights
+# at the same prompt length, batch sizes and new tokens (generate(), greedy) and prints one table:
+# metric | llmprof | HF | ratio | floor | fraction of floor.
+#
+# Usage: scripts/bench_vs_hf.sh [OUT_DIR]
+#   LLMPROF=path/to/llmprof   front-end binary (default target/release/llmprof)
+#   PYTHON=python3            interpreter with torch and transformers 5.17 (the GPU machine's venv)
+#   BATCHES="1 8 32"          batch sizes
+#   NEW_TOKENS=128            forced new tokens per row
+#   SKIP_HF=1                 llmprof only (table with empty HF columns)
+#   extra arguments after OUT_DIR are llmprof overrides for every run, e.g. runtime=eager
+# Output: OUT_DIR/llmprof-b<B>/ (stage-1 run directories), OUT_DIR/table.md, OUT_DIR/table.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=${1:-tmp/bench-vs-hf/$(date -u +%Y%m%d-%H%M%S)}
+shift || true
+llmprof=${LLMPROF:-target/release/llmprof}
+python=${PYTHON:-python3}
+batches=${BATCHES:-"1 8 32"}
+new_tokens=${NEW_TOKENS:-128}
+page=datasets/samples/page-01-text.png
+
+[[ -x "$llmprof" ]] || { echo "bench_vs_hf: $llmprof is not executable (build with cargo build --release, or set LLMPROF)" >&2; exit 2; }
+[[ -f "$page" ]] || { echo "bench_vs_hf: $page is missing" >&2; exit 2; }
+mkdir -p "$out/page"
+cp "$page" "$out/page/"
+out_abs=$(cd "$out" && pwd)
+
+runs=()
+for b in $batches; do
+  echo "== llmprof stage1, batch $b" >&2
+  # One page repeated b times = one batch of b identical rows (same prompt length, no padding).
+  "$llmprof" stage1 dataset=folder "dataset.root=$out_abs/page" "dataset.sampling.num_epochs=$b" \
+    "runtime.batch_size=$b" runtime.warmup=1 runtime.repeats=3 \
+    "infer.max_new_tokens=$new_tokens" infer.ignore_eos=true infer.no_repeat_ngram_size=0 \
+    $'infer.prompt=\'<image>\nFree OCR. \'' \
+    pipeline.torch_profiler.enable=false pipeline.static_analysis.enable=false \
+    "hydra.run.dir=$out_abs/llmprof-b$b" "$@"
+  runs+=(--llmprof-run "$b=$out_abs/llmprof-b$b")
+done
+
+hf=()
+if [[ -n "${SKIP_HF:-}" ]]; then
+  hf=(--skip-hf)
+  echo "== table (HF reference skipped)" >&2
+else
+  echo "== HF reference and table" >&2
+fi
+"$python" scripts/bench_vs_hf.py "${runs[@]}" "${hf[@]}" --new-tokens "$new_tokens" \
+  --out-md "$out_abs/table.md" --out-json "$out_abs/table.json"
