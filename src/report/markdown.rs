@@ -255,6 +255,7 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ("grouped_moe", on(w.grouped_moe).to_string()),
         ("sdpa", on(w.sdpa).to_string()),
         ("static_kv_cache", on(w.static_kv_cache).to_string()),
+        ("fused_rms_norm", on(w.fused_rms_norm).to_string()),
         ("sync_free_decode", on(w.sync_free_decode).to_string()),
         ("eos_check_interval", w.eos_check_interval.to_string()),
     ] {

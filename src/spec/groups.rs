@@ -135,6 +135,8 @@ pub struct OptimSpec {
     pub sdpa: bool,
     /// Preallocated KV cache instead of concatenation per step.
     pub static_kv_cache: bool,
+    /// One-kernel RMSNorm instead of HF's eight elementwise ops.
+    pub fused_rms_norm: bool,
     /// Tokens stay on the GPU between steps; EOS checked every `eos_check_interval` steps.
     pub sync_free_decode: bool,
     pub eos_check_interval: u32,

@@ -35,6 +35,7 @@ pub fn model_optim(spec: &RunSpec) -> ModelOptim {
         grouped_moe: o.grouped_moe,
         sdpa: o.sdpa,
         static_kv_cache: o.static_kv_cache,
+        fused_rms_norm: o.fused_rms_norm,
     }
 }
 
@@ -180,6 +181,19 @@ pub fn build(spec: &RunSpec) -> Result<Workload> {
     let load_ms = started.elapsed().as_secs_f64() * 1e3;
     tracing::info!(load_ms, model = %model_name, ?device, ?kind, "model ready");
     let tokenizer = tokenizer_for(spec, &arch, &model_name, &mut notes)?;
+    let o = &spec.runtime.optim;
+    if o.grouped_moe && device != Device::Cpu && kind != Kind::BFloat16 {
+        if o.cuda_graph
+            && spec.runtime.batch_size as i64 > super::model::deepseek_ocr::moe::GATHER_MAX_TOKENS
+        {
+            bail!(
+                "model.dtype=f32 on a GPU with runtime.optim.cuda_graph=true supports runtime.batch_size <= {}: torch._grouped_mm has CUDA kernels for bf16 only, and the per-expert loop that replaces it above that batch reads expert counts on the host, which a graph cannot capture\n  fix: model.dtype=bf16, runtime.batch_size<={}, or runtime.optim.cuda_graph=false",
+                super::model::deepseek_ocr::moe::GATHER_MAX_TOKENS,
+                super::model::deepseek_ocr::moe::GATHER_MAX_TOKENS
+            );
+        }
+        notes.push("runtime.optim.grouped_moe: torch._grouped_mm has CUDA kernels for bf16 only, so this fp32 run evaluates experts with gathered weights (<= 4 tokens) or the per-expert loop".to_string());
+    }
     let decode = DecodeSession::new(&model, step_path(spec))?;
     if spec.runtime.optim.cuda_graph && !decode.captures_graphs() {
         notes.push("runtime.optim.cuda_graph=true without a GPU: the fixed-shape decode step runs eagerly (no graph capture)".to_string());

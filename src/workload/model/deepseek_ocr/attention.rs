@@ -45,6 +45,19 @@ pub fn apply_rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
 }
 
 /// The q/k/v projections: three weights [H,H] or one concatenated [3H,H].
+/// [`apply_rope`] as x·cos + rotate_half(x)·sin with one fused multiply-add (`addcmul`).
+pub fn apply_rope_fma(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    let d = x.size()[x.dim() - 1];
+    let rot = Tensor::f_cat(
+        &[
+            x.f_narrow(-1, d / 2, d / 2)?.f_neg()?,
+            x.f_narrow(-1, 0, d / 2)?,
+        ],
+        -1,
+    )?;
+    Ok(x.f_mul(cos)?.f_addcmul_(&rot, sin)?)
+}
+
 #[derive(Debug)]
 enum Qkv {
     Split { q: Tensor, k: Tensor, v: Tensor },
@@ -96,9 +109,16 @@ impl Attention {
                 heads(x.f_linear::<Tensor>(v, None)?)?,
             ),
             Qkv::Fused(w) => {
-                let y = x.f_linear::<Tensor>(w, None)?; // (b, t, 3·nh·hd)
-                let part = |i: i64| heads(y.f_narrow(-1, i * nh * hd, nh * hd)?);
-                (part(0)?, part(1)?, part(2)?)
+                let y = x.f_linear::<Tensor>(w, None)?.f_view([b, t, 3, nh, hd])?;
+                // RoPE on q and k together: half the kernels of two separate calls.
+                let (cos, sin) = (&cos_sin.0, &cos_sin.1); // (b, 1, t, hd)
+                let cos = cos.f_transpose(1, 2)?.f_unsqueeze(2)?; // (b, t, 1, 1, hd)
+                let sin = sin.f_transpose(1, 2)?.f_unsqueeze(2)?;
+                let qk = apply_rope_fma(&y.f_narrow(2, 0, 2)?, &cos, &sin)?; // (b, t, 2, nh, hd)
+                let part = |src: &Tensor, i: i64| -> Result<Tensor> {
+                    Ok(src.f_select(2, i)?.f_transpose(1, 2)?) // (b, nh, t, hd)
+                };
+                return Ok((part(&qk, 0)?, part(&qk, 1)?, part(&y, 2)?));
             }
         };
         Ok((

@@ -38,9 +38,9 @@ impl DecoderLayer {
             Ffn::Moe(moe)
         };
         Ok(DecoderLayer {
-            input_ln: RmsNorm::load(&vs.sub("input_layernorm"), cfg.rms_norm_eps)?,
+            input_ln: norm(&vs.sub("input_layernorm"), cfg, o)?,
             attn: Attention::load(&vs.sub("self_attn"), cfg, fused, o.sdpa)?,
-            post_ln: RmsNorm::load(&vs.sub("post_attention_layernorm"), cfg.rms_norm_eps)?,
+            post_ln: norm(&vs.sub("post_attention_layernorm"), cfg, o)?,
             ffn,
         })
     }
@@ -59,6 +59,13 @@ impl DecoderLayer {
         };
         Ok(h.f_add(&f)?)
     }
+}
+
+/// An RMSNorm of the decoder, fused or not as `o` says.
+fn norm(vs: &WeightPath, cfg: &DecoderConfig, o: &ModelOptim) -> Result<RmsNorm> {
+    let mut n = RmsNorm::load(vs, cfg.rms_norm_eps)?;
+    n.fused = o.fused_rms_norm;
+    Ok(n)
 }
 
 #[derive(Debug)]
@@ -82,7 +89,7 @@ impl Decoder {
         Ok(Decoder {
             embed: m.get("embed_tokens.weight")?,
             layers,
-            norm: RmsNorm::load(&m.sub("norm"), cfg.rms_norm_eps)?,
+            norm: norm(&m.sub("norm"), cfg, optim)?,
             lm_head: vs.get("lm_head.weight")?,
             rope: Rope::new(cfg.head_dim, cfg.rope_theta, vs.device())?,
             max_positions: cfg.max_position_embeddings,

@@ -66,6 +66,14 @@ pub fn variants(kv_bucket: i64) -> Vec<(String, ModelOptim, StepPath)> {
             StepPath::Eager,
         ),
         (
+            "fused_rms_norm".into(),
+            ModelOptim {
+                fused_rms_norm: true,
+                ..e
+            },
+            StepPath::Eager,
+        ),
+        (
             "all+cuda_graph".into(),
             ModelOptim::FAST,
             StepPath::Graph { kv_bucket },

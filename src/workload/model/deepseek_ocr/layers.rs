@@ -58,6 +58,8 @@ impl LayerNorm {
 pub struct RmsNorm {
     pub weight: Tensor,
     pub eps: f64,
+    /// One `_fused_rms_norm` kernel (fp32 accumulation, the product rounded once) instead.
+    pub fused: bool,
 }
 
 impl RmsNorm {
@@ -65,10 +67,17 @@ impl RmsNorm {
         Ok(RmsNorm {
             weight: vs.get("weight")?,
             eps,
+            fused: false,
         })
     }
 
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        if self.fused {
+            let h = self.weight.size1()?;
+            return Ok(xs
+                .f_internal_fused_rms_norm(&[h][..], Some(&self.weight), self.eps)?
+                .0);
+        }
         let kind = xs.kind();
         let x32 = xs.f_to_kind(Kind::Float)?;
         let var = x32

@@ -90,6 +90,10 @@ impl Moe {
         let xs = x.f_reshape([b * t, h])?; // (n, h)
         let (w, idx) = self.route(&xs)?;
         let dispatch = match self.dispatch {
+            MoeDispatch::Grouped if !grouped_mm_supported(x) => MoeDispatch::Auto,
+            d => d,
+        };
+        let dispatch = match dispatch {
             MoeDispatch::Auto if b * t <= GATHER_MAX_TOKENS => MoeDispatch::Gathered,
             MoeDispatch::Auto => MoeDispatch::Sorted,
             d => d,
@@ -196,6 +200,12 @@ impl Moe {
         let outs = gmm(&act, &self.w_down)?; // (n·k, h), sorted order
         unsort(&outs, &order, n, k, h)
     }
+}
+
+/// `_grouped_mm` runs on the CPU in any float dtype but on CUDA only in bf16; elsewhere
+/// `Grouped` falls back to `Auto` (gathered weights for a few tokens, else the per-expert loop).
+pub fn grouped_mm_supported(x: &Tensor) -> bool {
+    x.device() == tch::Device::Cpu || x.kind() == Kind::BFloat16
 }
 
 /// Rows in expert-sorted order back to slot order, as [N,k,H].

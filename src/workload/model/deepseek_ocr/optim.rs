@@ -17,6 +17,9 @@ pub struct ModelOptim {
     /// Preallocated KV cache written in place; off: grows by concatenation every step (HF
     /// `DynamicCache`).
     pub static_kv_cache: bool,
+    /// libtorch's one-kernel RMSNorm (`_fused_rms_norm`, fp32 accumulation, one rounding);
+    /// off: HF's eight-op version (fp32 normalise, round, scale in the model dtype).
+    pub fused_rms_norm: bool,
 }
 
 impl ModelOptim {
@@ -26,6 +29,7 @@ impl ModelOptim {
         grouped_moe: false,
         sdpa: false,
         static_kv_cache: false,
+        fused_rms_norm: false,
     };
 
     /// Everything on.
@@ -34,18 +38,20 @@ impl ModelOptim {
         grouped_moe: true,
         sdpa: true,
         static_kv_cache: true,
+        fused_rms_norm: true,
     };
 }
 
 impl Default for ModelOptim {
     /// The configuration the model used before the switches existed: split projections,
-    /// `MoeDispatch::Auto`, SDPA, static cache.
+    /// `MoeDispatch::Auto`, SDPA, static cache, HF's RMSNorm.
     fn default() -> Self {
         ModelOptim {
             fused_projections: false,
             grouped_moe: false,
             sdpa: true,
             static_kv_cache: true,
+            fused_rms_norm: false,
         }
     }
 }

@@ -1,0 +1,494 @@
+#!/usr/bin/env python3
+"""Python half of the speed benchmark of llmprof's DeepSeek-OCR workload against HF transformers.
+
+scripts/bench_vs_hf.sh runs `llmprof stage1` once per batch size, then calls
+
+    python3 scripts/bench_vs_hf.py --llmprof-run 1=DIR1 --llmprof-run 8=DIR8 ... \\
+        [--new-tokens 128] [--prompt-len N] [--arch full|tiny] [--device cuda|cpu] \\
+        [--dtype bf16|fp32] [--seed 0] [--repeats 3] [--skip-hf] [--out-md PATH] [--out-json PATH]
+
+It reads each run's metrics.json (docs/metrics-schema.md), times the HF reference decoder at the
+same batch sizes, and prints one markdown table: llmprof, HF, their ratio (how many times better
+llmprof is), the analytic floor from the run's peaks, and llmprof's fraction of that floor.
+
+The reference is transformers 5.17's DeepSeek-OCR-2 text decoder (same design as DeepSeek-OCR's:
+MHA + DeepSeek-V2 MoE) with random weights, wrapped as a causal LM (transformers has no text-only
+ForCausalLM for it) and driven through `generate()`: random token ids of the prompt length, no
+vision encoder. Prefill = median `generate(max_new_tokens=1)`; decode step = (median full
+`generate(max_new_tokens=N)` - prefill) / (N - 1).
+
+Needs python>=3.10; torch and transformers only without --skip-hf.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+SCRIPT_DIR = Path(__file__).resolve().parent
+MISSING = "—"
+
+
+def log(msg: str) -> None:
+    print(f"[bench_vs_hf] {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# llmprof runs
+
+@dataclasses.dataclass
+class LlmprofRun:
+    batch: int
+    dir: str
+    model: str
+    dtype: str
+    gpu: str | None
+    version: str
+    prompt_tokens: int
+    max_new_tokens: int
+    prefill_ms: float
+    vision_ms: float | None
+    step_ms: float
+    peak_allocated_gib: float | None
+    peak_tflops: float | None
+    peak_bandwidth_gbs: float | None
+    prefill_gflop: float | None
+    step_bytes: float | None
+    switches: dict[str, Any]
+
+
+def get(doc: Any, path: str, src: Path, required: bool = True) -> Any:
+    """`doc` at the dotted `path` (list indices as numbers). A missing or null value is None, or
+    exits naming the file and the field when `required`."""
+    cur = doc
+    for key in path.split("."):
+        if isinstance(cur, list) and key.isdigit() and int(key) < len(cur):
+            cur = cur[int(key)]
+        elif isinstance(cur, dict) and key in cur:
+            cur = cur[key]
+        else:
+            cur = None
+        if cur is None:
+            if required:
+                raise SystemExit(f"{src}: required field `{path}` is missing or null")
+            return None
+    return cur
+
+
+def read_run(batch: int, run_dir: Path) -> LlmprofRun:
+    src = run_dir / "metrics.json"
+    if not src.is_file():
+        raise SystemExit(f"{run_dir}: no metrics.json (is it an llmprof stage1 run directory?)")
+    try:
+        doc = json.loads(src.read_text())
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"{src}: not valid JSON ({e})") from e
+    run = LlmprofRun(
+        batch=batch,
+        dir=str(run_dir),
+        model=get(doc, "setup.model", src),
+        dtype=get(doc, "setup.dtype", src),
+        gpu=get(doc, "setup.gpu", src, required=False),
+        version=get(doc, "llmprof_version", src),
+        prompt_tokens=int(get(doc, "requests.0.prompt_tokens", src)),
+        max_new_tokens=int(get(doc, "setup.max_new_tokens", src)),
+        prefill_ms=float(get(doc, "stages.prefill.p50_ms", src)),
+        vision_ms=get(doc, "stages.vision.p50_ms", src, required=False),
+        step_ms=float(get(doc, "stages.decode_step.p50_ms", src)),
+        peak_allocated_gib=get(doc, "memory.peak_allocated_gib", src, required=False),
+        peak_tflops=get(doc, "peaks.peak_tflops", src, required=False),
+        peak_bandwidth_gbs=get(doc, "peaks.peak_bandwidth_gbs", src, required=False),
+        prefill_gflop=get(doc, "flops.prefill_gflop", src, required=False),
+        step_bytes=get(doc, "flops.decode_step_bytes_mean", src, required=False),
+        switches=get(doc, "optim.switches", src),
+    )
+    size = int(get(doc, "setup.batch_size", src))
+    if size != batch:
+        raise SystemExit(f"{src}: setup.batch_size is {size}, but it was given as --llmprof-run {batch}=...")
+    return run
+
+
+def parse_run_arg(s: str) -> tuple[int, Path]:
+    batch, sep, path = s.partition("=")
+    if not sep or not batch.isdigit() or int(batch) < 1 or not path:
+        raise argparse.ArgumentTypeError(f"{s!r}: expected BATCH=DIR, e.g. 8=runs/b8")
+    return int(batch), Path(path)
+
+
+# --------------------------------------------------------------------------------------------
+# HF reference
+
+@dataclasses.dataclass
+class HfResult:
+    batch: int
+    prefill_ms: float
+    full_ms: float
+    step_ms: float
+    tokens_per_s: float
+    peak_allocated_gib: float | None
+    prefill_runs_ms: list[float]
+    full_runs_ms: list[float]
+
+
+def hf_text_lm(arch: str, device: str, dtype: str, seed: int) -> Any:
+    """The HF decoder as a causal LM, configured as verify_vs_hf.py's `build_hf_decoder`, random
+    weights, parameters cast to `dtype` (RoPE buffers stay fp32, as with from_pretrained)."""
+    import torch
+    from torch import nn
+    from transformers import DeepseekOcr2TextConfig, GenerationMixin
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+    from transformers.models.deepseek_ocr2.modeling_deepseek_ocr2 import (
+        DeepseekOcr2TextModel,
+        DeepseekOcr2TextPreTrainedModel,
+    )
+
+    sys.path.insert(0, str(SCRIPT_DIR))
+    from verify_vs_hf import REAL_DEC, TINY_DEC, params_to
+
+    class TextLM(DeepseekOcr2TextPreTrainedModel, GenerationMixin):
+        """DeepseekOcr2TextModel + a bias-free lm_head, with LlamaForCausalLM's forward."""
+
+        def __init__(self, config: DeepseekOcr2TextConfig) -> None:
+            super().__init__(config)
+            self.model = DeepseekOcr2TextModel(config)
+            self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+            self.post_init()
+
+        @classmethod
+        def _can_set_experts_implementation(cls) -> bool:
+            # transformers decides by looking for "@use_experts_implementation" in the source of
+            # the class's module: this file would fall back to "eager", while the library's own
+            # DeepseekOcr2 classes (same experts module) get the default, "grouped_mm".
+            return True
+
+        def forward(
+            self,
+            input_ids: torch.LongTensor | None = None,
+            attention_mask: torch.Tensor | None = None,
+            position_ids: torch.LongTensor | None = None,
+            past_key_values: Any = None,
+            inputs_embeds: torch.FloatTensor | None = None,
+            use_cache: bool | None = None,
+            logits_to_keep: int | torch.Tensor = 0,
+            **kwargs: Any,
+        ) -> CausalLMOutputWithPast:
+            out = self.model(
+                input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                past_key_values=past_key_values, inputs_embeds=inputs_embeds, use_cache=use_cache,
+                **kwargs,
+            )
+            keep = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep
+            logits = self.lm_head(out.last_hidden_state[:, keep, :])
+            return CausalLMOutputWithPast(logits=logits, past_key_values=out.past_key_values)
+
+    d = TINY_DEC if arch == "tiny" else REAL_DEC
+    n = d["num_hidden_layers"]
+    assert not d["norm_topk_prob"], "HF DeepseekOcr2 router never renormalises"
+    cfg = DeepseekOcr2TextConfig(
+        vocab_size=d["vocab_size"], hidden_size=d["hidden_size"],
+        intermediate_size=d["intermediate_size"], moe_intermediate_size=d["moe_intermediate_size"],
+        num_hidden_layers=n, num_attention_heads=d["num_attention_heads"],
+        num_key_value_heads=d["num_key_value_heads"], n_routed_experts=d["n_routed_experts"],
+        n_shared_experts=d["n_shared_experts"], num_experts_per_tok=d["num_experts_per_tok"],
+        routed_scaling_factor=d["routed_scaling_factor"], topk_method="greedy", n_group=1, topk_group=1,
+        mlp_layer_types=["dense" if i < d["first_k_dense_replace"] else "sparse" for i in range(n)],
+        rms_norm_eps=d["rms_norm_eps"],
+        rope_parameters={"rope_type": "default", "rope_theta": d["rope_theta"]},
+        max_position_embeddings=d["max_position_embeddings"], hidden_act="silu",
+        attention_bias=False, mlp_bias=False, tie_word_embeddings=False,
+        bos_token_id=d["bos_token_id"], eos_token_id=d["eos_token_id"], pad_token_id=None,
+        attn_implementation="sdpa",
+    )
+    torch.manual_seed(seed)
+    with torch.device(device):
+        model = TextLM(cfg)
+    params_to(model, torch.bfloat16 if dtype == "bf16" else torch.float32)
+    return model.eval()
+
+
+def experts_impl(model: Any) -> str:
+    return str(getattr(model.config, "_experts_implementation", None))
+
+
+def bench_hf(model: Any, batches: list[int], prompt_len: int, new_tokens: int, repeats: int,
+             seed: int) -> list[HfResult]:
+    import torch
+
+    device = next(model.parameters()).device
+    cuda = device.type == "cuda"
+    eos = model.config.eos_token_id
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize(device)
+
+    def generate(ids: torch.Tensor, mask: torch.Tensor, n: int) -> float:
+        sync()
+        t0 = time.perf_counter()
+        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n,
+                             do_sample=False, pad_token_id=eos, eos_token_id=eos)
+        sync()
+        ms = (time.perf_counter() - t0) * 1e3
+        if out.shape != (ids.shape[0], ids.shape[1] + n):
+            raise SystemExit(f"HF generate returned {tuple(out.shape)}, expected {ids.shape[0]}x{ids.shape[1] + n}")
+        return ms
+
+    results = []
+    with torch.inference_mode():
+        for b in batches:
+            g = torch.Generator().manual_seed(seed)
+            ids = torch.randint(3, 100000, (b, prompt_len), generator=g).to(device)
+            mask = torch.ones_like(ids)
+            try:
+                generate(ids, mask, 2)
+            except RuntimeError as e:
+                # Safety net, as in verify_vs_hf.py: should torch's grouped_mm refuse this
+                # dtype/device, use HF's eager expert loop (recorded in the output).
+                if experts_impl(model) == "eager":
+                    raise
+                log(f"experts implementation {experts_impl(model)} failed ({e}); using eager")
+                model.set_experts_implementation("eager")
+                generate(ids, mask, 2)
+            prefill = [generate(ids, mask, 1) for _ in range(repeats)]
+            if cuda:
+                torch.cuda.reset_peak_memory_stats(device)
+            full = [generate(ids, mask, new_tokens) for _ in range(repeats)]
+            peak = torch.cuda.max_memory_allocated(device) / 2**30 if cuda and b == 1 else None
+            p, f = statistics.median(prefill), statistics.median(full)
+            step = (f - p) / (new_tokens - 1)
+            results.append(HfResult(batch=b, prefill_ms=p, full_ms=f, step_ms=step,
+                                    tokens_per_s=b * 1000.0 / step, peak_allocated_gib=peak,
+                                    prefill_runs_ms=prefill, full_runs_ms=full))
+            log(f"HF batch {b}: prefill {p:.2f} ms, full {f:.2f} ms, {step:.3f} ms/step")
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# Table
+
+@dataclasses.dataclass
+class Row:
+    metric: str
+    kind: str  # "ms", "tok_s" or "gib": how the value columns are formatted
+    llmprof: float | None
+    hf: float | None
+    ratio: float | None
+    floor: float | None
+    fraction: float | None
+
+
+def div(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def sub(a: float | None, b: float | None) -> float | None:
+    return a - b if a is not None and b is not None else None
+
+
+@dataclasses.dataclass
+class Floors:
+    prefill_ms: float | None  # analytic FLOPs ÷ peak TFLOP/s
+    decode_step_ms: float | None  # analytic bytes per step ÷ peak DRAM bandwidth
+    decode_tok_s_ceiling: float | None  # batch × 1000 ÷ decode_step_ms
+
+
+def floors(r: LlmprofRun) -> Floors:
+    prefill = div(r.prefill_gflop, r.peak_tflops)  # GFLOP / (TFLOP/s) = ms
+    bandwidth = r.peak_bandwidth_gbs * 1e9 if r.peak_bandwidth_gbs is not None else None
+    step = div(r.step_bytes, bandwidth)
+    step = step * 1e3 if step is not None else None
+    return Floors(prefill, step, div(r.batch * 1000.0, step))
+
+
+def table_rows(runs: list[LlmprofRun], fl: dict[int, Floors], hf: dict[int, HfResult]) -> list[Row]:
+    rows = []
+    for r in runs:
+        b, f, h = r.batch, fl[r.batch], hf.get(r.batch)
+        hf_prefill = h.prefill_ms if h else None
+        hf_step = h.step_ms if h else None
+        hf_tok_s = h.tokens_per_s if h else None
+        decoder_ms = sub(r.prefill_ms, r.vision_ms)
+        tok_s = b * 1000.0 / r.step_ms
+        rows += [
+            Row(f"prefill ms, batch {b} (llmprof incl. vision)", "ms", r.prefill_ms, hf_prefill,
+                div(hf_prefill, r.prefill_ms), f.prefill_ms, div(f.prefill_ms, r.prefill_ms)),
+            Row(f"prefill ms, batch {b}, decoder only", "ms", decoder_ms, hf_prefill,
+                div(hf_prefill, decoder_ms), None, None),
+            Row(f"decode ms/step, batch {b}", "ms", r.step_ms, hf_step, div(hf_step, r.step_ms),
+                f.decode_step_ms, div(f.decode_step_ms, r.step_ms)),
+            Row(f"decode tok/s, batch {b}", "tok_s", tok_s, hf_tok_s, div(tok_s, hf_tok_s),
+                f.decode_tok_s_ceiling, div(tok_s, f.decode_tok_s_ceiling)),
+        ]
+    one = next((r for r in runs if r.batch == 1), None)
+    if one is not None:
+        hf_peak = hf[1].peak_allocated_gib if 1 in hf else None
+        rows.append(Row("peak GPU memory GiB, batch 1", "gib", one.peak_allocated_gib, hf_peak,
+                        div(hf_peak, one.peak_allocated_gib), None, None))
+    return rows
+
+
+def fmt_value(x: float | None, kind: str) -> str:
+    if x is None:
+        return MISSING
+    if kind == "gib":
+        return f"{x:.2f}"
+    if kind == "tok_s":
+        return f"{x:,.0f}" if x >= 100 else f"{x:.1f}"
+    if x >= 100:
+        return f"{x:,.1f}"
+    return f"{x:.2f}" if x >= 1 else f"{x:.3g}"
+
+
+def fmt_ratio(x: float | None) -> str:
+    if x is None:
+        return MISSING
+    return f"{x:.1f}×" if x >= 10 else f"{x:.2f}×" if x >= 1 else f"{x:.2g}×"
+
+
+def fmt_pct(x: float | None) -> str:
+    return MISSING if x is None else (f"{x * 100:.1f} %" if x >= 0.01 else f"{x * 100:.2g} %")
+
+
+def render_table(rows: list[Row]) -> list[str]:
+    cells = [["metric", "llmprof", "HF", "ratio", "floor", "fraction of floor"]]
+    for r in rows:
+        cells.append([r.metric, fmt_value(r.llmprof, r.kind), fmt_value(r.hf, r.kind), fmt_ratio(r.ratio),
+                      fmt_value(r.floor, r.kind), fmt_pct(r.fraction)])
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]))]
+    just: list[Callable[[str, int], str]] = [str.ljust] + [str.rjust] * (len(widths) - 1)
+    line = lambda c: "| " + " | ".join(j(s, w) for j, s, w in zip(just, c, widths)) + " |"
+    sep = "|" + "|".join("-" * (w + 1) + ":" if i else ":" + "-" * (w + 1) for i, w in enumerate(widths)) + "|"
+    return [line(cells[0]), sep] + [line(c) for c in cells[1:]]
+
+
+def distinct(values: list[Any]) -> str:
+    seen = []
+    for v in values:
+        if v not in seen:
+            seen.append(v)
+    return "; ".join(MISSING if v is None else str(v) for v in seen)
+
+
+# --------------------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--llmprof-run", type=parse_run_arg, action="append", required=True, metavar="BATCH=DIR",
+                    help="an llmprof stage1 run directory (metrics.json) at this batch size; repeatable")
+    ap.add_argument("--new-tokens", type=int, default=128, help="HF tokens generated per timed run (>= 2)")
+    ap.add_argument("--prompt-len", type=int, default=None,
+                    help="HF prompt tokens (default: requests[0].prompt_tokens of the first llmprof run)")
+    ap.add_argument("--arch", choices=["full", "tiny"], default="full",
+                    help="HF decoder dimensions: DeepSeek-OCR's, or verify_vs_hf.py's TINY_DEC")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
+    ap.add_argument("--seed", type=int, default=0, help="HF weights and input ids")
+    ap.add_argument("--repeats", type=int, default=3, help="timed HF generate calls per median")
+    ap.add_argument("--skip-hf", action="store_true", help="no HF reference: its columns print " + MISSING)
+    ap.add_argument("--out-md", type=Path, default=None, help="write the table and its notes here")
+    ap.add_argument("--out-json", type=Path, default=None, help="write every raw number here")
+    a = ap.parse_args(argv)
+    if a.new_tokens < 2:
+        ap.error("--new-tokens must be >= 2 (the decode step is (full - prefill) / (new tokens - 1))")
+    if a.repeats < 1:
+        ap.error("--repeats must be >= 1")
+    batches = [b for b, _ in a.llmprof_run]
+    if len(set(batches)) != len(batches):
+        ap.error(f"a batch size is given twice: {batches}")
+
+    by_batch = {b: read_run(b, d) for b, d in a.llmprof_run}
+    runs = [by_batch[b] for b in sorted(by_batch)]
+    prompt_len = a.prompt_len if a.prompt_len is not None else by_batch[batches[0]].prompt_tokens
+    if prompt_len < 1:
+        ap.error("--prompt-len must be >= 1")
+    for r in [] if a.skip_hf else runs:
+        if r.dtype != a.dtype:
+            log(f"warning: llmprof batch {r.batch} ran in {r.dtype}, the HF reference in {a.dtype}")
+        if ("tiny" in r.model) != (a.arch == "tiny"):
+            log(f"warning: llmprof batch {r.batch} ran model {r.model}, the HF reference is --arch {a.arch}")
+
+    hf: dict[int, HfResult] = {}
+    hf_experts = hf_device = transformers_version = torch_version = None
+    if not a.skip_hf:
+        import torch
+        import transformers
+
+        if a.device == "cuda" and not torch.cuda.is_available():
+            raise SystemExit("--device cuda but torch sees no GPU (use --device cpu or --skip-hf)")
+        t0 = time.time()
+        model = hf_text_lm(a.arch, a.device, a.dtype, a.seed)
+        log(f"HF decoder ({a.arch}, {a.dtype}, {model.config._attn_implementation} attention, "
+            f"{experts_impl(model)} experts) built on {a.device} in {time.time() - t0:.1f}s")
+        hf = {h.batch: h for h in bench_hf(model, [r.batch for r in runs], prompt_len, a.new_tokens,
+                                            a.repeats, a.seed)}
+        hf_experts = experts_impl(model)
+        hf_device = torch.cuda.get_device_name() if a.device == "cuda" else "cpu"
+        transformers_version, torch_version = transformers.__version__, torch.__version__
+
+    fl = {r.batch: floors(r) for r in runs}
+    rows = table_rows(runs, fl, hf)
+    env = {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "gpu": distinct([r.gpu for r in runs]),
+        "llmprof_version": distinct([r.version for r in runs]),
+        "llmprof_prompt_tokens": {r.batch: r.prompt_tokens for r in runs},
+        "llmprof_max_new_tokens": {r.batch: r.max_new_tokens for r in runs},
+        "prompt_len": prompt_len,
+        "new_tokens": a.new_tokens,
+        "arch": a.arch,
+        "dtype": a.dtype,
+        "seed": a.seed,
+        "repeats": a.repeats,
+        "hf_skipped": a.skip_hf,
+        "hf_device": hf_device,
+        "hf_attn_implementation": None if a.skip_hf else "sdpa",
+        "hf_experts_implementation": hf_experts,
+        "transformers": transformers_version,
+        "torch": torch_version,
+    }
+    switches = distinct([json.dumps(r.switches, sort_keys=True) for r in runs])
+    hf_line = "skipped" if a.skip_hf else (
+        f"transformers {env['transformers']}, torch {env['torch']}, sdpa attention, {hf_experts} experts, "
+        f"random weights, median of {a.repeats} generate() calls on {hf_device}")
+    md = render_table(rows) + [
+        "",
+        f"- date: {env['date_utc']}; GPU: {env['gpu']}; llmprof {env['llmprof_version']}",
+        f"- HF prompt {prompt_len} random tokens (llmprof prompt tokens by batch, image tokens included: "
+        f"{', '.join(f'{b}: {n}' for b, n in env['llmprof_prompt_tokens'].items())}), "
+        f"HF new tokens {a.new_tokens} (llmprof max_new_tokens by batch: "
+        f"{', '.join(f'{b}: {n}' for b, n in env['llmprof_max_new_tokens'].items())}), "
+        f"dtype {a.dtype}, arch {a.arch}",
+        f"- HF reference: {hf_line}",
+        f"- llmprof runtime.optim switches: {switches}",
+        "- ratio: how many times better llmprof is (HF/llmprof for times and memory, llmprof/HF for tok/s)",
+        "- decode floor = analytic bytes per step ÷ peak DRAM bandwidth from metrics.json peaks; "
+        "prefill floor = analytic FLOPs ÷ peak tensor TFLOP/s; the HF prefill is the text decoder only, "
+        "llmprof's includes the vision encoder; the tok/s floor column is the ceiling batch × 1000 ÷ decode floor",
+        "- decoder-only prefill = llmprof prefill p50 − vision p50 (an approximation: the p50 of a "
+        "difference is not the difference of p50s); llmprof's peak memory includes the vision encoder",
+    ]
+    text = "\n".join(md) + "\n"
+    print(text, end="")
+    if a.out_md:
+        a.out_md.parent.mkdir(parents=True, exist_ok=True)
+        a.out_md.write_text(text)
+    if a.out_json:
+        a.out_json.parent.mkdir(parents=True, exist_ok=True)
+        a.out_json.write_text(json.dumps({
+            "llmprof": [dataclasses.asdict(r) for r in runs],
+            "hf": [dataclasses.asdict(h) for h in hf.values()],
+            "floors": {b: dataclasses.asdict(f) for b, f in fl.items()},
+            "table": [dataclasses.asdict(r) for r in rows],
+            "env": env,
+        }, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
