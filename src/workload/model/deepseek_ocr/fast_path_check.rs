@@ -1,9 +1,15 @@
 //! Correctness of the fast path against the eager path: every `runtime.optim` switch alone, and
-//! all of them together with the fixed-shape (CUDA-graph) decode step, run the same seeded
-//! decoder on the same left-padded prompts. Decode is teacher-forced with the eager tokens, so
-//! each step compares like with like: greedy tokens must be identical in fp32, and logits must
-//! stay within a relative tolerance in bf16. The CPU tests run it on the tiny architecture; on a
-//! GPU `llmprof debug fast-path` runs it at full size, where the graphs are really captured.
+//! all of them together with the fixed-shape (CUDA-graph) decode step, run one seeded decoder on
+//! the same left-padded prompts. Decode is teacher-forced with the fp32 eager tokens, so each
+//! step compares like with like.
+//! - fp32: greedy tokens must be identical to eager at every step.
+//! - bf16: a variant rounds differently from eager bf16, so comparing the two only measures
+//!   rounding noise. The check instead compares both with the fp32 eager logits (the same model
+//!   before rounding) and fails when a variant's error exceeds the eager bf16 path's own error
+//!   by more than [`BF16_ERROR_GROWTH_MAX`]: an optimisation may round differently, but it may
+//!   not make bf16 less accurate.
+//! The CPU tests run it on the tiny architecture; on a GPU `llmprof debug fast-path` runs it at
+//! full size, where the graphs are really captured.
 
 use super::graph_decode::{DecodeSession, StepPath};
 use super::optim::ModelOptim;
@@ -13,8 +19,11 @@ use llmprof::region::NoopObserver;
 use serde::Serialize;
 use tch::{Device, Kind, Tensor};
 
-/// Largest |logit difference| / largest |eager logit| over all steps allowed in bf16.
-pub const BF16_REL_TOLERANCE: f64 = 3e-2;
+/// Largest allowed ratio of a bf16 variant's logit error to the eager bf16 error (both against
+/// fp32 eager). Correct variants only round differently, and on the tiny model their ratio
+/// spread over 0.68–1.73 across seeds; a real defect (wrong mask, position or weight) gives
+/// errors of order 1, far above.
+pub const BF16_ERROR_GROWTH_MAX: f64 = 2.0;
 
 /// One variant against the eager reference.
 #[derive(Debug, Clone, Serialize)]
@@ -22,10 +31,13 @@ pub struct VariantCheck {
     pub variant: String,
     pub dtype: String,
     pub steps: usize,
-    /// Steps (prefill's next token included) whose greedy token differs from the eager one.
+    /// Steps (prefill's next token included) whose greedy token differs from fp32 eager.
     pub token_mismatches: usize,
     pub first_mismatch: Option<usize>,
-    pub max_rel_logit_diff: f64,
+    /// ‖logits − fp32 eager logits‖ / ‖fp32 eager logits‖ over all steps.
+    pub rel_logit_error: f64,
+    /// bf16 only: the same measure for the eager bf16 path (the rounding error it starts from).
+    pub eager_bf16_rel_logit_error: Option<f64>,
     /// Graphs captured (0 without a GPU or on the eager step path).
     pub graphs_captured: usize,
     pub passed: bool,
@@ -132,61 +144,83 @@ fn run(
     Ok(trace)
 }
 
-/// Seeded decoder weights, made once and shared by every variant (libtorch's generator is
-/// global, so regenerating them per variant is only reproducible without concurrent users).
-fn decoder_weights(cfg: &ArchConfig, seed: i64, device: Device, kind: Kind) -> Result<Weights> {
-    Weights::synthetic(cfg, &[Part::Decoder], seed, device, kind)
+/// Seeded fp32 decoder weights, made once and shared by every variant (libtorch's generator
+/// is global, so regenerating them per variant is only reproducible without concurrent users).
+fn decoder_weights(cfg: &ArchConfig, seed: i64, device: Device) -> Result<Weights> {
+    Weights::synthetic(cfg, &[Part::Decoder], seed, device, Kind::Float)
 }
 
-/// Runs every variant against the eager reference in `kind` for `steps` decode steps.
+/// Relative L2 error ‖a − b‖ / ‖b‖ over the logits of all steps of two traces (a max-based
+/// measure is dominated by single outliers and too noisy to compare roundings).
+fn rel_l2_error(a: &Trace, b: &Trace) -> Result<f64> {
+    let (mut diff2, mut norm2) = (0.0, 0.0);
+    for (x, y) in a.logits.iter().zip(&b.logits) {
+        diff2 += x
+            .f_sub(y)?
+            .f_square()?
+            .f_sum(Kind::Double)?
+            .f_double_value(&[])?;
+        norm2 += y.f_square()?.f_sum(Kind::Double)?.f_double_value(&[])?;
+    }
+    Ok((diff2 / norm2.max(1e-300)).sqrt())
+}
+
+/// Runs every variant in fp32 and in bf16 against the fp32 eager reference for `steps` decode
+/// steps.
 pub fn check(
     cfg: &ArchConfig,
     device: Device,
-    kind: Kind,
     seed: i64,
     prompts: &[Vec<i64>],
     steps: usize,
     kv_bucket: i64,
 ) -> Result<Vec<VariantCheck>> {
-    let weights = decoder_weights(cfg, seed, device, kind)?;
+    let w32 = decoder_weights(cfg, seed, device)?;
     let reference = {
-        let m = DeepseekOcr::load_with(weights.shallow_clone(), cfg, &ModelOptim::EAGER)?;
+        let m = DeepseekOcr::load_with(w32.shallow_clone(), cfg, &ModelOptim::EAGER)?;
         run(&m, StepPath::Eager, prompts, steps, None)?
     };
-    let dtype = if kind == Kind::BFloat16 {
-        "bf16"
-    } else {
-        "fp32"
-    };
+    let forced = Some(&reference.tokens[..]);
     let mut out = Vec::new();
-    for (name, optim, path) in variants(kv_bucket) {
-        let m = DeepseekOcr::load_with(weights.shallow_clone(), cfg, &optim)?;
-        let t = run(&m, path, prompts, steps, Some(&reference.tokens))?;
-        drop(m);
-        let mismatched: Vec<usize> = (0..t.tokens.len())
-            .filter(|&i| t.tokens[i] != reference.tokens[i])
-            .collect();
-        let mut rel: f64 = 0.0;
-        for (a, b) in t.logits.iter().zip(&reference.logits) {
-            let scale = b.f_abs()?.f_max()?.f_double_value(&[])?.max(1e-30);
-            let diff = a.f_sub(b)?.f_abs()?.f_max()?.f_double_value(&[])?;
-            rel = rel.max(diff / scale);
-        }
-        let passed = if kind == Kind::Float {
-            mismatched.is_empty()
+    for kind in [Kind::Float, Kind::BFloat16] {
+        let w = if kind == Kind::Float {
+            w32.shallow_clone()
         } else {
-            rel <= BF16_REL_TOLERANCE
+            w32.to_kind(kind)?
         };
-        out.push(VariantCheck {
-            variant: name,
-            dtype: dtype.into(),
-            steps,
-            token_mismatches: mismatched.len(),
-            first_mismatch: mismatched.first().copied(),
-            max_rel_logit_diff: rel,
-            graphs_captured: t.graphs_captured,
-            passed,
-        });
+        let eager_err = if kind == Kind::Float {
+            None
+        } else {
+            let m = DeepseekOcr::load_with(w.shallow_clone(), cfg, &ModelOptim::EAGER)?;
+            Some(rel_l2_error(
+                &run(&m, StepPath::Eager, prompts, steps, forced)?,
+                &reference,
+            )?)
+        };
+        for (name, optim, path) in variants(kv_bucket) {
+            let m = DeepseekOcr::load_with(w.shallow_clone(), cfg, &optim)?;
+            let t = run(&m, path, prompts, steps, forced)?;
+            drop(m);
+            let mismatched: Vec<usize> = (0..t.tokens.len())
+                .filter(|&i| t.tokens[i] != reference.tokens[i])
+                .collect();
+            let rel = rel_l2_error(&t, &reference)?;
+            let passed = match eager_err {
+                None => mismatched.is_empty(),
+                Some(e) => rel <= e * BF16_ERROR_GROWTH_MAX,
+            };
+            out.push(VariantCheck {
+                variant: name,
+                dtype: if kind == Kind::Float { "fp32" } else { "bf16" }.into(),
+                steps,
+                token_mismatches: mismatched.len(),
+                first_mismatch: mismatched.first().copied(),
+                rel_logit_error: rel,
+                eager_bf16_rel_logit_error: eager_err,
+                graphs_captured: t.graphs_captured,
+                passed,
+            });
+        }
     }
     Ok(out)
 }
@@ -215,33 +249,46 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_switch_matches_eager_for_64_greedy_steps_in_fp32() {
+    fn every_switch_matches_eager_in_fp32_and_keeps_bf16_accuracy() {
         let cfg = ArchConfig::tiny();
         // Two rows of different lengths: left padding, masks and per-row positions matter.
         let p = prompts(&[23, 9], cfg.decoder.vocab_size, 1);
         // A 16-slot bucket makes the fixed-shape step cross five KV windows.
-        let checks = check(&cfg, Device::Cpu, Kind::Float, 5, &p, 64, 16).unwrap();
-        assert_eq!(checks.len(), variants(16).len());
+        let checks = check(&cfg, Device::Cpu, 5, &p, 64, 16).unwrap();
+        assert_eq!(checks.len(), 2 * variants(16).len());
         for c in &checks {
             assert!(c.passed, "{c:?}");
-            assert!(c.max_rel_logit_diff < 1e-4, "{c:?}");
+            if c.dtype == "fp32" {
+                assert!(c.rel_logit_error < 1e-5, "{c:?}");
+            } else {
+                // bf16 really rounds: a zero error would mean the bf16 run used fp32 weights.
+                assert!(c.eager_bf16_rel_logit_error.unwrap() > 1e-4, "{c:?}");
+            }
         }
     }
 
     #[test]
-    fn fast_path_logits_stay_within_bf16_tolerance() {
+    fn a_wrong_model_is_far_outside_the_bf16_bound() {
+        // What a defect looks like to the measure: another model's logits (different weights)
+        // against the reference give an error of order 1, far above the bound times the eager
+        // bf16 error (~1e-2).
         let cfg = ArchConfig::tiny();
-        let p = prompts(&[17, 30], cfg.decoder.vocab_size, 2);
-        let checks = check(&cfg, Device::Cpu, Kind::BFloat16, 9, &p, 16, 8).unwrap();
-        for c in &checks {
-            assert!(c.passed, "{c:?}");
-        }
+        let p = prompts(&[12], cfg.decoder.vocab_size, 4);
+        let trace = |seed: i64| {
+            let w = decoder_weights(&cfg, seed, Device::Cpu).unwrap();
+            let m = DeepseekOcr::load_with(w, &cfg, &ModelOptim::EAGER).unwrap();
+            run(&m, StepPath::Eager, &p, 8, None).unwrap()
+        };
+        let (a, b) = (trace(1), trace(2));
+        assert_eq!(rel_l2_error(&a, &a).unwrap(), 0.0);
+        let e = rel_l2_error(&b, &a).unwrap();
+        assert!(e > 0.5, "{e}");
     }
 
     #[test]
     fn a_session_reuses_its_cache_across_requests_of_other_lengths() {
         let cfg = ArchConfig::tiny();
-        let w = decoder_weights(&cfg, 3, Device::Cpu, Kind::Float).unwrap();
+        let w = decoder_weights(&cfg, 3, Device::Cpu).unwrap();
         let m = DeepseekOcr::load_with(w.shallow_clone(), &cfg, &ModelOptim::FAST).unwrap();
         let eager = DeepseekOcr::load_with(w, &cfg, &ModelOptim::EAGER).unwrap();
         let path = StepPath::Graph { kv_bucket: 8 };

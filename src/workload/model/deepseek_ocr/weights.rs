@@ -488,6 +488,21 @@ impl Weights {
         }
     }
 
+    /// The same weights rounded to `kind` (e.g. bf16 copies of fp32 weights, so both dtypes run
+    /// one model).
+    pub fn to_kind(&self, kind: Kind) -> Result<Self> {
+        Ok(Weights {
+            tensors: self
+                .tensors
+                .iter()
+                .map(|(n, t)| Ok((n.clone(), t.f_to_kind(kind)?)))
+                .collect::<Result<_>>()?,
+            parts: self.parts.clone(),
+            device: self.device,
+            kind,
+        })
+    }
+
     /// Wraps tensors that already carry official names (tests, converters).
     pub fn from_tensors(
         tensors: HashMap<String, Tensor>,
