@@ -22,12 +22,35 @@ pub struct Stage2<'a> {
 /// Kernel names for ncu: the function name without namespace, template or parameters, which is
 /// what `--kernel-name-base function` matches (e.g. `indexSelectSmallIndex`).
 pub fn kernel_base_name(full: &str) -> String {
+    if let Some(nested) = full.strip_prefix("_ZN") {
+        return mangled_base_name(nested);
+    }
     let s = full
         .trim_start_matches("void ")
         .replace("(anonymous namespace)", "");
     let cut = s.find(['<', '(']).unwrap_or(s.len());
     let head = &s[..cut];
     head.rsplit("::").next().unwrap_or(head).trim().to_string()
+}
+
+/// The last name of an Itanium-mangled nested name (`7cutlass13device_kernelI…` →
+/// `device_kernel`): Kineto reports kernels it could not demangle (deep CUTLASS templates such as
+/// torch._grouped_mm's) in that form, while ncu matches demangled function names.
+fn mangled_base_name(nested: &str) -> String {
+    let mut rest = nested;
+    let mut last = "";
+    loop {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let Ok(len) = rest[..digits].parse::<usize>() else {
+            break;
+        };
+        let Some(name) = rest.get(digits..digits + len) else {
+            break;
+        };
+        last = name;
+        rest = &rest[digits + len..];
+    }
+    last.to_string()
 }
 
 /// `regex:` value matching one kernel base name, tolerant of namespaces and template suffixes.
@@ -403,6 +426,12 @@ mod tests {
             kernel_base_name("void at::native::elementwise_kernel<128, 4, F>(int, F)"),
             "elementwise_kernel"
         );
+        // Kineto leaves deep CUTLASS templates (torch._grouped_mm's kernel) mangled.
+        assert_eq!(
+            kernel_base_name("_ZN7cutlass13device_kernelIN2at4cuda6detail25enable_3x_kernel_for_sm9xINS_4gemm6kernelEEEEvNT_6ParamsE"),
+            "device_kernel"
+        );
+        assert_eq!(kernel_base_name("_ZN3foo"), "foo");
     }
 
     #[test]
