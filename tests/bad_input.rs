@@ -190,3 +190,69 @@ fn no_run_directory_for_cfg() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!Path::new(&dir.join("tmp")).exists());
 }
+
+#[test]
+fn cuda_graph_without_its_prerequisites_names_the_fix() {
+    let err = fails(
+        "graph-growing-cache",
+        &["stage1", "runtime.optim.static_kv_cache=false"],
+    );
+    assert!(
+        err.contains("runtime.optim.cuda_graph=true needs runtime.optim.static_kv_cache=true")
+            && err.contains(
+                "fix: set runtime.optim.static_kv_cache=true, or runtime.optim.cuda_graph=false"
+            ),
+        "{err}"
+    );
+    let err = fails(
+        "graph-expert-loop",
+        &["stage1", "runtime.optim.grouped_moe=false"],
+    );
+    assert!(
+        err.contains("needs runtime.optim.grouped_moe=true") && err.contains("fix:"),
+        "{err}"
+    );
+    let err = fails(
+        "graph-bucket",
+        &["stage1", "runtime.optim.graph_kv_bucket=0"],
+    );
+    assert!(err.contains("runtime.optim.graph_kv_bucket"), "{err}");
+}
+
+#[test]
+fn runtime_eager_turns_every_switch_off() {
+    let dir = scratch("runtime-eager");
+    let conf = product_conf();
+    let out = run_in(
+        &dir,
+        &[
+            "--config-dir",
+            &conf,
+            "stage1",
+            "runtime=eager",
+            "--cfg",
+            "job",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let tree: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let optim = &tree["runtime"]["optim"];
+    for key in [
+        "cuda_graph",
+        "fused_projections",
+        "grouped_moe",
+        "sdpa",
+        "static_kv_cache",
+        "fused_rms_norm",
+        "sync_free_decode",
+    ] {
+        assert_eq!(optim[key], serde_yaml::Value::Bool(false), "{key}: {text}");
+    }
+    // The rest of the runtime group still comes from default.yaml.
+    assert_eq!(
+        tree["runtime"]["repeats"],
+        serde_yaml::Value::from(3),
+        "{text}"
+    );
+}

@@ -141,7 +141,7 @@ fn cuda_profile_attributes_kernels_and_shim_cuda_calls_work() {
     ffi::cuda_device_synchronize().unwrap();
     let mut graph = ffi::CudaGraph::new().unwrap();
     graph
-        .capture(|| -> Result<(), ffi::ShimError> {
+        .capture(None, || -> Result<(), ffi::ShimError> {
             out.copy_(&a.mm(&b));
             Ok(())
         })
