@@ -8,6 +8,7 @@
 //!   before rounding) and fails when a variant's error exceeds the eager bf16 path's own error
 //!   by more than [`BF16_ERROR_GROWTH_MAX`]: an optimisation may round differently, but it may
 //!   not make bf16 less accurate.
+//!
 //! The CPU tests run it on the tiny architecture; on a GPU `llmprof debug fast-path` runs it at
 //! full size, where the graphs are really captured.
 

@@ -145,7 +145,7 @@ impl DecodeSession {
             .context("no request was begun")?;
         let cache_len = state.cache.len();
         let window = round_up(cache_len + 1, kv_bucket).min(state.cache.capacity());
-        let _ = state.tokens.f_copy_(tokens)?;
+        state.tokens.f_copy_(tokens)?;
         if let Some((graph, logits)) = state.graphs.get_mut(&window) {
             {
                 let _s = obs.enter(Region::DecodeStep);
