@@ -149,7 +149,7 @@ def hf_text_lm(arch: str, device: str, dtype: str, seed: int) -> Any:
     )
 
     sys.path.insert(0, str(SCRIPT_DIR))
-    from verify_vs_hf import REAL_DEC, TINY_DEC, params_to
+    from verify_vs_hf import REAL_DEC, TINY_DEC, hf_text_config, params_to
 
     class TextLM(DeepseekOcr2TextPreTrainedModel, GenerationMixin):
         """DeepseekOcr2TextModel + a bias-free lm_head, with LlamaForCausalLM's forward."""
@@ -187,24 +187,7 @@ def hf_text_lm(arch: str, device: str, dtype: str, seed: int) -> Any:
             logits = self.lm_head(out.last_hidden_state[:, keep, :])
             return CausalLMOutputWithPast(logits=logits, past_key_values=out.past_key_values)
 
-    d = TINY_DEC if arch == "tiny" else REAL_DEC
-    n = d["num_hidden_layers"]
-    assert not d["norm_topk_prob"], "HF DeepseekOcr2 router never renormalises"
-    cfg = DeepseekOcr2TextConfig(
-        vocab_size=d["vocab_size"], hidden_size=d["hidden_size"],
-        intermediate_size=d["intermediate_size"], moe_intermediate_size=d["moe_intermediate_size"],
-        num_hidden_layers=n, num_attention_heads=d["num_attention_heads"],
-        num_key_value_heads=d["num_key_value_heads"], n_routed_experts=d["n_routed_experts"],
-        n_shared_experts=d["n_shared_experts"], num_experts_per_tok=d["num_experts_per_tok"],
-        routed_scaling_factor=d["routed_scaling_factor"], topk_method="greedy", n_group=1, topk_group=1,
-        mlp_layer_types=["dense" if i < d["first_k_dense_replace"] else "sparse" for i in range(n)],
-        rms_norm_eps=d["rms_norm_eps"],
-        rope_parameters={"rope_type": "default", "rope_theta": d["rope_theta"]},
-        max_position_embeddings=d["max_position_embeddings"], hidden_act="silu",
-        attention_bias=False, mlp_bias=False, tie_word_embeddings=False,
-        bos_token_id=d["bos_token_id"], eos_token_id=d["eos_token_id"], pad_token_id=None,
-        attn_implementation="sdpa",
-    )
+    cfg = hf_text_config(TINY_DEC if arch == "tiny" else REAL_DEC, None)
     torch.manual_seed(seed)
     with torch.device(device):
         model = TextLM(cfg)

@@ -167,13 +167,15 @@ def official_sam_shapes(c: dict) -> dict[str, tuple]:
 # --------------------------------------------------------------------------------------------
 # HF modules and name maps
 
-def build_hf_decoder(d: dict, device: torch.device, experts_impl: str):
-    """DeepseekOcr2TextModel (no `model.` prefix) + a bias-free lm_head Linear, as
-    DeepseekOcr2ForConditionalGeneration builds it; fp32."""
-    from transformers import DeepseekOcr2TextConfig, DeepseekOcr2TextModel
+def hf_text_config(d: dict, experts_impl: str | None):
+    """DeepseekOcr2TextConfig for DeepSeek-OCR's decoder dimensions `d` (spec §1), SDPA attention;
+    `experts_impl` None leaves transformers' default experts implementation."""
+    from transformers import DeepseekOcr2TextConfig
 
+    assert not d["norm_topk_prob"], "HF DeepseekOcr2 router never renormalises"
     n = d["num_hidden_layers"]
-    cfg = DeepseekOcr2TextConfig(
+    extra = {} if experts_impl is None else {"experts_implementation": experts_impl}
+    return DeepseekOcr2TextConfig(
         vocab_size=d["vocab_size"], hidden_size=d["hidden_size"],
         intermediate_size=d["intermediate_size"], moe_intermediate_size=d["moe_intermediate_size"],
         num_hidden_layers=n, num_attention_heads=d["num_attention_heads"],
@@ -186,9 +188,16 @@ def build_hf_decoder(d: dict, device: torch.device, experts_impl: str):
         max_position_embeddings=d["max_position_embeddings"], hidden_act="silu",
         attention_bias=False, mlp_bias=False, tie_word_embeddings=False,
         bos_token_id=d["bos_token_id"], eos_token_id=d["eos_token_id"], pad_token_id=None,
-        attn_implementation="sdpa", experts_implementation=experts_impl,
+        attn_implementation="sdpa", **extra,
     )
-    assert not d["norm_topk_prob"], "HF DeepseekOcr2 router never renormalises"
+
+
+def build_hf_decoder(d: dict, device: torch.device, experts_impl: str):
+    """DeepseekOcr2TextModel (no `model.` prefix) + a bias-free lm_head Linear, as
+    DeepseekOcr2ForConditionalGeneration builds it; fp32."""
+    from transformers import DeepseekOcr2TextModel
+
+    cfg = hf_text_config(d, experts_impl)
     with torch.device(device):
         model = DeepseekOcr2TextModel(cfg)
         lm_head = torch.nn.Linear(d["hidden_size"], d["vocab_size"], bias=False)
