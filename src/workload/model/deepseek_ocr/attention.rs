@@ -37,26 +37,27 @@ impl Rope {
 
 /// x·cos + rotate_half(x)·sin with rotate_half([x1, x2]) = [−x2, x1].
 pub fn apply_rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
-    let d = x.size()[x.dim() - 1];
-    let x1 = x.f_narrow(-1, 0, d / 2)?;
-    let x2 = x.f_narrow(-1, d / 2, d / 2)?;
-    let rot = Tensor::f_cat(&[x2.f_neg()?, x1], -1)?;
-    Ok(x.f_mul(cos)?.f_add(&rot.f_mul(sin)?)?)
+    Ok(x.f_mul(cos)?.f_add(&rotate_half(x)?.f_mul(sin)?)?)
 }
 
-/// The q/k/v projections: three weights [H,H] or one concatenated [3H,H].
-/// [`apply_rope`] as x·cos + rotate_half(x)·sin with one fused multiply-add (`addcmul`).
+/// [`apply_rope`] with one fused multiply-add (`addcmul`) for the second term.
 pub fn apply_rope_fma(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    Ok(x.f_mul(cos)?.f_addcmul_(&rotate_half(x)?, sin)?)
+}
+
+/// rotate_half([x1, x2]) = [−x2, x1] over the last dim.
+fn rotate_half(x: &Tensor) -> Result<Tensor> {
     let d = x.size()[x.dim() - 1];
-    let rot = Tensor::f_cat(
+    Ok(Tensor::f_cat(
         &[
             x.f_narrow(-1, d / 2, d / 2)?.f_neg()?,
             x.f_narrow(-1, 0, d / 2)?,
         ],
         -1,
-    )?;
-    Ok(x.f_mul(cos)?.f_addcmul_(&rot, sin)?)
+    )?)
 }
+
+/// The q/k/v projections: three weights [H,H] or one concatenated [3H,H].
 
 #[derive(Debug)]
 enum Qkv {

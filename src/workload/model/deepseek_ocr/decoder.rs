@@ -102,15 +102,6 @@ impl Decoder {
         &self.optim
     }
 
-    /// Sets the expert dispatch of every MoE layer.
-    pub fn set_moe_dispatch(&mut self, d: MoeDispatch) {
-        for l in &mut self.layers {
-            if let Ffn::Moe(m) = &mut l.ffn {
-                m.dispatch = d;
-            }
-        }
-    }
-
     /// ids [B,T] (int64) → embeddings [B,T,H] (no scaling).
     pub fn embed(&self, ids: &Tensor) -> Result<Tensor> {
         Ok(Tensor::f_embedding(&self.embed, ids, -1, false, false)?)

@@ -75,10 +75,6 @@ impl DecodeSession {
         })
     }
 
-    pub fn path(&self) -> StepPath {
-        self.path
-    }
-
     /// True when steps are replayed from captured CUDA graphs (graph path on a GPU).
     pub fn captures_graphs(&self) -> bool {
         self.capture && matches!(self.path, StepPath::Graph { .. })

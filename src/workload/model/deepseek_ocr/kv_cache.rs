@@ -71,11 +71,6 @@ impl KvCache {
         })
     }
 
-    /// True for the concatenating (dynamic) cache.
-    pub fn is_growing(&self) -> bool {
-        self.growing
-    }
-
     /// Sets the left-pad length of every row; only before the first write.
     pub fn set_left_padding(&mut self, pad: &[i64]) -> Result<()> {
         ensure!(self.len == 0, "left padding must be set on an empty cache");

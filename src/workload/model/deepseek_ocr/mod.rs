@@ -35,7 +35,6 @@ use clip::Clip;
 use decoder::Decoder;
 use kv_cache::KvCache;
 use llmprof::region::{Region, RegionObserver};
-use moe::MoeDispatch;
 use optim::ModelOptim;
 use preprocess::PreparedImage;
 use projector::Projector;
@@ -144,13 +143,6 @@ impl DeepseekOcr {
 
     pub fn sam(&self) -> Result<&Sam> {
         self.sam.as_ref().context("SAM weights were not loaded")
-    }
-
-    /// Chooses how MoE layers evaluate experts (default `Auto`).
-    pub fn set_moe_dispatch(&mut self, d: MoeDispatch) {
-        if let Some(dec) = &mut self.decoder {
-            dec.set_moe_dispatch(d);
-        }
     }
 
     /// A zeroed static KV cache for `batch` rows of up to `capacity` tokens.
