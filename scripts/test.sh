@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command (README): unit and integration tests of both binaries, on CPU.
+# The test command (README): unit and integration tests of every crate of the workspace, on CPU.
 # GPU tests are `#[ignore]`d here; scripts/gpu_smoke.sh runs them on a GPU machine.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -7,4 +7,4 @@ if [ -z "${LIBTORCH:-}" ]; then
   export LIBTORCH_USE_PYTORCH=1
   export PATH="$PWD/.venv/bin:$PATH"
 fi
-cargo test --release --locked "$@"
+cargo test --workspace --release --locked "$@"

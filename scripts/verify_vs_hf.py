@@ -4,7 +4,7 @@
 The reference is transformers 5.17's DeepSeek-OCR-2 code, which has the same decoder design as
 DeepSeek-OCR (MHA + DeepSeek-V2 MoE) and the same SAM ViT-B encoder (docs/verification.md lists
 the differences). Both sides read the SAME safetensors file, written under DeepSeek-OCR's
-official tensor names (docs/deepseek-ocr-spec.md §6); the reference maps those names onto the HF
+official tensor names (docs/deepseek-ocr.md §6); the reference maps those names onto the HF
 module (stacking experts) and loads them strictly.
 
 Subcommands (see --help of each):
@@ -32,7 +32,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 # --------------------------------------------------------------------------------------------
-# Configurations (DeepSeek-OCR field names, spec §1). TINY_* are for CPU dry runs only.
+# Configurations (DeepSeek-OCR field names, docs/deepseek-ocr.md §1). TINY_* are for CPU dry runs only.
 
 REAL_DEC = dict(
     vocab_size=129280, hidden_size=1280, intermediate_size=6848, moe_intermediate_size=896,
@@ -95,7 +95,7 @@ def fill_template(tmpl: str, n_items: int, **kw) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Official tensor names (spec §6), mirrored from the spec to check what make-weights writes.
+# Official tensor names (docs/deepseek-ocr.md §6), mirrored from the spec to check what make-weights writes.
 
 def official_decoder_shapes(d: dict) -> dict[str, tuple]:
     h, hd = d["hidden_size"], d["hidden_size"] // d["num_attention_heads"]
@@ -168,7 +168,7 @@ def official_sam_shapes(c: dict) -> dict[str, tuple]:
 # HF modules and name maps
 
 def hf_text_config(d: dict, experts_impl: str | None):
-    """DeepseekOcr2TextConfig for DeepSeek-OCR's decoder dimensions `d` (spec §1), SDPA attention;
+    """DeepseekOcr2TextConfig for DeepSeek-OCR's decoder dimensions `d` (docs/deepseek-ocr.md §1), SDPA attention;
     `experts_impl` None leaves transformers' default experts implementation."""
     from transformers import DeepseekOcr2TextConfig
 
@@ -362,7 +362,7 @@ def cmd_make_inputs(a) -> int:
 # make-weights
 
 def ocr_config_json(dec: dict, sam: dict) -> dict:
-    """DeepSeek-OCR `config.json` layout (spec §1): LM fields flat and in language_config."""
+    """DeepSeek-OCR `config.json` layout (docs/deepseek-ocr.md §1): LM fields flat and in language_config."""
     lm = {k: dec[k] for k in (
         "vocab_size", "hidden_size", "intermediate_size", "moe_intermediate_size",
         "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "n_routed_experts",
@@ -440,10 +440,10 @@ def cmd_make_weights(a) -> int:
         expected = official_sam_shapes(sam)
         needs_config = sam != REAL_SAM
         del model
-    # Check every name and shape against spec §6 before writing.
+    # Check every name and shape against docs/deepseek-ocr.md §6 before writing.
     bad = [(n, tuple(t.shape), expected.get(n)) for n, t in tensors.items() if expected.get(n) != tuple(t.shape)]
     if bad or set(expected) != set(tensors):
-        raise SystemExit(f"official names/shapes differ from spec §6: {bad[:5]} missing {sorted(set(expected) - set(tensors))[:5]}")
+        raise SystemExit(f"official names/shapes differ from docs/deepseek-ocr.md §6: {bad[:5]} missing {sorted(set(expected) - set(tensors))[:5]}")
     n_params = sum(t.numel() for t in tensors.values())
     log(f"{a.part}: {len(tensors)} tensors, {n_params:,} params built in {time.time() - t0:.1f}s; writing")
     t1 = time.time()

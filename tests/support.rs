@@ -1,13 +1,33 @@
 //! Helpers shared by the integration tests: run the built binaries in a scratch folder.
+// Shared by the two test binaries (front_end, worker); each uses a part of it.
+#![allow(dead_code)]
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The `llmprof` binary: this package's own in the front-end tests; in the worker tests, the one
+/// cargo built beside `llmprof-worker` (`cargo test --workspace` builds both).
 pub fn llmprof() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_llmprof"))
+    if let Some(exe) = option_env!("CARGO_BIN_EXE_llmprof") {
+        return PathBuf::from(exe);
+    }
+    let worker = PathBuf::from(
+        option_env!("CARGO_BIN_EXE_llmprof-worker").expect("a test package builds one binary"),
+    );
+    let exe = worker.with_file_name("llmprof");
+    assert!(
+        exe.is_file(),
+        "{} is missing: run the tests with `cargo test --workspace` (scripts/test.sh) so both binaries are built",
+        exe.display()
+    );
+    exe
 }
 
+/// The repository root (the test packages live two levels below, in src/<crate>).
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository root exists")
 }
 
 /// Run llmprof in `cwd` with `args`; returns the output.

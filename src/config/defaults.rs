@@ -1058,15 +1058,15 @@ mod tests {
 
     #[test]
     fn yaml_items_parse_keywords_and_packages() {
-        let item = crate::config::yaml::parse("optional profiling@pipeline.ncu: ncu").unwrap();
+        let item = crate::yaml::parse("optional profiling@pipeline.ncu: ncu").unwrap();
         let d = InputDefault::from_yaml(&item).unwrap();
         assert!(d.optional);
         assert_eq!(d.package.as_deref(), Some("pipeline.ncu"));
-        let item = crate::config::yaml::parse("override /model: qwen").unwrap();
+        let item = crate::yaml::parse("override /model: qwen").unwrap();
         let d = InputDefault::from_yaml(&item).unwrap();
         assert!(d.is_override());
         assert!(
-            InputDefault::from_yaml(&crate::config::yaml::parse("{a: 1, b: 2}").unwrap()).is_err()
+            InputDefault::from_yaml(&crate::yaml::parse("{a: 1, b: 2}").unwrap()).is_err()
         );
     }
 }

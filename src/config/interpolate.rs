@@ -804,7 +804,7 @@ impl TextParser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::yaml;
+    use crate::yaml;
 
     fn ctx_env(k: &str) -> Option<String> {
         (k == "SET_VAR").then(|| "from_env".to_string())

@@ -133,7 +133,7 @@ pub fn delete(root: &mut Node, key: &str) -> Option<Node> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::yaml::parse;
+    use crate::yaml::parse;
 
     #[test]
     fn dicts_merge_and_lists_replace() {

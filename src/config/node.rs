@@ -352,7 +352,7 @@ fn needs_quotes(s: &str) -> bool {
     if s.is_empty() || s != s.trim() || s.contains('\n') {
         return true;
     }
-    if !matches!(crate::config::yaml::resolve_plain_scalar(s), Node::Str(_)) || s == "???" {
+    if !matches!(crate::yaml::resolve_plain_scalar(s), Node::Str(_)) || s == "???" {
         return true;
     }
     let first = s.chars().next().expect("non-empty");
@@ -396,7 +396,7 @@ mod tests {
         m.insert("l".into(), Node::List(vec![Node::Int(1), Node::Null]));
         let y = Node::Map(m.clone()).to_yaml();
         m.insert("nl".into(), Node::Str("a\nb: 'c'".into()));
-        let back = crate::config::yaml::parse(&Node::Map(m.clone()).to_yaml()).unwrap();
+        let back = crate::yaml::parse(&Node::Map(m.clone()).to_yaml()).unwrap();
         assert_eq!(back, Node::Map(m));
         assert_eq!(y, "s: '42'\nt: 'true'\np: cuda:0\nl:\n- 1\n- null\n");
     }

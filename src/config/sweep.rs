@@ -81,7 +81,7 @@ fn sweep_items(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::parse_overrides;
+    use crate::parse_overrides;
 
     #[test]
     fn cartesian_product_in_order() {

@@ -2,8 +2,8 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use llmprof::measure::kineto::{HostKind, KinetoSession, ProfileEvents, ProfilerConfig};
-use llmprof::measure::ops::{kernel_table, operator_table, write_tables, Attribution};
+use llmprof_worker::measure::kineto::{HostKind, KinetoSession, ProfileEvents, ProfilerConfig};
+use llmprof_worker::measure::ops::{kernel_table, operator_table, write_tables, Attribution};
 use tch::{Device, Kind, Tensor};
 
 /// The profiler is process-global: one profiling test at a time.
@@ -80,8 +80,8 @@ fn cpu_profile_finds_mm_with_its_flops_inside_the_user_scope() {
 #[test]
 #[ignore = "needs GPU"]
 fn cuda_profile_attributes_kernels_and_shim_cuda_calls_work() {
-    use llmprof::ffi;
-    use llmprof::measure::timing::{ClockKind, StepTimer};
+    use llmprof_worker::ffi;
+    use llmprof_worker::measure::timing::{ClockKind, StepTimer};
 
     let _lock = PROFILER.lock().unwrap_or_else(|e| e.into_inner());
     assert!(

@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
-use llmprof::vendor::analyze::{analyze_ncu, analyze_nsys};
+use llmprof::nsight::analyze::{analyze_ncu, analyze_nsys};
 
-const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/stage2");
+const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/stage2");
 
 #[test]
 fn analyze_entry_points_render_markdown() {

@@ -1,0 +1,105 @@
+//! Dispatch: compose the config, then print it (`--cfg`), run a stage, or analyse files.
+//! The only place that decides what a command means.
+mod print_cfg;
+pub mod launch;
+pub mod nsight_stage;
+
+use crate::cli::{AnalyzeTool, Cli, Command};
+use crate::config::{self, ComposeRequest};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+pub fn run(cli: Cli) -> Result<i32> {
+    let flags = cli.hydra.clone();
+    let (command_name, overrides) = match &cli.command {
+        None => ("llmprof", cli.overrides.clone()),
+        Some(Command::Stage1 { overrides })
+        | Some(Command::Stage2 { overrides })
+        | Some(Command::Infer { overrides }) => {
+            let mut o = cli.overrides.clone();
+            o.extend(overrides.iter().cloned());
+            (cli.command.as_ref().expect("matched Some").name(), o)
+        }
+        Some(_) => (
+            cli.command.as_ref().expect("matched Some").name(),
+            cli.overrides.clone(),
+        ),
+    };
+    let config_dir = find_config_dir(&flags)?;
+    if flags.help {
+        print_cfg::help(&config_dir);
+        return Ok(0);
+    }
+    let request = ComposeRequest {
+        config_dir: config_dir.clone(),
+        config_name: flags.config_name.clone().unwrap_or_else(|| "config".into()),
+        overrides,
+        multirun: flags.multirun,
+        job_name: command_name.to_string(),
+    };
+    if let Some(part) = flags.cfg {
+        let composed = config::compose(&request)?;
+        print!(
+            "{}",
+            print_cfg::render(&composed, part, flags.resolve, flags.format)?
+        );
+        return Ok(0);
+    }
+    match cli.command {
+        None => {
+            print_cfg::help(&config_dir);
+            Ok(2)
+        }
+        Some(Command::Stage1 { .. })
+        | Some(Command::Stage2 { .. })
+        | Some(Command::Infer { .. }) => launch::run(command_name, request),
+        Some(Command::Debug { .. }) => forward_to_worker(),
+        Some(Command::Analyze { tool }) => {
+            let json = matches!(flags.format, Some(crate::cli::Format::Json));
+            let text = match tool {
+                AnalyzeTool::Nsys { path } => crate::nsight::analyze::analyze_nsys(&path, json)?,
+                AnalyzeTool::Ncu { path, gpu } => {
+                    crate::nsight::analyze::analyze_ncu(&path, json, gpu.as_deref())?
+                }
+            };
+            println!("{text}");
+            Ok(0)
+        }
+    }
+}
+
+/// `debug ...` runs inside the workload binary: hand it the same arguments.
+fn forward_to_worker() -> Result<i32> {
+    let worker = launch::worker_path()?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let status = std::process::Command::new(&worker)
+        .args(&args)
+        .status()
+        .with_context(|| {
+            format!(
+                "starting {} (build it with ./bootstrap.sh --yes)",
+                worker.display()
+            )
+        })?;
+    Ok(status.code().unwrap_or(1))
+}
+
+/// `--config-dir`/`--config-path`, else `./conf`, else the `conf/` of the repository that holds
+/// this binary (so `target/release/llmprof` works from anywhere).
+fn find_config_dir(flags: &crate::cli::HydraFlags) -> Result<PathBuf> {
+    if let Some(d) = flags.config_dir.as_ref().or(flags.config_path.as_ref()) {
+        return Ok(d.clone());
+    }
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    if cwd.join("conf/config.yaml").is_file() {
+        return Ok(cwd.join("conf"));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        for dir in exe.ancestors().skip(1) {
+            if dir.join("conf/config.yaml").is_file() {
+                return Ok(dir.join("conf"));
+            }
+        }
+    }
+    Ok(cwd.join("conf"))
+}

@@ -1,0 +1,469 @@
+//! Stage 2: re-run the workload as child `llmprof stage1` processes (Kineto pass and static
+//! analysis off, same config and overrides) under Nsight Systems and/or Nsight Compute, then
+//! parse what they wrote into kernel tables and a roofline. Runs in the front end (no libtorch):
+//! the tools profile the child, which launches the worker.
+use crate::config::Composed;
+use crate::region::Region;
+use crate::spec::RunSpec;
+use crate::nsight::{self, ncu, nsys};
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Stage2<'a> {
+    pub spec: &'a RunSpec,
+    pub composed: &'a Composed,
+    pub run_dir: &'a Path,
+    pub config_dir: &'a Path,
+    pub config_name: &'a str,
+    commands: Vec<String>,
+}
+
+/// Kernel names for ncu: the function name without namespace, template or parameters, which is
+/// what `--kernel-name-base function` matches (e.g. `indexSelectSmallIndex`).
+pub fn kernel_base_name(full: &str) -> String {
+    if let Some(nested) = full.strip_prefix("_ZN") {
+        return mangled_base_name(nested);
+    }
+    let s = full
+        .trim_start_matches("void ")
+        .replace("(anonymous namespace)", "");
+    let cut = s.find(['<', '(']).unwrap_or(s.len());
+    let head = &s[..cut];
+    head.rsplit("::").next().unwrap_or(head).trim().to_string()
+}
+
+/// The last name of an Itanium-mangled nested name (`7cutlass13device_kernelI…` →
+/// `device_kernel`): Kineto reports kernels it could not demangle (deep CUTLASS templates such as
+/// torch._grouped_mm's) in that form, while ncu matches demangled function names.
+fn mangled_base_name(nested: &str) -> String {
+    let mut rest = nested;
+    let mut last = "";
+    loop {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let Ok(len) = rest[..digits].parse::<usize>() else {
+            break;
+        };
+        let Some(name) = rest.get(digits..digits + len) else {
+            break;
+        };
+        last = name;
+        rest = &rest[digits + len..];
+    }
+    last.to_string()
+}
+
+/// `regex:` value matching one kernel base name, tolerant of namespaces and template suffixes.
+pub fn kernel_regex(base: &str) -> String {
+    format!("^(.*::)?{}(<.*)?$", regex::escape(base))
+}
+
+/// The K kernel base names with the most GPU time, skipping copies/memsets and duplicates.
+pub fn top_k_names(rows: &[(String, f64)], k: usize) -> Vec<String> {
+    let mut sorted: Vec<&(String, f64)> = rows.iter().collect();
+    sorted.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut out: Vec<String> = Vec::new();
+    for (name, _) in sorted {
+        if name.starts_with("Memcpy") || name.starts_with("Memset") {
+            continue;
+        }
+        let base = kernel_base_name(name);
+        if !base.is_empty() && !out.contains(&base) {
+            out.push(base);
+        }
+        if out.len() == k {
+            break;
+        }
+    }
+    out
+}
+
+impl<'a> Stage2<'a> {
+    pub fn new(
+        spec: &'a RunSpec,
+        composed: &'a Composed,
+        run_dir: &'a Path,
+        config_dir: &'a Path,
+        config_name: &'a str,
+    ) -> Self {
+        Stage2 {
+            spec,
+            composed,
+            run_dir,
+            config_dir,
+            config_name,
+            commands: Vec::new(),
+        }
+    }
+
+    /// `llmprof stage1 <the run's overrides> <profiler-off overrides> <extra>` into `dir`.
+    fn child(&self, dir: &Path, extra: &[&str]) -> Result<Vec<String>> {
+        let exe = std::env::current_exe().context("locating the llmprof binary")?;
+        let mut argv = vec![
+            exe.display().to_string(),
+            "--config-dir".into(),
+            self.config_dir.display().to_string(),
+            "--config-name".into(),
+            self.config_name.to_string(),
+            "stage1".into(),
+        ];
+        argv.extend(
+            self.composed
+                .parsed_overrides
+                .iter()
+                .map(|o| o.input.clone()),
+        );
+        argv.extend(
+            [
+                "pipeline.torch_profiler.enable=false",
+                "pipeline.static_analysis.enable=false",
+                "pipeline.nsys.enable=false",
+                "pipeline.ncu.enable=false",
+            ]
+            .map(String::from),
+        );
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        argv.push(format!("hydra.run.dir={}", dir.display()));
+        Ok(argv)
+    }
+
+    fn exec(&mut self, program: &Path, args: &[String], what: &str) -> Result<()> {
+        let line = std::iter::once(program.display().to_string())
+            .chain(args.iter().map(|a| shell_quote(a)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        tracing::info!("{what}: {line}");
+        self.commands.push(line);
+        let status = Command::new(program)
+            .args(args)
+            .status()
+            .with_context(|| format!("starting {}", program.display()))?;
+        if !status.success() {
+            bail!(
+                "{what} failed ({status}); command: {}",
+                self.commands.last().expect("just pushed")
+            );
+        }
+        Ok(())
+    }
+
+    pub fn run(mut self) -> Result<()> {
+        let p = &self.spec.pipeline;
+        let mut problems: Vec<String> = Vec::new();
+        let mut ran = 0;
+        let mut hot: Option<Vec<(String, f64)>> = None;
+        if p.nsys.enable {
+            match nsight::find_tool("nsys")
+                .map_err(anyhow::Error::from)
+                .and_then(|tool| self.run_nsys(&tool))
+            {
+                Ok(rows) => {
+                    ran += 1;
+                    hot = Some(rows);
+                }
+                Err(e) => problems.push(format!("Nsight Systems: {e:#}")),
+            }
+        }
+        if p.ncu.enable {
+            let result = nsight::find_tool("ncu")
+                .map_err(anyhow::Error::from)
+                .and_then(|tool| {
+                    let rows = match hot.take() {
+                        Some(rows) => rows,
+                        None => self.kineto_kernels()?,
+                    };
+                    self.run_ncu(&tool, &rows)
+                });
+            match result {
+                Ok(()) => ran += 1,
+                Err(e) => problems.push(format!("Nsight Compute: {e:#}")),
+            }
+        }
+        let cmd_txt = self.commands.join("\n") + "\n";
+        std::fs::write(self.run_dir.join("cmd.txt"), cmd_txt).context("writing cmd.txt")?;
+        if !problems.is_empty() {
+            let text = format!(
+                "# Stage 2 problems\n\n{}\n",
+                problems
+                    .iter()
+                    .map(|p| format!("- {p}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+            std::fs::write(self.run_dir.join("stage2_problems.md"), text)?;
+            for p in &problems {
+                tracing::error!("{p}");
+            }
+        }
+        if ran == 0 {
+            bail!("no enabled profiler could run:\n{}", problems.join("\n"));
+        }
+        Ok(())
+    }
+
+    /// Profile one child run; export the summaries; return kernels by total GPU time.
+    fn run_nsys(&mut self, nsys_bin: &Path) -> Result<Vec<(String, f64)>> {
+        let dir = self.run_dir.join("nsys");
+        std::fs::create_dir_all(&dir)?;
+        let n = &self.spec.pipeline.nsys;
+        let opts = nsys::command::ProfileOptions {
+            output: dir.join("profile"),
+            capture_range: n.gating_nvtx.then(|| n.capture_range.clone()),
+            trace: n.trace.clone(),
+            extra_args: n.extra_args.clone(),
+        };
+        let child = self.child(&dir.join("stage1"), &[])?;
+        self.exec(
+            nsys_bin,
+            &nsys::command::profile_args(&opts, &child),
+            "nsys profile",
+        )?;
+        let rep = dir.join("profile.nsys-rep");
+        let prefix = dir.join("stats");
+        self.exec(
+            nsys_bin,
+            &nsys::command::stats_args(&rep, &prefix),
+            "nsys stats",
+        )?;
+        let md = nsight::analyze::analyze_nsys(&dir, false)?;
+        std::fs::write(self.run_dir.join("kernels.md"), md)?;
+        let json = nsight::analyze::analyze_nsys(&dir, true)?;
+        std::fs::write(self.run_dir.join("nsys_summary.json"), json)?;
+        let csv =
+            nsys::command::stats_output_path(&prefix, nsys::parse::ReportKind::CudaGpuKernSum);
+        let f = std::fs::File::open(&csv).with_context(|| format!("opening {}", csv.display()))?;
+        let rows =
+            nsys::parse::parse_kern_sum(f).with_context(|| format!("parsing {}", csv.display()))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| (r.kernel_name, r.total_ns))
+            .collect())
+    }
+
+    /// Without nsys: one child stage1 with the Kineto pass on; its kernel table (kernels.json),
+    /// restricted to the NVTX range ncu will filter on.
+    fn kineto_kernels(&mut self) -> Result<Vec<(String, f64)>> {
+        let dir = self.run_dir.join("kineto");
+        let child = self.child(
+            &dir,
+            &[
+                "pipeline.torch_profiler.enable=true",
+                "runtime.repeats=1",
+                "dataset.sampling.num_samples_per_epoch=1",
+            ],
+        )?;
+        // Later overrides win: the child re-enables the Kineto pass that `child` turned off.
+        let exe = PathBuf::from(&child[0]);
+        self.exec(
+            &exe,
+            &child[1..],
+            "stage1 with the Kineto pass (kernel selection)",
+        )?;
+        let path = dir.join("kernels.json");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&text)?;
+        let within = self
+            .spec
+            .pipeline
+            .ncu
+            .nvtx_include
+            .as_deref()
+            .and_then(Region::from_name);
+        Ok(rows
+            .iter()
+            .filter(|r| match within {
+                None => true,
+                Some(outer) => r["stage"]
+                    .as_str()
+                    .and_then(Region::from_name)
+                    .is_some_and(|s| s.is_within(outer)),
+            })
+            .filter_map(|r| Some((r["name"].as_str()?.to_string(), r["total_ns"].as_f64()?)))
+            .collect())
+    }
+
+    /// One ncu child per top-K kernel (exact selection: a single run with a combined filter
+    /// would spend its launch budget on the most frequent kernel), then the roofline.
+    fn run_ncu(&mut self, ncu_bin: &Path, hot: &[(String, f64)]) -> Result<()> {
+        let c = &self.spec.pipeline.ncu;
+        let names = top_k_names(hot, c.top_k as usize);
+        if names.is_empty() {
+            bail!("no kernels to profile (none ran inside NVTX range {:?}); check pipeline.ncu.nvtx_include", c.nvtx_include);
+        }
+        let dir = self.run_dir.join("ncu");
+        std::fs::create_dir_all(&dir)?;
+        let (collect, metrics) = match &c.set {
+            Some(set) => (
+                ncu::command::Collect::Set(set.clone()),
+                ncu::command::roofline_defaults().1,
+            ),
+            None if c.sections.is_empty() => ncu::command::roofline_defaults(),
+            None => (
+                ncu::command::Collect::Sections(c.sections.clone()),
+                ncu::command::roofline_defaults().1,
+            ),
+        };
+        std::fs::write(dir.join("selected_kernels.txt"), names.join("\n") + "\n")?;
+        let mut empty: Vec<String> = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let csv = dir.join(format!("k{:02}_{}.csv", i + 1, sanitize(name)));
+            let regex = match &c.kernel_regex {
+                Some(user) => user.clone(),
+                None => kernel_regex(name),
+            };
+            let opts = ncu::command::Options {
+                nvtx_includes: match c.nvtx_include.as_deref() {
+                    None => vec![],
+                    Some(name) => match Region::from_name(name) {
+                        Some(r) => r.nvtx_includes(),
+                        None => vec![format!("{name}/")],
+                    },
+                },
+                kernel_regex: Some(regex),
+                launch_skip: Some(c.launch_skip as u64),
+                launch_count: Some(c.launch_count as u64),
+                collect: collect.clone(),
+                metrics: metrics.clone(),
+                output: ncu::command::Output::CsvLog(csv.clone()),
+            };
+            let child = self.child(
+                &dir.join(format!("stage1_k{:02}", i + 1)),
+                &[
+                    "runtime.warmup=0",
+                    "runtime.repeats=1",
+                    "dataset.sampling.num_samples_per_epoch=1",
+                ],
+            )?;
+            let mut args = ncu::command::profile_args(&opts, &[]);
+            args.extend(c.extra_args.iter().cloned());
+            args.extend(child);
+            self.exec(
+                ncu_bin,
+                &args,
+                &format!("ncu kernel {} of {} ({name})", i + 1, names.len()),
+            )?;
+            if std::fs::read_to_string(&csv)
+                .unwrap_or_default()
+                .contains("No kernels were profiled")
+            {
+                empty.push(name.clone());
+            }
+            if c.kernel_regex.is_some() {
+                break; // a user regex selects the kernels itself: one run
+            }
+        }
+        if empty.len() == names.len() {
+            bail!(
+                "ncu profiled no kernel: none of {} ran inside the NVTX filter {:?} (see the CSV logs in {})",
+                names.join(", "),
+                c.nvtx_include,
+                dir.display()
+            );
+        }
+        if !empty.is_empty() {
+            tracing::warn!("ncu profiled nothing for: {}", empty.join(", "));
+        }
+        let analysis = nsight::analyze::ncu_roofline(&dir, None)?;
+        std::fs::write(
+            self.run_dir.join("roofline.md"),
+            crate::roofline::markdown::render(&analysis.roofline),
+        )?;
+        std::fs::write(
+            self.run_dir.join("ncu.md"),
+            nsight::analyze::analyze_ncu(&dir, false, None)?,
+        )?;
+        std::fs::write(
+            self.run_dir.join("ncu_kernels.json"),
+            nsight::analyze::analyze_ncu(&dir, true, None)?,
+        )?;
+        if self.spec.output.plots {
+            crate::roofline::plot::write_plots(self.run_dir, &analysis.roofline)?;
+        }
+        Ok(())
+    }
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(60)
+        .collect()
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_base_names_drop_namespaces_templates_and_parameters() {
+        assert_eq!(
+            kernel_base_name("void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, long, unsigned int, 2, 2, -2>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, int)"),
+            "indexSelectSmallIndex"
+        );
+        assert_eq!(
+            kernel_base_name("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"),
+            "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"
+        );
+        assert_eq!(
+            kernel_base_name("void at::native::elementwise_kernel<128, 4, F>(int, F)"),
+            "elementwise_kernel"
+        );
+        // Kineto leaves deep CUTLASS templates (torch._grouped_mm's kernel) mangled.
+        assert_eq!(
+            kernel_base_name("_ZN7cutlass13device_kernelIN2at4cuda6detail25enable_3x_kernel_for_sm9xINS_4gemm6kernelEEEEvNT_6ParamsE"),
+            "device_kernel"
+        );
+        assert_eq!(kernel_base_name("_ZN3foo"), "foo");
+    }
+
+    #[test]
+    fn top_k_skips_copies_and_duplicates() {
+        let rows = vec![
+            ("Memcpy HtoD (Pageable -> Device)".to_string(), 100.0),
+            ("void a::k<1>(int)".to_string(), 50.0),
+            ("void a::k<2>(int)".to_string(), 40.0),
+            ("gemm".to_string(), 10.0),
+            ("small".to_string(), 1.0),
+        ];
+        assert_eq!(
+            top_k_names(&rows, 2),
+            vec!["k".to_string(), "gemm".to_string()]
+        );
+    }
+
+    #[test]
+    fn nvtx_includes_cover_nested_regions() {
+        assert_eq!(
+            Region::Decode.nvtx_includes(),
+            vec!["decode/".to_string(), "decode/decode_step/".to_string()]
+        );
+        assert_eq!(Region::Sam.nvtx_path(), "prefill/vision/sam/");
+        assert_eq!(Region::Prefill.nvtx_includes().len(), 5);
+    }
+
+    #[test]
+    fn kernel_regex_matches_ncu_function_names() {
+        let re = regex::Regex::new(&kernel_regex("elementwise_kernel")).unwrap();
+        assert!(re.is_match("elementwise_kernel"));
+        assert!(re.is_match("at::native::elementwise_kernel<128, 4>"));
+        assert!(!re.is_match("vectorized_elementwise_kernel"));
+    }
+}

@@ -1,0 +1,429 @@
+//! Parses Nsight Compute CSV in both layouts into one record per profiled kernel, values in
+//! canonical units (ns, bytes, Hz, bytes/s, %):
+//! - `--page raw`: one row per kernel, metric names as columns, a units row under the header;
+//! - `--page details` / metrics exports: one row per metric with `Metric Name/Unit/Value`.
+//!
+//! Text around the CSV (program stdout, `==PROF==` lines) is skipped.
+
+use std::io::Read;
+
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use crate::nsight::csv_input::{quoted_csv_block, read_text};
+use crate::nsight::units::{normalise, parse_number, Unit};
+
+/// Errors a caller may match on when a file is not ncu CSV.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("no ncu CSV header (a line starting with \"ID\",) found")]
+    NoHeader,
+    #[error("ncu CSV header lacks column `{0}`")]
+    MissingColumn(&'static str),
+    #[error("reading the CSV: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("CSV syntax: {0}")]
+    Csv(#[from] csv::Error),
+}
+
+/// Which CSV layout a file used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    Raw,
+    Long,
+}
+
+/// A metric value after unit conversion.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Value {
+    Number(f64),
+    Text(String),
+    /// The cell said `n/a`, `no data` or was empty: the metric is not available.
+    Missing(String),
+}
+
+/// One metric of one kernel.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Metric {
+    /// Section name in the long layout (`GPU Speed Of Light Throughput`); `None` in raw.
+    pub section: Option<String>,
+    pub value: Value,
+    pub unit: Unit,
+    /// The unit as ncu printed it.
+    pub raw_unit: String,
+}
+
+impl Metric {
+    pub fn number(&self) -> Option<f64> {
+        match self.value {
+            Value::Number(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// One profiled kernel launch and its metrics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelRecord {
+    pub id: String,
+    pub process_id: String,
+    pub kernel_name: String,
+    /// NVTX ranges around the launch, outermost first (from the `thread Domain:Push/Pop_Range...`
+    /// column that `ncu --nvtx` adds).
+    pub nvtx_ranges: Vec<String>,
+    pub device: Option<String>,
+    pub cc: Option<String>,
+    pub block_size: Option<String>,
+    pub grid_size: Option<String>,
+    /// Keyed by the raw metric name (`dram__bytes_read.sum`), or `Section::Display Name` for the
+    /// display names of `--page details` (`GPU Speed Of Light Throughput::Duration`).
+    pub metrics: IndexMap<String, Metric>,
+}
+
+impl KernelRecord {
+    /// The numeric value of `key`, if present and numeric.
+    pub fn number(&self, key: &str) -> Option<f64> {
+        self.metrics.get(key).and_then(Metric::number)
+    }
+
+    /// Adds metrics from another export of the same launch; existing keys win.
+    pub fn merge(&mut self, other: KernelRecord) {
+        for (k, v) in other.metrics {
+            self.metrics.entry(k).or_insert(v);
+        }
+        if self.nvtx_ranges.is_empty() {
+            self.nvtx_ranges = other.nvtx_ranges;
+        }
+    }
+}
+
+/// Columns that identify a launch rather than measure it.
+const ID_COLUMNS: [&str; 11] = [
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+];
+const LONG_COLUMNS: [&str; 9] = [
+    "Section Name",
+    "Metric Name",
+    "Metric Unit",
+    "Metric Value",
+    "Rule Name",
+    "Rule Type",
+    "Rule Description",
+    "Estimated Speedup Type",
+    "Estimated Speedup",
+];
+
+fn is_nvtx_column(name: &str) -> bool {
+    name.starts_with("thread Domain") || name.starts_with("Id:Domain")
+}
+
+/// Parses ncu CSV of either layout.
+pub fn parse(reader: impl Read) -> Result<(Layout, Vec<KernelRecord>), Error> {
+    let text = read_text(reader)?;
+    let block = quoted_csv_block(&text, |l| l.starts_with("\"ID\",")).ok_or(Error::NoHeader)?;
+    let mut csv = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(block.as_bytes());
+    let header: Vec<String> = csv.headers()?.iter().map(str::to_string).collect();
+    let col = |name: &'static str| header.iter().position(|h| h == name);
+    let id_cols = IdColumns {
+        id: col("ID").ok_or(Error::MissingColumn("ID"))?,
+        process_id: col("Process ID"),
+        kernel_name: col("Kernel Name").ok_or(Error::MissingColumn("Kernel Name"))?,
+        device: col("Device"),
+        cc: col("CC"),
+        block: col("Block Size"),
+        grid: col("Grid Size"),
+        nvtx: header.iter().position(|h| h.starts_with("thread Domain")),
+    };
+    let mut records = Vec::new();
+    for r in csv.records() {
+        records.push(r?);
+    }
+    if let (Some(name), Some(unit), Some(value)) =
+        (col("Metric Name"), col("Metric Unit"), col("Metric Value"))
+    {
+        let section = col("Section Name");
+        Ok((
+            Layout::Long,
+            parse_long(&records, &id_cols, section, name, unit, value),
+        ))
+    } else {
+        Ok((Layout::Raw, parse_raw(&header, &records, &id_cols)))
+    }
+}
+
+struct IdColumns {
+    id: usize,
+    process_id: Option<usize>,
+    kernel_name: usize,
+    device: Option<usize>,
+    cc: Option<usize>,
+    block: Option<usize>,
+    grid: Option<usize>,
+    nvtx: Option<usize>,
+}
+
+impl IdColumns {
+    fn record(&self, row: &csv::StringRecord) -> KernelRecord {
+        let get = |i: Option<usize>| {
+            i.and_then(|i| row.get(i))
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+        };
+        KernelRecord {
+            id: get(Some(self.id)).unwrap_or_default(),
+            process_id: get(self.process_id).unwrap_or_default(),
+            kernel_name: get(Some(self.kernel_name)).unwrap_or_default(),
+            nvtx_ranges: get(self.nvtx).map(|s| nvtx_ranges(&s)).unwrap_or_default(),
+            device: get(self.device),
+            cc: get(self.cc),
+            block_size: get(self.block),
+            grid_size: get(self.grid),
+            metrics: IndexMap::new(),
+        }
+    }
+}
+
+/// `445  "<default domain>:matmul-loop:none:none:none:none:none:none" ` → `["matmul-loop"]`:
+/// each quoted entry is `domain:range:payload type:payload:color type:color:message type:message`.
+fn nvtx_ranges(cell: &str) -> Vec<String> {
+    cell.split('"')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|entry| entry.split(':').nth(1))
+        .filter(|r| !r.is_empty() && *r != "none")
+        .map(String::from)
+        .collect()
+}
+
+fn metric(section: Option<String>, raw_unit: &str, cell: &str) -> Metric {
+    let cell = cell.trim();
+    let (value, unit) = match parse_number(cell) {
+        Some(v) => {
+            let (v, unit) = normalise(v, raw_unit);
+            (Value::Number(v), unit)
+        }
+        None if cell.is_empty() || cell == "n/a" || cell == "no data" => (
+            Value::Missing(if cell.is_empty() {
+                "empty cell".into()
+            } else {
+                cell.into()
+            }),
+            normalise(0.0, raw_unit).1,
+        ),
+        None => (
+            Value::Text(cell.to_string()),
+            Unit::Other(raw_unit.to_string()),
+        ),
+    };
+    Metric {
+        section,
+        value,
+        unit,
+        raw_unit: raw_unit.to_string(),
+    }
+}
+
+fn parse_raw(header: &[String], rows: &[csv::StringRecord], ids: &IdColumns) -> Vec<KernelRecord> {
+    // With `--print-units base` (or any units) the first row under the header has an empty ID
+    // and the unit of each metric column.
+    let (units, data) = match rows.first() {
+        Some(first) if first.get(ids.id).is_some_and(|s| s.trim().is_empty()) => {
+            (Some(first), &rows[1..])
+        }
+        _ => (None, rows),
+    };
+    let metric_cols: Vec<usize> = (0..header.len())
+        .filter(|&i| !ID_COLUMNS.contains(&header[i].as_str()) && !is_nvtx_column(&header[i]))
+        .collect();
+    data.iter()
+        .map(|row| {
+            let mut rec = ids.record(row);
+            for &i in &metric_cols {
+                let unit = units.and_then(|u| u.get(i)).unwrap_or("");
+                rec.metrics.insert(
+                    header[i].clone(),
+                    metric(None, unit, row.get(i).unwrap_or("")),
+                );
+            }
+            rec
+        })
+        .collect()
+}
+
+fn parse_long(
+    rows: &[csv::StringRecord],
+    ids: &IdColumns,
+    section: Option<usize>,
+    name: usize,
+    unit: usize,
+    value: usize,
+) -> Vec<KernelRecord> {
+    let mut out: IndexMap<(String, String, String), KernelRecord> = IndexMap::new();
+    for row in rows {
+        let rec = ids.record(row);
+        let key = (
+            rec.id.clone(),
+            rec.process_id.clone(),
+            rec.kernel_name.clone(),
+        );
+        let entry = out.entry(key).or_insert(rec);
+        let metric_name = row.get(name).unwrap_or("").trim();
+        if metric_name.is_empty() {
+            continue; // a rule row (SOLBottleneck, ...): advice text, no metric
+        }
+        let section_name = section
+            .and_then(|i| row.get(i))
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        // Raw metric names have no spaces and a `__` or `.` (`flop_count_sp.sum`); display names
+        // (`Duration`, `Compute (SM) Throughput`) are qualified by their section.
+        let is_raw =
+            !metric_name.contains(' ') && (metric_name.contains("__") || metric_name.contains('.'));
+        let metric_key = if is_raw {
+            metric_name.to_string()
+        } else {
+            format!("{}::{metric_name}", section_name.unwrap_or(""))
+        };
+        let m = metric(
+            section_name.map(String::from),
+            row.get(unit).unwrap_or(""),
+            row.get(value).unwrap_or(""),
+        );
+        entry.metrics.entry(metric_key).or_insert(m);
+    }
+    let _ = LONG_COLUMNS; // documented above; the layout is detected from `Metric Name/Unit/Value`
+    out.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/stage2/ncu");
+
+    fn open(rel: &str) -> std::fs::File {
+        std::fs::File::open(format!("{DIR}/{rel}")).expect("fixture present")
+    }
+
+    #[test]
+    fn raw_h200_skips_program_output_and_reads_units_row() {
+        // Values read from shared/fixtures/ncu-h200-tch-matmul/ncu_raw.csv (2 launches, 614 columns).
+        let (layout, recs) = parse(open("h200/ncu_raw.csv")).expect("parses");
+        assert_eq!(layout, Layout::Raw);
+        assert_eq!(recs.len(), 2);
+        let k = &recs[0];
+        assert_eq!(
+            k.kernel_name,
+            "nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_NNT"
+        );
+        assert_eq!(k.nvtx_ranges, vec!["matmul-loop".to_string()]);
+        assert_eq!(k.cc.as_deref(), Some("9.0"));
+        assert_eq!(k.number("gpu__time_duration.sum"), Some(1_656_768.0));
+        assert_eq!(k.metrics["gpu__time_duration.sum"].unit, Unit::Nanoseconds);
+        assert_eq!(
+            k.number("dram__bytes.sum.per_second"),
+            Some(847_457_024_761.46)
+        );
+        assert_eq!(
+            k.metrics["dram__bytes.sum.per_second"].unit,
+            Unit::BytesPerSecond
+        );
+        assert_eq!(
+            k.number("device__attribute_multiprocessor_count"),
+            Some(132.0)
+        );
+        assert_eq!(
+            k.number("device__attribute_global_memory_bus_width"),
+            Some(6016.0)
+        );
+        assert!(
+            matches!(k.metrics["device__attribute_display_name"].value, Value::Text(ref s) if s == "NVIDIA H200")
+        );
+        assert!(
+            matches!(k.metrics["derived__local_spilling_requests_pct"].value, Value::Missing(ref s) if s == "no data")
+        );
+        assert_eq!(recs[1].number("gpu__time_duration.sum"), Some(1_646_304.0));
+    }
+
+    #[test]
+    fn long_rtx5090_converts_mbyte_and_us() {
+        // kernel_0001 (a cuBLAS GEMV) of shared/fixtures/llm-perf-opt-rtx5090/ncu: 2.33 Mbyte read,
+        // 0 byte written, 6.46 us.
+        let (layout, recs) =
+            parse(open("rtx5090/kernel_0001_gemv/ncu.metrics.csv")).expect("parses");
+        assert_eq!(layout, Layout::Long);
+        assert_eq!(recs.len(), 1);
+        let k = &recs[0];
+        assert!(k.kernel_name.contains("cublasGemvParamsEx"));
+        assert_eq!(k.metrics["dram__bytes_read.sum"].unit, Unit::Bytes);
+        assert_eq!(k.metrics["dram__bytes_read.sum"].raw_unit, "Mbyte");
+        assert_eq!(k.number("dram__bytes_read.sum"), Some(2.33e6));
+        assert_eq!(k.number("dram__bytes_write.sum"), Some(0.0));
+        assert!((k.number("gpu__time_duration.sum").expect("duration") - 6460.0).abs() < 1e-6);
+        assert!(
+            (k.number("GPU Speed Of Light Throughput::Duration")
+                .expect("duration")
+                - 6460.0)
+                .abs()
+                < 1e-6
+        );
+        assert!(matches!(
+            k.metrics["flop_count_sp.sum"].value,
+            Value::Missing(_)
+        ));
+        assert_eq!(
+            k.number("sm__ops_path_tensor_src_bf16_dst_fp32.sum"),
+            Some(0.0)
+        );
+    }
+
+    #[test]
+    fn long_h200_details_with_prof_lines() {
+        let (layout, recs) = parse(open("h200/ncu_details.csv")).expect("parses");
+        assert_eq!(layout, Layout::Long);
+        assert_eq!(recs.len(), 1);
+        assert_eq!(
+            recs[0].number("GPU Speed Of Light Throughput::Duration"),
+            Some(1_655_136.0)
+        );
+        assert_eq!(
+            recs[0].number("GPU Speed Of Light Throughput::SM Frequency"),
+            Some(1_335_119_213.77)
+        );
+        assert_eq!(
+            recs[0].number("GPU Speed Of Light Throughput::Compute (SM) Throughput"),
+            Some(93.46)
+        );
+    }
+
+    #[test]
+    fn not_ncu() {
+        assert!(matches!(
+            parse("a,b\n1,2\n".as_bytes()),
+            Err(Error::NoHeader)
+        ));
+    }
+
+    #[test]
+    fn nvtx_cell() {
+        assert_eq!(
+            nvtx_ranges("445  \"<default domain>:decode:none:none:none:none:none:none\" \"<default domain>:layer:none:none:none:none:none:none\" "),
+            vec!["decode".to_string(), "layer".to_string()]
+        );
+    }
+}

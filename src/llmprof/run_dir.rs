@@ -1,0 +1,157 @@
+//! The run directory: created fresh for every run (never reused), holding Hydra's `.hydra/`
+//! files, `config.resolved.yaml`, the log and `status.json` (running → succeeded | failed |
+//! interrupted, with the error). Knows nothing about what a stage writes into it.
+use crate::config::{Composed, Map, Node};
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+pub const STATUS_FILE: &str = "status.json";
+pub const RESOLVED_CONFIG: &str = "config.resolved.yaml";
+pub const LOG_FILE: &str = "llmprof.log";
+/// Written by the worker when it fails: its error message, for status.json.
+pub const WORKER_ERROR: &str = "worker_error.txt";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    Running,
+    Succeeded,
+    Failed,
+    Interrupted,
+}
+
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct Status {
+    pub state: RunState,
+    pub command: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub error: Option<String>,
+    pub llmprof_version: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    pub path: PathBuf,
+}
+
+impl RunDir {
+    /// Create `wanted` (or `wanted-1`, `wanted-2`, … when it exists: a run never reuses a folder)
+    /// and write the config files into it.
+    pub fn create(
+        wanted: &Path,
+        composed: &Composed,
+        resolved_job: &Node,
+        command: &str,
+    ) -> Result<Self> {
+        let path = unique_dir(wanted)?;
+        let dir = RunDir { path };
+        let hydra_dir = dir.path.join(".hydra");
+        std::fs::create_dir_all(&hydra_dir)
+            .with_context(|| format!("creating {}", hydra_dir.display()))?;
+        dir.write(".hydra/config.yaml", &composed.job.to_yaml())?;
+        let mut hydra = composed.hydra.clone();
+        if let Some(Node::Map(rt)) = hydra.as_map_mut().and_then(|h| h.get_mut("runtime")) {
+            let abs = std::fs::canonicalize(&dir.path).unwrap_or(dir.path.clone());
+            rt.insert("output_dir".into(), Node::Str(abs.display().to_string()));
+        }
+        let mut wrapped = Map::new();
+        wrapped.insert("hydra".into(), hydra);
+        dir.write(".hydra/hydra.yaml", &Node::Map(wrapped).to_yaml())?;
+        let task = composed
+            .hydra
+            .get_path("overrides.task")
+            .cloned()
+            .unwrap_or(Node::List(vec![]));
+        dir.write(".hydra/overrides.yaml", &task.to_yaml())?;
+        dir.write(RESOLVED_CONFIG, &resolved_job.to_yaml())?;
+        dir.set_status(&Status {
+            state: RunState::Running,
+            command: command.to_string(),
+            started_at: now(),
+            finished_at: None,
+            error: None,
+            llmprof_version: crate::VERSION.to_string(),
+        })?;
+        Ok(dir)
+    }
+
+    pub fn write(&self, rel: &str, text: &str) -> Result<()> {
+        let p = self.path.join(rel);
+        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+    }
+
+    pub fn set_status(&self, status: &Status) -> Result<()> {
+        let text = serde_json::to_string_pretty(status).expect("status serialises");
+        self.write(STATUS_FILE, &(text + "\n"))
+    }
+
+    pub fn status(&self) -> Result<Status> {
+        read_status(&self.path)
+    }
+
+    /// Mark the run finished (succeeded, or failed/interrupted with the error text).
+    pub fn finish(&self, state: RunState, error: Option<String>) -> Result<()> {
+        let mut s = self.status()?;
+        s.state = state;
+        s.finished_at = Some(now());
+        s.error = error;
+        self.set_status(&s)
+    }
+}
+
+pub fn read_status(dir: &Path) -> Result<Status> {
+    let p = dir.join(STATUS_FILE);
+    let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))
+}
+
+fn now() -> String {
+    chrono::Local::now().to_rfc3339()
+}
+
+fn unique_dir(wanted: &Path) -> Result<PathBuf> {
+    if let Some(parent) = wanted.parent() {
+        if !parent.as_os_str().is_empty() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+    }
+    for i in 0..10_000 {
+        let candidate = if i == 0 {
+            wanted.to_path_buf()
+        } else {
+            PathBuf::from(format!("{}-{i}", wanted.display()))
+        };
+        // create_dir (not create_dir_all) fails if it exists: two runs never share a folder.
+        match std::fs::create_dir(&candidate) {
+            Ok(()) => return Ok(candidate),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("creating run directory {}", candidate.display()))
+            }
+        }
+    }
+    anyhow::bail!(
+        "could not find a free run directory name near {}",
+        wanted.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn existing_directories_are_never_reused() {
+        let base = std::env::temp_dir().join(format!("llmprof-rundir-{}", std::process::id()));
+        let a = unique_dir(&base).unwrap();
+        let b = unique_dir(&base).unwrap();
+        assert_ne!(a, b);
+        assert!(b.display().to_string().ends_with("-1"));
+        std::fs::remove_dir_all(&a).unwrap();
+        std::fs::remove_dir_all(&b).unwrap();
+    }
+}

@@ -1,0 +1,182 @@
+//! `llmprof-worker`: the half of llmprof that links libtorch. `llmprof` launches it as
+//! `llmprof-worker <stage1|stage2|infer> <run_dir>` (the run directory holds
+//! config.resolved.yaml) or forwards `debug ...` to it.
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+
+fn main() {
+    llmprof::logging::init_stderr();
+    if let Err(e) = run() {
+        let msg = format!("{e:#}");
+        tracing::error!("{msg}");
+        // The front end puts this text into status.json.
+        if let Some(dir) = std::env::args().nth(2) {
+            let _ = std::fs::write(
+                PathBuf::from(dir).join(llmprof::run_dir::WORKER_ERROR),
+                &msg,
+            );
+        }
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(command) = args.first() else {
+        bail!(
+            "usage: llmprof-worker <stage1|stage2|infer> <run_dir> (normally started by llmprof)"
+        );
+    };
+    match command.as_str() {
+        "stage1" | "stage2" | "infer" | "bench-overhead" => {
+            let dir = PathBuf::from(args.get(1).context("missing run directory argument")?);
+            llmprof::logging::log_to_file(&dir.join(llmprof::run_dir::LOG_FILE))?;
+            let text = std::fs::read_to_string(dir.join(llmprof::run_dir::RESOLVED_CONFIG))
+                .with_context(|| format!("reading the resolved config in {}", dir.display()))?;
+            let tree = llmprof::config::yaml::parse(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let spec = llmprof::spec::RunSpec::from_tree(&tree)?;
+            tracing::info!(cuda = tch::Cuda::is_available(), device = %spec.device, "worker started");
+            match command.as_str() {
+                "stage1" => llmprof_worker::workload::stage1::run(&spec, &dir),
+                "bench-overhead" => llmprof_worker::workload::bench_overhead::run(&spec, &dir),
+                "infer" => llmprof_worker::workload::infer::run(&spec, &dir),
+                other => bail!("the {other} workload is not implemented in this build yet"),
+            }
+        }
+        "debug" => run_debug(&args),
+        other => bail!("unknown worker command '{other}'"),
+    }
+}
+
+/// `llmprof debug logits|sam ...`, forwarded by the front end with the same arguments.
+fn run_debug(args: &[String]) -> Result<()> {
+    use clap::Parser;
+    use llmprof::cli::DebugCommand;
+    #[derive(Parser)]
+    #[command(name = "llmprof debug")]
+    struct DebugArgs {
+        #[command(subcommand)]
+        what: DebugCommand,
+    }
+    let parsed = DebugArgs::try_parse_from(
+        std::iter::once("llmprof debug".to_string()).chain(args[1..].iter().cloned()),
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let kind = |d: &str| {
+        if d == "bf16" {
+            tch::Kind::BFloat16
+        } else {
+            tch::Kind::Float
+        }
+    };
+    // fp32 checks compare true fp32 arithmetic: no TF32 in matmuls or convolutions.
+    llmprof_worker::ffi::set_allow_tf32(false, false).context("turning TF32 off")?;
+    match parsed.what {
+        DebugCommand::Logits {
+            weights,
+            ids,
+            dtype,
+            greedy,
+            out,
+        } => {
+            let text = std::fs::read_to_string(&ids)
+                .with_context(|| format!("reading {}", ids.display()))?;
+            let ids: Vec<i64> = serde_json::from_str(&text)
+                .with_context(|| format!("{} must be a JSON list of token ids", ids.display()))?;
+            let (logits, greedy_ids) =
+                llmprof_worker::models::deepseek_ocr::debug_logits(&weights, &ids, kind(&dtype), greedy)?;
+            let greedy_t = tch::Tensor::from_slice(&greedy_ids);
+            let logits = logits
+                .to_device(tch::Device::Cpu)
+                .to_kind(tch::Kind::Float)
+                .contiguous();
+            tch::Tensor::write_safetensors(
+                &[("prompt_last_logits", &logits), ("greedy_ids", &greedy_t)],
+                &out,
+            )
+            .with_context(|| format!("writing {}", out.display()))?;
+            tracing::info!(out = %out.display(), greedy = greedy_ids.len(), "logits written");
+            Ok(())
+        }
+        DebugCommand::FastPath {
+            arch,
+            steps,
+            prompt_lens,
+            kv_bucket,
+            seed,
+            json,
+        } => {
+            use llmprof_worker::models::deepseek_ocr::{fast_path_check, ArchConfig};
+            let cfg = if arch == "tiny" {
+                ArchConfig::tiny()
+            } else {
+                ArchConfig::deepseek_ocr()
+            };
+            let device = tch::Device::cuda_if_available();
+            let prompts = fast_path_check::prompts(&prompt_lens, cfg.decoder.vocab_size, 7);
+            let all = fast_path_check::check(&cfg, device, seed, &prompts, steps, kv_bucket)?;
+            println!("Against fp32 eager, teacher-forced with its tokens:\n");
+            println!(
+                "| variant | dtype | steps | token mismatches | rel L2 logit error | eager bf16 error | graphs | result |"
+            );
+            println!("|---|---|---:|---:|---:|---:|---:|---|");
+            for c in &all {
+                println!(
+                    "| {} | {} | {} | {} | {:.2e} | {} | {} | {} |",
+                    c.variant,
+                    c.dtype,
+                    c.steps,
+                    c.token_mismatches,
+                    c.rel_logit_error,
+                    c.eager_bf16_rel_logit_error
+                        .map_or("—".to_string(), |e| format!("{e:.2e}")),
+                    c.graphs_captured,
+                    if c.passed { "pass" } else { "FAIL" }
+                );
+            }
+            if let Some(path) = json {
+                std::fs::write(&path, serde_json::to_string_pretty(&all)?)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            let failed: Vec<String> = all
+                .iter()
+                .filter(|c| !c.passed)
+                .map(|c| format!("{} ({})", c.variant, c.dtype))
+                .collect();
+            if !failed.is_empty() {
+                bail!(
+                    "fast path differs from eager: {} (fp32 needs identical greedy tokens; a bf16 variant's logit error against fp32 may be at most {}× the eager bf16 error)",
+                    failed.join(", "),
+                    fast_path_check::BF16_ERROR_GROWTH_MAX
+                );
+            }
+            Ok(())
+        }
+        DebugCommand::Sam {
+            weights,
+            pixels,
+            out,
+            dtype,
+        } => {
+            let tensors = tch::Tensor::read_safetensors(&pixels)
+                .with_context(|| format!("reading {}", pixels.display()))?;
+            let px = tensors
+                .into_iter()
+                .find(|(n, _)| n == "pixels")
+                .map(|(_, t)| t)
+                .with_context(|| format!("{} has no tensor named `pixels`", pixels.display()))?;
+            let px = px
+                .to_device(tch::Device::cuda_if_available())
+                .to_kind(kind(&dtype));
+            let features = llmprof_worker::models::deepseek_ocr::debug_sam(&weights, &px)?;
+            let features = features
+                .to_device(tch::Device::Cpu)
+                .to_kind(tch::Kind::Float)
+                .contiguous();
+            tch::Tensor::write_safetensors(&[("features", &features)], &out)
+                .with_context(|| format!("writing {}", out.display()))?;
+            tracing::info!(out = %out.display(), shape = ?features.size(), "SAM features written");
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! `RegionObserver` for profiling runs: each region becomes an NVTX range (for Nsight) and,
+//! optionally, a Kineto user scope and a timed stage. It owns the sync policy: by default ranges
+//! only mark the host timeline (Nsight projects them onto the GPU); `sync_on_exit` waits for the
+//! stream before closing, so a host-side range covers its GPU work (at the cost of a sync).
+use std::cell::RefCell;
+
+use anyhow::{anyhow, Result};
+
+use super::timing::{ClockKind, StageTime, StageTimer};
+use crate::ffi;
+use llmprof::region::{Region, RegionGuard, RegionObserver};
+
+/// Options of `NvtxObserver`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NvtxOptions {
+    /// Synchronize the current CUDA stream before each range closes.
+    pub sync_on_exit: bool,
+    /// Also open an `at::RecordFunction` user scope, so Kineto tables get stages.
+    pub kineto_scopes: bool,
+    /// Time each region with this clock (`StageTimer`); `None` records no times.
+    pub timing: Option<ClockKind>,
+    /// Skip the NVTX push/pop itself (for measuring its overhead; see scripts/bench_overhead.sh).
+    pub no_ranges: bool,
+}
+
+/// Pushes/pops an NVTX range per region; single-threaded (regions nest on one thread).
+pub struct NvtxObserver {
+    options: NvtxOptions,
+    timer: Option<RefCell<StageTimer>>,
+    /// The first error raised while closing a region (guards cannot return errors).
+    deferred_error: RefCell<Option<anyhow::Error>>,
+}
+
+impl NvtxObserver {
+    pub fn new(options: NvtxOptions) -> Self {
+        NvtxObserver {
+            options,
+            timer: options
+                .timing
+                .map(|clock| RefCell::new(StageTimer::new(clock))),
+            deferred_error: RefCell::new(None),
+        }
+    }
+
+    fn defer(&self, result: Result<()>) {
+        if let Err(err) = result {
+            let mut slot = self.deferred_error.borrow_mut();
+            if slot.is_none() {
+                *slot = Some(err);
+            }
+        }
+    }
+
+    /// Region times in the order regions closed (empty without `timing`), or the first error
+    /// that happened while entering or leaving a region.
+    pub fn finish(self) -> Result<Vec<StageTime>> {
+        if let Some(err) = self.deferred_error.into_inner() {
+            return Err(err);
+        }
+        match self.timer {
+            Some(timer) => timer.into_inner().finish(),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+impl RegionObserver for NvtxObserver {
+    fn enter(&self, region: Region) -> RegionGuard<'_> {
+        let name = region.nvtx_name();
+        // ASCII, not the crate's default wide string: Nsight Compute's --nvtx-include matches
+        // push/pop ranges by their ASCII message (a wide message never matched, seen on an H100
+        // with ncu 2025.3.1; docs/gpu-runs.md). Region names are static ASCII without NULs.
+        let range = (!self.options.no_ranges).then(|| {
+            let message = std::ffi::CString::new(name).expect("region names contain no NUL");
+            nvtx::LocalRange::new(nvtx::Str::Ascii(message))
+        });
+        let scope = if self.options.kineto_scopes {
+            match ffi::UserScope::begin(name) {
+                Ok(scope) => Some(scope),
+                Err(err) => {
+                    self.defer(Err(anyhow!(err).context(format!("user scope for {region}"))));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let timed = match &self.timer {
+            Some(timer) => {
+                let began = timer.borrow_mut().begin(name);
+                let ok = began.is_ok();
+                self.defer(began);
+                ok
+            }
+            None => false,
+        };
+        RegionGuard::on_exit(move || {
+            if self.options.sync_on_exit {
+                self.defer(ffi::cuda_stream_synchronize().map_err(anyhow::Error::from));
+            }
+            if timed {
+                if let Some(timer) = &self.timer {
+                    self.defer(timer.borrow_mut().end());
+                }
+            }
+            drop(scope);
+            drop(range);
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_nest_and_are_timed_on_the_host() {
+        let obs = NvtxObserver::new(NvtxOptions {
+            sync_on_exit: false,
+            kineto_scopes: true,
+            timing: Some(ClockKind::Host),
+            no_ranges: false,
+        });
+        {
+            let _decode = obs.enter(Region::Decode);
+            for _ in 0..2 {
+                let _step = obs.enter(Region::DecodeStep);
+            }
+        }
+        let times = obs.finish().unwrap();
+        let names: Vec<&str> = times.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["decode_step", "decode_step", "decode"]);
+    }
+
+    #[test]
+    fn without_timing_nothing_is_recorded() {
+        let obs = NvtxObserver::new(NvtxOptions::default());
+        drop(obs.enter(Region::Prefill));
+        assert!(obs.finish().unwrap().is_empty());
+    }
+}

@@ -1,0 +1,529 @@
+//! DeepSeek-OCR (spec docs/deepseek-ocr.md): vision encoder (SAM → CLIP → projector),
+//! MoE decoder, and the model-level entry points `encode_images`, `prefill`, `decode_step`.
+//! Region boundaries are reported to a `RegionObserver`; no timing here.
+
+pub mod analytic;
+pub mod analytic_bytes;
+pub mod analytic_report;
+pub mod attention;
+pub mod clip;
+pub mod config;
+pub mod debug;
+pub mod decoder;
+pub mod fast_path_check;
+pub mod generate;
+pub mod graph_decode;
+pub mod hf_tokenizer;
+pub mod kv_cache;
+pub mod layers;
+pub mod moe;
+pub mod optim;
+pub mod output;
+pub mod preprocess;
+pub mod projector;
+pub mod prompt;
+pub mod sam;
+pub mod tokenizer;
+pub mod weights;
+
+pub use config::ArchConfig;
+pub use debug::{debug_logits, debug_sam};
+pub use weights::{Part, Weights};
+
+use anyhow::{ensure, Context, Result};
+use clip::Clip;
+use decoder::Decoder;
+use kv_cache::KvCache;
+use llmprof::region::{Region, RegionObserver};
+use optim::ModelOptim;
+use preprocess::PreparedImage;
+use projector::Projector;
+use sam::Sam;
+use std::path::Path;
+use tch::{Device, Kind, Tensor};
+
+/// One prompt of a batch: token ids (BOS + placeholders + text) and its image, if any.
+#[derive(Debug, Clone, Copy)]
+pub struct PromptRow<'a> {
+    pub ids: &'a [i64],
+    pub image: Option<&'a PreparedImage>,
+}
+
+/// The model; parts whose weights were not loaded are `None` (decoder-only, SAM-only, …).
+#[derive(Debug)]
+pub struct DeepseekOcr {
+    cfg: ArchConfig,
+    sam: Option<Sam>,
+    clip: Option<Clip>,
+    projector: Option<Projector>,
+    decoder: Option<Decoder>,
+    device: Device,
+    kind: Kind,
+}
+
+impl DeepseekOcr {
+    /// Builds every part `weights` holds. Consumes the weights so per-expert tensors that the MoE
+    /// restacks are freed.
+    pub fn load(weights: Weights, cfg: &ArchConfig) -> Result<Self> {
+        Self::load_with(weights, cfg, &ModelOptim::default())
+    }
+
+    /// [`DeepseekOcr::load`] with explicit decoder implementation choices.
+    pub fn load_with(weights: Weights, cfg: &ArchConfig, optim: &ModelOptim) -> Result<Self> {
+        cfg.validate()?;
+        let vs = weights.root();
+        let model = vs.sub("model");
+        let sam = if weights.has_part(Part::Sam) {
+            Some(Sam::load(&model.sub("sam_model"), &cfg.sam).context("loading SAM")?)
+        } else {
+            None
+        };
+        let clip = if weights.has_part(Part::Clip) {
+            Some(Clip::load(&model.sub("vision_model"), &cfg.clip).context("loading CLIP")?)
+        } else {
+            None
+        };
+        let projector = if weights.has_part(Part::Projector) {
+            Some(Projector::load(&model, &cfg.projector).context("loading projector")?)
+        } else {
+            None
+        };
+        let decoder = if weights.has_part(Part::Decoder) {
+            Some(Decoder::load(&vs, &cfg.decoder, optim).context("loading decoder")?)
+        } else {
+            None
+        };
+        Ok(DeepseekOcr {
+            cfg: cfg.clone(),
+            sam,
+            clip,
+            projector,
+            decoder,
+            device: weights.device(),
+            kind: weights.kind(),
+        })
+    }
+
+    /// Loads `parts` from a checkpoint file or folder.
+    pub fn from_checkpoint(
+        path: &Path,
+        cfg: &ArchConfig,
+        parts: &[Part],
+        device: Device,
+        kind: Kind,
+    ) -> Result<Self> {
+        Self::load(Weights::load(path, cfg, parts, device, kind)?, cfg)
+    }
+
+    /// Seeded random weights for all parts, built on the device.
+    pub fn synthetic(cfg: &ArchConfig, seed: i64, device: Device, kind: Kind) -> Result<Self> {
+        Self::load(
+            Weights::synthetic(cfg, &Part::ALL, seed, device, kind)?,
+            cfg,
+        )
+    }
+
+    pub fn config(&self) -> &ArchConfig {
+        &self.cfg
+    }
+
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    pub fn decoder(&self) -> Result<&Decoder> {
+        self.decoder
+            .as_ref()
+            .context("decoder weights were not loaded")
+    }
+
+    pub fn sam(&self) -> Result<&Sam> {
+        self.sam.as_ref().context("SAM weights were not loaded")
+    }
+
+    /// A zeroed static KV cache for `batch` rows of up to `capacity` tokens.
+    pub fn new_cache(&self, batch: i64, capacity: i64) -> Result<KvCache> {
+        let growing = !self.decoder()?.optim().static_kv_cache;
+        KvCache::new(
+            &self.cfg.decoder,
+            batch,
+            capacity,
+            self.device,
+            self.kind,
+            growing,
+        )
+    }
+
+    /// Vision path for one image → embeddings [N_img, hidden] in the order they replace the
+    /// `<image>` ids (local mosaic, global grid, separator). Tiles run as one batch.
+    pub fn encode_images(&self, img: &PreparedImage, obs: &dyn RegionObserver) -> Result<Tensor> {
+        let sam = self.sam()?;
+        let clip = self.clip.as_ref().context("CLIP weights were not loaded")?;
+        let proj = self
+            .projector
+            .as_ref()
+            .context("projector weights were not loaded")?;
+        let _v = obs.enter(Region::Vision);
+        let to_dev = |t: &Tensor| -> Result<Tensor> {
+            Ok(t.f_to_device(self.device)?.f_to_kind(self.kind)?)
+        };
+        let global = to_dev(&img.global)?; // (1, 3, S, S)
+        let tiles = img.tiles.as_ref().map(to_dev).transpose()?; // (n, 3, Si, Si)
+        let (sam_l, sam_g) = {
+            let _g = obs.enter(Region::Sam);
+            (
+                tiles.as_ref().map(|t| sam.forward(t)).transpose()?,
+                sam.forward(&global)?,
+            )
+        }; // (n|1, C, s/64, s/64)
+        let (clip_l, clip_g) = {
+            let _g = obs.enter(Region::Clip);
+            (
+                sam_l.as_ref().map(|s| clip.forward(s)).transpose()?,
+                clip.forward(&sam_g)?,
+            )
+        }; // (n|1, T+1, C)
+        let _g = obs.enter(Region::Projector);
+        let glob = proj.forward(&clip_g, &sam_g)?; // (1, h·w, H)
+        let local = match (&clip_l, &sam_l) {
+            (Some(c), Some(s)) => Some(proj.forward(c, s)?), // (n, h2·w2, H)
+            _ => None,
+        };
+        let grid = img.grid;
+        proj.arrange(
+            &glob,
+            local
+                .as_ref()
+                .map(|l| (l, grid.rows as i64, grid.cols as i64)),
+        )
+    }
+
+    /// Prefill: vision for rows with images, left-padded embeddings with image vectors written
+    /// at the `<image>` positions, decoder over the whole prompt into an empty `cache`.
+    /// Returns fp32 logits of the last prompt position [B, vocab].
+    pub fn prefill(
+        &self,
+        rows: &[PromptRow],
+        cache: &mut KvCache,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let dec = self.decoder()?;
+        ensure!(!rows.is_empty(), "prefill needs at least one prompt");
+        ensure!(cache.is_empty(), "prefill needs an empty KV cache");
+        ensure!(
+            cache.batch() == rows.len() as i64,
+            "{} prompts for a KV cache of batch {}",
+            rows.len(),
+            cache.batch()
+        );
+        let _p = obs.enter(Region::Prefill);
+        let t = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0) as i64;
+        ensure!(t > 0, "empty prompt");
+        let pad_id = self.cfg.tokens.pad_token_id;
+        let mut flat = Vec::with_capacity(rows.len() * t as usize);
+        let mut pads = Vec::with_capacity(rows.len());
+        for r in rows {
+            let pad = t - r.ids.len() as i64;
+            pads.push(pad);
+            flat.extend(std::iter::repeat_n(pad_id, pad as usize));
+            flat.extend_from_slice(r.ids);
+        }
+        let ids = Tensor::f_from_slice(&flat)?
+            .f_view([rows.len() as i64, t])?
+            .f_to_device(self.device)?; // (b, t)
+        let emb = dec.embed(&ids)?; // (b, t, H)
+        let image_id = self.cfg.tokens.image_token_id;
+        for (b, r) in rows.iter().enumerate() {
+            let slots: Vec<i64> = r
+                .ids
+                .iter()
+                .enumerate()
+                .filter(|(_, &id)| id == image_id)
+                .map(|(i, _)| i as i64 + pads[b])
+                .collect();
+            match r.image {
+                Some(img) => {
+                    let feats = self.encode_images(img, obs)?; // (n_img, H)
+                    ensure!(
+                        feats.size()[0] == slots.len() as i64,
+                        "row {b}: {} image vectors for {} `<image>` ids",
+                        feats.size()[0],
+                        slots.len()
+                    );
+                    let idx = Tensor::f_from_slice(&slots)?.f_to_device(self.device)?;
+                    let _ = emb.f_select(0, b as i64)?.f_index_copy_(
+                        0,
+                        &idx,
+                        &feats.f_to_kind(self.kind)?,
+                    )?;
+                }
+                None => ensure!(
+                    slots.is_empty(),
+                    "row {b} has {} `<image>` ids but no image",
+                    slots.len()
+                ),
+            }
+        }
+        cache.set_left_padding(&pads)?;
+        let hidden = dec.forward(&emb, cache)?; // (b, t, H)
+        dec.logits(&hidden.f_select(1, t - 1)?) // (b, vocab)
+    }
+
+    /// One decode step: tokens [B] (int64, on the model device) → fp32 logits [B, vocab].
+    pub fn decode_step(
+        &self,
+        tokens: &Tensor,
+        cache: &mut KvCache,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let dec = self.decoder()?;
+        let _s = obs.enter(Region::DecodeStep);
+        let emb = dec.embed(&tokens.f_view([-1, 1])?)?; // (b, 1, H)
+        let hidden = dec.forward(&emb, cache)?; // (b, 1, H)
+        dec.logits(&hidden.f_squeeze_dim(1)?) // (b, vocab)
+    }
+
+    /// One decode step at the cache's device-side slot counter over the first `window` slots
+    /// (see [`Decoder::forward_device_step`]): tokens [B] → fp32 logits [B, vocab]. Advances
+    /// only the device-side counter; no region marks (a captured graph replays without them).
+    pub fn decode_step_device(
+        &self,
+        tokens: &Tensor,
+        cache: &KvCache,
+        window: i64,
+    ) -> Result<Tensor> {
+        let dec = self.decoder()?;
+        let emb = dec.embed(&tokens.f_view([-1, 1])?)?; // (b, 1, H)
+        let hidden = dec.forward_device_step(&emb, cache, window)?; // (b, 1, H)
+        dec.logits(&hidden.f_squeeze_dim(1)?) // (b, vocab)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    /// A fresh, empty temporary directory unique to this process and tag.
+    pub fn temp_dir(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("llmprof-test-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llmprof::region::NoopObserver;
+    use preprocess::{PreprocessConfig, TileGrid};
+
+    fn tiny() -> DeepseekOcr {
+        DeepseekOcr::synthetic(&ArchConfig::tiny(), 11, Device::Cpu, Kind::Float).unwrap()
+    }
+
+    fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
+        (a - b).abs().max().double_value(&[])
+    }
+
+    fn ids(n: usize, seed: i64) -> Vec<i64> {
+        let mut v = vec![0];
+        v.extend((1..n as i64).map(|i| 3 + (i * 37 + seed * 11) % 250));
+        v
+    }
+
+    #[test]
+    fn kv_cache_decode_equals_full_rerun() {
+        let m = tiny();
+        let seq = ids(12, 1);
+        let obs = NoopObserver;
+        // Full sequence at once.
+        let mut c1 = m.new_cache(1, 16).unwrap();
+        let full = m
+            .prefill(
+                &[PromptRow {
+                    ids: &seq,
+                    image: None,
+                }],
+                &mut c1,
+                &obs,
+            )
+            .unwrap();
+        // Prefix, then the last 4 tokens one at a time through the cache.
+        let mut c2 = m.new_cache(1, 16).unwrap();
+        let mut logits = m
+            .prefill(
+                &[PromptRow {
+                    ids: &seq[..8],
+                    image: None,
+                }],
+                &mut c2,
+                &obs,
+            )
+            .unwrap();
+        for &tok in &seq[8..] {
+            logits = m
+                .decode_step(&Tensor::from_slice(&[tok]), &mut c2, &obs)
+                .unwrap();
+        }
+        assert!(
+            max_diff(&full, &logits) < 1e-4,
+            "{}",
+            max_diff(&full, &logits)
+        );
+        // And it is not trivially equal to something else.
+        assert!(
+            max_diff(
+                &full,
+                &m.prefill(
+                    &[PromptRow {
+                        ids: &seq[..11],
+                        image: None
+                    }],
+                    &mut m.new_cache(1, 16).unwrap(),
+                    &obs
+                )
+                .unwrap()
+            ) > 1e-3
+        );
+    }
+
+    #[test]
+    fn left_padded_batch_equals_rows_alone() {
+        let m = tiny();
+        let obs = NoopObserver;
+        let a = ids(9, 2);
+        let b = ids(5, 3);
+        let mut cb = m.new_cache(2, 16).unwrap();
+        let lb = m
+            .prefill(
+                &[
+                    PromptRow {
+                        ids: &a,
+                        image: None,
+                    },
+                    PromptRow {
+                        ids: &b,
+                        image: None,
+                    },
+                ],
+                &mut cb,
+                &obs,
+            )
+            .unwrap();
+        let step_b = m
+            .decode_step(&Tensor::from_slice(&[7i64, 9]), &mut cb, &obs)
+            .unwrap();
+        for (row, (p, tok)) in [(&a, 7i64), (&b, 9i64)].into_iter().enumerate() {
+            let mut c = m.new_cache(1, 16).unwrap();
+            let l = m
+                .prefill(
+                    &[PromptRow {
+                        ids: p,
+                        image: None,
+                    }],
+                    &mut c,
+                    &obs,
+                )
+                .unwrap();
+            assert!(
+                max_diff(&l.get(0), &lb.get(row as i64)) < 1e-4,
+                "prefill row {row}"
+            );
+            let s = m
+                .decode_step(&Tensor::from_slice(&[tok]), &mut c, &obs)
+                .unwrap();
+            assert!(
+                max_diff(&s.get(0), &step_b.get(row as i64)) < 1e-4,
+                "decode row {row}"
+            );
+        }
+    }
+
+    #[test]
+    fn image_prompt_runs_end_to_end() {
+        let m = tiny();
+        let obs = NoopObserver;
+        // Tiny crop mode: 128 px global (2x2 tokens), 64 px tiles (1x1 token), grid 2 cols x 1 row.
+        let pc = PreprocessConfig {
+            base_size: 128,
+            image_size: 64,
+            crop_mode: true,
+            min_crops: 2,
+            max_crops: 4,
+        };
+        let img = image::RgbImage::from_fn(150, 70, |x, y| {
+            image::Rgb([(x % 256) as u8, (y * 3 % 256) as u8, 90])
+        });
+        let prep = preprocess::preprocess(&img, &pc).unwrap();
+        assert_eq!(prep.grid, TileGrid { cols: 2, rows: 1 });
+        let n = prompt::image_token_count(&pc, prep.grid);
+        // Custom sizes: global 2·3+1 = 7; mosaic (1·1)(2·1+1) = 3.
+        assert_eq!(n, 10);
+        let feats = m.encode_images(&prep, &obs).unwrap();
+        assert_eq!(feats.size(), vec![10, 64]);
+        let tok = tokenizer::ByteTokenizer::tiny();
+        let p = prompt::build_prompt_ids(&tok, "<image>\nFree OCR.", &[n]).unwrap();
+        let mut c = m.new_cache(1, 64).unwrap();
+        let logits = m
+            .prefill(
+                &[PromptRow {
+                    ids: &p,
+                    image: Some(&prep),
+                }],
+                &mut c,
+                &obs,
+            )
+            .unwrap();
+        assert_eq!(logits.size(), vec![1, 320]);
+        assert!(bool::try_from(logits.isfinite().all()).unwrap());
+        // A prompt with a wrong number of placeholders is rejected.
+        let bad = prompt::build_prompt_ids(&tok, "<image>\nFree OCR.", &[n - 1]).unwrap();
+        assert!(m
+            .prefill(
+                &[PromptRow {
+                    ids: &bad,
+                    image: Some(&prep)
+                }],
+                &mut m.new_cache(1, 64).unwrap(),
+                &obs
+            )
+            .is_err());
+    }
+
+    #[test]
+    fn real_dims_vision_path_on_a_small_view() {
+        // Released dimensions (SAM-B, CLIP-L, projector) on a 64 px view: SAM grid 4 (one padded
+        // 14x14 window; global rel-pos tables 127 → 7), CLIP grid 1x1, 1·2 + 1 = 3 vectors.
+        let cfg = ArchConfig::deepseek_ocr();
+        let w = Weights::synthetic(
+            &cfg,
+            &[Part::Sam, Part::Clip, Part::Projector],
+            1,
+            Device::Cpu,
+            Kind::Float,
+        )
+        .unwrap();
+        let m = DeepseekOcr::load(w, &cfg).unwrap();
+        let pc = PreprocessConfig {
+            base_size: 64,
+            image_size: 64,
+            crop_mode: false,
+            min_crops: 2,
+            max_crops: 9,
+        };
+        let prep = preprocess::preprocess(
+            &image::RgbImage::from_pixel(80, 50, image::Rgb([200, 100, 0])),
+            &pc,
+        )
+        .unwrap();
+        assert_eq!(prompt::image_token_count(&pc, prep.grid), 3);
+        let sam = m.sam().unwrap().forward(&prep.global).unwrap();
+        assert_eq!(sam.size(), vec![1, 1024, 1, 1]);
+        let feats = m.encode_images(&prep, &NoopObserver).unwrap();
+        assert_eq!(feats.size(), vec![3, 1280]);
+        assert!(bool::try_from(feats.isfinite().all()).unwrap());
+    }
+}

@@ -1,0 +1,3 @@
+//! Model implementations (tensor code only: no timers, no NVTX, no reports), one folder per
+//! model family.
+pub mod deepseek_ocr;

@@ -1,0 +1,93 @@
+//! Benchmark of the instrumentation's cost on decode, within one process: repeats alternate
+//! between bare (no NVTX ranges, no NVML sampler) and instrumented (NVTX ranges + NVML sampling
+//! at `pipeline.nvml.interval_ms`), so process-to-process noise cancels. Writes
+//! `overhead.json` and prints the comparison. Driven by scripts/bench_overhead.sh.
+use super::inputs::Prepared;
+use super::stage1::{generate_config, run_batch};
+use anyhow::{Context, Result};
+use llmprof::measure::nvml::NvmlSampler;
+use crate::measure::nvtx::{NvtxObserver, NvtxOptions};
+use llmprof::measure::stats::Summary;
+use crate::measure::timing::ClockKind;
+use llmprof::region::Region;
+use llmprof::spec::RunSpec;
+use std::path::Path;
+use std::time::Duration;
+
+pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
+    let w = super::setup::build(spec)?;
+    let pages = super::inputs::sample_pages(spec)?;
+    let prepared = super::inputs::prepare_all(&w, spec, &pages)?;
+    let batch: Vec<&Prepared> = prepared
+        .iter()
+        .take(spec.runtime.batch_size as usize)
+        .collect();
+    let gen = generate_config(
+        spec,
+        &w.arch.tokens.ngram_exempt_token_ids,
+        spec.infer.max_new_tokens as usize,
+    );
+    for _ in 0..spec.runtime.warmup {
+        run_batch(&w, &batch, &gen, &llmprof::region::NoopObserver)?;
+    }
+    let clock = ClockKind::detect();
+    let device = super::setup::device_index(w.device) as u32;
+    let interval = Duration::from_millis(spec.pipeline.nvml.interval_ms as u64);
+    let (mut bare, mut instrumented) = (Vec::new(), Vec::new());
+    // Pairs (bare, instrumented), so slow drifts hit both sides alike.
+    for pair in 0..spec.runtime.repeats {
+        for with in [false, true] {
+            let sampler = with.then(|| NvmlSampler::start(device, interval));
+            let obs = NvtxObserver::new(NvtxOptions {
+                sync_on_exit: false,
+                kineto_scopes: false,
+                timing: Some(clock),
+                no_ranges: !with,
+            });
+            run_batch(&w, &batch, &gen, &obs)?;
+            drop(sampler.map(NvmlSampler::stop));
+            let steps: Vec<f64> = obs
+                .finish()
+                .context("reading timers")?
+                .into_iter()
+                .filter(|t| t.name == Region::DecodeStep.nvtx_name())
+                .map(|t| t.duration_ns as f64 / 1e6)
+                .collect();
+            let median = Summary::from_samples(&steps)
+                .map(|s| s.p50)
+                .unwrap_or(f64::NAN);
+            tracing::info!(pair, with, median_step_ms = median, "overhead benchmark");
+            if with {
+                instrumented.push(median)
+            } else {
+                bare.push(median)
+            }
+        }
+    }
+    let a = Summary::from_samples(&bare).context("no bare repeats")?;
+    let b = Summary::from_samples(&instrumented).context("no instrumented repeats")?;
+    let pct = 100.0 * (b.p50 / a.p50 - 1.0);
+    let json = serde_json::json!({
+        "bare_step_ms_per_repeat": bare,
+        "instrumented_step_ms_per_repeat": instrumented,
+        "bare": a, "instrumented": b,
+        "overhead_pct_on_median_step": pct,
+        "nvml_interval_ms": spec.pipeline.nvml.interval_ms,
+    });
+    std::fs::write(
+        run_dir.join("overhead.json"),
+        serde_json::to_string_pretty(&json)? + "\n",
+    )?;
+    println!("| repeats | median TPOT ms (p50 over repeats) | mean | CV |\n|---|---:|---:|---:|");
+    for (name, s) in [("bare", &a), ("NVTX + NVML", &b)] {
+        println!(
+            "| {name} ×{} | {:.4} | {:.4} | {:.1} % |",
+            s.n,
+            s.p50,
+            s.mean,
+            s.cv.unwrap_or(0.0) * 100.0
+        );
+    }
+    println!("\noverhead on the median decode step: {pct:+.2} % (target <= 2 %)");
+    Ok(())
+}

@@ -1,0 +1,10 @@
+//! The loops that drive a model: stage 1 (timed repeats, NVML, one Kineto pass), infer
+//! (predictions), the overhead benchmark; plus building the model from the spec and preparing
+//! the inputs.
+pub mod bench_overhead;
+pub mod infer;
+pub mod inputs;
+pub mod kineto_pass;
+pub mod setup;
+pub mod stage1;
+pub mod stage1_report;
