@@ -5,8 +5,10 @@
 pub mod app;
 pub mod cli;
 pub mod dataset;
+pub mod dtype;
 pub mod logging;
 pub mod measure;
+pub mod model;
 pub mod nsight;
 pub mod region;
 pub mod report;

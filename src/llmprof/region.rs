@@ -1,103 +1,141 @@
-//! Profiling regions of the workload and the observer the model calls at their boundaries.
-//! The model only marks boundaries; `measure/` implements NVTX ranges, timers and sync policy.
+//! Profiling regions as data: each model declares its regions (name and nesting) in a
+//! [`RegionTree`]; the generation loop's regions (prefill, decode, decode_step) are shared by all.
+//! The model only marks boundaries through a [`RegionObserver`]; measurement owns timers and sync.
 
-/// A named stretch of the workload. `nvtx_name` is the single source of the emitted names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Region {
-    /// SAM ViT-B encoder, neck and compressor over all views of one request.
-    Sam,
-    /// CLIP-L over SAM features.
-    Clip,
-    /// Concat + linear projector + newline/separator arrangement.
-    Projector,
-    /// Whole vision path (contains Sam, Clip, Projector).
-    Vision,
-    /// Prefill: vision + decoder over the whole prompt, logits of the last position.
-    Prefill,
-    /// The whole decode loop.
-    Decode,
-    /// One decode step (one new token per row).
-    DecodeStep,
+/// A named stretch of the workload. Its name is the single source of the NVTX range name, the
+/// Kineto user scope and the report key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Region {
+    name: &'static str,
+    parent: Option<&'static str>,
 }
 
 impl Region {
-    /// All regions, in nesting order.
-    pub const ALL: [Region; 7] = [
-        Region::Sam,
-        Region::Clip,
-        Region::Projector,
-        Region::Vision,
-        Region::Prefill,
-        Region::Decode,
-        Region::DecodeStep,
-    ];
+    /// A top-level region.
+    pub const fn root(name: &'static str) -> Self {
+        Region { name, parent: None }
+    }
 
-    /// The region this one is nested in (Sam, Clip, Projector ⊂ Vision ⊂ Prefill;
-    /// DecodeStep ⊂ Decode).
-    pub fn parent(&self) -> Option<Region> {
-        match self {
-            Region::Sam | Region::Clip | Region::Projector => Some(Region::Vision),
-            Region::Vision => Some(Region::Prefill),
-            Region::DecodeStep => Some(Region::Decode),
-            Region::Prefill | Region::Decode => None,
+    /// A region nested inside `parent`.
+    pub const fn within(name: &'static str, parent: Region) -> Self {
+        Region {
+            name,
+            parent: Some(parent.name),
         }
-    }
-
-    pub fn from_name(name: &str) -> Option<Region> {
-        Region::ALL.into_iter().find(|r| r.nvtx_name() == name)
-    }
-
-    /// True when `self` is `outer` or nested (at any depth) inside it.
-    pub fn is_within(&self, outer: Region) -> bool {
-        let mut r = Some(*self);
-        while let Some(x) = r {
-            if x == outer {
-                return true;
-            }
-            r = x.parent();
-        }
-        false
-    }
-
-    /// The push/pop stack down to this region, as an ncu `--nvtx-include` expression
-    /// (`decode/decode_step/`).
-    pub fn nvtx_path(&self) -> String {
-        let mut names = vec![self.nvtx_name()];
-        let mut r = self.parent();
-        while let Some(p) = r {
-            names.push(p.nvtx_name());
-            r = p.parent();
-        }
-        names.reverse();
-        format!("{}/", names.join("/"))
-    }
-
-    /// ncu `--nvtx-include` expressions that select every kernel inside `self`, nested or not.
-    pub fn nvtx_includes(&self) -> Vec<String> {
-        Region::ALL
-            .iter()
-            .filter(|r| r.is_within(*self))
-            .map(Region::nvtx_path)
-            .collect()
     }
 
     /// Name used for NVTX ranges, Kineto user scopes and report keys.
     pub fn nvtx_name(&self) -> &'static str {
-        match self {
-            Region::Sam => "sam",
-            Region::Clip => "clip",
-            Region::Projector => "projector",
-            Region::Vision => "vision",
-            Region::Prefill => "prefill",
-            Region::Decode => "decode",
-            Region::DecodeStep => "decode_step",
-        }
+        self.name
+    }
+
+    /// Name of the region this one is nested in.
+    pub fn parent_name(&self) -> Option<&'static str> {
+        self.parent
     }
 }
 
 impl std::fmt::Display for Region {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.nvtx_name())
+        f.write_str(self.name)
+    }
+}
+
+/// Prefill: the whole prompt (a model's input encoders included) up to the logits of the last
+/// position; its duration is the time to first token.
+pub const PREFILL: Region = Region::root("prefill");
+/// The whole decode loop.
+pub const DECODE: Region = Region::root("decode");
+/// One decode step (one new token per row); its duration is the time per output token.
+pub const DECODE_STEP: Region = Region::within("decode_step", DECODE);
+
+/// The regions a model marks, in nesting order (a parent before its children).
+#[derive(Debug, Clone, Copy)]
+pub struct RegionTree {
+    regions: &'static [Region],
+}
+
+impl RegionTree {
+    pub const fn new(regions: &'static [Region]) -> Self {
+        RegionTree { regions }
+    }
+
+    pub fn all(&self) -> &'static [Region] {
+        self.regions
+    }
+
+    pub fn find(&self, name: &str) -> Option<Region> {
+        self.regions.iter().copied().find(|r| r.name == name)
+    }
+
+    /// Names of every region, for error messages.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.regions.iter().map(|r| r.name).collect()
+    }
+
+    pub fn parent(&self, region: Region) -> Option<Region> {
+        region.parent.and_then(|p| self.find(p))
+    }
+
+    /// True when `region` is `outer` or nested (at any depth) inside it.
+    pub fn is_within(&self, region: Region, outer: Region) -> bool {
+        let mut r = Some(region);
+        while let Some(x) = r {
+            if x == outer {
+                return true;
+            }
+            r = self.parent(x);
+        }
+        false
+    }
+
+    /// The push/pop stack down to `region`, as an ncu `--nvtx-include` expression
+    /// (`decode/decode_step/`).
+    pub fn nvtx_path(&self, region: Region) -> String {
+        let mut names = vec![region.name];
+        let mut r = self.parent(region);
+        while let Some(p) = r {
+            names.push(p.name);
+            r = self.parent(p);
+        }
+        names.reverse();
+        format!("{}/", names.join("/"))
+    }
+
+    /// ncu `--nvtx-include` expressions that select every kernel inside `outer`, nested or not.
+    pub fn nvtx_includes(&self, outer: Region) -> Vec<String> {
+        self.regions
+            .iter()
+            .filter(|r| self.is_within(**r, outer))
+            .map(|r| self.nvtx_path(*r))
+            .collect()
+    }
+
+    /// Checks what every tree must satisfy: unique names, parents declared before their
+    /// children, and the generation loop's regions present.
+    pub fn check(&self) -> Result<(), String> {
+        for (i, r) in self.regions.iter().enumerate() {
+            if self.regions[..i].iter().any(|q| q.name == r.name) {
+                return Err(format!("region '{}' is declared twice", r.name));
+            }
+            if let Some(p) = r.parent {
+                if !self.regions[..i].iter().any(|q| q.name == p) {
+                    return Err(format!(
+                        "region '{}' is nested in '{p}', which is not declared before it",
+                        r.name
+                    ));
+                }
+            }
+        }
+        for shared in [PREFILL, DECODE, DECODE_STEP] {
+            if self.find(shared.name) != Some(shared) {
+                return Err(format!(
+                    "the generation loop's region '{}' is missing or nested differently",
+                    shared.name
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -151,6 +189,10 @@ mod tests {
     use super::*;
     use std::cell::RefCell;
 
+    const OUTER: Region = Region::within("outer", PREFILL);
+    const INNER: Region = Region::within("inner", OUTER);
+    const TREE: RegionTree = RegionTree::new(&[PREFILL, OUTER, INNER, DECODE, DECODE_STEP]);
+
     struct Recorder(RefCell<Vec<String>>);
     impl RegionObserver for Recorder {
         fn enter(&self, region: Region) -> RegionGuard<'_> {
@@ -163,17 +205,34 @@ mod tests {
     fn guards_close_in_reverse_order() {
         let rec = Recorder(RefCell::new(Vec::new()));
         {
-            let _a = rec.enter(Region::Vision);
-            let _b = rec.enter(Region::Sam);
+            let _a = rec.enter(OUTER);
+            let _b = rec.enter(INNER);
         }
-        assert_eq!(*rec.0.borrow(), ["+vision", "+sam", "-sam", "-vision"]);
+        assert_eq!(*rec.0.borrow(), ["+outer", "+inner", "-inner", "-outer"]);
     }
 
     #[test]
-    fn names_are_unique() {
-        let mut names: Vec<_> = Region::ALL.iter().map(|r| r.nvtx_name()).collect();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), Region::ALL.len());
+    fn nesting_paths_and_includes() {
+        TREE.check().unwrap();
+        assert_eq!(TREE.nvtx_path(INNER), "prefill/outer/inner/");
+        assert_eq!(TREE.nvtx_path(DECODE_STEP), "decode/decode_step/");
+        assert_eq!(
+            TREE.nvtx_includes(DECODE),
+            ["decode/", "decode/decode_step/"]
+        );
+        assert_eq!(TREE.nvtx_includes(PREFILL).len(), 3);
+        assert!(TREE.is_within(INNER, PREFILL));
+        assert!(!TREE.is_within(DECODE_STEP, PREFILL));
+        assert_eq!(TREE.find("inner"), Some(INNER));
+    }
+
+    #[test]
+    fn check_rejects_bad_trees() {
+        let dup = RegionTree::new(&[PREFILL, PREFILL, DECODE, DECODE_STEP]);
+        assert!(dup.check().unwrap_err().contains("twice"));
+        let orphan = RegionTree::new(&[INNER, PREFILL, DECODE, DECODE_STEP]);
+        assert!(orphan.check().unwrap_err().contains("not declared before"));
+        let no_step = RegionTree::new(&[PREFILL, DECODE]);
+        assert!(no_step.check().unwrap_err().contains("decode_step"));
     }
 }

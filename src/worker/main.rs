@@ -106,7 +106,8 @@ fn run_debug(args: &[String]) -> Result<()> {
             seed,
             json,
         } => {
-            use llmprof_worker::models::deepseek_ocr::{fast_path_check, ArchConfig};
+            use llmprof_worker::models::deepseek_ocr::checks::fast_path_check;
+            use llmprof_worker::models::deepseek_ocr::ArchConfig;
             let cfg = if arch == "tiny" {
                 ArchConfig::tiny()
             } else {

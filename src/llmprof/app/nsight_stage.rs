@@ -3,7 +3,8 @@
 //! parse what they wrote into kernel tables and a roofline. Runs in the front end (no libtorch):
 //! the tools profile the child, which launches the worker.
 use crate::config::Composed;
-use crate::region::Region;
+use crate::measure::op_tables::KernelRow;
+use crate::region::{Region, RegionTree};
 use crate::spec::RunSpec;
 use crate::nsight::{self, ncu, nsys};
 use anyhow::{bail, Context, Result};
@@ -262,25 +263,29 @@ impl<'a> Stage2<'a> {
         let path = dir.join("kernels.json");
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
-        let rows: Vec<serde_json::Value> = serde_json::from_str(&text)?;
-        let within = self
-            .spec
-            .pipeline
-            .ncu
-            .nvtx_include
-            .as_deref()
-            .and_then(Region::from_name);
+        let rows: Vec<KernelRow> = serde_json::from_str(&text)
+            .with_context(|| format!("reading the kernel table {}", path.display()))?;
+        let regions = self.spec.model.family.regions();
+        let within = self.nvtx_region(&regions);
         Ok(rows
-            .iter()
+            .into_iter()
             .filter(|r| match within {
                 None => true,
-                Some(outer) => r["stage"]
-                    .as_str()
-                    .and_then(Region::from_name)
-                    .is_some_and(|s| s.is_within(outer)),
+                Some(outer) => r
+                    .stage
+                    .as_deref()
+                    .and_then(|s| regions.find(s))
+                    .is_some_and(|s| regions.is_within(s, outer)),
             })
-            .filter_map(|r| Some((r["name"].as_str()?.to_string(), r["total_ns"].as_f64()?)))
+            .map(|r| (r.name, r.total_ns as f64))
             .collect())
+    }
+
+    /// The region `pipeline.ncu.nvtx_include` names, when it is one of the model's regions (any
+    /// other name is passed to ncu as a plain NVTX range).
+    fn nvtx_region(&self, regions: &RegionTree) -> Option<Region> {
+        let name = self.spec.pipeline.ncu.nvtx_include.as_deref()?;
+        regions.find(name)
     }
 
     /// One ncu child per top-K kernel (exact selection: a single run with a combined filter
@@ -312,11 +317,12 @@ impl<'a> Stage2<'a> {
                 Some(user) => user.clone(),
                 None => kernel_regex(name),
             };
+            let regions = self.spec.model.family.regions();
             let opts = ncu::command::Options {
                 nvtx_includes: match c.nvtx_include.as_deref() {
                     None => vec![],
-                    Some(name) => match Region::from_name(name) {
-                        Some(r) => r.nvtx_includes(),
+                    Some(name) => match regions.find(name) {
+                        Some(r) => regions.nvtx_includes(r),
                         None => vec![format!("{name}/")],
                     },
                 },
@@ -451,12 +457,14 @@ mod tests {
 
     #[test]
     fn nvtx_includes_cover_nested_regions() {
+        use crate::model::deepseek_ocr::{REGIONS, SAM};
+        use crate::region::{DECODE, PREFILL};
         assert_eq!(
-            Region::Decode.nvtx_includes(),
+            REGIONS.nvtx_includes(DECODE),
             vec!["decode/".to_string(), "decode/decode_step/".to_string()]
         );
-        assert_eq!(Region::Sam.nvtx_path(), "prefill/vision/sam/");
-        assert_eq!(Region::Prefill.nvtx_includes().len(), 5);
+        assert_eq!(REGIONS.nvtx_path(SAM), "prefill/vision/sam/");
+        assert_eq!(REGIONS.nvtx_includes(PREFILL).len(), 5);
     }
 
     #[test]

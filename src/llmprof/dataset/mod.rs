@@ -1,9 +1,11 @@
 //! Which page images a run reads: list a dataset folder (or a subset file, or OmniDocBench's
 //! ground-truth JSON), then pick samples per epoch (`sampling`). Pure std, no libtorch.
+mod input;
 mod omnidocbench;
 mod samples;
 mod sampling;
 
+pub use input::{load_rgb, InputItem};
 pub use omnidocbench::{list_omnidocbench, OMNIDOCBENCH_JSON};
 pub use samples::{read_sample_metadata, SamplePage, SAMPLES_METADATA};
 pub use sampling::{sample, SampleRef};
@@ -49,6 +51,14 @@ pub fn list_dataset(spec: &DatasetSpec, base_dir: &Path) -> Result<Vec<PathBuf>>
         _ => list_images(&root, subset.as_deref())?,
     };
     Ok(images)
+}
+
+/// The inputs a run reads, in order: [`plan`] turned into [`InputItem`]s.
+pub fn inputs(spec: &DatasetSpec, base_dir: &Path) -> Result<Vec<InputItem>> {
+    plan(spec, base_dir)?
+        .into_iter()
+        .map(|r| InputItem::from_path(r.path))
+        .collect()
 }
 
 /// The samples a run reads: [`list_dataset`], then [`sample`] with `spec.sampling`.

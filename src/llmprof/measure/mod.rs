@@ -1,5 +1,10 @@
-//! Measurement that needs no libtorch: statistics, GPU peaks and the NVML sampler with its window
-//! maths. The CUDA/Kineto half lives in the worker crate. Nothing here knows about a model.
+//! Measurement that needs no libtorch: statistics, GPU peaks, the NVML sampler with its window
+//! maths, Kineto's event records and the operator/kernel tables built from them. The CUDA/Kineto
+//! session half lives in the worker crate. Nothing here knows about a model.
+pub mod gpu;
+pub mod kineto_events;
+pub mod memory;
 pub mod nvml;
+pub mod op_tables;
 pub mod peaks;
 pub mod stats;

@@ -10,6 +10,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
+
+use super::gpu::GpuProps;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::Nvml;
 
@@ -291,35 +293,15 @@ impl NvmlTrace {
     }
 }
 
-/// Static properties of one GPU, for peak FLOP/s and bandwidth derivation.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct GpuProps {
-    pub index: u32,
-    pub name: String,
-    /// e.g. "Hopper" (NVML's DeviceArchitecture).
-    pub architecture: Option<String>,
-    pub compute_capability: Option<(i32, i32)>,
-    /// NVML has no SM count; fill it from the CUDA runtime (`ffi::cuda_sm_count`) in the worker.
-    pub sm_count: Option<u32>,
-    pub cuda_cores: Option<u32>,
-    pub max_sm_clock_mhz: Option<u32>,
-    pub max_mem_clock_mhz: Option<u32>,
-    pub memory_bus_width_bits: Option<u32>,
-    pub memory_total_bytes: Option<u64>,
-    pub power_limit_mw: Option<u32>,
-    pub driver_version: Option<String>,
-}
-
-impl GpuProps {
-    /// Queries device `index` through NVML.
-    pub fn query(index: u32) -> Result<Self, NvmlUnavailable> {
+/// Queries device `index`'s properties through NVML (no SM count: NVML has none).
+pub fn query_gpu(index: u32) -> Result<GpuProps, NvmlUnavailable> {
         let unavailable = |reason: String| NvmlUnavailable { reason };
         let nvml = Nvml::init().map_err(|e| unavailable(e.to_string()))?;
         let device = nvml
             .device_by_index(index)
             .map_err(|e| unavailable(format!("device {index}: {e}")))?;
         Ok(GpuProps {
-            index,
+            index: Some(index),
             name: device
                 .name()
                 .map_err(|e| unavailable(format!("device {index} name: {e}")))?,
@@ -327,17 +309,16 @@ impl GpuProps {
             compute_capability: device
                 .cuda_compute_capability()
                 .ok()
-                .map(|c| (c.major, c.minor)),
+                .map(|c| (c.major as u32, c.minor as u32)),
             sm_count: None,
             cuda_cores: device.num_cores().ok(),
-            max_sm_clock_mhz: device.max_clock_info(Clock::SM).ok(),
-            max_mem_clock_mhz: device.max_clock_info(Clock::Memory).ok(),
+            max_sm_clock_mhz: device.max_clock_info(Clock::SM).ok().map(f64::from),
+            max_mem_clock_mhz: device.max_clock_info(Clock::Memory).ok().map(f64::from),
             memory_bus_width_bits: device.memory_bus_width().ok(),
             memory_total_bytes: device.memory_info().ok().map(|m| m.total),
             power_limit_mw: device.enforced_power_limit().ok(),
             driver_version: nvml.sys_driver_version().ok(),
         })
-    }
 }
 
 #[cfg(test)]
@@ -406,7 +387,7 @@ mod tests {
             }
             None => assert!(!trace.samples.is_empty()),
         }
-        if let Err(u) = GpuProps::query(0) {
+        if let Err(u) = query_gpu(0) {
             assert!(!u.reason.is_empty());
         }
     }

@@ -9,17 +9,7 @@
 
 use serde::Serialize;
 
-/// GPU properties as NVML or ncu's `device__attribute_*` report them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GpuProps {
-    pub name: String,
-    pub cc_major: u32,
-    pub cc_minor: u32,
-    pub sm_count: u32,
-    pub max_sm_clock_mhz: f64,
-    pub max_mem_clock_mhz: f64,
-    pub mem_bus_width_bits: u32,
-}
+pub use super::gpu::GpuProps;
 
 /// GPU architecture (chip family), from the compute capability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -43,7 +33,7 @@ pub enum Error {
         major: u32,
         minor: u32,
     },
-    #[error("GPU properties of {name} are incomplete: {what} is zero")]
+    #[error("GPU properties of {name} are incomplete: {what} is missing or zero")]
     Incomplete { name: String, what: &'static str },
 }
 
@@ -209,43 +199,73 @@ pub fn dram_bytes_per_s(max_mem_clock_mhz: f64, bus_width_bits: u32) -> f64 {
 
 /// Derives peaks from `props`; errors for an architecture not in the table.
 pub fn derive(props: &GpuProps) -> Result<Peaks, Error> {
-    let arch = Arch::from_cc(props.cc_major, props.cc_minor).ok_or_else(|| {
-        Error::UnknownArchitecture {
-            name: props.name.clone(),
-            major: props.cc_major,
-            minor: props.cc_minor,
-        }
+    let incomplete = |what: &'static str| Error::Incomplete {
+        name: props.name.clone(),
+        what,
+    };
+    let (cc_major, cc_minor) = props
+        .compute_capability
+        .ok_or_else(|| incomplete("compute_capability"))?;
+    let arch = Arch::from_cc(cc_major, cc_minor).ok_or_else(|| Error::UnknownArchitecture {
+        name: props.name.clone(),
+        major: cc_major,
+        minor: cc_minor,
     })?;
-    for (what, v) in [
-        ("sm_count", f64::from(props.sm_count)),
-        ("max_sm_clock_mhz", props.max_sm_clock_mhz),
-        ("max_mem_clock_mhz", props.max_mem_clock_mhz),
-        ("mem_bus_width_bits", f64::from(props.mem_bus_width_bits)),
-    ] {
-        if v <= 0.0 {
-            return Err(Error::Incomplete {
-                name: props.name.clone(),
-                what,
-            });
-        }
-    }
+    let positive = |what: &'static str, v: Option<f64>| -> Result<f64, Error> {
+        v.filter(|x| *x > 0.0).ok_or_else(|| incomplete(what))
+    };
+    let sm_count = positive("sm_count", props.sm_count.map(f64::from))?;
+    let sm_clock_mhz = positive("max_sm_clock_mhz", props.max_sm_clock_mhz)?;
+    let mem_clock_mhz = positive("max_mem_clock_mhz", props.max_mem_clock_mhz)?;
+    let bus_bits = positive(
+        "memory_bus_width_bits",
+        props.memory_bus_width_bits.map(f64::from),
+    )?;
     let t = arch.per_sm();
     let half = t.geforce_half_rate && is_geforce(&props.name);
     let tensor_scale = if half { 0.5 } else { 1.0 };
-    let per_s = f64::from(props.sm_count) * props.max_sm_clock_mhz * 1e6;
+    let per_s = sm_count * sm_clock_mhz * 1e6;
     Ok(Peaks {
         gpu_name: props.name.clone(),
         arch,
-        sm_clock_mhz: props.max_sm_clock_mhz,
+        sm_clock_mhz,
         fp32_flops_per_s: t.fp32 * per_s,
         tf32_flops_per_s: t.tensor_tf32.map(|r| r * per_s * tensor_scale),
         fp16_flops_per_s: t.tensor_fp16 * per_s * tensor_scale,
         bf16_flops_per_s: t.tensor_bf16.map(|r| r * per_s * tensor_scale),
         fp8_flops_per_s: t.tensor_fp8.map(|r| r * per_s * tensor_scale),
-        dram_bytes_per_s: dram_bytes_per_s(props.max_mem_clock_mhz, props.mem_bus_width_bits),
+        dram_bytes_per_s: dram_bytes_per_s(mem_clock_mhz, bus_bits as u32),
         geforce_half_rate: half,
         source: t.source.to_string(),
     })
+}
+
+/// The one peaks resolver (stage 1, stage 2, `analyze ncu`): the peaks of the GPU `props`
+/// describe, with where they came from (`origin`: "NVML and CUDA", "ncu device attributes", ...),
+/// or why there are none.
+pub fn resolve(props: Result<GpuProps, String>, origin: &str) -> Result<(Peaks, String), String> {
+    let props = props?;
+    let peaks = derive(&props).map_err(|e| e.to_string())?;
+    let source = format!(
+        "derived from {origin}: {} SMs at {:.0} MHz, memory clock and bus width ({})",
+        props.sm_count.unwrap_or(0),
+        peaks.sm_clock_mhz,
+        peaks.source
+    );
+    Ok((peaks, source))
+}
+
+impl Peaks {
+    /// Dense FLOP/s for tensors of `dtype` (bf16 falls back to the fp16 rate on parts without a
+    /// separate bf16 figure).
+    pub fn dense_flops_per_s(&self, dtype: crate::dtype::Dtype) -> f64 {
+        use crate::dtype::Dtype;
+        match dtype {
+            Dtype::Bf16 => self.bf16_flops_per_s.unwrap_or(self.fp16_flops_per_s),
+            Dtype::F16 => self.fp16_flops_per_s,
+            Dtype::F32 => self.fp32_flops_per_s,
+        }
+    }
 }
 
 /// Properties of a few boards by name ("H100 SXM", "H200", "RTX 5090", "RTX 4090", "A100"), for
@@ -259,12 +279,12 @@ pub fn props_for_name(name: &str) -> Option<GpuProps> {
     let props =
         |name: &str, cc: (u32, u32), sms: u32, sm_mhz: f64, mem_mhz: f64, bits: u32| GpuProps {
             name: name.to_string(),
-            cc_major: cc.0,
-            cc_minor: cc.1,
-            sm_count: sms,
-            max_sm_clock_mhz: sm_mhz,
-            max_mem_clock_mhz: mem_mhz,
-            mem_bus_width_bits: bits,
+            compute_capability: Some(cc),
+            sm_count: Some(sms),
+            max_sm_clock_mhz: Some(sm_mhz),
+            max_mem_clock_mhz: Some(mem_mhz),
+            memory_bus_width_bits: Some(bits),
+            ..GpuProps::default()
         };
     // H100/H200: NVML on the lent machines (shared/fixtures/ncu-h200-tch-matmul README and
     // ncu_raw.csv device__attribute_*); RTX 5090 / 4090: NVIDIA spec pages (boost clock, 28 / 21
@@ -303,7 +323,7 @@ mod tests {
     fn h100_sxm_matches_datasheet() {
         // Datasheet: 989.4 TFLOP/s dense BF16 at 1830 MHz; 3.35 TB/s; 67 TFLOP/s FP32 at 1980 MHz.
         let mut props = props_for_name("H100 SXM").expect("known");
-        props.max_sm_clock_mhz = 1830.0;
+        props.max_sm_clock_mhz = Some(1830.0);
         let p = derive(&props).expect("hopper");
         assert_eq!(p.arch, Arch::Hopper);
         assert!(
@@ -338,7 +358,7 @@ mod tests {
             "{}",
             p.dram_bytes_per_s
         );
-        props.max_sm_clock_mhz = 1830.0;
+        props.max_sm_clock_mhz = Some(1830.0);
         assert!(within(
             derive(&props)
                 .expect("hopper")
@@ -370,8 +390,7 @@ mod tests {
     #[test]
     fn unknown_architecture_is_an_error() {
         let mut props = props_for_name("H200").expect("known");
-        props.cc_major = 6;
-        props.cc_minor = 1;
+        props.compute_capability = Some((6, 1));
         let err = derive(&props).expect_err("pascal not in table");
         assert!(matches!(
             err,

@@ -16,7 +16,7 @@ use super::ncu::parse::{parse as parse_ncu, Error as NcuError, KernelRecord, Val
 use super::nsys::command::{stats_args, stats_output_path};
 use super::nsys::parse::{parse_report, Error as NsysError, Report, ReportKind};
 use super::tool::find_tool;
-use crate::measure::peaks::{derive as derive_peaks, props_for_name, GpuProps, Peaks};
+use crate::measure::peaks::{props_for_name, resolve as resolve_peaks, GpuProps, Peaks};
 use crate::roofline::{markdown, KernelPoint, RooflineReport, Thresholds};
 
 /// Kernel rows shown per nsys report in markdown (JSON has all).
@@ -259,12 +259,17 @@ pub fn gpu_props_from_record(rec: &KernelRecord) -> Option<GpuProps> {
     };
     Some(GpuProps {
         name,
-        cc_major: n("compute_capability_major")? as u32,
-        cc_minor: n("compute_capability_minor")? as u32,
-        sm_count: n("multiprocessor_count")? as u32,
-        max_sm_clock_mhz: n("max_gpu_frequency_khz").or_else(|| n("clock_rate"))? / 1e3,
-        max_mem_clock_mhz: n("max_mem_frequency_khz").or_else(|| n("memory_clock_rate"))? / 1e3,
-        mem_bus_width_bits: n("global_memory_bus_width")? as u32,
+        compute_capability: Some((
+            n("compute_capability_major")? as u32,
+            n("compute_capability_minor")? as u32,
+        )),
+        sm_count: Some(n("multiprocessor_count")? as u32),
+        max_sm_clock_mhz: Some(n("max_gpu_frequency_khz").or_else(|| n("clock_rate"))? / 1e3),
+        max_mem_clock_mhz: Some(
+            n("max_mem_frequency_khz").or_else(|| n("memory_clock_rate"))? / 1e3,
+        ),
+        memory_bus_width_bits: Some(n("global_memory_bus_width")? as u32),
+        ..GpuProps::default()
     })
 }
 
@@ -336,28 +341,26 @@ pub fn ncu_roofline(path: &Path, gpu: Option<&str>) -> Result<NcuAnalysis> {
 }
 
 fn pick_peaks<'a>(
-    recs: impl Iterator<Item = &'a KernelRecord>,
+    mut recs: impl Iterator<Item = &'a KernelRecord>,
     gpu: Option<&str>,
 ) -> Result<(Option<Peaks>, String)> {
-    let mut recs = recs;
-    if let Some(props) = recs.find_map(gpu_props_from_record) {
-        return Ok(match derive_peaks(&props) {
-            Ok(p) => (Some(p), format!("from device attributes of {}", props.name)),
-            Err(e) => (None, e.to_string()),
-        });
-    }
-    let Some(name) = gpu else {
-        return Ok((
-            None,
-            "no device__attribute_* columns in the CSV and no GPU name given".into(),
-        ));
+    let resolved = if let Some(props) = recs.find_map(gpu_props_from_record) {
+        let origin = format!("the device attributes of {}", props.name);
+        resolve_peaks(Ok(props), &origin)
+    } else if let Some(name) = gpu {
+        let props = props_for_name(name).with_context(|| {
+            format!("unknown GPU name {name:?}: known names are \"H100 SXM\", \"H200\", \"RTX 5090\", \"RTX 4090\", \"A100\"")
+        })?;
+        resolve_peaks(Ok(props), &format!("the GPU name {name:?}"))
+    } else {
+        resolve_peaks(
+            Err("no device__attribute_* columns in the CSV and no GPU name given".into()),
+            "",
+        )
     };
-    let props = props_for_name(name).with_context(|| {
-        format!("unknown GPU name {name:?}: known names are \"H100 SXM\", \"H200\", \"RTX 5090\", \"RTX 4090\", \"A100\"")
-    })?;
-    Ok(match derive_peaks(&props) {
-        Ok(p) => (Some(p), format!("from the GPU name {name:?}")),
-        Err(e) => (None, e.to_string()),
+    Ok(match resolved {
+        Ok((p, source)) => (Some(p), source),
+        Err(why) => (None, why),
     })
 }
 
@@ -509,7 +512,7 @@ mod tests {
             a.roofline.rows[raw].bound.reason
         );
         let md = analyze_ncu(&Path::new(FIX).join("ncu/h200"), false, None).expect("md");
-        assert!(md.contains("from device attributes of NVIDIA H200"), "{md}");
+        assert!(md.contains("the device attributes of NVIDIA H200"), "{md}");
     }
 
     #[test]

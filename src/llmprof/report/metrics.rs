@@ -1,6 +1,7 @@
 //! metrics.json: versioned schema (docs/metrics-schema.md). Times in ms unless the name says
 //! otherwise; a number that could not be derived is `null` with a note saying why.
 use crate::measure::stats::Summary;
+use crate::model::GraphStats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -42,20 +43,6 @@ pub struct OptimInfo {
     pub switches: crate::spec::OptimSpec,
     /// Decode steps replayed from captured graphs; null when decode steps ran eagerly.
     pub graphs: Option<GraphStats>,
-}
-
-/// What the CUDA-graph decode path did over the whole run (warm-up and Kineto pass included).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GraphStats {
-    pub graphs_captured: usize,
-    pub capture_ms_total: f64,
-    pub replays: u64,
-    /// Fixed-shape steps run eagerly: the first step of each (batch, KV window), or every step
-    /// without a GPU.
-    pub eager_steps: u64,
-    /// KV windows (slots attended) captured, per batch size.
-    pub windows: BTreeMap<i64, Vec<i64>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,9 +1,12 @@
-//! Run reports: `RunReport` (the one source of every number, serialised as metrics.json) and
-//! its renderings (report.md, stakeholder_summary.md), plus the layout-box images of `llmprof infer`.
-//! Computes nothing new from raw data.
+//! Run reports: measurements (plain data from the worker) → `RunReport` (the one source of every
+//! number, serialised as metrics.json) → its renderings (report.md, stakeholder_summary.md), the
+//! artifact files of a run directory, and the layout-box images of `llmprof infer`.
+pub mod artifacts;
 pub mod boxes;
 pub mod markdown;
+pub mod measurements;
 pub mod metrics;
+pub mod stage1;
 pub mod summary;
 
 pub use metrics::*;

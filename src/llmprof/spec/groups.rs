@@ -1,4 +1,5 @@
 //! One typed struct per config group (conf/<group>/*.yaml): field names are the YAML keys.
+use crate::model::{Arch, Family};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -74,10 +75,13 @@ impl ResolutionMode {
     }
 }
 
+/// `model.*`. `arch` is typed by `family` as soon as the spec is built (see [`RawModelSpec`]).
 #[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawModelSpec")]
 pub struct ModelSpec {
     pub name: String,
+    /// The model family, which picks the implementation and the schema of `arch`.
+    pub family: Family,
     pub weights: WeightsSource,
     pub path: String,
     pub seed: u64,
@@ -85,8 +89,41 @@ pub struct ModelSpec {
     /// Model option used when no GPU is present.
     pub cpu_fallback: String,
     pub preprocess: PreprocessSpec,
-    /// Architecture (conf/model/deepseek_ocr/arch/*.yaml), checked by the workload.
-    pub arch: serde_json::Value,
+    /// Architecture (conf/model/<family>/arch/*.yaml).
+    pub arch: Arch,
+}
+
+/// `model.*` as written in YAML, before `arch` is checked against the family's schema.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawModelSpec {
+    name: String,
+    family: Family,
+    weights: WeightsSource,
+    path: String,
+    seed: u64,
+    dtype: DtypeChoice,
+    cpu_fallback: String,
+    preprocess: PreprocessSpec,
+    arch: serde_json::Value,
+}
+
+impl TryFrom<RawModelSpec> for ModelSpec {
+    type Error = String;
+
+    fn try_from(raw: RawModelSpec) -> Result<Self, String> {
+        Ok(ModelSpec {
+            arch: raw.family.parse_arch(raw.arch)?,
+            name: raw.name,
+            family: raw.family,
+            weights: raw.weights,
+            path: raw.path,
+            seed: raw.seed,
+            dtype: raw.dtype,
+            cpu_fallback: raw.cpu_fallback,
+            preprocess: raw.preprocess,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -1,8 +1,7 @@
 //! Measurement that needs libtorch or CUDA: CUDA-event and host timers, the NVTX region
-//! observer, caching-allocator peaks and the Kineto session with its operator/kernel tables.
-//! Nothing here knows about a model.
+//! observer, caching-allocator peaks and the Kineto session. Nothing here knows about a model;
+//! the pure halves (event records, operator/kernel tables, statistics) are in `llmprof::measure`.
 pub mod kineto;
 pub mod memory;
 pub mod nvtx;
-pub mod ops;
 pub mod timing;

@@ -122,9 +122,9 @@ mod tests {
             no_ranges: false,
         });
         {
-            let _decode = obs.enter(Region::Decode);
+            let _decode = obs.enter(llmprof::region::DECODE);
             for _ in 0..2 {
-                let _step = obs.enter(Region::DecodeStep);
+                let _step = obs.enter(llmprof::region::DECODE_STEP);
             }
         }
         let times = obs.finish().unwrap();
@@ -135,7 +135,7 @@ mod tests {
     #[test]
     fn without_timing_nothing_is_recorded() {
         let obs = NvtxObserver::new(NvtxOptions::default());
-        drop(obs.enter(Region::Prefill));
+        drop(obs.enter(llmprof::region::PREFILL));
         assert!(obs.finish().unwrap().is_empty());
     }
 }

@@ -2,36 +2,53 @@
 //! between bare (no NVTX ranges, no NVML sampler) and instrumented (NVTX ranges + NVML sampling
 //! at `pipeline.nvml.interval_ms`), so process-to-process noise cancels. Writes
 //! `overhead.json` and prints the comparison. Driven by scripts/bench_overhead.sh.
-use super::inputs::Prepared;
-use super::stage1::{generate_config, run_batch};
+use crate::measure::nvtx::{NvtxObserver, NvtxOptions};
+use crate::measure::timing::ClockKind;
+use crate::models::{with_model, ModelJob};
 use anyhow::{Context, Result};
 use llmprof::measure::nvml::NvmlSampler;
-use crate::measure::nvtx::{NvtxObserver, NvtxOptions};
 use llmprof::measure::stats::Summary;
-use crate::measure::timing::ClockKind;
-use llmprof::region::Region;
+use llmprof::model::{GenerateConfig, Model};
+use llmprof::region::DECODE_STEP;
+use llmprof::report::artifacts;
 use llmprof::spec::RunSpec;
 use std::path::Path;
 use std::time::Duration;
 
+/// The overhead benchmark on the model `spec` names.
 pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
-    let w = super::setup::build(spec)?;
-    let pages = super::inputs::sample_pages(spec)?;
-    let prepared = super::inputs::prepare_all(&w, spec, &pages)?;
-    let batch: Vec<&Prepared> = prepared
+    with_model(spec, Overhead { spec, run_dir })
+}
+
+struct Overhead<'a> {
+    spec: &'a RunSpec,
+    run_dir: &'a Path,
+}
+
+impl ModelJob for Overhead<'_> {
+    type Output = ();
+    fn run<M: Model>(self, model: &M) -> Result<()> {
+        run_on(model, self.spec, self.run_dir)
+    }
+}
+
+fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
+    let items = super::inputs::items(spec)?;
+    let prepared = super::inputs::prepare_all(model, spec, &items)?;
+    let batch: Vec<&M::Request> = prepared
         .iter()
         .take(spec.runtime.batch_size as usize)
         .collect();
-    let gen = generate_config(
+    let gen = GenerateConfig::from_spec(
         spec,
-        &w.arch.tokens.ngram_exempt_token_ids,
+        model.ngram_exempt_ids(),
         spec.infer.max_new_tokens as usize,
     );
     for _ in 0..spec.runtime.warmup {
-        run_batch(&w, &batch, &gen, &llmprof::region::NoopObserver)?;
+        model.generate(&batch, &gen, &llmprof::region::NoopObserver)?;
     }
     let clock = ClockKind::detect();
-    let device = super::setup::device_index(w.device) as u32;
+    let device = model.info().cuda_device.unwrap_or(0) as u32;
     let interval = Duration::from_millis(spec.pipeline.nvml.interval_ms as u64);
     let (mut bare, mut instrumented) = (Vec::new(), Vec::new());
     // Pairs (bare, instrumented), so slow drifts hit both sides alike.
@@ -44,13 +61,13 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 timing: Some(clock),
                 no_ranges: !with,
             });
-            run_batch(&w, &batch, &gen, &obs)?;
+            model.generate(&batch, &gen, &obs)?;
             drop(sampler.map(NvmlSampler::stop));
             let steps: Vec<f64> = obs
                 .finish()
                 .context("reading timers")?
                 .into_iter()
-                .filter(|t| t.name == Region::DecodeStep.nvtx_name())
+                .filter(|t| t.name == DECODE_STEP.nvtx_name())
                 .map(|t| t.duration_ns as f64 / 1e6)
                 .collect();
             let median = Summary::from_samples(&steps)
@@ -74,10 +91,7 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
         "overhead_pct_on_median_step": pct,
         "nvml_interval_ms": spec.pipeline.nvml.interval_ms,
     });
-    std::fs::write(
-        run_dir.join("overhead.json"),
-        serde_json::to_string_pretty(&json)? + "\n",
-    )?;
+    artifacts::write_json(run_dir, artifacts::OVERHEAD_JSON, &json)?;
     println!("| repeats | median TPOT ms (p50 over repeats) | mean | CV |\n|---|---:|---:|---:|");
     for (name, s) in [("bare", &a), ("NVTX + NVML", &b)] {
         println!(

@@ -1,24 +1,20 @@
-//! `llmprof infer`: direct inference over the dataset, no profilers and no warm-up. Per page it
-//! writes a line of predictions.jsonl, `<name>.mmd` (markdown), `<name>.boxes.png` (layout boxes)
-//! and crops of image elements under images/; README.md says what the files are (and if they are noise).
-use super::inputs::Prepared;
-use crate::models::deepseek_ocr::generate::{GenerateConfig, GenerateOutput};
-use crate::models::deepseek_ocr::output::{box_to_px, parse_grounded, to_markdown};
-use crate::models::deepseek_ocr::preprocess::load_image;
-use super::setup::Workload;
+//! `llmprof infer`: direct inference over the dataset, no profilers and no warm-up. Per input it
+//! writes a line of predictions.jsonl and, for document models, `<name>.mmd` (markdown),
+//! `<name>.boxes.png` (layout boxes) and crops of image elements under images/; README.md says
+//! what the files are (and if they are noise).
+use super::inputs;
+use crate::models::{with_model, ModelJob};
 use anyhow::{bail, Context, Result};
 use image::RgbImage;
+use llmprof::dataset::load_rgb;
+use llmprof::model::{GenerateConfig, GenerateOutput, Model, ModelInfo, PageReading, RequestInfo};
+use llmprof::report::artifacts::{IMAGES_DIR, INFER_README as README_FILE, PREDICTIONS_JSONL as PREDICTIONS_FILE};
 use llmprof::report::boxes::{self, LabeledBoxes};
 use llmprof::spec::RunSpec;
 use serde::Serialize;
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
-
-pub const PREDICTIONS_FILE: &str = "predictions.jsonl";
-pub const README_FILE: &str = "README.md";
-/// Crops of `image` elements, linked from the markdown as `images/<name>_<k>.png`.
-pub const IMAGES_DIR: &str = "images";
 
 /// One line of predictions.jsonl.
 #[derive(Debug, Serialize)]
@@ -44,41 +40,55 @@ struct PredictedElement {
     boxes: Vec<[i64; 4]>,
 }
 
-/// What one page's generation produced, before it is written.
+/// What one input's generation produced, before it is written.
 struct PageOutput<'a> {
-    prepared: &'a Prepared,
+    request: RequestInfo,
     name: &'a str,
     text: String,
     output_tokens: usize,
     hit_eos: bool,
 }
 
+/// `llmprof infer` on the model `spec` names.
 pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
-    let w = super::setup::build(spec)?;
-    let pages = super::inputs::sample_pages(spec)?;
-    write_readme(run_dir, spec, &w, pages.len())?;
-    if w.synthetic {
-        tracing::warn!(
-            "synthetic weights: the predictions are noise (see {}/{README_FILE})",
-            run_dir.display()
-        );
-    }
-    let prepared = super::inputs::prepare_and_record(&w, spec, &pages, run_dir)?;
-    write_predictions(spec, &w, &prepared, run_dir)
+    with_model(spec, Infer { spec, run_dir })
 }
 
-/// Generate for every prepared page (no profilers) and write predictions.jsonl and the per-page
-/// files. Also used by stage 1 when `pipeline.direct_inference.enable` is set.
-pub fn write_predictions(
+struct Infer<'a> {
+    spec: &'a RunSpec,
+    run_dir: &'a Path,
+}
+
+impl ModelJob for Infer<'_> {
+    type Output = ();
+    fn run<M: Model>(self, model: &M) -> Result<()> {
+        let (spec, run_dir) = (self.spec, self.run_dir);
+        let items = inputs::items(spec)?;
+        write_readme(run_dir, spec, model.info(), items.len())?;
+        if model.info().synthetic {
+            tracing::warn!(
+                "synthetic weights: the predictions are noise (see {}/{README_FILE})",
+                run_dir.display()
+            );
+        }
+        let prepared = inputs::prepare_and_record(model, spec, &items, run_dir)?;
+        write_predictions(model, spec, &prepared, run_dir)
+    }
+}
+
+/// Generate for every prepared input (no profilers) and write predictions.jsonl and the
+/// per-input files. Also used by stage 1 when `pipeline.direct_inference.enable` is set.
+pub fn write_predictions<M: Model>(
+    model: &M,
     spec: &RunSpec,
-    w: &super::setup::Workload,
-    prepared: &[Prepared],
+    prepared: &[M::Request],
     run_dir: &Path,
 ) -> Result<()> {
-    let names = unique_names(prepared.iter().map(|p| p.page.name.as_str()));
-    let gen_cfg = super::stage1::generate_config(
+    let infos: Vec<RequestInfo> = prepared.iter().map(|r| model.describe(r)).collect();
+    let names = unique_names(infos.iter().map(|r| r.name.as_str()));
+    let gen_cfg = GenerateConfig::from_spec(
         spec,
-        &w.arch.tokens.ngram_exempt_token_ids,
+        model.ngram_exempt_ids(),
         spec.infer.max_new_tokens as usize,
     );
     let font = match boxes::load_font(Path::new(boxes::LABEL_FONT)) {
@@ -95,32 +105,33 @@ pub fn write_predictions(
         .with_context(|| format!("creating {}", predictions_path.display()))?;
     let batch_size = (spec.runtime.batch_size as usize).max(1);
     let mut done = 0;
-    for (chunk, chunk_names) in prepared.chunks(batch_size).zip(names.chunks(batch_size)) {
-        let batch: Vec<&Prepared> = chunk.iter().collect();
-        let out = generate_batch(w, &batch, &gen_cfg)
-            .with_context(|| format!("generating for {}", chunk[0].page.path.display()))?;
-        for (row, (p, name)) in chunk.iter().zip(chunk_names).enumerate() {
+    for ((chunk, chunk_infos), chunk_names) in prepared
+        .chunks(batch_size)
+        .zip(infos.chunks(batch_size))
+        .zip(names.chunks(batch_size))
+    {
+        let batch: Vec<&M::Request> = chunk.iter().collect();
+        let out = generate_batch(model, &batch, &gen_cfg)
+            .with_context(|| format!("generating for {}", chunk_infos[0].path))?;
+        for (row, (info, name)) in chunk_infos.iter().zip(chunk_names).enumerate() {
             let ids = out.tokens.get(row).with_context(|| {
-                format!(
-                    "generation returned no row {row} for {}",
-                    p.page.path.display()
-                )
+                format!("generation returned no row {row} for {}", info.path)
             })?;
             let page = PageOutput {
-                prepared: p,
+                request: info.clone(),
                 name,
-                text: w.tokenizer.decode_lossy(ids),
+                text: model.decode_text(ids),
                 output_tokens: ids.len(),
                 hit_eos: out.hit_eos.get(row).copied().unwrap_or(false),
             };
-            let line = write_page(run_dir, spec, w, &page, font.as_ref())?;
+            let line = write_page(run_dir, spec, model, &page, font.as_ref())?;
             writeln!(predictions, "{line}")
                 .with_context(|| format!("writing {}", predictions_path.display()))?;
             predictions
                 .flush()
                 .with_context(|| format!("writing {}", predictions_path.display()))?;
             done += 1;
-            tracing::info!(page = %p.page.path.display(), output_tokens = page.output_tokens, hit_eos = page.hit_eos, "[{done}/{}] predicted", prepared.len());
+            tracing::info!(page = %info.path, output_tokens = page.output_tokens, hit_eos = page.hit_eos, "[{done}/{}] predicted", prepared.len());
         }
     }
     Ok(())
@@ -128,12 +139,12 @@ pub fn write_predictions(
 
 /// One batch through the model; a panic inside libtorch (e.g. CUDA out of memory in a
 /// generated op) becomes an error instead of aborting the worker without a message.
-fn generate_batch(
-    w: &Workload,
-    batch: &[&Prepared],
+fn generate_batch<M: Model>(
+    model: &M,
+    batch: &[&M::Request],
     cfg: &GenerateConfig,
 ) -> Result<GenerateOutput> {
-    let run = || super::stage1::run_batch(w, batch, cfg, &llmprof::region::NoopObserver);
+    let run = || model.generate(batch, cfg, &llmprof::region::NoopObserver);
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
         Ok(result) => result,
         Err(payload) => {
@@ -147,50 +158,62 @@ fn generate_batch(
     }
 }
 
-/// Writes the files of one page and returns its JSON line.
-fn write_page(
+/// Writes the files of one input and returns its JSON line.
+fn write_page<M: Model>(
     run_dir: &Path,
     spec: &RunSpec,
-    w: &Workload,
+    model: &M,
     page: &PageOutput<'_>,
     font: Option<&ab_glyph::FontVec>,
 ) -> Result<String> {
-    let path = &page.prepared.page.path;
-    let original = load_image(path)?;
-    let elements = write_page_files(run_dir, page.name, &original, &page.text, font)
-        .with_context(|| format!("writing the outputs of {}", path.display()))?;
+    let path = &page.request.path;
+    let elements = match &page.request.image {
+        Some(_) => {
+            let original = load_rgb(Path::new(path))?;
+            let (width, height) = original.dimensions();
+            let link = |k: usize| image_link(page.name, k);
+            match model.read_page(&page.text, width, height, &link) {
+                Some(reading) => write_page_files(run_dir, page.name, &original, &reading, font)
+                    .with_context(|| format!("writing the outputs of {path}"))?,
+                None => Vec::new(),
+            }
+        }
+        None => Vec::new(),
+    };
     let prediction = Prediction {
-        image: path.display().to_string(),
+        image: path.clone(),
         name: page.name,
         prompt: &spec.infer.prompt,
-        prompt_tokens: page.prepared.prompt_ids.len(),
+        prompt_tokens: page.request.prompt_tokens,
         output_tokens: page.output_tokens,
         text: &page.text,
         elements,
-        synthetic_weights: w.synthetic,
+        synthetic_weights: model.info().synthetic,
         hit_eos: page.hit_eos,
     };
     serde_json::to_string(&prediction)
-        .with_context(|| format!("serialising the prediction for {}", path.display()))
+        .with_context(|| format!("serialising the prediction for {path}"))
 }
 
-/// `<name>.mmd`, the crops `images/<name>_<k>.png` and `<name>.boxes.png` for the decoded `text`
-/// of a page whose original (EXIF-transposed RGB) image is `original`; returns the parsed elements.
+/// Where the markdown of page `name` links its `k`-th image element.
+fn image_link(name: &str, k: usize) -> String {
+    format!("{IMAGES_DIR}/{name}_{k}.png")
+}
+
+/// `<name>.mmd`, the crops `images/<name>_<k>.png` and `<name>.boxes.png` for the `reading` of a
+/// page whose original (EXIF-transposed RGB) image is `original`; returns its elements.
 fn write_page_files(
     run_dir: &Path,
     name: &str,
     original: &RgbImage,
-    text: &str,
+    reading: &PageReading,
     font: Option<&ab_glyph::FontVec>,
 ) -> Result<Vec<PredictedElement>> {
-    let (width, height) = original.dimensions();
-    let link = |k: usize| format!("{IMAGES_DIR}/{name}_{k}.png");
-    let md = to_markdown(text, link);
     let mmd = run_dir.join(format!("{name}.mmd"));
-    std::fs::write(&mmd, &md.text).with_context(|| format!("writing {}", mmd.display()))?;
+    std::fs::write(&mmd, &reading.markdown).with_context(|| format!("writing {}", mmd.display()))?;
 
-    for (k, b) in md.image_boxes.iter().enumerate() {
-        let Some(crop) = boxes::crop(original, &box_to_px(b, width, height)) else {
+    for (k, b) in reading.image_boxes_px.iter().enumerate() {
+        let Some(crop) = boxes::crop(original, b) else {
             tracing::warn!(
                 name,
                 "image element {k} has an empty box {b:?}: no crop written"
@@ -199,13 +222,12 @@ fn write_page_files(
         };
         let dir = run_dir.join(IMAGES_DIR);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let out = run_dir.join(link(k));
+        let out = run_dir.join(image_link(name, k));
         crop.save(&out)
             .with_context(|| format!("writing {}", out.display()))?;
     }
 
-    let parsed = parse_grounded(text, width, height);
-    let labeled: Vec<LabeledBoxes<'_>> = parsed
+    let labeled: Vec<LabeledBoxes<'_>> = reading
         .elements
         .iter()
         .map(|e| LabeledBoxes {
@@ -219,13 +241,13 @@ fn write_page_files(
         .save(&png)
         .with_context(|| format!("writing {}", png.display()))?;
 
-    Ok(parsed
+    Ok(reading
         .elements
-        .into_iter()
+        .iter()
         .map(|e| PredictedElement {
             boxes: e.boxes_px.iter().map(|b| b.map(|v| v as i64)).collect(),
-            label: e.label,
-            text: e.text,
+            label: e.label.clone(),
+            text: e.text.clone(),
         })
         .collect())
 }
@@ -249,12 +271,12 @@ fn unique_names<'a>(stems: impl Iterator<Item = &'a str>) -> Vec<String> {
 
 /// README.md of the run directory: what was run, the notes (synthetic weights, CPU fallback, ...)
 /// and what each file holds. Written before generation, so a failed run still explains itself.
-fn write_readme(run_dir: &Path, spec: &RunSpec, w: &Workload, pages: usize) -> Result<()> {
+fn write_readme(run_dir: &Path, spec: &RunSpec, w: &ModelInfo, pages: usize) -> Result<()> {
     let mut s = format!(
-        "# llmprof infer\n\nModel `{}` on {:?} ({:?}), {pages} page(s), batch size {}, max_new_tokens {}, prompt `{}`.\n\n",
-        w.model_name,
+        "# llmprof infer\n\nModel `{}` on {} ({}), {pages} page(s), batch size {}, max_new_tokens {}, prompt `{}`.\n\n",
+        w.name,
         w.device,
-        w.kind,
+        w.dtype,
         spec.runtime.batch_size,
         spec.infer.max_new_tokens,
         spec.infer.prompt.escape_debug()
@@ -313,7 +335,9 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let page = RgbImage::from_pixel(999, 999, image::Rgb([255, 255, 255]));
-        let elements = write_page_files(&dir, "p", &page, RECORDED, None).unwrap();
+        let link = |k: usize| image_link("p", k);
+        let reading = llmprof::model::deepseek_ocr::output::read_page(RECORDED, 999, 999, &link);
+        let elements = write_page_files(&dir, "p", &page, &reading, None).unwrap();
 
         let labels: Vec<&str> = elements.iter().map(|e| e.label.as_str()).collect();
         assert_eq!(labels, ["title", "image", "text"]);

@@ -1,36 +1,25 @@
 //! The separate Kineto pass: one representative batch under libtorch's profiler (decode capped at
 //! `pipeline.torch_profiler.max_decode_steps`), stage user scopes on, then operators.md,
-//! kernels.md and trace.json. Its times are never mixed into the timed statistics.
-use super::inputs::Prepared;
-use crate::models::deepseek_ocr::generate::GenerateConfig;
-use super::setup::Workload;
-use super::stage1::run_batch;
-use anyhow::{Context, Result};
-use crate::measure::kineto::{KinetoSession, ProfileEvents, ProfilerConfig};
+//! kernels.md, kernels.json and trace.json. Its times are never mixed into the timed statistics.
+use crate::measure::kineto::{KinetoSession, ProfilerConfig};
 use crate::measure::nvtx::{NvtxObserver, NvtxOptions};
-use crate::measure::ops::{self, KernelRow, OperatorRow};
 use crate::measure::timing::ClockKind;
+use anyhow::{Context, Result};
+use llmprof::measure::op_tables;
+use llmprof::model::{GenerateConfig, Model};
+use llmprof::region::{DECODE, PREFILL};
+use llmprof::report::artifacts;
+use llmprof::report::measurements::KinetoSummary;
 use llmprof::spec::{Activity, RunSpec};
 use std::path::Path;
 
-pub struct KinetoResult {
-    pub prefill_ms: f64,
-    pub decode_ms: f64,
-    pub decode_steps: usize,
-    pub events: usize,
-    pub operators: Vec<OperatorRow>,
-    pub kernels: Vec<KernelRow>,
-    /// Sum of Kineto's per-op FLOP counts (ops it knows a formula for: mm, addmm, bmm, conv…).
-    pub kineto_flops: u64,
-}
-
-pub fn run(
+pub fn run<M: Model>(
+    model: &M,
     spec: &RunSpec,
-    w: &Workload,
-    batch: &[&Prepared],
+    batch: &[&M::Request],
     gen: &GenerateConfig,
     run_dir: &Path,
-) -> Result<KinetoResult> {
+) -> Result<KinetoSummary> {
     let t = &spec.pipeline.torch_profiler;
     let cuda_visible = crate::ffi::cuda_device_count() > 0;
     let config = ProfilerConfig {
@@ -56,8 +45,11 @@ pub fn run(
         no_ranges: false,
     });
     let session = KinetoSession::start(config)?;
-    let out = run_batch(w, batch, &capped, &obs)?;
-    let trace = spec.output.trace_json.then(|| run_dir.join("trace.json"));
+    let out = model.generate(batch, &capped, &obs)?;
+    let trace = spec
+        .output
+        .trace_json
+        .then(|| run_dir.join(artifacts::TRACE_JSON));
     let profile = session.finish(trace.as_deref())?;
     let times = obs
         .finish()
@@ -69,27 +61,31 @@ pub fn run(
             .map(|t| t.duration_ns as f64 / 1e6)
             .sum::<f64>()
     };
-    let events: &ProfileEvents = &profile.events;
-    let attribution = ops::Attribution::new(events);
-    let operators = ops::operator_table(events, &attribution);
-    let kernels = ops::kernel_table(events, &attribution);
-    std::fs::write(
-        run_dir.join("operators.md"),
-        ops::render_operators_md(&operators),
+    let events = &profile.events;
+    let attribution = op_tables::Attribution::new(events);
+    let operators = op_tables::operator_table(events, &attribution);
+    let kernels = op_tables::kernel_table(events, &attribution);
+    artifacts::write(
+        run_dir,
+        artifacts::OPERATORS_MD,
+        &op_tables::render_operators_md(&operators),
     )?;
-    std::fs::write(run_dir.join("kernels.md"), ops::render_kernels_md(&kernels))?;
-    // Machine-readable kernel table (stage 2 picks its ncu top-K from it).
-    std::fs::write(
-        run_dir.join("kernels.json"),
-        serde_json::to_string_pretty(&kernels)? + "\n",
+    artifacts::write(
+        run_dir,
+        artifacts::KERNELS_MD,
+        &op_tables::render_kernels_md(&kernels),
     )?;
-    Ok(KinetoResult {
-        prefill_ms: sum("prefill"),
-        decode_ms: sum("decode"),
+    artifacts::write_json(run_dir, artifacts::KERNELS_JSON, &kernels)?;
+    let work = model.work(batch, out.decode_steps);
+    Ok(KinetoSummary {
+        prefill_ms: sum(PREFILL.nvtx_name()),
+        decode_ms: sum(DECODE.nvtx_name()),
         decode_steps: out.decode_steps,
         events: events.ops.len() + events.kernels.len(),
         kineto_flops: events.ops.iter().map(|o| o.flops).sum(),
         operators,
         kernels,
+        analytic_flops: work.region_flops.get(PREFILL.nvtx_name()).copied().unwrap_or(0.0)
+            + work.step_flops.iter().sum::<f64>(),
     })
 }

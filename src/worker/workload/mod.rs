@@ -5,6 +5,4 @@ pub mod bench_overhead;
 pub mod infer;
 pub mod inputs;
 pub mod kineto_pass;
-pub mod setup;
 pub mod stage1;
-pub mod stage1_report;

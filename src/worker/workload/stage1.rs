@@ -1,36 +1,25 @@
-//! Stage 1: warm-up, timed repeats per input (CUDA events at region boundaries, no host sync
-//! per token), NVML sampling, one separate Kineto pass, then the artifacts (report.md,
-//! metrics.json, operators.md, kernels.md, trace.json, nvml.csv, env.json, inputs.yaml, ...).
-use super::inputs::Prepared;
-use crate::models::deepseek_ocr::generate::{
-    generate_with, GenerateConfig, GenerateOutput, NoRepeatNgram,
-};
-use crate::models::deepseek_ocr::PromptRow;
-use super::setup::Workload;
-use super::stage1_report as report;
-use anyhow::{Context, Result};
-use crate::measure::memory::{AllocatorPeaks, CudaAllocator, StagePeaks};
-use llmprof::measure::nvml::unix_ns;
+//! Stage 1: warm-up, timed repeats per batch (CUDA events at region boundaries, no host sync per
+//! token), NVML sampling, one separate Kineto pass; the measurements go to the front-end
+//! library's report builder, which writes report.md, metrics.json and the other artifacts.
+use super::inputs;
+use crate::ffi;
+use crate::measure::memory::CudaAllocator;
 use crate::measure::nvtx::{NvtxObserver, NvtxOptions};
 use crate::measure::timing::ClockKind;
-use llmprof::region::{Region, RegionGuard, RegionObserver};
+use crate::models::{with_model, ModelJob};
+use anyhow::{Context, Result};
+use llmprof::measure::memory::{AllocatorPeaks, RegionPeak, StagePeaks};
+use llmprof::measure::nvml::{query_gpu, unix_ns, NvmlSampler};
+use llmprof::measure::gpu::GpuProps;
+use llmprof::model::{GenerateConfig, Model};
+use llmprof::region::{Region, RegionGuard, RegionObserver, DECODE, DECODE_STEP, PREFILL};
+use llmprof::report::artifacts::{self, Stage1Files};
+use llmprof::report::measurements::{MemorySummary, Stage1Measurements, TimedRequest};
+use llmprof::report::stage1::E2E;
 use llmprof::spec::RunSpec;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::Path;
-use tch::Device;
-
-/// One timed request: stage durations (ms, decode steps separately) and NVML windows.
-pub struct Timed {
-    pub input: usize,
-    pub repeat: u32,
-    pub stage_ms: BTreeMap<String, f64>,
-    pub step_ms: Vec<f64>,
-    pub output_tokens: usize,
-    pub decode_steps: usize,
-    /// Host unix-ns windows of prefill and decode (after a stage-boundary sync).
-    pub windows: Vec<(String, u64, u64)>,
-}
 
 /// Adds host-side windows of the prefill and decode stages (for NVML alignment) around the
 /// NVTX/timing observer. It syncs the stream once at each of those two boundaries only.
@@ -42,9 +31,9 @@ struct StageWindows<'a> {
 
 impl RegionObserver for StageWindows<'_> {
     fn enter(&self, region: Region) -> RegionGuard<'_> {
-        let windowed = matches!(region, Region::Prefill | Region::Decode);
+        let windowed = region == PREFILL || region == DECODE;
         if windowed && self.cuda {
-            let _ = crate::ffi::cuda_stream_synchronize();
+            let _ = ffi::cuda_stream_synchronize();
         }
         let start = unix_ns();
         let inner = self.inner.enter(region);
@@ -52,7 +41,7 @@ impl RegionObserver for StageWindows<'_> {
             drop(inner);
             if windowed {
                 if self.cuda {
-                    let _ = crate::ffi::cuda_stream_synchronize();
+                    let _ = ffi::cuda_stream_synchronize();
                 }
                 self.marks
                     .borrow_mut()
@@ -62,71 +51,66 @@ impl RegionObserver for StageWindows<'_> {
     }
 }
 
-pub fn generate_config(
-    spec: &RunSpec,
-    arch_exempt: &[i64],
-    max_new_tokens: usize,
-) -> GenerateConfig {
-    let n = spec.infer.no_repeat_ngram_size as usize;
-    GenerateConfig {
-        max_new_tokens,
-        no_repeat: match (n, spec.infer.ngram_window) {
-            (0, _) => NoRepeatNgram::Off,
-            (n, None) => NoRepeatNgram::Hf { n },
-            (n, Some(w)) => NoRepeatNgram::Window {
-                n,
-                window: w as usize,
-                exempt: arch_exempt.to_vec(),
-            },
-        },
-        force_max_new_tokens: spec.infer.ignore_eos,
-        eos_check_interval: spec.runtime.optim.eos_check_interval as usize,
-        sync_free_decode: spec.runtime.optim.sync_free_decode,
+/// Stage 1 on the model `spec` names.
+pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
+    with_model(spec, Stage1 { spec, run_dir })
+}
+
+struct Stage1<'a> {
+    spec: &'a RunSpec,
+    run_dir: &'a Path,
+}
+
+impl ModelJob for Stage1<'_> {
+    type Output = ();
+    fn run<M: Model>(self, model: &M) -> Result<()> {
+        run_on(model, self.spec, self.run_dir)
     }
 }
 
-/// Run one batch through the model with the given observer.
-pub fn run_batch(
-    w: &Workload,
-    batch: &[&Prepared],
-    cfg: &GenerateConfig,
-    obs: &dyn RegionObserver,
-) -> Result<GenerateOutput> {
-    let rows: Vec<PromptRow> = batch
-        .iter()
-        .map(|p| PromptRow {
-            ids: &p.prompt_ids,
-            image: Some(&p.image),
-        })
-        .collect();
-    generate_with(&mut w.decode.borrow_mut(), &w.model, &rows, cfg, obs)
+/// Region times of one timed request: regions summed, decode steps one by one, e2e added.
+fn split_times(times: Vec<crate::measure::timing::StageTime>) -> (BTreeMap<String, f64>, Vec<f64>) {
+    let mut regions: BTreeMap<String, f64> = BTreeMap::new();
+    let mut steps = Vec::new();
+    for t in times {
+        let ms = t.duration_ns as f64 / 1e6;
+        if t.name == DECODE_STEP.nvtx_name() {
+            steps.push(ms);
+        } else {
+            *regions.entry(t.name).or_default() += ms;
+        }
+    }
+    let get = |r: Region| regions.get(r.nvtx_name()).copied().unwrap_or(0.0);
+    let e2e = get(PREFILL) + get(DECODE);
+    regions.insert(E2E.into(), e2e);
+    (regions, steps)
 }
 
-pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
-    let w = super::setup::build(spec)?;
-    let pages = super::inputs::sample_pages(spec)?;
-    let prepared = super::inputs::prepare_and_record(&w, spec, &pages, run_dir)?;
+fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
+    let info = model.info();
+    let items = inputs::items(spec)?;
+    let prepared = inputs::prepare_and_record(model, spec, &items, run_dir)?;
     let clock = ClockKind::detect();
-    let cuda = w.device != Device::Cpu;
-    let gen_cfg = generate_config(
+    let cuda = info.cuda_device;
+    let gen_cfg = GenerateConfig::from_spec(
         spec,
-        &w.arch.tokens.ngram_exempt_token_ids,
+        model.ngram_exempt_ids(),
         spec.infer.max_new_tokens as usize,
     );
     let batch_size = spec.runtime.batch_size as usize;
-    let batches: Vec<Vec<&Prepared>> = prepared
+    let batches: Vec<Vec<&M::Request>> = prepared
         .chunks(batch_size)
         .map(|c| c.iter().collect())
         .collect();
-
-    if cuda {
-        let _ =
-            crate::ffi::cuda_allocator_reset_peak(super::setup::device_index(w.device) as i32);
+    let allocator = CudaAllocator {
+        device: cuda.unwrap_or(0) as i32,
+    };
+    if cuda.is_some() {
+        let _ = ffi::cuda_allocator_reset_peak(allocator.device);
     }
-
     let sampler = spec.pipeline.nvml.enable.then(|| {
-        llmprof::measure::nvml::NvmlSampler::start(
-            super::setup::device_index(w.device) as u32,
+        NvmlSampler::start(
+            cuda.unwrap_or(0) as u32,
             std::time::Duration::from_millis(spec.pipeline.nvml.interval_ms as u64),
         )
     });
@@ -138,26 +122,17 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
         .expect("static template is valid")
         .progress_chars("=> "),
     );
-    let mut timed = Vec::with_capacity(total);
-    let mut done = 0;
-    let allocator = CudaAllocator {
-        device: super::setup::device_index(w.device) as i32,
-    };
+    let mut requests = Vec::with_capacity(total);
     let stage_peaks = RefCell::new(StagePeaks::default());
     for (bi, batch) in batches.iter().enumerate() {
+        let rows: Vec<_> = batch.iter().map(|r| model.describe(r)).collect();
         // Warm-up per input (independent of any profiler switch): every new shape triggers
         // kernel selection (cuBLAS/cuDNN heuristics) that must not land in the timed repeats.
         for i in 0..spec.runtime.warmup {
-            tracing::debug!(
-                "warm-up {}/{} for {}",
-                i + 1,
-                spec.runtime.warmup,
-                batch[0].page.name
-            );
-            run_batch(&w, batch, &gen_cfg, &llmprof::region::NoopObserver)?;
+            tracing::debug!("warm-up {}/{} for {}", i + 1, spec.runtime.warmup, rows[0].name);
+            model.generate(batch, &gen_cfg, &llmprof::region::NoopObserver)?;
         }
         for repeat in 0..spec.runtime.repeats {
-            done += 1;
             let obs = NvtxObserver::new(NvtxOptions {
                 sync_on_exit: false,
                 kineto_scopes: false,
@@ -166,78 +141,61 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
             });
             let windows = StageWindows {
                 inner: &obs,
-                cuda,
+                cuda: cuda.is_some(),
                 marks: RefCell::new(Vec::new()),
             };
-            let out = if cuda {
+            let out = if cuda.is_some() {
                 let mem = AllocatorPeaks {
                     inner: &windows,
                     probe: &allocator,
                     peaks: &stage_peaks,
                 };
-                run_batch(&w, batch, &gen_cfg, &mem)?
+                model.generate(batch, &gen_cfg, &mem)?
             } else {
-                run_batch(&w, batch, &gen_cfg, &windows)?
+                model.generate(batch, &gen_cfg, &windows)?
             };
             let marks = windows.marks.into_inner();
-            let times = obs.finish().context("reading stage timers")?;
-            let mut stage_ms: BTreeMap<String, f64> = BTreeMap::new();
-            let mut step_ms = Vec::new();
-            for t in times {
-                let ms = t.duration_ns as f64 / 1e6;
-                if t.name == Region::DecodeStep.nvtx_name() {
-                    step_ms.push(ms);
-                } else {
-                    *stage_ms.entry(t.name).or_default() += ms;
-                }
-            }
-            let e2e = stage_ms.get("prefill").copied().unwrap_or(0.0)
-                + stage_ms.get("decode").copied().unwrap_or(0.0);
-            stage_ms.insert("e2e".into(), e2e);
+            let (region_ms, step_ms) = split_times(obs.finish().context("reading stage timers")?);
             let output_tokens = out.tokens.iter().map(Vec::len).sum();
+            let prefill_ms = region_ms.get(PREFILL.nvtx_name()).copied().unwrap_or(0.0);
             progress.inc(1);
-            progress.set_message(format!(
-                "{} prefill {:.0} ms",
-                batch[0].page.name,
-                stage_ms.get("prefill").copied().unwrap_or(0.0)
-            ));
+            progress.set_message(format!("{} prefill {prefill_ms:.0} ms", rows[0].name));
             tracing::debug!(
-                "[{done}/{total}] {} repeat {}: prefill {:.1} ms, {} tokens, decode {:.1} ms",
-                batch[0].page.name,
-                repeat + 1,
-                stage_ms.get("prefill").copied().unwrap_or(0.0),
-                output_tokens,
-                stage_ms.get("decode").copied().unwrap_or(0.0)
+                "{} repeat {}: prefill {prefill_ms:.1} ms, {output_tokens} tokens",
+                rows[0].name,
+                repeat + 1
             );
-            timed.push(Timed {
-                input: bi,
+            requests.push(TimedRequest {
+                batch_index: bi,
                 repeat,
-                stage_ms,
+                rows: rows.clone(),
+                region_ms,
                 step_ms,
                 output_tokens,
                 decode_steps: out.decode_steps,
                 windows: marks,
+                work: model.work(batch, out.decode_steps),
             });
         }
     }
     progress.finish_and_clear();
     let nvml = sampler.map(|s| s.stop());
-    write_nvml_csv(nvml.as_ref(), run_dir)?;
+    artifacts::write_nvml_csv(run_dir, nvml.as_ref())?;
     let memory = cuda
-        .then(|| {
-            crate::ffi::cuda_allocator_stats(super::setup::device_index(w.device) as i32).ok()
-        })
-        .flatten()
-        .map(|s| (s, stage_peaks.into_inner()));
-
+        .and_then(|i| ffi::cuda_allocator_stats(i as i32).ok())
+        .map(|s| {
+            let peaks = stage_peaks.into_inner();
+            MemorySummary {
+                counters: RegionPeak {
+                    allocated_bytes: s.allocated_bytes_peak,
+                    reserved_bytes: s.reserved_bytes_peak,
+                },
+                overall: peaks.overall,
+                regions: peaks.regions,
+            }
+        });
     let kineto = if spec.pipeline.torch_profiler.enable {
-        Some(super::kineto_pass::run(
-            spec,
-            &w,
-            &batches[0],
-            &gen_cfg,
-            run_dir,
-        )?)
+        Some(super::kineto_pass::run(model, spec, &batches[0], &gen_cfg, run_dir)?)
     } else {
         None
     };
@@ -245,42 +203,58 @@ pub fn run(spec: &RunSpec, run_dir: &Path) -> Result<()> {
         tracing::info!(
             "direct inference pass (pipeline.direct_inference.enable): predictions.jsonl"
         );
-        super::infer::write_predictions(spec, &w, &prepared, run_dir)?;
+        super::infer::write_predictions(model, spec, &prepared, run_dir)?;
     }
-    let ctx = report::Context {
-        spec,
-        workload: &w,
-        prepared: &prepared,
-        batches: &batches,
-        timed: &timed,
-        nvml: nvml.as_ref(),
-        kineto: kineto.as_ref(),
+    let measurements = Stage1Measurements {
+        model: info.clone(),
+        clock: format!("{clock:?}"),
+        inputs: items.len(),
+        requests,
+        nvml,
+        kineto,
         memory,
-        clock,
-        pages: &pages,
+        gpu: gpu_props(cuda),
+        graphs: model.decode_stats(),
     };
-    report::write_all(&ctx, run_dir)
+    let report = llmprof::report::stage1::build(&measurements, spec);
+    let static_analysis = if spec.pipeline.static_analysis.enable {
+        Some(model.static_analysis(
+            &prepared[0],
+            batch_size,
+            spec.infer.max_new_tokens as usize,
+        )?)
+    } else {
+        None
+    };
+    artifacts::write_stage1(
+        run_dir,
+        spec,
+        &Stage1Files {
+            report: &report,
+            measurements: &measurements,
+            runtime_env: runtime_env(),
+            model_assumptions: &model.assumptions(),
+            static_analysis: static_analysis.as_ref(),
+        },
+    )?;
+    println!("{}", llmprof::report::markdown::render(&report));
+    Ok(())
 }
 
-/// nvml.csv is always written: the samples, or the header under a comment saying why there are
-/// none (no NVIDIA driver, or the sampler disabled).
-fn write_nvml_csv(trace: Option<&llmprof::measure::nvml::NvmlTrace>, run_dir: &Path) -> Result<()> {
-    let path = run_dir.join("nvml.csv");
-    match trace {
-        Some(t) if t.unavailable.is_none() => t.write_csv(&path),
-        Some(t) => {
-            let why = t
-                .unavailable
-                .as_ref()
-                .map(|u| u.reason.clone())
-                .unwrap_or_default();
-            std::fs::write(&path, format!("# NVML unavailable: {why}\n{}", t.to_csv()))
-                .with_context(|| format!("writing {}", path.display()))
-        }
-        None => std::fs::write(
-            &path,
-            "# NVML sampling disabled (pipeline.nvml.enable=false)\n",
-        )
-        .with_context(|| format!("writing {}", path.display())),
-    }
+/// NVML's properties of the run's GPU with the SM count from the CUDA runtime, or why not.
+fn gpu_props(cuda: Option<usize>) -> Result<GpuProps, String> {
+    let index = cuda.ok_or("no GPU")?;
+    let mut props = query_gpu(index as u32).map_err(|u| u.reason)?;
+    props.sm_count = ffi::cuda_sm_count(index as i32).ok();
+    Ok(props)
+}
+
+/// What env.json records of the worker's own runtime.
+fn runtime_env() -> serde_json::Value {
+    serde_json::json!({
+        "torch": "2.11.0 (libtorch via tch 0.24)",
+        "libtorch_lib": env!("LLMPROF_LIBTORCH_LIB"),
+        "cuda_available": tch::Cuda::is_available(),
+        "cudnn_available": tch::Cuda::cudnn_is_available(),
+    })
 }

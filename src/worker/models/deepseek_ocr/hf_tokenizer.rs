@@ -1,7 +1,7 @@
 //! The real DeepSeek-OCR tokenizer (docs/deepseek-ocr.md §8: DeepSeek-V3 byte-level BPE + 12 OCR added tokens)
 //! loaded from an HF `tokenizer.json` with the `tokenizers` crate, behind `TokenIds`.
 
-use super::tokenizer::{SpecialIds, TokenIds};
+use llmprof::model::deepseek_ocr::tokenizer::{SpecialIds, TokenIds};
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 

@@ -1,44 +1,33 @@
-//! DeepSeek-OCR (spec docs/deepseek-ocr.md): vision encoder (SAM → CLIP → projector),
+//! DeepSeek-OCR (docs/deepseek-ocr.md): vision encoder (SAM → CLIP → projector),
 //! MoE decoder, and the model-level entry points `encode_images`, `prefill`, `decode_step`.
 //! Region boundaries are reported to a `RegionObserver`; no timing here.
 
-pub mod analytic;
-pub mod analytic_bytes;
-pub mod analytic_report;
-pub mod attention;
-pub mod clip;
-pub mod config;
-pub mod debug;
-pub mod decoder;
-pub mod fast_path_check;
-pub mod generate;
-pub mod graph_decode;
+pub mod checkpoint;
+pub mod checks;
+pub mod decode;
 pub mod hf_tokenizer;
-pub mod kv_cache;
+pub mod interface;
 pub mod layers;
-pub mod moe;
 pub mod optim;
-pub mod output;
 pub mod preprocess;
-pub mod projector;
-pub mod prompt;
-pub mod sam;
-pub mod tokenizer;
-pub mod weights;
+pub mod text;
+pub mod vision;
 
-pub use config::ArchConfig;
-pub use debug::{debug_logits, debug_sam};
-pub use weights::{Part, Weights};
+pub use checkpoint::weights::{Part, Weights};
+pub use checks::debug::{debug_logits, debug_sam};
+pub use interface::DeepseekOcrModel;
+pub use llmprof::model::deepseek_ocr::ArchConfig;
 
 use anyhow::{ensure, Context, Result};
-use clip::Clip;
-use decoder::Decoder;
-use kv_cache::KvCache;
-use llmprof::region::{Region, RegionObserver};
+use llmprof::model::deepseek_ocr::{CLIP, PROJECTOR, SAM, VISION};
+use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};
 use optim::ModelOptim;
 use preprocess::PreparedImage;
-use projector::Projector;
-use sam::Sam;
+use text::decoder::Decoder;
+use text::kv_cache::KvCache;
+use vision::clip::Clip;
+use vision::projector::Projector;
+use vision::sam::Sam;
 use std::path::Path;
 use tch::{Device, Kind, Tensor};
 
@@ -167,27 +156,27 @@ impl DeepseekOcr {
             .projector
             .as_ref()
             .context("projector weights were not loaded")?;
-        let _v = obs.enter(Region::Vision);
+        let _v = obs.enter(VISION);
         let to_dev = |t: &Tensor| -> Result<Tensor> {
             Ok(t.f_to_device(self.device)?.f_to_kind(self.kind)?)
         };
         let global = to_dev(&img.global)?; // (1, 3, S, S)
         let tiles = img.tiles.as_ref().map(to_dev).transpose()?; // (n, 3, Si, Si)
         let (sam_l, sam_g) = {
-            let _g = obs.enter(Region::Sam);
+            let _g = obs.enter(SAM);
             (
                 tiles.as_ref().map(|t| sam.forward(t)).transpose()?,
                 sam.forward(&global)?,
             )
         }; // (n|1, C, s/64, s/64)
         let (clip_l, clip_g) = {
-            let _g = obs.enter(Region::Clip);
+            let _g = obs.enter(CLIP);
             (
                 sam_l.as_ref().map(|s| clip.forward(s)).transpose()?,
                 clip.forward(&sam_g)?,
             )
         }; // (n|1, T+1, C)
-        let _g = obs.enter(Region::Projector);
+        let _g = obs.enter(PROJECTOR);
         let glob = proj.forward(&clip_g, &sam_g)?; // (1, h·w, H)
         let local = match (&clip_l, &sam_l) {
             (Some(c), Some(s)) => Some(proj.forward(c, s)?), // (n, h2·w2, H)
@@ -220,7 +209,7 @@ impl DeepseekOcr {
             rows.len(),
             cache.batch()
         );
-        let _p = obs.enter(Region::Prefill);
+        let _p = obs.enter(PREFILL);
         let t = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0) as i64;
         ensure!(t > 0, "empty prompt");
         let pad_id = self.cfg.tokens.pad_token_id;
@@ -281,7 +270,7 @@ impl DeepseekOcr {
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
         let dec = self.decoder()?;
-        let _s = obs.enter(Region::DecodeStep);
+        let _s = obs.enter(DECODE_STEP);
         let emb = dec.embed(&tokens.f_view([-1, 1])?)?; // (b, 1, H)
         let hidden = dec.forward(&emb, cache)?; // (b, 1, H)
         dec.logits(&hidden.f_squeeze_dim(1)?) // (b, vocab)
@@ -318,7 +307,8 @@ pub(crate) mod test_util {
 mod tests {
     use super::*;
     use llmprof::region::NoopObserver;
-    use preprocess::{PreprocessConfig, TileGrid};
+    use llmprof::model::deepseek_ocr::views::{PreprocessConfig, TileGrid};
+    use llmprof::model::deepseek_ocr::{prompt, tokenizer};
 
     fn tiny() -> DeepseekOcr {
         DeepseekOcr::synthetic(&ArchConfig::tiny(), 11, Device::Cpu, Kind::Float).unwrap()

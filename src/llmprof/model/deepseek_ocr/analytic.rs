@@ -1,0 +1,497 @@
+//! Analytic FLOPs of DeepSeek-OCR per region (docs/deepseek-ocr.md §7), derived from `ArchConfig` and the actual
+//! shapes. 1 FLOP = 1 multiply or 1 add (matmul = 2·M·N·K); only matmuls, convolutions and einsums
+//! are counted (norms, activations, softmax and adds are not). Parameters and bytes: `analytic_bytes`.
+
+use super::arch::ArchConfig;
+use super::views::{PreprocessConfig, TileGrid};
+use serde::Serialize;
+
+pub use super::analytic_bytes::{
+    decode_step_bytes, expected_distinct_experts, expert_params, kv_bytes_per_token,
+    params_by_module, weight_bytes, DecodeBytes, DecoderLayerParams, ParamCounts,
+};
+
+/// FLOPs of a stack of transformer blocks, summed over the blocks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct BlockFlops {
+    /// qkv and output projections.
+    pub qkv_proj: f64,
+    /// q·kᵀ and p·v.
+    pub attention: f64,
+    /// Decomposed relative-position einsums (SAM only).
+    pub rel_pos: f64,
+    pub mlp: f64,
+}
+
+impl BlockFlops {
+    pub fn total(&self) -> f64 {
+        self.qkv_proj + self.attention + self.rel_pos + self.mlp
+    }
+
+    fn scale(self, k: f64) -> BlockFlops {
+        BlockFlops {
+            qkv_proj: self.qkv_proj * k,
+            attention: self.attention * k,
+            rel_pos: self.rel_pos * k,
+            mlp: self.mlp * k,
+        }
+    }
+}
+
+/// SAM FLOPs of one view (docs/deepseek-ocr.md §7.1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct SamFlops {
+    pub patch_embed: f64,
+    /// All windowed blocks (attention over padded windows, qkv/proj on padded tokens).
+    pub windowed: BlockFlops,
+    /// All global-attention blocks.
+    pub global: BlockFlops,
+    pub neck: f64,
+    /// Stride-2 convs `net_2`, `net_3`, ….
+    pub compressor: f64,
+}
+
+impl SamFlops {
+    pub fn total(&self) -> f64 {
+        self.patch_embed + self.windowed.total() + self.global.total() + self.neck + self.compressor
+    }
+}
+
+/// Vision FLOPs of ONE view of side `view_size` px: SAM → CLIP → projector.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RegionFlops {
+    pub view_size: i64,
+    /// Vision tokens of the view (grid side², before newline/separator vectors).
+    pub tokens: i64,
+    pub sam: SamFlops,
+    pub clip: BlockFlops,
+    pub projector: f64,
+}
+
+impl RegionFlops {
+    pub fn total(&self) -> f64 {
+        self.sam.total() + self.clip.total() + self.projector
+    }
+}
+
+/// `ceil(a / b)` for positive b.
+fn ceil_div(a: i64, b: i64) -> i64 {
+    (a + b - 1) / b
+}
+
+/// Side of the SAM token grid for a view (view / patch).
+pub fn sam_grid(cfg: &ArchConfig, view_size: i64) -> i64 {
+    view_size / cfg.sam.patch_size
+}
+
+/// Side of the vision-token grid after the stride-2 compressor (k3, s2, p1 halves, rounding up).
+pub fn token_grid(cfg: &ArchConfig, view_size: i64) -> i64 {
+    cfg.sam
+        .downsample_channels
+        .iter()
+        .fold(sam_grid(cfg, view_size), |side, _| ceil_div(side, 2))
+}
+
+/// Per-view vision FLOPs (docs/deepseek-ocr.md §7.1 formulas, from the config dims). `view_size` in px.
+pub fn vision_flops(cfg: &ArchConfig, view_size: i64) -> RegionFlops {
+    let s = &cfg.sam;
+    let (w, m, ws) = (s.width as f64, s.mlp_dim as f64, s.window_size);
+    let g = sam_grid(cfg, view_size);
+    let n = (g * g) as f64;
+    let padded = ceil_div(g, ws) * ws;
+    let np = (padded * padded) as f64;
+    let n_global = s.global_attn_indexes.len() as f64;
+    let n_windowed = s.depth as f64 - n_global;
+    // Rel-pos: two einsums (h and w) of Q [tokens, head_dim] with [L, head_dim] tables per head;
+    // heads·head_dim = width, so 2·2·tokens·L·width.
+    let windowed = BlockFlops {
+        qkv_proj: 2.0 * np * w * (3.0 * w + w),
+        attention: 4.0 * np * (ws * ws) as f64 * w,
+        rel_pos: 4.0 * w * ws as f64 * np,
+        mlp: 4.0 * n * w * m,
+    };
+    let global = BlockFlops {
+        qkv_proj: 2.0 * n * w * (3.0 * w + w),
+        attention: 4.0 * n * n * w,
+        rel_pos: 4.0 * w * g as f64 * n,
+        mlp: 4.0 * n * w * m,
+    };
+    let o = s.out_chans as f64;
+    let mut compressor = 0.0;
+    let (mut side, mut cin) = (g, s.out_chans);
+    for &cout in &s.downsample_channels {
+        side = ceil_div(side, 2);
+        compressor += 2.0 * (side * side) as f64 * (cout * cin * 9) as f64;
+        cin = cout;
+    }
+    let sam = SamFlops {
+        patch_embed: 2.0 * n * w * (3 * s.patch_size * s.patch_size) as f64,
+        windowed: windowed.scale(n_windowed),
+        global: global.scale(n_global),
+        neck: 2.0 * n * w * o + 2.0 * n * o * o * 9.0,
+        compressor,
+    };
+    let c = &cfg.clip;
+    let tokens = side * side;
+    let t1 = (tokens + 1) as f64; // + CLS
+    let cw = c.width as f64;
+    let clip = BlockFlops {
+        qkv_proj: 2.0 * t1 * (cw * 3.0 * cw + cw * cw),
+        attention: 4.0 * t1 * t1 * cw,
+        rel_pos: 0.0,
+        mlp: 2.0 * t1 * 2.0 * cw * c.mlp_dim as f64,
+    }
+    .scale(c.layers as f64);
+    let p = &cfg.projector;
+    RegionFlops {
+        view_size,
+        tokens,
+        sam,
+        clip,
+        projector: 2.0 * tokens as f64 * (p.input_dim * p.n_embed) as f64,
+    }
+}
+
+/// Vision FLOPs of one image: the global (or single) view plus `n_tiles` tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EncoderFlops {
+    pub global: RegionFlops,
+    /// Per-tile FLOPs; None without tiles.
+    pub tile: Option<RegionFlops>,
+    pub n_tiles: i64,
+}
+
+impl EncoderFlops {
+    fn sum(&self, f: impl Fn(&RegionFlops) -> f64) -> f64 {
+        f(&self.global)
+            + self
+                .tile
+                .as_ref()
+                .map_or(0.0, |t| self.n_tiles as f64 * f(t))
+    }
+    pub fn sam(&self) -> f64 {
+        self.sum(|r| r.sam.total())
+    }
+    pub fn clip(&self) -> f64 {
+        self.sum(|r| r.clip.total())
+    }
+    pub fn projector(&self) -> f64 {
+        self.sum(|r| r.projector)
+    }
+    pub fn total(&self) -> f64 {
+        self.sum(RegionFlops::total)
+    }
+}
+
+/// Views of one image (docs/deepseek-ocr.md §3.5, §4): crop mode = global `base_size` view + cols·rows tiles of
+/// `image_size` (none when the grid is 1×1); otherwise one `image_size` view.
+pub fn encoder_flops(cfg: &ArchConfig, pre: &PreprocessConfig, grid: TileGrid) -> EncoderFlops {
+    if pre.crop_mode {
+        let n_tiles = if grid.has_tiles() {
+            (grid.cols * grid.rows) as i64
+        } else {
+            0
+        };
+        EncoderFlops {
+            global: vision_flops(cfg, pre.base_size as i64),
+            tile: (n_tiles > 0).then(|| vision_flops(cfg, pre.image_size as i64)),
+            n_tiles,
+        }
+    } else {
+        EncoderFlops {
+            global: vision_flops(cfg, pre.image_size as i64),
+            tile: None,
+            n_tiles: 0,
+        }
+    }
+}
+
+/// Decoder matmul FLOPs (lm_head excluded), summed over layers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct DecoderLinearFlops {
+    /// q, k, v, o projections.
+    pub attention_proj: f64,
+    /// Dense SwiGLU of the first `first_k_dense_replace` layers.
+    pub dense_mlp: f64,
+    /// `num_experts_per_tok` routed SwiGLU experts per MoE layer.
+    pub routed_experts: f64,
+    pub shared_experts: f64,
+    pub router: f64,
+}
+
+impl DecoderLinearFlops {
+    pub fn total(&self) -> f64 {
+        self.attention_proj
+            + self.dense_mlp
+            + self.routed_experts
+            + self.shared_experts
+            + self.router
+    }
+
+    fn scale(self, k: f64) -> Self {
+        DecoderLinearFlops {
+            attention_proj: self.attention_proj * k,
+            dense_mlp: self.dense_mlp * k,
+            routed_experts: self.routed_experts * k,
+            shared_experts: self.shared_experts * k,
+            router: self.router * k,
+        }
+    }
+}
+
+fn dense_layers(cfg: &ArchConfig) -> f64 {
+    cfg.decoder.first_k_dense_replace as f64
+}
+
+pub(super) fn moe_layers(cfg: &ArchConfig) -> f64 {
+    (cfg.decoder.num_hidden_layers - cfg.decoder.first_k_dense_replace) as f64
+}
+
+/// Width of q (= of k and v: no GQA) = heads · head_dim.
+fn attn_width(cfg: &ArchConfig) -> f64 {
+    (cfg.decoder.num_attention_heads * cfg.decoder.head_dim) as f64
+}
+
+/// Decoder matmul FLOPs for ONE token (docs/deepseek-ocr.md §7.2: 817.2 MFLOP for the real config).
+pub fn decoder_linear_flops_per_token(cfg: &ArchConfig) -> DecoderLinearFlops {
+    let d = &cfg.decoder;
+    let h = d.hidden_size as f64;
+    let kv = (d.num_key_value_heads * d.head_dim) as f64;
+    let swiglu = |f: i64| 2.0 * 3.0 * h * f as f64;
+    DecoderLinearFlops {
+        attention_proj: d.num_hidden_layers as f64 * 2.0 * h * (2.0 * attn_width(cfg) + 2.0 * kv),
+        dense_mlp: dense_layers(cfg) * swiglu(d.intermediate_size),
+        routed_experts: moe_layers(cfg)
+            * d.num_experts_per_tok as f64
+            * swiglu(d.moe_intermediate_size),
+        shared_experts: moe_layers(cfg) * swiglu(cfg.shared_intermediate()),
+        router: moe_layers(cfg) * 2.0 * h * d.n_routed_experts as f64,
+    }
+}
+
+/// FLOPs of lm_head for one position (2·hidden·vocab).
+pub fn lm_head_flops_per_position(cfg: &ArchConfig) -> f64 {
+    2.0 * (cfg.decoder.hidden_size * cfg.decoder.vocab_size) as f64
+}
+
+/// Decoder prefill FLOPs of one prompt of `prompt_len` tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PrefillFlops {
+    pub prompt_len: i64,
+    pub logits_positions: i64,
+    /// Matmuls over all `prompt_len` tokens.
+    pub linear: DecoderLinearFlops,
+    /// Causal q·kᵀ and p·v over all layers: layers·2·2·width·S(S+1)/2.
+    pub attention: f64,
+    pub lm_head: f64,
+}
+
+impl PrefillFlops {
+    pub fn total(&self) -> f64 {
+        self.linear.total() + self.attention + self.lm_head
+    }
+}
+
+/// Prefill FLOPs (docs/deepseek-ocr.md §7.2); `logits_positions` = positions whose logits are computed (our
+/// implementation: 1, the last; HF: all `prompt_len`).
+pub fn prefill_flops(cfg: &ArchConfig, prompt_len: i64, logits_positions: i64) -> PrefillFlops {
+    let s = prompt_len as f64;
+    PrefillFlops {
+        prompt_len,
+        logits_positions,
+        linear: decoder_linear_flops_per_token(cfg).scale(s),
+        attention: cfg.decoder.num_hidden_layers as f64 * 4.0 * attn_width(cfg) * s * (s + 1.0)
+            / 2.0,
+        lm_head: logits_positions as f64 * lm_head_flops_per_position(cfg),
+    }
+}
+
+/// FLOPs of one decode step of one sequence (one new token, `context_len` keys incl. itself).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DecodeFlops {
+    pub context_len: i64,
+    pub linear: DecoderLinearFlops,
+    /// layers·4·width·context.
+    pub attention: f64,
+    pub lm_head: f64,
+}
+
+impl DecodeFlops {
+    pub fn total(&self) -> f64 {
+        self.linear.total() + self.attention + self.lm_head
+    }
+}
+
+/// Spec §7.3: 1.148 GFLOP + 61,440·c for the real config.
+pub fn decode_step_flops(cfg: &ArchConfig, context_len: i64) -> DecodeFlops {
+    DecodeFlops {
+        context_len,
+        linear: decoder_linear_flops_per_token(cfg),
+        attention: cfg.decoder.num_hidden_layers as f64
+            * 4.0
+            * attn_width(cfg)
+            * context_len as f64,
+        lm_head: lm_head_flops_per_position(cfg),
+    }
+}
+
+/// Comparison against the spec's printed numbers, shared by the analytic test modules.
+#[cfg(test)]
+pub(crate) mod spec_check {
+    /// `got` (in `unit`s) equals a spec value printed with precision `half` (half its last digit).
+    pub fn near(got: f64, unit: f64, want: f64, half: f64) {
+        let g = got / unit;
+        assert!((g - want).abs() <= half, "got {g}, spec {want} ± {half}");
+    }
+    pub const GF: f64 = 1e9;
+    pub const MF: f64 = 1e6;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::views::Mode;
+    use super::spec_check::{near, GF, MF};
+    use super::*;
+
+    #[test]
+    fn vision_matches_spec_7_1() {
+        let cfg = ArchConfig::deepseek_ocr();
+        let v = vision_flops(&cfg, 1024);
+        near(v.sam.total(), GF, 976.9, 0.05);
+        near(v.sam.global.attention, GF, 206.2, 0.05);
+        near(v.clip.total(), GF, 161.7, 0.05);
+        near(v.projector, GF, 1.34, 0.005);
+        near(v.total(), GF, 1140.0, 0.05);
+        assert_eq!(v.tokens, 256);
+        // Breakdown at 1024.
+        near(v.sam.windowed.total(), GF, 519.5, 0.05);
+        near(v.sam.windowed.attention, GF, 23.6, 0.05);
+        near(v.sam.global.total(), GF, 441.3, 0.05);
+        near(v.sam.neck, GF, 6.4, 0.05);
+        near(v.sam.compressor, GF, 4.8, 0.05);
+        near(v.sam.patch_embed, GF, 4.8, 0.05);
+        // Other view sizes: (size, SAM, global QK/AV, CLIP, projector, total).
+        for (s, sam, qk, clip, proj, total) in [
+            (512, 228.3, 12.9, 39.7, 0.34, 268.3),
+            (640, 325.6, 31.5, 62.0, 0.52, 388.1),
+            (1280, 1683.1, 503.3, 258.0, 2.10, 1943.2),
+        ] {
+            let v = vision_flops(&cfg, s);
+            near(v.sam.total(), GF, sam, 0.05);
+            near(v.sam.global.attention, GF, qk, 0.05);
+            near(v.clip.total(), GF, clip, 0.05);
+            near(v.projector, GF, proj, 0.005);
+            near(v.total(), GF, total, 0.05);
+        }
+    }
+
+    #[test]
+    fn encoder_per_mode_and_grid() {
+        let cfg = ArchConfig::deepseek_ocr();
+        let gundam = PreprocessConfig::from_mode(Mode::Gundam);
+        let enc = |cols, rows| encoder_flops(&cfg, &gundam, TileGrid { cols, rows }).total() / GF;
+        // Spec §7.1: 2 tiles → 1916, 4 → 2693, 6 → 3469, 9 → 4633 (within 0.5 %).
+        for ((c, r), want) in [
+            ((2, 1), 1916.0),
+            ((2, 2), 2693.0),
+            ((2, 3), 3469.0),
+            ((3, 3), 4633.0),
+        ] {
+            let got = enc(c, r);
+            assert!((got / want - 1.0).abs() < 0.005, "{c}x{r}: {got} vs {want}");
+        }
+        near(enc(1, 1) * GF, GF, 1140.0, 0.05); // no tiles: global view only
+        let e = encoder_flops(&cfg, &gundam, TileGrid { cols: 2, rows: 3 });
+        assert_eq!(e.n_tiles, 6);
+        assert!((e.sam() + e.clip() + e.projector() - e.total()).abs() < 1.0);
+        // Non-crop modes use one image_size view (docs/deepseek-ocr.md §7.2 table: 268, 388, 1140, 1943).
+        for (m, want) in [
+            (Mode::Tiny, 268.0),
+            (Mode::Small, 388.0),
+            (Mode::Base, 1140.0),
+            (Mode::Large, 1943.0),
+        ] {
+            let e = encoder_flops(
+                &cfg,
+                &PreprocessConfig::from_mode(m),
+                TileGrid { cols: 3, rows: 3 },
+            );
+            assert!(e.tile.is_none());
+            near(e.total(), GF, want, 0.5);
+        }
+    }
+
+    #[test]
+    fn prefill_matches_spec_7_2() {
+        let cfg = ArchConfig::deepseek_ocr();
+        let per_tok = decoder_linear_flops_per_token(&cfg);
+        near(per_tok.total(), MF, 817.2, 0.05);
+        near(per_tok.dense_mlp, MF, 65.7 - 13.1, 0.1); // dense layer 65.7 incl. 13.1 attention
+        let moe = |x: f64| x / 11.0;
+        near(moe(per_tok.routed_experts), MF, 41.3, 0.05);
+        near(moe(per_tok.shared_experts), MF, 13.8, 0.05);
+        near(moe(per_tok.router), MF, 0.16, 0.005);
+        near(per_tok.attention_proj / 12.0, MF, 13.1, 0.05);
+        near(lm_head_flops_per_position(&cfg), MF, 331.0, 0.5);
+        // Spec §7.2 table, Gundam 2×3: S=913.
+        let p = prefill_flops(&cfg, 913, 1);
+        near(p.attention, GF, 25.6, 0.05);
+        near(p.linear.total(), GF, 746.1, 0.05);
+        near(p.lm_head, GF, 0.33, 0.005);
+        near(prefill_flops(&cfg, 913, 913).lm_head, GF, 302.2, 0.05);
+        // Other rows: (S, linear, attention, lm_head all positions).
+        for (s, lin, att, head) in [
+            (83, 67.8, 0.21, 27.5),
+            (283, 231.3, 2.47, 93.7),
+            (1213, 991.3, 45.2, 401.5),
+        ] {
+            let p = prefill_flops(&cfg, s, s);
+            near(p.linear.total(), GF, lin, 0.05);
+            near(p.attention, GF, att, if att < 1.0 { 0.005 } else { 0.05 });
+            near(p.lm_head, GF, head, 0.05);
+        }
+    }
+
+    #[test]
+    fn decode_matches_spec_7_3() {
+        let cfg = ArchConfig::deepseek_ocr();
+        let d = decode_step_flops(&cfg, 1000);
+        near(d.linear.total() + d.lm_head, GF, 1.148, 0.0005);
+        near(d.attention, MF, 61.44, 0.005);
+        assert_eq!(decode_step_flops(&cfg, 1).attention, 61_440.0);
+    }
+
+    /// Hand-computed for `ArchConfig::tiny()` (128 px view: grid 8, two 4×4 windows per side).
+    #[test]
+    fn tiny_config_by_hand() {
+        let cfg = ArchConfig::tiny();
+        let v = vision_flops(&cfg, 128);
+        assert_eq!(v.tokens, 4);
+        assert_eq!(v.sam.patch_embed, 3_145_728.0); // 2·64·32·768
+        assert_eq!(v.sam.windowed.qkv_proj, 524_288.0); // 2·64·32·128
+        assert_eq!(v.sam.windowed.attention, 131_072.0); // 4·64·16·32
+        assert_eq!(v.sam.windowed.rel_pos, 32_768.0); // 4·32·4·64
+        assert_eq!(v.sam.windowed.mlp, 524_288.0); // 4·64·32·64
+        assert_eq!(v.sam.global.attention, 524_288.0); // 4·64²·32
+        assert_eq!(v.sam.global.rel_pos, 65_536.0); // 4·32·8·64
+        assert_eq!(v.sam.neck, 360_448.0); // 2·64·32·16 + 2·64·16²·9
+        assert_eq!(v.sam.compressor, 165_888.0); // 2·16·24·16·9 + 2·4·32·24·9
+        assert_eq!(v.sam.total(), 6_522_880.0);
+        assert_eq!(v.clip.total(), 170_240.0); // 2·(2·5·4096 + 4·25·32 + 2·5·2·32·64)
+        assert_eq!(v.projector, 32_768.0); // 2·4·64·64
+        assert_eq!(v.total(), 6_725_888.0);
+
+        let l = decoder_linear_flops_per_token(&cfg);
+        assert_eq!(l.attention_proj, 65_536.0); // 2 layers · 2·64·256
+        assert_eq!(l.dense_mlp, 36_864.0); // 2·3·64·96
+        assert_eq!(l.routed_experts, 24_576.0); // 2 experts · 2·3·64·32
+        assert_eq!(l.shared_experts, 12_288.0);
+        assert_eq!(l.router, 1_024.0); // 2·64·8
+        assert_eq!(l.total(), 140_288.0);
+        let p = prefill_flops(&cfg, 10, 1);
+        assert_eq!(p.attention, 28_160.0); // 2 layers · 4·64·55
+        assert_eq!(p.lm_head, 40_960.0); // 2·64·320
+        assert_eq!(p.total(), 1_472_000.0);
+        assert_eq!(decode_step_flops(&cfg, 10).total(), 186_368.0);
+    }
+}

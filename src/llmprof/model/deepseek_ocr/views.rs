@@ -1,0 +1,163 @@
+//! The views of one page (docs/deepseek-ocr.md §4): resolution modes, the Gundam tile grid and
+//! the constants of the official preprocessing. Geometry only: decoding and resampling pixels is
+//! the worker's job.
+use serde::{Deserialize, Serialize};
+
+/// Resolution modes of the official demos (docs/deepseek-ocr.md §4 table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Tiny,
+    Small,
+    Base,
+    Large,
+    Gundam,
+}
+
+/// Resolved preprocessing parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreprocessConfig {
+    /// Global-view side in crop mode (1024 in Gundam).
+    pub base_size: u32,
+    /// Side of the single view (non-crop) or of each tile (crop mode).
+    pub image_size: u32,
+    /// Dynamic tiling on (Gundam).
+    pub crop_mode: bool,
+    /// Tile-count bounds for dynamic tiling (HF `infer()`: 2..9; vLLM scripts: max 6).
+    pub min_crops: u32,
+    pub max_crops: u32,
+}
+
+impl PreprocessConfig {
+    pub fn from_mode(mode: Mode) -> Self {
+        let (base_size, image_size, crop_mode) = match mode {
+            Mode::Tiny => (512, 512, false),
+            Mode::Small => (640, 640, false),
+            Mode::Base => (1024, 1024, false),
+            Mode::Large => (1280, 1280, false),
+            Mode::Gundam => (1024, 640, true),
+        };
+        PreprocessConfig {
+            base_size,
+            image_size,
+            crop_mode,
+            min_crops: 2,
+            max_crops: 9,
+        }
+    }
+}
+
+/// Pad colour: int(0.5·255) per channel (docs/deepseek-ocr.md §4).
+pub const PAD_RGB: [u8; 3] = [127, 127, 127];
+/// Stretching threshold of the HF code (non-crop mode stretches when image_size ≤ 640) and the
+/// "no tiles" bound of Gundam mode is `image_size` itself.
+pub const STRETCH_MAX: u32 = 640;
+
+/// Tile grid of a Gundam image: `cols` (i) × `rows` (j); 1×1 means no tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TileGrid {
+    pub cols: u32,
+    pub rows: u32,
+}
+
+impl TileGrid {
+    pub fn has_tiles(&self) -> bool {
+        self.cols > 1 || self.rows > 1
+    }
+}
+
+/// Gundam grid choice (`dynamic_preprocess` / `find_closest_aspect_ratio`): grids (i cols, j rows)
+/// with min ≤ i·j ≤ max sorted by i·j, closest i/j to W/H wins; on an exact tie a later grid wins
+/// only if W·H > 0.5·tile²·i·j. UNCERTAIN: Python sorts a *set*, so the order among grids of the
+/// same product follows set iteration; we use (i, j) ascending. It only matters on exact ties.
+pub fn select_grid(width: u32, height: u32, tile: u32, min_num: u32, max_num: u32) -> TileGrid {
+    let aspect = width as f64 / height as f64;
+    let mut ratios: Vec<(u32, u32)> = Vec::new();
+    for i in 1..=max_num {
+        for j in 1..=max_num {
+            if i * j >= min_num && i * j <= max_num {
+                ratios.push((i, j));
+            }
+        }
+    }
+    ratios.sort_by_key(|&(i, j)| (i * j, i, j));
+    let area = width as f64 * height as f64;
+    let mut best = (1, 1);
+    let mut best_diff = f64::INFINITY;
+    for (i, j) in ratios {
+        let diff = (aspect - i as f64 / j as f64).abs();
+        if diff < best_diff {
+            best_diff = diff;
+            best = (i, j);
+        } else if diff == best_diff && area > 0.5 * (tile as f64) * (tile as f64) * (i * j) as f64 {
+            best = (i, j);
+        }
+    }
+    TileGrid {
+        cols: best.0,
+        rows: best.1,
+    }
+}
+
+/// The tile grid of a `width`×`height` page under `cfg`: 1×1 (no tiles) outside crop mode or when
+/// the page fits in one tile, else [`select_grid`]. HF hard-codes 640 as the "fits" bound; with
+/// the released configs it equals `image_size`.
+pub fn tile_grid(width: u32, height: u32, cfg: &PreprocessConfig) -> TileGrid {
+    let t = cfg.image_size;
+    if !cfg.crop_mode || (width <= t && height <= t) {
+        TileGrid { cols: 1, rows: 1 }
+    } else {
+        select_grid(width, height, t, cfg.min_crops, cfg.max_crops)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grids_from_spec_examples() {
+        // Portrait page 1240x1754 (A4 at 150 dpi, aspect 0.707) → 2 wide × 3 tall.
+        assert_eq!(
+            select_grid(1240, 1754, 640, 2, 9),
+            TileGrid { cols: 2, rows: 3 }
+        );
+        assert_eq!(
+            select_grid(1300, 650, 640, 2, 9),
+            TileGrid { cols: 2, rows: 1 }
+        );
+        assert_eq!(
+            select_grid(650, 1300, 640, 2, 9),
+            TileGrid { cols: 1, rows: 2 }
+        );
+        // Exact tie 2:1 vs 4:2: the larger grid wins when W·H > 0.5·640²·8.
+        assert_eq!(
+            select_grid(2000, 1000, 640, 2, 9),
+            TileGrid { cols: 4, rows: 2 }
+        );
+        // Square: (1,1) not allowed (min 2); 2x2 ties with nothing closer; big area picks 3x3.
+        assert_eq!(
+            select_grid(700, 700, 640, 2, 9),
+            TileGrid { cols: 2, rows: 2 }
+        );
+        assert_eq!(
+            select_grid(3000, 3000, 640, 2, 9),
+            TileGrid { cols: 3, rows: 3 }
+        );
+        // vLLM's max 6 caps it.
+        assert_eq!(
+            select_grid(3000, 3000, 640, 2, 6),
+            TileGrid { cols: 2, rows: 2 }
+        );
+    }
+
+    #[test]
+    fn tile_grid_only_in_crop_mode_and_beyond_one_tile() {
+        let gundam = PreprocessConfig::from_mode(Mode::Gundam);
+        assert_eq!(tile_grid(1240, 1754, &gundam), TileGrid { cols: 2, rows: 3 });
+        assert!(!tile_grid(640, 640, &gundam).has_tiles());
+        let base = PreprocessConfig::from_mode(Mode::Base);
+        assert!(!tile_grid(1240, 1754, &base).has_tiles());
+    }
+}

@@ -1,0 +1,95 @@
+//! Model families and their architectures, typed: `model.family` picks the family and
+//! `model.arch` (conf/model/<family>/arch/*.yaml) must match its schema, checked when the spec is
+//! built, before any run directory exists.
+use super::deepseek_ocr;
+use crate::region::RegionTree;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    /// DeepSeek-OCR: SAM + CLIP vision, DeepSeek-V2 MoE decoder (docs/deepseek-ocr.md).
+    DeepseekOcr,
+}
+
+impl Family {
+    /// The YAML spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::DeepseekOcr => "deepseek_ocr",
+        }
+    }
+
+    /// The regions models of this family mark.
+    pub fn regions(self) -> RegionTree {
+        match self {
+            Family::DeepseekOcr => deepseek_ocr::REGIONS,
+        }
+    }
+
+    /// Parses `model.arch` against this family's schema.
+    pub fn parse_arch(self, value: serde_json::Value) -> Result<Arch, String> {
+        fn typed<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Result<T, String> {
+            serde_path_to_error::deserialize(v).map_err(|e| {
+                let path = e.path().to_string();
+                let at = if path == "." {
+                    "model.arch".to_string()
+                } else {
+                    format!("model.arch.{path}")
+                };
+                format!("{at}: {}", e.inner())
+            })
+        }
+        let arch = match self {
+            Family::DeepseekOcr => Arch::DeepseekOcr(typed(value)?),
+        };
+        arch.validate().map_err(|e| format!("model.arch: {e:#}"))?;
+        Ok(arch)
+    }
+}
+
+/// A model's architecture, one variant per family.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Arch {
+    DeepseekOcr(deepseek_ocr::ArchConfig),
+}
+
+impl Arch {
+    pub fn family(&self) -> Family {
+        match self {
+            Arch::DeepseekOcr(_) => Family::DeepseekOcr,
+        }
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        match self {
+            Arch::DeepseekOcr(a) => a.validate(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_declares_a_valid_region_tree() {
+        for f in [Family::DeepseekOcr] {
+            f.regions().check().unwrap();
+        }
+    }
+
+    #[test]
+    fn arch_errors_name_the_key() {
+        let mut v = serde_json::to_value(deepseek_ocr::ArchConfig::tiny()).unwrap();
+        v["decoder"]["hidden_sizee"] = serde_json::json!(64);
+        let e = Family::DeepseekOcr.parse_arch(v).unwrap_err();
+        assert!(e.contains("model.arch.decoder") && e.contains("hidden_sizee"), "{e}");
+        let ok = serde_json::to_value(deepseek_ocr::ArchConfig::tiny()).unwrap();
+        assert_eq!(
+            Family::DeepseekOcr.parse_arch(ok).unwrap().family(),
+            Family::DeepseekOcr
+        );
+    }
+}

@@ -1,0 +1,88 @@
+//! What a generation request asks for and what it returns: greedy decoding with EOS stop,
+//! `max_new_tokens`, an optional forced length and the no-repeat-n-gram rule. Every model's
+//! generation loop takes these; the spec's `infer.*` and `runtime.optim.*` keys fill them.
+use crate::spec::RunSpec;
+use serde::{Deserialize, Serialize};
+
+/// No-repeat-n-gram rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NoRepeatNgram {
+    Off,
+    /// HF `no_repeat_ngram_size`: bans tokens completing any n-gram already present in the whole
+    /// sequence (prompt included). HF demo: n = 20 (35 in eval mode).
+    Hf {
+        n: usize,
+    },
+    /// vLLM scripts' processor: bans tokens completing an n-gram seen within the last `window`
+    /// generated ids (prompt excluded), except `exempt` ids (`<td>`, `</td>`). Scripts: 30/90,
+    /// 20/50, 40/90.
+    Window {
+        n: usize,
+        window: usize,
+        exempt: Vec<i64>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenerateConfig {
+    pub max_new_tokens: usize,
+    pub no_repeat: NoRepeatNgram,
+    /// Ignore EOS and produce exactly `max_new_tokens` tokens per row (benchmarking).
+    pub force_max_new_tokens: bool,
+    /// Without n-gram blocking and with `sync_free_decode`, tokens stay on the device; "all rows
+    /// finished" is checked every this many steps (one host sync each).
+    pub eos_check_interval: usize,
+    /// Keep tokens on the device between steps (off: read each token on the host, one sync per
+    /// step, like HF `generate`). N-gram blocking always needs the host loop.
+    pub sync_free_decode: bool,
+}
+
+impl Default for GenerateConfig {
+    fn default() -> Self {
+        GenerateConfig {
+            max_new_tokens: 8192,
+            no_repeat: NoRepeatNgram::Hf { n: 20 },
+            force_max_new_tokens: false,
+            eos_check_interval: 16,
+            sync_free_decode: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerateOutput {
+    /// New tokens per row, EOS and anything after it removed (unless forced).
+    pub tokens: Vec<Vec<i64>>,
+    /// Whether each row produced EOS.
+    pub hit_eos: Vec<bool>,
+    /// Decode steps run after prefill.
+    pub decode_steps: usize,
+    pub prompt_lens: Vec<usize>,
+}
+
+/// Tokens banned by HF's no_repeat_ngram for the next position of `seq`.
+impl GenerateConfig {
+    /// The config of `spec` (`infer.*`, `runtime.optim.sync_free_decode`/`eos_check_interval`)
+    /// for up to `max_new_tokens` tokens; `ngram_exempt` are the ids the windowed n-gram rule
+    /// never bans (the model's table-cell tokens).
+    pub fn from_spec(spec: &RunSpec, ngram_exempt: &[i64], max_new_tokens: usize) -> Self {
+        let n = spec.infer.no_repeat_ngram_size as usize;
+        GenerateConfig {
+            max_new_tokens,
+            no_repeat: match (n, spec.infer.ngram_window) {
+                (0, _) => NoRepeatNgram::Off,
+                (n, None) => NoRepeatNgram::Hf { n },
+                (n, Some(w)) => NoRepeatNgram::Window {
+                    n,
+                    window: w as usize,
+                    exempt: ngram_exempt.to_vec(),
+                },
+            },
+            force_max_new_tokens: spec.infer.ignore_eos,
+            eos_check_interval: spec.runtime.optim.eos_check_interval as usize,
+            sync_free_decode: spec.runtime.optim.sync_free_decode,
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Models as the front end knows them, without tensors: the interface a model implements
+//! (`Model`, in the worker), the generation request, model families with their typed
+//! architectures, and each family's pure half (architecture, regions, analytic FLOPs/bytes).
+pub mod deepseek_ocr;
+mod family;
+mod generate;
+mod interface;
+
+pub use family::{Arch, Family};
+pub use generate::{GenerateConfig, GenerateOutput, NoRepeatNgram};
+pub use interface::{
+    BatchWork, GraphStats, ImageInfo, LayoutElement, Model, ModelInfo, PageReading, RequestInfo,
+    StaticAnalysis,
+};

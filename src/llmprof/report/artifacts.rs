@@ -1,0 +1,185 @@
+//! The files of a run directory: every artifact's name, defined once, and the writers of the
+//! artifacts built from a `RunReport` and its measurements (metrics.json, report.md, the
+//! stakeholder summary, env.json, assumptions.md, inputs.yaml, nvml.csv, static analysis).
+use super::measurements::Stage1Measurements;
+use super::metrics::{RunReport, SYNTHETIC_NOTE};
+use crate::config::{Map, Node};
+use crate::measure::nvml::NvmlTrace;
+use crate::model::{RequestInfo, StaticAnalysis};
+use crate::spec::RunSpec;
+use anyhow::{Context, Result};
+use std::path::Path;
+
+pub const METRICS_JSON: &str = "metrics.json";
+pub const REPORT_MD: &str = "report.md";
+pub const SUMMARY_MD: &str = "stakeholder_summary.md";
+pub const ENV_JSON: &str = "env.json";
+pub const ASSUMPTIONS_MD: &str = "assumptions.md";
+pub const INPUTS_YAML: &str = "inputs.yaml";
+pub const NVML_CSV: &str = "nvml.csv";
+pub const STATIC_JSON: &str = "static_compute.json";
+pub const STATIC_MD: &str = "static_compute.md";
+pub const OPERATORS_MD: &str = "operators.md";
+pub const KERNELS_MD: &str = "kernels.md";
+/// The kernel table as JSON (a list of `measure::op_tables::KernelRow`); stage 2 reads it.
+pub const KERNELS_JSON: &str = "kernels.json";
+pub const TRACE_JSON: &str = "trace.json";
+pub const PREDICTIONS_JSONL: &str = "predictions.jsonl";
+/// README.md of an infer run directory.
+pub const INFER_README: &str = "README.md";
+/// Crops of image elements, linked from the markdown as `images/<name>_<k>.png`.
+pub const IMAGES_DIR: &str = "images";
+pub const OVERHEAD_JSON: &str = "overhead.json";
+
+/// Writes `text` to `run_dir/name`, naming the file in the error.
+pub fn write(run_dir: &Path, name: &str, text: &str) -> Result<()> {
+    let p = run_dir.join(name);
+    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+}
+
+/// `value` as pretty JSON with a final newline.
+pub fn write_json(run_dir: &Path, name: &str, value: &impl serde::Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)
+        .with_context(|| format!("serialising {name}"))?;
+    write(run_dir, name, &(text + "\n"))
+}
+
+/// What stage 1 writes besides the Kineto tables: metrics.json, report.md, the summary,
+/// env.json, assumptions.md and, when given, the static analysis.
+pub struct Stage1Files<'a> {
+    pub report: &'a RunReport,
+    pub measurements: &'a Stage1Measurements,
+    /// What the worker knows of its own runtime (libtorch, CUDA): merged into env.json.
+    pub runtime_env: serde_json::Value,
+    /// The model's own lines of assumptions.md.
+    pub model_assumptions: &'a [String],
+    pub static_analysis: Option<&'a StaticAnalysis>,
+}
+
+pub fn write_stage1(run_dir: &Path, spec: &RunSpec, f: &Stage1Files) -> Result<()> {
+    write_json(run_dir, METRICS_JSON, f.report)?;
+    write(run_dir, REPORT_MD, &super::markdown::render(f.report))?;
+    write(run_dir, SUMMARY_MD, &super::summary::render(f.report))?;
+    write_json(run_dir, ENV_JSON, &env_json(f.measurements, &f.runtime_env))?;
+    write(run_dir, ASSUMPTIONS_MD, &assumptions_md(spec, f))?;
+    if let Some(s) = f.static_analysis {
+        write_json(run_dir, STATIC_JSON, &s.json)?;
+        write(run_dir, STATIC_MD, &s.markdown)?;
+    }
+    Ok(())
+}
+
+fn env_json(m: &Stage1Measurements, runtime: &serde_json::Value) -> serde_json::Value {
+    let mut env = serde_json::json!({
+        "llmprof_version": crate::VERSION,
+        "git_commit": crate::GIT_COMMIT,
+        "device": m.model.device,
+        "gpu": m.gpu.as_ref().ok(),
+        "host": {
+            "hostname": std::fs::read_to_string("/etc/hostname").map(|s| s.trim().to_string()).unwrap_or_default(),
+            "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+            "os": std::env::consts::OS,
+            "arch": std::env::consts::ARCH,
+        },
+        "time": chrono::Local::now().to_rfc3339(),
+    });
+    if let (Some(env), Some(rt)) = (env.as_object_mut(), runtime.as_object()) {
+        env.extend(rt.clone());
+    }
+    env
+}
+
+fn assumptions_md(spec: &RunSpec, f: &Stage1Files) -> String {
+    let mut lines = vec![
+        "FLOP = 2 × multiply-accumulate everywhere.".to_string(),
+    ];
+    lines.extend(f.model_assumptions.iter().cloned());
+    lines.extend([
+        "MFU = analytic FLOPs ÷ (mean stage time × peak dense FLOP/s of the run's precision); MBU = decode bytes per step ÷ mean step time ÷ peak DRAM bandwidth. Peaks come from the detected GPU (NVML/CUDA properties × the per-architecture table in src/llmprof/measure/peaks.rs) unless hardware.peak_* override them.".to_string(),
+        format!("Stage times: {} timers at region boundaries, read after one synchronisation per request; decode steps are timed without host syncs. Prefill = time to first token, the model's input encoders included.", f.measurements.clock),
+        "NVML windows: the prefill and decode stages are bracketed by one stream synchronisation each, and the sampler's rows falling inside are averaged; energy comes from the total-energy counter.".to_string(),
+        format!("The Kineto pass is a separate run of the first batch with decode capped at {} steps; its times are reported only as tables and overhead.", spec.pipeline.torch_profiler.max_decode_steps),
+        format!("Weights: {}.", if f.measurements.model.synthetic { SYNTHETIC_NOTE } else { "loaded from safetensors" }),
+    ]);
+    let mut s = String::from("# Assumptions\n\n");
+    for l in lines {
+        s.push_str(&format!("- {l}\n"));
+    }
+    s
+}
+
+/// `inputs.yaml`: per input, path, bytes, width, height, mode, crop_grid [cols, rows],
+/// image_tokens (for inputs with an image), prompt_tokens.
+pub fn inputs_yaml(inputs: &[RequestInfo]) -> String {
+    let items: Vec<Node> = inputs
+        .iter()
+        .map(|r| {
+            let mut m = Map::new();
+            m.insert("path".into(), Node::Str(r.path.clone()));
+            m.insert("bytes".into(), Node::Int(r.bytes as i64));
+            if let Some(i) = &r.image {
+                m.insert("width".into(), Node::Int(i.width as i64));
+                m.insert("height".into(), Node::Int(i.height as i64));
+                m.insert("mode".into(), Node::Str(i.mode.clone()));
+                m.insert(
+                    "crop_grid".into(),
+                    Node::List(i.crop_grid.iter().map(|v| Node::Int(*v as i64)).collect()),
+                );
+                m.insert("image_tokens".into(), Node::Int(i.image_tokens as i64));
+            }
+            m.insert("prompt_tokens".into(), Node::Int(r.prompt_tokens as i64));
+            Node::Map(m)
+        })
+        .collect();
+    Node::List(items).to_yaml()
+}
+
+/// nvml.csv is always written: the samples, or the header under a comment saying why there are
+/// none (no NVIDIA driver, or the sampler disabled).
+pub fn write_nvml_csv(run_dir: &Path, trace: Option<&NvmlTrace>) -> Result<()> {
+    match trace {
+        Some(t) if t.unavailable.is_none() => t.write_csv(&run_dir.join(NVML_CSV)),
+        Some(t) => {
+            let why = t.unavailable.as_ref().map(|u| u.reason.as_str()).unwrap_or_default();
+            write(run_dir, NVML_CSV, &format!("# NVML unavailable: {why}\n{}", t.to_csv()))
+        }
+        None => write(
+            run_dir,
+            NVML_CSV,
+            "# NVML sampling disabled (pipeline.nvml.enable=false)\n",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ImageInfo;
+
+    #[test]
+    fn inputs_yaml_lists_image_fields_only_for_images() {
+        let text = RequestInfo {
+            name: "a".into(),
+            path: "/d/a.txt".into(),
+            bytes: 3,
+            prompt_tokens: 7,
+            image: None,
+        };
+        let page = RequestInfo {
+            image: Some(ImageInfo {
+                width: 640,
+                height: 480,
+                mode: "gundam".into(),
+                crop_grid: [2, 1],
+                image_tokens: 100,
+            }),
+            ..text.clone()
+        };
+        let y = inputs_yaml(&[text, page]);
+        let parsed = crate::config::yaml::parse(&y).unwrap();
+        let Node::List(items) = parsed else { panic!("{y}") };
+        assert!(items[0].child("crop_grid").is_none());
+        assert_eq!(items[1].child("image_tokens"), Some(&Node::Int(100)));
+        assert_eq!(items[1].child("prompt_tokens"), Some(&Node::Int(7)));
+    }
+}

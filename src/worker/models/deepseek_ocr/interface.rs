@@ -1,0 +1,375 @@
+//! DeepSeek-OCR behind llmprof's model interface (`llmprof::model::Model`): built from the spec
+//! (CPU fallback to the tiny architecture, synthetic or checkpoint weights, tokenizer, decode
+//! session), pages turned into requests, generation, analytic work and the page reading.
+use super::decode::generate::generate_with;
+use super::decode::graph_decode::{DecodeSession, StepPath};
+use super::hf_tokenizer::HfTokenizer;
+use super::optim::ModelOptim;
+use super::preprocess::{preprocess, PreparedImage};
+use super::text::moe::GATHER_MAX_TOKENS;
+use super::{DeepseekOcr, Part, PromptRow, Weights};
+use crate::models::device;
+use anyhow::{bail, Context, Result};
+use llmprof::dataset::{load_rgb, InputItem};
+use llmprof::dtype::Dtype;
+use llmprof::model::deepseek_ocr::output::read_page;
+use llmprof::model::deepseek_ocr::prompt::{build_prompt_ids, image_token_count};
+use llmprof::model::deepseek_ocr::static_report::{render_markdown, static_report, StaticInputs};
+use llmprof::model::deepseek_ocr::tokenizer::{ByteTokenizer, SpecialIds, TokenIds};
+use llmprof::model::deepseek_ocr::views::{Mode, PreprocessConfig};
+use llmprof::model::deepseek_ocr::{analytic, analytic_bytes, ArchConfig, REGIONS};
+use llmprof::model::{
+    Arch, BatchWork, Family, GenerateConfig, GenerateOutput, GraphStats, ImageInfo, Model,
+    ModelInfo, PageReading, RequestInfo, StaticAnalysis,
+};
+use llmprof::region::{RegionObserver, RegionTree};
+use llmprof::spec::{ResolutionMode, RunSpec, WeightsSource};
+use std::cell::RefCell;
+use std::path::Path;
+use tch::Device;
+
+/// The model option whose architecture is [`ArchConfig::tiny`].
+const TINY: &str = "deepseek_ocr_tiny";
+
+/// One page ready for the model: its views and prompt ids.
+pub struct OcrRequest {
+    pub item: InputItem,
+    pub image: PreparedImage,
+    pub prompt_ids: Vec<i64>,
+    pub image_tokens: usize,
+}
+
+pub struct DeepseekOcrModel {
+    pub model: DeepseekOcr,
+    pub arch: ArchConfig,
+    pub preprocess: PreprocessConfig,
+    mode: ResolutionMode,
+    tokenizer: Box<dyn TokenIds>,
+    info: ModelInfo,
+    /// Decode steps: eager or captured graphs, with the KV caches kept across requests.
+    decode: RefCell<DecodeSession>,
+}
+
+/// The decoder implementation choices of `runtime.optim`.
+pub fn model_optim(spec: &RunSpec) -> ModelOptim {
+    let o = &spec.runtime.optim;
+    ModelOptim {
+        fused_projections: o.fused_projections,
+        grouped_moe: o.grouped_moe,
+        sdpa: o.sdpa,
+        static_kv_cache: o.static_kv_cache,
+        fused_rms_norm: o.fused_rms_norm,
+    }
+}
+
+/// The decode step path of `runtime.optim`.
+pub fn step_path(spec: &RunSpec) -> StepPath {
+    let o = &spec.runtime.optim;
+    if o.cuda_graph {
+        StepPath::Graph {
+            kv_bucket: o.graph_kv_bucket as i64,
+        }
+    } else {
+        StepPath::Eager
+    }
+}
+
+/// The resolved preprocessing of `model.preprocess`.
+pub fn preprocess_config(spec: &RunSpec) -> PreprocessConfig {
+    let p = &spec.model.preprocess;
+    let mode = match p.mode {
+        ResolutionMode::Tiny => Mode::Tiny,
+        ResolutionMode::Small => Mode::Small,
+        ResolutionMode::Base => Mode::Base,
+        ResolutionMode::Large => Mode::Large,
+        ResolutionMode::Gundam => Mode::Gundam,
+    };
+    let mut cfg = PreprocessConfig::from_mode(mode);
+    if let Some(b) = p.base_size {
+        cfg.base_size = b;
+    }
+    if let Some(s) = p.image_size {
+        cfg.image_size = s;
+    }
+    if let Some(c) = p.crop_mode {
+        cfg.crop_mode = c;
+    }
+    cfg.min_crops = p.min_crops;
+    cfg.max_crops = p.max_crops;
+    cfg
+}
+
+impl DeepseekOcrModel {
+    /// Builds the model `spec` describes on its device; without a GPU, the tiny CPU fallback.
+    pub fn build(spec: &RunSpec) -> Result<Self> {
+        let device = device::device_from_spec(spec)?;
+        let mut notes = Vec::new();
+        let Arch::DeepseekOcr(configured) = &spec.model.arch;
+        let mut arch = configured.clone();
+        let mut name = spec.model.name.clone();
+        if device == Device::Cpu && spec.model.name != spec.model.cpu_fallback {
+            if spec.model.cpu_fallback != TINY {
+                bail!("model.cpu_fallback={} is not supported: only {TINY} has a built-in architecture\n  fix: model.cpu_fallback={TINY}", spec.model.cpu_fallback);
+            }
+            let note = format!(
+                "no CUDA GPU: running the CPU fallback model '{}' instead of '{}' (timings are for the tiny architecture)",
+                spec.model.cpu_fallback, spec.model.name
+            );
+            tracing::warn!("{note}");
+            notes.push(note);
+            arch = ArchConfig::tiny();
+            name = spec.model.cpu_fallback.clone();
+        }
+        let dtype = device::dtype_for(spec.model.dtype, device);
+        let kind = device::kind(dtype);
+        let started = std::time::Instant::now();
+        let optim = model_optim(spec);
+        let synthetic = spec.model.weights == WeightsSource::Synthetic;
+        let weights = if synthetic {
+            notes.push(llmprof::report::SYNTHETIC_NOTE.to_string());
+            tracing::warn!("{}", llmprof::report::SYNTHETIC_NOTE);
+            Weights::synthetic(&arch, &Part::ALL, spec.model.seed as i64, device, kind)?
+        } else {
+            let path = Path::new(&spec.model.path);
+            if !path.exists() {
+                bail!(
+                    "model.weights=files but {} does not exist\n  fix: run models/bootstrap.sh to link a DeepSeek-OCR snapshot, set model.path=<folder>, or use model.weights=synthetic",
+                    path.display()
+                );
+            }
+            Weights::load(path, &arch, &Part::ALL, device, kind)?
+        };
+        let model = DeepseekOcr::load_with(weights, &arch, &optim)?;
+        if let Device::Cuda(i) = device {
+            tch::Cuda::synchronize(i as i64);
+        }
+        let load_ms = started.elapsed().as_secs_f64() * 1e3;
+        tracing::info!(load_ms, model = %name, ?device, %dtype, "model ready");
+        let tokenizer = tokenizer_for(spec, &arch, &name, &mut notes)?;
+        notes.extend(switch_notes(spec, device, dtype)?);
+        let decode = DecodeSession::new(&model, step_path(spec))?;
+        if spec.runtime.optim.cuda_graph && !decode.captures_graphs() {
+            notes.push("runtime.optim.cuda_graph=true without a GPU: the fixed-shape decode step runs eagerly (no graph capture)".to_string());
+        }
+        Ok(DeepseekOcrModel {
+            model,
+            arch,
+            preprocess: preprocess_config(spec),
+            mode: spec.model.preprocess.mode,
+            tokenizer,
+            info: ModelInfo {
+                name,
+                family: Family::DeepseekOcr,
+                device: format!("{device:?}"),
+                cuda_device: device::cuda_index(device),
+                dtype,
+                synthetic,
+                notes,
+                load_ms,
+            },
+            decode: RefCell::new(decode),
+        })
+    }
+}
+
+/// Notes (and the one impossible combination) of the `runtime.optim` switches on this device.
+fn switch_notes(spec: &RunSpec, device: Device, dtype: Dtype) -> Result<Vec<String>> {
+    let o = &spec.runtime.optim;
+    let mut notes = Vec::new();
+    if o.grouped_moe && device != Device::Cpu && dtype != Dtype::Bf16 {
+        if o.cuda_graph && spec.runtime.batch_size as i64 > GATHER_MAX_TOKENS {
+            bail!(
+                "model.dtype=f32 on a GPU with runtime.optim.cuda_graph=true supports runtime.batch_size <= {GATHER_MAX_TOKENS}: torch._grouped_mm has CUDA kernels for bf16 only, and the per-expert loop that replaces it above that batch reads expert counts on the host, which a graph cannot capture\n  fix: model.dtype=bf16, runtime.batch_size<={GATHER_MAX_TOKENS}, or runtime.optim.cuda_graph=false"
+            );
+        }
+        notes.push("runtime.optim.grouped_moe: torch._grouped_mm has CUDA kernels for bf16 only, so this fp32 run evaluates experts with gathered weights (<= 4 tokens) or the per-expert loop".to_string());
+    }
+    if o.sync_free_decode && spec.infer.no_repeat_ngram_size > 0 {
+        notes.push(format!(
+            "runtime.optim.sync_free_decode has no effect while infer.no_repeat_ngram_size={} (n-gram blocking reads every token on the host); set it to 0 for sync-free decode",
+            spec.infer.no_repeat_ngram_size
+        ));
+    }
+    Ok(notes)
+}
+
+/// The real tokenizer when the model folder (or bootstrap's assembled one) has tokenizer.json and
+/// the architecture is the real one; otherwise the byte fallback, with a note.
+fn tokenizer_for(
+    spec: &RunSpec,
+    arch: &ArchConfig,
+    model_name: &str,
+    notes: &mut Vec<String>,
+) -> Result<Box<dyn TokenIds>> {
+    if model_name == TINY {
+        return Ok(Box::new(ByteTokenizer::tiny()));
+    }
+    let model_dir = Path::new(&spec.model.path);
+    match HfTokenizer::locate(model_dir) {
+        Some(path) => {
+            let t = HfTokenizer::from_file(&path)?;
+            let sp = t.special();
+            if sp.image != arch.tokens.image_token_id || sp.bos != arch.tokens.bos_token_id {
+                bail!(
+                    "{} does not match the architecture: <image>={} BOS={} but model.arch.tokens says {} and {}",
+                    path.display(), sp.image, sp.bos, arch.tokens.image_token_id, arch.tokens.bos_token_id
+                );
+            }
+            tracing::info!(path = %path.display(), "tokenizer");
+            Ok(Box::new(t))
+        }
+        None => {
+            notes.push(format!(
+                "no tokenizer.json under {} (run models/bootstrap.sh): the prompt text is encoded byte by byte (image-token counts are exact; text-token counts differ slightly from the real BPE)",
+                model_dir.display()
+            ));
+            Ok(Box::new(ByteTokenizer::with_special(SpecialIds {
+                bos: arch.tokens.bos_token_id,
+                eos: arch.tokens.eos_token_id,
+                pad: arch.tokens.pad_token_id,
+                image: arch.tokens.image_token_id,
+            })))
+        }
+    }
+}
+
+impl Model for DeepseekOcrModel {
+    type Request = OcrRequest;
+
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    fn regions(&self) -> RegionTree {
+        REGIONS
+    }
+
+    fn prepare(&self, item: &InputItem, prompt: &str) -> Result<OcrRequest> {
+        let img = load_rgb(&item.path)?;
+        let image = preprocess(&img, &self.preprocess)
+            .with_context(|| format!("preprocessing {}", item.path.display()))?;
+        let image_tokens = image_token_count(&self.preprocess, image.grid);
+        let prompt_ids = build_prompt_ids(self.tokenizer.as_ref(), prompt, &[image_tokens])?;
+        Ok(OcrRequest {
+            item: item.clone(),
+            image,
+            prompt_ids,
+            image_tokens,
+        })
+    }
+
+    fn describe(&self, r: &OcrRequest) -> RequestInfo {
+        RequestInfo {
+            name: r.item.name.clone(),
+            path: r.item.path.display().to_string(),
+            bytes: r.item.bytes,
+            prompt_tokens: r.prompt_ids.len(),
+            image: Some(ImageInfo {
+                width: r.image.original_size.0,
+                height: r.image.original_size.1,
+                mode: self.mode.name().to_string(),
+                crop_grid: [r.image.grid.cols, r.image.grid.rows],
+                image_tokens: r.image_tokens,
+            }),
+        }
+    }
+
+    fn ngram_exempt_ids(&self) -> &[i64] {
+        &self.arch.tokens.ngram_exempt_token_ids
+    }
+
+    fn generate(
+        &self,
+        batch: &[&OcrRequest],
+        cfg: &GenerateConfig,
+        obs: &dyn RegionObserver,
+    ) -> Result<GenerateOutput> {
+        let rows: Vec<PromptRow> = batch
+            .iter()
+            .map(|r| PromptRow {
+                ids: &r.prompt_ids,
+                image: Some(&r.image),
+            })
+            .collect();
+        generate_with(&mut self.decode.borrow_mut(), &self.model, &rows, cfg, obs)
+    }
+
+    fn work(&self, batch: &[&OcrRequest], decode_steps: usize) -> BatchWork {
+        let rows = batch.len();
+        let vision: f64 = batch
+            .iter()
+            .map(|r| analytic::encoder_flops(&self.arch, &self.preprocess, r.image.grid).total())
+            .sum();
+        let prompt = batch.iter().map(|r| r.prompt_ids.len()).max().unwrap_or(0);
+        let prefill =
+            vision + rows as f64 * analytic::prefill_flops(&self.arch, prompt as i64, 1).total();
+        let context = |s: usize| (prompt + s + 1) as i64;
+        BatchWork {
+            region_flops: [("vision".into(), vision), ("prefill".into(), prefill)].into(),
+            step_flops: (0..decode_steps)
+                .map(|s| rows as f64 * analytic::decode_step_flops(&self.arch, context(s)).total())
+                .collect(),
+            step_bytes: (0..decode_steps)
+                .map(|s| {
+                    analytic_bytes::decode_step_bytes(
+                        &self.arch,
+                        context(s),
+                        rows as i64,
+                        self.info.dtype.bytes(),
+                    )
+                    .total()
+                })
+                .collect(),
+        }
+    }
+
+    fn static_analysis(
+        &self,
+        r: &OcrRequest,
+        batch: usize,
+        max_new_tokens: usize,
+    ) -> Result<StaticAnalysis> {
+        let prompt_len = r.prompt_ids.len() as i64;
+        let inputs = StaticInputs {
+            preprocess: self.preprocess.clone(),
+            grid: r.image.grid,
+            prompt_len,
+            logits_positions: 1,
+            decode_context_len: prompt_len + max_new_tokens as i64,
+            batch: batch as i64,
+            dtype_bytes: self.info.dtype.bytes(),
+        };
+        let report = static_report(&self.arch, &inputs)?;
+        Ok(StaticAnalysis {
+            json: serde_json::to_value(&report)?,
+            markdown: render_markdown(&report),
+        })
+    }
+
+    fn decode_stats(&self) -> Option<GraphStats> {
+        let d = self.decode.borrow();
+        d.captures_graphs().then(|| d.stats.clone())
+    }
+
+    fn assumptions(&self) -> Vec<String> {
+        vec![
+            "Analytic counts follow docs/deepseek-ocr.md §7 and are computed from the run's architecture, crop grids, prompt lengths and the context length of every decode step.".into(),
+            "Prefill computes logits for the last prompt position only (lm_head counted once per row).".into(),
+            "Decode bytes per step = non-expert weights + the expected number of distinct routed experts for the batch (E·(1−((E−k)/E)^B), uniform routing) + KV cache read and written; activations are not counted.".into(),
+        ]
+    }
+
+    fn decode_text(&self, tokens: &[i64]) -> String {
+        self.tokenizer.decode_lossy(tokens)
+    }
+
+    fn read_page(
+        &self,
+        text: &str,
+        width: u32,
+        height: u32,
+        image_link: &dyn Fn(usize) -> String,
+    ) -> Option<PageReading> {
+        Some(read_page(text, width, height, image_link))
+    }
+}

@@ -1,0 +1,242 @@
+//! Decoder self-attention: plain MHA (no GQA, no MLA), rotate-half RoPE over the full head dim,
+//! reading/writing the static KV cache (docs/deepseek-ocr.md §2).
+
+use llmprof::model::deepseek_ocr::arch::DecoderConfig;
+use crate::models::deepseek_ocr::text::kv_cache::{AttnMask, KvCache};
+use crate::models::deepseek_ocr::checkpoint::weights::WeightPath;
+use anyhow::Result;
+use tch::{Kind, Tensor};
+
+/// RoPE tables, NeoX "rotate-half" convention: inv_freq_i = θ^(−2i/d), i < d/2, duplicated over
+/// both halves. No MLA even/odd regroup (docs/deepseek-ocr.md §2, §9.1).
+#[derive(Debug)]
+pub struct Rope {
+    inv_freq: Tensor,
+}
+
+impl Rope {
+    pub fn new(head_dim: i64, theta: f64, device: tch::Device) -> Result<Self> {
+        let i = Tensor::f_arange_start_step(0, head_dim, 2, (Kind::Float, device))?; // (d/2)
+        let inv_freq = i
+            .f_div_scalar(head_dim as f64)?
+            .f_mul_scalar(-theta.ln())?
+            .f_exp()?;
+        Ok(Rope { inv_freq })
+    }
+
+    /// positions [B,T] (int) → (cos, sin) [B,1,T,d], computed in fp32 and cast to `kind`.
+    pub fn cos_sin(&self, positions: &Tensor, kind: Kind) -> Result<(Tensor, Tensor)> {
+        let freqs = positions
+            .f_to_kind(Kind::Float)?
+            .f_unsqueeze(-1)?
+            .f_mul(&self.inv_freq)?; // (b, t, d/2)
+        let emb = Tensor::f_cat(&[&freqs, &freqs], -1)?.f_unsqueeze(1)?; // (b, 1, t, d)
+        Ok((emb.f_cos()?.f_to_kind(kind)?, emb.f_sin()?.f_to_kind(kind)?))
+    }
+}
+
+/// x·cos + rotate_half(x)·sin with rotate_half([x1, x2]) = [−x2, x1].
+pub fn apply_rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    Ok(x.f_mul(cos)?.f_add(&rotate_half(x)?.f_mul(sin)?)?)
+}
+
+/// [`apply_rope`] with one fused multiply-add (`addcmul`) for the second term.
+pub fn apply_rope_fma(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    Ok(x.f_mul(cos)?.f_addcmul_(&rotate_half(x)?, sin)?)
+}
+
+/// rotate_half([x1, x2]) = [−x2, x1] over the last dim.
+fn rotate_half(x: &Tensor) -> Result<Tensor> {
+    let d = x.size()[x.dim() - 1];
+    Ok(Tensor::f_cat(
+        &[
+            x.f_narrow(-1, d / 2, d / 2)?.f_neg()?,
+            x.f_narrow(-1, 0, d / 2)?,
+        ],
+        -1,
+    )?)
+}
+
+/// The q/k/v projections: three weights [H,H] or one concatenated [3H,H].
+
+#[derive(Debug)]
+enum Qkv {
+    Split { q: Tensor, k: Tensor, v: Tensor },
+    Fused(Tensor),
+}
+
+#[derive(Debug)]
+pub struct Attention {
+    qkv: Qkv,
+    o: Tensor,
+    heads: i64,
+    head_dim: i64,
+    sdpa: bool,
+}
+
+impl Attention {
+    /// `vs` points at `model.layers.{i}.self_attn`. `fused` concatenates q/k/v; `sdpa` picks
+    /// libtorch's fused attention over the explicit matmul + softmax.
+    pub fn load(vs: &WeightPath, cfg: &DecoderConfig, fused: bool, sdpa: bool) -> Result<Self> {
+        let (q, k, v) = (
+            vs.get("q_proj.weight")?,
+            vs.get("k_proj.weight")?,
+            vs.get("v_proj.weight")?,
+        );
+        Ok(Attention {
+            qkv: if fused {
+                Qkv::Fused(Tensor::f_cat(&[q, k, v], 0)?)
+            } else {
+                Qkv::Split { q, k, v }
+            },
+            o: vs.get("o_proj.weight")?,
+            heads: cfg.num_attention_heads,
+            head_dim: cfg.head_dim,
+            sdpa,
+        })
+    }
+
+    /// x [B,T,H] → q, k (RoPE applied), v, each [B,heads,T,head_dim].
+    fn project(&self, x: &Tensor, cos_sin: &(Tensor, Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+        let (b, t, _) = x.size3()?;
+        let (nh, hd) = (self.heads, self.head_dim);
+        let heads = |y: Tensor| -> Result<Tensor> {
+            Ok(y.f_view([b, t, nh, hd])?.f_transpose(1, 2)?) // (b, nh, t, hd)
+        };
+        let (q, k, v) = match &self.qkv {
+            Qkv::Split { q, k, v } => (
+                heads(x.f_linear::<Tensor>(q, None)?)?,
+                heads(x.f_linear::<Tensor>(k, None)?)?,
+                heads(x.f_linear::<Tensor>(v, None)?)?,
+            ),
+            Qkv::Fused(w) => {
+                let y = x.f_linear::<Tensor>(w, None)?.f_view([b, t, 3, nh, hd])?;
+                // RoPE on q and k together: half the kernels of two separate calls.
+                let (cos, sin) = (&cos_sin.0, &cos_sin.1); // (b, 1, t, hd)
+                let cos = cos.f_transpose(1, 2)?.f_unsqueeze(2)?; // (b, t, 1, 1, hd)
+                let sin = sin.f_transpose(1, 2)?.f_unsqueeze(2)?;
+                let qk = apply_rope_fma(&y.f_narrow(2, 0, 2)?, &cos, &sin)?; // (b, t, 2, nh, hd)
+                let part = |src: &Tensor, i: i64| -> Result<Tensor> {
+                    Ok(src.f_select(2, i)?.f_transpose(1, 2)?) // (b, nh, t, hd)
+                };
+                return Ok((part(&qk, 0)?, part(&qk, 1)?, part(&y, 2)?));
+            }
+        };
+        Ok((
+            apply_rope(&q, &cos_sin.0, &cos_sin.1)?,
+            apply_rope(&k, &cos_sin.0, &cos_sin.1)?,
+            v,
+        ))
+    }
+
+    /// softmax(q·kᵀ/√d + mask)·v [B,heads,T,head_dim] → o_proj [B,T,H].
+    fn attend(&self, q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result<Tensor> {
+        let (b, _, t, _) = q.size4()?;
+        let o = if self.sdpa {
+            let (m, causal) = match mask {
+                AttnMask::None => (None, false),
+                AttnMask::Causal => (None, true),
+                AttnMask::Explicit(m) => (Some(m), false),
+            };
+            Tensor::f_scaled_dot_product_attention(q, k, v, m, 0.0, causal, None, false)?
+        } else {
+            math_attention(q, k, v, mask)?
+        }; // (b, nh, t, hd)
+        let o = o
+            .f_transpose(1, 2)?
+            .f_reshape([b, t, self.heads * self.head_dim])?;
+        Ok(o.f_linear::<Tensor>(&self.o, None)?)
+    }
+
+    /// x [B,T,H] → [B,T,H]; writes this call's K/V into `cache` for `layer`.
+    pub fn forward(
+        &self,
+        x: &Tensor,
+        cos_sin: &(Tensor, Tensor),
+        cache: &mut KvCache,
+        layer: usize,
+        mask: &AttnMask,
+    ) -> Result<Tensor> {
+        let (q, k, v) = self.project(x, cos_sin)?;
+        let (k_all, v_all) = cache.append(layer, &k, &v)?; // (b, nh, l, hd)
+        self.attend(&q, &k_all, &v_all, mask)
+    }
+
+    /// One token per row [B,1,H] at the cache's device-side slot, attending over the first
+    /// `window` slots under `mask` (from [`KvCache::device_step_mask`]). Capturable.
+    pub fn forward_device_step(
+        &self,
+        x: &Tensor,
+        cos_sin: &(Tensor, Tensor),
+        cache: &KvCache,
+        layer: usize,
+        mask: &AttnMask,
+        window: i64,
+    ) -> Result<Tensor> {
+        let (q, k, v) = self.project(x, cos_sin)?;
+        let (k_all, v_all) = cache.append_at_device_len(layer, &k, &v, window)?;
+        self.attend(&q, &k_all, &v_all, mask)
+    }
+}
+
+/// HF-style eager attention: scores in the model dtype, fp32 softmax, masked keys at −∞.
+fn math_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result<Tensor> {
+    let hd = q.size()[3];
+    let scores = q
+        .f_matmul(&k.f_transpose(-2, -1)?)?
+        .f_mul_scalar(1.0 / (hd as f64).sqrt())?; // (b, nh, t, l)
+    let hidden = match mask {
+        AttnMask::None => None,
+        AttnMask::Causal => {
+            let (t, l) = (scores.size()[2], scores.size()[3]);
+            Some(
+                Tensor::f_ones([t, l], (Kind::Bool, q.device()))?
+                    .f_tril(0)?
+                    .f_logical_not()?,
+            )
+        }
+        AttnMask::Explicit(m) => Some(m.f_logical_not()?),
+    };
+    let scores = match hidden {
+        Some(h) => scores.f_masked_fill(&h, f64::NEG_INFINITY)?,
+        None => scores,
+    };
+    Ok(scores
+        .f_softmax(-1, Kind::Float)?
+        .f_to_kind(q.kind())?
+        .f_matmul(v)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tch::Device;
+
+    #[test]
+    fn rope_hand_case() {
+        // d = 4, θ = 100: inv_freq = [1, 0.1]. Position 1 rotates pair (x0, x2) by 1 rad and
+        // (x1, x3) by 0.1 rad.
+        let rope = Rope::new(4, 100.0, Device::Cpu).unwrap();
+        let pos = Tensor::from_slice(&[1i64]).view([1, 1]);
+        let (cos, sin) = rope.cos_sin(&pos, Kind::Double).unwrap();
+        let x = Tensor::from_slice(&[1f64, 2., 3., 4.]).view([1, 1, 1, 4]);
+        let y = Vec::<f64>::try_from(&apply_rope(&x, &cos, &sin).unwrap().view([4])).unwrap();
+        let (c1, s1, c2, s2) = (1f64.cos(), 1f64.sin(), 0.1f64.cos(), 0.1f64.sin());
+        let want = [
+            1. * c1 - 3. * s1,
+            2. * c2 - 4. * s2,
+            3. * c1 + 1. * s1,
+            4. * c2 + 2. * s2,
+        ];
+        for (a, b) in y.iter().zip(want) {
+            assert!((a - b).abs() < 1e-6, "{y:?} vs {want:?}");
+        }
+        // Position 0 is the identity.
+        let (cos0, sin0) = rope
+            .cos_sin(&Tensor::from_slice(&[0i64]).view([1, 1]), Kind::Double)
+            .unwrap();
+        assert!(apply_rope(&x, &cos0, &sin0)
+            .unwrap()
+            .allclose(&x, 1e-12, 1e-12, false));
+    }
+}

@@ -1,0 +1,123 @@
+//! CLIP-L transformer run on SAM features instead of pixels (docs/deepseek-ocr.md §3.2):
+//! SAM map [B,C,h,w] → [B, h·w+1, C] (CLS first, no post-LayerNorm).
+
+use llmprof::model::deepseek_ocr::arch::ClipConfig;
+use crate::models::deepseek_ocr::layers::{LayerNorm, Linear};
+use crate::models::deepseek_ocr::checkpoint::weights::WeightPath;
+use anyhow::{ensure, Result};
+use tch::{Kind, Tensor};
+
+/// Pre-LN encoder layer: MHA + quickGELU MLP.
+#[derive(Debug)]
+pub struct ClipLayer {
+    ln1: LayerNorm,
+    qkv: Linear,
+    out: Linear,
+    ln2: LayerNorm,
+    fc1: Linear,
+    fc2: Linear,
+    heads: i64,
+}
+
+impl ClipLayer {
+    pub fn load(vs: &WeightPath, cfg: &ClipConfig) -> Result<Self> {
+        Ok(ClipLayer {
+            ln1: LayerNorm::load(&vs.sub("layer_norm1"), cfg.layer_norm_eps)?,
+            qkv: Linear::load(&vs.sub("self_attn").sub("qkv_proj"), true)?,
+            out: Linear::load(&vs.sub("self_attn").sub("out_proj"), true)?,
+            ln2: LayerNorm::load(&vs.sub("layer_norm2"), cfg.layer_norm_eps)?,
+            fc1: Linear::load(&vs.sub("mlp").sub("fc1"), true)?,
+            fc2: Linear::load(&vs.sub("mlp").sub("fc2"), true)?,
+            heads: cfg.heads,
+        })
+    }
+
+    /// x [B,T,C] → [B,T,C].
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let (b, t, c) = x.size3()?;
+        let nh = self.heads;
+        let hd = c / nh;
+        let qkv = self.qkv.forward(&self.ln1.forward(x)?)?; // (b, t, 3c), layout [3][nh][hd]
+        let qkv = qkv.f_view([b, t, 3, nh, hd])?.f_permute([2, 0, 3, 1, 4])?; // (3, b, nh, t, hd)
+        let (q, k, v) = (qkv.f_get(0)?, qkv.f_get(1)?, qkv.f_get(2)?);
+        let o = Tensor::f_scaled_dot_product_attention::<Tensor>(
+            &q, &k, &v, None, 0.0, false, None, false,
+        )?; // (b, nh, t, hd)
+        let o = o.f_transpose(1, 2)?.f_reshape([b, t, c])?; // (b, t, c)
+        let x = x.f_add(&self.out.forward(&o)?)?;
+        let h = self.fc1.forward(&self.ln2.forward(&x)?)?;
+        let h = h.f_mul(&h.f_mul_scalar(1.702)?.f_sigmoid()?)?; // quickGELU
+        Ok(x.f_add(&self.fc2.forward(&h)?)?)
+    }
+}
+
+/// CLIP-L vision transformer.
+#[derive(Debug)]
+pub struct Clip {
+    class_embedding: Tensor,
+    position_embedding: Tensor,
+    pre_ln: LayerNorm,
+    layers: Vec<ClipLayer>,
+}
+
+/// Position table [1+G², C] (CLS first) resized to [1+g², C]: grid part bicubic with antialias in
+/// fp32, CLS row kept.
+pub fn resize_clip_positions(pos: &Tensor, g: i64) -> Result<Tensor> {
+    let (n, c) = pos.size2()?;
+    let src = ((n - 1) as f64).sqrt().round() as i64;
+    if src == g {
+        return Ok(pos.shallow_clone());
+    }
+    let kind = pos.kind();
+    let cls = pos.f_narrow(0, 0, 1)?;
+    let grid = pos
+        .f_narrow(0, 1, n - 1)?
+        .f_view([1, src, src, c])?
+        .f_permute([0, 3, 1, 2])?; // (1, c, G, G)
+    let grid = grid
+        .f_to_kind(Kind::Float)?
+        .f_internal_upsample_bicubic2d_aa([g, g], false, None, None)?; // (1, c, g, g)
+    let grid = grid
+        .f_to_kind(kind)?
+        .f_permute([0, 2, 3, 1])?
+        .f_reshape([g * g, c])?; // (g², c)
+    Ok(Tensor::f_cat(&[cls, grid], 0)?)
+}
+
+impl Clip {
+    /// `vs` points at `model.vision_model`. The unused `embeddings.patch_embedding` is not kept.
+    pub fn load(vs: &WeightPath, cfg: &ClipConfig) -> Result<Self> {
+        let layers = (0..cfg.layers)
+            .map(|i| ClipLayer::load(&vs.sub("transformer").sub("layers").sub(i), cfg))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Clip {
+            class_embedding: vs.get("embeddings.class_embedding")?,
+            position_embedding: vs.get("embeddings.position_embedding.weight")?,
+            pre_ln: LayerNorm::load(&vs.sub("pre_layrnorm"), cfg.layer_norm_eps)?,
+            layers,
+        })
+    }
+
+    /// SAM features [B,C,h,w] (h = w) → [B, h·w+1, C].
+    pub fn forward(&self, sam_features: &Tensor) -> Result<Tensor> {
+        let (b, c, h, w) = sam_features.size4()?;
+        ensure!(h == w, "CLIP expects a square SAM map, got {h}x{w}");
+        ensure!(
+            c == self.class_embedding.size1()?,
+            "CLIP width {} != SAM channels {c}",
+            self.class_embedding.size1()?
+        );
+        let patches = sam_features.f_flatten(2, 3)?.f_transpose(1, 2)?; // (b, h·w, c)
+        let cls = self
+            .class_embedding
+            .f_view([1, 1, c])?
+            .f_expand([b, 1, c], false)?;
+        let x = Tensor::f_cat(&[cls, patches], 1)?; // (b, 1+h·w, c)
+        let pos = resize_clip_positions(&self.position_embedding, h)?.f_unsqueeze(0)?; // (1, 1+h·w, c)
+        let mut x = self.pre_ln.forward(&x.f_add(&pos)?)?;
+        for layer in &self.layers {
+            x = layer.forward(&x)?;
+        }
+        Ok(x)
+    }
+}
