@@ -1,4 +1,7 @@
-//! Errors of config composition. Each message names the problem and how to fix it.
+//! Errors of config composition; each message names the problem and how to fix it. `ConfigError`
+//! wraps the override parser's and interpolation's own errors (arrows go from here to them only).
+use crate::overrides::ParseError;
+use crate::tree::interpolate::InterpolationError;
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
@@ -26,9 +29,9 @@ pub enum ConfigError {
     #[error("{0}")]
     Composition(String),
     #[error(transparent)]
-    Override(#[from] super::overrides::ParseError),
+    Override(#[from] ParseError),
     #[error(transparent)]
-    Interpolation(#[from] super::interpolate::InterpolationError),
+    Interpolation(#[from] InterpolationError),
 }
 
 pub fn composition(msg: impl Into<String>) -> ConfigError {

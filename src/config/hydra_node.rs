@@ -1,6 +1,6 @@
 //! Hydra's own config node (`hydra/conf/__init__.py` defaults, trimmed to what llmprof uses):
 //! run/sweep directories, job name and overrides, runtime cwd, choices, output subdir.
-use super::node::{Map, Node};
+use crate::tree::node::{Map, Node};
 use indexmap::IndexMap;
 use std::path::Path;
 

@@ -1,9 +1,9 @@
 //! Multirun expansion (Hydra's BasicSweeper): the cartesian product of every sweep override,
 //! in command-line order, each job getting plain `key=value` overrides. Expands only; running
 //! the jobs is the caller's business.
-use super::error::{composition, ConfigError};
-use super::overrides::{Element, Override, Sweep, Value};
-use super::repo::ConfigRepo;
+use crate::defaults::ConfigRepo;
+use crate::error::{composition, ConfigError};
+use crate::overrides::{Element, Override, Sweep, Value};
 use std::path::Path;
 
 /// The override lists of every job, in launch order.
@@ -81,7 +81,7 @@ fn sweep_items(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse_overrides;
+    use crate::loader::parse_overrides;
 
     #[test]
     fn cartesian_product_in_order() {

@@ -1,7 +1,7 @@
 //! The run directory: created fresh for every run (never reused), holding Hydra's `.hydra/`
 //! files, `config.resolved.yaml`, the log and `status.json` (running → succeeded | failed |
 //! interrupted, with the error). Knows nothing about what a stage writes into it.
-use crate::config::{Composed, Map, Node};
+use crate::config::{Composed, Node};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -51,20 +51,15 @@ impl RunDir {
         std::fs::create_dir_all(&hydra_dir)
             .with_context(|| format!("creating {}", hydra_dir.display()))?;
         dir.write(".hydra/config.yaml", &composed.job.to_yaml())?;
-        let mut hydra = composed.hydra.clone();
-        if let Some(Node::Map(rt)) = hydra.as_map_mut().and_then(|h| h.get_mut("runtime")) {
-            let abs = std::fs::canonicalize(&dir.path).unwrap_or(dir.path.clone());
-            rt.insert("output_dir".into(), Node::Str(abs.display().to_string()));
-        }
-        let mut wrapped = Map::new();
-        wrapped.insert("hydra".into(), hydra);
-        dir.write(".hydra/hydra.yaml", &Node::Map(wrapped).to_yaml())?;
-        let task = composed
-            .hydra
-            .get_path("overrides.task")
-            .cloned()
-            .unwrap_or(Node::List(vec![]));
-        dir.write(".hydra/overrides.yaml", &task.to_yaml())?;
+        let abs = std::fs::canonicalize(&dir.path).unwrap_or(dir.path.clone());
+        dir.write(
+            ".hydra/hydra.yaml",
+            &composed.hydra_config_for_run(&abs).to_yaml(),
+        )?;
+        dir.write(
+            ".hydra/overrides.yaml",
+            &composed.task_overrides().to_yaml(),
+        )?;
         dir.write(RESOLVED_CONFIG, &resolved_job.to_yaml())?;
         dir.set_status(&Status {
             state: RunState::Running,

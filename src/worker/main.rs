@@ -1,5 +1,5 @@
 //! `llmprof-worker`: the half of llmprof that links libtorch. `llmprof` launches it as
-//! `llmprof-worker <stage1|stage2|infer> <run_dir>` (the run directory holds
+//! `llmprof-worker <stage1|infer|bench-overhead> <run_dir>` (the run directory holds
 //! config.resolved.yaml) or forwards `debug ...` to it.
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -24,11 +24,11 @@ fn run() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(command) = args.first() else {
         bail!(
-            "usage: llmprof-worker <stage1|stage2|infer> <run_dir> (normally started by llmprof)"
+            "usage: llmprof-worker <stage1|infer|bench-overhead> <run_dir> (normally started by llmprof)"
         );
     };
     match command.as_str() {
-        "stage1" | "stage2" | "infer" | "bench-overhead" => {
+        "stage1" | "infer" | "bench-overhead" => {
             let dir = PathBuf::from(args.get(1).context("missing run directory argument")?);
             llmprof::logging::log_to_file(&dir.join(llmprof::run_dir::LOG_FILE))?;
             let text = std::fs::read_to_string(dir.join(llmprof::run_dir::RESOLVED_CONFIG))
@@ -38,9 +38,8 @@ fn run() -> Result<()> {
             tracing::info!(cuda = tch::Cuda::is_available(), device = %spec.device, "worker started");
             match command.as_str() {
                 "stage1" => llmprof_worker::workload::stage1::run(&spec, &dir),
-                "bench-overhead" => llmprof_worker::workload::bench_overhead::run(&spec, &dir),
                 "infer" => llmprof_worker::workload::infer::run(&spec, &dir),
-                other => bail!("the {other} workload is not implemented in this build yet"),
+                _ => llmprof_worker::workload::bench_overhead::run(&spec, &dir),
             }
         }
         "debug" => run_debug(&args),

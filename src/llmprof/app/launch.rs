@@ -1,7 +1,7 @@
 //! Running a workload stage (stage1, stage2, infer): compose → typed spec → fresh run directory
 //! → `llmprof-worker` (the libtorch side) → status. Multirun runs the expanded jobs one after
 //! another, each in its own folder under the sweep directory, then prints a summary table.
-use crate::config::{self, sweep, ComposeRequest, Composed, Node};
+use crate::config::{self, sweep, ComposeRequest, Composed};
 use crate::run_dir::{RunDir, RunState};
 use crate::spec::RunSpec;
 use anyhow::{bail, Context, Result};
@@ -32,23 +32,13 @@ pub fn run(command: &str, req: ComposeRequest) -> Result<i32> {
         return run_multirun(command, req);
     }
     let composed = config::compose(&req)?;
-    let dir = resolved_path(&composed, "run.dir")?;
+    let dir = composed.hydra_dir("run.dir")?;
     let outcome = run_one(command, &req, &composed, &dir)?;
     Ok(if outcome.1 == RunState::Succeeded {
         0
     } else {
         1
     })
-}
-
-fn resolved_path(composed: &Composed, key: &str) -> Result<PathBuf> {
-    let hydra = composed.resolved_hydra()?;
-    match hydra.get_path(key) {
-        Some(Node::Str(s)) => Ok(PathBuf::from(s)),
-        // `subdir: ${hydra.job.num}` resolves to an int.
-        Some(n @ Node::Int(_)) => Ok(PathBuf::from(n.to_python_str())),
-        other => bail!("hydra.{key} must be a path string, found {other:?}"),
-    }
 }
 
 /// One run: returns its directory and final state.
@@ -100,12 +90,9 @@ fn run_one(
 /// The repository holding the config directory: relative data paths (datasets/…, models/…)
 /// are read from there when they do not exist in the current directory.
 fn composed_base_dir(composed: &Composed) -> PathBuf {
-    match composed.hydra.get_path("runtime.config_sources.0.path") {
-        Some(Node::Str(conf)) => Path::new(conf)
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default(),
-        _ => PathBuf::from("."),
+    match composed.primary_config_dir() {
+        Some(conf) => conf.parent().map(Path::to_path_buf).unwrap_or_default(),
+        None => PathBuf::from("."),
     }
 }
 
@@ -150,18 +137,12 @@ fn run_multirun(command: &str, req: ComposeRequest) -> Result<i32> {
     let now = chrono::Local::now();
     let master = config::compose_at(&req, now)?;
     let jobs = sweep::expand(&req.config_dir, &master.parsed_overrides)?;
-    let sweep_dir = resolved_path(&master, "sweep.dir")?;
+    let sweep_dir = master.hydra_dir("sweep.dir")?;
     std::fs::create_dir_all(&sweep_dir)
         .with_context(|| format!("creating {}", sweep_dir.display()))?;
-    let mut all = master.hydra.clone();
-    let mut wrapped = crate::config::Map::new();
-    wrapped.insert("hydra".into(), std::mem::replace(&mut all, Node::Null));
-    if let Node::Map(j) = master.job.clone() {
-        wrapped.extend(j);
-    }
     std::fs::write(
         sweep_dir.join("multirun.yaml"),
-        Node::Map(wrapped).to_yaml(),
+        master.full_config(false)?.to_yaml(),
     )
     .with_context(|| format!("writing {}/multirun.yaml", sweep_dir.display()))?;
     tracing::info!(jobs = jobs.len(), dir = %sweep_dir.display(), "multirun");
@@ -173,22 +154,12 @@ fn run_multirun(command: &str, req: ComposeRequest) -> Result<i32> {
             ..req.clone()
         };
         let outcome = config::compose_at(&job_req, now).map(|mut c| {
-            for (k, v) in [
-                ("num", Node::Int(num as i64)),
-                ("id", Node::Str(format!("{num}"))),
-            ] {
-                if let Some(Node::Map(job)) = c.hydra.as_map_mut().and_then(|h| h.get_mut("job")) {
-                    job.insert(k.into(), v);
-                }
-            }
-            if let Some(h) = c.hydra.as_map_mut() {
-                h.insert("mode".into(), Node::Str("MULTIRUN".into()));
-            }
+            c.mark_multirun_job(num);
             c
         });
         let row = match outcome {
             Ok(c) => {
-                let sub = resolved_path(&c, "sweep.subdir")?;
+                let sub = c.hydra_dir("sweep.subdir")?;
                 tracing::info!("#{num} : {}", overrides.join(" "));
                 match run_one(command, &job_req, &c, &sweep_dir.join(sub)) {
                     Ok((dir, state)) => (

@@ -1,6 +1,6 @@
 //! `--cfg job|hydra|all` rendering (YAML like `OmegaConf.to_yaml`, or JSON) and `--help`.
 use crate::cli::{CfgPart, Format};
-use crate::config::{Composed, Map, Node};
+use crate::config::Composed;
 use anyhow::Result;
 use std::path::Path;
 
@@ -10,33 +10,22 @@ pub fn render(
     resolve: bool,
     format: Option<Format>,
 ) -> Result<String> {
-    let job = if resolve {
-        c.resolved_job()?
-    } else {
-        c.job.clone()
-    };
-    let hydra = || -> Result<Node> {
-        let h = if resolve {
-            c.resolved_hydra()?
-        } else {
-            c.hydra.clone()
-        };
-        let mut m = Map::new();
-        m.insert("hydra".into(), h);
-        Ok(Node::Map(m))
-    };
     let node = match part {
-        CfgPart::Job => job,
-        CfgPart::Hydra => hydra()?,
-        CfgPart::All => {
-            let mut all = hydra()?;
-            if let (Some(a), Node::Map(j)) = (all.as_map_mut(), job) {
-                for (k, v) in j {
-                    a.insert(k, v);
-                }
+        CfgPart::Job => {
+            if resolve {
+                c.resolved_job()?
+            } else {
+                c.job.clone()
             }
-            all
         }
+        CfgPart::Hydra => {
+            // As for the other parts, the job is resolved first, so its errors come first.
+            if resolve {
+                c.resolved_job()?;
+            }
+            c.hydra_config(resolve)?
+        }
+        CfgPart::All => c.full_config(resolve)?,
     };
     Ok(match format {
         Some(Format::Json) => node.to_json(false) + "\n",

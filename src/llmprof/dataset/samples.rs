@@ -10,8 +10,9 @@ pub const SAMPLES_METADATA: &str = "metadata.yaml";
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SamplesMetadata {
-    #[allow(dead_code)] // recorded for people; not used
-    font: String,
+    /// The font the pages were drawn with: recorded for people, not read by llmprof.
+    #[serde(rename = "font")]
+    _font: String,
     pages: Vec<SamplePage>,
 }
 

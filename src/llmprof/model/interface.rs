@@ -10,6 +10,9 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// What a model built with seeded random weights says of itself (and every report repeats).
+pub const SYNTHETIC_NOTE: &str = "synthetic weights: timings valid, text meaningless";
+
 /// A model as built for a run.
 #[derive(Debug, Clone)]
 pub struct ModelInfo {

@@ -10,5 +10,5 @@ pub use family::{Arch, Family};
 pub use generate::{GenerateConfig, GenerateOutput, NoRepeatNgram};
 pub use interface::{
     BatchWork, GraphStats, ImageInfo, LayoutElement, Model, ModelInfo, PageReading, RequestInfo,
-    StaticAnalysis,
+    StaticAnalysis, SYNTHETIC_NOTE,
 };

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 pub const SCHEMA: &str = "llmprof.metrics/v1";
 
-/// The banner every synthetic-weights report carries.
-pub const SYNTHETIC_NOTE: &str = "synthetic weights: timings valid, text meaningless";
+/// The banner every synthetic-weights report carries (the model states it; reports repeat it).
+pub use crate::model::SYNTHETIC_NOTE;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

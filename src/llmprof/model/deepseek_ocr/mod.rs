@@ -4,6 +4,7 @@
 pub mod analytic;
 pub mod analytic_bytes;
 pub mod arch;
+pub mod arch_hf;
 pub mod output;
 pub mod prompt;
 pub mod static_report;

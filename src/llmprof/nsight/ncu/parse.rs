@@ -113,17 +113,9 @@ const ID_COLUMNS: [&str; 11] = [
     "Device",
     "CC",
 ];
-const LONG_COLUMNS: [&str; 9] = [
-    "Section Name",
-    "Metric Name",
-    "Metric Unit",
-    "Metric Value",
-    "Rule Name",
-    "Rule Type",
-    "Rule Description",
-    "Estimated Speedup Type",
-    "Estimated Speedup",
-];
+// The long layout (`--page details --csv`) has one row per metric: Section Name, Metric Name,
+// Metric Unit, Metric Value, then rule columns (Rule Name/Type/Description, Estimated Speedup
+// Type, Estimated Speedup); it is detected from `Metric Name/Unit/Value`.
 
 fn is_nvtx_column(name: &str) -> bool {
     name.starts_with("thread Domain") || name.starts_with("Id:Domain")
@@ -306,7 +298,6 @@ fn parse_long(
         );
         entry.metrics.entry(metric_key).or_insert(m);
     }
-    let _ = LONG_COLUMNS; // documented above; the layout is detected from `Metric Name/Unit/Value`
     out.into_values().collect()
 }
 

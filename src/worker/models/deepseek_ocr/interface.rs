@@ -126,8 +126,8 @@ impl DeepseekOcrModel {
         let optim = model_optim(spec);
         let synthetic = spec.model.weights == WeightsSource::Synthetic;
         let weights = if synthetic {
-            notes.push(llmprof::report::SYNTHETIC_NOTE.to_string());
-            tracing::warn!("{}", llmprof::report::SYNTHETIC_NOTE);
+            notes.push(llmprof::model::SYNTHETIC_NOTE.to_string());
+            tracing::warn!("{}", llmprof::model::SYNTHETIC_NOTE);
             Weights::synthetic(&arch, &Part::ALL, spec.model.seed as i64, device, kind)?
         } else {
             let path = Path::new(&spec.model.path);

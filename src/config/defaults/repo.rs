@@ -1,9 +1,10 @@
-//! The config directory as Hydra's file config source sees it: groups are folders, options are
-//! `<name>.yaml` files. Loads each file once: body, `# @package` header and defaults list.
-use super::defaults::InputDefault;
-use super::error::ConfigError;
-use super::node::Node;
-use super::yaml;
+//! The config directory as Hydra's file config source sees it (`_internal/config_repository.py`):
+//! groups are folders, options `<name>.yaml` files; loads each file once (body, `# @package`
+//! header, defaults entries). Knows defaults-list elements, not the defaults-list algorithm.
+use super::element::InputDefault;
+use crate::error::ConfigError;
+use crate::tree::node::Node;
+use crate::tree::yaml_read;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -104,11 +105,11 @@ impl ConfigRepo {
             reason: e.to_string(),
         })?;
         let package_header =
-            yaml::package_header(&text).map_err(|reason| ConfigError::BadFile {
+            yaml_read::package_header(&text).map_err(|reason| ConfigError::BadFile {
                 path: file.to_path_buf(),
                 reason,
             })?;
-        let body = yaml::parse(&text).map_err(|e| ConfigError::Yaml {
+        let body = yaml_read::parse(&text).map_err(|e| ConfigError::Yaml {
             path: file.to_path_buf(),
             line: e.line,
             column: e.column,
@@ -161,4 +162,26 @@ impl ConfigRepo {
             defaults,
         })
     }
+}
+
+/// Groups and their options under a config dir, for `--help` (Hydra's "Configuration groups").
+pub fn list_groups(config_dir: &Path) -> Vec<(String, Vec<String>)> {
+    let repo = ConfigRepo::new(config_dir);
+    let mut out = Vec::new();
+    fn walk(repo: &ConfigRepo, group: &str, out: &mut Vec<(String, Vec<String>)>) {
+        for sub in repo.subgroups(group) {
+            let path = if group.is_empty() {
+                sub
+            } else {
+                format!("{group}/{sub}")
+            };
+            let options = repo.group_options(&path);
+            if !options.is_empty() {
+                out.push((path.clone(), options));
+            }
+            walk(repo, &path, out);
+        }
+    }
+    walk(&repo, "", &mut out);
+    out
 }

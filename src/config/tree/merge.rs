@@ -133,7 +133,7 @@ pub fn delete(root: &mut Node, key: &str) -> Option<Node> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::yaml::parse;
+    use crate::tree::yaml_read::parse;
 
     #[test]
     fn dicts_merge_and_lists_replace() {

@@ -1,8 +1,8 @@
-//! YAML text → `Node`, resolving plain scalars the way OmegaConf's loader does (PyYAML's YAML 1.1
-//! rules with OmegaConf's float fix), and reading Hydra's `# @package` header. yaml-rust2 is used
-//! instead of serde_yaml because its events keep the scalar style (quoted vs plain), which the
-//! YAML 1.1 rules need (`yes` is a bool, `'yes'` a string), and the line of every error.
+//! YAML text → `Node` as OmegaConf's loader reads it (PyYAML's YAML 1.1 rules, OmegaConf's float
+//! fix) and Hydra's `# @package` header. yaml-rust2, not serde_yaml: its events keep the scalar
+//! style (`yes` is a bool, `'yes'` a string) and each error's line. Writing is yaml_write's job.
 use super::node::{Map, Node};
+use super::scalar::{parse_omegaconf_float, parse_yaml11_int, python_float_repr};
 use std::collections::HashMap;
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
@@ -83,110 +83,6 @@ pub fn resolve_plain_scalar(s: &str) -> Node {
     Node::Str(s.to_string())
 }
 
-/// PyYAML int: `[-+]?0b[01_]+ | [-+]?0[0-7_]+ | [-+]?(?:0|[1-9][0-9_]*) | [-+]?0x[0-9a-fA-F_]+`
-/// (sexagesimal ints are ignored).
-fn parse_yaml11_int(s: &str) -> Option<i64> {
-    let (neg, body) = match s.as_bytes().first()? {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if body.is_empty() || body.starts_with('_') {
-        return None;
-    }
-    let clean: String = body.chars().filter(|c| *c != '_').collect();
-    let value = if let Some(b) = body.strip_prefix("0b") {
-        if b.is_empty() || !b.chars().all(|c| c == '0' || c == '1' || c == '_') {
-            return None;
-        }
-        i64::from_str_radix(&clean[2..], 2).ok()?
-    } else if let Some(h) = body.strip_prefix("0x") {
-        if h.is_empty() || !h.chars().all(|c| c.is_ascii_hexdigit() || c == '_') {
-            return None;
-        }
-        i64::from_str_radix(&clean[2..], 16).ok()?
-    } else if body.len() > 1 && body.starts_with('0') {
-        if !body.chars().all(|c| ('0'..='7').contains(&c) || c == '_') {
-            return None;
-        }
-        i64::from_str_radix(&clean[1..], 8).ok()?
-    } else {
-        if !body.chars().all(|c| c.is_ascii_digit() || c == '_') {
-            return None;
-        }
-        clean.parse::<i64>().ok()?
-    };
-    Some(if neg { -value } else { value })
-}
-
-/// OmegaConf's float resolver (omegaconf/_utils.py `get_yaml_loader`):
-/// `[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)? | [-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-///  | \.[0-9_]+(?:[eE][-+][0-9]+)? | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)`.
-fn parse_omegaconf_float(s: &str) -> Option<f64> {
-    match s {
-        ".nan" | ".NaN" | ".NAN" => return Some(f64::NAN),
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Some(f64::INFINITY),
-        "-.inf" | "-.Inf" | "-.INF" => return Some(f64::NEG_INFINITY),
-        _ => {}
-    }
-    let b = s.as_bytes();
-    let mut i = 0;
-    let signed = matches!(b.first(), Some(b'-' | b'+'));
-    if signed {
-        i += 1;
-    }
-    let digits = |i: &mut usize, allow_underscore: bool| {
-        let start = *i;
-        while *i < b.len() && (b[*i].is_ascii_digit() || (allow_underscore && b[*i] == b'_')) {
-            *i += 1;
-        }
-        *i - start
-    };
-    let exponent = |i: &mut usize, sign_required: bool| -> bool {
-        if *i < b.len() && (b[*i] == b'e' || b[*i] == b'E') {
-            *i += 1;
-            if *i < b.len() && (b[*i] == b'-' || b[*i] == b'+') {
-                *i += 1;
-            } else if sign_required {
-                return false;
-            }
-            let start = *i;
-            while *i < b.len() && b[*i].is_ascii_digit() {
-                *i += 1;
-            }
-            *i > start
-        } else {
-            true
-        }
-    };
-    let ok = if i < b.len() && b[i] == b'.' {
-        // `.5`, `.5e+3` (no sign allowed before the dot in this branch)
-        if signed {
-            return None;
-        }
-        i += 1;
-        digits(&mut i, true) > 0 && exponent(&mut i, true)
-    } else {
-        if i >= b.len() || !b[i].is_ascii_digit() {
-            return None;
-        }
-        digits(&mut i, true);
-        if i < b.len() && b[i] == b'.' {
-            i += 1;
-            digits(&mut i, true);
-            exponent(&mut i, false)
-        } else if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-            exponent(&mut i, false)
-        } else {
-            false
-        }
-    };
-    if !ok || i != b.len() {
-        return None;
-    }
-    s.replace('_', "").parse::<f64>().ok()
-}
-
 enum Frame {
     Seq(Vec<Node>, usize),
     Map(Map, Option<String>, usize, Marker),
@@ -225,7 +121,7 @@ impl Builder {
                         Node::Int(i) => i.to_string(),
                         Node::Bool(b) => if b { "True" } else { "False" }.to_string(),
                         Node::Null => "None".to_string(),
-                        Node::Float(f) => super::node::python_float_repr(f),
+                        Node::Float(f) => python_float_repr(f),
                         other => {
                             let t = other.type_name();
                             self.fail(mark, format!("unsupported mapping key of type {t}"));

@@ -1,0 +1,238 @@
+//! Composition (`hydra/_internal/config_loader_impl.py`): parse the overrides, build the defaults
+//! list, merge the configs at their packages, fill Hydra's node, apply value overrides in struct
+//! mode, and hand back a `Composed`. Running, printing or saving it is the caller's business.
+use crate::composed::Composed;
+use crate::defaults::{create_defaults_list, ConfigRepo, Overrides};
+use crate::error::{composition, ConfigError};
+use crate::hydra_node;
+use crate::overrides::{self, Override, OverrideKind, Sweep, Value};
+use crate::tree::merge::{self, UpdateError};
+use crate::tree::node::Node;
+use std::path::PathBuf;
+
+/// What to compose.
+#[derive(Debug, Clone)]
+pub struct ComposeRequest {
+    pub config_dir: PathBuf,
+    pub config_name: String,
+    pub overrides: Vec<String>,
+    /// Multirun: sweeps are allowed (and expanded by the caller), `???` groups are skipped.
+    pub multirun: bool,
+    /// `hydra.job.name`.
+    pub job_name: String,
+}
+
+/// Parse the overrides of a request (also used by the sweeper).
+pub fn parse_overrides(items: &[String]) -> Result<Vec<Override>, ConfigError> {
+    items
+        .iter()
+        .map(|s| overrides::parse_override(s).map_err(ConfigError::from))
+        .collect()
+}
+
+pub fn compose(req: &ComposeRequest) -> Result<Composed, ConfigError> {
+    compose_at(req, chrono::Local::now())
+}
+
+pub fn compose_at(
+    req: &ComposeRequest,
+    now: chrono::DateTime<chrono::Local>,
+) -> Result<Composed, ConfigError> {
+    if !req.config_dir.is_dir() {
+        return Err(ConfigError::ConfigDirMissing(req.config_dir.clone()));
+    }
+    let repo = ConfigRepo::new(&req.config_dir);
+    let config_name = req.config_name.trim_end_matches(".yaml").to_string();
+    if !repo.config_exists(&config_name) {
+        return Err(ConfigError::PrimaryNotFound {
+            name: config_name,
+            dir: req.config_dir.clone(),
+            available: repo.group_options("").join(", "),
+        });
+    }
+    let parsed = parse_overrides(&req.overrides)?;
+    if !req.multirun {
+        validate_no_sweeps(&parsed)?;
+    }
+    let mut ovr = Overrides::new(&repo, &parsed)?;
+    let defaults = create_defaults_list(&repo, &config_name, &mut ovr, req.multirun)?;
+
+    let mut cfg = Node::empty_map();
+    for d in &defaults {
+        let loaded = repo.load(&d.config_path)?.ok_or_else(|| {
+            composition(format!(
+                "config '{}' disappeared while composing",
+                d.config_path
+            ))
+        })?;
+        let embedded = merge::embed_at_package(&loaded.config, &d.package);
+        merge::merge_into(&mut cfg, &embedded);
+    }
+
+    // Hydra's own node: built-in defaults, then the primary config's `hydra:` section.
+    let mut hydra = hydra_node::defaults(req.multirun);
+    if let Some(user) = cfg.as_map_mut().and_then(|m| m.shift_remove("hydra")) {
+        merge::merge_into(&mut hydra, &user);
+    }
+    cfg.as_map_mut()
+        .expect("composed root is a map")
+        .insert("hydra".into(), hydra);
+
+    apply_config_overrides(&mut cfg, &ovr.config_overrides)?;
+
+    let mut hydra = cfg
+        .as_map_mut()
+        .and_then(|m| m.shift_remove("hydra"))
+        .unwrap_or(Node::Null);
+    let task: Vec<String> = parsed
+        .iter()
+        .filter(|o| !o.is_hydra_override())
+        .map(|o| o.input.clone())
+        .collect();
+    let hydra_ovr: Vec<String> = parsed
+        .iter()
+        .filter(|o| o.is_hydra_override())
+        .map(|o| o.input.clone())
+        .collect();
+    hydra_node::fill_runtime(
+        &mut hydra,
+        &hydra_node::RuntimeInfo {
+            config_dir: &req.config_dir,
+            config_name: &config_name,
+            job_name: &req.job_name,
+            task_overrides: &task,
+            hydra_overrides: &hydra_ovr,
+            choices: &ovr.known_choices,
+        },
+    );
+    Ok(Composed {
+        job: cfg,
+        hydra,
+        parsed_overrides: parsed,
+        now,
+    })
+}
+
+fn validate_no_sweeps(parsed: &[Override]) -> Result<(), ConfigError> {
+    for o in parsed {
+        match &o.value {
+            Some(Value::Sweep(Sweep::Choice { simple: true, .. })) => {
+                return Err(composition(format!(
+                    "Ambiguous value for argument '{}'\n1. To use it as a list, use key=[value1,value2]\n2. To use it as string, quote the value: key=\\'value1,value2\\'\n3. To sweep over it, add --multirun to your command line",
+                    o.input
+                )))
+            }
+            Some(Value::Sweep(_)) => {
+                return Err(composition(format!(
+                    "Sweep parameters '{}' requires --multirun",
+                    o.input
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn apply_config_overrides(cfg: &mut Node, list: &[Override]) -> Result<(), ConfigError> {
+    for o in list {
+        if o.package.is_some() {
+            return Err(composition(format!(
+                "Override {} looks like a config group override, but config group '{}' does not exist.",
+                o.input, o.key_or_group
+            )));
+        }
+        let key = &o.key_or_group;
+        let value = o.element().map(|e| e.to_node());
+        let existing = cfg.get_path(key).cloned();
+        let merge_err = |e: UpdateError, cfg_snapshot: &Node| {
+            composition(match e {
+                UpdateError::KeyNotFound => format!(
+                    "Could not override '{key}'.{}\nTo append to your config use +{}",
+                    suggest_key(cfg_snapshot, key).map(|s| format!(" Did you mean '{s}'?")).unwrap_or_default(),
+                    o.input
+                ),
+                UpdateError::NotAContainer(p) => format!(
+                    "Error merging override {}: '{p}' is not a dict or list, so '{key}' cannot be set inside it",
+                    o.input
+                ),
+                UpdateError::IndexOutOfRange(p) => {
+                    format!("Error merging override {}: list index out of range at '{p}'", o.input)
+                }
+            })
+        };
+        match o.kind {
+            OverrideKind::Delete => {
+                let current = existing.filter(|n| !matches!(n, Node::Null));
+                let Some(current) = current else {
+                    return Err(composition(format!(
+                        "Could not delete from config. '{key}' does not exist."
+                    )));
+                };
+                if let Some(v) = &value {
+                    if *v != current {
+                        return Err(composition(format!(
+                            "Could not delete from config. The value of '{key}' is {} and not {}.",
+                            current.to_python_str(),
+                            v.to_python_str()
+                        )));
+                    }
+                }
+                merge::delete(cfg, key);
+            }
+            OverrideKind::Add => {
+                let value = value.expect("+key always has a value");
+                let absent = matches!(existing, None | Some(Node::Null));
+                if absent || matches!(value, Node::Map(_) | Node::List(_)) {
+                    merge::update(cfg, key, value, true).map_err(|e| merge_err(e, cfg))?;
+                } else {
+                    return Err(composition(format!(
+                        "Could not append to config. An item is already at '{key}'.\nEither remove + prefix: '{}'\nOr add a second + to add or override '{key}': '+{}'",
+                        &o.input[1..],
+                        o.input
+                    )));
+                }
+            }
+            OverrideKind::ForceAdd => {
+                merge::update(cfg, key, value.expect("++key always has a value"), true)
+                    .map_err(|e| merge_err(e, cfg))?;
+            }
+            OverrideKind::Change => {
+                merge::update(
+                    cfg,
+                    key,
+                    value.expect("key=value always has a value"),
+                    false,
+                )
+                .map_err(|e| merge_err(e, cfg))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The closest existing key to a mistyped one: walk the longest existing prefix, then pick the
+/// most similar child name at the first missing level.
+pub fn suggest_key(cfg: &Node, key: &str) -> Option<String> {
+    let segs: Vec<&str> = key.split('.').collect();
+    let mut node = cfg;
+    for (i, seg) in segs.iter().enumerate() {
+        match node.child(seg) {
+            Some(n) => node = n,
+            None => {
+                let m = node.as_map()?;
+                let best = m
+                    .keys()
+                    .map(|k| (strsim::jaro_winkler(seg, k), k))
+                    .filter(|(s, _)| *s > 0.8)
+                    .max_by(|a, b| a.0.total_cmp(&b.0))?
+                    .1;
+                let mut out: Vec<String> = segs[..i].iter().map(|s| s.to_string()).collect();
+                out.push(best.clone());
+                out.extend(segs[i + 1..].iter().map(|s| s.to_string()));
+                return Some(out.join("."));
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,384 @@
+//! The grammar of OmegaConf 2.3 interpolations (`omegaconf/grammar/OmegaConfGrammarParser.g4`):
+//! a string → text pieces and `${key}` / `${resolver:args}` nodes, escapes, and the typing of an
+//! unquoted resolver argument. Parsing only: nothing is looked up or resolved here.
+use crate::tree::lex::{lex_float, lex_int, lex_word_ci, parse_hydra_float};
+use crate::tree::node::Node;
+
+/// True when a string value contains an (unescaped) interpolation.
+pub fn is_interpolation(s: &str) -> bool {
+    let b = s.as_bytes();
+    (0..b.len().saturating_sub(1))
+        .any(|i| b[i] == b'$' && b[i + 1] == b'{' && (i == 0 || b[i - 1] != b'\\'))
+}
+
+/// Parsed pieces of a string with interpolations.
+#[derive(Debug, Clone)]
+pub(super) enum Piece {
+    Text(String),
+    Interp(Interp),
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum Interp {
+    /// Leading dots (relative depth) and key segments, each a concatenation of pieces.
+    Key {
+        dots: usize,
+        segs: Vec<Vec<Piece>>,
+    },
+    Resolver {
+        name: Vec<Piece>,
+        args: Vec<Arg>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum Arg {
+    /// Unquoted primitive: its raw pieces (typed when it is one token).
+    Primitive(Vec<Piece>),
+    Quoted(Vec<Piece>),
+    List(Vec<Arg>),
+    Dict(Vec<(String, Arg)>),
+}
+
+/// Type an unquoted resolver argument the way OmegaConf's grammar does (single token only).
+pub(super) fn type_primitive(text: &str) -> Node {
+    let t = text.trim_matches([' ', '\t']);
+    let c: Vec<char> = t.chars().collect();
+    if c.is_empty() {
+        return Node::Str(String::new());
+    }
+    if lex_int(&c) == c.len() && lex_float(&c) < c.len() {
+        if let Ok(i) = t.replace('_', "").parse() {
+            return Node::Int(i);
+        }
+    }
+    if lex_float(&c) == c.len() {
+        return Node::Float(parse_hydra_float(t));
+    }
+    if lex_word_ci(&c, "true") == c.len() {
+        return Node::Bool(true);
+    }
+    if lex_word_ci(&c, "false") == c.len() {
+        return Node::Bool(false);
+    }
+    if lex_word_ci(&c, "null") == c.len() {
+        return Node::Null;
+    }
+    Node::Str(t.to_string())
+}
+
+pub(super) struct TextParser<'c> {
+    pub(super) c: &'c [char],
+    pub(super) i: usize,
+}
+
+impl TextParser<'_> {
+    fn peek(&self) -> Option<char> {
+        self.c.get(self.i).copied()
+    }
+
+    fn starts(&self, s: &str) -> bool {
+        let n = s.chars().count();
+        self.c.len() >= self.i + n && self.c[self.i..self.i + n].iter().copied().eq(s.chars())
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(' ' | '\t')) {
+            self.i += 1;
+        }
+    }
+
+    /// Top-level (or quoted) text until one of `stop` (not consumed).
+    pub(super) fn text(&mut self, stop: &[char]) -> Result<Vec<Piece>, String> {
+        let mut pieces = Vec::new();
+        let mut buf = String::new();
+        while let Some(ch) = self.peek() {
+            if stop.contains(&ch) {
+                break;
+            }
+            if ch == '\\' {
+                // ESC_BACKSLASH* '\${'  → halve the backslashes, literal `${`
+                let run = self.c[self.i..].iter().take_while(|x| **x == '\\').count();
+                let after = self.i + run;
+                if self.c.get(after) == Some(&'$') && self.c.get(after + 1) == Some(&'{') {
+                    buf.extend(std::iter::repeat_n('\\', run / 2));
+                    if run % 2 == 1 {
+                        buf.push_str("${");
+                        self.i = after + 2;
+                    } else {
+                        self.i = after;
+                    }
+                    continue;
+                }
+                if let Some(q) = stop.iter().find(|q| **q == '\'' || **q == '"') {
+                    if self.c.get(after) == Some(q) {
+                        buf.extend(std::iter::repeat_n('\\', run / 2));
+                        if run % 2 == 1 {
+                            buf.push(*q);
+                            self.i = after + 1;
+                        } else {
+                            self.i = after;
+                        }
+                        continue;
+                    }
+                }
+                buf.extend(std::iter::repeat_n('\\', run));
+                self.i = after;
+                continue;
+            }
+            if self.starts("${") {
+                self.push_interpolation(&mut pieces, &mut buf)?;
+                continue;
+            }
+            buf.push(ch);
+            self.i += 1;
+        }
+        if !buf.is_empty() {
+            pieces.push(Piece::Text(buf));
+        }
+        Ok(pieces)
+    }
+
+    /// Flush pending text, then parse the `${...}` at the cursor into `pieces`.
+    fn push_interpolation(
+        &mut self,
+        pieces: &mut Vec<Piece>,
+        buf: &mut String,
+    ) -> Result<(), String> {
+        if !buf.is_empty() {
+            pieces.push(Piece::Text(std::mem::take(buf)));
+        }
+        pieces.push(Piece::Interp(self.interpolation()?));
+        Ok(())
+    }
+
+    fn interpolation(&mut self) -> Result<Interp, String> {
+        self.i += 2; // ${
+        self.skip_ws();
+        // Resolver: name (ID or interpolation, dotted) followed by ':'.
+        let save = self.i;
+        if let Some(name) = self.resolver_name()? {
+            self.skip_ws();
+            if self.peek() == Some(':') {
+                self.i += 1;
+                self.skip_ws();
+                let args = self.sequence('}')?;
+                self.skip_ws();
+                if self.peek() != Some('}') {
+                    return Err("missing '}' at the end of a resolver call".into());
+                }
+                self.i += 1;
+                return Ok(Interp::Resolver { name, args });
+            }
+        }
+        self.i = save;
+        let mut dots = 0;
+        while self.peek() == Some('.') {
+            dots += 1;
+            self.i += 1;
+        }
+        let mut segs: Vec<Vec<Piece>> = Vec::new();
+        loop {
+            match self.peek() {
+                Some('[') => {
+                    self.i += 1;
+                    segs.push(self.key_seg(&[']'])?);
+                    if self.peek() != Some(']') {
+                        return Err("missing ']'".into());
+                    }
+                    self.i += 1;
+                }
+                Some(_) => {
+                    let seg = self.key_seg(&['.', '}', '['])?;
+                    if seg.is_empty() {
+                        return Err(format!("empty key in interpolation at position {}", self.i));
+                    }
+                    segs.push(seg);
+                }
+                None => return Err("missing '}'".into()),
+            }
+            self.skip_ws();
+            match self.peek() {
+                Some('.') => self.i += 1,
+                Some('[') => {}
+                Some('}') => {
+                    self.i += 1;
+                    break;
+                }
+                Some(c) => return Err(format!("unexpected '{c}' in interpolation key")),
+                None => return Err("missing '}'".into()),
+            }
+        }
+        if segs.is_empty() {
+            return Err("empty interpolation".into());
+        }
+        Ok(Interp::Key { dots, segs })
+    }
+
+    fn key_seg(&mut self, stop: &[char]) -> Result<Vec<Piece>, String> {
+        let mut pieces = Vec::new();
+        let mut buf = String::new();
+        while let Some(ch) = self.peek() {
+            if stop.contains(&ch) || ch == '}' || ch == ' ' || ch == '\t' {
+                break;
+            }
+            if self.starts("${") {
+                self.push_interpolation(&mut pieces, &mut buf)?;
+                continue;
+            }
+            if "\\{()'\":".contains(ch) {
+                return Err(format!("invalid character '{ch}' in interpolation key"));
+            }
+            buf.push(ch);
+            self.i += 1;
+        }
+        if !buf.is_empty() {
+            pieces.push(Piece::Text(buf));
+        }
+        Ok(pieces)
+    }
+
+    fn resolver_name(&mut self) -> Result<Option<Vec<Piece>>, String> {
+        let mut pieces = Vec::new();
+        loop {
+            if self.starts("${") {
+                pieces.push(Piece::Interp(self.interpolation()?));
+            } else {
+                let start = self.i;
+                if !self
+                    .peek()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                {
+                    return Ok(None);
+                }
+                while self
+                    .peek()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                {
+                    self.i += 1;
+                }
+                pieces.push(Piece::Text(self.c[start..self.i].iter().collect()));
+            }
+            if self.peek() == Some('.') {
+                self.i += 1;
+                pieces.push(Piece::Text(".".into()));
+            } else {
+                return Ok(Some(pieces));
+            }
+        }
+    }
+
+    /// `element (',' element?)*` until `close` (not consumed). Empty elements are ''.
+    fn sequence(&mut self, close: char) -> Result<Vec<Arg>, String> {
+        let mut args = Vec::new();
+        self.skip_ws();
+        if self.peek() == Some(close) {
+            return Ok(args);
+        }
+        loop {
+            self.skip_ws();
+            if matches!(self.peek(), Some(',')) || self.peek() == Some(close) {
+                args.push(Arg::Primitive(vec![Piece::Text(String::new())]));
+            } else {
+                args.push(self.element(&[close])?);
+            }
+            self.skip_ws();
+            if self.peek() == Some(',') {
+                self.i += 1;
+            } else {
+                return Ok(args);
+            }
+        }
+    }
+
+    pub(super) fn element(&mut self, close: &[char]) -> Result<Arg, String> {
+        self.skip_ws();
+        match self.peek() {
+            Some(q @ ('\'' | '"')) => {
+                self.i += 1;
+                let pieces = self.text(&[q])?;
+                if self.peek() != Some(q) {
+                    return Err(format!("missing closing {q}"));
+                }
+                self.i += 1;
+                Ok(Arg::Quoted(pieces))
+            }
+            Some('[') => {
+                self.i += 1;
+                let items = self.sequence(']')?;
+                if self.peek() != Some(']') {
+                    return Err("missing ']'".into());
+                }
+                self.i += 1;
+                Ok(Arg::List(items))
+            }
+            Some('{') => {
+                self.i += 1;
+                let mut items = Vec::new();
+                self.skip_ws();
+                while self.peek() != Some('}') {
+                    let start = self.i;
+                    while self.peek().is_some_and(|c| c != ':' && c != '}') {
+                        self.i += 1;
+                    }
+                    let key: String = self.c[start..self.i]
+                        .iter()
+                        .collect::<String>()
+                        .trim()
+                        .to_string();
+                    if self.peek() != Some(':') {
+                        return Err("missing ':' in dict".into());
+                    }
+                    self.i += 1;
+                    let v = self.element(&[',', '}'])?;
+                    items.push((key, v));
+                    self.skip_ws();
+                    if self.peek() == Some(',') {
+                        self.i += 1;
+                        self.skip_ws();
+                    }
+                }
+                self.i += 1;
+                Ok(Arg::Dict(items))
+            }
+            _ => {
+                let mut pieces = Vec::new();
+                let mut buf = String::new();
+                while let Some(ch) = self.peek() {
+                    if ch == ',' || close.contains(&ch) || ch == ']' || ch == '}' {
+                        break;
+                    }
+                    if ch == '\\' {
+                        if let Some(n) = self.c.get(self.i + 1) {
+                            if "\\()[]{}:=, \t".contains(*n) {
+                                buf.push(*n);
+                                self.i += 2;
+                                continue;
+                            }
+                        }
+                    }
+                    if self.starts("${") {
+                        self.push_interpolation(&mut pieces, &mut buf)?;
+                        continue;
+                    }
+                    if "'\"[{()".contains(ch) {
+                        return Err(format!(
+                            "unexpected '{ch}' in a resolver argument (quote the argument)"
+                        ));
+                    }
+                    buf.push(ch);
+                    self.i += 1;
+                }
+                // Trailing whitespace belongs to the separator.
+                let trimmed = buf.trim_end_matches([' ', '\t']).to_string();
+                if !trimmed.is_empty() {
+                    pieces.push(Piece::Text(trimmed));
+                }
+                if pieces.is_empty() {
+                    pieces.push(Piece::Text(String::new()));
+                }
+                Ok(Arg::Primitive(pieces))
+            }
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Reading safetensors checkpoints: the files of a checkpoint (one file, an index of shards, or
+//! every `model*.safetensors`), and each file's JSON header (tensor name, dtype, shape, offsets).
+use anyhow::{ensure, Context, Result};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use tch::Kind;
+
+/// Where one tensor lives inside a safetensors file.
+#[derive(Debug, Clone)]
+pub struct FileEntry {
+    pub file: PathBuf,
+    pub dtype: String,
+    pub shape: Vec<i64>,
+    /// Absolute byte range in the file.
+    pub begin: u64,
+    pub end: u64,
+}
+
+pub fn kind_of_safetensors_dtype(dtype: &str) -> Option<Kind> {
+    Some(match dtype {
+        "BF16" => Kind::BFloat16,
+        "F16" => Kind::Half,
+        "F32" => Kind::Float,
+        "F64" => Kind::Double,
+        "I64" => Kind::Int64,
+        "I32" => Kind::Int,
+        "I16" => Kind::Int16,
+        "I8" => Kind::Int8,
+        "U8" => Kind::Uint8,
+        "BOOL" => Kind::Bool,
+        _ => return None,
+    })
+}
+
+/// Reads the JSON header of one safetensors file.
+pub fn read_header(file: &Path) -> Result<Vec<(String, FileEntry)>> {
+    let mut f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+    let mut len = [0u8; 8];
+    f.read_exact(&mut len)
+        .with_context(|| format!("reading header length of {}", file.display()))?;
+    let n = u64::from_le_bytes(len);
+    ensure!(
+        n < 100 << 20,
+        "{}: implausible safetensors header length {n}",
+        file.display()
+    );
+    let mut buf = vec![0u8; n as usize];
+    f.read_exact(&mut buf)
+        .with_context(|| format!("reading header of {}", file.display()))?;
+    let header: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&buf)
+        .with_context(|| format!("parsing safetensors header of {}", file.display()))?;
+    let data_start = 8 + n;
+    let mut out = Vec::new();
+    for (name, v) in header {
+        if name == "__metadata__" {
+            continue;
+        }
+        let bad = || format!("{}: malformed header entry for `{name}`", file.display());
+        let dtype = v
+            .get("dtype")
+            .and_then(|x| x.as_str())
+            .with_context(bad)?
+            .to_string();
+        let shape = v
+            .get("shape")
+            .and_then(|x| x.as_array())
+            .with_context(bad)?
+            .iter()
+            .map(|x| x.as_i64().with_context(bad))
+            .collect::<Result<Vec<_>>>()?;
+        let offs = v
+            .get("data_offsets")
+            .and_then(|x| x.as_array())
+            .with_context(bad)?;
+        ensure!(offs.len() == 2, bad());
+        let b = offs[0].as_u64().with_context(bad)?;
+        let e = offs[1].as_u64().with_context(bad)?;
+        out.push((
+            name,
+            FileEntry {
+                file: file.to_path_buf(),
+                dtype,
+                shape,
+                begin: data_start + b,
+                end: data_start + e,
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// The safetensors files of a checkpoint: `path` itself if it is a file; else the shards named by
+/// `model.safetensors.index.json`; else every `model*.safetensors` in the folder.
+pub fn checkpoint_files(path: &Path) -> Result<Vec<PathBuf>> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    ensure!(
+        path.is_dir(),
+        "weights path {} does not exist",
+        path.display()
+    );
+    let index = path.join("model.safetensors.index.json");
+    let mut files: Vec<PathBuf> = if index.is_file() {
+        let text = std::fs::read_to_string(&index)
+            .with_context(|| format!("reading {}", index.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", index.display()))?;
+        let map = v
+            .get("weight_map")
+            .and_then(|m| m.as_object())
+            .with_context(|| format!("{}: no weight_map", index.display()))?;
+        let mut names: Vec<String> = map
+            .values()
+            .filter_map(|f| f.as_str().map(str::to_string))
+            .collect();
+        names.sort();
+        names.dedup();
+        names.into_iter().map(|n| path.join(n)).collect()
+    } else {
+        let mut v = Vec::new();
+        for entry in
+            std::fs::read_dir(path).with_context(|| format!("listing {}", path.display()))?
+        {
+            let p = entry?.path();
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name.starts_with("model") && name.ends_with(".safetensors") {
+                v.push(p);
+            }
+        }
+        v
+    };
+    files.sort();
+    ensure!(
+        !files.is_empty(),
+        "no model*.safetensors under {}",
+        path.display()
+    );
+    Ok(files)
+}
+
