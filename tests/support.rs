@@ -7,13 +7,15 @@ use std::process::{Command, Output};
 /// The `llmprof` binary: this package's own in the front-end tests; in the worker tests, the one
 /// cargo built beside `llmprof-worker` (`cargo test --workspace` builds both).
 pub fn llmprof() -> PathBuf {
-    if let Some(exe) = option_env!("CARGO_BIN_EXE_llmprof") {
-        return PathBuf::from(exe);
-    }
-    let worker = PathBuf::from(
-        option_env!("CARGO_BIN_EXE_llmprof-worker").expect("a test package builds one binary"),
+    let built = (
+        option_env!("CARGO_BIN_EXE_llmprof"),
+        option_env!("CARGO_BIN_EXE_llmprof-worker"),
     );
-    let exe = worker.with_file_name("llmprof");
+    let exe = match built {
+        (Some(exe), _) => return PathBuf::from(exe),
+        (None, Some(worker)) => PathBuf::from(worker).with_file_name("llmprof"),
+        (None, None) => unreachable!("each test package builds one of the two binaries"),
+    };
     assert!(
         exe.is_file(),
         "{} is missing: run the tests with `cargo test --workspace` (scripts/test.sh) so both binaries are built",

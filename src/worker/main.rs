@@ -82,8 +82,12 @@ fn run_debug(args: &[String]) -> Result<()> {
                 .with_context(|| format!("reading {}", ids.display()))?;
             let ids: Vec<i64> = serde_json::from_str(&text)
                 .with_context(|| format!("{} must be a JSON list of token ids", ids.display()))?;
-            let (logits, greedy_ids) =
-                llmprof_worker::models::deepseek_ocr::debug_logits(&weights, &ids, kind(&dtype), greedy)?;
+            let (logits, greedy_ids) = llmprof_worker::models::deepseek_ocr::debug_logits(
+                &weights,
+                &ids,
+                kind(&dtype),
+                greedy,
+            )?;
             let greedy_t = tch::Tensor::from_slice(&greedy_ids);
             let logits = logits
                 .to_device(tch::Device::Cpu)

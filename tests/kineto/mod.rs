@@ -3,8 +3,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use llmprof::measure::kineto_events::{HostKind, ProfileEvents};
-use llmprof_worker::measure::kineto::{KinetoSession, ProfilerConfig};
 use llmprof::measure::op_tables::{kernel_table, operator_table, write_tables, Attribution};
+use llmprof_worker::measure::kineto::{KinetoSession, ProfilerConfig};
 use tch::{Device, Kind, Tensor};
 
 /// The profiler is process-global: one profiling test at a time.

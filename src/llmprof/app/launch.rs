@@ -48,7 +48,9 @@ fn run_one(
     composed: &Composed,
     wanted_dir: &Path,
 ) -> Result<(PathBuf, RunState)> {
-    let resolved = composed.resolved_job()?;
+    let mut resolved = composed.resolved_job()?;
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    crate::spec::data_paths::make_absolute(&mut resolved, &cwd, Some(&composed_base_dir(composed)));
     // Validate before creating anything: a typo never leaves an empty run folder behind.
     let spec = RunSpec::from_tree(&resolved)?;
     if command == "stage2" && !spec.pipeline.nsys.enable && !spec.pipeline.ncu.enable {
@@ -59,12 +61,11 @@ fn run_one(
         .with_context(|| format!("opening the log in {}", dir.path.display()))?;
     *CURRENT_RUN.lock().expect("not poisoned") = Some(dir.path.clone());
     tracing::info!(dir = %dir.path.display(), "{command}: run directory");
-    let base_dir = composed_base_dir(composed);
     let result = if command == "stage2" {
         let name = req.config_name.trim_end_matches(".yaml");
         super::nsight_stage::Stage2::new(&spec, composed, &dir.path, &req.config_dir, name).run()
     } else {
-        launch_worker(command, &dir.path, &base_dir)
+        launch_worker(command, &dir.path)
     };
     let state = match &result {
         Ok(()) => {
@@ -105,7 +106,7 @@ pub fn worker_path() -> Result<PathBuf> {
     Ok(exe.with_file_name("llmprof-worker"))
 }
 
-fn launch_worker(command: &str, run_dir: &Path, base_dir: &Path) -> Result<()> {
+fn launch_worker(command: &str, run_dir: &Path) -> Result<()> {
     let worker = worker_path()?;
     if !worker.is_file() {
         bail!(
@@ -116,7 +117,6 @@ fn launch_worker(command: &str, run_dir: &Path, base_dir: &Path) -> Result<()> {
     let status = std::process::Command::new(&worker)
         .arg(command)
         .arg(run_dir)
-        .env("LLMPROF_BASE_DIR", base_dir)
         .status()
         .with_context(|| format!("starting {}", worker.display()))?;
     match status.code() {

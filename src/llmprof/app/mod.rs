@@ -1,8 +1,8 @@
 //! Dispatch: compose the config, then print it (`--cfg`), run a stage, or analyse files.
 //! The only place that decides what a command means.
-mod print_cfg;
 pub mod launch;
 pub mod nsight_stage;
+mod print_cfg;
 
 use crate::cli::{AnalyzeTool, Cli, Command};
 use crate::config::{self, ComposeRequest};

@@ -4,9 +4,9 @@
 //! the tools profile the child, which launches the worker.
 use crate::config::Composed;
 use crate::measure::op_tables::KernelRow;
+use crate::nsight::{self, ncu, nsys};
 use crate::region::{Region, RegionTree};
 use crate::spec::RunSpec;
-use crate::nsight::{self, ncu, nsys};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -295,30 +295,30 @@ impl NvmlTrace {
 
 /// Queries device `index`'s properties through NVML (no SM count: NVML has none).
 pub fn query_gpu(index: u32) -> Result<GpuProps, NvmlUnavailable> {
-        let unavailable = |reason: String| NvmlUnavailable { reason };
-        let nvml = Nvml::init().map_err(|e| unavailable(e.to_string()))?;
-        let device = nvml
-            .device_by_index(index)
-            .map_err(|e| unavailable(format!("device {index}: {e}")))?;
-        Ok(GpuProps {
-            index: Some(index),
-            name: device
-                .name()
-                .map_err(|e| unavailable(format!("device {index} name: {e}")))?,
-            architecture: device.architecture().ok().map(|a| a.to_string()),
-            compute_capability: device
-                .cuda_compute_capability()
-                .ok()
-                .map(|c| (c.major as u32, c.minor as u32)),
-            sm_count: None,
-            cuda_cores: device.num_cores().ok(),
-            max_sm_clock_mhz: device.max_clock_info(Clock::SM).ok().map(f64::from),
-            max_mem_clock_mhz: device.max_clock_info(Clock::Memory).ok().map(f64::from),
-            memory_bus_width_bits: device.memory_bus_width().ok(),
-            memory_total_bytes: device.memory_info().ok().map(|m| m.total),
-            power_limit_mw: device.enforced_power_limit().ok(),
-            driver_version: nvml.sys_driver_version().ok(),
-        })
+    let unavailable = |reason: String| NvmlUnavailable { reason };
+    let nvml = Nvml::init().map_err(|e| unavailable(e.to_string()))?;
+    let device = nvml
+        .device_by_index(index)
+        .map_err(|e| unavailable(format!("device {index}: {e}")))?;
+    Ok(GpuProps {
+        index: Some(index),
+        name: device
+            .name()
+            .map_err(|e| unavailable(format!("device {index} name: {e}")))?,
+        architecture: device.architecture().ok().map(|a| a.to_string()),
+        compute_capability: device
+            .cuda_compute_capability()
+            .ok()
+            .map(|c| (c.major as u32, c.minor as u32)),
+        sm_count: None,
+        cuda_cores: device.num_cores().ok(),
+        max_sm_clock_mhz: device.max_clock_info(Clock::SM).ok().map(f64::from),
+        max_mem_clock_mhz: device.max_clock_info(Clock::Memory).ok().map(f64::from),
+        memory_bus_width_bits: device.memory_bus_width().ok(),
+        memory_total_bytes: device.memory_info().ok().map(|m| m.total),
+        power_limit_mw: device.enforced_power_limit().ok(),
+        driver_version: nvml.sys_driver_version().ok(),
+    })
 }
 
 #[cfg(test)]

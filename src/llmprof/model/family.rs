@@ -13,6 +13,9 @@ pub enum Family {
 }
 
 impl Family {
+    /// Every family llmprof implements.
+    pub const ALL: [Family; 1] = [Family::DeepseekOcr];
+
     /// The YAML spelling.
     pub fn name(self) -> &'static str {
         match self {
@@ -75,7 +78,7 @@ mod tests {
 
     #[test]
     fn every_family_declares_a_valid_region_tree() {
-        for f in [Family::DeepseekOcr] {
+        for f in Family::ALL {
             f.regions().check().unwrap();
         }
     }
@@ -85,7 +88,10 @@ mod tests {
         let mut v = serde_json::to_value(deepseek_ocr::ArchConfig::tiny()).unwrap();
         v["decoder"]["hidden_sizee"] = serde_json::json!(64);
         let e = Family::DeepseekOcr.parse_arch(v).unwrap_err();
-        assert!(e.contains("model.arch.decoder") && e.contains("hidden_sizee"), "{e}");
+        assert!(
+            e.contains("model.arch.decoder") && e.contains("hidden_sizee"),
+            "{e}"
+        );
         let ok = serde_json::to_value(deepseek_ocr::ArchConfig::tiny()).unwrap();
         assert_eq!(
             Family::DeepseekOcr.parse_arch(ok).unwrap().family(),

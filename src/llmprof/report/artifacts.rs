@@ -39,8 +39,8 @@ pub fn write(run_dir: &Path, name: &str, text: &str) -> Result<()> {
 
 /// `value` as pretty JSON with a final newline.
 pub fn write_json(run_dir: &Path, name: &str, value: &impl serde::Serialize) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)
-        .with_context(|| format!("serialising {name}"))?;
+    let text =
+        serde_json::to_string_pretty(value).with_context(|| format!("serialising {name}"))?;
     write(run_dir, name, &(text + "\n"))
 }
 
@@ -90,9 +90,7 @@ fn env_json(m: &Stage1Measurements, runtime: &serde_json::Value) -> serde_json::
 }
 
 fn assumptions_md(spec: &RunSpec, f: &Stage1Files) -> String {
-    let mut lines = vec![
-        "FLOP = 2 × multiply-accumulate everywhere.".to_string(),
-    ];
+    let mut lines = vec!["FLOP = 2 × multiply-accumulate everywhere.".to_string()];
     lines.extend(f.model_assumptions.iter().cloned());
     lines.extend([
         "MFU = analytic FLOPs ÷ (mean stage time × peak dense FLOP/s of the run's precision); MBU = decode bytes per step ÷ mean step time ÷ peak DRAM bandwidth. Peaks come from the detected GPU (NVML/CUDA properties × the per-architecture table in src/llmprof/measure/peaks.rs) unless hardware.peak_* override them.".to_string(),
@@ -140,8 +138,16 @@ pub fn write_nvml_csv(run_dir: &Path, trace: Option<&NvmlTrace>) -> Result<()> {
     match trace {
         Some(t) if t.unavailable.is_none() => t.write_csv(&run_dir.join(NVML_CSV)),
         Some(t) => {
-            let why = t.unavailable.as_ref().map(|u| u.reason.as_str()).unwrap_or_default();
-            write(run_dir, NVML_CSV, &format!("# NVML unavailable: {why}\n{}", t.to_csv()))
+            let why = t
+                .unavailable
+                .as_ref()
+                .map(|u| u.reason.as_str())
+                .unwrap_or_default();
+            write(
+                run_dir,
+                NVML_CSV,
+                &format!("# NVML unavailable: {why}\n{}", t.to_csv()),
+            )
         }
         None => write(
             run_dir,
@@ -177,7 +183,9 @@ mod tests {
         };
         let y = inputs_yaml(&[text, page]);
         let parsed = crate::config::yaml::parse(&y).unwrap();
-        let Node::List(items) = parsed else { panic!("{y}") };
+        let Node::List(items) = parsed else {
+            panic!("{y}")
+        };
         assert!(items[0].child("crop_grid").is_none());
         assert_eq!(items[1].child("image_tokens"), Some(&Node::Int(100)));
         assert_eq!(items[1].child("prompt_tokens"), Some(&Node::Int(7)));

@@ -3,16 +3,25 @@
 use super::metrics::{RunReport, StageStats};
 use std::fmt::Write as _;
 
-const STAGE_ORDER: [&str; 8] = [
-    "sam",
-    "clip",
-    "projector",
-    "vision",
-    "prefill",
-    "decode_step",
-    "decode",
-    "e2e",
-];
+/// Regions of the generation loop every model shares, in the order the table ends with.
+const LOOP_ORDER: [&str; 4] = ["prefill", "decode_step", "decode", "e2e"];
+
+/// Region names in table order: the model's own regions first, shortest mean first (a region
+/// never takes less than one nested in it, so children come before their parents), then the
+/// generation loop's.
+pub fn region_order(r: &RunReport) -> Vec<&str> {
+    let mut own: Vec<(&str, f64)> = r
+        .stages
+        .iter()
+        .filter(|(k, _)| !LOOP_ORDER.contains(&k.as_str()))
+        .map(|(k, s)| (k.as_str(), s.mean_ms))
+        .collect();
+    own.sort_by(|a, b| a.1.total_cmp(&b.1));
+    own.into_iter()
+        .map(|(k, _)| k)
+        .chain(LOOP_ORDER.into_iter().filter(|k| r.stages.contains_key(*k)))
+        .collect()
+}
 
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map(|x| format!("{x:.digits$}"))
@@ -60,7 +69,7 @@ pub fn render(r: &RunReport) -> String {
         let _ = writeln!(s, "| {k} | {v} |");
     }
     let _ = writeln!(s, "\n## Stages (ms)\n");
-    let _ = writeln!(s, "prefill = time to first token (vision included); decode_step = time per output token. CV mixes all inputs; \"CV/input\" is the largest CV between repeats of one input (⚠ above 10 %).\n");
+    let _ = writeln!(s, "prefill = time to first token (the model's input encoders included); decode_step = time per output token. CV mixes all inputs; \"CV/input\" is the largest CV between repeats of one input (⚠ above 10 %).\n");
     let _ = writeln!(s, "| stage | n | mean | std | min | p50 | p90 | p99 | CV | CV/input |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let row =
         |s: &mut String, name: &str, st: &StageStats| {
@@ -77,10 +86,8 @@ pub fn render(r: &RunReport) -> String {
             st.n, st.mean_ms, opt(st.std_ms, 3), st.min_ms, st.p50_ms, st.p90_ms, st.p99_ms
         );
         };
-    for name in STAGE_ORDER {
-        if let Some(st) = r.stages.get(name) {
-            row(&mut s, name, st);
-        }
+    for name in region_order(r) {
+        row(&mut s, name, &r.stages[name]);
     }
     let t = &r.throughput;
     let _ = writeln!(s, "\n## Throughput\n");
@@ -128,15 +135,17 @@ pub fn render(r: &RunReport) -> String {
     }
     if let Some(f) = &r.flops {
         let _ = writeln!(s, "| stage | analytic work | MFU |\n|---|---|---|");
+        if f.vision_gflop > 0.0 {
+            let _ = writeln!(
+                s,
+                "| vision | {:.1} GFLOP | {} |",
+                f.vision_gflop,
+                pct(r.utilisation.mfu.get("vision").copied())
+            );
+        }
         let _ = writeln!(
             s,
-            "| vision | {:.1} GFLOP | {} |",
-            f.vision_gflop,
-            pct(r.utilisation.mfu.get("vision").copied())
-        );
-        let _ = writeln!(
-            s,
-            "| prefill (incl. vision) | {:.1} GFLOP | {} |",
+            "| prefill (incl. input encoders) | {:.1} GFLOP | {} |",
             f.prefill_gflop,
             pct(r.utilisation.mfu.get("prefill").copied())
         );

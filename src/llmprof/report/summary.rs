@@ -16,7 +16,7 @@ pub fn render(r: &RunReport) -> String {
     if let (Some(prefill), Some(decode), Some(e2e)) = (mean("prefill"), mean("decode"), mean("e2e"))
     {
         let (big, big_ms) = if prefill >= decode {
-            ("reading the page (prefill: vision + prompt)", prefill)
+            ("reading the input (prefill)", prefill)
         } else {
             ("writing the answer (decode)", decode)
         };
@@ -31,9 +31,19 @@ pub fn render(r: &RunReport) -> String {
             100.0 * big_ms / e2e
         );
     }
-    if let (Some(vision), Some(prefill)) = (mean("vision"), mean("prefill")) {
-        if prefill > 0.0 {
-            let _ = writeln!(s, "- Vision (SAM + CLIP + projector) is {:.0} % of the time to first token ({:.0} of {:.0} ms).", 100.0 * vision / prefill, vision, prefill);
+    // The largest of the model's own regions inside the time to first token.
+    let own = super::markdown::region_order(r)
+        .into_iter()
+        .filter(|k| !["prefill", "decode_step", "decode", "e2e"].contains(k))
+        .filter_map(|k| Some((k, mean(k)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if let (Some((region, ms)), Some(prefill)) = (own, mean("prefill")) {
+        if prefill > 0.0 && ms <= prefill {
+            let _ = writeln!(
+                s,
+                "- `{region}` is {:.0} % of the time to first token ({ms:.0} of {prefill:.0} ms).",
+                100.0 * ms / prefill
+            );
         }
     }
     if let Some(tpot) = mean("decode_step") {

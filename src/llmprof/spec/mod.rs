@@ -1,6 +1,7 @@
 //! `RunSpec`: the composed config as typed structs (unknown keys rejected with a did-you-mean,
 //! ranges checked). Everything downstream reads the spec, never the untyped tree. Defaults live
 //! in conf/, so every field here is required: a key missing from the YAML is an error too.
+pub mod data_paths;
 mod groups;
 
 pub use groups::*;

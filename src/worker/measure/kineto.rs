@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use llmprof::measure::kineto_events::{activity, DeviceKind, HostKind, KernelRecord, OpRecord, ProfileEvents};
+use llmprof::measure::kineto_events::{
+    activity, DeviceKind, HostKind, KernelRecord, OpRecord, ProfileEvents,
+};
 
 use crate::ffi;
 
@@ -141,4 +143,3 @@ pub fn events_from_raw(events: &[ffi::RawEvent]) -> ProfileEvents {
     }
     out
 }
-

@@ -8,7 +8,9 @@ use anyhow::{bail, Context, Result};
 use image::RgbImage;
 use llmprof::dataset::load_rgb;
 use llmprof::model::{GenerateConfig, GenerateOutput, Model, ModelInfo, PageReading, RequestInfo};
-use llmprof::report::artifacts::{IMAGES_DIR, INFER_README as README_FILE, PREDICTIONS_JSONL as PREDICTIONS_FILE};
+use llmprof::report::artifacts::{
+    IMAGES_DIR, INFER_README as README_FILE, PREDICTIONS_JSONL as PREDICTIONS_FILE,
+};
 use llmprof::report::boxes::{self, LabeledBoxes};
 use llmprof::spec::RunSpec;
 use serde::Serialize;
@@ -114,9 +116,10 @@ pub fn write_predictions<M: Model>(
         let out = generate_batch(model, &batch, &gen_cfg)
             .with_context(|| format!("generating for {}", chunk_infos[0].path))?;
         for (row, (info, name)) in chunk_infos.iter().zip(chunk_names).enumerate() {
-            let ids = out.tokens.get(row).with_context(|| {
-                format!("generation returned no row {row} for {}", info.path)
-            })?;
+            let ids = out
+                .tokens
+                .get(row)
+                .with_context(|| format!("generation returned no row {row} for {}", info.path))?;
             let page = PageOutput {
                 request: info.clone(),
                 name,
@@ -210,7 +213,8 @@ fn write_page_files(
     font: Option<&ab_glyph::FontVec>,
 ) -> Result<Vec<PredictedElement>> {
     let mmd = run_dir.join(format!("{name}.mmd"));
-    std::fs::write(&mmd, &reading.markdown).with_context(|| format!("writing {}", mmd.display()))?;
+    std::fs::write(&mmd, &reading.markdown)
+        .with_context(|| format!("writing {}", mmd.display()))?;
 
     for (k, b) in reading.image_boxes_px.iter().enumerate() {
         let Some(crop) = boxes::crop(original, b) else {

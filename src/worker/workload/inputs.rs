@@ -1,31 +1,26 @@
 //! The inputs a run processes: the dataset's sampled items, each prepared by the model, and
 //! `inputs.yaml` recording what each became.
-use anyhow::Result;
+use anyhow::{Context, Result};
 use llmprof::dataset::InputItem;
 use llmprof::model::Model;
 use llmprof::report::artifacts;
 use llmprof::spec::RunSpec;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// List the dataset's inputs and apply the sampling keys.
+/// List the dataset's inputs and apply the sampling keys. The front end made the dataset's
+/// paths absolute in config.resolved.yaml; relative ones (a hand-written config) are taken from
+/// the current directory.
 pub fn items(spec: &RunSpec) -> Result<Vec<InputItem>> {
-    llmprof::dataset::inputs(&spec.dataset, &base_dir(&spec.dataset.root))
-}
-
-/// Folder that relative data paths are read from: the current directory when the path exists
-/// there, else the repository that holds the config (`LLMPROF_BASE_DIR`, set by `llmprof`).
-pub fn base_dir(relative: &str) -> PathBuf {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    if Path::new(relative).is_absolute() || cwd.join(relative).exists() {
-        return cwd;
-    }
-    std::env::var_os("LLMPROF_BASE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or(cwd)
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    llmprof::dataset::inputs(&spec.dataset, &cwd)
 }
 
 /// Every item prepared by the model, with the prompt of `infer.prompt`.
-pub fn prepare_all<M: Model>(model: &M, spec: &RunSpec, items: &[InputItem]) -> Result<Vec<M::Request>> {
+pub fn prepare_all<M: Model>(
+    model: &M,
+    spec: &RunSpec,
+    items: &[InputItem],
+) -> Result<Vec<M::Request>> {
     items
         .iter()
         .map(|item| model.prepare(item, &spec.infer.prompt))
@@ -41,6 +36,10 @@ pub fn prepare_and_record<M: Model>(
 ) -> Result<Vec<M::Request>> {
     let prepared = prepare_all(model, spec, items)?;
     let infos: Vec<_> = prepared.iter().map(|r| model.describe(r)).collect();
-    artifacts::write(run_dir, artifacts::INPUTS_YAML, &artifacts::inputs_yaml(&infos))?;
+    artifacts::write(
+        run_dir,
+        artifacts::INPUTS_YAML,
+        &artifacts::inputs_yaml(&infos),
+    )?;
     Ok(prepared)
 }

@@ -85,7 +85,11 @@ pub fn run<M: Model>(
         kineto_flops: events.ops.iter().map(|o| o.flops).sum(),
         operators,
         kernels,
-        analytic_flops: work.region_flops.get(PREFILL.nvtx_name()).copied().unwrap_or(0.0)
+        analytic_flops: work
+            .region_flops
+            .get(PREFILL.nvtx_name())
+            .copied()
+            .unwrap_or(0.0)
             + work.step_flops.iter().sum::<f64>(),
     })
 }

@@ -8,9 +8,9 @@ use crate::measure::nvtx::{NvtxObserver, NvtxOptions};
 use crate::measure::timing::ClockKind;
 use crate::models::{with_model, ModelJob};
 use anyhow::{Context, Result};
+use llmprof::measure::gpu::GpuProps;
 use llmprof::measure::memory::{AllocatorPeaks, RegionPeak, StagePeaks};
 use llmprof::measure::nvml::{query_gpu, unix_ns, NvmlSampler};
-use llmprof::measure::gpu::GpuProps;
 use llmprof::model::{GenerateConfig, Model};
 use llmprof::region::{Region, RegionGuard, RegionObserver, DECODE, DECODE_STEP, PREFILL};
 use llmprof::report::artifacts::{self, Stage1Files};
@@ -129,7 +129,12 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
         // Warm-up per input (independent of any profiler switch): every new shape triggers
         // kernel selection (cuBLAS/cuDNN heuristics) that must not land in the timed repeats.
         for i in 0..spec.runtime.warmup {
-            tracing::debug!("warm-up {}/{} for {}", i + 1, spec.runtime.warmup, rows[0].name);
+            tracing::debug!(
+                "warm-up {}/{} for {}",
+                i + 1,
+                spec.runtime.warmup,
+                rows[0].name
+            );
             model.generate(batch, &gen_cfg, &llmprof::region::NoopObserver)?;
         }
         for repeat in 0..spec.runtime.repeats {
@@ -195,7 +200,13 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
             }
         });
     let kineto = if spec.pipeline.torch_profiler.enable {
-        Some(super::kineto_pass::run(model, spec, &batches[0], &gen_cfg, run_dir)?)
+        Some(super::kineto_pass::run(
+            model,
+            spec,
+            &batches[0],
+            &gen_cfg,
+            run_dir,
+        )?)
     } else {
         None
     };
@@ -218,11 +229,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
     };
     let report = llmprof::report::stage1::build(&measurements, spec);
     let static_analysis = if spec.pipeline.static_analysis.enable {
-        Some(model.static_analysis(
-            &prepared[0],
-            batch_size,
-            spec.infer.max_new_tokens as usize,
-        )?)
+        Some(model.static_analysis(&prepared[0], batch_size, spec.infer.max_new_tokens as usize)?)
     } else {
         None
     };

@@ -123,5 +123,4 @@ impl ArchConfig {
             .with_context(|| format!("config mapped from {}", path.display()))?;
         Ok(cfg)
     }
-
 }

@@ -1,8 +1,8 @@
 //! Prompt layout (docs/deepseek-ocr.md §3.6, §5): image-token counts per mode/grid and the "plain" template
 //! BOS + N×`<image>` + encoded text.
 
-use super::views::{PreprocessConfig, TileGrid};
 use super::tokenizer::TokenIds;
+use super::views::{PreprocessConfig, TileGrid};
 use anyhow::{ensure, Result};
 
 /// Pixels per vision token side: patch 16 × downsample 4 (docs/deepseek-ocr.md §4).
@@ -53,8 +53,8 @@ pub fn build_prompt_ids(
 
 #[cfg(test)]
 mod tests {
-    use super::super::views::{select_grid, Mode};
     use super::super::tokenizer::ByteTokenizer;
+    use super::super::views::{select_grid, Mode};
     use super::*;
 
     const ONE: TileGrid = TileGrid { cols: 1, rows: 1 };

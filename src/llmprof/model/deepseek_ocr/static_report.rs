@@ -7,8 +7,8 @@ use super::analytic::{
     PrefillFlops, RegionFlops,
 };
 use super::arch::ArchConfig;
-use super::views::{PreprocessConfig, TileGrid};
 use super::prompt::image_token_count;
+use super::views::{PreprocessConfig, TileGrid};
 use anyhow::{ensure, Result};
 use serde::Serialize;
 use std::fmt::Write;

@@ -155,7 +155,10 @@ mod tests {
     #[test]
     fn tile_grid_only_in_crop_mode_and_beyond_one_tile() {
         let gundam = PreprocessConfig::from_mode(Mode::Gundam);
-        assert_eq!(tile_grid(1240, 1754, &gundam), TileGrid { cols: 2, rows: 3 });
+        assert_eq!(
+            tile_grid(1240, 1754, &gundam),
+            TileGrid { cols: 2, rows: 3 }
+        );
         assert!(!tile_grid(640, 640, &gundam).has_tiles());
         let base = PreprocessConfig::from_mode(Mode::Base);
         assert!(!tile_grid(1240, 1754, &base).has_tiles());

@@ -382,7 +382,10 @@ mod tests {
     use super::*;
     use crate::nsight::ncu::parse::{parse, KernelRecord};
 
-    const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/stage2/ncu");
+    const DIR: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/stage2/ncu"
+    );
 
     fn merged(dir: &str) -> KernelRecord {
         let mut rec: Option<KernelRecord> = None;

@@ -305,7 +305,10 @@ fn parse_long(
 mod tests {
     use super::*;
 
-    const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/stage2/ncu");
+    const DIR: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/stage2/ncu"
+    );
 
     fn open(rel: &str) -> std::fs::File {
         std::fs::File::open(format!("{DIR}/{rel}")).expect("fixture present")

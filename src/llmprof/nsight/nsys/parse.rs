@@ -383,7 +383,10 @@ pub fn kernels_by_name(rows: &[KernelSum]) -> HashMap<&str, &KernelSum> {
 mod tests {
     use super::*;
 
-    const FIXTURE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/stage2/nsys");
+    const FIXTURE_DIR: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/stage2/nsys"
+    );
 
     fn fixture(name: &str) -> std::fs::File {
         std::fs::File::open(format!("{FIXTURE_DIR}/{name}")).expect("fixture present")

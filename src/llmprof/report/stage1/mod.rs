@@ -33,7 +33,11 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
     let peaks = work::peaks_info(m.model.cuda_device, &m.gpu, m.model.dtype, &spec.hardware);
     let utilisation = work::utilisation(&m.requests, &flops, &stages, &peaks);
     let kineto = m.kineto.as_ref().map(|k| kineto_info(k, &stages));
-    if let Some(k) = m.kineto.as_ref().filter(|k| k.kineto_flops > 0 && k.analytic_flops > 0.0) {
+    if let Some(k) = m
+        .kineto
+        .as_ref()
+        .filter(|k| k.kineto_flops > 0 && k.analytic_flops > 0.0)
+    {
         let ratio = k.kineto_flops as f64 / k.analytic_flops;
         flops.kineto_matmul_ratio = Some(ratio);
         notes.push(format!(
@@ -237,12 +241,20 @@ mod tests {
         assert_eq!(r.notes[0], SYNTHETIC_NOTE, "the banner comes first");
         assert!(r.notes.iter().any(|n| n == "a note"));
         // prefill 10 vs 14 ms between repeats: CV 22.6 % > 10 %.
-        assert!(r.notes.iter().any(|n| n.starts_with("prefill: coefficient of variation")));
+        assert!(r
+            .notes
+            .iter()
+            .any(|n| n.starts_with("prefill: coefficient of variation")));
         assert_eq!(r.setup.model, "tiny");
         assert_eq!(r.setup.dtype, "fp32");
         assert_eq!(r.stages["prefill"].mean_ms, 12.0);
         assert!(r.peaks.is_none());
-        assert!(r.utilisation.unavailable.as_deref().unwrap().contains("no GPU"));
+        assert!(r
+            .utilisation
+            .unavailable
+            .as_deref()
+            .unwrap()
+            .contains("no GPU"));
         assert_eq!(r.requests.len(), 2);
         assert_eq!(r.requests[0].crop_grid, [1, 1]);
     }

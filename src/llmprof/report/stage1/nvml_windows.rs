@@ -62,7 +62,12 @@ pub fn nvml_info(trace: Option<&NvmlTrace>, requests: &[TimedRequest]) -> NvmlIn
     }
     let windows: BTreeMap<String, NvmlWindow> = [PREFILL, DECODE]
         .iter()
-        .map(|r| (r.nvtx_name().to_string(), window(trace, requests, r.nvtx_name())))
+        .map(|r| {
+            (
+                r.nvtx_name().to_string(),
+                window(trace, requests, r.nvtx_name()),
+            )
+        })
         .collect();
     let energies: Vec<f64> = windows.values().filter_map(|w| w.energy_j).collect();
     let energy_total = (!energies.is_empty()).then(|| energies.iter().sum::<f64>());
@@ -109,7 +114,10 @@ mod tests {
             unavailable: None,
         };
         let mut t = request(0, 0, &[], &[1.0]);
-        t.windows = vec![("prefill".into(), 0, 10_000_000), ("decode".into(), 20_000_000, 30_000_000)];
+        t.windows = vec![
+            ("prefill".into(), 0, 10_000_000),
+            ("decode".into(), 20_000_000, 30_000_000),
+        ];
         let info = nvml_info(Some(&trace), &[t]);
         assert!(info.available);
         assert_eq!(info.windows["prefill"].power_w, Some(100.0));

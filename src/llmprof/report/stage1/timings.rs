@@ -88,7 +88,12 @@ pub(crate) mod tests {
     use super::*;
 
     /// A request of `rows` rows with the given region times and steps.
-    pub fn request(batch: usize, repeat: u32, regions: &[(&str, f64)], steps: &[f64]) -> TimedRequest {
+    pub fn request(
+        batch: usize,
+        repeat: u32,
+        regions: &[(&str, f64)],
+        steps: &[f64],
+    ) -> TimedRequest {
         TimedRequest {
             batch_index: batch,
             repeat,

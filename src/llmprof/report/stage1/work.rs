@@ -36,8 +36,14 @@ pub fn region_flops_mean(requests: &[TimedRequest]) -> BTreeMap<String, f64> {
 /// Analytic work per request, averaged over the timed requests (decode steps over all steps).
 pub fn flops_info(requests: &[TimedRequest]) -> FlopsInfo {
     let regions = region_flops_mean(requests);
-    let steps: Vec<f64> = requests.iter().flat_map(|t| t.work.step_flops.clone()).collect();
-    let bytes: Vec<f64> = requests.iter().flat_map(|t| t.work.step_bytes.clone()).collect();
+    let steps: Vec<f64> = requests
+        .iter()
+        .flat_map(|t| t.work.step_flops.clone())
+        .collect();
+    let bytes: Vec<f64> = requests
+        .iter()
+        .flat_map(|t| t.work.step_bytes.clone())
+        .collect();
     let steps_per_request = mean(
         &requests
             .iter()
@@ -142,7 +148,12 @@ mod tests {
     use crate::model::BatchWork;
 
     fn worked(steps: usize, prefill: f64, vision: f64, step: f64, bytes: f64) -> TimedRequest {
-        let mut t = request(0, 0, &[("prefill", 10.0), ("vision", 5.0), (E2E, 30.0)], &vec![2.0; steps]);
+        let mut t = request(
+            0,
+            0,
+            &[("prefill", 10.0), ("vision", 5.0), (E2E, 30.0)],
+            &vec![2.0; steps],
+        );
         t.work = BatchWork {
             region_flops: [("prefill".into(), prefill), ("vision".into(), vision)].into(),
             step_flops: vec![step; steps],

@@ -1,8 +1,8 @@
 //! The real DeepSeek-OCR tokenizer (docs/deepseek-ocr.md §8: DeepSeek-V3 byte-level BPE + 12 OCR added tokens)
 //! loaded from an HF `tokenizer.json` with the `tokenizers` crate, behind `TokenIds`.
 
-use llmprof::model::deepseek_ocr::tokenizer::{SpecialIds, TokenIds};
 use anyhow::{anyhow, bail, Context, Result};
+use llmprof::model::deepseek_ocr::tokenizer::{SpecialIds, TokenIds};
 use std::path::{Path, PathBuf};
 
 /// BOS, EOS and pad as spelled in the vocabulary (docs/deepseek-ocr.md §8; the bars and spaces are U+FF5C, U+2581).

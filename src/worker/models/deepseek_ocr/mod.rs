@@ -23,13 +23,13 @@ use llmprof::model::deepseek_ocr::{CLIP, PROJECTOR, SAM, VISION};
 use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};
 use optim::ModelOptim;
 use preprocess::PreparedImage;
+use std::path::Path;
+use tch::{Device, Kind, Tensor};
 use text::decoder::Decoder;
 use text::kv_cache::KvCache;
 use vision::clip::Clip;
 use vision::projector::Projector;
 use vision::sam::Sam;
-use std::path::Path;
-use tch::{Device, Kind, Tensor};
 
 /// One prompt of a batch: token ids (BOS + placeholders + text) and its image, if any.
 #[derive(Debug, Clone, Copy)]
@@ -306,9 +306,9 @@ pub(crate) mod test_util {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use llmprof::region::NoopObserver;
     use llmprof::model::deepseek_ocr::views::{PreprocessConfig, TileGrid};
     use llmprof::model::deepseek_ocr::{prompt, tokenizer};
+    use llmprof::region::NoopObserver;
 
     fn tiny() -> DeepseekOcr {
         DeepseekOcr::synthetic(&ArchConfig::tiny(), 11, Device::Cpu, Kind::Float).unwrap()

@@ -2,10 +2,10 @@
 //! gundam), PIL-style pad/stretch, Gundam dynamic tiling, normalisation to [−1, 1].
 
 use anyhow::{ensure, Result};
-use image::{
-    imageops, imageops::FilterType, Rgb, RgbImage,
+use image::{imageops, imageops::FilterType, Rgb, RgbImage};
+use llmprof::model::deepseek_ocr::views::{
+    tile_grid, PreprocessConfig, TileGrid, PAD_RGB, STRETCH_MAX,
 };
-use llmprof::model::deepseek_ocr::views::{tile_grid, PreprocessConfig, TileGrid, PAD_RGB, STRETCH_MAX};
 use tch::{Kind, Tensor};
 
 /// Views of one image, normalised, fp32 on the CPU.

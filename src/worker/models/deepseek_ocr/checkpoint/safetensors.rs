@@ -139,4 +139,3 @@ pub fn checkpoint_files(path: &Path) -> Result<Vec<PathBuf>> {
     );
     Ok(files)
 }
-

@@ -169,7 +169,6 @@ pub fn expected_tensors(cfg: &ArchConfig, part: Part) -> Vec<TensorSpec> {
     v
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -467,4 +467,3 @@ mod tests {
         assert_eq!(back.len(), w.len());
     }
 }
-

@@ -1,13 +1,13 @@
 //! Debug entry points for parity checks against the reference implementation (the lead wires
 //! the CLI): decoder-only logits and SAM-only features from partial weight files.
 
-use llmprof::model::deepseek_ocr::arch::ArchConfig;
+use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
+use crate::models::deepseek_ocr::optim::ModelOptim;
 use crate::models::deepseek_ocr::text::decoder::Decoder;
 use crate::models::deepseek_ocr::text::kv_cache::KvCache;
-use crate::models::deepseek_ocr::optim::ModelOptim;
 use crate::models::deepseek_ocr::vision::sam::Sam;
-use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
 use anyhow::{ensure, Result};
+use llmprof::model::deepseek_ocr::arch::ArchConfig;
 use std::path::Path;
 use tch::{Device, Kind, Tensor};
 

@@ -305,9 +305,14 @@ mod tests {
                 eos_check_interval: 4,
                 sync_free_decode: true,
             };
-            let got =
-                crate::models::deepseek_ocr::decode::generate::generate_with(&mut session, &m, &rows, &gen, &NoopObserver)
-                    .unwrap();
+            let got = crate::models::deepseek_ocr::decode::generate::generate_with(
+                &mut session,
+                &m,
+                &rows,
+                &gen,
+                &NoopObserver,
+            )
+            .unwrap();
             for (r, row) in got.tokens.iter().enumerate() {
                 let col: Vec<i64> = want.iter().map(|s| s[r]).collect();
                 assert_eq!(row, &col, "lens {lens:?} row {r}");

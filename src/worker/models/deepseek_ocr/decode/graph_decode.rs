@@ -11,12 +11,12 @@
 //!   window. Without a GPU the fixed-shape step runs eagerly every time (same numbers, no
 //!   capture), which is how the CPU tests check it against the eager path.
 
+use crate::ffi::CudaGraph;
 use crate::models::deepseek_ocr::text::kv_cache::KvCache;
 use crate::models::deepseek_ocr::DeepseekOcr;
 use anyhow::{ensure, Context, Result};
-use crate::ffi::CudaGraph;
-use llmprof::region::{RegionObserver, DECODE_STEP};
 use llmprof::model::GraphStats;
+use llmprof::region::{RegionObserver, DECODE_STEP};
 use std::collections::{BTreeMap, HashMap};
 use tch::{Device, Kind, Tensor};
 

@@ -1,10 +1,10 @@
 //! Decoder self-attention: plain MHA (no GQA, no MLA), rotate-half RoPE over the full head dim,
 //! reading/writing the static KV cache (docs/deepseek-ocr.md §2).
 
-use llmprof::model::deepseek_ocr::arch::DecoderConfig;
-use crate::models::deepseek_ocr::text::kv_cache::{AttnMask, KvCache};
 use crate::models::deepseek_ocr::checkpoint::weights::WeightPath;
+use crate::models::deepseek_ocr::text::kv_cache::{AttnMask, KvCache};
 use anyhow::Result;
+use llmprof::model::deepseek_ocr::arch::DecoderConfig;
 use tch::{Kind, Tensor};
 
 /// RoPE tables, NeoX "rotate-half" convention: inv_freq_i = θ^(−2i/d), i < d/2, duplicated over

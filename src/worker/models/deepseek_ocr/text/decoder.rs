@@ -1,14 +1,14 @@
 //! DeepSeek-V2-style decoder (docs/deepseek-ocr.md §2): embeddings, pre-norm layers (dense first, MoE after),
 //! final RMSNorm, untied lm_head. Runs over the static KV cache.
 
-use crate::models::deepseek_ocr::text::attention::{Attention, Rope};
-use llmprof::model::deepseek_ocr::arch::DecoderConfig;
-use crate::models::deepseek_ocr::text::kv_cache::{AttnMask, KvCache};
-use crate::models::deepseek_ocr::layers::{RmsNorm, SwiGlu};
-use crate::models::deepseek_ocr::text::moe::{Moe, MoeDispatch};
-use crate::models::deepseek_ocr::optim::ModelOptim;
 use crate::models::deepseek_ocr::checkpoint::weights::WeightPath;
+use crate::models::deepseek_ocr::layers::{RmsNorm, SwiGlu};
+use crate::models::deepseek_ocr::optim::ModelOptim;
+use crate::models::deepseek_ocr::text::attention::{Attention, Rope};
+use crate::models::deepseek_ocr::text::kv_cache::{AttnMask, KvCache};
+use crate::models::deepseek_ocr::text::moe::{Moe, MoeDispatch};
 use anyhow::{ensure, Result};
+use llmprof::model::deepseek_ocr::arch::DecoderConfig;
 use tch::{Kind, Tensor};
 
 #[derive(Debug)]

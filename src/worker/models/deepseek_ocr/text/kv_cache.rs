@@ -5,8 +5,8 @@
 //! keeps the counter on the device, so a CUDA graph can capture a decode step once and replay
 //! it at any length.
 
-use llmprof::model::deepseek_ocr::arch::DecoderConfig;
 use anyhow::{ensure, Result};
+use llmprof::model::deepseek_ocr::arch::DecoderConfig;
 use tch::{Device, Kind, Tensor};
 
 /// How attention is masked for one forward call.

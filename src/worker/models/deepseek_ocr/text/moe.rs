@@ -1,10 +1,10 @@
 //! DeepSeek MoE FFN (docs/deepseek-ocr.md §2): fp32 softmax router, greedy top-k without renormalisation,
 //! routed SwiGLU experts summed in fp32, plus always-on shared experts.
 
-use llmprof::model::deepseek_ocr::arch::DecoderConfig;
-use crate::models::deepseek_ocr::layers::{silu_mul_halves, GateUp, SwiGlu};
 use crate::models::deepseek_ocr::checkpoint::weights::WeightPath;
+use crate::models::deepseek_ocr::layers::{silu_mul_halves, GateUp, SwiGlu};
 use anyhow::{ensure, Result};
+use llmprof::model::deepseek_ocr::arch::DecoderConfig;
 use tch::{Kind, Tensor};
 
 /// How routed experts are evaluated.
@@ -219,8 +219,8 @@ fn unsort(sorted: &Tensor, order: &Tensor, n: i64, k: i64, h: i64) -> Result<Ten
 #[cfg(test)]
 mod tests {
     use super::*;
-    use llmprof::model::deepseek_ocr::arch::ArchConfig;
     use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
+    use llmprof::model::deepseek_ocr::arch::ArchConfig;
     use tch::Device;
 
     /// Per-token loop over experts, router recomputed on the host (softmax, sort, no renorm).

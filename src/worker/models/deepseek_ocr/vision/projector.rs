@@ -2,10 +2,10 @@
 //! [CLIP(no CLS) | SAM] → Linear → tokens; local mosaic (+newlines), global grid (+newlines),
 //! then the view separator.
 
-use llmprof::model::deepseek_ocr::arch::ProjectorConfig;
-use crate::models::deepseek_ocr::layers::Linear;
 use crate::models::deepseek_ocr::checkpoint::weights::WeightPath;
+use crate::models::deepseek_ocr::layers::Linear;
 use anyhow::{ensure, Result};
+use llmprof::model::deepseek_ocr::arch::ProjectorConfig;
 use tch::Tensor;
 
 #[derive(Debug)]
