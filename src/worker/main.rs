@@ -82,12 +82,13 @@ fn run_debug(args: &[String]) -> Result<()> {
                 .with_context(|| format!("reading {}", ids.display()))?;
             let ids: Vec<i64> = serde_json::from_str(&text)
                 .with_context(|| format!("{} must be a JSON list of token ids", ids.display()))?;
-            let (logits, greedy_ids) = llmprof_worker::models::deepseek_ocr::debug_logits(
-                &weights,
-                &ids,
-                kind(&dtype),
-                greedy,
-            )?;
+            let (logits, greedy_ids) =
+                llmprof_worker::models::deepseek_ocr::checks::debug::debug_logits(
+                    &weights,
+                    &ids,
+                    kind(&dtype),
+                    greedy,
+                )?;
             let greedy_t = tch::Tensor::from_slice(&greedy_ids);
             let logits = logits
                 .to_device(tch::Device::Cpu)
@@ -172,7 +173,8 @@ fn run_debug(args: &[String]) -> Result<()> {
             let px = px
                 .to_device(tch::Device::cuda_if_available())
                 .to_kind(kind(&dtype));
-            let features = llmprof_worker::models::deepseek_ocr::debug_sam(&weights, &px)?;
+            let features =
+                llmprof_worker::models::deepseek_ocr::checks::debug::debug_sam(&weights, &px)?;
             let features = features
                 .to_device(tch::Device::Cpu)
                 .to_kind(tch::Kind::Float)

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::precision::Precision;
 use crate::measure::peaks::Peaks;
-use crate::nsight::ncu::metrics::Precision;
 
 /// One kernel as the roofline sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -4,6 +4,7 @@
 pub mod classify;
 pub mod markdown;
 pub mod plot;
+pub mod precision;
 
 pub use classify::{classify, Bound, BoundClass, KernelPoint, Roofs, Thresholds};
 

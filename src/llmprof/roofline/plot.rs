@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::markdown::short_name;
+use super::precision::Precision;
 use super::{BoundClass, RooflineReport, Roofs, Row};
-use crate::nsight::ncu::metrics::Precision;
 
 const W: f64 = 960.0;
 const H: f64 = 640.0;

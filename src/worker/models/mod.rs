@@ -18,6 +18,6 @@ pub trait ModelJob {
 /// Builds the model `spec` names and runs `job` on it.
 pub fn with_model<J: ModelJob>(spec: &RunSpec, job: J) -> Result<J::Output> {
     match spec.model.family {
-        Family::DeepseekOcr => job.run(&deepseek_ocr::DeepseekOcrModel::build(spec)?),
+        Family::DeepseekOcr => job.run(&deepseek_ocr::interface::DeepseekOcrModel::build(spec)?),
     }
 }

@@ -25,50 +25,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::roofline::precision::Precision;
 use regex::Regex;
 use serde::Serialize;
 
 use super::parse::{KernelRecord, Value};
-
-/// Precision of counted FLOPs; `Tensor*` are tensor-core paths.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Precision {
-    Fp64,
-    Fp32,
-    Fp16,
-    TensorFp64,
-    TensorTf32,
-    TensorFp16,
-    TensorBf16,
-    TensorFp8,
-}
-
-impl Precision {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Fp64 => "fp64",
-            Self::Fp32 => "fp32",
-            Self::Fp16 => "fp16",
-            Self::TensorFp64 => "tensor_fp64",
-            Self::TensorTf32 => "tensor_tf32",
-            Self::TensorFp16 => "tensor_fp16",
-            Self::TensorBf16 => "tensor_bf16",
-            Self::TensorFp8 => "tensor_fp8",
-        }
-    }
-
-    pub fn is_tensor(self) -> bool {
-        matches!(
-            self,
-            Self::TensorFp64
-                | Self::TensorTf32
-                | Self::TensorFp16
-                | Self::TensorBf16
-                | Self::TensorFp8
-        )
-    }
-}
 
 /// Tensor pipe activity above which unknown tensor FLOPs make the intensity unknown (percent of
 /// peak). A kernel without any MMA reads 0 on this counter; 1 % leaves room for counter noise.

@@ -14,8 +14,6 @@ pub mod text;
 pub mod vision;
 
 pub use checkpoint::weights::{Part, Weights};
-pub use checks::debug::{debug_logits, debug_sam};
-pub use interface::DeepseekOcrModel;
 pub use llmprof::model::deepseek_ocr::ArchConfig;
 
 use anyhow::{ensure, Context, Result};
