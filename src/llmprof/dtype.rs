@@ -23,6 +23,13 @@ impl Dtype {
         }
     }
 
+    /// The type a report spelling names (`fp32`, `bf16`, `fp16`).
+    pub fn from_name(name: &str) -> Option<Dtype> {
+        [Dtype::F32, Dtype::Bf16, Dtype::F16]
+            .into_iter()
+            .find(|d| d.name() == name)
+    }
+
     /// Bytes per element.
     pub fn bytes(self) -> u64 {
         match self {
@@ -47,5 +54,7 @@ mod tests {
         assert_eq!((Dtype::F32.name(), Dtype::F32.bytes()), ("fp32", 4));
         assert_eq!((Dtype::Bf16.name(), Dtype::Bf16.bytes()), ("bf16", 2));
         assert_eq!(serde_json::to_string(&Dtype::F16).unwrap(), "\"fp16\"");
+        assert_eq!(Dtype::from_name("bf16"), Some(Dtype::Bf16));
+        assert_eq!(Dtype::from_name("f32"), None);
     }
 }

@@ -61,12 +61,11 @@ fn run_debug(args: &[String]) -> Result<()> {
         std::iter::once("llmprof debug".to_string()).chain(args[1..].iter().cloned()),
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // clap restricts --dtype to fp32 and bf16.
     let kind = |d: &str| {
-        if d == "bf16" {
-            tch::Kind::BFloat16
-        } else {
-            tch::Kind::Float
-        }
+        llmprof_worker::models::device::kind(
+            llmprof::dtype::Dtype::from_name(d).unwrap_or(llmprof::dtype::Dtype::F32),
+        )
     };
     // fp32 checks compare true fp32 arithmetic: no TF32 in matmuls or convolutions.
     llmprof_worker::ffi::set_allow_tf32(false, false).context("turning TF32 off")?;

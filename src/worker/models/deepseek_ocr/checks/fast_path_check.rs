@@ -16,6 +16,7 @@ use crate::models::deepseek_ocr::decode::graph_decode::{DecodeSession, StepPath}
 use crate::models::deepseek_ocr::optim::ModelOptim;
 use crate::models::deepseek_ocr::{ArchConfig, DeepseekOcr, Part, PromptRow, Weights};
 use anyhow::Result;
+use llmprof::dtype::Dtype;
 use llmprof::region::NoopObserver;
 use serde::Serialize;
 use tch::{Device, Kind, Tensor};
@@ -183,7 +184,8 @@ pub fn check(
     };
     let forced = Some(&reference.tokens[..]);
     let mut out = Vec::new();
-    for kind in [Kind::Float, Kind::BFloat16] {
+    for dtype in [Dtype::F32, Dtype::Bf16] {
+        let kind = crate::models::device::kind(dtype);
         let w = if kind == Kind::Float {
             w32.shallow_clone()
         } else {
@@ -212,7 +214,7 @@ pub fn check(
             };
             out.push(VariantCheck {
                 variant: name,
-                dtype: if kind == Kind::Float { "fp32" } else { "bf16" }.into(),
+                dtype: dtype.name().into(),
                 steps,
                 token_mismatches: mismatched.len(),
                 first_mismatch: mismatched.first().copied(),
