@@ -1,6 +1,6 @@
 //! Build script of the worker package: links libtorch into `llmprof-worker`, with `torch_cuda`
 //! forced in and an rpath so that users never set LD_LIBRARY_PATH. It also compiles the C++ shim (`csrc/shim.cpp`: Kineto, CUDA events/graphs, allocator
-//! stats) against the torch and CUDA runtime headers and links it into the worker and the test
+//! stats, versions of the loaded libraries) against the torch and CUDA runtime headers and links it into the worker and the test
 //! harnesses only.
 use std::path::{Path, PathBuf};
 

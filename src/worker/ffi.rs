@@ -7,6 +7,8 @@ use std::marker::PhantomData;
 use std::path::Path;
 use std::ptr::NonNull;
 
+pub mod versions;
+
 /// Mirrors `llmprof_profiler_config`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]

@@ -2,11 +2,14 @@
 //! `llmprof-worker <stage1|infer|bench-overhead> <run_dir>` (the run directory holds
 //! config.resolved.yaml) or forwards `debug ...` to it.
 use anyhow::{bail, Context, Result};
+use llmprof_worker::ffi::versions::RuntimeVersions;
 use std::path::PathBuf;
 
 fn main() {
+    let versions = RuntimeVersions::read();
+    let kineto_quieted = quiet_kineto_without_gpu(&versions);
     llmprof::logging::init_stderr();
-    if let Err(e) = run() {
+    if let Err(e) = run(&versions, kineto_quieted) {
         let msg = format!("{e:#}");
         tracing::error!("{msg}");
         // The front end puts this text into status.json.
@@ -20,7 +23,19 @@ fn main() {
     }
 }
 
-fn run() -> Result<()> {
+/// Without a CUDA device, libkineto's device probe logs `ERROR: ... gpuGetDeviceCount failed`
+/// on every profiled run. Its log level is read from `KINETO_LOG_LEVEL` when the profiler first
+/// starts, so setting it here, before any thread exists, silences that (level 5 is above
+/// ERROR). A level the user set is kept. Returns whether it was set.
+fn quiet_kineto_without_gpu(v: &RuntimeVersions) -> bool {
+    if v.cuda_device_count > 0 || std::env::var_os("KINETO_LOG_LEVEL").is_some() {
+        return false;
+    }
+    std::env::set_var("KINETO_LOG_LEVEL", "5");
+    true
+}
+
+fn run(versions: &RuntimeVersions, kineto_quieted: bool) -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(command) = args.first() else {
         bail!(
@@ -36,6 +51,21 @@ fn run() -> Result<()> {
             let tree = llmprof::config::yaml::parse(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
             let spec = llmprof::spec::RunSpec::from_tree(&tree)?;
             tracing::info!(cuda = tch::Cuda::is_available(), device = %spec.device, "worker started");
+            if versions.cuda_device_count == 0 {
+                // One clear line instead of libkineto's `gpuGetDeviceCount failed with code 35`.
+                tracing::info!(
+                    "no CUDA device: {}. Kineto records CPU activity only{}",
+                    versions
+                        .no_cuda_device_reason
+                        .as_deref()
+                        .unwrap_or("cudaGetDeviceCount found none"),
+                    if kineto_quieted {
+                        "; its GPU probe is silenced (KINETO_LOG_LEVEL=5)"
+                    } else {
+                        ""
+                    }
+                );
+            }
             match command.as_str() {
                 "stage1" => llmprof_worker::workload::stage1::run(&spec, &dir),
                 "infer" => llmprof_worker::workload::infer::run(&spec, &dir),

@@ -6,7 +6,7 @@ use crate::config::Composed;
 use crate::measure::op_tables::KernelRow;
 use crate::nsight::{self, ncu, nsys};
 use crate::region::{Region, RegionTree};
-use crate::spec::RunSpec;
+use crate::spec::{NcuClockControl, RunSpec};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -318,6 +318,10 @@ impl<'a> Stage2<'a> {
                 None => kernel_regex(name),
             };
             let regions = self.spec.model.family.regions();
+            let clock_control = match c.clock_control {
+                NcuClockControl::Base => ncu::command::ClockControl::Base,
+                NcuClockControl::None => ncu::command::ClockControl::None,
+            };
             let opts = ncu::command::Options {
                 nvtx_includes: match c.nvtx_include.as_deref() {
                     None => vec![],
@@ -331,6 +335,7 @@ impl<'a> Stage2<'a> {
                 launch_count: Some(c.launch_count as u64),
                 collect: collect.clone(),
                 metrics: metrics.clone(),
+                clock_control,
                 output: ncu::command::Output::CsvLog(csv.clone()),
             };
             let child = self.child(
@@ -370,18 +375,20 @@ impl<'a> Stage2<'a> {
         if !empty.is_empty() {
             tracing::warn!("ncu profiled nothing for: {}", empty.join(", "));
         }
-        let analysis = nsight::analyze::ncu_roofline(&dir, None)?;
+        // No kernel → model-op mapping yet (`roofline::UsefulFlops`): that needs the model to name
+        // its ops' kernels (e.g. an NVTX range around the LM head) and their analytic FLOPs.
+        let analysis = ncu::analysis::ncu_roofline_with(&dir, None, &[])?;
         std::fs::write(
             self.run_dir.join("roofline.md"),
             crate::roofline::markdown::render(&analysis.roofline),
         )?;
         std::fs::write(
             self.run_dir.join("ncu.md"),
-            nsight::analyze::analyze_ncu(&dir, false, None)?,
+            ncu::analysis::render(&dir, &analysis, false)?,
         )?;
         std::fs::write(
             self.run_dir.join("ncu_kernels.json"),
-            nsight::analyze::analyze_ncu(&dir, true, None)?,
+            ncu::analysis::render(&dir, &analysis, true)?,
         )?;
         if self.spec.output.plots {
             crate::roofline::plot::write_plots(self.run_dir, &analysis.roofline)?;

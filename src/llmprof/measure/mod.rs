@@ -2,9 +2,11 @@
 //! maths, Kineto's event records and the operator/kernel tables built from them. The CUDA/Kineto
 //! session half lives in the worker crate. Nothing here knows about a model.
 pub mod gpu;
+pub mod kernel_names;
 pub mod kineto_events;
 pub mod memory;
 pub mod nvml;
+pub mod nvml_energy;
 pub mod op_tables;
 pub mod peaks;
 pub mod stats;

@@ -56,7 +56,7 @@ pub struct WindowMean {
     /// Samples inside the window; 0 when the window is shorter than the interval.
     pub samples: usize,
     pub power_w: Option<f64>,
-    /// Energy counter difference between the first and last sample inside the window, joules.
+    /// Joules in the window: the energy counter interpolated at its edges (`nvml_energy`).
     pub energy_j: Option<f64>,
     pub sm_clock_mhz: Option<f64>,
     pub mem_clock_mhz: Option<f64>,
@@ -227,13 +227,7 @@ impl NvmlTrace {
                     .iter()
                     .filter(|s| start_ns <= s.unix_ns && s.unix_ns <= end_ns)
                     .collect();
-                let energy: Vec<u64> = rows.iter().filter_map(|r| r.total_energy_mj).collect();
-                let energy_j = match (energy.first(), energy.last()) {
-                    (Some(a), Some(b)) if energy.len() >= 2 => {
-                        Some(b.saturating_sub(*a) as f64 / 1000.0)
-                    }
-                    _ => None,
-                };
+                let energy_j = super::nvml_energy::window_energy_j(&self.samples, start_ns, end_ns);
                 let throttle = rows
                     .iter()
                     .filter_map(|r| r.throttle_reasons)
@@ -242,6 +236,7 @@ impl NvmlTrace {
                     start_ns,
                     end_ns,
                     samples: rows.len(),
+                    // NVML's power reading (a moving average on recent GPUs); energy_j is exact.
                     power_w: mean_of(&rows, |r| r.power_mw).map(|mw| mw / 1000.0),
                     energy_j,
                     sm_clock_mhz: mean_of(&rows, |r| r.sm_clock_mhz),
@@ -254,6 +249,42 @@ impl NvmlTrace {
                 }
             })
             .collect()
+    }
+
+    /// Reads back what [`NvmlTrace::to_csv`] wrote (comment lines skipped).
+    pub fn from_csv(text: &str) -> Result<NvmlTrace> {
+        fn cell<T: std::str::FromStr>(c: Option<&str>) -> Option<T> {
+            c.filter(|c| !c.is_empty()).and_then(|c| c.parse().ok())
+        }
+        let mut samples = Vec::new();
+        for (i, line) in text.lines().enumerate().skip(1) {
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            let c: Vec<&str> = line.split(',').collect();
+            let unix_ns = cell(c.first().copied())
+                .with_context(|| format!("nvml.csv line {}: no unix_ns", i + 1))?;
+            samples.push(NvmlSample {
+                unix_ns,
+                power_mw: cell(c.get(1).copied()),
+                total_energy_mj: cell(c.get(2).copied()),
+                sm_clock_mhz: cell(c.get(3).copied()),
+                mem_clock_mhz: cell(c.get(4).copied()),
+                gpu_util_pct: cell(c.get(5).copied()),
+                mem_util_pct: cell(c.get(6).copied()),
+                mem_used_bytes: cell(c.get(7).copied()),
+                temperature_c: cell(c.get(8).copied()),
+                throttle_reasons: c
+                    .get(9)
+                    .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok()),
+            });
+        }
+        Ok(NvmlTrace {
+            device_index: 0,
+            interval: Duration::ZERO,
+            samples,
+            unavailable: None,
+        })
     }
 
     /// CSV text: one row per sample, empty cells for unsupported fields. Without NVML the file
@@ -313,6 +344,7 @@ pub fn query_gpu(index: u32) -> Result<GpuProps, NvmlUnavailable> {
         sm_count: None,
         cuda_cores: device.num_cores().ok(),
         max_sm_clock_mhz: device.max_clock_info(Clock::SM).ok().map(f64::from),
+        cuda_clock_rate_mhz: None,
         max_mem_clock_mhz: device.max_clock_info(Clock::Memory).ok().map(f64::from),
         memory_bus_width_bits: device.memory_bus_width().ok(),
         memory_total_bytes: device.memory_info().ok().map(|m| m.total),
@@ -341,10 +373,10 @@ mod tests {
             device_index: 0,
             interval: Duration::from_millis(10),
             samples: vec![
-                sample(100, 300_000, 1_000, 1980),
-                sample(110, 500_000, 5_000, 1980),
-                sample(120, 700_000, 11_000, 1800),
-                sample(130, 100_000, 12_000, 1980),
+                sample(100_000_000, 300_000, 1_000, 1980),
+                sample(110_000_000, 500_000, 5_000, 1980),
+                sample(120_000_000, 700_000, 11_000, 1800),
+                sample(130_000_000, 100_000, 12_000, 1980),
             ],
             unavailable: None,
         }
@@ -352,16 +384,18 @@ mod tests {
 
     #[test]
     fn window_means_by_hand() {
-        let w = trace().window_means(&[(105, 125), (131, 140)]);
-        // Samples at 110 and 120: power (500 000 + 700 000)/2 mW = 600 W; energy 11000 − 5000 mJ = 6 J;
-        // SM clock (1980 + 1800)/2 = 1890; throttle 0 | 0x4.
+        let ms = 1_000_000;
+        let w = trace().window_means(&[(105 * ms, 125 * ms), (131 * ms, 140 * ms)]);
+        // Samples at 110 and 120 ms inside. Energy: the counter interpolated at 105 ms (3000 mJ)
+        // and 125 ms (11500 mJ) = 8.5 J (the samples inside alone give 6 J and miss both edges);
+        // power (500 + 700)/2 W = 600 W; SM clock (1980 + 1800)/2 = 1890; throttle 0 | 0x4.
         assert_eq!(w[0].samples, 2);
+        assert!((w[0].energy_j.unwrap() - 8.5).abs() < 1e-12);
         assert!((w[0].power_w.unwrap() - 600.0).abs() < 1e-9);
-        assert!((w[0].energy_j.unwrap() - 6.0).abs() < 1e-12);
         assert!((w[0].sm_clock_mhz.unwrap() - 1890.0).abs() < 1e-12);
         assert_eq!(w[0].throttle_reasons, Some(0x4));
         assert_eq!(w[0].gpu_util_pct, None);
-        // An empty window has no values rather than zeros.
+        // A window after the last sample has no values rather than zeros.
         assert_eq!(w[1].samples, 0);
         assert_eq!(w[1].power_w, None);
         assert_eq!(w[1].energy_j, None);
@@ -372,7 +406,7 @@ mod tests {
         let csv = trace().to_csv();
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 5);
-        assert_eq!(lines[1], "100,300000,1000,1980,,,,,,0x0");
+        assert_eq!(lines[1], "100000000,300000,1000,1980,,,,,,0x0");
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! Operator and kernel tables from a profile: host events nested by time on each thread, GPU work
 //! attributed to the op that launched it (correlation ids) and to the enclosing user scope
-//! (stage), self vs total times without double counting, markdown rendering. Pure.
+//! (stage), self vs total times without double counting; `markdown` renders operators.md and
+//! kernels.md. Pure.
 use std::collections::HashMap;
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-
-use anyhow::{Context, Result};
 
 use super::kineto_events::{HostKind, ProfileEvents};
+
+mod markdown;
+pub use markdown::{render_kernels_md, render_operators_md, write_tables};
 
 /// Who contains whom, and where each piece of GPU work belongs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,86 +298,6 @@ pub fn kernel_table(events: &ProfileEvents, attribution: &Attribution) -> Vec<Ke
     rows
 }
 
-fn ms(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
-
-/// Escapes `|` so kernel names with template arguments stay inside their cell.
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|")
-}
-
-/// `operators.md`: one markdown table, times in milliseconds.
-pub fn render_operators_md(rows: &[OperatorRow]) -> String {
-    let mut out = String::from(
-        "# Operators\n\nSorted by self CUDA time. Self = own time minus nested host events; \
-         total = outermost instances only (no double counting). CUDA time = GPU work launched \
-         by the op (correlation ids). Times in ms.\n\n\
-         | Operator | Kind | Calls | Self CPU | Total CPU | Self CUDA | Total CUDA | GFLOP |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|\n",
-    );
-    for r in rows {
-        let gflop = if r.flops == 0 {
-            "".to_string()
-        } else {
-            format!("{:.3}", r.flops as f64 / 1e9)
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {:?} | {} | {} | {} | {} | {} | {} |",
-            cell(&r.name),
-            r.kind,
-            r.calls,
-            ms(r.self_cpu_ns),
-            ms(r.total_cpu_ns),
-            ms(r.self_cuda_ns),
-            ms(r.total_cuda_ns),
-            gflop
-        );
-    }
-    out
-}
-
-/// `kernels.md`: one markdown table, times in milliseconds.
-pub fn render_kernels_md(rows: &[KernelRow]) -> String {
-    let mut out = String::from(
-        "# Kernels\n\nGPU work (kernels, memcpy, memset) per stage, sorted by total time. Share = \
-         total ÷ summed duration of all GPU work. Times in ms.\n\n\
-         | Stage | Kernel | Calls | Total | Mean | Share |\n|---|---|---:|---:|---:|---:|\n",
-    );
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {:.4} | {:.1}% |",
-            cell(r.stage.as_deref().unwrap_or("(none)")),
-            cell(&r.name),
-            r.calls,
-            ms(r.total_ns),
-            r.mean_ns / 1e6,
-            r.share_of_gpu * 100.0
-        );
-    }
-    out
-}
-
-/// Writes `operators.md` and `kernels.md` into `dir`; returns their paths.
-pub fn write_tables(events: &ProfileEvents, dir: &Path) -> Result<(PathBuf, PathBuf)> {
-    let attribution = Attribution::new(events);
-    let ops_path = dir.join("operators.md");
-    let kernels_path = dir.join("kernels.md");
-    std::fs::write(
-        &ops_path,
-        render_operators_md(&operator_table(events, &attribution)),
-    )
-    .with_context(|| format!("writing {}", ops_path.display()))?;
-    std::fs::write(
-        &kernels_path,
-        render_kernels_md(&kernel_table(events, &attribution)),
-    )
-    .with_context(|| format!("writing {}", kernels_path.display()))?;
-    Ok((ops_path, kernels_path))
-}
-
 #[cfg(test)]
 mod tests {
     //! Expected numbers were read off tests/fixtures/kineto/h100_decode_step_slice.json by hand
@@ -553,17 +473,5 @@ mod tests {
             (rows[0].name.as_str(), rows[0].self_cuda_ns),
             ("cudaGraphLaunch", 40)
         );
-    }
-
-    #[test]
-    fn markdown_tables_render() {
-        let ev = fixture();
-        let att = Attribution::new(&ev);
-        let ops_md = render_operators_md(&operator_table(&ev, &att));
-        assert!(ops_md.contains("| aten::mm | Op | 3 | 3.852 | 4.039 | 4.146 | 4.146 |  |"));
-        let k_md = render_kernels_md(&kernel_table(&ev, &att));
-        assert!(k_md.contains(
-            "| decode_step | nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_NNT | 3 | 4.143 | 1.3810 | 66.7% |"
-        ));
     }
 }

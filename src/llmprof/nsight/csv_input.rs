@@ -1,7 +1,11 @@
 //! Pulls the CSV part out of Nsight output that may be mixed with other text: program stdout,
-//! `==PROF==`/`==WARNING==` lines (ncu without `--log-file`), `NOTICE:`/`Generating ...` (nsys).
+//! `==PROF==`/`==WARNING==` lines (ncu without `--log-file`), `NOTICE:`/`Generating ...` (nsys);
+//! and finds the CSV files of an export folder.
 
 use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
 
 /// Reads all of `reader` as UTF-8 (lossy: kernel names are ASCII, stray bytes must not fail).
 pub fn read_text(mut reader: impl Read) -> std::io::Result<String> {
@@ -48,6 +52,40 @@ pub fn plain_csv_block(text: &str, is_header: impl Fn(&str) -> bool) -> Option<S
         out.push('\n');
     }
     Some(out)
+}
+
+/// CSV files under `path` (recursively, sorted), or `path` itself when it is a file.
+pub fn csv_files(path: &Path) -> Result<Vec<PathBuf>> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    if !path.is_dir() {
+        bail!("{} does not exist", path.display());
+    }
+    let pattern = format!(
+        "{}/**/*.csv",
+        glob::Pattern::escape(&path.display().to_string())
+    );
+    let mut files: Vec<PathBuf> = glob::glob(&pattern)
+        .context("building the CSV search pattern")?
+        .flatten()
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        bail!("no .csv files under {}", path.display());
+    }
+    Ok(files)
+}
+
+/// `file` relative to `base`; its own name when `base` is the file.
+pub fn rel(base: &Path, file: &Path) -> String {
+    match file.strip_prefix(base) {
+        Ok(r) if !r.as_os_str().is_empty() => r.display().to_string(),
+        _ => file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| file.display().to_string()),
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 use super::metrics::{RunReport, StageStats};
 use std::fmt::Write as _;
 
+mod top_tables;
+
 /// Regions of the generation loop every model shares, in the order the table ends with.
 const LOOP_ORDER: [&str; 4] = ["prefill", "decode_step", "decode", "e2e"];
 
@@ -31,6 +33,33 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 fn pct(v: Option<f64>) -> String {
     v.map(|x| format!("{:.1} %", x * 100.0))
         .unwrap_or_else(|| "n/a".into())
+}
+
+/// TTFT, TPOT, ITL and e2e as serving benchmarks define them, with their distributions.
+fn serving_section(s: &mut String, r: &RunReport) {
+    let v = &r.serving;
+    let _ = writeln!(s, "\n## Serving metrics (ms, per batch row)\n");
+    let _ = writeln!(s, "TTFT = request start → first token; TPOT = (e2e − TTFT) ÷ (output tokens − 1) per request; ITL = every gap between consecutive tokens; definitions as vLLM's benchmark (docs/metrics-schema.md).\n");
+    let _ = writeln!(s, "| metric | n | mean | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|---:|---:|");
+    for (name, st) in [
+        ("TTFT", &v.ttft_ms),
+        ("TPOT", &v.tpot_ms),
+        ("ITL", &v.itl_ms),
+        ("e2e", &v.e2e_ms),
+    ] {
+        match st {
+            Some(st) => {
+                let _ = writeln!(
+                    s,
+                    "| {name} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                    st.n, st.mean_ms, st.p50_ms, st.p90_ms, st.p99_ms, st.max_ms
+                );
+            }
+            None => {
+                let _ = writeln!(s, "| {name} | 0 | n/a | n/a | n/a | n/a | n/a |");
+            }
+        }
+    }
 }
 
 pub fn render(r: &RunReport) -> String {
@@ -69,7 +98,7 @@ pub fn render(r: &RunReport) -> String {
         let _ = writeln!(s, "| {k} | {v} |");
     }
     let _ = writeln!(s, "\n## Stages (ms)\n");
-    let _ = writeln!(s, "prefill = time to first token (the model's input encoders included); decode_step = time per output token. CV mixes all inputs; \"CV/input\" is the largest CV between repeats of one input (⚠ above 10 %).\n");
+    let _ = writeln!(s, "Regions as the model marks them; decode_step is the forward pass of one step only (serving metrics below). CV mixes all inputs; \"CV/input\" is the largest CV between repeats of one input (⚠ above 10 %).\n");
     let _ = writeln!(s, "| stage | n | mean | std | min | p50 | p90 | p99 | CV | CV/input |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let row =
         |s: &mut String, name: &str, st: &StageStats| {
@@ -89,6 +118,7 @@ pub fn render(r: &RunReport) -> String {
     for name in region_order(r) {
         row(&mut s, name, &r.stages[name]);
     }
+    serving_section(&mut s, r);
     let t = &r.throughput;
     let _ = writeln!(s, "\n## Throughput\n");
     let _ = writeln!(s, "| metric | value |\n|---|---|");
@@ -109,7 +139,7 @@ pub fn render(r: &RunReport) -> String {
     );
     let _ = writeln!(
         s,
-        "| decode tokens/s per row (1000 / TPOT) | {} |",
+        "| decode tokens/s per row (1000 / mean TPOT) | {} |",
         opt(t.decode_tokens_per_s, 1)
     );
 
@@ -118,9 +148,31 @@ pub fn render(r: &RunReport) -> String {
         Some(p) => {
             let _ = writeln!(
                 s,
-                "Peaks ({}): {:.1} TFLOP/s {}, {:.0} GB/s — {}.\n",
-                p.gpu_name, p.peak_tflops, p.precision, p.peak_bandwidth_gbs, p.source
+                "Peaks ({}): {:.1} TFLOP/s {} dense at {}, {:.0} GB/s — {}. MFU uses this datasheet figure.\n",
+                p.gpu_name,
+                p.peak_tflops,
+                p.precision,
+                p.clock_mhz
+                    .map(|c| format!("{c:.0} MHz"))
+                    .unwrap_or_else(|| "the overridden clock".into()),
+                p.peak_bandwidth_gbs,
+                p.source
             );
+            for (w, at) in &p.at_window_clock {
+                let _ = writeln!(
+                    s,
+                    "- {w}: the GPU ran at {:.0} MHz (NVML mean), where the peak is {:.1} TFLOP/s; MFU at that clock: {}.",
+                    at.sm_clock_mhz,
+                    at.peak_tflops,
+                    pct(r.utilisation.mfu_at_window_clock.get(match w.as_str() {
+                        "decode" => "decode_step",
+                        other => other,
+                    }).copied())
+                );
+            }
+            if !p.at_window_clock.is_empty() {
+                s.push('\n');
+            }
         }
         None => {
             let _ = writeln!(
@@ -134,34 +186,42 @@ pub fn render(r: &RunReport) -> String {
         }
     }
     if let Some(f) = &r.flops {
-        let _ = writeln!(s, "| stage | analytic work | MFU |\n|---|---|---|");
-        if f.vision_gflop > 0.0 {
+        let _ = writeln!(
+            s,
+            "| stage | analytic work | MFU (mean time) | MFU (p50 time) |\n|---|---|---:|---:|"
+        );
+        let u = &r.utilisation;
+        let mut row = |label: &str, work: String, key: &str| {
             let _ = writeln!(
                 s,
-                "| vision | {:.1} GFLOP | {} |",
-                f.vision_gflop,
-                pct(r.utilisation.mfu.get("vision").copied())
+                "| {label} | {work} | {} | {} |",
+                pct(u.mfu.get(key).copied()),
+                pct(u.mfu_p50.get(key).copied())
             );
+        };
+        if f.vision_gflop > 0.0 {
+            row("vision", format!("{:.1} GFLOP", f.vision_gflop), "vision");
         }
-        let _ = writeln!(
-            s,
-            "| prefill (incl. input encoders) | {:.1} GFLOP | {} |",
-            f.prefill_gflop,
-            pct(r.utilisation.mfu.get("prefill").copied())
+        row(
+            "prefill (incl. input encoders)",
+            format!("{:.1} GFLOP", f.prefill_gflop),
+            "prefill",
         );
-        let _ = writeln!(
-            s,
-            "| decode step | {:.3} GFLOP, {:.3} GB | {} (MBU {}) |",
-            f.decode_step_gflop_mean,
-            f.decode_step_bytes_mean / 1e9,
-            pct(r.utilisation.mfu.get("decode_step").copied()),
-            pct(r.utilisation.mbu_decode)
+        row(
+            "decode step",
+            format!(
+                "{:.3} GFLOP, {:.3} GB",
+                f.decode_step_gflop_mean,
+                f.decode_step_bytes_mean / 1e9
+            ),
+            "decode_step",
         );
+        row("end to end", format!("{:.1} GFLOP", f.e2e_gflop), "e2e");
         let _ = writeln!(
             s,
-            "| end to end | {:.1} GFLOP | {} |",
-            f.e2e_gflop,
-            pct(r.utilisation.mfu.get("e2e").copied())
+            "\nMBU of the decode step: {} (mean time), {} (p50 time).",
+            pct(u.mbu_decode),
+            pct(u.mbu_decode_p50)
         );
         if let Some(ratio) = f.kineto_matmul_ratio {
             let _ = writeln!(
@@ -171,10 +231,7 @@ pub fn render(r: &RunReport) -> String {
         }
     }
     if let Some(k) = &r.kineto {
-        let _ = writeln!(s, "\n## Top operators (Kineto, profiled pass)\n");
-        top_table(&mut s, &k.top_operators);
-        let _ = writeln!(s, "\n## Top kernels (Kineto, profiled pass)\n");
-        top_table(&mut s, &k.top_kernels);
+        top_tables::render(&mut s, r, k);
         let _ = writeln!(s, "\nFull tables: operators.md, kernels.md; timeline: trace.json (open in https://ui.perfetto.dev).");
     }
     let n = &r.nvml;
@@ -188,9 +245,10 @@ pub fn render(r: &RunReport) -> String {
     } else {
         let _ = writeln!(
             s,
-            "{} samples (nvml.csv). Energy per output token: {} J.\n",
+            "{} samples (nvml.csv). Energy per output token: {} J; per decode token: {} J (the energy counter interpolated at each window's edges; n/a when a window could not be measured).\n",
             n.samples,
-            opt(n.energy_j_per_output_token, 3)
+            opt(n.energy_j_per_output_token, 3),
+            opt(n.energy_j_per_decode_token, 3)
         );
         let _ = writeln!(s, "| window | power W | SM MHz | mem MHz | GPU util % | mem util % | mem used GiB | temp °C | throttle |\n|---|---:|---:|---:|---:|---:|---:|---:|---|");
         for (name, w) in &n.windows {
@@ -284,26 +342,6 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
             windows.join("; "),
             g.replays,
             g.eager_steps
-        );
-    }
-}
-
-fn top_table(s: &mut String, rows: &[super::metrics::TopRow]) {
-    let _ = writeln!(
-        s,
-        "| name | stage | calls | total ms | share |\n|---|---|---:|---:|---:|"
-    );
-    for r in rows {
-        let _ = writeln!(
-            s,
-            "| `{}` | {} | {} | {:.3} | {} |",
-            r.name.replace('|', "\\|"),
-            r.stage.clone().unwrap_or_else(|| "—".into()),
-            r.calls,
-            r.total_ms,
-            r.share_pct
-                .map(|p| format!("{p:.1} %"))
-                .unwrap_or_else(|| "—".into())
         );
     }
 }

@@ -36,8 +36,11 @@ pub struct TimedRequest {
     pub rows: Vec<RequestInfo>,
     /// Region → ms for this request (nested regions counted in their parents too).
     pub region_ms: BTreeMap<String, f64>,
-    /// Each decode step's duration, ms.
+    /// Each decode step's forward time, ms.
     pub step_ms: Vec<f64>,
+    /// When each token was emitted, ms from the request's start: the end of prefill (first
+    /// token), then the end of each decode step. Serving metrics (TTFT, TPOT, ITL) come from it.
+    pub token_ms: Vec<f64>,
     pub output_tokens: usize,
     pub decode_steps: usize,
     /// Host unix-ns windows of the prefill and decode regions (for NVML alignment).

@@ -5,7 +5,7 @@ use crate::model::GraphStats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const SCHEMA: &str = "llmprof.metrics/v1";
+pub const SCHEMA: &str = "llmprof.metrics/v2";
 
 /// The banner every synthetic-weights report carries (the model states it; reports repeat it).
 pub use crate::model::SYNTHETIC_NOTE;
@@ -26,6 +26,8 @@ pub struct RunReport {
     /// `stages` mixes inputs, whose crop grids and prompt lengths legitimately differ).
     pub cv_within_input: BTreeMap<String, f64>,
     pub throughput: Throughput,
+    /// TTFT, TPOT, ITL and end-to-end latency under their standard definitions (docs/metrics-schema.md).
+    pub serving: ServingMetrics,
     pub peaks: Option<PeaksInfo>,
     pub flops: Option<FlopsInfo>,
     pub utilisation: Utilisation,
@@ -101,8 +103,24 @@ pub struct Throughput {
     pub tokens_per_s_per_request_mean: Option<f64>,
     /// All output tokens ÷ all timed e2e time (batch rows counted separately).
     pub tokens_per_s_aggregate: Option<f64>,
-    /// Decode tokens per second per batch row: 1000 ÷ mean TPOT.
+    /// Decode tokens per second per batch row: 1000 ÷ mean TPOT (TPOT as in `serving`).
     pub decode_tokens_per_s: Option<f64>,
+}
+
+/// Serving metrics as vLLM's benchmark (`vllm/benchmarks/serve.py`), optimum-benchmark and
+/// GenAI-Perf define them, over the timed requests (cold first repeats excluded); per batch row.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServingMetrics {
+    /// Time to first token: request start → first token (prefill, input encoders included).
+    pub ttft_ms: Option<StageStats>,
+    /// Time per output token after the first, per request: (e2e − TTFT) ÷ (output tokens − 1).
+    pub tpot_ms: Option<StageStats>,
+    /// Inter-token latency: every gap between consecutive tokens of every request.
+    pub itl_ms: Option<StageStats>,
+    /// Request start → last token. Output tokens per second, per request and aggregate, are in
+    /// `throughput`.
+    pub e2e_ms: Option<StageStats>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -114,6 +132,18 @@ pub struct PeaksInfo {
     pub peak_bandwidth_gbs: f64,
     /// "derived from <GPU props> (<source>)" or "hardware.peak_tflops override".
     pub source: String,
+    /// The clock `peak_tflops` is at: the rated (datasheet) clock of the run's precision.
+    pub clock_mhz: Option<f64>,
+    /// The same peak at the mean SM clock NVML saw in each stage window (prefill, decode).
+    pub at_window_clock: BTreeMap<String, WindowPeak>,
+}
+
+/// The dense peak at the clock the GPU actually ran during one stage window.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowPeak {
+    pub sm_clock_mhz: f64,
+    pub peak_tflops: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -136,6 +166,13 @@ pub struct Utilisation {
     pub mfu: BTreeMap<String, f64>,
     /// Memory-bandwidth utilisation of decode (0..1): bytes per step ÷ step time ÷ peak bandwidth.
     pub mbu_decode: Option<f64>,
+    /// MFU per stage from the median stage time instead of the mean.
+    pub mfu_p50: BTreeMap<String, f64>,
+    /// MBU of decode from the median decode-step time.
+    pub mbu_decode_p50: Option<f64>,
+    /// MFU of prefill and of the decode step against the peak at the clock NVML saw in their
+    /// windows (`peaks.at_window_clock`): how busy the GPU was at the speed it actually ran.
+    pub mfu_at_window_clock: BTreeMap<String, f64>,
     /// Why MFU/MBU are missing, when they are.
     pub unavailable: Option<String>,
 }
@@ -148,8 +185,12 @@ pub struct NvmlInfo {
     pub samples: usize,
     /// Averages per stage window (prefill, decode) and over all timed requests.
     pub windows: BTreeMap<String, NvmlWindow>,
+    /// Prefill + decode energy of the timed requests (null when any window could not be measured).
     pub energy_j_total: Option<f64>,
+    /// `energy_j_total` ÷ every output token.
     pub energy_j_per_output_token: Option<f64>,
+    /// Decode energy ÷ the tokens decode produced (all but each row's first).
+    pub energy_j_per_decode_token: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -219,4 +260,15 @@ pub struct RequestRecord {
     /// Stage → ms for this request.
     pub stage_ms: BTreeMap<String, f64>,
     pub decode_steps: usize,
+    pub ttft_ms: Option<f64>,
+    /// (e2e − TTFT) ÷ (tokens per row − 1); null with fewer than 2 tokens.
+    pub tpot_ms: Option<f64>,
+    pub e2e_ms: Option<f64>,
+    /// Output tokens of one row ÷ e2e.
+    pub output_tokens_per_s: Option<f64>,
+    /// Every inter-token gap of this request.
+    pub itl_ms: Vec<f64>,
+    /// A first repeat much slower than the later repeats of its input: left out of the
+    /// statistics (see `notes`).
+    pub cold: bool,
 }

@@ -1,12 +1,15 @@
 //! Roofline analysis: classify kernels against a GPU's roofs, summarise by GPU time, and render
-//! `roofline.md` tables and SVG/PNG plots.
+//! `roofline.md` tables and SVG/PNG plots. Each kernel's roofs are the GPU's peaks at the SM and
+//! DRAM clocks the profiler measured over that kernel (rated clocks where none were measured).
 
 pub mod classify;
 pub mod markdown;
 pub mod plot;
 pub mod precision;
+pub mod useful;
 
 pub use classify::{classify, Bound, BoundClass, KernelPoint, Roofs, Thresholds};
+pub use useful::UsefulFlops;
 
 use serde::Serialize;
 
@@ -31,7 +34,8 @@ pub struct ClassShare {
 /// A roofline over a set of kernels.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RooflineReport {
-    /// `None` when no GPU peaks were known; `peaks_note` says why.
+    /// The GPU's datasheet peaks at its rated clocks; `None` when no GPU peaks were known
+    /// (`peaks_note` says why).
     pub peaks: Option<Peaks>,
     pub peaks_note: String,
     pub rows: Vec<Row>,
@@ -40,19 +44,24 @@ pub struct RooflineReport {
 }
 
 impl RooflineReport {
-    /// Classifies `points` against `peaks` (if any) and summarises them.
+    /// Classifies `points` against `peaks` (if any) at each point's measured clocks and
+    /// summarises them.
     pub fn build(
         points: Vec<KernelPoint>,
         peaks: Option<Peaks>,
         peaks_note: String,
         t: &Thresholds,
     ) -> Self {
-        let roofs = peaks.as_ref().map(Roofs::from_peaks);
         let rows: Vec<Row> = points
             .into_iter()
-            .map(|point| Row {
-                bound: classify(&point, roofs.as_ref(), t),
-                point,
+            .map(|point| {
+                let roofs = peaks.as_ref().map(|p| {
+                    Roofs::from_peaks(&p.at_clocks(point.sm_clock_mhz, point.dram_clock_mhz))
+                });
+                Row {
+                    bound: classify(&point, roofs.as_ref(), t),
+                    point,
+                }
             })
             .collect();
         let summary = summarise(&rows);
@@ -62,6 +71,15 @@ impl RooflineReport {
             rows,
             summary,
         }
+    }
+
+    /// Roofs to draw under `rows`: the peaks at the median SM and DRAM clocks measured over
+    /// those kernels (the rated clocks where none were measured).
+    pub fn plot_roofs(&self, rows: &[&Row]) -> Option<Roofs> {
+        let peaks = self.peaks.as_ref()?;
+        let sm = median(rows.iter().filter_map(|r| r.point.sm_clock_mhz).collect());
+        let dram = median(rows.iter().filter_map(|r| r.point.dram_clock_mhz).collect());
+        Some(Roofs::from_peaks(&peaks.at_clocks(sm, dram)))
     }
 
     /// Stage names in first-seen order (rows without a stage are left out).
@@ -76,6 +94,20 @@ impl RooflineReport {
         }
         out
     }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 /// GPU-time-weighted share per class (weights are `KernelPoint::weight_ns`).
@@ -107,6 +139,7 @@ pub fn summarise(rows: &[Row]) -> Vec<ClassShare> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::peaks::ClockSource;
 
     #[test]
     fn summary_weights_by_gpu_time() {
@@ -115,11 +148,16 @@ mod tests {
             stage: Some("decode".into()),
             weight_ns: w,
             duration_ns: Some(w),
-            flops: Some(ai * 1e6),
-            intensity: Some(ai),
+            executed_flops: Some(ai * 1e6),
+            executed_intensity: Some(ai),
+            dram_bytes: Some(1e6),
+            useful_flops: None,
+            useful_op: None,
             precision: None,
             sm_pct: Some(80.0),
             dram_pct: Some(80.0),
+            sm_clock_mhz: Some(1400.0),
+            dram_clock_mhz: None,
             why_unknown: None,
         };
         let peaks = crate::measure::peaks::derive(
@@ -138,5 +176,12 @@ mod tests {
         assert!((r.summary[0].share_pct - 80.0).abs() < 1e-9);
         assert_eq!(r.summary[1].class, BoundClass::ComputeBound);
         assert_eq!(r.stages(), vec!["decode".to_string()]);
+        // Roofs at the kernels' measured SM clock, the rated DRAM clock.
+        assert_eq!(r.rows[0].bound.ridge_sm_clock_mhz, Some(1400.0));
+        let rows: Vec<&Row> = r.rows.iter().collect();
+        let roofs = r.plot_roofs(&rows).expect("peaks");
+        assert_eq!(roofs.sm_clock_mhz, 1400.0);
+        assert_eq!(roofs.dram_clock_source, ClockSource::SkuTable);
+        assert_eq!(median(vec![3.0, 1.0, 2.0, 10.0]), Some(2.5));
     }
 }

@@ -56,7 +56,7 @@ impl Axes {
 fn plottable<'a>(rows: &[&'a Row]) -> Vec<(&'a Row, f64, f64)> {
     rows.iter()
         .filter_map(|r| {
-            let ai = r.point.intensity.filter(|v| *v > 0.0)?;
+            let ai = r.point.executed_intensity.filter(|v| *v > 0.0)?;
             let fps = r.point.flops_per_s().filter(|v| *v > 0.0)?;
             Some((*r, ai, fps))
         })
@@ -162,18 +162,25 @@ pub fn svg(title: &str, rows: &[&Row], roofs: Option<&Roofs>) -> String {
     );
     let _ = writeln!(
         s,
-        r#"<text x="{}" y="{}" font-size="14" text-anchor="middle">arithmetic intensity (FLOP / DRAM byte)</text>"#,
+        r#"<text x="{}" y="{}" font-size="14" text-anchor="middle">executed arithmetic intensity (FLOP / DRAM byte)</text>"#,
         (LEFT + W - RIGHT) / 2.0,
         H - 20.0
     );
     let _ = writeln!(
         s,
-        r#"<text x="20" y="{}" font-size="14" text-anchor="middle" transform="rotate(-90 20 {})">achieved FLOP/s</text>"#,
+        r#"<text x="20" y="{}" font-size="14" text-anchor="middle" transform="rotate(-90 20 {})">achieved executed FLOP/s</text>"#,
         H / 2.0,
         H / 2.0
     );
-    // Roofs: DRAM slope up to the highest ridge, then one flat roof per precision in use.
+    // Roofs: DRAM slope up to the highest ridge, then one flat roof per precision in use, at the
+    // clocks the subtitle states.
     if let Some(r) = roofs {
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="44" font-size="12" text-anchor="middle">{}</text>"#,
+            W / 2.0,
+            escape(&roof_clocks(r))
+        );
         let x0 = 10f64.powf(ax.x_lo);
         let x1 = 10f64.powf(ax.x_hi);
         let top = used
@@ -284,6 +291,31 @@ pub fn svg(title: &str, rows: &[&Row], roofs: Option<&Roofs>) -> String {
     s
 }
 
+/// "roofs at SM 1336 MHz, DRAM 3199 MHz (measured)": the clocks a plot's roofs use.
+pub fn roof_clocks(r: &Roofs) -> String {
+    use crate::measure::peaks::ClockSource;
+    let how = |c: ClockSource| match c {
+        ClockSource::Measured => "measured, median over the kernels",
+        ClockSource::SkuTable => "rated",
+        ClockSource::CudaClockRate => "CUDA clock rate",
+        ClockSource::MaxMemoryClock => "maximum memory clock",
+    };
+    let sm = if r.tensor_clock_mhz == r.sm_clock_mhz {
+        format!("SM {:.0} MHz", r.sm_clock_mhz)
+    } else {
+        format!(
+            "SM {:.0} MHz (tensor roofs {:.0} MHz)",
+            r.sm_clock_mhz, r.tensor_clock_mhz
+        )
+    };
+    format!(
+        "roofs at {sm} ({}), DRAM {:.0} MHz ({})",
+        how(r.sm_clock_source),
+        r.dram_clock_mhz,
+        how(r.dram_clock_source)
+    )
+}
+
 /// Font files tried when fontconfig knows none (Debian's fonts-dejavu-core, which bootstrap.sh
 /// installs).
 const FALLBACK_FONTS: [&str; 2] = [
@@ -336,7 +368,6 @@ fn file_stem(stage: &str) -> String {
 /// `roofline_<stage>.svg`/`.png` per stage into `dir`. Returns the files written.
 pub fn write_plots(dir: &Path, report: &RooflineReport) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let roofs = report.peaks.as_ref().map(Roofs::from_peaks);
     let gpu = report
         .peaks
         .as_ref()
@@ -361,7 +392,7 @@ pub fn write_plots(dir: &Path, report: &RooflineReport) -> Result<Vec<PathBuf>> 
     }
     let mut written = Vec::new();
     for (stem, title, rows) in plots {
-        let text = svg(&title, &rows, roofs.as_ref());
+        let text = svg(&title, &rows, report.plot_roofs(&rows).as_ref());
         let svg_path = dir.join(format!("{stem}.svg"));
         std::fs::write(&svg_path, &text)
             .with_context(|| format!("writing {}", svg_path.display()))?;
@@ -393,8 +424,13 @@ mod tests {
             stage: Some(stage.into()),
             weight_ns: ns,
             duration_ns: Some(ns),
-            flops: Some(flops),
-            intensity: Some(ai),
+            executed_flops: Some(flops),
+            executed_intensity: Some(ai),
+            dram_bytes: Some(if ai > 0.0 { flops / ai } else { 0.0 }),
+            useful_flops: None,
+            useful_op: None,
+            sm_clock_mhz: None,
+            dram_clock_mhz: None,
             precision: Some(if ai > 10.0 {
                 Precision::TensorBf16
             } else {
@@ -435,6 +471,12 @@ mod tests {
         assert!(text.contains("gemv&lt;a&amp;b&gt;"));
         assert!(text.contains("tensor_bf16"));
         assert!(text.contains("DRAM 3.35 TB/s"));
+        assert!(
+            text.contains(
+                "roofs at SM 1980 MHz (tensor roofs 1830 MHz) (rated), DRAM 2617 MHz (rated)"
+            ),
+            "{text}"
+        );
         assert!(text.contains("1 kernel(s) not plotted"));
     }
 

@@ -240,7 +240,17 @@ pub struct NcuSpec {
     pub sections: Vec<String>,
     /// `--set` (e.g. full); replaces `sections` when given.
     pub set: Option<String>,
+    /// `--clock-control`: `base` (ncu's default: clocks locked to base while profiling) or `none`.
+    pub clock_control: NcuClockControl,
     pub extra_args: Vec<String>,
+}
+
+/// `pipeline.ncu.clock_control`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NcuClockControl {
+    Base,
+    None,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -1,7 +1,8 @@
 // llmprof shim: implements shim.h over libtorch (Kineto profiler, RecordFunction user scopes,
-// CUDA events, caching-allocator statistics, CUDA graphs). Every entry point catches all C++
+// versions of the loaded libraries, CUDA events, caching-allocator statistics, CUDA graphs). Every entry point catches all C++
 // exceptions and turns them into -1 plus a per-thread message (see llmprof_last_error).
 #include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include "shim.h"
 
 #include <c10/cuda/CUDAEvent.h>
@@ -11,6 +12,8 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
+#include <caffe2/core/common.h>
+#include <cuda_runtime_api.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <cstring>
@@ -235,6 +238,55 @@ void llmprof_scope_end(llmprof_scope* scope) {
     delete scope;
   } catch (...) {
   }
+}
+
+// ---- Versions ----------------------------------------------------------------------------------
+
+void llmprof_runtime_versions_read(llmprof_runtime_versions* out) {
+  if (out == nullptr) return;
+  *out = llmprof_runtime_versions{-1, -1, -1, 0, 0};
+  try {
+    int value = 0;
+    if (cudaRuntimeGetVersion(&value) == cudaSuccess) out->cuda_runtime = value;
+    value = 0;
+    if (cudaDriverGetVersion(&value) == cudaSuccess) out->cuda_driver = value;
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    out->cuda_device_error = static_cast<int32_t>(err);
+    out->cuda_device_count = err == cudaSuccess ? count : 0;
+    if (err != cudaSuccess) (void)cudaGetLastError();  // do not leave the error sticky
+  } catch (...) {
+  }
+  try {
+    // The real CUDAHooks once libtorch_cuda is loaded (the worker forces it in); it calls the
+    // loaded cuDNN's cudnnGetVersion(), which needs no GPU.
+    const long v = at::detail::getCUDAHooks().versionRuntimeCuDNN();
+    if (v > 0) out->cudnn = v;
+  } catch (...) {
+  }
+}
+
+int64_t llmprof_torch_build_option(const char* key, char* buf, size_t buf_len) {
+  try {
+    if (key == nullptr) return -1;
+    const auto& options = caffe2::GetBuildOptions();
+    const auto it = options.find(key);
+    if (it == options.end()) return -1;
+    const std::string& value = it->second;
+    if (buf != nullptr && buf_len > 0) {
+      const size_t n = value.size() < buf_len - 1 ? value.size() : buf_len - 1;
+      std::memcpy(buf, value.data(), n);
+      buf[n] = '\0';
+    }
+    return static_cast<int64_t>(value.size());
+  } catch (...) {
+    return -1;
+  }
+}
+
+const char* llmprof_cuda_error_string(int32_t code) {
+  const char* text = cudaGetErrorString(static_cast<cudaError_t>(code));
+  return text != nullptr ? text : "unknown CUDA error";
 }
 
 // ---- CUDA ------------------------------------------------------------------------------------

@@ -76,6 +76,28 @@ int llmprof_scope_begin(const char* name, llmprof_scope** out);
 /* Ends and frees the scope. Must run on the thread that began it. */
 void llmprof_scope_end(llmprof_scope* scope);
 
+/* ---- Versions of the loaded libraries ------------------------------------------------------
+ * Read at run time from the libraries this process loaded; these never fail: what cannot be
+ * read is -1 (numbers) or absent (strings). Safe on machines without a GPU or driver. */
+
+typedef struct llmprof_runtime_versions {
+  int32_t cuda_runtime;      /* cudaRuntimeGetVersion: 1000 * major + 10 * minor; -1 unknown */
+  int32_t cuda_driver;       /* cudaDriverGetVersion, same encoding; 0 = no driver; -1 unknown */
+  int64_t cudnn;             /* cudnnGetVersion() of the cuDNN libtorch_cuda loaded; -1 unknown */
+  int32_t cuda_device_count; /* cudaGetDeviceCount; 0 when it fails */
+  int32_t cuda_device_error; /* the cudaError_t of that call; 0 = cudaSuccess */
+} llmprof_runtime_versions;
+
+void llmprof_runtime_versions_read(llmprof_runtime_versions* out);
+
+/* The loaded libtorch's build option `key` (caffe2::GetBuildOptions: TORCH_VERSION, COMMIT_SHA,
+ * CUDA_VERSION, CUDNN_VERSION, ...): copied like llmprof_last_error; returns its full length,
+ * or -1 when libtorch has no such option. */
+int64_t llmprof_torch_build_option(const char* key, char* buf, size_t buf_len);
+
+/* cudaGetErrorString of a CUDA runtime error code: a static string, never NULL. */
+const char* llmprof_cuda_error_string(int32_t code);
+
 /* ---- CUDA -------------------------------------------------------------------------------- */
 
 /* Number of visible CUDA devices (0 without a GPU or driver; never an error). */

@@ -137,6 +137,8 @@ impl StepTimer {
 /// Named stages, each timed from `begin` to `end` (stages may repeat; order is kept).
 pub struct StageTimer {
     clock: ClockKind,
+    /// Taken at the first `begin`: every stage's end is also given relative to it.
+    origin: Option<Stamp>,
     open: Vec<(String, Stamp)>,
     closed: Vec<(String, Stamp, Stamp)>,
 }
@@ -146,18 +148,25 @@ pub struct StageTimer {
 pub struct StageTime {
     pub name: String,
     pub duration_ns: u64,
+    /// When the stage ended, from the timer's first `begin` (token emission times, inter-token
+    /// gaps).
+    pub end_ns: u64,
 }
 
 impl StageTimer {
     pub fn new(clock: ClockKind) -> Self {
         StageTimer {
             clock,
+            origin: None,
             open: Vec::new(),
             closed: Vec::new(),
         }
     }
 
     pub fn begin(&mut self, name: impl Into<String>) -> Result<()> {
+        if self.origin.is_none() {
+            self.origin = Some(stamp(self.clock)?);
+        }
         let s = stamp(self.clock)?;
         self.open.push((name.into(), s));
         Ok(())
@@ -183,12 +192,16 @@ impl StageTimer {
                 e.synchronize().context("waiting for a CUDA timing event")?;
             }
         }
+        let Some(origin) = &self.origin else {
+            return Ok(Vec::new());
+        };
         self.closed
             .iter()
             .map(|(name, start, end)| {
                 Ok(StageTime {
                     name: name.clone(),
                     duration_ns: elapsed_ns(start, end)?,
+                    end_ns: elapsed_ns(origin, end)?,
                 })
             })
             .collect()
@@ -228,6 +241,7 @@ mod tests {
         assert_eq!(stages[0].name, "sam");
         assert_eq!(stages[1].name, "vision");
         assert!(stages[1].duration_ns >= stages[0].duration_ns);
+        assert!(stages[1].end_ns >= stages[0].end_ns && stages[0].end_ns >= 2_000_000);
         assert!(StageTimer::new(ClockKind::Host).end().is_err());
         let mut open = StageTimer::new(ClockKind::Host);
         open.begin("prefill").unwrap();

@@ -68,22 +68,39 @@ impl ModelJob for Stage1<'_> {
     }
 }
 
-/// Region times of one timed request: regions summed, decode steps one by one, e2e added.
-fn split_times(times: Vec<crate::measure::timing::StageTime>) -> (BTreeMap<String, f64>, Vec<f64>) {
+/// Times of one timed request, in ms: regions (summed over repeats of a region, `e2e` added),
+/// each decode step's forward time, and when each token was emitted (prefill's end for the
+/// first, each decode step's end for the others), from the request's start.
+struct RequestTimes {
+    regions: BTreeMap<String, f64>,
+    steps: Vec<f64>,
+    tokens: Vec<f64>,
+}
+
+fn split_times(times: Vec<crate::measure::timing::StageTime>) -> RequestTimes {
     let mut regions: BTreeMap<String, f64> = BTreeMap::new();
     let mut steps = Vec::new();
+    let mut tokens = Vec::new();
     for t in times {
         let ms = t.duration_ns as f64 / 1e6;
         if t.name == DECODE_STEP.nvtx_name() {
             steps.push(ms);
+            tokens.push(t.end_ns as f64 / 1e6);
         } else {
+            if t.name == PREFILL.nvtx_name() {
+                tokens.insert(0, t.end_ns as f64 / 1e6);
+            }
             *regions.entry(t.name).or_default() += ms;
         }
     }
     let get = |r: Region| regions.get(r.nvtx_name()).copied().unwrap_or(0.0);
     let e2e = get(PREFILL) + get(DECODE);
     regions.insert(E2E.into(), e2e);
-    (regions, steps)
+    RequestTimes {
+        regions,
+        steps,
+        tokens,
+    }
 }
 
 fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
@@ -160,7 +177,8 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 model.generate(batch, &gen_cfg, &windows)?
             };
             let marks = windows.marks.into_inner();
-            let (region_ms, step_ms) = split_times(obs.finish().context("reading stage timers")?);
+            let times = split_times(obs.finish().context("reading stage timers")?);
+            let (region_ms, step_ms) = (times.regions, times.steps);
             let output_tokens = out.tokens.iter().map(Vec::len).sum();
             let prefill_ms = region_ms.get(PREFILL.nvtx_name()).copied().unwrap_or(0.0);
             progress.inc(1);
@@ -176,6 +194,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 rows: rows.clone(),
                 region_ms,
                 step_ms,
+                token_ms: times.tokens,
                 output_tokens,
                 decode_steps: out.decode_steps,
                 windows: marks,
@@ -256,10 +275,21 @@ fn gpu_props(cuda: Option<usize>) -> Result<GpuProps, String> {
     Ok(props)
 }
 
-/// What env.json records of the worker's own runtime.
+/// What env.json records of the worker's own runtime: versions read from the loaded libtorch,
+/// CUDA runtime, driver and cuDNN (null where a library cannot say, e.g. no driver).
 fn runtime_env() -> serde_json::Value {
+    let v = ffi::versions::RuntimeVersions::read();
     serde_json::json!({
-        "torch": "2.11.0 (libtorch via tch 0.24)",
+        "torch": v.torch,
+        "torch_commit": v.torch_commit,
+        "torch_built_with": {
+            "cuda": v.torch_built_with_cuda,
+            "cudnn": v.torch_built_with_cudnn,
+        },
+        "cuda_runtime": v.cuda_runtime,
+        "cuda_driver": v.cuda_driver,
+        "cudnn": v.cudnn,
+        "cuda_device_count": v.cuda_device_count,
         "libtorch_lib": env!("LLMPROF_LIBTORCH_LIB"),
         "cuda_available": tch::Cuda::is_available(),
         "cudnn_available": tch::Cuda::cudnn_is_available(),

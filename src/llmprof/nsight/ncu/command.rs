@@ -20,6 +20,24 @@ pub enum Output {
     Report(PathBuf),
 }
 
+/// `--clock-control`: ncu locks the GPU clocks to base during profiling by default (`base`),
+/// which makes kernels run below their boost clock; `none` leaves the clocks to the driver. The
+/// roofline uses the clock each kernel ran at either way (`sm__cycles_elapsed.avg.per_second`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockControl {
+    Base,
+    None,
+}
+
+impl ClockControl {
+    pub fn arg(self) -> &'static str {
+        match self {
+            ClockControl::Base => "base",
+            ClockControl::None => "none",
+        }
+    }
+}
+
 /// Plain options for one ncu run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
@@ -34,11 +52,14 @@ pub struct Options {
     pub collect: Collect,
     /// Extra metrics (`--metrics a,b`), e.g. `sm__ops_path_tensor_src_bf16_dst_fp32.sum` for FLOPs.
     pub metrics: Vec<String>,
+    /// Always passed, so that the command line (cmd.txt) records it.
+    pub clock_control: ClockControl,
     pub output: Output,
 }
 
 /// The sections stage 2 collects for a roofline, with the tensor FLOP and DRAM byte counters that
-/// those sections lack (see nsight::ncu::metrics).
+/// those sections lack (see nsight::ncu::metrics), and the SM and DRAM clocks each kernel ran at
+/// (the SpeedOfLight section has them too, but a user's `sections` may leave it out).
 pub fn roofline_defaults() -> (Collect, Vec<String>) {
     let sections = [
         "SpeedOfLight",
@@ -54,6 +75,8 @@ pub fn roofline_defaults() -> (Collect, Vec<String>) {
         "sm__ops_path_tensor_src_fp16_dst_fp16.sum",
         "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+        "sm__cycles_elapsed.avg.per_second",
+        "dram__cycles_elapsed.avg.per_second",
     ];
     (
         Collect::Sections(sections.map(String::from).into()),
@@ -90,6 +113,10 @@ pub fn profile_args(opts: &Options, program: &[String]) -> Vec<String> {
     if !opts.metrics.is_empty() {
         a.extend(["--metrics".into(), opts.metrics.join(",")]);
     }
+    a.extend([
+        "--clock-control".into(),
+        opts.clock_control.arg().to_string(),
+    ]);
     match &opts.output {
         Output::CsvLog(path) => a.extend(
             [
@@ -144,6 +171,7 @@ mod tests {
             launch_count: Some(1),
             collect: Collect::Sections(s(&["SpeedOfLight", "Occupancy"])),
             metrics: s(&["dram__bytes_read.sum", "dram__bytes_write.sum"]),
+            clock_control: ClockControl::Base,
             output: Output::CsvLog("run/ncu.csv".into()),
         };
         assert_eq!(
@@ -168,6 +196,8 @@ mod tests {
                 "Occupancy",
                 "--metrics",
                 "dram__bytes_read.sum,dram__bytes_write.sum",
+                "--clock-control",
+                "base",
                 "--csv",
                 "--page",
                 "raw",
@@ -190,6 +220,7 @@ mod tests {
             launch_count: Some(10),
             collect: Collect::Set("roofline".into()),
             metrics: vec![],
+            clock_control: ClockControl::None,
             output: Output::Report("run/k".into()),
         };
         assert_eq!(
@@ -201,6 +232,8 @@ mod tests {
                 "10",
                 "--set",
                 "roofline",
+                "--clock-control",
+                "none",
                 "--force-overwrite",
                 "-o",
                 "run/k",
@@ -228,5 +261,13 @@ mod tests {
             matches!(collect, Collect::Sections(ref v) if v.contains(&"SpeedOfLight_RooflineChart".to_string()))
         );
         assert!(metrics.contains(&"sm__ops_path_tensor_src_bf16_dst_fp32.sum".to_string()));
+        // The clocks the roofs use: recorded by every export in tests/fixtures/stage2/ncu-h100-llmprof
+        // and ncu/h200/ncu_raw.csv, collected explicitly so that custom sections keep them.
+        for clock in [
+            "sm__cycles_elapsed.avg.per_second",
+            "dram__cycles_elapsed.avg.per_second",
+        ] {
+            assert!(metrics.contains(&clock.to_string()), "{clock}");
+        }
     }
 }

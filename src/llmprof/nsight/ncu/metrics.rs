@@ -1,5 +1,5 @@
 //! Turns one ncu [`KernelRecord`] into roofline inputs: duration, DRAM bytes, SOL percentages,
-//! occupancy and FLOPs by precision. A value that the collected metrics do not give is `None`,
+//! occupancy, executed FLOPs by precision and the SM/DRAM clocks the kernel ran at. A value that the collected metrics do not give is `None`,
 //! with the reason in `missing`; nothing is estimated from peaks or kernel names.
 //!
 //! Which metric gives which number (raw name first, then the `--page details` display name):
@@ -11,6 +11,8 @@
 //! - `dram_throughput_pct`: `dram__throughput.avg.pct_of_peak_sustained_elapsed` |
 //!   `gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed` | SOL `DRAM Throughput`.
 //! - `achieved_occupancy_pct`: `sm__warps_active.avg.pct_of_peak_sustained_active` | `Achieved Occupancy`.
+//! - `sm_clock_hz` / `dram_clock_hz`: `sm__cycles_elapsed.avg.per_second` /
+//!   `dram__cycles_elapsed.avg.per_second` | SpeedOfLight `SM Frequency` / `DRAM Frequency`.
 //! - FLOPs, scalar pipes (fp64 `d*`, fp32 `f*`, fp16 `h*`), as Nsight Compute's roofline chart
 //!   computes them (Kernel Profiling Guide, "Roofline Charts"): `2·FMA + ADD + MUL` thread
 //!   instructions from `smsp__sass_thread_inst_executed_op_{p}{fma,add,mul}_pred_on.sum`, or their
@@ -50,13 +52,21 @@ pub struct KernelMetrics {
     pub dram_throughput_pct: Option<f64>,
     pub achieved_occupancy_pct: Option<f64>,
     pub tensor_pipe_pct: Option<f64>,
-    /// FLOPs by precision, only for precisions whose counters were collected.
+    /// Executed FLOPs by precision (ncu's counts: tensor-pipe ops include tile padding), only for
+    /// precisions whose counters were collected.
     pub flops: BTreeMap<Precision, f64>,
+    /// Executed FLOPs, all precisions.
     pub total_flops: Option<f64>,
     /// The precision with the most FLOPs: it picks the compute roof.
     pub dominant_precision: Option<Precision>,
-    /// FLOP per DRAM byte.
+    /// Executed FLOP per DRAM byte.
     pub arithmetic_intensity: Option<f64>,
+    /// SM clock ncu measured over the kernel (Hz): `sm__cycles_elapsed.avg.per_second`, else
+    /// `smsp__cycles_elapsed.avg.per_second` or the `SM Frequency` of the SpeedOfLight sections.
+    pub sm_clock_hz: Option<f64>,
+    /// DRAM clock ncu measured over the kernel (Hz): `dram__cycles_elapsed.avg.per_second`, else
+    /// the `DRAM Frequency` of the SpeedOfLight sections.
+    pub dram_clock_hz: Option<f64>,
     /// Field name → why it is `None` (or why it is only a lower bound).
     pub missing: BTreeMap<String, String>,
 }
@@ -210,6 +220,42 @@ pub fn derive(rec: &KernelRecord) -> KernelMetrics {
             None
         }
     };
+    let sm_clock_hz = first(
+        rec,
+        &[
+            "sm__cycles_elapsed.avg.per_second",
+            "smsp__cycles_elapsed.avg.per_second",
+            &format!("{SOL}SM Frequency"),
+            &format!("{ROOF}SM Frequency"),
+        ],
+    );
+    let dram_clock_hz = first(
+        rec,
+        &[
+            "dram__cycles_elapsed.avg.per_second",
+            &format!("{SOL}DRAM Frequency"),
+            &format!("{ROOF}DRAM Frequency"),
+        ],
+    );
+    for (field, v, metric) in [
+        (
+            "sm_clock_hz",
+            sm_clock_hz,
+            "sm__cycles_elapsed.avg.per_second",
+        ),
+        (
+            "dram_clock_hz",
+            dram_clock_hz,
+            "dram__cycles_elapsed.avg.per_second",
+        ),
+    ] {
+        if v.is_none() {
+            note(
+                field,
+                format!("{metric} not collected: the roofs use the rated clock"),
+            );
+        }
+    }
     KernelMetrics {
         kernel_name: rec.kernel_name.clone(),
         id: rec.id.clone(),
@@ -226,6 +272,8 @@ pub fn derive(rec: &KernelRecord) -> KernelMetrics {
         total_flops,
         dominant_precision,
         arithmetic_intensity,
+        sm_clock_hz,
+        dram_clock_hz,
         missing,
     }
 }
@@ -394,6 +442,9 @@ mod tests {
         assert_eq!(m.dram_bytes, Some(11.14e6 + 512.0));
         let ai = m.arithmetic_intensity.expect("intensity");
         assert!(ai > 1000.0, "large GEMM intensity {ai}");
+        // No raw clock counters in these exports: SpeedOfLight's SM / DRAM Frequency.
+        assert_eq!(m.sm_clock_hz, Some(2.00e9));
+        assert_eq!(m.dram_clock_hz, Some(13.78e9));
     }
 
     #[test]
@@ -435,5 +486,8 @@ mod tests {
         assert!((bytes - 847_457_024_761.46 * 1_656_768e-9).abs() < 1.0);
         assert_eq!(m.dram_read_bytes, None);
         assert_eq!(m.nvtx_range.as_deref(), Some("matmul-loop"));
+        // ncu locked the clocks: the kernel ran at 1336 MHz, not NVML's 1980 MHz maximum.
+        assert_eq!(m.sm_clock_hz, Some(1_335_883_058.48));
+        assert_eq!(m.dram_clock_hz, Some(3_199_427_640.64));
     }
 }

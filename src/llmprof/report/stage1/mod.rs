@@ -2,12 +2,13 @@
 //! one source of metrics.json, report.md and the summary. Each part is computed in its own
 //! module and unit-tested there: timings, analytic work and utilisation, NVML windows.
 mod nvml_windows;
+mod serving;
 mod timings;
 mod work;
 
 pub use timings::E2E;
 
-use super::measurements::{KinetoSummary, MemorySummary, Stage1Measurements};
+use super::measurements::{KinetoSummary, MemorySummary, Stage1Measurements, TimedRequest};
 use super::metrics::*;
 use crate::spec::RunSpec;
 
@@ -19,8 +20,34 @@ const TOP_ROWS: usize = 10;
 
 pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
     let mut notes = m.model.notes.clone();
-    let stages = timings::region_stats(&m.requests);
-    let cv_within_input = timings::cv_within_input(&m.requests);
+    // Statistics leave cold first repeats out (and say so); energy counts every window.
+    let cold = serving::cold_first_repeats(&m.requests);
+    if !cold.is_empty() {
+        let names: Vec<String> = cold
+            .iter()
+            .map(|&i| {
+                let t = &m.requests[i];
+                t.rows.first().map(|r| r.name.clone()).unwrap_or_default()
+            })
+            .collect();
+        let note = format!(
+            "{} cold first repeat(s) left out of the statistics (e2e above {:.2}× the median of the later repeats of the same input: {}); raise runtime.warmup",
+            cold.len(),
+            serving::COLD_FACTOR,
+            names.join(", ")
+        );
+        tracing::warn!("{note}");
+        notes.push(note);
+    }
+    let warm: Vec<TimedRequest> = m
+        .requests
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !cold.contains(i))
+        .map(|(_, t)| t.clone())
+        .collect();
+    let stages = timings::region_stats(&warm);
+    let cv_within_input = timings::cv_within_input(&warm);
     for (k, worst) in &cv_within_input {
         if *worst > NOISY_CV {
             let note = format!("{k}: coefficient of variation between repeats of one input reaches {:.1} % (> 10 %): timings are noisy (more repeats, fixed clocks, an idle GPU help)", worst * 100.0);
@@ -28,10 +55,23 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
             notes.push(note);
         }
     }
-    let throughput = timings::throughput(&m.requests, &stages);
-    let mut flops = work::flops_info(&m.requests);
-    let peaks = work::peaks_info(m.model.cuda_device, &m.gpu, m.model.dtype, &spec.hardware);
-    let utilisation = work::utilisation(&m.requests, &flops, &stages, &peaks);
+    let serving = serving::metrics(&warm.iter().collect::<Vec<_>>());
+    let throughput = timings::throughput(&warm, serving.tpot_ms.as_ref().map(|s| s.mean_ms));
+    let mut flops = work::flops_info(&warm);
+    let nvml = nvml_windows::nvml_info(m.nvml.as_ref(), &m.requests);
+    let window_clocks = nvml
+        .windows
+        .iter()
+        .filter_map(|(w, v)| Some((w.clone(), v.sm_clock_mhz?)))
+        .collect();
+    let peaks = work::peaks_info(
+        m.model.cuda_device,
+        &m.gpu,
+        m.model.dtype,
+        &spec.hardware,
+        &window_clocks,
+    );
+    let utilisation = work::utilisation(&warm, &flops, &stages, &peaks);
     let kineto = m.kineto.as_ref().map(|k| kineto_info(k, &stages));
     if let Some(k) = m
         .kineto
@@ -74,10 +114,11 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
         stages,
         cv_within_input,
         throughput,
+        serving,
         peaks: peaks.ok(),
         flops: Some(flops),
         utilisation,
-        nvml: nvml_windows::nvml_info(m.nvml.as_ref(), &m.requests),
+        nvml,
         kineto,
         memory: m.memory.as_ref().map(memory_info),
         optim: OptimInfo {
@@ -87,32 +128,44 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
         requests: m
             .requests
             .iter()
-            .map(|t| RequestRecord {
-                input: t
-                    .rows
-                    .iter()
-                    .map(|r| r.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join("+"),
-                repeat: t.repeat,
-                batch_rows: t.rows.len(),
-                prompt_tokens: t.rows.iter().map(|r| r.prompt_tokens).max().unwrap_or(0),
-                output_tokens: t.output_tokens,
-                image_tokens: t
-                    .rows
-                    .iter()
-                    .filter_map(|r| r.image.as_ref().map(|i| i.image_tokens))
-                    .sum(),
-                crop_grid: t
-                    .rows
-                    .first()
-                    .and_then(|r| r.image.as_ref())
-                    .map(|i| i.crop_grid)
-                    .unwrap_or([1, 1]),
-                stage_ms: t.region_ms.clone(),
-                decode_steps: t.decode_steps,
-            })
+            .enumerate()
+            .map(|(i, t)| request_record(t, cold.contains(&i)))
             .collect(),
+    }
+}
+
+fn request_record(t: &TimedRequest, cold: bool) -> RequestRecord {
+    let s = serving::request(t);
+    RequestRecord {
+        input: t
+            .rows
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>()
+            .join("+"),
+        repeat: t.repeat,
+        batch_rows: t.rows.len(),
+        prompt_tokens: t.rows.iter().map(|r| r.prompt_tokens).max().unwrap_or(0),
+        output_tokens: t.output_tokens,
+        image_tokens: t
+            .rows
+            .iter()
+            .filter_map(|r| r.image.as_ref().map(|i| i.image_tokens))
+            .sum(),
+        crop_grid: t
+            .rows
+            .first()
+            .and_then(|r| r.image.as_ref())
+            .map(|i| i.crop_grid)
+            .unwrap_or([1, 1]),
+        stage_ms: t.region_ms.clone(),
+        decode_steps: t.decode_steps,
+        ttft_ms: s.ttft_ms,
+        tpot_ms: s.tpot_ms,
+        e2e_ms: s.e2e_ms,
+        output_tokens_per_s: s.output_tokens_per_s,
+        itl_ms: s.itl_ms,
+        cold,
     }
 }
 

@@ -14,6 +14,7 @@ fn unavailable(note: String) -> NvmlInfo {
         windows: BTreeMap::new(),
         energy_j_total: None,
         energy_j_per_output_token: None,
+        energy_j_per_decode_token: None,
     }
 }
 
@@ -35,7 +36,8 @@ fn window(trace: &NvmlTrace, requests: &[TimedRequest], name: &str) -> NvmlWindo
         }
         (wsum > 0.0).then(|| acc / wsum)
     };
-    let energy: Vec<f64> = means.iter().filter_map(|m| m.energy_j).collect();
+    // Every window counts: one that cannot be measured makes the sum unknown, never smaller.
+    let energy: Option<Vec<f64>> = means.iter().map(|m| m.energy_j).collect();
     NvmlWindow {
         power_w: avg(&|m| m.power_w),
         sm_clock_mhz: avg(&|m| m.sm_clock_mhz),
@@ -44,7 +46,7 @@ fn window(trace: &NvmlTrace, requests: &[TimedRequest], name: &str) -> NvmlWindo
         mem_util_pct: avg(&|m| m.mem_util_pct),
         mem_used_gib: avg(&|m| m.mem_used_bytes).map(|b| b / (1u64 << 30) as f64),
         temperature_c: avg(&|m| m.temperature_c),
-        energy_j: (!energy.is_empty()).then(|| energy.iter().sum()),
+        energy_j: energy.filter(|e| !e.is_empty()).map(|e| e.iter().sum()),
         throttle_reasons: means
             .iter()
             .filter_map(|m| m.throttle_reasons)
@@ -69,13 +71,23 @@ pub fn nvml_info(trace: Option<&NvmlTrace>, requests: &[TimedRequest]) -> NvmlIn
             )
         })
         .collect();
-    let energies: Vec<f64> = windows.values().filter_map(|w| w.energy_j).collect();
-    let energy_total = (!energies.is_empty()).then(|| energies.iter().sum::<f64>());
+    let energy = |name: &str| windows.get(name).and_then(|w| w.energy_j);
+    let energy_total = energy(PREFILL.nvtx_name())
+        .zip(energy(DECODE.nvtx_name()))
+        .map(|(p, d)| p + d);
     let output_tokens: u64 = requests.iter().map(|t| t.output_tokens as u64).sum();
+    // Decode produces every token but each row's first (which prefill produces).
+    let decode_tokens: u64 = requests
+        .iter()
+        .map(|t| (t.decode_steps * t.rows.len().max(1)) as u64)
+        .sum();
     NvmlInfo {
         available: true,
         note: None,
         samples: trace.samples.len(),
+        energy_j_per_decode_token: energy(DECODE.nvtx_name())
+            .filter(|_| decode_tokens > 0)
+            .map(|e| e / decode_tokens as f64),
         windows,
         energy_j_total: energy_total,
         energy_j_per_output_token: energy_total
@@ -126,6 +138,25 @@ mod tests {
         assert_eq!(info.windows["decode"].energy_j, Some(3.0));
         assert_eq!(info.energy_j_total, Some(4.0));
         assert_eq!(info.energy_j_per_output_token, Some(2.0));
+        // One decode step of one row: the decode window's 3 J.
+        assert_eq!(info.energy_j_per_decode_token, Some(3.0));
+    }
+
+    #[test]
+    fn a_window_outside_the_samples_makes_energy_unknown_not_smaller() {
+        let trace = NvmlTrace {
+            device_index: 0,
+            interval: Duration::from_millis(10),
+            samples: vec![sample(0, 100, 0), sample(10, 100, 1)],
+            unavailable: None,
+        };
+        let mut a = request(0, 0, &[], &[1.0]);
+        a.windows = vec![("decode".into(), 0, 10_000_000)];
+        let mut b = request(0, 1, &[], &[1.0]);
+        b.windows = vec![("decode".into(), 20_000_000, 30_000_000)];
+        let info = nvml_info(Some(&trace), &[a, b]);
+        assert_eq!(info.windows["decode"].energy_j, None);
+        assert_eq!(info.energy_j_per_decode_token, None);
     }
 
     #[test]

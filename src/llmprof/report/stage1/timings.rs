@@ -58,8 +58,9 @@ pub fn cv_within_input(requests: &[TimedRequest]) -> BTreeMap<String, f64> {
     worst
 }
 
-/// Output tokens over end-to-end time, per request and in aggregate; decode rate per row.
-pub fn throughput(requests: &[TimedRequest], stages: &BTreeMap<String, StageStats>) -> Throughput {
+/// Output tokens over end-to-end time, per request and in aggregate; the decode rate per row is
+/// 1000 ÷ the mean TPOT (`tpot_mean_ms`, from the serving metrics).
+pub fn throughput(requests: &[TimedRequest], tpot_mean_ms: Option<f64>) -> Throughput {
     let output_tokens_total: u64 = requests.iter().map(|t| t.output_tokens as u64).sum();
     let e2e = |t: &TimedRequest| t.region_ms.get(E2E).copied();
     let e2e_total_ms: f64 = requests.iter().filter_map(e2e).sum();
@@ -77,9 +78,7 @@ pub fn throughput(requests: &[TimedRequest], stages: &BTreeMap<String, StageStat
             .then(|| per_request.iter().sum::<f64>() / per_request.len() as f64),
         tokens_per_s_aggregate: (e2e_total_ms > 0.0)
             .then(|| output_tokens_total as f64 / (e2e_total_ms / 1e3)),
-        decode_tokens_per_s: stages
-            .get(DECODE_STEP.nvtx_name())
-            .map(|s| 1000.0 / s.mean_ms),
+        decode_tokens_per_s: tpot_mean_ms.filter(|t| *t > 0.0).map(|t| 1000.0 / t),
     }
 }
 
@@ -100,6 +99,7 @@ pub(crate) mod tests {
             rows: Vec::new(),
             region_ms: regions.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             step_ms: steps.to_vec(),
+            token_ms: Vec::new(),
             output_tokens: steps.len() + 1,
             decode_steps: steps.len(),
             windows: Vec::new(),
@@ -117,7 +117,7 @@ pub(crate) mod tests {
         assert_eq!(s["prefill"].mean_ms, 15.0);
         assert_eq!(s["decode_step"].n, 3);
         assert_eq!(s["decode_step"].mean_ms, 2.0);
-        let t = throughput(&reqs, &s);
+        let t = throughput(&reqs, Some(2.0));
         assert_eq!(t.output_tokens_total, 5);
         // 5 tokens over 90 ms.
         assert!((t.tokens_per_s_aggregate.unwrap() - 5.0 / 0.09).abs() < 1e-9);

@@ -7,7 +7,7 @@ use crate::measure::gpu::GpuProps;
 use crate::measure::peaks;
 use crate::region::{DECODE_STEP, PREFILL};
 use crate::report::measurements::TimedRequest;
-use crate::report::metrics::{FlopsInfo, PeaksInfo, StageStats, Utilisation};
+use crate::report::metrics::{FlopsInfo, PeaksInfo, StageStats, Utilisation, WindowPeak};
 use crate::spec::HardwareSpec;
 use std::collections::BTreeMap;
 
@@ -61,17 +61,23 @@ pub fn flops_info(requests: &[TimedRequest]) -> FlopsInfo {
     }
 }
 
-/// Peaks for MFU/MBU at the run's precision, or why there are none.
+/// Peaks for MFU/MBU at the run's precision, or why there are none: the datasheet dense peak at
+/// the rated boost clock (the MFU convention), from `measure::peaks::resolve`. The peak at a
+/// stage window's measured clock is `Peaks::at_sm_clock(window mean SM MHz)` on the same peaks.
 pub fn peaks_info(
     cuda_device: Option<usize>,
     gpu: &Result<GpuProps, String>,
     dtype: Dtype,
     hw: &HardwareSpec,
+    window_sm_clock_mhz: &BTreeMap<String, f64>,
 ) -> Result<PeaksInfo, String> {
     if cuda_device.is_none() {
         return Err("no GPU: MFU/MBU need a GPU's peak FLOP/s and bandwidth".into());
     }
-    let resolved = peaks::resolve(gpu.clone(), "NVML and the CUDA runtime");
+    // The worker records no CUDA clock-rate attribute yet: boards outside the SKU table get no
+    // derived peaks (NVML's maximum SM clock is not a rated clock).
+    let cuda_clock = gpu.as_ref().ok().and_then(|g| g.cuda_clock_rate_mhz);
+    let resolved = peaks::resolve(gpu.clone(), cuda_clock, "NVML and the CUDA runtime");
     let gpu_name = match gpu {
         Ok(g) => g.name.clone(),
         Err(_) => "unknown (NVML unavailable)".into(),
@@ -90,6 +96,11 @@ pub fn peaks_info(
         (true, Ok(_)) => format!("{source}; overridden by hardware.peak_*"),
         (false, _) => source,
     };
+    // The clock of the figure: tensor math runs at the tensor clock, fp32 at the SM clock.
+    let clock_mhz = resolved.as_ref().ok().map(|(p, _)| match dtype {
+        Dtype::F32 => p.sm_clock_mhz,
+        Dtype::Bf16 | Dtype::F16 => p.tensor_clock_mhz,
+    });
     match (hw.peak_tflops.or(flops), hw.peak_bandwidth_gbs.or(bw)) {
         (Some(t), Some(b)) => Ok(PeaksInfo {
             gpu_name,
@@ -97,6 +108,23 @@ pub fn peaks_info(
             peak_tflops: t,
             peak_bandwidth_gbs: b,
             source,
+            clock_mhz,
+            // Dense rates scale linearly with the clock (same FLOP per clock per SM).
+            at_window_clock: clock_mhz
+                .filter(|c| *c > 0.0)
+                .map(|rated| {
+                    window_sm_clock_mhz
+                        .iter()
+                        .map(|(w, mhz)| {
+                            let peak = WindowPeak {
+                                sm_clock_mhz: *mhz,
+                                peak_tflops: t * mhz / rated,
+                            };
+                            (w.clone(), peak)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         }),
         _ => Err(format!(
             "{source}; set hardware.peak_tflops and hardware.peak_bandwidth_gbs"
@@ -121,6 +149,7 @@ pub fn utilisation(
         }
     };
     let peak = p.peak_tflops * 1e12;
+    let bandwidth = p.peak_bandwidth_gbs * 1e9;
     let mut work: Vec<(String, f64)> = region_flops_mean(requests).into_iter().collect();
     work.push((
         DECODE_STEP.nvtx_name().into(),
@@ -129,13 +158,32 @@ pub fn utilisation(
     work.push((E2E.into(), flops.e2e_gflop * 1e9));
     let mut u = Utilisation::default();
     for (region, f) in work {
-        if let Some(s) = stages.get(&region).filter(|s| s.mean_ms > 0.0) {
-            u.mfu.insert(region, f / (s.mean_ms / 1e3) / peak);
+        if let Some(s) = stages.get(&region) {
+            if s.mean_ms > 0.0 {
+                u.mfu.insert(region.clone(), f / (s.mean_ms / 1e3) / peak);
+            }
+            if s.p50_ms > 0.0 {
+                u.mfu_p50.insert(region, f / (s.p50_ms / 1e3) / peak);
+            }
+        }
+    }
+    // Prefill and each decode step against the peak at their window's clock.
+    for (region, window, f) in [
+        (PREFILL.nvtx_name(), PREFILL.nvtx_name(), flops.prefill_gflop),
+        (DECODE_STEP.nvtx_name(), crate::region::DECODE.nvtx_name(), flops.decode_step_gflop_mean),
+    ] {
+        let (Some(s), Some(w)) = (stages.get(region), p.at_window_clock.get(window)) else {
+            continue;
+        };
+        if s.mean_ms > 0.0 && w.peak_tflops > 0.0 {
+            u.mfu_at_window_clock
+                .insert(region.into(), f * 1e9 / (s.mean_ms / 1e3) / (w.peak_tflops * 1e12));
         }
     }
     if let Some(s) = stages.get(DECODE_STEP.nvtx_name()) {
-        u.mbu_decode =
-            Some(flops.decode_step_bytes_mean / (s.mean_ms / 1e3) / (p.peak_bandwidth_gbs * 1e9));
+        let bytes = flops.decode_step_bytes_mean;
+        u.mbu_decode = (s.mean_ms > 0.0).then(|| bytes / (s.mean_ms / 1e3) / bandwidth);
+        u.mbu_decode_p50 = (s.p50_ms > 0.0).then(|| bytes / (s.p50_ms / 1e3) / bandwidth);
     }
     u
 }
@@ -185,14 +233,29 @@ mod tests {
             peak_tflops: 1.0,
             peak_bandwidth_gbs: 1000.0,
             source: "test".into(),
+            clock_mhz: Some(2000.0),
+            at_window_clock: [(
+                "prefill".to_string(),
+                WindowPeak {
+                    sm_clock_mhz: 1000.0,
+                    peak_tflops: 0.5,
+                },
+            )]
+            .into(),
         });
         let u = utilisation(&reqs, &f, &stages, &p);
+        // At half the clock the peak halves, so prefill's MFU at the window clock doubles.
+        assert!((u.mfu_at_window_clock["prefill"] - 0.8).abs() < 1e-12);
+        assert!(!u.mfu_at_window_clock.contains_key("decode_step"));
         // prefill: 4 GFLOP in 10 ms = 400 GFLOP/s of 1 TFLOP/s.
         assert!((u.mfu["prefill"] - 0.4).abs() < 1e-12);
         assert!((u.mfu["vision"] - 0.2).abs() < 1e-12);
         // decode step: 1 GFLOP in 2 ms = 0.5; 2 GB in 2 ms = 1000 GB/s = MBU 1.
         assert!((u.mfu["decode_step"] - 0.5).abs() < 1e-12);
         assert!((u.mbu_decode.unwrap() - 1.0).abs() < 1e-12);
+        // One request: the median is the mean.
+        assert_eq!(u.mfu_p50, u.mfu);
+        assert_eq!(u.mbu_decode_p50, u.mbu_decode);
         let none = utilisation(&reqs, &f, &stages, &Err("no GPU".into()));
         assert!(none.mfu.is_empty() && none.unavailable.as_deref() == Some("no GPU"));
     }
@@ -204,18 +267,22 @@ mod tests {
             peak_bandwidth_gbs: None,
         };
         let h100 = Ok(props_for_name("H100 SXM").unwrap());
-        let p = peaks_info(Some(0), &h100, Dtype::Bf16, &hw).unwrap();
-        let want = peaks::derive(h100.as_ref().unwrap()).unwrap();
-        assert_eq!(p.peak_tflops, want.bf16_flops_per_s.unwrap() / 1e12);
+        let clocks: BTreeMap<String, f64> = [("decode".to_string(), 1500.0)].into();
+        let p = peaks_info(Some(0), &h100, Dtype::Bf16, &hw, &clocks).unwrap();
+        // NVIDIA's H100 SXM datasheet: 989.4 dense bf16 TFLOP/s at the 1830 MHz tensor clock.
+        assert!((p.peak_tflops - 989.4).abs() / 989.4 < 0.02, "{}", p.peak_tflops);
         assert_eq!(p.precision, "bf16");
-        assert!(peaks_info(None, &h100, Dtype::Bf16, &hw).is_err());
+        let rated = p.clock_mhz.unwrap();
+        let at = &p.at_window_clock["decode"];
+        assert!((at.peak_tflops - p.peak_tflops * 1500.0 / rated).abs() < 1e-9);
+        assert!(peaks_info(None, &h100, Dtype::Bf16, &hw, &clocks).is_err());
         let no_nvml = Err("NVML unavailable".to_string());
-        assert!(peaks_info(Some(0), &no_nvml, Dtype::Bf16, &hw).is_err());
+        assert!(peaks_info(Some(0), &no_nvml, Dtype::Bf16, &hw, &clocks).is_err());
         let both = HardwareSpec {
             peak_tflops: Some(100.0),
             peak_bandwidth_gbs: Some(1000.0),
         };
-        let p = peaks_info(Some(0), &no_nvml, Dtype::F32, &both).unwrap();
+        let p = peaks_info(Some(0), &no_nvml, Dtype::F32, &both, &clocks).unwrap();
         assert_eq!((p.peak_tflops, p.peak_bandwidth_gbs), (100.0, 1000.0));
         assert!(p.source.contains("overrides"));
     }

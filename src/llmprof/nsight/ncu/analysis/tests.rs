@@ -1,0 +1,130 @@
+//! The ncu analysis on recorded exports: tests/fixtures/stage2/ncu (an H200 export with device
+//! attributes, RTX 5090 exports without) and ncu-h100-llmprof (llmprof's own H100 capture).
+
+use super::*;
+use crate::measure::peaks::ClockSource;
+use crate::roofline::BoundClass;
+
+const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/stage2");
+
+fn near(got: Option<f64>, want: f64, tol: f64) -> bool {
+    got.is_some_and(|g| (g - want).abs() <= tol)
+}
+
+#[test]
+fn h200_datasheet_peaks_and_roofs_at_the_measured_clock() {
+    let dir = Path::new(FIX).join("ncu/h200");
+    let a = ncu_roofline(&dir, None).expect("analysis");
+    let peaks = a.roofline.peaks.as_ref().expect("device attributes");
+    assert_eq!(peaks.gpu_name, "NVIDIA H200");
+    assert_eq!(peaks.sku.as_deref(), Some("H200 SXM"));
+    // Datasheet: 989.4 TFLOP/s dense BF16 (at 1830 MHz), not 1070.5 at the 1980 MHz attribute.
+    let bf16 = peaks.bf16_flops_per_s.expect("bf16") / 1e12;
+    assert!((bf16 - 989.4).abs() < 1.0, "{bf16}");
+    // ncu_raw.csv (process 445) has IDs 0 and 1; ncu_details.csv is another run (process 509).
+    assert_eq!(a.kernels.len(), 3);
+    let raw = a
+        .kernels
+        .iter()
+        .position(|k| k.duration_ns == Some(1_656_768.0))
+        .expect("raw launch 0");
+    let b = &a.roofline.rows[raw].bound;
+    assert_eq!(b.class, BoundClass::Unknown);
+    assert!(b.reason.contains("tensor pipe"), "{}", b.reason);
+    // The kernel ran at 1336 MHz (sm__cycles_elapsed.avg.per_second), DRAM at 3199 MHz.
+    assert!(near(b.ridge_sm_clock_mhz, 1335.883, 0.001), "{b:?}");
+    assert_eq!(b.ridge_sm_clock_source, Some(ClockSource::Measured));
+    assert!(near(b.ridge_dram_clock_mhz, 3199.428, 0.001), "{b:?}");
+    // The details export has only SpeedOfLight's SM Frequency: 1335.1 MHz.
+    let details = a
+        .kernels
+        .iter()
+        .position(|k| k.duration_ns == Some(1_655_136.0))
+        .expect("details launch");
+    let d = &a.roofline.rows[details].bound;
+    assert!(near(d.ridge_sm_clock_mhz, 1335.119, 0.001), "{d:?}");
+    let md = render(&dir, &a, false).expect("md");
+    assert!(md.contains("the device attributes of NVIDIA H200"), "{md}");
+    assert!(md.contains("datasheet peaks of the H200 SXM"), "{md}");
+    assert!(md.contains("| 1336 | 3199 |"), "{md}");
+    assert!(!md.contains("SM clock 1980"), "{md}");
+    let js: serde_json::Value =
+        serde_json::from_str(&render(&dir, &a, true).expect("json")).unwrap();
+    let k = &js["kernels"][raw];
+    assert!(
+        near(k["ridge_sm_clock_mhz"].as_f64(), 1335.883, 0.001),
+        "{k}"
+    );
+    assert_eq!(k["ridge_sm_clock_source"], "measured");
+    assert_eq!(js["peaks"]["tensor_clock_mhz"], 1830.0);
+}
+
+#[test]
+fn rtx5090_with_gpu_name() {
+    let dir = Path::new(FIX).join("ncu/rtx5090");
+    let js: serde_json::Value =
+        serde_json::from_str(&analyze_ncu(&dir, true, Some("RTX 5090")).expect("json"))
+            .expect("json");
+    let kernels = js["kernels"].as_array().expect("array");
+    assert_eq!(kernels.len(), 3, "one per kernel folder");
+    assert_eq!(kernels[0]["dram_read_bytes"], 2.33e6);
+    assert_eq!(kernels[0]["bound"], "latency_bound"); // SM 9.61 %, DRAM 20.52 %
+    assert!(kernels[1]["executed_intensity"].as_f64().expect("gemm ai") > 100.0);
+    assert_eq!(
+        kernels[1]["arithmetic_intensity"],
+        kernels[1]["executed_intensity"]
+    );
+    assert_eq!(js["peaks"]["gpu_name"], "NVIDIA GeForce RTX 5090");
+    // RTX Blackwell whitepaper: BF16 with FP32 accumulate 209.5 TFLOP/s dense at 2407 MHz.
+    let bf16 = js["peaks"]["bf16_flops_per_s"].as_f64().expect("bf16") / 1e12;
+    assert!((bf16 - 209.5).abs() < 0.5, "{bf16}");
+    // kernel_0005: SpeedOfLight SM Frequency 2.00 GHz, DRAM Frequency 13.78 GHz: the bf16 roof
+    // 170 × 512 × 2000 MHz = 174.1 TFLOP/s over 13780 MHz × 128 B = 1.764 TB/s.
+    let k5 = &kernels[2];
+    assert!(
+        near(k5["ridge_sm_clock_mhz"].as_f64(), 2000.0, 1e-6),
+        "{k5}"
+    );
+    let ridge = k5["ridge_intensity"].as_f64().expect("ridge");
+    assert!((ridge - 174.08e12 / 1.76384e12).abs() < 0.1, "{ridge}");
+    let without = analyze_ncu(&dir, false, None).expect("md");
+    assert!(without.contains("GPU peaks unknown"), "{without}");
+    let err = analyze_ncu(&dir, false, Some("Voodoo 3")).expect_err("unknown board");
+    assert!(format!("{err:#}").contains("H100 SXM5"), "{err:#}");
+}
+
+#[test]
+fn lm_head_useful_intensity_beside_executed() {
+    // llmprof's own H100 capture of the decode step: nvjet_sm90_tst_384x8 is the LM head, a
+    // batch-1 GEMV through the 1280 × 129280 bf16 head. ncu counts 2.658 GFLOP executed on the
+    // tensor pipe (an n=8 tile: 8× the math); the analytic FLOPs are 2 × 1280 × 129280.
+    let dir = Path::new(FIX).join("ncu-h100-llmprof");
+    let head = UsefulFlops::linear("lm_head", "^nvjet_sm90_tst_384x8", None, 1, 1280, 129_280)
+        .expect("regex");
+    let a = ncu_roofline_with(&dir, None, &[head]).expect("analysis");
+    let row = a
+        .roofline
+        .rows
+        .iter()
+        .find(|r| r.point.name.starts_with("nvjet_sm90_tst_384x8"))
+        .expect("lm_head kernel");
+    let executed = row.point.executed_intensity.expect("executed");
+    let useful = row.point.useful_intensity().expect("useful");
+    assert!((executed - 7.96).abs() < 0.01, "{executed}");
+    assert!((useful - 1.0).abs() < 0.01, "{useful}");
+    assert_eq!(row.point.useful_op.as_deref(), Some("lm_head"));
+    // Roofs at the measured 1447 MHz SM and 2617 MHz DRAM clocks: ridge 782.4 / 3.350 = 233.5
+    // FLOP/B (319.3 at NVML's 1980 MHz maximum).
+    let ridge = row.bound.ridge_intensity.expect("ridge");
+    assert!((ridge - 233.5).abs() < 0.5, "{ridge}");
+    let other = a
+        .roofline
+        .rows
+        .iter()
+        .find(|r| r.point.name.starts_with("nvjet_sm90_tst_64x8"))
+        .expect("projection GEMV");
+    assert_eq!(other.point.useful_flops, None);
+    let md = render(&dir, &a, false).expect("md");
+    assert!(md.contains("| 7.96 | 0.99 (lm_head) |"), "{md}");
+    assert!(md.contains("executed FLOPs by precision"), "{md}");
+}
