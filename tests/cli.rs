@@ -17,3 +17,32 @@ fn help_lists_groups_and_options() {
     assert!(s.contains("model: deepseek_ocr, deepseek_ocr_tiny"), "{s}");
     assert!(s.contains("profiling/nsys: "), "{s}");
 }
+
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    // `llmprof --cfg job | head -0`: the reader is gone before llmprof writes.
+    let mut child = std::process::Command::new(crate::support::llmprof())
+        .current_dir(repo_root())
+        .args(["stage1", "--cfg", "job"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("llmprof starts");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("llmprof exits");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn subcommand_help_is_help_not_an_error() {
+    for args in [
+        &["analyze", "--help"][..],
+        &["analyze", "ncu", "--help"][..],
+    ] {
+        let out = run_in(&repo_root(), args);
+        assert!(out.status.success(), "{args:?}");
+        assert!(stdout(&out).contains("Usage"), "{}", stdout(&out));
+    }
+}

@@ -2,7 +2,9 @@
 //! command line, Hydra conformance, bad inputs, the bootstrap scripts, the Nsight parsers.
 mod bad_input;
 mod bootstrap;
+mod bounded_inputs;
 mod cli;
 mod conformance;
+mod nsight_fuzz;
 mod stage2;
 mod support;

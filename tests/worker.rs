@@ -1,8 +1,10 @@
 //! Integration tests that need libtorch or run the model: stage 1 and infer end to end on the
 //! CPU, run directories and multirun, the Kineto session. One binary: each extra one would link
 //! libtorch again.
+mod faults;
 mod infer;
 mod kineto;
 mod run_dirs;
+mod signals;
 mod stage1;
 mod support;

@@ -32,6 +32,8 @@ pub fn defaults(multirun: bool) -> Node {
             ]),
         ),
         ("mode", s(if multirun { "MULTIRUN" } else { "RUN" })),
+        ("searchpath", Node::List(vec![])),
+        ("callbacks", Node::empty_map()),
         ("output_subdir", s(".hydra")),
         (
             "overrides",

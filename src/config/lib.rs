@@ -1,10 +1,12 @@
 //! Hydra 1.3-compatible config composition: `compose(request) -> Composed` (an untyped tree plus
 //! Hydra's own node). The facade: module declarations and the public names, nothing else; the work
-//! is in tree/ (OmegaConf), overrides/, defaults/, hydra_node, loader, composed and sweep.
+//! is in tree/ (OmegaConf), overrides/, defaults/, hydra_node, hydra_schema, loader, composed and
+//! sweep.
 pub mod composed;
 pub mod defaults;
 pub mod error;
 pub mod hydra_node;
+pub mod hydra_schema;
 pub mod loader;
 pub mod overrides;
 pub mod sweep;

@@ -5,9 +5,12 @@ use crate::composed::Composed;
 use crate::defaults::{create_defaults_list, ConfigRepo, Overrides};
 use crate::error::{composition, ConfigError};
 use crate::hydra_node;
+use crate::hydra_schema::{self, SchemaError};
 use crate::overrides::{self, Override, OverrideKind, Sweep, Value};
-use crate::tree::merge::{self, UpdateError};
+use crate::tree::limits::{too_deep, MAX_NESTING};
+use crate::tree::merge::{self, MergeError};
 use crate::tree::node::Node;
+use crate::tree::update::{update, UpdateError};
 use std::path::PathBuf;
 
 /// What to compose.
@@ -65,14 +68,35 @@ pub fn compose_at(
                 d.config_path
             ))
         })?;
+        if d.primary && !matches!(loaded.config, Node::Map(_)) {
+            return Err(composition(format!(
+                "primary config '{}' must be a DictConfig, got ListConfig",
+                d.config_path
+            )));
+        }
+        if d.package.split('.').count() > MAX_NESTING {
+            return Err(composition(format!(
+                "In '{}': {}",
+                d.config_path,
+                too_deep(&format!("package '{}'", d.package), MAX_NESTING)
+            )));
+        }
         let embedded = merge::embed_at_package(&loaded.config, &d.package);
-        merge::merge_into(&mut cfg, &embedded);
+        if let Some(section) = embedded.child("hydra") {
+            hydra_schema::check_section(section).map_err(|e| {
+                composition(format!(
+                    "In '{}': {} raised while composing config:\n{}",
+                    d.config_path, e.class, e.message
+                ))
+            })?;
+        }
+        merge::merge_into(&mut cfg, &embedded).map_err(|e| merge_failed(&d.config_path, &e))?;
     }
 
     // Hydra's own node: built-in defaults, then the primary config's `hydra:` section.
     let mut hydra = hydra_node::defaults(req.multirun);
     if let Some(user) = cfg.as_map_mut().and_then(|m| m.shift_remove("hydra")) {
-        merge::merge_into(&mut hydra, &user);
+        merge::merge_into(&mut hydra, &user).map_err(|e| merge_failed(&config_name, &e))?;
     }
     cfg.as_map_mut()
         .expect("composed root is a map")
@@ -134,6 +158,30 @@ fn validate_no_sweeps(parsed: &[Override]) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Hydra's message when merging a config of the defaults list fails.
+fn merge_failed(config_path: &str, e: &MergeError) -> ConfigError {
+    composition(format!(
+        "In '{config_path}': {} raised while composing config:\n{e}",
+        e.class_name()
+    ))
+}
+
+/// Python's `==` between config values (`1 == 1.0 == True`), as `~key=value` compares them.
+fn py_eq(a: &Node, b: &Node) -> bool {
+    let num = |n: &Node| match n {
+        Node::Int(i) => Some(*i as f64),
+        Node::Float(f) => Some(*f),
+        Node::Bool(b) => Some(f64::from(u8::from(*b))),
+        _ => None,
+    };
+    match (num(a), num(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Hydra's `_apply_overrides_to_config`: `key=value` is OmegaConf.update in struct mode,
+/// `+key=value` adds, `++key=value` adds or overrides, `~key[=value]` deletes.
 fn apply_config_overrides(cfg: &mut Node, list: &[Override]) -> Result<(), ConfigError> {
     for o in list {
         if o.package.is_some() {
@@ -144,33 +192,54 @@ fn apply_config_overrides(cfg: &mut Node, list: &[Override]) -> Result<(), Confi
         }
         let key = &o.key_or_group;
         let value = o.element().map(|e| e.to_node());
-        let existing = cfg.get_path(key).cloned();
-        let merge_err = |e: UpdateError, cfg_snapshot: &Node| {
+        // OmegaConf.select(cfg, key, throw_on_missing=False): absent, null and ??? are None.
+        let existing = cfg
+            .get_path(key)
+            .filter(|n| !matches!(n, Node::Null | Node::Missing))
+            .cloned();
+        let update_err = |e: UpdateError, cfg_snapshot: &Node| {
             composition(match e {
                 UpdateError::KeyNotFound => format!(
                     "Could not override '{key}'.{}\nTo append to your config use +{}",
-                    suggest_key(cfg_snapshot, key).map(|s| format!(" Did you mean '{s}'?")).unwrap_or_default(),
+                    suggest_key(cfg_snapshot, key)
+                        .filter(|s| s != key)
+                        .map(|s| format!(" Did you mean '{s}'?"))
+                        .unwrap_or_default(),
                     o.input
                 ),
-                UpdateError::NotAContainer(p) => format!(
-                    "Error merging override {}: '{p}' is not a dict or list, so '{key}' cannot be set inside it",
-                    o.input
+                UpdateError::Merge(m) => format!(
+                    "Error merging override {}\n  {}",
+                    o.input,
+                    m.to_string().lines().next().unwrap_or_default()
                 ),
                 UpdateError::IndexOutOfRange(p) => {
-                    format!("Error merging override {}: list index out of range at '{p}'", o.input)
+                    format!(
+                        "Error merging override {}\n  list index out of range: {p}",
+                        o.input
+                    )
                 }
+                UpdateError::NotAnIndex(msg) => msg,
             })
         };
+        if let (Some(v), Some(hydra_key)) = (&value, hydra_key(key)) {
+            let forced = matches!(o.kind, OverrideKind::Add | OverrideKind::ForceAdd);
+            hydra_schema::check_override(hydra_key, v, forced).map_err(|e: SchemaError| {
+                composition(format!(
+                    "Error merging override {}\n  {}",
+                    o.input,
+                    e.message.lines().next().unwrap_or_default()
+                ))
+            })?;
+        }
         match o.kind {
             OverrideKind::Delete => {
-                let current = existing.filter(|n| !matches!(n, Node::Null));
-                let Some(current) = current else {
+                let Some(current) = existing else {
                     return Err(composition(format!(
                         "Could not delete from config. '{key}' does not exist."
                     )));
                 };
                 if let Some(v) = &value {
-                    if *v != current {
+                    if !py_eq(v, &current) {
                         return Err(composition(format!(
                             "Could not delete from config. The value of '{key}' is {} and not {}.",
                             current.to_python_str(),
@@ -182,9 +251,8 @@ fn apply_config_overrides(cfg: &mut Node, list: &[Override]) -> Result<(), Confi
             }
             OverrideKind::Add => {
                 let value = value.expect("+key always has a value");
-                let absent = matches!(existing, None | Some(Node::Null));
-                if absent || matches!(value, Node::Map(_) | Node::List(_)) {
-                    merge::update(cfg, key, value, true).map_err(|e| merge_err(e, cfg))?;
+                if existing.is_none() || matches!(value, Node::Map(_) | Node::List(_)) {
+                    update(cfg, key, value, true).map_err(|e| update_err(e, cfg))?;
                 } else {
                     return Err(composition(format!(
                         "Could not append to config. An item is already at '{key}'.\nEither remove + prefix: '{}'\nOr add a second + to add or override '{key}': '+{}'",
@@ -194,21 +262,29 @@ fn apply_config_overrides(cfg: &mut Node, list: &[Override]) -> Result<(), Confi
                 }
             }
             OverrideKind::ForceAdd => {
-                merge::update(cfg, key, value.expect("++key always has a value"), true)
-                    .map_err(|e| merge_err(e, cfg))?;
+                update(cfg, key, value.expect("++key always has a value"), true)
+                    .map_err(|e| update_err(e, cfg))?;
             }
             OverrideKind::Change => {
-                merge::update(
+                update(
                     cfg,
                     key,
                     value.expect("key=value always has a value"),
                     false,
                 )
-                .map_err(|e| merge_err(e, cfg))?;
+                .map_err(|e| update_err(e, cfg))?;
             }
         }
     }
     Ok(())
+}
+
+/// `hydra.job.name` → `Some("job.name")`; `hydra` → `Some("")`.
+fn hydra_key(key: &str) -> Option<&str> {
+    match key {
+        "hydra" => Some(""),
+        k => k.strip_prefix("hydra."),
+    }
 }
 
 /// The closest existing key to a mistyped one: walk the longest existing prefix, then pick the

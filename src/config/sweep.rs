@@ -4,6 +4,7 @@
 use crate::defaults::ConfigRepo;
 use crate::error::{composition, ConfigError};
 use crate::overrides::{Element, Override, Sweep, Value};
+use crate::tree::limits::MAX_SWEEP_JOBS;
 use std::path::Path;
 
 /// The override lists of every job, in launch order.
@@ -21,6 +22,15 @@ pub fn expand(config_dir: &Path, parsed: &[Override]) -> Result<Vec<Vec<String>>
             _ => vec![o.input.clone()],
         };
         keyed.insert(key, values);
+    }
+    let total = keyed
+        .values()
+        .try_fold(1usize, |n, v| n.checked_mul(v.len()))
+        .filter(|n| *n <= MAX_SWEEP_JOBS);
+    if total.is_none() {
+        return Err(composition(format!(
+            "the sweep expands to more than {MAX_SWEEP_JOBS} jobs\n  fix: sweep over fewer values, or split the multirun"
+        )));
     }
     let mut jobs: Vec<Vec<String>> = vec![Vec::new()];
     for values in keyed.values() {

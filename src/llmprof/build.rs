@@ -1,5 +1,7 @@
 //! Build script of the front end: records the git commit for `--version` and env.json. Nothing
 //! else: this package never links libtorch (the worker's build script does that).
+// Cargo reads a build script's instructions from its stdout.
+#![allow(clippy::disallowed_macros)]
 use std::process::Command;
 
 fn git(args: &[&str]) -> Option<String> {

@@ -170,3 +170,39 @@ impl Command {
         }
     }
 }
+
+/// The help of the deepest subcommand `args` name (`analyze`, `analyze ncu`, `debug logits`, ...),
+/// for `--help` on a subcommand whose required arguments are missing.
+pub fn subcommand_help(args: &[String]) -> Option<String> {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut found = false;
+    for a in args {
+        match cmd.find_subcommand(a) {
+            Some(sub) => {
+                cmd = sub.clone();
+                found = true;
+            }
+            None => continue,
+        }
+    }
+    found.then(|| cmd.render_help().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subcommand_help_follows_the_path() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let ncu = subcommand_help(&args(&["analyze", "ncu", "--help"])).unwrap();
+        assert!(ncu.contains("--gpu"), "{ncu}");
+        let analyze = subcommand_help(&args(&["analyze", "--help"])).unwrap();
+        assert!(
+            analyze.contains("nsys") && analyze.contains("ncu"),
+            "{analyze}"
+        );
+        assert!(subcommand_help(&args(&["--help"])).is_none());
+    }
+}

@@ -15,6 +15,7 @@ pub mod report;
 pub mod roofline;
 pub mod run_dir;
 pub mod spec;
+pub mod stdout;
 
 /// The composer crate, under the name the rest of llmprof uses.
 pub use llmprof_config as config;

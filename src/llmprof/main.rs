@@ -2,13 +2,29 @@
 //! This binary never links libtorch; model stages run in `llmprof-worker`.
 use clap::Parser;
 
+use std::io::Write;
+
 fn main() {
-    let cli = llmprof::cli::Cli::parse();
+    let cli = match llmprof::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // `llmprof analyze ncu --help`: help, not "missing argument" (exit 0, as --help is).
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            if args.iter().any(|a| a == "--help" || a == "-h") {
+                if let Some(help) = llmprof::cli::subcommand_help(&args) {
+                    let _ = llmprof::stdout::print(&help);
+                    std::process::exit(0);
+                }
+            }
+            e.exit()
+        }
+    };
     llmprof::logging::init_stderr();
     match llmprof::app::run(cli) {
         Ok(code) => std::process::exit(code),
         Err(err) => {
-            eprintln!("Error: {err:#}");
+            // stderr may be closed too: never panic on the way out.
+            let _ = writeln!(std::io::stderr(), "Error: {err:#}");
             std::process::exit(1);
         }
     }

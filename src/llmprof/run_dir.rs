@@ -45,7 +45,7 @@ impl RunDir {
         resolved_job: &Node,
         command: &str,
     ) -> Result<Self> {
-        let path = unique_dir(wanted)?;
+        let path = create_fresh_dir(wanted, "hydra.run.dir")?;
         let dir = RunDir { path };
         let hydra_dir = dir.path.join(".hydra");
         std::fs::create_dir_all(&hydra_dir)
@@ -77,9 +77,10 @@ impl RunDir {
         std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
     }
 
+    /// Writes status.json atomically (a reader never sees half a file).
     pub fn set_status(&self, status: &Status) -> Result<()> {
         let text = serde_json::to_string_pretty(status).expect("status serialises");
-        self.write(STATUS_FILE, &(text + "\n"))
+        write_atomic(&self.path.join(STATUS_FILE), &(text + "\n"))
     }
 
     pub fn status(&self) -> Result<Status> {
@@ -106,7 +107,37 @@ fn now() -> String {
     chrono::Local::now().to_rfc3339()
 }
 
-fn unique_dir(wanted: &Path) -> Result<PathBuf> {
+/// Writes `text` to a temporary file beside `path`, then renames it over `path`: readers see the
+/// old file or the new one, never a partial write. The error names the file.
+pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let written = std::fs::write(&tmp, text)
+        .with_context(|| format!("writing {}", path.display()))
+        .and_then(|()| {
+            std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+        });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+        // A full disk has no room for a second copy: overwriting in place frees the old blocks
+        // first, so a status that fits before still fits now.
+        if path.exists() && std::fs::write(path, text).is_ok() {
+            return Ok(());
+        }
+    }
+    written
+}
+
+/// Creates `wanted`, or `wanted-1`, `wanted-2`, … when it exists: a run or sweep never reuses a
+/// folder (creation is atomic, so two processes starting in the same second get two folders).
+/// `key` names the setting the path came from, for errors.
+pub fn create_fresh_dir(wanted: &Path, key: &str) -> Result<PathBuf> {
+    if wanted.as_os_str().is_empty() {
+        anyhow::bail!("{key} is empty\n  fix: set {key}=<folder>, or leave it at its default");
+    }
     if let Some(parent) = wanted.parent() {
         if !parent.as_os_str().is_empty() {
             std::fs::create_dir_all(parent)
@@ -125,7 +156,7 @@ fn unique_dir(wanted: &Path) -> Result<PathBuf> {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => {
                 return Err(e)
-                    .with_context(|| format!("creating run directory {}", candidate.display()))
+                    .with_context(|| format!("creating {} (from {key})", candidate.display()))
             }
         }
     }
@@ -142,11 +173,31 @@ mod tests {
     #[test]
     fn existing_directories_are_never_reused() {
         let base = std::env::temp_dir().join(format!("llmprof-rundir-{}", std::process::id()));
-        let a = unique_dir(&base).unwrap();
-        let b = unique_dir(&base).unwrap();
+        let a = create_fresh_dir(&base, "hydra.run.dir").unwrap();
+        let b = create_fresh_dir(&base, "hydra.run.dir").unwrap();
         assert_ne!(a, b);
         assert!(b.display().to_string().ends_with("-1"));
         std::fs::remove_dir_all(&a).unwrap();
         std::fs::remove_dir_all(&b).unwrap();
+        let empty = create_fresh_dir(Path::new(""), "hydra.run.dir").unwrap_err();
+        assert!(
+            format!("{empty:#}").contains("hydra.run.dir is empty"),
+            "{empty:#}"
+        );
+    }
+
+    #[test]
+    fn atomic_writes_replace_whole_files() {
+        let dir = std::env::temp_dir().join(format!("llmprof-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("status.json");
+        write_atomic(&p, "one").unwrap();
+        write_atomic(&p, "two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        let err = write_atomic(&dir.join("missing/x.json"), "x").unwrap_err();
+        assert!(format!("{err:#}").contains("missing/x.json"), "{err:#}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -6,13 +6,15 @@ use llmprof_worker::ffi::versions::RuntimeVersions;
 use std::path::PathBuf;
 
 fn main() {
+    stop_with_parent();
     let versions = RuntimeVersions::read();
     let kineto_quieted = quiet_kineto_without_gpu(&versions);
     llmprof::logging::init_stderr();
     if let Err(e) = run(&versions, kineto_quieted) {
         let msg = format!("{e:#}");
+        // Logged to stderr, which the front end reads (the cause reaches status.json even when
+        // the disk is full), and to worker_error.txt.
         tracing::error!("{msg}");
-        // The front end puts this text into status.json.
         if let Some(dir) = std::env::args().nth(2) {
             let _ = std::fs::write(
                 PathBuf::from(dir).join(llmprof::run_dir::WORKER_ERROR),
@@ -20,6 +22,22 @@ fn main() {
             );
         }
         std::process::exit(1);
+    }
+}
+
+/// The worker stops when the front end dies (killed, crashed): a run never goes on unattended.
+/// Linux's parent-death signal; if the parent is already gone, stop now.
+fn stop_with_parent() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number; getppid cannot fail.
+        unsafe {
+            let parent = libc::getppid();
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            if libc::getppid() != parent {
+                std::process::exit(143);
+            }
+        }
     }
 }
 
@@ -149,14 +167,10 @@ fn run_debug(args: &[String]) -> Result<()> {
             let device = tch::Device::cuda_if_available();
             let prompts = fast_path_check::prompts(&prompt_lens, cfg.decoder.vocab_size, 7);
             let all = fast_path_check::check(&cfg, device, seed, &prompts, steps, kv_bucket)?;
-            println!("Against fp32 eager, teacher-forced with its tokens:\n");
-            println!(
-                "| variant | dtype | steps | token mismatches | rel L2 logit error | eager bf16 error | graphs | result |"
-            );
-            println!("|---|---|---:|---:|---:|---:|---:|---|");
+            let mut table = String::from("Against fp32 eager, teacher-forced with its tokens:\n\n| variant | dtype | steps | token mismatches | rel L2 logit error | eager bf16 error | graphs | result |\n|---|---|---:|---:|---:|---:|---:|---|\n");
             for c in &all {
-                println!(
-                    "| {} | {} | {} | {} | {:.2e} | {} | {} | {} |",
+                table.push_str(&format!(
+                    "| {} | {} | {} | {} | {:.2e} | {} | {} | {} |\n",
                     c.variant,
                     c.dtype,
                     c.steps,
@@ -166,8 +180,9 @@ fn run_debug(args: &[String]) -> Result<()> {
                         .map_or("—".to_string(), |e| format!("{e:.2e}")),
                     c.graphs_captured,
                     if c.passed { "pass" } else { "FAIL" }
-                );
+                ));
             }
+            llmprof::stdout::print(&table)?;
             if let Some(path) = json {
                 std::fs::write(&path, serde_json::to_string_pretty(&all)?)
                     .with_context(|| format!("writing {}", path.display()))?;

@@ -18,7 +18,7 @@ fn analyze_entry_points_render_markdown() {
         "{md}"
     );
     assert!(
-        md.contains("| 1 | cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm"),
+        md.contains("| 1 | Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm"),
         "{md}"
     );
     let md =

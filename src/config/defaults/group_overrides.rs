@@ -46,29 +46,29 @@ impl Overrides {
             let is_group = repo.group_exists(&o.key_or_group);
             let value = o.element();
             let is_dict = matches!(value, Some(Element::Dict(_)));
-            if o.kind == OverrideKind::Delete && is_group {
-                let name = match value {
-                    None => None,
-                    Some(Element::Str { text, .. }) => Some(text.clone()),
-                    Some(other) => {
-                        return Err(composition(format!(
-                        "Config group override deletion value must be a string : {} (got {other})",
-                        o.input
-                    )))
-                    }
-                };
-                s.deletions.insert(o.key_without_prefix(), (name, false));
-            } else if is_dict || !is_group {
+            // Hydra 1.3.2's order of tests, which decides which error a bad override gets.
+            if is_dict || !is_group {
                 s.config_overrides.push(o.clone());
             } else if o.kind == OverrideKind::ForceAdd {
                 return Err(composition(format!(
                     "force-add of config groups is not supported: '{}'",
                     o.input
                 )));
+            } else if o.kind == OverrideKind::Delete {
+                let name = match value {
+                    None => None,
+                    Some(Element::Str { text, .. }) => Some(text.clone()),
+                    Some(_) => {
+                        return Err(composition(format!(
+                            "Config group override deletion value must be a string : {}",
+                            o.input
+                        )))
+                    }
+                };
+                s.deletions.insert(o.key_without_prefix(), (name, false));
             } else {
                 let gv = match value {
                     Some(Element::Str { text, .. }) => GroupValue::Name(Some(text.clone())),
-                    Some(Element::Null) => GroupValue::Name(None),
                     Some(Element::List(items)) => GroupValue::Options(
                         items
                             .iter()
@@ -79,19 +79,18 @@ impl Overrides {
                             })
                             .collect(),
                     ),
-                    Some(other) => {
+                    // Hydra's ValueError, word for word (Python's type names).
+                    other => {
                         return Err(composition(format!(
-                            "Config group override must be a string or a list. Got {} in '{}'",
+                            "Config group override must be a string or a list. Got {}",
                             match other {
-                                Element::Int(_) => "int",
-                                Element::Float(_) => "float",
-                                Element::Bool(_) => "bool",
-                                _ => "value",
-                            },
-                            o.input
+                                Some(Element::Int(_)) => "int",
+                                Some(Element::Float(_)) => "float",
+                                Some(Element::Bool(_)) => "bool",
+                                _ => "NoneType",
+                            }
                         )))
                     }
-                    None => GroupValue::Name(None),
                 };
                 if o.kind == OverrideKind::Add {
                     let mut d = InputDefault::group(&o.key_or_group, gv, o.package.clone());

@@ -5,6 +5,7 @@ use super::element::{DefaultKind, GroupValue, InputDefault, ResultDefault};
 use super::group_overrides::Overrides;
 use super::repo::ConfigRepo;
 use crate::error::{composition, ConfigError};
+use crate::tree::limits::MAX_DEFAULTS_DEPTH;
 use indexmap::IndexMap;
 use std::collections::HashSet;
 
@@ -36,6 +37,7 @@ pub fn create_defaults_list(
         repo,
         overrides,
         skip_missing,
+        chain: Vec::new(),
     };
     b.expand(&mut root, true, false, None)?;
     let mut out = Vec::new();
@@ -58,6 +60,8 @@ struct Builder<'a> {
     repo: &'a ConfigRepo,
     overrides: &'a mut Overrides,
     skip_missing: bool,
+    /// The configs being expanded, outermost first: a config met again is a cycle.
+    chain: Vec<String>,
 }
 
 impl Builder<'_> {
@@ -120,6 +124,7 @@ impl Builder<'_> {
             }
             return Err(self.not_found(&root.node, parent_path));
         };
+        self.enter(&path)?;
         let mut defaults = loaded.defaults.clone();
         if !defaults.is_empty() || (is_root && !self.overrides.append_group_defaults.is_empty()) {
             validate_self(&root.node, &mut defaults)?;
@@ -208,6 +213,32 @@ impl Builder<'_> {
             children.reverse();
             root.children = Some(children);
         }
+        self.chain.pop();
+        Ok(())
+    }
+
+    /// Start expanding the config at `path`: refuse a cycle (Hydra 1.3.2 recurses until Python's
+    /// RecursionError) and a tree deeper than the bound.
+    fn enter(&mut self, path: &str) -> Result<(), ConfigError> {
+        let chain = |extra: &str| {
+            let mut c: Vec<&str> = self.chain.iter().map(String::as_str).collect();
+            c.push(extra);
+            c.join(" -> ")
+        };
+        let parent = self.chain.last().cloned().unwrap_or_default();
+        if self.chain.iter().any(|p| p == path) {
+            return Err(composition(format!(
+                "In '{parent}': Circular reference in the defaults list: {}\n  fix: remove the entry of '{path}' from the defaults list of '{parent}' (or of another config on this chain)",
+                chain(path)
+            )));
+        }
+        if self.chain.len() >= MAX_DEFAULTS_DEPTH {
+            return Err(composition(format!(
+                "In '{parent}': the defaults list nests more than {MAX_DEFAULTS_DEPTH} configs: {}",
+                chain(path)
+            )));
+        }
+        self.chain.push(path.to_string());
         Ok(())
     }
 

@@ -115,23 +115,11 @@ impl ConfigRepo {
             column: e.column,
             reason: e.message,
         })?;
-        let mut body = match body {
-            Node::Null => Node::empty_map(),
-            m @ Node::Map(_) => m,
-            other => {
-                return Err(ConfigError::BadFile {
-                    path: file.to_path_buf(),
-                    reason: format!(
-                        "a config file must hold a mapping, found a {}",
-                        other.type_name()
-                    ),
-                })
-            }
-        };
-        let raw_defaults = body
-            .as_map_mut()
-            .expect("checked above")
-            .shift_remove("defaults");
+        let mut body = file_body(body).map_err(|reason| ConfigError::BadFile {
+            path: file.to_path_buf(),
+            reason,
+        })?;
+        let raw_defaults = body.as_map_mut().and_then(|m| m.shift_remove("defaults"));
         let defaults = match raw_defaults {
             None => Vec::new(),
             Some(Node::List(items)) => items
@@ -161,6 +149,39 @@ impl ConfigRepo {
             package_header,
             defaults,
         })
+    }
+}
+
+/// What `OmegaConf.load` makes of a file's YAML: nothing is `{}`, a string is read again as YAML
+/// (a word then becomes `{word: null}`), a mapping or a list stays; anything else is refused.
+fn file_body(body: Node) -> Result<Node, String> {
+    let body = match body {
+        Node::Missing => return file_body(Node::Str("???".into())),
+        Node::Str(s) => match yaml_read::parse(&s).map_err(|e| e.to_string())? {
+            Node::Str(word) => {
+                let mut m = crate::tree::node::Map::new();
+                m.insert(word, Node::Null);
+                return Ok(Node::Map(m));
+            }
+            Node::Missing => {
+                let mut m = crate::tree::node::Map::new();
+                m.insert(s, Node::Null);
+                return Ok(Node::Map(m));
+            }
+            other @ (Node::Null | Node::Map(_) | Node::List(_)) => other,
+            other => {
+                return Err(format!(
+                    "a config file that holds the string '{s}' reads as a {}, not a mapping",
+                    other.type_name()
+                ))
+            }
+        },
+        other => other,
+    };
+    match body {
+        Node::Null => Ok(Node::empty_map()),
+        body @ (Node::Map(_) | Node::List(_)) => Ok(body),
+        other => Err(format!("Invalid loaded object type: {}", other.type_name())),
     }
 }
 

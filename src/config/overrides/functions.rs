@@ -2,6 +2,7 @@
 //! `choice`, `range`, `glob`, `interval`, `sort` and the casts `int`/`float`/`str`/`bool`, applied
 //! to already-parsed arguments. No lexing or parsing.
 use super::types::{Element, Parsed, Sweep};
+use crate::tree::limits::MAX_SWEEP_JOBS;
 use crate::tree::scalar::python_float_repr;
 
 pub(super) fn eval_function(
@@ -63,8 +64,13 @@ pub(super) fn eval_function(
             let mut i = 0usize;
             loop {
                 let v = start + step * i as f64;
-                if (step > 0.0 && v >= stop) || (step < 0.0 && v <= stop) || i > 1_000_000 {
+                if (step > 0.0 && v >= stop) || (step < 0.0 && v <= stop) || v.is_nan() {
                     break;
+                }
+                if i >= MAX_SWEEP_JOBS {
+                    return Err(format!(
+                        "range() would hold more than {MAX_SWEEP_JOBS} values"
+                    ));
                 }
                 items.push(if all_int {
                     Element::Int(v as i64)

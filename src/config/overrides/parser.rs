@@ -5,6 +5,7 @@ use super::functions::eval_function;
 use super::lexer::{lex, unescape_quoted, Tok, Token};
 use super::types::{Element, Override, OverrideKind, ParseError, Parsed, Sweep, Value};
 use crate::tree::lex::parse_hydra_float;
+use crate::tree::limits::{too_deep, MAX_NESTING};
 use crate::tree::scalar::python_float_repr;
 
 /// Parse one override as typed on the command line.
@@ -91,12 +92,18 @@ fn parse_key(text: &str) -> Result<(String, Option<String>), String> {
             return Err(format!("invalid package '{p}' in '{text}'"));
         }
     }
+    let segments = |s: &str| s.split(['.', '/']).count();
+    if segments(kog) > MAX_NESTING || pkg.is_some_and(|p| segments(p) > MAX_NESTING) {
+        return Err(too_deep(&format!("the key '{text}'"), MAX_NESTING));
+    }
     Ok((kog.to_string(), pkg.map(str::to_string)))
 }
 
 struct ValueParser {
     toks: Vec<Token>,
     pos: usize,
+    /// Nesting of lists, dicts and calls at the cursor (bounded: the parser recurses on it).
+    depth: usize,
 }
 
 const PRIMITIVE_TOKS: [Tok; 10] = [
@@ -117,6 +124,7 @@ impl ValueParser {
         Ok(Self {
             toks: lex(s)?,
             pos: 0,
+            depth: 0,
         })
     }
 
@@ -173,6 +181,16 @@ impl ValueParser {
     }
 
     fn element(&mut self) -> Result<Parsed, String> {
+        if self.depth >= MAX_NESTING {
+            return Err(too_deep("the value", MAX_NESTING));
+        }
+        self.depth += 1;
+        let r = self.element_here();
+        self.depth -= 1;
+        r
+    }
+
+    fn element_here(&mut self) -> Result<Parsed, String> {
         match self.peek() {
             Some(Tok::Id) if self.toks.get(self.pos + 1).map(|t| t.kind) == Some(Tok::POpen) => {
                 self.function()

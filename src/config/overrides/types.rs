@@ -120,6 +120,8 @@ impl Element {
             Element::Bool(b) => Node::Bool(*b),
             Element::Int(i) => Node::Int(*i),
             Element::Float(f) => Node::Float(*f),
+            // OmegaConf holds the string `???` as a missing value, quoted or not.
+            Element::Str { text, .. } if text == "???" => Node::Missing,
             Element::Str { text, .. } => Node::Str(text.clone()),
             Element::List(l) => Node::List(l.iter().map(Element::to_node).collect()),
             Element::Dict(d) => Node::Map(

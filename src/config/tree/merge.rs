@@ -1,36 +1,131 @@
-//! OmegaConf merge and update rules: dicts merge key by key, lists and scalars are replaced,
-//! a `???` in the source never replaces a value; `update` walks a dotted key (list indices
-//! allowed) and refuses unknown keys unless asked to add them (Hydra's struct mode).
+//! OmegaConf 2.3 merge rules (`BaseContainer._map_merge`/`_list_merge`): dicts merge key by key,
+//! lists are replaced, a `???` in the source never replaces a value, a dict never merges with a
+//! list ("Cannot merge DictConfig with ListConfig"), and a destination key that interpolates a
+//! container is first replaced by a copy of that container. `update` (OmegaConf.update in struct
+//! mode, as Hydra applies `key=value`) lives in update.rs.
+use super::interpolate::container_reference;
 use super::node::{Map, Node};
 
-/// Merge `src` into `dest` (later wins).
-pub fn merge_into(dest: &mut Node, src: &Node) {
-    match (dest, src) {
-        (Node::Map(d), Node::Map(s)) => {
-            for (k, v) in s {
-                match d.get_mut(k) {
-                    Some(existing) => {
-                        if matches!(v, Node::Missing) {
-                            continue;
-                        }
-                        if matches!((&*existing, v), (Node::Map(_), Node::Map(_))) {
-                            merge_into(existing, v);
-                        } else {
-                            *existing = v.clone();
-                        }
-                    }
-                    None => {
-                        d.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-        }
-        (d, s) => {
-            if !matches!(s, Node::Missing) {
-                *d = s.clone();
-            }
+/// A merge OmegaConf refuses.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MergeError {
+    /// A dict met a list (either way round): OmegaConf's ConfigTypeError.
+    DictWithList,
+    /// A key the destination does not have, while new keys are refused (struct mode): OmegaConf's
+    /// ConfigKeyError. Holds the dotted path of the key.
+    NewKey(String),
+}
+
+impl std::fmt::Display for MergeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            // OmegaConf formats the error at the root of the merge: no key, object type dict.
+            MergeError::DictWithList => write!(
+                f,
+                "Cannot merge DictConfig with ListConfig\n    full_key: \n    object_type=dict"
+            ),
+            MergeError::NewKey(k) => write!(f, "Key '{k}' is not in struct"),
         }
     }
+}
+
+impl MergeError {
+    /// The OmegaConf exception class, as Hydra names it in its messages.
+    pub fn class_name(&self) -> &'static str {
+        match self {
+            MergeError::DictWithList => "ConfigTypeError",
+            MergeError::NewKey(_) => "ConfigKeyError",
+        }
+    }
+}
+
+/// Merge `src` into the whole config `root` (`root.merge_with(src)`; later wins).
+pub fn merge_into(root: &mut Node, src: &Node) -> Result<(), MergeError> {
+    merge_at(root, &mut Vec::new(), src, true)
+}
+
+/// Merge `src` into the node at `path` (map keys or list indices) inside `root`; `new_keys`
+/// false refuses keys the destination lacks (struct mode).
+pub(super) fn merge_at(
+    root: &mut Node,
+    path: &mut Vec<String>,
+    src: &Node,
+    new_keys: bool,
+) -> Result<(), MergeError> {
+    let Some(dest) = at_mut(root, path) else {
+        return Ok(());
+    };
+    match (dest, src) {
+        (Node::Map(_), Node::Map(s)) => merge_map(root, path, s, new_keys),
+        (Node::List(d), Node::List(s)) => {
+            *d = s.clone();
+            Ok(())
+        }
+        (Node::Map(_), Node::List(_)) | (Node::List(_), Node::Map(_)) => {
+            Err(MergeError::DictWithList)
+        }
+        (_, Node::Missing) => Ok(()),
+        (d, s) => {
+            *d = s.clone();
+            Ok(())
+        }
+    }
+}
+
+fn merge_map(
+    root: &mut Node,
+    path: &mut Vec<String>,
+    src: &Map,
+    new_keys: bool,
+) -> Result<(), MergeError> {
+    for (k, v) in src {
+        // A destination value `${...}` naming a container becomes a copy of it first.
+        let copy = match at(root, path)
+            .and_then(|d| d.as_map())
+            .and_then(|m| m.get(k))
+        {
+            Some(Node::Str(s)) => container_reference(root, path, s).cloned(),
+            _ => None,
+        };
+        let Some(Node::Map(dest)) = at_mut(root, path) else {
+            return Ok(());
+        };
+        if let Some(c) = copy {
+            dest.insert(k.clone(), c);
+        }
+        let Some(existing) = dest.get_mut(k) else {
+            if !new_keys {
+                let mut full = path.clone();
+                full.push(k.clone());
+                return Err(MergeError::NewKey(full.join(".")));
+            }
+            dest.insert(k.clone(), v.clone());
+            continue;
+        };
+        match (&*existing, v) {
+            (_, Node::Missing) => {}
+            (Node::Map(_), Node::Map(_)) => {
+                path.push(k.clone());
+                let r = merge_at(root, path, v, new_keys);
+                path.pop();
+                r?;
+            }
+            (Node::Map(_), Node::List(_)) | (Node::List(_), Node::Map(_)) => {
+                return Err(MergeError::DictWithList)
+            }
+            _ => *existing = v.clone(),
+        }
+    }
+    Ok(())
+}
+
+/// The node at `path` (map keys, list indices).
+pub(super) fn at<'a>(root: &'a Node, path: &[String]) -> Option<&'a Node> {
+    path.iter().try_fold(root, |n, k| n.child(k))
+}
+
+pub(super) fn at_mut<'a>(root: &'a mut Node, path: &[String]) -> Option<&'a mut Node> {
+    path.iter().try_fold(root, |n, k| n.child_mut(k))
 }
 
 /// Wrap `config` under a dotted package path (`a.b` → `{a: {b: config}}`).
@@ -43,75 +138,6 @@ pub fn embed_at_package(config: &Node, package: &str) -> Node {
         m.insert(key.to_string(), inner);
         Node::Map(m)
     })
-}
-
-#[derive(Debug, PartialEq)]
-pub enum UpdateError {
-    /// A key on the path does not exist and adding was not allowed.
-    KeyNotFound,
-    /// A key on the path is a scalar (or a list given a non-index key).
-    NotAContainer(String),
-    IndexOutOfRange(String),
-}
-
-/// OmegaConf.update(cfg, key, value, merge=True[, force_add]).
-pub fn update(root: &mut Node, key: &str, value: Node, force_add: bool) -> Result<(), UpdateError> {
-    let segs: Vec<&str> = key.split('.').collect();
-    let (last, parents) = segs.split_last().expect("split always yields one item");
-    let mut node = root;
-    for (i, seg) in parents.iter().enumerate() {
-        let here = segs[..=i].join(".");
-        node = match node {
-            Node::Map(m) => {
-                if !m.contains_key(*seg) {
-                    if !force_add {
-                        return Err(UpdateError::KeyNotFound);
-                    }
-                    m.insert(seg.to_string(), Node::empty_map());
-                }
-                let child = m.get_mut(*seg).expect("inserted above");
-                if matches!(child, Node::Null) && force_add {
-                    *child = Node::empty_map();
-                }
-                child
-            }
-            Node::List(l) => {
-                let idx: usize = seg
-                    .parse()
-                    .map_err(|_| UpdateError::NotAContainer(here.clone()))?;
-                l.get_mut(idx).ok_or(UpdateError::IndexOutOfRange(here))?
-            }
-            _ => return Err(UpdateError::NotAContainer(segs[..i].join("."))),
-        };
-    }
-    match node {
-        Node::Map(m) => match m.get_mut(*last) {
-            Some(existing) => {
-                if matches!((&*existing, &value), (Node::Map(_), Node::Map(_))) {
-                    merge_into(existing, &value);
-                } else {
-                    *existing = value;
-                }
-                Ok(())
-            }
-            None if force_add => {
-                m.insert(last.to_string(), value);
-                Ok(())
-            }
-            None => Err(UpdateError::KeyNotFound),
-        },
-        Node::List(l) => {
-            let idx: usize = last
-                .parse()
-                .map_err(|_| UpdateError::NotAContainer(parents.join(".")))?;
-            let slot = l
-                .get_mut(idx)
-                .ok_or(UpdateError::IndexOutOfRange(key.to_string()))?;
-            *slot = value;
-            Ok(())
-        }
-        _ => Err(UpdateError::NotAContainer(parents.join("."))),
-    }
 }
 
 /// Remove the node at a dotted key; returns it if it existed.
@@ -135,36 +161,59 @@ mod tests {
     use super::*;
     use crate::tree::yaml_read::parse;
 
+    fn merged(a: &str, b: &str) -> Result<Node, MergeError> {
+        let mut a = parse(a).unwrap();
+        merge_into(&mut a, &parse(b).unwrap()).map(|()| a)
+    }
+
     #[test]
     fn dicts_merge_and_lists_replace() {
-        let mut a = parse("env: {A: '1', B: '2'}\nargs: [a, b]\nx: 1\n").unwrap();
-        merge_into(
-            &mut a,
-            &parse("env: {B: '3'}\nargs: [c]\nx: ???\n").unwrap(),
-        );
         assert_eq!(
-            a,
-            parse("env: {A: '1', B: '3'}\nargs: [c]\nx: 1\n").unwrap()
+            merged(
+                "env: {A: '1', B: '2'}\nargs: [a, b]\nx: 1\n",
+                "env: {B: '3'}\nargs: [c]\nx: ???\n"
+            ),
+            Ok(parse("env: {A: '1', B: '3'}\nargs: [c]\nx: 1\n").unwrap())
         );
     }
 
     #[test]
-    fn update_respects_struct_mode_and_list_indices() {
-        let mut a = parse("r: {b: [1, 2, 4], env: {A: x}}\n").unwrap();
-        update(&mut a, "r.b.1", Node::Int(16), false).unwrap();
-        assert_eq!(a.get_path("r.b.1"), Some(&Node::Int(16)));
+    fn a_dict_never_merges_with_a_list_but_replaces_scalars() {
+        assert_eq!(merged("a: [1]", "a: {x: 1}"), Err(MergeError::DictWithList));
+        assert_eq!(merged("a: {x: 1}", "a: [1]"), Err(MergeError::DictWithList));
+        assert_eq!(merged("a: {x: 1}", "a: 5"), Ok(parse("a: 5").unwrap()));
+        assert_eq!(merged("a: 5", "a: {x: 1}"), Ok(parse("a: {x: 1}").unwrap()));
+        assert_eq!(merged("a: null", "a: [1]"), Ok(parse("a: [1]").unwrap()));
+        let err = MergeError::DictWithList.to_string();
+        assert!(err.starts_with("Cannot merge DictConfig with ListConfig\n"));
+    }
+
+    #[test]
+    fn an_interpolated_container_is_copied_before_merging() {
+        // OmegaConf dereferences `b` to a copy of `a` (as merged so far), then merges into it.
         assert_eq!(
-            update(&mut a, "r.nope", Node::Int(1), false),
-            Err(UpdateError::KeyNotFound)
+            merged(
+                "a: {x: 1}\nb: ${a}\nc: ${a.x}\n",
+                "a: {y: 2}\nb: {z: 3}\nc: {w: 4}\n"
+            ),
+            Ok(parse("a: {x: 1, y: 2}\nb: {x: 1, y: 2, z: 3}\nc: {w: 4}\n").unwrap())
         );
-        update(&mut a, "r.new.deep", Node::Int(1), true).unwrap();
-        assert_eq!(a.get_path("r.new.deep"), Some(&Node::Int(1)));
-        update(&mut a, "r.env", parse("{B: y}").unwrap(), false).unwrap();
-        assert_eq!(a.get_path("r.env.A"), Some(&Node::Str("x".into())));
-        assert!(matches!(
-            update(&mut a, "r.b.9", Node::Int(1), false),
-            Err(UpdateError::IndexOutOfRange(_))
-        ));
+        assert_eq!(
+            merged("a: [1]\nb: ${a}\n", "b: {z: 3}"),
+            Err(MergeError::DictWithList)
+        );
+        assert_eq!(
+            merged("a: {x: 1}\nb: ${a}\n", "b: ???"),
+            Ok(parse("a: {x: 1}\nb: {x: 1}\n").unwrap())
+        );
+    }
+
+    #[test]
+    fn struct_mode_refuses_new_keys_at_any_depth() {
+        let mut a = parse("m: {o: {a: 1}}").unwrap();
+        let src = parse("o: {b: 2}").unwrap();
+        let r = merge_at(&mut a, &mut vec!["m".into()], &src, false);
+        assert_eq!(r, Err(MergeError::NewKey("m.o.b".into())));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! YAML text → `Node` as OmegaConf's loader reads it (PyYAML's YAML 1.1 rules, OmegaConf's float
 //! fix) and Hydra's `# @package` header. yaml-rust2, not serde_yaml: its events keep the scalar
 //! style (`yes` is a bool, `'yes'` a string) and each error's line. Writing is yaml_write's job.
+use super::limits::{too_deep, MAX_NESTING, MAX_YAML_NODES};
 use super::node::{Map, Node};
 use super::scalar::{parse_omegaconf_float, parse_yaml11_int, python_float_repr};
 use std::collections::HashMap;
@@ -83,16 +84,38 @@ pub fn resolve_plain_scalar(s: &str) -> Node {
     Node::Str(s.to_string())
 }
 
+/// The key of a mapping entry whose value is still to come.
+enum Pending {
+    Key(String),
+    /// PyYAML's merge key `<<` (a plain scalar): its value's entries are merged in.
+    Merge,
+}
+
 enum Frame {
-    Seq(Vec<Node>, usize),
-    Map(Map, Option<String>, usize, Marker),
+    Seq {
+        items: Vec<Node>,
+        anchor: usize,
+        size: usize,
+    },
+    Map {
+        map: Map,
+        /// Entries from `<<` merge keys, in PyYAML's order (later ones win, own keys win last).
+        merged: Vec<(String, Node)>,
+        pending: Option<Pending>,
+        anchor: usize,
+        start: Marker,
+        size: usize,
+    },
 }
 
 #[derive(Default)]
 struct Builder {
     stack: Vec<Frame>,
     root: Option<Node>,
-    anchors: HashMap<usize, Node>,
+    /// Anchored nodes with their size in nodes (an alias costs that much again).
+    anchors: HashMap<usize, (Node, usize)>,
+    /// Nodes built so far, aliases counted at full size.
+    nodes: usize,
     error: Option<YamlError>,
 }
 
@@ -107,68 +130,203 @@ impl Builder {
         }
     }
 
-    fn push_value(&mut self, node: Node, anchor: usize, mark: Marker) {
-        if anchor > 0 {
-            self.anchors.insert(anchor, node.clone());
+    /// Count `n` more nodes against the document's budget.
+    fn spend(&mut self, n: usize, mark: Marker) {
+        self.nodes = self.nodes.saturating_add(n);
+        if self.nodes > MAX_YAML_NODES {
+            self.fail(
+                mark,
+                format!("the document expands to more than {MAX_YAML_NODES} values (aliases of large anchors?)"),
+            );
         }
-        match self.stack.last_mut() {
-            None => self.root = Some(node),
-            Some(Frame::Seq(items, _)) => items.push(node),
-            Some(Frame::Map(map, pending, _, _)) => match pending.take() {
-                None => {
-                    let key = match node {
-                        Node::Str(s) => s,
-                        Node::Int(i) => i.to_string(),
-                        Node::Bool(b) => if b { "True" } else { "False" }.to_string(),
-                        Node::Null => "None".to_string(),
-                        Node::Float(f) => python_float_repr(f),
-                        other => {
-                            let t = other.type_name();
-                            self.fail(mark, format!("unsupported mapping key of type {t}"));
-                            return;
+    }
+
+    fn open(&mut self, frame: Frame, mark: Marker) {
+        if self.stack.len() >= MAX_NESTING {
+            self.fail(mark, too_deep("the document", MAX_NESTING));
+            return;
+        }
+        self.stack.push(frame);
+    }
+
+    fn push_value(&mut self, node: Node, size: usize, anchor: usize, mark: Marker, plain: bool) {
+        if anchor > 0 {
+            self.anchors.insert(anchor, (node.clone(), size));
+        }
+        let frame = match self.stack.last_mut() {
+            None => {
+                self.root = Some(node);
+                return;
+            }
+            Some(f) => f,
+        };
+        let result = match frame {
+            Frame::Seq { items, size: s, .. } => {
+                *s += size;
+                items.push(node);
+                Ok(())
+            }
+            Frame::Map {
+                map,
+                merged,
+                pending,
+                size: s,
+                ..
+            } => {
+                *s += size;
+                match pending.take() {
+                    None => map_key(node, plain).and_then(|(k, checked)| {
+                        // OmegaConf refuses a repeated string key; other keys: the last wins.
+                        match &k {
+                            Pending::Key(key) if checked && map.contains_key(key) => {
+                                return Err(format!("duplicate key '{key}'"))
+                            }
+                            _ => {}
                         }
-                    };
-                    if map.contains_key(&key) {
-                        self.fail(mark, format!("duplicate key '{key}'"));
-                        return;
+                        *pending = Some(k);
+                        Ok(())
+                    }),
+                    Some(Pending::Key(key)) => {
+                        map.insert(key, node);
+                        Ok(())
                     }
-                    *pending = Some(key);
+                    Some(Pending::Merge) => merge_key_value(merged, node),
                 }
-                Some(key) => {
-                    map.insert(key, node);
-                }
-            },
+            }
+        };
+        if let Err(msg) = result {
+            self.fail(mark, msg);
         }
     }
 }
 
+/// A mapping key as OmegaConf keeps it (a string), or the merge key; `true` when the key was a
+/// string, which OmegaConf checks for duplicates.
+fn map_key(node: Node, plain: bool) -> Result<(Pending, bool), String> {
+    let key = match node {
+        Node::Str(s) if plain && s == "<<" => return Ok((Pending::Merge, false)),
+        Node::Str(s) => return Ok((Pending::Key(s), true)),
+        Node::Missing => return Ok((Pending::Key("???".to_string()), true)),
+        Node::Int(i) => i.to_string(),
+        Node::Bool(b) => if b { "True" } else { "False" }.to_string(),
+        Node::Null => "None".to_string(),
+        Node::Float(f) => python_float_repr(f),
+        other => {
+            return Err(format!(
+                "unsupported mapping key of type {}",
+                other.type_name()
+            ))
+        }
+    };
+    Ok((Pending::Key(key), false))
+}
+
+/// PyYAML's `flatten_mapping` for one `<<: value`: a mapping, or a list of mappings of which
+/// the first wins.
+fn merge_key_value(merged: &mut Vec<(String, Node)>, value: Node) -> Result<(), String> {
+    match value {
+        Node::Map(m) => merged.extend(m),
+        Node::List(items) => {
+            let mut maps = Vec::new();
+            for item in items {
+                match item {
+                    Node::Map(m) => maps.push(m),
+                    other => {
+                        return Err(format!(
+                            "expected a mapping for merging, but found {}",
+                            other.type_name()
+                        ))
+                    }
+                }
+            }
+            for m in maps.into_iter().rev() {
+                merged.extend(m);
+            }
+        }
+        other => {
+            return Err(format!(
+                "expected a mapping or list of mappings for merging, but found {}",
+                other.type_name()
+            ))
+        }
+    }
+    Ok(())
+}
+
 impl MarkedEventReceiver for Builder {
     fn on_event(&mut self, ev: Event, mark: Marker) {
+        if self.error.is_some() {
+            return; // the document is refused; the rest of it is not built
+        }
         match ev {
             Event::Scalar(value, style, anchor, tag) => {
+                let plain = style == TScalarStyle::Plain && tag.is_none();
                 let node = match (style, tag) {
+                    // OmegaConf reads the string `???` as a missing value, however it is quoted.
+                    _ if value == "???" => Node::Missing,
                     (_, Some(tag)) if tag.suffix == "str" => Node::Str(value),
                     (TScalarStyle::Plain, _) => resolve_plain_scalar(&value),
                     _ => Node::Str(value),
                 };
-                self.push_value(node, anchor, mark);
+                self.spend(1, mark);
+                self.push_value(node, 1, anchor, mark, plain);
             }
-            Event::SequenceStart(anchor, _) => self.stack.push(Frame::Seq(Vec::new(), anchor)),
+            Event::SequenceStart(anchor, _) => self.open(
+                Frame::Seq {
+                    items: Vec::new(),
+                    anchor,
+                    size: 1,
+                },
+                mark,
+            ),
             Event::SequenceEnd => {
-                if let Some(Frame::Seq(items, anchor)) = self.stack.pop() {
-                    self.push_value(Node::List(items), anchor, mark);
+                if let Some(Frame::Seq {
+                    items,
+                    anchor,
+                    size,
+                }) = self.stack.pop()
+                {
+                    self.spend(1, mark);
+                    self.push_value(Node::List(items), size, anchor, mark, false);
                 }
             }
-            Event::MappingStart(anchor, _) => {
-                self.stack.push(Frame::Map(Map::new(), None, anchor, mark))
-            }
+            Event::MappingStart(anchor, _) => self.open(
+                Frame::Map {
+                    map: Map::new(),
+                    merged: Vec::new(),
+                    pending: None,
+                    anchor,
+                    start: mark,
+                    size: 1,
+                },
+                mark,
+            ),
             Event::MappingEnd => {
-                if let Some(Frame::Map(map, _, anchor, start)) = self.stack.pop() {
-                    self.push_value(Node::Map(map), anchor, start);
+                if let Some(Frame::Map {
+                    map,
+                    merged,
+                    anchor,
+                    start,
+                    size,
+                    ..
+                }) = self.stack.pop()
+                {
+                    let map = if merged.is_empty() {
+                        map
+                    } else {
+                        merged.into_iter().chain(map).collect()
+                    };
+                    self.spend(1, mark);
+                    self.push_value(Node::Map(map), size, anchor, start, false);
                 }
             }
             Event::Alias(id) => match self.anchors.get(&id).cloned() {
-                Some(node) => self.push_value(node, 0, mark),
+                Some((node, size)) => {
+                    self.spend(size, mark);
+                    if self.error.is_none() {
+                        self.push_value(node, size, 0, mark, false);
+                    }
+                }
                 None => self.fail(mark, format!("unknown alias {id}")),
             },
             _ => {}

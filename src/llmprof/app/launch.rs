@@ -1,48 +1,48 @@
 //! Running a workload stage (stage1, stage2, infer): compose → typed spec → fresh run directory
-//! → `llmprof-worker` (the libtorch side) → status. Multirun runs the expanded jobs one after
-//! another, each in its own folder under the sweep directory, then prints a summary table.
-use crate::config::{self, sweep, ComposeRequest, Composed};
+//! → `llmprof-worker` (the libtorch side) → status. A signal ends the run as `interrupted` (see
+//! `shutdown`); a multirun is `multirun.rs`.
+use super::child;
+use super::shutdown;
+use crate::config::{self, ComposeRequest, Composed};
 use crate::run_dir::{RunDir, RunState};
 use crate::spec::RunSpec;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
-/// The run being executed, for the Ctrl-C handler.
-static CURRENT_RUN: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The stage stopped because a signal arrived (its number).
+#[derive(Debug)]
+pub struct Interrupted(pub i32);
 
-fn install_interrupt_handler() {
-    let _ = ctrlc::set_handler(|| {
-        if let Ok(g) = CURRENT_RUN.lock() {
-            if let Some(p) = g.as_ref() {
-                let _ = RunDir { path: p.clone() }.finish(
-                    RunState::Interrupted,
-                    Some("interrupted by the user (Ctrl-C); files written so far are kept".into()),
-                );
-                eprintln!("\ninterrupted: run directory kept at {}", p.display());
-            }
-        }
-        std::process::exit(130);
-    });
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&shutdown::interrupted_message(self.0))
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// The exit code of a finished run.
+pub fn exit_code(state: RunState) -> i32 {
+    match state {
+        RunState::Succeeded => 0,
+        RunState::Interrupted => shutdown::exit_code(shutdown::interrupted().unwrap_or(2)),
+        _ => 1,
+    }
 }
 
 pub fn run(command: &str, req: ComposeRequest) -> Result<i32> {
-    install_interrupt_handler();
+    shutdown::install()?;
     if req.multirun {
-        return run_multirun(command, req);
+        return super::multirun::run(command, req);
     }
     let composed = config::compose(&req)?;
     let dir = composed.hydra_dir("run.dir")?;
     let outcome = run_one(command, &req, &composed, &dir)?;
-    Ok(if outcome.1 == RunState::Succeeded {
-        0
-    } else {
-        1
-    })
+    Ok(exit_code(outcome.1))
 }
 
 /// One run: returns its directory and final state.
-fn run_one(
+pub fn run_one(
     command: &str,
     req: &ComposeRequest,
     composed: &Composed,
@@ -59,7 +59,7 @@ fn run_one(
     let dir = RunDir::create(wanted_dir, composed, &resolved, command)?;
     crate::logging::log_to_file(&dir.path.join(crate::run_dir::LOG_FILE))
         .with_context(|| format!("opening the log in {}", dir.path.display()))?;
-    *CURRENT_RUN.lock().expect("not poisoned") = Some(dir.path.clone());
+    shutdown::set_run(Some(dir.path.clone()));
     tracing::info!(dir = %dir.path.display(), "{command}: run directory");
     let result = if command == "stage2" {
         let name = req.config_name.trim_end_matches(".yaml");
@@ -67,7 +67,22 @@ fn run_one(
     } else {
         launch_worker(command, &dir.path)
     };
+    // A signal that arrived while the stage ran ends it as interrupted, whatever it returned.
+    let result = match shutdown::interrupted() {
+        Some(sig) => Err(Interrupted(sig).into()),
+        None => result,
+    };
     let state = match &result {
+        Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
+            let sig = e.downcast_ref::<Interrupted>().map(|i| i.0).unwrap_or(2);
+            shutdown::mark_interrupted(&dir, sig);
+            eprintln!(
+                "interrupted ({}): run directory kept at {}",
+                shutdown::signal_name(sig),
+                dir.path.display()
+            );
+            RunState::Interrupted
+        }
         Ok(()) => {
             dir.finish(RunState::Succeeded, None)?;
             tracing::info!(dir = %dir.path.display(), "{command} succeeded");
@@ -84,7 +99,7 @@ fn run_one(
             RunState::Failed
         }
     };
-    *CURRENT_RUN.lock().expect("not poisoned") = None;
+    shutdown::set_run(None);
     Ok((dir.path, state))
 }
 
@@ -114,83 +129,36 @@ fn launch_worker(command: &str, run_dir: &Path) -> Result<()> {
             worker.display()
         );
     }
-    let status = std::process::Command::new(&worker)
-        .arg(command)
-        .arg(run_dir)
-        .status()
-        .with_context(|| format!("starting {}", worker.display()))?;
-    match status.code() {
+    let mut cmd = std::process::Command::new(&worker);
+    cmd.arg(command).arg(run_dir);
+    let done = child::run(cmd, &format!("{}", worker.display()))?;
+    if let Some(sig) = shutdown::interrupted() {
+        return Err(Interrupted(sig).into());
+    }
+    match done.status.code() {
         Some(0) => Ok(()),
         Some(127) => bail!(
             "{} could not start (exit 127): libtorch was not found\n  fix: run ./bootstrap.sh --yes (installs torch==2.11.0 into .venv), or put torch/lib on LD_LIBRARY_PATH",
             worker.display()
         ),
-        Some(c) => {
-            let detail = std::fs::read_to_string(run_dir.join(crate::run_dir::WORKER_ERROR)).unwrap_or_default();
-            bail!("the workload exited with status {c}: {} (log: {}/llmprof.log)", detail.trim(), run_dir.display())
+        code => {
+            // The worker writes its error to a file and to stderr: a full disk loses the file.
+            let written = std::fs::read_to_string(run_dir.join(crate::run_dir::WORKER_ERROR))
+                .unwrap_or_default();
+            let detail = match written.trim() {
+                "" => done
+                    .last_error()
+                    .unwrap_or_else(|| "no error message (see the log)".into()),
+                text => text.to_string(),
+            };
+            let how = match code {
+                Some(c) => format!("exited with status {c}"),
+                None => "was killed by a signal".into(),
+            };
+            bail!(
+                "the workload {how}: {detail} (log: {}/llmprof.log)",
+                run_dir.display()
+            )
         }
-        None => bail!("the workload was killed by a signal (see {}/llmprof.log)", run_dir.display()),
     }
-}
-
-fn run_multirun(command: &str, req: ComposeRequest) -> Result<i32> {
-    let now = chrono::Local::now();
-    let master = config::compose_at(&req, now)?;
-    let jobs = sweep::expand(&req.config_dir, &master.parsed_overrides)?;
-    let sweep_dir = master.hydra_dir("sweep.dir")?;
-    std::fs::create_dir_all(&sweep_dir)
-        .with_context(|| format!("creating {}", sweep_dir.display()))?;
-    std::fs::write(
-        sweep_dir.join("multirun.yaml"),
-        master.full_config(false)?.to_yaml(),
-    )
-    .with_context(|| format!("writing {}/multirun.yaml", sweep_dir.display()))?;
-    tracing::info!(jobs = jobs.len(), dir = %sweep_dir.display(), "multirun");
-    let mut rows = Vec::new();
-    for (num, overrides) in jobs.iter().enumerate() {
-        let job_req = ComposeRequest {
-            overrides: overrides.clone(),
-            multirun: false,
-            ..req.clone()
-        };
-        let outcome = config::compose_at(&job_req, now).map(|mut c| {
-            c.mark_multirun_job(num);
-            c
-        });
-        let row = match outcome {
-            Ok(c) => {
-                let sub = c.hydra_dir("sweep.subdir")?;
-                tracing::info!("#{num} : {}", overrides.join(" "));
-                match run_one(command, &job_req, &c, &sweep_dir.join(sub)) {
-                    Ok((dir, state)) => (
-                        num,
-                        overrides.join(" "),
-                        format!("{state:?}").to_lowercase(),
-                        dir.display().to_string(),
-                    ),
-                    Err(e) => (
-                        num,
-                        overrides.join(" "),
-                        format!("failed: {e:#}"),
-                        String::new(),
-                    ),
-                }
-            }
-            Err(e) => (
-                num,
-                overrides.join(" "),
-                format!("failed: {e:#}"),
-                String::new(),
-            ),
-        };
-        rows.push(row);
-    }
-    let mut table = String::from("| job | overrides | status | directory |\n|---|---|---|---|\n");
-    for (n, o, s, d) in &rows {
-        table.push_str(&format!("| {n} | `{o}` | {s} | {d} |\n"));
-    }
-    std::fs::write(sweep_dir.join("summary.md"), &table)?;
-    println!("{table}");
-    let failed = rows.iter().filter(|r| r.2 != "succeeded").count();
-    Ok(if failed == 0 { 0 } else { 1 })
 }

@@ -1,8 +1,11 @@
 //! Dispatch: compose the config, then print it (`--cfg`), run a stage, or analyse files.
 //! The only place that decides what a command means.
+pub mod child;
 pub mod launch;
+mod multirun;
 pub mod nsight_stage;
 mod print_cfg;
+pub mod shutdown;
 
 use crate::cli::{AnalyzeTool, Cli, Command};
 use crate::config::{self, ComposeRequest};
@@ -27,7 +30,7 @@ pub fn run(cli: Cli) -> Result<i32> {
     };
     let config_dir = find_config_dir(&flags)?;
     if flags.help {
-        print_cfg::help(&config_dir);
+        print_cfg::help(&config_dir)?;
         return Ok(0);
     }
     let request = ComposeRequest {
@@ -39,15 +42,17 @@ pub fn run(cli: Cli) -> Result<i32> {
     };
     if let Some(part) = flags.cfg {
         let composed = config::compose(&request)?;
-        print!(
-            "{}",
-            print_cfg::render(&composed, part, flags.resolve, flags.format)?
-        );
+        crate::stdout::print(&print_cfg::render(
+            &composed,
+            part,
+            flags.resolve,
+            flags.format,
+        )?)?;
         return Ok(0);
     }
     match cli.command {
         None => {
-            print_cfg::help(&config_dir);
+            print_cfg::help(&config_dir)?;
             Ok(2)
         }
         Some(Command::Stage1 { .. })
@@ -62,7 +67,7 @@ pub fn run(cli: Cli) -> Result<i32> {
                     crate::nsight::analyze::analyze_ncu(&path, json, gpu.as_deref())?
                 }
             };
-            println!("{text}");
+            crate::stdout::println(&text)?;
             Ok(0)
         }
     }

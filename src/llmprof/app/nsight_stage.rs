@@ -135,10 +135,12 @@ impl<'a> Stage2<'a> {
             .join(" ");
         tracing::info!("{what}: {line}");
         self.commands.push(line);
-        let status = Command::new(program)
-            .args(args)
-            .status()
-            .with_context(|| format!("starting {}", program.display()))?;
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        let status = super::child::run(cmd, what)?.status;
+        if let Some(sig) = super::shutdown::interrupted() {
+            return Err(super::launch::Interrupted(sig).into());
+        }
         if !status.success() {
             bail!(
                 "{what} failed ({status}); command: {}",

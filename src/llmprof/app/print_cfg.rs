@@ -33,14 +33,14 @@ pub fn render(
     })
 }
 
-pub fn help(config_dir: &Path) {
+pub fn help(config_dir: &Path) -> std::io::Result<()> {
     use clap::CommandFactory;
-    let mut cmd = crate::cli::Cli::command();
-    let _ = cmd.print_help();
-    println!("\n== Configuration groups ==\nCompose your configuration from those groups (group=option)\n");
+    let mut text = crate::cli::Cli::command().render_help().to_string();
+    text.push_str("\n== Configuration groups ==\nCompose your configuration from those groups (group=option)\n\n");
     for (group, options) in crate::config::list_groups(config_dir) {
-        println!("{group}: {}", options.join(", "));
+        text.push_str(&format!("{group}: {}\n", options.join(", ")));
     }
-    println!("\nConfig directory: {}", config_dir.display());
-    println!("Use --cfg job to see the composed config, e.g. llmprof stage1 --cfg job model=deepseek_ocr_tiny");
+    text.push_str(&format!("\nConfig directory: {}\n", config_dir.display()));
+    text.push_str("Use --cfg job to see the composed config, e.g. llmprof stage1 --cfg job model=deepseek_ocr_tiny\n");
+    crate::stdout::print(&text)
 }

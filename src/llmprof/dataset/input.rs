@@ -1,6 +1,8 @@
 //! One input a run reads, as the workload hands it to a model, and decoding a page image
-//! (EXIF orientation applied, RGB).
-use anyhow::{ensure, Context, Result};
+//! (EXIF orientation applied, RGB) within [`ImageLimits`] checked from the header.
+use super::file_kind::regular_file;
+use super::image_limits::ImageLimits;
+use anyhow::{bail, ensure, Context, Result};
 use image::{DynamicImage, ImageDecoder, ImageReader, RgbImage};
 use std::path::{Path, PathBuf};
 
@@ -26,15 +28,36 @@ impl InputItem {
     }
 }
 
-/// Decodes an image file, applies its EXIF orientation and converts it to RGB.
+/// Decodes an image file, applies its EXIF orientation and converts it to RGB, within the
+/// default [`ImageLimits`] (PIL's). A run should use [`load_rgb_limited`] with
+/// `ImageLimits::from_spec(&spec.dataset)`.
 pub fn load_rgb(path: &Path) -> Result<RgbImage> {
+    load_rgb_limited(path, &ImageLimits::default())
+}
+
+/// [`load_rgb`] within `limits`: the size is read from the header and checked before any pixel
+/// buffer is allocated; a path that is not a regular file (FIFO, device, symlink loop) is refused
+/// before it is opened.
+pub fn load_rgb_limited(path: &Path, limits: &ImageLimits) -> Result<RgbImage> {
+    if let Err(s) = regular_file(path) {
+        bail!("cannot read image {s}: only regular files are decoded");
+    }
     let ctx = || format!("cannot read image {}", path.display());
-    let mut decoder = ImageReader::open(path)
+    let mut reader = ImageReader::open(path)
         .with_context(ctx)?
         .with_guessed_format()
-        .with_context(ctx)?
-        .into_decoder()
         .with_context(ctx)?;
+    reader.limits(limits.decoder_limits());
+    let mut decoder = reader.into_decoder().with_context(|| {
+        format!(
+            "cannot read image {} (within dataset.max_image_pixels={}, dataset.max_image_bytes={})",
+            path.display(),
+            limits.max_pixels,
+            limits.max_bytes
+        )
+    })?;
+    let (width, height) = decoder.dimensions();
+    limits.check(path, width, height, decoder.total_bytes())?;
     let orientation = decoder.orientation().with_context(ctx)?;
     let mut img = DynamicImage::from_decoder(decoder).with_context(ctx)?;
     img.apply_orientation(orientation);

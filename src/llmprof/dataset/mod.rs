@@ -1,12 +1,22 @@
 //! Which page images a run reads: list a dataset folder (or a subset file, or OmniDocBench's
 //! ground-truth JSON), then pick samples per epoch (`sampling`). Pure std, no libtorch.
+//!
+//! Only regular files are read: FIFOs, sockets, devices and symlink loops among the images are
+//! skipped with a warning each and returned in [`Listing::skipped`] so that a report can say so.
+pub mod file_kind;
+mod image_limits;
 mod input;
 mod omnidocbench;
 mod samples;
 mod sampling;
 
-pub use input::{load_rgb, InputItem};
-pub use omnidocbench::{list_omnidocbench, OMNIDOCBENCH_JSON};
+pub use file_kind::{skipped_note, NotRegular, Skipped};
+pub use image_limits::{
+    default_max_image_bytes, default_max_image_pixels, ImageLimits, DEFAULT_MAX_IMAGE_BYTES,
+    DEFAULT_MAX_IMAGE_PIXELS, PIL_MAX_IMAGE_PIXELS,
+};
+pub use input::{load_rgb, load_rgb_limited, InputItem};
+pub use omnidocbench::{list_omnidocbench, list_omnidocbench_entries, OMNIDOCBENCH_JSON};
 pub use samples::{read_sample_metadata, SamplePage, SAMPLES_METADATA};
 pub use sampling::{sample, SampleRef};
 
@@ -25,12 +35,25 @@ pub fn is_image(path: &Path) -> bool {
         .is_some_and(|e| IMAGE_EXTENSIONS.iter().any(|x| x.eq_ignore_ascii_case(e)))
 }
 
+/// The images a listing found, and the image-named entries it skipped because they are not
+/// regular files (each also logged as a warning).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Listing {
+    pub images: Vec<PathBuf>,
+    pub skipped: Vec<Skipped>,
+}
+
 /// The images of a plain folder dataset.
 ///
 /// Without `subset_filelist`: every image file directly in `root` (not recursive, hidden files
 /// skipped), sorted by file name. With it: the files it lists, in the order listed (one path
 /// relative to `root` per line; blank lines and `#` comments ignored).
 pub fn list_images(root: &Path, subset_filelist: Option<&Path>) -> Result<Vec<PathBuf>> {
+    Ok(list_images_entries(root, subset_filelist)?.images)
+}
+
+/// [`list_images`] with the entries skipped as not regular files.
+pub fn list_images_entries(root: &Path, subset_filelist: Option<&Path>) -> Result<Listing> {
     check_root(root, None)?;
     match subset_filelist {
         Some(list) => read_subset(list, root),
@@ -42,31 +65,49 @@ pub fn list_images(root: &Path, subset_filelist: Option<&Path>) -> Result<Vec<Pa
 /// taken relative to `base_dir` (the directory llmprof was started from). `omnidocbench` reads
 /// its page list from `OmniDocBench.json`; every other name is a folder of images.
 pub fn list_dataset(spec: &DatasetSpec, base_dir: &Path) -> Result<Vec<PathBuf>> {
+    Ok(list_dataset_entries(spec, base_dir)?.images)
+}
+
+/// [`list_dataset`] with the entries skipped as not regular files.
+pub fn list_dataset_entries(spec: &DatasetSpec, base_dir: &Path) -> Result<Listing> {
     let root = base_dir.join(&spec.root);
     let subset = spec.subset_filelist.as_ref().map(|s| base_dir.join(s));
     let hint = missing_root_hint(&spec.name);
     check_root(&root, Some(&hint))?;
-    let images = match spec.name.as_str() {
-        "omnidocbench" => list_omnidocbench(&root, subset.as_deref())?,
-        _ => list_images(&root, subset.as_deref())?,
-    };
-    Ok(images)
+    match spec.name.as_str() {
+        "omnidocbench" => list_omnidocbench_entries(&root, subset.as_deref()),
+        _ => list_images_entries(&root, subset.as_deref()),
+    }
 }
 
 /// The inputs a run reads, in order: [`plan`] turned into [`InputItem`]s.
 pub fn inputs(spec: &DatasetSpec, base_dir: &Path) -> Result<Vec<InputItem>> {
-    plan(spec, base_dir)?
+    Ok(inputs_and_skipped(spec, base_dir)?.0)
+}
+
+/// [`inputs`], and the dataset entries skipped as not regular files (for the run's report:
+/// [`skipped_note`] words them).
+pub fn inputs_and_skipped(
+    spec: &DatasetSpec,
+    base_dir: &Path,
+) -> Result<(Vec<InputItem>, Vec<Skipped>)> {
+    let listing = list_dataset_entries(spec, base_dir)?;
+    let items = sample_listing(spec, &listing.images)?
         .into_iter()
         .map(|r| InputItem::from_path(r.path))
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok((items, listing.skipped))
 }
 
 /// The samples a run reads: [`list_dataset`], then [`sample`] with `spec.sampling`.
 pub fn plan(spec: &DatasetSpec, base_dir: &Path) -> Result<Vec<SampleRef>> {
-    let images = list_dataset(spec, base_dir)?;
+    sample_listing(spec, &list_dataset(spec, base_dir)?)
+}
+
+fn sample_listing(spec: &DatasetSpec, images: &[PathBuf]) -> Result<Vec<SampleRef>> {
     let s = &spec.sampling;
     sample(
-        &images,
+        images,
         s.num_epochs,
         s.num_samples_per_epoch,
         s.randomize,
@@ -105,35 +146,52 @@ fn check_root(root: &Path, hint: Option<&str>) -> Result<()> {
     bail!("dataset folder {} {what}: {hint}", root.display())
 }
 
-fn list_folder(root: &Path) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
+/// Image-named entries directly in `root` (hidden ones left out): regular files are images,
+/// every other kind is skipped (a folder named `x.png` silently, the rest with a warning).
+fn list_folder(root: &Path) -> Result<Listing> {
+    let mut out = Listing::default();
     let entries = std::fs::read_dir(root)
         .with_context(|| format!("reading dataset folder {}", root.display()))?;
     for entry in entries {
         let entry = entry.with_context(|| format!("reading dataset folder {}", root.display()))?;
         let path = entry.path();
         let hidden = entry.file_name().to_string_lossy().starts_with('.');
-        if !hidden && is_image(&path) && path.is_file() {
-            out.push(path);
+        if hidden || !is_image(&path) {
+            continue;
+        }
+        match file_kind::regular_file(&path) {
+            Ok(_) => out.images.push(path),
+            Err(s) if s.kind == NotRegular::Directory => {}
+            Err(s) => out.skipped.push(s),
         }
     }
-    if out.is_empty() {
+    out.images.sort();
+    out.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    file_kind::warn_skipped("dataset entry", &out.skipped);
+    if out.images.is_empty() {
+        let skipped = skipped_note(&out.skipped)
+            .map(|n| format!("; {n}"))
+            .unwrap_or_default();
         bail!(
-            "dataset folder {} holds no images (looked for {})",
+            "dataset folder {} holds no images (looked for {}){skipped}",
             root.display(),
             IMAGE_EXTENSIONS.join(", ")
         );
     }
-    out.sort();
     Ok(out)
 }
 
 /// Reads a subset file: one path per line relative to `dir`; `#` starts a comment.
-/// Every listed file must exist and be an image; the list must not be empty.
-pub(crate) fn read_subset(list: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
+/// Every listed file must exist and be an image; the list must not be empty. A listed entry
+/// that exists but is not a regular file (FIFO, socket, device, symlink loop) is skipped with a
+/// warning.
+pub(crate) fn read_subset(list: &Path, dir: &Path) -> Result<Listing> {
+    if let Err(s) = file_kind::regular_file(list) {
+        bail!("subset file {s}: dataset.subset_filelist must name a text file");
+    }
     let text = std::fs::read_to_string(list)
         .with_context(|| format!("reading subset file {}", list.display()))?;
-    let mut out = Vec::new();
+    let mut out = Listing::default();
     for (n, line) in text.lines().enumerate() {
         let entry = strip_comment(line).trim();
         if entry.is_empty() {
@@ -148,20 +206,25 @@ pub(crate) fn read_subset(list: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
                 IMAGE_EXTENSIONS.join(", ")
             );
         }
-        if !path.is_file() {
-            bail!(
+        match file_kind::regular_file(&path) {
+            Ok(_) => out.images.push(path),
+            Err(s) if matches!(s.kind, NotRegular::Missing | NotRegular::BrokenSymlink) => bail!(
                 "{}:{}: listed image {} does not exist",
                 list.display(),
                 n + 1,
                 path.display()
-            );
+            ),
+            Err(s) => out.skipped.push(s),
         }
-        out.push(path);
     }
-    if out.is_empty() {
+    file_kind::warn_skipped("dataset entry", &out.skipped);
+    if out.images.is_empty() {
+        let skipped = skipped_note(&out.skipped)
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
         bail!(
-            "subset file {} lists no images: add one image path per line (relative to {}), \
-             or set dataset.subset_filelist=null to read the whole folder",
+            "subset file {} lists no images{skipped}: add one image path per line (relative to \
+             {}), or set dataset.subset_filelist=null to read the whole folder",
             list.display(),
             dir.display()
         );
@@ -203,158 +266,16 @@ pub(crate) mod test_util {
             std::fs::write(p, b"x").expect("write");
         }
     }
+
+    /// A FIFO at `path` (coreutils `mkfifo`: no libc binding needed).
+    pub fn mkfifo(path: &Path) {
+        let ok = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .expect("mkfifo runs");
+        assert!(ok.success(), "mkfifo {}", path.display());
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::test_util::{temp_dir, touch};
-    use super::*;
-    use crate::spec::SamplingSpec;
-
-    fn names(v: &[PathBuf]) -> Vec<String> {
-        v.iter()
-            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-            .collect()
-    }
-
-    #[test]
-    fn folder_listing_is_sorted_and_filtered() {
-        let d = temp_dir("folder");
-        touch(
-            &d,
-            &[
-                "b.png",
-                "a.JPG",
-                "c.tif",
-                "notes.txt",
-                ".hidden.png",
-                "doc.pdf",
-                "sub/x.png",
-            ],
-        );
-        let got = list_images(&d, None).unwrap();
-        assert_eq!(names(&got), ["a.JPG", "b.png", "c.tif"]);
-        assert!(got.iter().all(|p| p.starts_with(&d)));
-    }
-
-    #[test]
-    fn empty_folder_is_an_error() {
-        let d = temp_dir("empty");
-        touch(&d, &["readme.md"]);
-        let e = format!("{:#}", list_images(&d, None).unwrap_err());
-        assert!(e.contains("holds no images"), "{e}");
-    }
-
-    #[test]
-    fn missing_root_names_folder_and_fix() {
-        let d = temp_dir("missing").join("nope");
-        let e = format!("{:#}", list_images(&d, None).unwrap_err());
-        assert!(
-            e.contains(&d.display().to_string()) && e.contains("does not exist"),
-            "{e}"
-        );
-
-        let spec = DatasetSpec {
-            name: "omnidocbench".into(),
-            root: "datasets/omnidocbench/source-data".into(),
-            subset_filelist: None,
-            sampling: SamplingSpec {
-                num_epochs: 1,
-                num_samples_per_epoch: None,
-                randomize: false,
-                seed: 0,
-            },
-        };
-        let e = format!("{:#}", list_dataset(&spec, &d).unwrap_err());
-        assert!(
-            e.contains("source-data") && e.contains("datasets/omnidocbench/bootstrap.sh"),
-            "{e}"
-        );
-        assert!(
-            e.contains("OmniDocBench.json") && e.contains("images/"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn subset_keeps_order_and_skips_comments() {
-        let d = temp_dir("subset");
-        touch(&d, &["p1.png", "p2.png", "deep/p3.jpg", "a#b.png"]);
-        let list = d.join("subset.txt");
-        std::fs::write(
-            &list,
-            "# dev subset\n\ndeep/p3.jpg\np1.png  # first page\na#b.png\n",
-        )
-        .unwrap();
-        let got = list_images(&d, Some(&list)).unwrap();
-        assert_eq!(
-            got,
-            vec![d.join("deep/p3.jpg"), d.join("p1.png"), d.join("a#b.png")]
-        );
-    }
-
-    #[test]
-    fn subset_with_missing_file_names_it() {
-        let d = temp_dir("subset-missing");
-        touch(&d, &["p1.png"]);
-        let list = d.join("subset.txt");
-        std::fs::write(&list, "p1.png\ngone.png\n").unwrap();
-        let e = format!("{:#}", list_images(&d, Some(&list)).unwrap_err());
-        assert!(
-            e.contains("subset.txt:2") && e.contains("gone.png") && e.contains("does not exist"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn subset_of_comments_only_says_how_to_fill_it() {
-        let d = temp_dir("subset-empty");
-        touch(&d, &["p1.png"]);
-        let list = d.join("subset.txt");
-        std::fs::write(&list, "# nothing yet\n").unwrap();
-        let e = format!("{:#}", list_images(&d, Some(&list)).unwrap_err());
-        assert!(e.contains("lists no images"), "{e}");
-    }
-
-    #[test]
-    fn subset_rejects_non_images() {
-        let d = temp_dir("subset-kind");
-        touch(&d, &["doc.pdf"]);
-        let list = d.join("subset.txt");
-        std::fs::write(&list, "doc.pdf\n").unwrap();
-        let e = format!("{:#}", list_images(&d, Some(&list)).unwrap_err());
-        assert!(e.contains("not an image file name"), "{e}");
-    }
-
-    #[test]
-    fn list_dataset_resolves_relative_paths() {
-        let base = temp_dir("base");
-        touch(&base, &["pages/b.png", "pages/a.png", "lists/one.txt"]);
-        std::fs::write(base.join("lists/one.txt"), "b.png\n").unwrap();
-        let mut spec = DatasetSpec {
-            name: "folder".into(),
-            root: "pages".into(),
-            subset_filelist: None,
-            sampling: SamplingSpec {
-                num_epochs: 1,
-                num_samples_per_epoch: None,
-                randomize: false,
-                seed: 0,
-            },
-        };
-        assert_eq!(
-            names(&list_dataset(&spec, &base).unwrap()),
-            ["a.png", "b.png"]
-        );
-        spec.subset_filelist = Some("lists/one.txt".into());
-        assert_eq!(names(&list_dataset(&spec, &base).unwrap()), ["b.png"]);
-    }
-
-    #[test]
-    fn shipped_sample_pages_are_listed() {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let got = list_images(&repo.join("datasets/samples"), None).unwrap();
-        assert_eq!(got.len(), 6, "{got:?}");
-        assert!(names(&got)[0].starts_with("page-01"));
-    }
-}
+mod tests;

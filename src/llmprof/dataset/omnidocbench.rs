@@ -1,6 +1,7 @@
 //! OmniDocBench layout: `<root>/OmniDocBench.json` (ground truth, one entry per page, with
 //! `page_info.image_path`) and `<root>/images/<image_path>`. The JSON sets the page list and order.
-use super::{list_images, read_subset};
+use super::file_kind::{self, NotRegular};
+use super::{list_images_entries, read_subset, Listing};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -29,6 +30,11 @@ struct PageInfo {
 /// in file order (duplicates dropped), or, without the JSON, every image in `root/images`
 /// sorted by name. Every image returned exists.
 pub fn list_omnidocbench(root: &Path, subset_filelist: Option<&Path>) -> Result<Vec<PathBuf>> {
+    Ok(list_omnidocbench_entries(root, subset_filelist)?.images)
+}
+
+/// [`list_omnidocbench`] with the pages skipped as not regular files (FIFOs, symlink loops, ...).
+pub fn list_omnidocbench_entries(root: &Path, subset_filelist: Option<&Path>) -> Result<Listing> {
     let images = root.join(IMAGES_DIR);
     if !images.is_dir() {
         bail!(
@@ -41,21 +47,26 @@ pub fn list_omnidocbench(root: &Path, subset_filelist: Option<&Path>) -> Result<
         return read_subset(list, &images);
     }
     let json = root.join(OMNIDOCBENCH_JSON);
-    if !json.is_file() {
+    if let Err(s) = file_kind::regular_file(&json) {
+        if s.kind != NotRegular::Missing {
+            bail!("{s}: expected the OmniDocBench ground-truth JSON (a regular file)");
+        }
         tracing::warn!(path = %json.display(), "no OmniDocBench.json: listing images/ by name");
-        return list_images(&images, None);
+        return list_images_entries(&images, None);
     }
     let pages = read_page_list(&json)?;
     let mut missing = Vec::new();
-    let out: Vec<PathBuf> = pages
-        .into_iter()
-        .map(|p| images.join(p))
-        .inspect(|p| {
-            if !p.is_file() {
-                missing.push(p.clone());
+    let mut out = Listing::default();
+    for path in pages.into_iter().map(|p| images.join(p)) {
+        match file_kind::regular_file(&path) {
+            Ok(_) => out.images.push(path),
+            Err(s) if matches!(s.kind, NotRegular::Missing | NotRegular::BrokenSymlink) => {
+                missing.push(path)
             }
-        })
-        .collect();
+            Err(s) => out.skipped.push(s),
+        }
+    }
+    file_kind::warn_skipped("dataset entry", &out.skipped);
     if let Some(first) = missing.first() {
         bail!(
             "{} lists {} page image(s) missing from {} (first: {}); re-download the dataset or \
@@ -65,6 +76,10 @@ pub fn list_omnidocbench(root: &Path, subset_filelist: Option<&Path>) -> Result<
             images.display(),
             first.display()
         );
+    }
+    if out.images.is_empty() {
+        let note = file_kind::skipped_note(&out.skipped).unwrap_or_default();
+        bail!("{} lists no readable page image: {note}", json.display());
     }
     Ok(out)
 }

@@ -26,7 +26,7 @@ pub fn short_name_within(full: &str, max: usize) -> String {
     if text.is_empty() {
         return "(unnamed kernel)".into();
     }
-    let body = text.strip_prefix("void ").unwrap_or(&text).trim();
+    let body = strip_return_type(text.strip_prefix("void ").unwrap_or(&text).trim());
     // A C++ signature has no space before its first bracket (`Memset (Device)` is a label).
     let name_end = body.find(['<', '(']).unwrap_or(body.len());
     let signature = !body[..name_end].contains(char::is_whitespace);
@@ -187,6 +187,37 @@ struct Head<'a> {
     template: Option<&'a str>,
     params: bool,
     tail: &'a str,
+}
+
+/// Drops a return type before the function name, as nsys prints it
+/// (`std::enable_if<!T7, void>::type internal::gemvx::kernel<…>(T13)` → `internal::gemvx::kernel<…>(T13)`):
+/// the part after the last space outside brackets before the parameter list. A label such as
+/// `Memset (Device)` is left alone.
+fn strip_return_type(body: &str) -> &str {
+    let mut depth = 0i32;
+    let mut last_space = None;
+    for (i, c) in body.char_indices() {
+        match c {
+            '<' | '[' | '{' => depth += 1,
+            '>' | ']' | '}' => depth -= 1,
+            '(' if depth == 0 => break,
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            c if c.is_whitespace() && depth == 0 => last_space = Some(i),
+            _ => {}
+        }
+    }
+    match last_space {
+        Some(i) => {
+            let rest = body[i..].trim_start();
+            if rest.starts_with(|c: char| c.is_alphabetic() || c == '_') {
+                rest
+            } else {
+                body
+            }
+        }
+        None => body,
+    }
 }
 
 /// `None` when brackets do not balance.

@@ -7,7 +7,11 @@ use super::nvml::NvmlSample;
 
 /// `field` linearly interpolated at `t_ns` between the last sample at or before it and the first
 /// at or after it (both must have the field).
-fn interpolate(samples: &[NvmlSample], t_ns: u64, field: impl Fn(&NvmlSample) -> Option<f64>) -> Option<f64> {
+fn interpolate(
+    samples: &[NvmlSample],
+    t_ns: u64,
+    field: impl Fn(&NvmlSample) -> Option<f64>,
+) -> Option<f64> {
     let with: Vec<(u64, f64)> = samples
         .iter()
         .filter_map(|s| field(s).map(|v| (s.unix_ns, v)))
@@ -93,7 +97,11 @@ mod tests {
 
     #[test]
     fn without_a_counter_power_is_integrated() {
-        let s = [sample(0, 100, None), sample(100, 300, None), sample(200, 300, None)];
+        let s = [
+            sample(0, 100, None),
+            sample(100, 300, None),
+            sample(200, 300, None),
+        ];
         // 0..100 ms: trapezoid of 100 → 300 W = 20 J·... 0.1 s × 200 W = 20 J; 100..200: 30 J.
         let e = window_energy_j(&s, 0, 200_000_000).unwrap();
         assert!((e - 50.0).abs() < 1e-9, "{e}");

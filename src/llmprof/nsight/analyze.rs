@@ -9,7 +9,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
-use super::csv_input::{csv_files, rel};
+use super::csv_input::{list_csv_files, rel};
 pub use super::ncu::analysis::{
     analyze_ncu, analyze_ncu_with, cuda_clock_rate_mhz, gpu_props_from_record, ncu_roofline,
     NcuAnalysis,
@@ -17,7 +17,6 @@ pub use super::ncu::analysis::{
 use super::nsys::command::{stats_args, stats_output_path};
 use super::nsys::parse::{parse_report, Error as NsysError, Report, ReportKind};
 use super::tool::find_tool;
-use crate::roofline::markdown;
 
 /// Kernel rows shown per nsys report in markdown (JSON has all).
 const MD_ROWS: usize = 25;
@@ -68,7 +67,13 @@ pub fn analyze_nsys(path: &Path, json: bool) -> Result<String> {
     let single = base.is_file();
     let mut reports = Vec::new();
     let mut skipped = Vec::new();
-    for file in csv_files(&base)? {
+    let listing = list_csv_files(&base)?;
+    let not_regular: Vec<String> = listing
+        .skipped
+        .iter()
+        .map(|s| format!("{} ({})", rel(&base, &s.path), s.kind.describe()))
+        .collect();
+    for file in listing.files {
         let f =
             std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
         match parse_report(f) {
@@ -92,7 +97,10 @@ pub fn analyze_nsys(path: &Path, json: bool) -> Result<String> {
                 v
             })
             .collect();
-        let doc = json!({ "source": path.display().to_string(), "reports": list, "skipped_files": skipped });
+        let mut doc = json!({ "source": path.display().to_string(), "reports": list, "skipped_files": skipped });
+        if !not_regular.is_empty() {
+            doc["not_regular_files"] = json!(not_regular);
+        }
         return serde_json::to_string_pretty(&doc).context("serialising the nsys analysis");
     }
     let mut md = format!("# nsys summary: {}\n", path.display());
@@ -105,6 +113,13 @@ pub fn analyze_nsys(path: &Path, json: bool) -> Result<String> {
             md,
             "\nSkipped (not an nsys stats report): {}",
             skipped.join(", ")
+        );
+    }
+    if !not_regular.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nSkipped (not a regular file): {}",
+            not_regular.join(", ")
         );
     }
     Ok(md)
@@ -133,7 +148,8 @@ fn nsys_table(r: &Report) -> String {
                     md,
                     "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     i + 1,
-                    markdown::short_name(&k.kernel_name, 80).replace('|', "\\|"),
+                    crate::measure::kernel_names::short_name_within(&k.kernel_name, 80)
+                        .replace('|', "\\|"),
                     ms(k.total_ns),
                     k.instances,
                     us(k.avg_ns),
@@ -231,7 +247,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| 1 | std::enable_if<!T7, void>::type internal::gemvx::kernel"),
+            md.contains("| 1 | internal::gemvx::kernel<int, int, __nv_bfloat16"),
             "{md}"
         );
         assert!(md.contains("61.602"), "total ms of the top decode kernel");

@@ -3,6 +3,7 @@
 
 pub mod analyze;
 pub mod csv_input;
+pub mod intern;
 pub mod ncu;
 pub mod nsys;
 pub mod tool;

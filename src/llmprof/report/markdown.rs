@@ -40,7 +40,10 @@ fn serving_section(s: &mut String, r: &RunReport) {
     let v = &r.serving;
     let _ = writeln!(s, "\n## Serving metrics (ms, per batch row)\n");
     let _ = writeln!(s, "TTFT = request start → first token; TPOT = (e2e − TTFT) ÷ (output tokens − 1) per request; ITL = every gap between consecutive tokens; definitions as vLLM's benchmark (docs/metrics-schema.md).\n");
-    let _ = writeln!(s, "| metric | n | mean | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        s,
+        "| metric | n | mean | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|---:|---:|"
+    );
     for (name, st) in [
         ("TTFT", &v.ttft_ms),
         ("TPOT", &v.tpot_ms),

@@ -196,6 +196,8 @@ pub struct NvmlInfo {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NvmlWindow {
+    /// Summed duration of the windows (host clock, between the stream syncs that bracket them).
+    pub seconds: f64,
     pub power_w: Option<f64>,
     pub sm_clock_mhz: Option<f64>,
     pub mem_clock_mhz: Option<f64>,
@@ -226,8 +228,16 @@ pub struct TopRow {
     pub name: String,
     pub stage: Option<String>,
     pub calls: u64,
+    /// Kernels: summed duration. Operators: self CUDA time, or self CPU time when the operator
+    /// launched no GPU work (see `self_cuda_ms` / `self_cpu_ms`).
     pub total_ms: f64,
     pub share_pct: Option<f64>,
+    /// Operators only: GPU time charged directly to the operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_cuda_ms: Option<f64>,
+    /// Operators only: host time minus the operators nested in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_cpu_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -4,30 +4,8 @@
 use std::fmt::Write;
 
 use super::RooflineReport;
+use crate::measure::kernel_names::short_name_within;
 use crate::measure::peaks::ClockSource;
-
-/// Short display name: no `void `, no argument list, at most `max` characters.
-pub fn short_name(name: &str, max: usize) -> String {
-    let n = name.trim().trim_start_matches("void ");
-    // Cut at the argument list: the first `(` outside template brackets (`<(int)4, ...>` stays).
-    let mut depth = 0i32;
-    let cut = n.char_indices().find_map(|(i, c)| {
-        match c {
-            '<' => depth += 1,
-            '>' => depth -= 1,
-            '(' if depth == 0 && i > 0 => return Some(i),
-            _ => {}
-        }
-        None
-    });
-    let n = cut.map(|i| &n[..i]).unwrap_or(n);
-    if n.chars().count() <= max {
-        n.to_string()
-    } else {
-        let cut: String = n.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
-    }
-}
 
 fn cell(s: &str) -> String {
     s.replace('|', "\\|")
@@ -103,7 +81,7 @@ pub fn render(report: &RooflineReport) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {useful} | {} | {} | {} | {} | {} | {} | {} |",
-            cell(&short_name(&p.name, 60)),
+            cell(&short_name_within(&p.name, 60)),
             cell(p.stage.as_deref().unwrap_or("—")),
             p.precision.map(|x| x.name()).unwrap_or("—"),
             sci(p.executed_flops),
@@ -135,22 +113,6 @@ pub fn render(report: &RooflineReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn short_names() {
-        assert_eq!(
-            short_name("void cutlass::Kernel2<x>(T1::Params)", 60),
-            "cutlass::Kernel2<x>"
-        );
-        assert_eq!(short_name("abcdefgh", 5), "abcd…");
-        assert_eq!(
-            short_name(
-                "void at::native::vectorized_elementwise_kernel<(int)4, F>(int, T2)",
-                80
-            ),
-            "at::native::vectorized_elementwise_kernel<(int)4, F>"
-        );
-    }
 
     #[test]
     fn renders_unknown_peaks() {

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::markdown::short_name;
 use super::precision::Precision;
 use super::{BoundClass, RooflineReport, Roofs, Row};
+use crate::measure::kernel_names::short_name_within;
 
 const W: f64 = 960.0;
 const H: f64 = 640.0;
@@ -261,7 +261,7 @@ pub fn svg(title: &str, rows: &[&Row], roofs: Option<&Roofs>) -> String {
                 r#"<text x="{:.1}" y="{:.1}" font-size="10">{}</text>"#,
                 cx + r + 2.0,
                 cy + 3.0,
-                escape(&short_name(&row.point.name, 36))
+                escape(&short_name_within(&row.point.name, 36))
             );
         }
     }

@@ -23,6 +23,13 @@ pub struct DatasetSpec {
     /// A text file listing image paths (relative to `root`), one per line.
     pub subset_filelist: Option<String>,
     pub sampling: SamplingSpec,
+    /// Largest page image decoded, width × height, checked from the header (default: PIL's
+    /// DecompressionBombError size; absent in configs written before the key existed).
+    #[serde(default = "crate::dataset::default_max_image_pixels")]
+    pub max_image_pixels: u64,
+    /// Largest decoded size of one page image in bytes (native buffer + its RGB copy).
+    #[serde(default = "crate::dataset::default_max_image_bytes")]
+    pub max_image_bytes: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -116,6 +116,13 @@ fn at_least(key: &str, value: i64, min: i64) -> Result<()> {
 
 /// Turn serde's message into one that names the full key and suggests the closest valid key.
 fn describe_serde_error(path: &str, msg: &str) -> String {
+    // model.arch is checked against its family's schema inside `model`: that error names its own
+    // path ("model.arch.decoder: unknown field ...").
+    if let Some((inner, rest)) = msg.split_once(": ") {
+        if inner.starts_with("model.arch") && !inner.contains(' ') {
+            return describe_serde_error(inner, rest);
+        }
+    }
     let parent = if path == "." {
         String::new()
     } else {
@@ -169,12 +176,37 @@ fn describe_serde_error(path: &str, msg: &str) -> String {
         };
         return format!("missing config key '{full}': add it to the config file of its group, or on the command line with +{full}=<value>");
     }
+    if let Some(rest) = msg.strip_prefix("invalid value: ") {
+        // serde: "invalid value: integer `-1`, expected u32".
+        let (got, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        let range = match expected {
+            "u32" | "u64" | "usize" => Some("a whole number >= 0"),
+            "i32" | "i64" => Some("a whole number"),
+            _ => None,
+        };
+        if let Some(range) = range {
+            return format!("{parent}: {got} is out of range: the allowed range is {range}\n  fix: set {parent}=<{range}>");
+        }
+    }
     format!("invalid value for config key '{parent}': {msg}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn negative_counts_state_the_range() {
+        let m = describe_serde_error(
+            "runtime.repeats",
+            "invalid value: integer `-1`, expected u32",
+        );
+        assert!(
+            m.contains("runtime.repeats: integer `-1` is out of range")
+                && m.contains("whole number >= 0"),
+            "{m}"
+        );
+    }
 
     #[test]
     fn unknown_keys_name_the_path_and_suggest() {

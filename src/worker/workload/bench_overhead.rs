@@ -92,16 +92,21 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
         "nvml_interval_ms": spec.pipeline.nvml.interval_ms,
     });
     artifacts::write_json(run_dir, artifacts::OVERHEAD_JSON, &json)?;
-    println!("| repeats | median TPOT ms (p50 over repeats) | mean | CV |\n|---|---:|---:|---:|");
+    let mut table = String::from(
+        "| repeats | median TPOT ms (p50 over repeats) | mean | CV |\n|---|---:|---:|---:|\n",
+    );
     for (name, s) in [("bare", &a), ("NVTX + NVML", &b)] {
-        println!(
-            "| {name} ×{} | {:.4} | {:.4} | {:.1} % |",
+        table.push_str(&format!(
+            "| {name} ×{} | {:.4} | {:.4} | {:.1} % |\n",
             s.n,
             s.p50,
             s.mean,
             s.cv.unwrap_or(0.0) * 100.0
-        );
+        ));
     }
-    println!("\noverhead on the median decode step: {pct:+.2} % (target <= 2 %)");
+    table.push_str(&format!(
+        "\noverhead on the median decode step: {pct:+.2} % (target <= 2 %)\n"
+    ));
+    llmprof::stdout::print(&table)?;
     Ok(())
 }

@@ -263,7 +263,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
             static_analysis: static_analysis.as_ref(),
         },
     )?;
-    println!("{}", llmprof::report::markdown::render(&report));
+    llmprof::stdout::println(&llmprof::report::markdown::render(&report))?;
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 //! a string → text pieces and `${key}` / `${resolver:args}` nodes, escapes, and the typing of an
 //! unquoted resolver argument. Parsing only: nothing is looked up or resolved here.
 use crate::tree::lex::{lex_float, lex_int, lex_word_ci, parse_hydra_float};
+use crate::tree::limits::{too_deep, MAX_NESTING};
 use crate::tree::node::Node;
 
 /// True when a string value contains an (unescaped) interpolation.
@@ -70,9 +71,26 @@ pub(super) fn type_primitive(text: &str) -> Node {
 pub(super) struct TextParser<'c> {
     pub(super) c: &'c [char],
     pub(super) i: usize,
+    /// Nesting of `${`, `[` and `{` at the cursor (bounded: the parser recurses on it).
+    depth: usize,
 }
 
-impl TextParser<'_> {
+impl<'c> TextParser<'c> {
+    pub(super) fn new(c: &'c [char]) -> Self {
+        Self { c, i: 0, depth: 0 }
+    }
+
+    /// Run `f` one nesting level deeper, refusing to go past the bound.
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, String>) -> Result<T, String> {
+        if self.depth >= MAX_NESTING {
+            return Err(too_deep("the interpolation", MAX_NESTING));
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
     fn peek(&self) -> Option<char> {
         self.c.get(self.i).copied()
     }
@@ -148,7 +166,7 @@ impl TextParser<'_> {
         if !buf.is_empty() {
             pieces.push(Piece::Text(std::mem::take(buf)));
         }
-        pieces.push(Piece::Interp(self.interpolation()?));
+        pieces.push(Piece::Interp(self.nested(Self::interpolation)?));
         Ok(())
     }
 
@@ -242,7 +260,7 @@ impl TextParser<'_> {
         let mut pieces = Vec::new();
         loop {
             if self.starts("${") {
-                pieces.push(Piece::Interp(self.interpolation()?));
+                pieces.push(Piece::Interp(self.nested(Self::interpolation)?));
             } else {
                 let start = self.i;
                 if !self
@@ -305,7 +323,7 @@ impl TextParser<'_> {
             }
             Some('[') => {
                 self.i += 1;
-                let items = self.sequence(']')?;
+                let items = self.nested(|p| p.sequence(']'))?;
                 if self.peek() != Some(']') {
                     return Err("missing ']'".into());
                 }
@@ -330,7 +348,7 @@ impl TextParser<'_> {
                         return Err("missing ':' in dict".into());
                     }
                     self.i += 1;
-                    let v = self.element(&[',', '}'])?;
+                    let v = self.nested(|p| p.element(&[',', '}']))?;
                     items.push((key, v));
                     self.skip_ws();
                     if self.peek() == Some(',') {

@@ -1,7 +1,13 @@
 //! OmegaConf 2.3 interpolation (`${...}`): the grammar (grammar.rs) apart from its resolution over
-//! a tree with the built-in resolvers (resolve.rs). Re-exports only.
+//! a tree (resolve.rs), finding nodes by key (reference.rs) and the built-in resolvers
+//! (resolvers.rs). Re-exports only.
 mod grammar;
+mod reference;
 mod resolve;
+mod resolvers;
+#[cfg(test)]
+mod tests;
 
 pub use grammar::is_interpolation;
+pub use reference::container_reference;
 pub use resolve::{resolve_tree, resolve_value_at, InterpolationError, ResolveContext};

@@ -1,8 +1,12 @@
 //! Resolution of OmegaConf 2.3 interpolations over a tree: `${a.b}`, relative `${.x}`/`${..y}`,
-//! string and nested interpolation, the resolvers `oc.env`, `oc.select`, `oc.decode`, `now` and
-//! `hydra`; detects cycles and missing keys. Parsing the `${...}` text is grammar's job.
+//! string and nested interpolation, keys that pass through other interpolations; detects cycles,
+//! references to a parent node and missing keys, and bounds the depth and the work of one
+//! resolution (tree/limits.rs). The built-in resolvers are resolvers.rs's; parsing the `${...}`
+//! text is grammar's job.
 use super::grammar::{is_interpolation, type_primitive, Arg, Interp, Piece, TextParser};
+use crate::tree::limits::{MAX_NESTING, MAX_RESOLVE_DEPTH, MAX_RESOLVE_WORK};
 use crate::tree::node::{Map, Node};
+use std::cell::{Cell, RefCell};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum InterpolationError {
@@ -14,6 +18,8 @@ pub enum InterpolationError {
     },
     #[error("Cyclic interpolation: {chain}\n  fix: one of these keys must hold a value instead of an interpolation")]
     Cycle { chain: String },
+    #[error("Interpolation to parent node detected (in '{at}': {expr})\n  fix: an interpolation cannot hold the node that contains it")]
+    ParentNode { at: String, expr: String },
     #[error("Missing mandatory value: '{key}' is ??? (referenced from '{at}')\n  fix: set it on the command line, e.g. {key}=<value>")]
     Missing { key: String, at: String },
     #[error("Unsupported interpolation type or resolver '{name}' (in '{at}')\n  supported resolvers: oc.env, oc.select, oc.decode, now, hydra")]
@@ -30,6 +36,10 @@ pub enum InterpolationError {
         at: String,
         reason: String,
     },
+    #[error("Interpolations nested more than {limit} levels deep (at '{at}')\n  fix: shorten the chain of interpolations that point at interpolations")]
+    TooDeep { at: String, limit: usize },
+    #[error("Resolving the config produces more than {limit} values (at '{at}'): interpolations copy containers or strings exponentially")]
+    TooLarge { at: String, limit: usize },
 }
 
 /// What the resolvers read from outside the config.
@@ -42,46 +52,62 @@ pub struct ResolveContext<'a> {
     pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
-/// Resolve every interpolation in `root` (OmegaConf `to_container(resolve=True)`).
+/// Resolve every interpolation in `root` as `OmegaConf.resolve` does (what `--cfg job --resolve`
+/// prints): an interpolation whose value is missing (`???`) becomes `???`.
 pub fn resolve_tree(root: &Node, ctx: &ResolveContext) -> Result<Node, InterpolationError> {
-    let r = Resolver {
-        root,
-        ctx,
-        stack: std::cell::RefCell::new(Vec::new()),
-    };
-    r.resolve_subtree(root, &[])
+    Resolver::new(root, ctx).resolve_subtree(root, &[])
 }
 
-/// Resolve one value found at `path` (dotted) inside `root`.
+/// Resolve one value found at `path` (dotted) inside `root`; a missing value is an error.
 pub fn resolve_value_at(
     root: &Node,
     path: &str,
     ctx: &ResolveContext,
 ) -> Result<Node, InterpolationError> {
-    let r = Resolver {
-        root,
-        ctx,
-        stack: std::cell::RefCell::new(Vec::new()),
-    };
     let segs: Vec<String> = path.split('.').map(str::to_string).collect();
-    let node = root
-        .get_path(path)
-        .ok_or_else(|| InterpolationError::KeyNotFound {
-            key: path.to_string(),
-            at: path.to_string(),
-            expr: path.to_string(),
-        })?;
-    r.resolve_subtree(node, &segs)
+    let not_found = || InterpolationError::KeyNotFound {
+        key: path.to_string(),
+        at: path.to_string(),
+        expr: path.to_string(),
+    };
+    let node = root.get_path(path).ok_or_else(not_found)?;
+    let r = Resolver::new(root, ctx);
+    match node {
+        Node::Str(s) if is_interpolation(s) => {
+            let (v, src) = r.resolve_string_at(s, &segs)?;
+            match (v, src) {
+                (Node::Map(_) | Node::List(_), Some(src)) => r.expand_container(&src, &segs),
+                (v, _) => Ok(v),
+            }
+        }
+        other => r.resolve_subtree(other, &segs),
+    }
 }
 
-struct Resolver<'a> {
-    root: &'a Node,
-    ctx: &'a ResolveContext<'a>,
-    stack: std::cell::RefCell<Vec<String>>,
+pub(super) struct Resolver<'a> {
+    pub(super) root: &'a Node,
+    pub(super) ctx: &'a ResolveContext<'a>,
+    /// Strings being resolved (cycle detection), by path.
+    stack: RefCell<Vec<String>>,
+    /// Containers being copied through an interpolation, by path (cycle detection).
+    expanding: RefCell<Vec<String>>,
+    depth: Cell<usize>,
+    work: Cell<usize>,
 }
 
 impl<'a> Resolver<'a> {
-    fn path_str(path: &[String]) -> String {
+    pub(super) fn new(root: &'a Node, ctx: &'a ResolveContext<'a>) -> Self {
+        Self {
+            root,
+            ctx,
+            stack: RefCell::new(Vec::new()),
+            expanding: RefCell::new(Vec::new()),
+            depth: Cell::new(0),
+            work: Cell::new(0),
+        }
+    }
+
+    pub(super) fn path_str(path: &[String]) -> String {
         if path.is_empty() {
             "<root>".into()
         } else {
@@ -89,50 +115,103 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// Run `f` one interpolation step deeper, within the depth bound.
+    pub(super) fn deeper<T>(
+        &self,
+        at: &str,
+        f: impl FnOnce() -> Result<T, InterpolationError>,
+    ) -> Result<T, InterpolationError> {
+        if self.depth.get() >= MAX_RESOLVE_DEPTH {
+            return Err(InterpolationError::TooDeep {
+                at: at.to_string(),
+                limit: MAX_RESOLVE_DEPTH,
+            });
+        }
+        self.depth.set(self.depth.get() + 1);
+        let r = f();
+        self.depth.set(self.depth.get() - 1);
+        r
+    }
+
+    /// Count produced values against the work bound.
+    pub(super) fn spend(&self, units: usize, at: &str) -> Result<(), InterpolationError> {
+        self.work.set(self.work.get().saturating_add(units));
+        if self.work.get() > MAX_RESOLVE_WORK {
+            return Err(InterpolationError::TooLarge {
+                at: at.to_string(),
+                limit: MAX_RESOLVE_WORK,
+            });
+        }
+        Ok(())
+    }
+
     fn resolve_subtree(&self, node: &Node, path: &[String]) -> Result<Node, InterpolationError> {
+        if path.len() > 4 * MAX_NESTING {
+            return Err(InterpolationError::TooDeep {
+                at: Self::path_str(path),
+                limit: 4 * MAX_NESTING,
+            });
+        }
+        self.spend(1, "")?;
         match node {
             Node::Map(m) => {
                 let mut out = Map::new();
+                let mut p = path.to_vec();
                 for (k, v) in m {
-                    let mut p = path.to_vec();
                     p.push(k.clone());
                     out.insert(k.clone(), self.resolve_subtree(v, &p)?);
+                    p.pop();
                 }
                 Ok(Node::Map(out))
             }
-            Node::List(l) => l
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    let mut p = path.to_vec();
+            Node::List(l) => {
+                let mut out = Vec::with_capacity(l.len());
+                let mut p = path.to_vec();
+                for (i, v) in l.iter().enumerate() {
                     p.push(i.to_string());
-                    self.resolve_subtree(v, &p)
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map(Node::List),
-            Node::Str(s) if is_interpolation(s) => {
-                let v = self.resolve_string_at(s, path)?;
-                // A resolved container may hold interpolations of its own, relative to where it lives.
-                match v {
-                    (Node::Map(_) | Node::List(_), Some(src)) => {
-                        let target = self
-                            .root
-                            .get_path(&src.join("."))
-                            .cloned()
-                            .unwrap_or(Node::Null);
-                        self.resolve_subtree(&target, &src)
-                    }
-                    (other, _) => Ok(other),
+                    out.push(self.resolve_subtree(v, &p)?);
+                    p.pop();
                 }
+                Ok(Node::List(out))
             }
-            Node::Str(s) => Ok(Node::Str(unescape_plain(s))),
+            Node::Str(s) if is_interpolation(s) => match self.resolve_string_at(s, path) {
+                // OmegaConf.resolve: an interpolation to a missing value becomes missing.
+                Err(InterpolationError::Missing { .. }) => Ok(Node::Missing),
+                Err(e) => Err(e),
+                // A container reached by reference holds interpolations of its own, relative to
+                // where it lives.
+                Ok((Node::Map(_) | Node::List(_), Some(src))) => self.expand_container(&src, path),
+                Ok((other, _)) => Ok(other),
+            },
+            Node::Str(s) => Ok(missing_or_str(unescape_plain(s))),
             other => Ok(other.clone()),
         }
     }
 
+    /// The container at `src`, resolved, as the value of the node at `at`.
+    fn expand_container(&self, src: &[String], at: &[String]) -> Result<Node, InterpolationError> {
+        let key = src.join(".");
+        {
+            let mut exp = self.expanding.borrow_mut();
+            if exp.contains(&key) {
+                let mut chain = exp.clone();
+                chain.push(Self::path_str(at));
+                chain.push(key);
+                return Err(InterpolationError::Cycle {
+                    chain: chain.join(" -> "),
+                });
+            }
+            exp.push(key);
+        }
+        let target = super::reference::node_at(self.root, src).unwrap_or(&Node::Null);
+        let r = self.deeper(&Self::path_str(at), || self.resolve_subtree(target, src));
+        self.expanding.borrow_mut().pop();
+        r
+    }
+
     /// Resolve the string value stored at `path`. Returns the value and, when the string was a
     /// single node reference, the path of the node it points to.
-    fn resolve_string_at(
+    pub(super) fn resolve_string_at(
         &self,
         s: &str,
         path: &[String],
@@ -149,7 +228,7 @@ impl<'a> Resolver<'a> {
             }
             st.push(at.clone());
         }
-        let result = self.eval_text(s, path);
+        let result = self.deeper(&at, || self.eval_text(s, path));
         self.stack.borrow_mut().pop();
         result
     }
@@ -166,7 +245,7 @@ impl<'a> Resolver<'a> {
             reason,
         };
         let chars: Vec<char> = s.chars().collect();
-        let mut p = TextParser { c: &chars, i: 0 };
+        let mut p = TextParser::new(&chars);
         let pieces = p.text(&[]).map_err(grammar)?;
         if p.i != chars.len() {
             return Err(grammar("unexpected '}'".into()));
@@ -177,12 +256,22 @@ impl<'a> Resolver<'a> {
             &path[..path.len() - 1]
         };
         if let [Piece::Interp(interp)] = pieces.as_slice() {
-            return self.eval_interp(interp, parent, s, &at);
+            let (v, src) = self.eval_interp(interp, parent, s, &at)?;
+            if let Some(src) = &src {
+                if path.starts_with(src) {
+                    return Err(InterpolationError::ParentNode {
+                        at: at.clone(),
+                        expr: s.to_string(),
+                    });
+                }
+            }
+            return Ok((v, src));
         }
-        Ok((Node::Str(self.concat(&pieces, parent, s, &at)?), None))
+        let text = self.concat(&pieces, parent, s, &at)?;
+        Ok((missing_or_str(text), None))
     }
 
-    fn concat(
+    pub(super) fn concat(
         &self,
         pieces: &[Piece],
         parent: &[String],
@@ -198,22 +287,24 @@ impl<'a> Resolver<'a> {
                 }
             }
         }
+        self.spend(1 + out.len() / 16, at)?;
         Ok(out)
     }
 
-    fn eval_interp(
+    pub(super) fn eval_interp(
         &self,
         interp: &Interp,
         parent: &[String],
         expr: &str,
         at: &str,
     ) -> Result<(Node, Option<Vec<String>>), InterpolationError> {
-        match interp {
+        self.deeper(at, || match interp {
             Interp::Key { dots, segs } => {
                 let mut keys = Vec::new();
                 for seg in segs {
                     keys.push(self.concat(seg, parent, expr, at)?);
                 }
+                let shown = format!("{}{}", ".".repeat(*dots), keys.join("."));
                 let mut full: Vec<String> = if *dots == 0 {
                     Vec::new()
                 } else {
@@ -221,43 +312,16 @@ impl<'a> Resolver<'a> {
                     let up = dots - 1;
                     if up > parent.len() {
                         return Err(InterpolationError::KeyNotFound {
-                            key: format!("{}{}", ".".repeat(*dots), keys.join(".")),
+                            key: shown,
                             at: at.to_string(),
                             expr: expr.to_string(),
                         });
                     }
                     parent[..parent.len() - up].to_vec()
                 };
-                full.extend(
-                    keys.iter()
-                        .flat_map(|k| k.split('.').map(str::to_string))
-                        .collect::<Vec<_>>(),
-                );
-                let key = full.join(".");
-                let node =
-                    self.root
-                        .get_path(&key)
-                        .ok_or_else(|| InterpolationError::KeyNotFound {
-                            key: if *dots == 0 {
-                                key.clone()
-                            } else {
-                                format!("{}{}", ".".repeat(*dots), keys.join("."))
-                            },
-                            at: at.to_string(),
-                            expr: expr.to_string(),
-                        })?;
-                match node {
-                    Node::Missing => Err(InterpolationError::Missing {
-                        key,
-                        at: at.to_string(),
-                    }),
-                    Node::Str(s) if is_interpolation(s) => {
-                        let (v, src) = self.resolve_string_at(s, &full)?;
-                        Ok((v, src.or(Some(full))))
-                    }
-                    Node::Str(s) => Ok((Node::Str(unescape_plain(s)), Some(full))),
-                    other => Ok((other.clone(), Some(full))),
-                }
+                full.extend(keys.iter().flat_map(|k| k.split('.').map(str::to_string)));
+                let key = if *dots == 0 { full.join(".") } else { shown };
+                self.select(&full, &key, expr, at)
             }
             Interp::Resolver { name, args } => {
                 let name = self.concat(name, parent, expr, at)?;
@@ -265,13 +329,13 @@ impl<'a> Resolver<'a> {
                 for a in args {
                     values.push(self.eval_arg(a, parent, expr, at)?);
                 }
-                self.call_resolver(&name, values, expr, at)
+                self.call_resolver(&name, values, parent, expr, at)
                     .map(|v| (v, None))
             }
-        }
+        })
     }
 
-    fn eval_arg(
+    pub(super) fn eval_arg(
         &self,
         arg: &Arg,
         parent: &[String],
@@ -304,117 +368,10 @@ impl<'a> Resolver<'a> {
             }
         }
     }
-
-    fn call_resolver(
-        &self,
-        name: &str,
-        args: Vec<Node>,
-        expr: &str,
-        at: &str,
-    ) -> Result<Node, InterpolationError> {
-        let fail = |reason: String| InterpolationError::Resolver {
-            expr: expr.to_string(),
-            at: at.to_string(),
-            reason,
-        };
-        match name {
-            "oc.env" => {
-                let key = match args.first() {
-                    Some(Node::Str(k)) => k.clone(),
-                    _ => {
-                        return Err(fail(
-                            "oc.env needs the variable name as first argument".into(),
-                        ))
-                    }
-                };
-                match (self.ctx.env)(&key) {
-                    Some(v) => Ok(Node::Str(v)),
-                    None => match args.get(1) {
-                        Some(Node::Null) => Ok(Node::Null),
-                        Some(d) => Ok(Node::Str(d.to_python_str())),
-                        None => Err(fail(format!(
-                            "Environment variable '{key}' not found\n  fix: export {key}=..., or give a default: ${{oc.env:{key},<default>}}"
-                        ))),
-                    },
-                }
-            }
-            "oc.select" => {
-                let key = match args.first() {
-                    Some(Node::Str(k)) => k.clone(),
-                    _ => return Err(fail("oc.select needs a key".into())),
-                };
-                match self.root.get_path(&key) {
-                    Some(Node::Str(s)) if is_interpolation(s) => {
-                        let segs: Vec<String> = key.split('.').map(str::to_string).collect();
-                        Ok(self.resolve_string_at(s, &segs)?.0)
-                    }
-                    Some(Node::Missing) | None => Ok(args.get(1).cloned().unwrap_or(Node::Null)),
-                    Some(v) => Ok(v.clone()),
-                }
-            }
-            "oc.decode" => match args.first() {
-                Some(Node::Null) => Ok(Node::Null),
-                Some(Node::Str(s)) => {
-                    let chars: Vec<char> = s.chars().collect();
-                    let mut p = TextParser { c: &chars, i: 0 };
-                    let arg = p.element(&[]).map_err(&fail)?;
-                    self.eval_arg(&arg, &[], expr, at)
-                }
-                _ => Err(fail(
-                    "oc.decode can only take strings or None as input".into(),
-                )),
-            },
-            "now" => {
-                let fmt = match args.first() {
-                    Some(Node::Str(f)) => f.clone(),
-                    Some(other) => other.to_python_str(),
-                    None => {
-                        return Err(fail(
-                            "now needs a strftime pattern, e.g. ${now:%Y-%m-%d}".into(),
-                        ))
-                    }
-                };
-                use std::fmt::Write as _;
-                let mut out = String::new();
-                write!(out, "{}", self.ctx.now.format(&fmt))
-                    .map_err(|_| fail(format!("invalid strftime pattern '{fmt}'")))?;
-                Ok(Node::Str(out))
-            }
-            "hydra" => {
-                let key = match args.first() {
-                    Some(Node::Str(k)) => k.clone(),
-                    _ => return Err(fail("hydra needs a key, e.g. ${hydra:runtime.cwd}".into())),
-                };
-                let hydra = self
-                    .ctx
-                    .hydra
-                    .ok_or_else(|| fail("the hydra config is not available here".into()))?;
-                if hydra.get_path(&key).is_none() {
-                    return Err(fail(format!(
-                        "key 'hydra.{key}' not found in the hydra config"
-                    )));
-                }
-                // Values inside the hydra node may interpolate too; resolve them against it.
-                let sub = ResolveContext {
-                    hydra: None,
-                    now: self.ctx.now,
-                    env: self.ctx.env,
-                };
-                let mut wrapped = Map::new();
-                wrapped.insert("hydra".into(), hydra.clone());
-                let wrapped = Node::Map(wrapped);
-                resolve_value_at(&wrapped, &format!("hydra.{key}"), &sub)
-            }
-            other => Err(InterpolationError::UnknownResolver {
-                name: other.to_string(),
-                at: at.to_string(),
-            }),
-        }
-    }
 }
 
 /// `\${` in a plain string is the literal text `${`.
-fn unescape_plain(s: &str) -> String {
+pub(super) fn unescape_plain(s: &str) -> String {
     if s.contains("\\${") {
         s.replace("\\${", "${")
     } else {
@@ -422,92 +379,11 @@ fn unescape_plain(s: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tree::yaml_read as yaml;
-
-    fn ctx_env(k: &str) -> Option<String> {
-        (k == "SET_VAR").then(|| "from_env".to_string())
-    }
-
-    fn resolve(text: &str) -> Result<Node, InterpolationError> {
-        let root = yaml::parse(text).unwrap();
-        let hydra = yaml::parse("runtime: {cwd: /work}\njob: {name: llmprof}\n").unwrap();
-        let ctx = ResolveContext {
-            hydra: Some(&hydra),
-            now: chrono::Local::now(),
-            env: &ctx_env,
-        };
-        resolve_tree(&root, &ctx)
-    }
-
-    #[test]
-    fn absolute_relative_and_string_interpolation() {
-        let n = resolve(
-            "m: {len: 8192, name: ocr}\ni: {max: 512, b: {t: '${..max}'}, s: '${.max}'}\nr: '${m.name}_t${i.max}'\nq: '${i.max}'\n",
-        )
-        .unwrap();
-        assert_eq!(n.get_path("i.b.t"), Some(&Node::Int(512)));
-        assert_eq!(n.get_path("i.s"), Some(&Node::Int(512)));
-        assert_eq!(n.get_path("r"), Some(&Node::Str("ocr_t512".into())));
-        assert_eq!(n.get_path("q"), Some(&Node::Int(512)));
-    }
-
-    #[test]
-    fn env_defaults_and_nested() {
-        let n = resolve(
-            "a: '${oc.env:UNSET_X,/tmp/c}'\nb: '${oc.env:SET_VAR,nobody}'\nc: '${oc.env:UNSET_X,null}'\nk: name\nd: {name: z}\ne: '${d.${k}}'\nf: '${oc.env:UNSET_X,${k}}'\n",
-        )
-        .unwrap();
-        assert_eq!(n.get_path("a"), Some(&Node::Str("/tmp/c".into())));
-        assert_eq!(n.get_path("b"), Some(&Node::Str("from_env".into())));
-        assert_eq!(n.get_path("c"), Some(&Node::Null));
-        assert_eq!(n.get_path("e"), Some(&Node::Str("z".into())));
-        assert_eq!(n.get_path("f"), Some(&Node::Str("name".into())));
-    }
-
-    #[test]
-    fn hydra_and_now_resolvers() {
-        let n = resolve("c: '${hydra:runtime.cwd}/data'\nj: '${hydra:job.name}'\nd: '${now:%Y}'\n")
-            .unwrap();
-        assert_eq!(n.get_path("c"), Some(&Node::Str("/work/data".into())));
-        assert_eq!(n.get_path("j"), Some(&Node::Str("llmprof".into())));
-        let year = chrono::Local::now().format("%Y").to_string();
-        assert_eq!(n.get_path("d"), Some(&Node::Str(year)));
-    }
-
-    #[test]
-    fn errors_missing_cycle_and_escape() {
-        assert!(matches!(
-            resolve("a: '${b.c}'\n"),
-            Err(InterpolationError::KeyNotFound { .. })
-        ));
-        assert!(matches!(
-            resolve("a: '${b}'\nb: '${a}'\n"),
-            Err(InterpolationError::Cycle { .. })
-        ));
-        assert!(matches!(
-            resolve("a: ???\nb: '${a}'\n"),
-            Err(InterpolationError::Missing { .. })
-        ));
-        assert!(matches!(
-            resolve("a: '${nope:1}'\n"),
-            Err(InterpolationError::UnknownResolver { .. })
-        ));
-        let n = resolve("a: '\\${b}'\n").unwrap();
-        assert_eq!(n.get_path("a"), Some(&Node::Str("${b}".into())));
-    }
-
-    #[test]
-    fn containers_and_typed_resolver_args() {
-        let n = resolve("a: {x: 1, y: '${.x}'}\nb: '${a}'\nc: '${oc.select:a.x,5}'\nd: '${oc.select:a.none,5}'\ne: '${oc.decode:\"[1, 2]\"}'\n").unwrap();
-        assert_eq!(n.get_path("b.y"), Some(&Node::Int(1)));
-        assert_eq!(n.get_path("c"), Some(&Node::Int(1)));
-        assert_eq!(n.get_path("d"), Some(&Node::Int(5)));
-        assert_eq!(
-            n.get_path("e"),
-            Some(&Node::List(vec![Node::Int(1), Node::Int(2)]))
-        );
+/// OmegaConf holds the string `???` as a missing value.
+pub(super) fn missing_or_str(s: String) -> Node {
+    if s == "???" {
+        Node::Missing
+    } else {
+        Node::Str(s)
     }
 }

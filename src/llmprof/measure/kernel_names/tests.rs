@@ -180,3 +180,15 @@ fn casts_and_anonymous_namespaces_go() {
         "a::b<c>"
     );
 }
+
+#[test]
+fn a_return_type_before_the_name_goes() {
+    // nsys prints the return type of SFINAE'd cuBLAS kernels.
+    let full = "std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int, float, float, false, true, true, false, 7, false, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<const float>, cublasGemvTensorStridedBatched<const float>, cublasGemvTensorStridedBatched<float>, float>>(T13)";
+    let short = short_name(full);
+    assert!(
+        short.starts_with("internal::gemvx::kernel<int, int, float"),
+        "{short}"
+    );
+    assert_eq!(short_name("Memset (Device)"), "Memset (Device)");
+}

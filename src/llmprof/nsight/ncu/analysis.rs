@@ -10,20 +10,26 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use indexmap::IndexMap;
-use serde_json::json;
 
-use super::metrics::{derive as derive_metrics, KernelMetrics};
-use super::parse::{parse as parse_ncu, Error as NcuError, KernelRecord, Value};
-use crate::measure::peaks::{props_for_name, resolve as resolve_peaks, sku, GpuProps, Peaks};
-use crate::nsight::csv_input::csv_files;
-use crate::roofline::{markdown, useful, KernelPoint, RooflineReport, Thresholds, UsefulFlops};
+use serde::Serialize;
+
+use super::metrics::{derive as derive_metrics, is_used, KernelMetrics};
+use super::parse::{parse_with, Error as NcuError, KernelRecord, Value};
+use crate::dataset::file_kind::Skipped;
+use crate::measure::peaks::{
+    props_for_name, resolve as resolve_peaks, sku, ClockSource, GpuProps, Peaks,
+};
+use crate::nsight::csv_input::list_csv_files;
+use crate::roofline::{
+    markdown, useful, BoundClass, ClassShare, KernelPoint, RooflineReport, Thresholds, UsefulFlops,
+};
 
 /// GPU properties from ncu `device__attribute_*` columns (raw page), when the display name is
 /// there; the other attributes are taken when present.
 pub fn gpu_props_from_record(rec: &KernelRecord) -> Option<GpuProps> {
     let n = |k: &str| rec.number(&format!("device__attribute_{k}"));
     let name = match &rec.metrics.get("device__attribute_display_name")?.value {
-        Value::Text(s) => s.clone(),
+        Value::Text(s) => s.to_string(),
         _ => return None,
     };
     let cc = match (n("compute_capability_major"), n("compute_capability_minor")) {
@@ -52,6 +58,8 @@ pub fn cuda_clock_rate_mhz(rec: &KernelRecord) -> Option<f64> {
 pub struct NcuAnalysis {
     pub kernels: Vec<KernelMetrics>,
     pub roofline: RooflineReport,
+    /// `*.csv` entries that are not regular files (FIFOs, symlink loops, ...), not read.
+    pub skipped: Vec<Skipped>,
 }
 
 /// [`ncu_roofline_with`] without kernel → op mappings.
@@ -63,6 +71,8 @@ pub fn ncu_roofline(path: &Path, gpu: Option<&str>) -> Result<NcuAnalysis> {
 /// (same folder, ID, process and kernel name) and classifies each kernel. Peaks come from the
 /// device attributes in a raw CSV, else from the board name `gpu`, else are unknown (bounds say
 /// so). A kernel matching one of `useful` gets that op's analytic FLOPs as its useful FLOPs.
+/// Each CSV is streamed and only the metrics the analysis reads are kept
+/// ([`super::metrics::is_used`]).
 pub fn ncu_roofline_with(
     path: &Path,
     gpu: Option<&str>,
@@ -70,10 +80,10 @@ pub fn ncu_roofline_with(
 ) -> Result<NcuAnalysis> {
     let single = path.is_file();
     let mut merged: IndexMap<(PathBuf, String, String, String), KernelRecord> = IndexMap::new();
-    for file in csv_files(path)? {
-        let f =
-            std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
-        let recs = match parse_ncu(f) {
+    let listing = list_csv_files(path)?;
+    for file in &listing.files {
+        let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+        let recs = match parse_with(f, is_used) {
             Ok((_, recs)) => recs,
             Err(NcuError::NoHeader) if !single => continue,
             Err(e) => return Err(e).with_context(|| format!("parsing {}", file.display())),
@@ -104,7 +114,11 @@ pub fn ncu_roofline_with(
     let kernels: Vec<KernelMetrics> = merged.values().map(derive_metrics).collect();
     let points = kernels.iter().map(|k| point(k, useful)).collect();
     let roofline = RooflineReport::build(points, peaks, note, &Thresholds::default());
-    Ok(NcuAnalysis { kernels, roofline })
+    Ok(NcuAnalysis {
+        kernels,
+        roofline,
+        skipped: listing.skipped,
+    })
 }
 
 fn point(k: &KernelMetrics, useful: &[UsefulFlops]) -> KernelPoint {
@@ -144,11 +158,11 @@ fn pick_peaks<'a>(
     } else if let Some(name) = gpu {
         let props = props_for_name(name).with_context(|| {
             format!(
-                "unknown GPU name {name:?}: known boards are {}",
+                "unknown GPU name '{name}': known boards are {}",
                 sku::known_names().join(", ")
             )
         })?;
-        resolve_peaks(Ok(props), None, &format!("the GPU name {name:?}"))
+        resolve_peaks(Ok(props), None, &format!("the GPU name '{name}'"))
     } else {
         resolve_peaks(
             Err("no device__attribute_* columns in the CSV and no GPU name given".into()),
@@ -177,42 +191,74 @@ pub fn analyze_ncu_with(
     render(path, &ncu_roofline_with(path, gpu, useful)?, json)
 }
 
+/// The JSON document of `llmprof analyze ncu --format json`, serialised in one pass (no
+/// intermediate `serde_json::Value` per kernel).
+#[derive(Serialize)]
+struct Doc<'a> {
+    source: String,
+    peaks: &'a Option<Peaks>,
+    peaks_note: &'a str,
+    flops_note: &'static str,
+    kernels: Vec<KernelJson<'a>>,
+    summary: &'a [ClassShare],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    skipped_files: &'a [Skipped],
+}
+
+/// One kernel: its metrics, then its roofline placement.
+#[derive(Serialize)]
+struct KernelJson<'a> {
+    #[serde(flatten)]
+    metrics: &'a KernelMetrics,
+    executed_flops: Option<f64>,
+    executed_intensity: Option<f64>,
+    useful_op: Option<&'a str>,
+    useful_flops: Option<f64>,
+    useful_intensity: Option<f64>,
+    bound: &'a BoundClass,
+    bound_reason: &'a str,
+    ridge_intensity: Option<f64>,
+    ridge_sm_clock_mhz: Option<f64>,
+    ridge_sm_clock_source: &'a Option<ClockSource>,
+    ridge_dram_clock_mhz: Option<f64>,
+    ridge_dram_clock_source: &'a Option<ClockSource>,
+}
+
 /// What `flops`, `total_flops` and `arithmetic_intensity` of the JSON mean.
 const FLOPS_NOTE: &str = "flops, total_flops, executed_flops, arithmetic_intensity and executed_intensity count executed FLOPs as ncu does: tensor-pipe ops include tile padding. useful_flops/useful_intensity are the model's analytic FLOPs where a kernel maps to a model op. ridge_intensity is at ridge_sm_clock_mhz / ridge_dram_clock_mhz (the clocks ncu measured over the kernel when ridge_*_clock_source is measured).";
 
 /// Renders an analysis of the exports at `source` as markdown or JSON.
 pub fn render(source: &Path, a: &NcuAnalysis, json: bool) -> Result<String> {
     if json {
-        let kernels: Vec<serde_json::Value> = a
+        let kernels: Vec<KernelJson> = a
             .kernels
             .iter()
             .zip(&a.roofline.rows)
-            .map(|(k, row)| {
-                let mut v = serde_json::to_value(k).expect("kernel metrics serialise");
-                let b = &row.bound;
-                v["executed_flops"] = json!(row.point.executed_flops);
-                v["executed_intensity"] = json!(row.point.executed_intensity);
-                v["useful_op"] = json!(row.point.useful_op);
-                v["useful_flops"] = json!(row.point.useful_flops);
-                v["useful_intensity"] = json!(row.point.useful_intensity());
-                v["bound"] = json!(b.class);
-                v["bound_reason"] = json!(b.reason);
-                v["ridge_intensity"] = json!(b.ridge_intensity);
-                v["ridge_sm_clock_mhz"] = json!(b.ridge_sm_clock_mhz);
-                v["ridge_sm_clock_source"] = json!(b.ridge_sm_clock_source);
-                v["ridge_dram_clock_mhz"] = json!(b.ridge_dram_clock_mhz);
-                v["ridge_dram_clock_source"] = json!(b.ridge_dram_clock_source);
-                v
+            .map(|(k, row)| KernelJson {
+                metrics: k,
+                executed_flops: row.point.executed_flops,
+                executed_intensity: row.point.executed_intensity,
+                useful_op: row.point.useful_op.as_deref(),
+                useful_flops: row.point.useful_flops,
+                useful_intensity: row.point.useful_intensity(),
+                bound: &row.bound.class,
+                bound_reason: &row.bound.reason,
+                ridge_intensity: row.bound.ridge_intensity,
+                ridge_sm_clock_mhz: row.bound.ridge_sm_clock_mhz,
+                ridge_sm_clock_source: &row.bound.ridge_sm_clock_source,
+                ridge_dram_clock_mhz: row.bound.ridge_dram_clock_mhz,
+                ridge_dram_clock_source: &row.bound.ridge_dram_clock_source,
             })
             .collect();
-        let doc = json!({
-            "source": source.display().to_string(),
-            "peaks": a.roofline.peaks,
-            "peaks_note": a.roofline.peaks_note,
-            "flops_note": FLOPS_NOTE,
-            "kernels": kernels,
-            "summary": a.roofline.summary,
-        });
+        let doc = Doc {
+            source: source.display().to_string(),
+            peaks: &a.roofline.peaks,
+            peaks_note: &a.roofline.peaks_note,
+            flops_note: FLOPS_NOTE,
+            kernels,
+            summary: &a.roofline.summary,
+            skipped_files: &a.skipped,
+        };
         return serde_json::to_string_pretty(&doc).context("serialising the ncu analysis");
     }
     let mut md = format!(
@@ -233,7 +279,7 @@ pub fn render(source: &Path, a: &NcuAnalysis, json: bool) -> Result<String> {
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            markdown::short_name(&k.kernel_name, 60).replace('|', "\\|"),
+            crate::measure::kernel_names::short_name_within(&k.kernel_name, 60).replace('|', "\\|"),
             opt(k.duration_ns.map(|v| v / 1e3), 2),
             opt(k.dram_read_bytes, 0),
             opt(k.dram_write_bytes, 0),
@@ -250,10 +296,9 @@ pub fn render(source: &Path, a: &NcuAnalysis, json: bool) -> Result<String> {
             }
         );
         for (field, why) in &k.missing {
-            notes
-                .entry(format!("{field}: {why}"))
-                .or_default()
-                .push(markdown::short_name(&k.kernel_name, 40));
+            notes.entry(format!("{field}: {why}")).or_default().push(
+                crate::measure::kernel_names::short_name_within(&k.kernel_name, 40),
+            );
         }
     }
     md.push('\n');

@@ -26,6 +26,7 @@
 //!   not FLOPs and are skipped.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use crate::roofline::precision::Precision;
 use regex::Regex;
@@ -69,6 +70,55 @@ pub struct KernelMetrics {
     pub dram_clock_hz: Option<f64>,
     /// Field name → why it is `None` (or why it is only a lower bound).
     pub missing: BTreeMap<String, String>,
+}
+
+/// Metrics [`derive`] and the peak lookup (`device__attribute_*`, `analysis.rs`) read by exact key.
+const USED: [&str; 29] = [
+    "gpu__time_duration.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "dram__bytes.sum",
+    "dram__bytes.sum.per_second",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_executed_pipe_tensor.avg.pct_of_peak_sustained_elapsed",
+    "flop_count_dp.sum",
+    "flop_count_sp.sum",
+    "flop_count_hp.sum",
+    "sm__cycles_elapsed.avg.per_second",
+    "smsp__cycles_elapsed.avg.per_second",
+    "dram__cycles_elapsed.avg.per_second",
+    "Occupancy::Achieved Occupancy",
+    "device__attribute_display_name",
+    "device__attribute_compute_capability_major",
+    "device__attribute_compute_capability_minor",
+    "device__attribute_multiprocessor_count",
+    "device__attribute_max_gpu_frequency_khz",
+    "device__attribute_max_mem_frequency_khz",
+    "device__attribute_memory_clock_rate",
+    "device__attribute_global_memory_bus_width",
+    "device__attribute_clock_rate",
+    "device__attribute_architecture",
+    "device__attribute_chip",
+];
+
+/// True for the metric keys the analysis reads: `llmprof analyze ncu` keeps only these, so its
+/// memory grows with the kernels, not with the 600-odd columns of a raw export. A metric that
+/// [`derive`] starts reading must be added here (the tests compare [`derive`] on full and
+/// filtered records of every fixture).
+pub fn is_used(key: &str) -> bool {
+    let scalar = key.starts_with("smsp__sass_thread_inst_executed_op_")
+        || key.starts_with("sm__sass_thread_inst_executed_op_");
+    let tensor = key.starts_with("sm__ops_path_tensor_src_");
+    USED.contains(&key)
+        || key.starts_with(SOL)
+        || key.starts_with(ROOF)
+        || (scalar
+            && (key.ends_with("_pred_on.sum") || key.ends_with("_pred_on.sum.per_cycle_elapsed")))
+        || (tensor && (key.ends_with(".sum") || key.ends_with(".sum.per_cycle_elapsed")))
 }
 
 fn first(rec: &KernelRecord, keys: &[&str]) -> Option<f64> {
@@ -339,13 +389,18 @@ fn tensor_precision(src: &str) -> Option<Precision> {
 }
 
 fn tensor_flops(rec: &KernelRecord, duration_ns: Option<f64>) -> BTreeMap<Precision, f64> {
-    let re = Regex::new(r"^sm__ops_path_tensor_src_([a-z0-9]+?)(?:_dst_([a-z0-9]+?))?(_sparsity_(?:on|off))?\.sum(\.per_cycle_elapsed)?$")
-        .expect("static regex is valid");
+    static RE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^sm__ops_path_tensor_src_([a-z0-9]+?)(?:_dst_([a-z0-9]+?))?(_sparsity_(?:on|off))?\.sum(\.per_cycle_elapsed)?$")
+            .expect("static regex is valid")
+    });
+    let re = &*RE;
     let sm_hz = rec.number("sm__cycles_elapsed.avg.per_second");
     // (src, dst) → (plain value, sparsity-split sum)
     let mut paths: BTreeMap<(String, String), (Option<f64>, Option<f64>)> = BTreeMap::new();
     for (key, metric) in &rec.metrics {
-        let Some(c) = re.captures(key) else { continue };
+        let Some(c) = re.captures(key.as_str()) else {
+            continue;
+        };
         let Value::Number(v) = metric.value else {
             continue;
         };
@@ -387,107 +442,4 @@ fn tensor_flops(rec: &KernelRecord, duration_ns: Option<f64>) -> BTreeMap<Precis
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::nsight::ncu::parse::{parse, KernelRecord};
-
-    const DIR: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/fixtures/stage2/ncu"
-    );
-
-    fn merged(dir: &str) -> KernelRecord {
-        let mut rec: Option<KernelRecord> = None;
-        for f in [
-            "ncu.metrics.csv",
-            "ncu.details.csv",
-            "ncu.section_SpeedOfLight_RooflineChart.csv",
-        ] {
-            let file = std::fs::File::open(format!("{DIR}/{dir}/{f}")).expect("fixture");
-            let (_, mut recs) = parse(file).expect("parses");
-            let r = recs.remove(0);
-            match rec.as_mut() {
-                Some(a) => a.merge(r),
-                None => rec = Some(r),
-            }
-        }
-        rec.expect("three files")
-    }
-
-    #[test]
-    fn gemv_is_about_one_flop_per_byte() {
-        // kernel_0001 (cuBLAS bf16 GEMV, fp32 FFMA, no tensor ops): 2.33 Mbyte read, 0 written;
-        // FFMA 83.00 + FADD 2.07 inst/cycle at 2.14 GHz over 6.46 us ≈ 2.3 MFLOP ⇒ ≈ 1 FLOP/byte.
-        let m = derive(&merged("rtx5090/kernel_0001_gemv"));
-        assert_eq!(m.dram_bytes, Some(2.33e6));
-        assert_eq!(m.flops.get(&Precision::TensorBf16), Some(&0.0));
-        assert_eq!(m.dominant_precision, Some(Precision::Fp32));
-        assert_eq!(m.sm_throughput_pct, Some(9.61));
-        assert_eq!(m.dram_throughput_pct, Some(20.52));
-        assert_eq!(m.achieved_occupancy_pct, Some(11.68));
-        let ai = m.arithmetic_intensity.expect("intensity");
-        assert!((0.5..2.0).contains(&ai), "GEMV intensity {ai}");
-    }
-
-    #[test]
-    fn gemm_is_hundreds_of_flops_per_byte() {
-        // kernel_0003 (CUTLASS bf16 tensor-op GEMM): 603,979,776 bf16→fp32 tensor ops, 2.64 Mbyte read.
-        let m = derive(&merged("rtx5090/kernel_0003_gemm"));
-        assert_eq!(m.flops.get(&Precision::TensorBf16), Some(&603_979_776.0));
-        assert_eq!(m.dominant_precision, Some(Precision::TensorBf16));
-        let ai = m.arithmetic_intensity.expect("intensity");
-        assert!((100.0..1000.0).contains(&ai), "GEMM intensity {ai}");
-        // kernel_0005: 17,666,408,448 tensor ops over 11.14 Mbyte read + 512 byte written.
-        let m = derive(&merged("rtx5090/kernel_0005_gemm"));
-        assert_eq!(m.dram_bytes, Some(11.14e6 + 512.0));
-        let ai = m.arithmetic_intensity.expect("intensity");
-        assert!(ai > 1000.0, "large GEMM intensity {ai}");
-        // No raw clock counters in these exports: SpeedOfLight's SM / DRAM Frequency.
-        assert_eq!(m.sm_clock_hz, Some(2.00e9));
-        assert_eq!(m.dram_clock_hz, Some(13.78e9));
-    }
-
-    #[test]
-    fn metrics_csv_alone_is_a_lower_bound() {
-        let file = std::fs::File::open(format!("{DIR}/rtx5090/kernel_0003_gemm/ncu.metrics.csv"))
-            .expect("fixture");
-        let (_, recs) = parse(file).expect("parses");
-        let m = derive(&recs[0]);
-        assert_eq!(m.total_flops, Some(603_979_776.0));
-        assert!(
-            m.missing["flops"].contains("lower bound"),
-            "{:?}",
-            m.missing
-        );
-        assert_eq!(m.achieved_occupancy_pct, None);
-    }
-
-    #[test]
-    fn h200_raw_tensor_busy_without_tensor_counters() {
-        // ncu_raw.csv: bf16 8192³ nvjet GEMM, tensor pipe 93.32 % busy, no sm__ops_path_tensor_*.
-        let file = std::fs::File::open(format!("{DIR}/h200/ncu_raw.csv")).expect("fixture");
-        let (_, recs) = parse(file).expect("parses");
-        let m = derive(&recs[0]);
-        assert_eq!(m.duration_ns, Some(1_656_768.0));
-        assert_eq!(m.tensor_pipe_pct, Some(93.32));
-        assert_eq!(m.sm_throughput_pct, Some(93.32));
-        assert_eq!(m.dram_throughput_pct, Some(17.61));
-        assert_eq!(m.achieved_occupancy_pct, Some(14.78));
-        assert_eq!(m.flops.get(&Precision::Fp32), Some(&0.0));
-        assert_eq!(m.total_flops, None);
-        assert_eq!(m.arithmetic_intensity, None);
-        assert!(
-            m.missing["flops"].contains("tensor pipe 93.3 % busy"),
-            "{:?}",
-            m.missing
-        );
-        // 847,457,024,761.46 byte/s × 1,656,768 ns
-        let bytes = m.dram_bytes.expect("from rate × duration");
-        assert!((bytes - 847_457_024_761.46 * 1_656_768e-9).abs() < 1.0);
-        assert_eq!(m.dram_read_bytes, None);
-        assert_eq!(m.nvtx_range.as_deref(), Some("matmul-loop"));
-        // ncu locked the clocks: the kernel ran at 1336 MHz, not NVML's 1980 MHz maximum.
-        assert_eq!(m.sm_clock_hz, Some(1_335_883_058.48));
-        assert_eq!(m.dram_clock_hz, Some(3_199_427_640.64));
-    }
-}
+mod tests;

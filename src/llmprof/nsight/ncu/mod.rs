@@ -3,5 +3,6 @@
 
 pub mod analysis;
 pub mod command;
+pub mod diagnose;
 pub mod metrics;
 pub mod parse;

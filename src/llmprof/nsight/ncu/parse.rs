@@ -3,14 +3,18 @@
 //! - `--page raw`: one row per kernel, metric names as columns, a units row under the header;
 //! - `--page details` / metrics exports: one row per metric with `Metric Name/Unit/Value`.
 //!
-//! Text around the CSV (program stdout, `==PROF==` lines) is skipped.
+//! Text around the CSV (program stdout, `==PROF==` lines) is skipped. The CSV is streamed one
+//! record at a time and every repeated string (metric names, units, sections, device names) is
+//! shared, so memory grows with the kernels and metrics kept ([`parse_with`] keeps only those a
+//! caller asks for), not with the size of the file.
 
-use std::io::Read;
+use std::io::{BufReader, Read};
 
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use crate::nsight::csv_input::{quoted_csv_block, read_text};
+use crate::nsight::csv_input::CsvBlock;
+use crate::nsight::intern::{Interner, Sym};
 use crate::nsight::units::{normalise, parse_number, Unit};
 
 /// Errors a caller may match on when a file is not ncu CSV.
@@ -39,20 +43,20 @@ pub enum Layout {
 #[serde(rename_all = "snake_case")]
 pub enum Value {
     Number(f64),
-    Text(String),
+    Text(Sym),
     /// The cell said `n/a`, `no data` or was empty: the metric is not available.
-    Missing(String),
+    Missing(Sym),
 }
 
 /// One metric of one kernel.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Metric {
     /// Section name in the long layout (`GPU Speed Of Light Throughput`); `None` in raw.
-    pub section: Option<String>,
+    pub section: Option<Sym>,
     pub value: Value,
     pub unit: Unit,
     /// The unit as ncu printed it.
-    pub raw_unit: String,
+    pub raw_unit: Sym,
 }
 
 impl Metric {
@@ -79,7 +83,7 @@ pub struct KernelRecord {
     pub grid_size: Option<String>,
     /// Keyed by the raw metric name (`dram__bytes_read.sum`), or `Section::Display Name` for the
     /// display names of `--page details` (`GPU Speed Of Light Throughput::Duration`).
-    pub metrics: IndexMap<String, Metric>,
+    pub metrics: IndexMap<Sym, Metric>,
 }
 
 impl KernelRecord {
@@ -121,16 +125,27 @@ fn is_nvtx_column(name: &str) -> bool {
     name.starts_with("thread Domain") || name.starts_with("Id:Domain")
 }
 
-/// Parses ncu CSV of either layout.
+/// Parses ncu CSV of either layout, keeping every metric.
 pub fn parse(reader: impl Read) -> Result<(Layout, Vec<KernelRecord>), Error> {
-    let text = read_text(reader)?;
-    let block = quoted_csv_block(&text, |l| l.starts_with("\"ID\",")).ok_or(Error::NoHeader)?;
-    let mut csv = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(block.as_bytes());
+    parse_with(reader, |_| true)
+}
+
+/// Parses ncu CSV of either layout, keeping the metrics whose key (raw name, or
+/// `Section::Display Name`) `keep` accepts.
+pub fn parse_with(
+    reader: impl Read,
+    keep: impl Fn(&str) -> bool,
+) -> Result<(Layout, Vec<KernelRecord>), Error> {
+    let block = CsvBlock::quoted(BufReader::with_capacity(1 << 16, reader), |l: &str| {
+        l.starts_with("\"ID\",")
+    });
+    let mut csv = csv::ReaderBuilder::new().flexible(true).from_reader(block);
     let header: Vec<String> = csv.headers()?.iter().map(str::to_string).collect();
+    if !csv.get_ref().found_header() {
+        return Err(Error::NoHeader);
+    }
     let col = |name: &'static str| header.iter().position(|h| h == name);
-    let id_cols = IdColumns {
+    let ids = IdColumns {
         id: col("ID").ok_or(Error::MissingColumn("ID"))?,
         process_id: col("Process ID"),
         kernel_name: col("Kernel Name").ok_or(Error::MissingColumn("Kernel Name"))?,
@@ -140,20 +155,24 @@ pub fn parse(reader: impl Read) -> Result<(Layout, Vec<KernelRecord>), Error> {
         grid: col("Grid Size"),
         nvtx: header.iter().position(|h| h.starts_with("thread Domain")),
     };
-    let mut records = Vec::new();
-    for r in csv.records() {
-        records.push(r?);
-    }
+    let mut p = Parser {
+        csv,
+        ids,
+        keep,
+        interner: Interner::default(),
+    };
     if let (Some(name), Some(unit), Some(value)) =
         (col("Metric Name"), col("Metric Unit"), col("Metric Value"))
     {
-        let section = col("Section Name");
-        Ok((
-            Layout::Long,
-            parse_long(&records, &id_cols, section, name, unit, value),
-        ))
+        let cols = LongColumns {
+            section: col("Section Name"),
+            name,
+            unit,
+            value,
+        };
+        Ok((Layout::Long, p.long(&cols)?))
     } else {
-        Ok((Layout::Raw, parse_raw(&header, &records, &id_cols)))
+        Ok((Layout::Raw, p.raw(&header)?))
     }
 }
 
@@ -168,18 +187,22 @@ struct IdColumns {
     nvtx: Option<usize>,
 }
 
+/// The trimmed cell `i` of `row`; empty when absent.
+fn cell(row: &csv::StringRecord, i: Option<usize>) -> &str {
+    i.and_then(|i| row.get(i)).map(str::trim).unwrap_or("")
+}
+
 impl IdColumns {
     fn record(&self, row: &csv::StringRecord) -> KernelRecord {
         let get = |i: Option<usize>| {
-            i.and_then(|i| row.get(i))
-                .map(str::trim)
+            Some(cell(row, i))
                 .filter(|s| !s.is_empty())
                 .map(String::from)
         };
         KernelRecord {
-            id: get(Some(self.id)).unwrap_or_default(),
-            process_id: get(self.process_id).unwrap_or_default(),
-            kernel_name: get(Some(self.kernel_name)).unwrap_or_default(),
+            id: cell(row, Some(self.id)).to_string(),
+            process_id: cell(row, self.process_id).to_string(),
+            kernel_name: cell(row, Some(self.kernel_name)).to_string(),
             nvtx_ranges: get(self.nvtx).map(|s| nvtx_ranges(&s)).unwrap_or_default(),
             device: get(self.device),
             cc: get(self.cc),
@@ -187,6 +210,13 @@ impl IdColumns {
             grid_size: get(self.grid),
             metrics: IndexMap::new(),
         }
+    }
+
+    /// True when `row` is a row of the launch `rec` describes.
+    fn same_launch(&self, row: &csv::StringRecord, rec: &KernelRecord) -> bool {
+        cell(row, Some(self.id)) == rec.id
+            && cell(row, self.process_id) == rec.process_id
+            && cell(row, Some(self.kernel_name)) == rec.kernel_name
     }
 }
 
@@ -202,103 +232,140 @@ fn nvtx_ranges(cell: &str) -> Vec<String> {
         .collect()
 }
 
-fn metric(section: Option<String>, raw_unit: &str, cell: &str) -> Metric {
-    let cell = cell.trim();
-    let (value, unit) = match parse_number(cell) {
-        Some(v) => {
-            let (v, unit) = normalise(v, raw_unit);
-            (Value::Number(v), unit)
-        }
-        None if cell.is_empty() || cell == "n/a" || cell == "no data" => (
-            Value::Missing(if cell.is_empty() {
-                "empty cell".into()
-            } else {
-                cell.into()
-            }),
-            normalise(0.0, raw_unit).1,
-        ),
-        None => (
-            Value::Text(cell.to_string()),
-            Unit::Other(raw_unit.to_string()),
-        ),
-    };
-    Metric {
-        section,
-        value,
-        unit,
-        raw_unit: raw_unit.to_string(),
-    }
-}
-
-fn parse_raw(header: &[String], rows: &[csv::StringRecord], ids: &IdColumns) -> Vec<KernelRecord> {
-    // With `--print-units base` (or any units) the first row under the header has an empty ID
-    // and the unit of each metric column.
-    let (units, data) = match rows.first() {
-        Some(first) if first.get(ids.id).is_some_and(|s| s.trim().is_empty()) => {
-            (Some(first), &rows[1..])
-        }
-        _ => (None, rows),
-    };
-    let metric_cols: Vec<usize> = (0..header.len())
-        .filter(|&i| !ID_COLUMNS.contains(&header[i].as_str()) && !is_nvtx_column(&header[i]))
-        .collect();
-    data.iter()
-        .map(|row| {
-            let mut rec = ids.record(row);
-            for &i in &metric_cols {
-                let unit = units.and_then(|u| u.get(i)).unwrap_or("");
-                rec.metrics.insert(
-                    header[i].clone(),
-                    metric(None, unit, row.get(i).unwrap_or("")),
-                );
-            }
-            rec
-        })
-        .collect()
-}
-
-fn parse_long(
-    rows: &[csv::StringRecord],
-    ids: &IdColumns,
+struct LongColumns {
     section: Option<usize>,
     name: usize,
     unit: usize,
     value: usize,
-) -> Vec<KernelRecord> {
-    let mut out: IndexMap<(String, String, String), KernelRecord> = IndexMap::new();
-    for row in rows {
-        let rec = ids.record(row);
-        let key = (
-            rec.id.clone(),
-            rec.process_id.clone(),
-            rec.kernel_name.clone(),
-        );
-        let entry = out.entry(key).or_insert(rec);
-        let metric_name = row.get(name).unwrap_or("").trim();
-        if metric_name.is_empty() {
-            continue; // a rule row (SOLBottleneck, ...): advice text, no metric
-        }
-        let section_name = section
-            .and_then(|i| row.get(i))
-            .map(str::trim)
-            .filter(|s| !s.is_empty());
-        // Raw metric names have no spaces and a `__` or `.` (`flop_count_sp.sum`); display names
-        // (`Duration`, `Compute (SM) Throughput`) are qualified by their section.
-        let is_raw =
-            !metric_name.contains(' ') && (metric_name.contains("__") || metric_name.contains('.'));
-        let metric_key = if is_raw {
-            metric_name.to_string()
-        } else {
-            format!("{}::{metric_name}", section_name.unwrap_or(""))
+}
+
+struct Parser<R, K> {
+    csv: csv::Reader<R>,
+    ids: IdColumns,
+    keep: K,
+    interner: Interner,
+}
+
+impl<R: Read, K: Fn(&str) -> bool> Parser<R, K> {
+    fn metric(&mut self, section: Option<Sym>, raw_unit: Sym, cell: &str) -> Metric {
+        let cell = cell.trim();
+        let (value, unit) = match parse_number(cell) {
+            Some(v) => {
+                let (v, unit) = normalise(v, &raw_unit);
+                (Value::Number(v), unit)
+            }
+            None if cell.is_empty() || cell == "n/a" || cell == "no data" => (
+                Value::Missing(self.interner.get(if cell.is_empty() {
+                    "empty cell"
+                } else {
+                    cell
+                })),
+                normalise(0.0, &raw_unit).1,
+            ),
+            None => (
+                Value::Text(self.interner.get(cell)),
+                Unit::Other(raw_unit.to_string()),
+            ),
         };
-        let m = metric(
-            section_name.map(String::from),
-            row.get(unit).unwrap_or(""),
-            row.get(value).unwrap_or(""),
-        );
-        entry.metrics.entry(metric_key).or_insert(m);
+        Metric {
+            section,
+            value,
+            unit,
+            raw_unit,
+        }
     }
-    out.into_values().collect()
+
+    /// One record per row; with `--print-units` (any units) the first row under the header has
+    /// an empty ID and the unit of each metric column.
+    fn raw(&mut self, header: &[String]) -> Result<Vec<KernelRecord>, Error> {
+        let cols: Vec<(usize, Sym)> = (0..header.len())
+            .filter(|&i| {
+                let h = header[i].as_str();
+                !ID_COLUMNS.contains(&h) && !is_nvtx_column(h) && (self.keep)(h)
+            })
+            .map(|i| (i, self.interner.get(&header[i])))
+            .collect();
+        let none = self.interner.get("");
+        let mut units: Vec<Sym> = vec![none; cols.len()];
+        let mut row = csv::StringRecord::new();
+        let mut out = Vec::new();
+        let mut first = true;
+        while self.csv.read_record(&mut row)? {
+            let units_row = row.get(self.ids.id).is_some_and(|s| s.trim().is_empty());
+            if std::mem::take(&mut first) && units_row {
+                units = cols
+                    .iter()
+                    .map(|(i, _)| self.interner.get(row.get(*i).unwrap_or("")))
+                    .collect();
+                continue;
+            }
+            let mut rec = self.ids.record(&row);
+            rec.metrics.reserve_exact(cols.len());
+            for ((i, key), unit) in cols.iter().zip(&units) {
+                let m = self.metric(None, unit.clone(), row.get(*i).unwrap_or(""));
+                rec.metrics.insert(key.clone(), m);
+            }
+            rec.metrics.shrink_to_fit(); // `reserve` rounds up to the hash table's capacity
+            out.push(rec);
+        }
+        Ok(out)
+    }
+
+    /// One row per metric; rows of one launch are merged (they are usually adjacent).
+    fn long(&mut self, c: &LongColumns) -> Result<Vec<KernelRecord>, Error> {
+        let mut out: IndexMap<(String, String, String), KernelRecord> = IndexMap::new();
+        let mut current: Option<usize> = None;
+        let mut row = csv::StringRecord::new();
+        while self.csv.read_record(&mut row)? {
+            let idx = match current {
+                Some(i) if self.ids.same_launch(&row, &out[i]) => i,
+                _ => {
+                    let rec = self.ids.record(&row);
+                    let key = (
+                        rec.id.clone(),
+                        rec.process_id.clone(),
+                        rec.kernel_name.clone(),
+                    );
+                    match out.get_index_of(&key) {
+                        Some(i) => i,
+                        None => out.insert_full(key, rec).0,
+                    }
+                }
+            };
+            current = Some(idx);
+            let metric_name = cell(&row, Some(c.name));
+            if metric_name.is_empty() {
+                continue; // a rule row (SOLBottleneck, ...): advice text, no metric
+            }
+            let section_name = Some(cell(&row, c.section)).filter(|s| !s.is_empty());
+            // Raw metric names have no spaces and a `__` or `.` (`flop_count_sp.sum`); display
+            // names (`Duration`, `Compute (SM) Throughput`) are qualified by their section.
+            let is_raw = !metric_name.contains(' ')
+                && (metric_name.contains("__") || metric_name.contains('.'));
+            let qualified;
+            let metric_key = if is_raw {
+                metric_name
+            } else {
+                qualified = format!("{}::{metric_name}", section_name.unwrap_or(""));
+                qualified.as_str()
+            };
+            if !(self.keep)(metric_key) || out[idx].metrics.contains_key(metric_key) {
+                continue;
+            }
+            let key = self.interner.get(metric_key);
+            let section = section_name.map(|s| self.interner.get(s));
+            let unit = self.interner.get(row.get(c.unit).unwrap_or(""));
+            let m = self.metric(section, unit, row.get(c.value).unwrap_or(""));
+            out[idx].metrics.insert(key, m);
+        }
+        Ok(out
+            .into_values()
+            .map(|mut r| {
+                r.metrics.shrink_to_fit();
+                r
+            })
+            .collect())
+    }
 }
 
 #[cfg(test)]

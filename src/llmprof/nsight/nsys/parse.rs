@@ -6,11 +6,11 @@
 //! (`Total Time (ns)`, or `(us)` with `--timeunit`); each is converted to nanoseconds here.
 
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{BufReader, Read};
 
 use serde::Serialize;
 
-use crate::nsight::csv_input::{plain_csv_block, read_text};
+use crate::nsight::csv_input::CsvBlock;
 use crate::nsight::units::{parse_number, split_header_unit, time_unit_ns};
 
 /// Errors a caller may match on when a file is not a usable nsys report.
@@ -181,13 +181,14 @@ impl Report {
 
 /// Parses any supported report, recognised from its header line.
 pub fn parse_report(reader: impl Read) -> Result<Report, Error> {
-    let text = read_text(reader)?;
-    let block =
-        plain_csv_block(&text, |line| header_kind(line).is_some()).ok_or(Error::NoHeader)?;
-    let mut csv = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(block.as_bytes());
+    let block = CsvBlock::plain(BufReader::new(reader), |line: &str| {
+        header_kind(line).is_some()
+    });
+    let mut csv = csv::ReaderBuilder::new().flexible(true).from_reader(block);
     let header: Vec<String> = csv.headers()?.iter().map(str::to_string).collect();
+    if !csv.get_ref().found_header() {
+        return Err(Error::NoHeader);
+    }
     let names: Vec<&str> = header.iter().map(|h| split_header_unit(h).0).collect();
     let kind = ReportKind::detect(&names).ok_or(Error::NoHeader)?;
     let table = Table {

@@ -22,15 +22,12 @@ fn opt_ms(v: Option<f64>) -> String {
     v.map_or_else(|| "—".into(), |v| format!("{v:.3}"))
 }
 
-/// Self CUDA and self CPU time of an operator row, when `TopRow` carries them as
-/// `self_cuda_ms` / `self_cpu_ms` (read through serde, so that this table shows both columns
-/// as soon as the report builder fills them; `None` until then).
+/// Self CUDA and self CPU time of an operator row (`None` for rows of an older metrics.json
+/// that only has the mixed `total_ms`).
 fn split_times(row: &TopRow) -> Option<(Option<f64>, Option<f64>)> {
-    let v = serde_json::to_value(row).ok()?;
-    let get = |key: &str| v.get(key).map(|x| x.as_f64());
-    match (get("self_cuda_ms"), get("self_cpu_ms")) {
+    match (row.self_cuda_ms, row.self_cpu_ms) {
         (None, None) => None,
-        (cuda, cpu) => Some((cuda.flatten(), cpu.flatten())),
+        (cuda, cpu) => Some((cuda, cpu)),
     }
 }
 
@@ -112,6 +109,8 @@ mod tests {
             calls: 3,
             total_ms,
             share_pct: share,
+            self_cuda_ms: None,
+            self_cpu_ms: None,
         }
     }
 

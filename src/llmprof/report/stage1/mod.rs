@@ -80,10 +80,10 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
     {
         let ratio = k.kineto_flops as f64 / k.analytic_flops;
         flops.kineto_matmul_ratio = Some(ratio);
-        notes.push(format!(
-            "Kineto counted {:.1} GFLOP in the profiled pass against {:.1} GFLOP analytic (ratio {ratio:.3}); Kineto only counts ops it has formulas for (mm/addmm/bmm/conv): attention through SDPA and grouped expert GEMMs (_grouped_mm, runtime.optim.grouped_moe) are not counted",
-            k.kineto_flops as f64 / 1e9,
-            k.analytic_flops / 1e9
+        notes.push(kineto_flops_note(
+            k,
+            ratio,
+            m.graphs.as_ref().is_some_and(|g| g.replays > 0),
         ));
     }
     let synthetic_first = m.model.synthetic && !notes.iter().any(|n| n == SYNTHETIC_NOTE);
@@ -169,6 +169,29 @@ fn request_record(t: &TimedRequest, cold: bool) -> RequestRecord {
     }
 }
 
+/// What the Kineto FLOP cross-check counted, from this run's operator table: the ops that
+/// carried FLOPs, and what CUDA-graph replays hide.
+fn kineto_flops_note(k: &KinetoSummary, ratio: f64, graphs_replayed: bool) -> String {
+    let mut counted: Vec<&str> = k
+        .operators
+        .iter()
+        .filter(|o| o.flops > 0)
+        .map(|o| o.name.as_str())
+        .collect();
+    counted.sort_unstable();
+    counted.dedup();
+    let mut note = format!(
+        "Kineto counted {:.1} GFLOP in the profiled pass against {:.1} GFLOP analytic (ratio {ratio:.3}). Only these ops carried FLOP counts: {}; every other op (attention through SDPA, grouped expert GEMMs, elementwise ops without a formula) counts 0.",
+        k.kineto_flops as f64 / 1e9,
+        k.analytic_flops / 1e9,
+        if counted.is_empty() { "none".to_string() } else { counted.join(", ") }
+    );
+    if graphs_replayed {
+        note.push_str(" Decode steps replayed from CUDA graphs record no operators at all (a replay is one cudaGraphLaunch), so their FLOPs are missing from Kineto's count and their kernels are charged to cudaGraphLaunch.");
+    }
+    note
+}
+
 fn kineto_info(
     k: &KinetoSummary,
     stages: &std::collections::BTreeMap<String, StageStats>,
@@ -203,6 +226,8 @@ fn kineto_info(
                     o.self_cpu_ns as f64 / 1e6
                 },
                 share_pct: None,
+                self_cuda_ms: Some(o.self_cuda_ns as f64 / 1e6),
+                self_cpu_ms: Some(o.self_cpu_ns as f64 / 1e6),
             })
             .collect(),
         top_kernels: kernels
@@ -214,6 +239,8 @@ fn kineto_info(
                 calls: r.calls,
                 total_ms: r.total_ns as f64 / 1e6,
                 share_pct: (gpu_total > 0).then_some(r.share_of_gpu * 100.0),
+                self_cuda_ms: None,
+                self_cpu_ms: None,
             })
             .collect(),
     }

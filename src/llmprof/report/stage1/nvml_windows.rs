@@ -39,6 +39,7 @@ fn window(trace: &NvmlTrace, requests: &[TimedRequest], name: &str) -> NvmlWindo
     // Every window counts: one that cannot be measured makes the sum unknown, never smaller.
     let energy: Option<Vec<f64>> = means.iter().map(|m| m.energy_j).collect();
     NvmlWindow {
+        seconds: weight.iter().sum::<f64>() / 1e9,
         power_w: avg(&|m| m.power_w),
         sm_clock_mhz: avg(&|m| m.sm_clock_mhz),
         mem_clock_mhz: avg(&|m| m.mem_clock_mhz),

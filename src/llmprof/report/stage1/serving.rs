@@ -83,7 +83,11 @@ pub fn cold_first_repeats(requests: &[TimedRequest]) -> Vec<usize> {
         let Some(&first) = idx.iter().min_by_key(|&&i| requests[i].repeat) else {
             continue;
         };
-        let later: Vec<f64> = idx.iter().filter(|&&i| i != first).filter_map(|&i| e2e(i)).collect();
+        let later: Vec<f64> = idx
+            .iter()
+            .filter(|&&i| i != first)
+            .filter_map(|&i| e2e(i))
+            .collect();
         let (Some(f), Ok(s)) = (e2e(first), Summary::from_samples(&later)) else {
             continue;
         };
@@ -100,7 +104,12 @@ mod tests {
     use super::*;
 
     fn with_tokens(e2e: f64, tokens: &[f64]) -> TimedRequest {
-        let mut t = timed(0, 0, &[("prefill", tokens[0]), (E2E, e2e)], &vec![1.0; tokens.len() - 1]);
+        let mut t = timed(
+            0,
+            0,
+            &[("prefill", tokens[0]), (E2E, e2e)],
+            &vec![1.0; tokens.len() - 1],
+        );
         t.token_ms = tokens.to_vec();
         t
     }

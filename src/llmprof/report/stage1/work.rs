@@ -169,15 +169,25 @@ pub fn utilisation(
     }
     // Prefill and each decode step against the peak at their window's clock.
     for (region, window, f) in [
-        (PREFILL.nvtx_name(), PREFILL.nvtx_name(), flops.prefill_gflop),
-        (DECODE_STEP.nvtx_name(), crate::region::DECODE.nvtx_name(), flops.decode_step_gflop_mean),
+        (
+            PREFILL.nvtx_name(),
+            PREFILL.nvtx_name(),
+            flops.prefill_gflop,
+        ),
+        (
+            DECODE_STEP.nvtx_name(),
+            crate::region::DECODE.nvtx_name(),
+            flops.decode_step_gflop_mean,
+        ),
     ] {
         let (Some(s), Some(w)) = (stages.get(region), p.at_window_clock.get(window)) else {
             continue;
         };
         if s.mean_ms > 0.0 && w.peak_tflops > 0.0 {
-            u.mfu_at_window_clock
-                .insert(region.into(), f * 1e9 / (s.mean_ms / 1e3) / (w.peak_tflops * 1e12));
+            u.mfu_at_window_clock.insert(
+                region.into(),
+                f * 1e9 / (s.mean_ms / 1e3) / (w.peak_tflops * 1e12),
+            );
         }
     }
     if let Some(s) = stages.get(DECODE_STEP.nvtx_name()) {
@@ -270,7 +280,11 @@ mod tests {
         let clocks: BTreeMap<String, f64> = [("decode".to_string(), 1500.0)].into();
         let p = peaks_info(Some(0), &h100, Dtype::Bf16, &hw, &clocks).unwrap();
         // NVIDIA's H100 SXM datasheet: 989.4 dense bf16 TFLOP/s at the 1830 MHz tensor clock.
-        assert!((p.peak_tflops - 989.4).abs() / 989.4 < 0.02, "{}", p.peak_tflops);
+        assert!(
+            (p.peak_tflops - 989.4).abs() / 989.4 < 0.02,
+            "{}",
+            p.peak_tflops
+        );
         assert_eq!(p.precision, "bf16");
         let rated = p.clock_mhz.unwrap();
         let at = &p.at_window_clock["decode"];
