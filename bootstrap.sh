@@ -22,7 +22,7 @@ TORCH_VERSION=2.11.0
 CUDA_CRT=nvidia-cuda-crt==13.0.88
 
 # 1. System packages: libclang for nvtx-sys (bindgen), a font for plot labels, binutils for checks.
-APT_PKGS="libclang-dev fonts-dejavu-core binutils g++ python3-venv"
+APT_PKGS="libclang-dev fonts-dejavu-core binutils g++ python3-venv procps"
 missing=""
 for p in $APT_PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
