@@ -100,6 +100,7 @@ extern "C" {
     pub fn llmprof_cuda_device_count() -> c_int;
     pub fn llmprof_cuda_current_device(out: *mut i32) -> c_int;
     pub fn llmprof_cuda_sm_count(device: i32, out: *mut i32) -> c_int;
+    pub fn llmprof_cuda_clock_rate_khz(device: i32, out: *mut i32) -> c_int;
     pub fn llmprof_cuda_stream_synchronize() -> c_int;
     pub fn llmprof_cuda_device_synchronize() -> c_int;
     pub fn llmprof_set_allow_tf32(cublas: c_int, cudnn: c_int) -> c_int;
@@ -325,6 +326,14 @@ pub fn cuda_current_device() -> Result<i32, ShimError> {
 }
 
 /// Streaming multiprocessor count of `device`.
+/// The CUDA clock-rate attribute of `device`, in MHz.
+pub fn cuda_clock_rate_mhz(device: i32) -> Result<f64, ShimError> {
+    let mut out = 0;
+    // SAFETY: valid out-pointer.
+    check(unsafe { llmprof_cuda_clock_rate_khz(device, &mut out) })?;
+    Ok(f64::from(out) / 1000.0)
+}
+
 pub fn cuda_sm_count(device: i32) -> Result<u32, ShimError> {
     let mut out = 0;
     // SAFETY: valid out-pointer.

@@ -316,6 +316,16 @@ int llmprof_cuda_sm_count(int32_t device, int32_t* out) {
   });
 }
 
+int llmprof_cuda_clock_rate_khz(int32_t device, int32_t* out) {
+  return guarded("cuda_clock_rate_khz", [&] {
+    TORCH_CHECK(out != nullptr, "out is NULL");
+    TORCH_CHECK(device >= 0 && device < c10::cuda::device_count(), "invalid CUDA device ", device);
+    int value = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrClockRate, device));
+    *out = value;
+  });
+}
+
 int llmprof_cuda_stream_synchronize(void) {
   return guarded("cuda_stream_synchronize",
                  [&] { c10::cuda::getCurrentCUDAStream().synchronize(); });

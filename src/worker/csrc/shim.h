@@ -105,6 +105,8 @@ int llmprof_cuda_device_count(void);
 int llmprof_cuda_current_device(int32_t* out);
 /* Streaming multiprocessor count of `device` (cudaDevAttrMultiProcessorCount). */
 int llmprof_cuda_sm_count(int32_t device, int32_t* out);
+/* cudaDevAttrClockRate of `device`, in kHz (the rated-clock fallback for peak FLOP/s). */
+int llmprof_cuda_clock_rate_khz(int32_t device, int32_t* out);
 int llmprof_cuda_stream_synchronize(void); /* current stream of the current device */
 int llmprof_cuda_device_synchronize(void);
 /* TF32 for fp32 matmuls (cuBLAS) and convolutions (cuDNN); libtorch's defaults differ per op. */

@@ -272,6 +272,7 @@ fn gpu_props(cuda: Option<usize>) -> Result<GpuProps, String> {
     let index = cuda.ok_or("no GPU")?;
     let mut props = query_gpu(index as u32).map_err(|u| u.reason)?;
     props.sm_count = ffi::cuda_sm_count(index as i32).ok();
+    props.cuda_clock_rate_mhz = ffi::cuda_clock_rate_mhz(index as i32).ok();
     Ok(props)
 }
 
