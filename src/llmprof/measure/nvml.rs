@@ -46,6 +46,9 @@ pub struct NvmlSample {
     pub temperature_c: Option<u32>,
     /// NVML clock-throttle reason bits (`nvmlClocksThrottleReasons`), 0 = not throttled.
     pub throttle_reasons: Option<u64>,
+    /// Instantaneous power (`NVML_FI_DEV_POWER_INSTANT`): `power_mw` is a moving average of
+    /// about a second on recent GPUs, too slow for windows of tens of milliseconds.
+    pub power_instant_mw: Option<u32>,
 }
 
 /// Means of the samples that fall inside one `[start_ns, end_ns]` window.
@@ -107,6 +110,23 @@ fn read_sample(device: &nvml_wrapper::Device<'_>) -> NvmlSample {
         mem_used_bytes: device.memory_info().ok().map(|m| m.used),
         temperature_c: device.temperature(TemperatureSensor::Gpu).ok(),
         throttle_reasons: device.current_throttle_reasons().ok().map(|r| r.bits()),
+        power_instant_mw: instant_power_mw(device),
+    }
+}
+
+/// NVML's instantaneous power field, where the driver and board support it.
+fn instant_power_mw(device: &nvml_wrapper::Device<'_>) -> Option<u32> {
+    use nvml_wrapper::enums::device::SampleValue;
+    use nvml_wrapper::structs::device::FieldId;
+    use nvml_wrapper::sys_exports::field_id::NVML_FI_DEV_POWER_INSTANT;
+    let values = device
+        .field_values_for(&[FieldId(NVML_FI_DEV_POWER_INSTANT)])
+        .ok()?;
+    match values.into_iter().next()?.ok()?.value.ok()? {
+        SampleValue::U32(v) => Some(v),
+        SampleValue::U64(v) => u32::try_from(v).ok(),
+        SampleValue::I64(v) => u32::try_from(v).ok(),
+        SampleValue::F64(v) => (v.is_finite() && v >= 0.0).then_some(v as u32),
     }
 }
 
@@ -236,8 +256,11 @@ impl NvmlTrace {
                     start_ns,
                     end_ns,
                     samples: rows.len(),
-                    // NVML's power reading (a moving average on recent GPUs); energy_j is exact.
-                    power_w: mean_of(&rows, |r| r.power_mw).map(|mw| mw / 1000.0),
+                    // The instantaneous reading where the board has one, else NVML's power
+                    // reading (a moving average of about 1 s on recent GPUs); energy_j is exact.
+                    power_w: mean_of(&rows, |r| r.power_instant_mw)
+                        .or_else(|| mean_of(&rows, |r| r.power_mw))
+                        .map(|mw| mw / 1000.0),
                     energy_j,
                     sm_clock_mhz: mean_of(&rows, |r| r.sm_clock_mhz),
                     mem_clock_mhz: mean_of(&rows, |r| r.mem_clock_mhz),
@@ -277,6 +300,7 @@ impl NvmlTrace {
                 throttle_reasons: c
                     .get(9)
                     .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok()),
+                power_instant_mw: cell(c.get(10).copied()),
             });
         }
         Ok(NvmlTrace {
@@ -292,7 +316,7 @@ impl NvmlTrace {
     pub fn to_csv(&self) -> String {
         let mut out = String::from(
             "unix_ns,power_mw,total_energy_mj,sm_clock_mhz,mem_clock_mhz,gpu_util_pct,\
-             mem_util_pct,mem_used_bytes,temperature_c,throttle_reasons\n",
+             mem_util_pct,mem_used_bytes,temperature_c,throttle_reasons,power_instant_mw\n",
         );
         if let Some(note) = self.note() {
             let _ = writeln!(out, "# {note}");
@@ -303,7 +327,7 @@ impl NvmlTrace {
         for s in &self.samples {
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{}",
                 s.unix_ns,
                 opt(s.power_mw),
                 opt(s.total_energy_mj),
@@ -314,6 +338,7 @@ impl NvmlTrace {
                 opt(s.mem_used_bytes),
                 opt(s.temperature_c),
                 opt(s.throttle_reasons.map(|r| format!("{r:#x}"))),
+                opt(s.power_instant_mw),
             );
         }
         out
@@ -406,7 +431,7 @@ mod tests {
         let csv = trace().to_csv();
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 5);
-        assert_eq!(lines[1], "100000000,300000,1000,1980,,,,,,0x0");
+        assert_eq!(lines[1], "100000000,300000,1000,1980,,,,,,0x0,");
     }
 
     #[test]
