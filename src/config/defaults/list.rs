@@ -223,6 +223,9 @@ impl Builder<'_> {
         let chain = |extra: &str| {
             let mut c: Vec<&str> = self.chain.iter().map(String::as_str).collect();
             c.push(extra);
+            if c.len() > 12 {
+                c.splice(4..c.len() - 4, ["…"]);
+            }
             c.join(" -> ")
         };
         let parent = self.chain.last().cloned().unwrap_or_default();

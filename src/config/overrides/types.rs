@@ -165,11 +165,12 @@ impl fmt::Display for Element {
                 }
             }
             Element::Str { text, quote } => match quote {
-                Some(q) => {
-                    let escaped = text.replace(*q, &format!("\\{q}"));
-                    write!(f, "{q}{escaped}{q}")
-                }
-                None => write!(f, "{}", escape_unquoted(text)),
+                Some(q) => write!(f, "{}", with_quotes(text, *q)),
+                // Text no unquoted token can hold (quotes, `#`, non-ASCII…) is written quoted.
+                None => match escape_unquoted(text) {
+                    Some(t) => write!(f, "{t}"),
+                    None => write!(f, "{}", with_quotes(text, '\'')),
+                },
             },
             Element::List(l) => {
                 let items: Vec<String> = l.iter().map(|e| e.to_string()).collect();
@@ -183,8 +184,33 @@ impl fmt::Display for Element {
     }
 }
 
-/// Escape the characters the value lexer treats specially, leaving `${...}` untouched.
-fn escape_unquoted(s: &str) -> String {
+/// Hydra's `QuotedString.with_quotes`: backslashes before a quote (the closing one included) are
+/// doubled and the quote escaped, so that the text reads back unchanged.
+fn with_quotes(text: &str, q: char) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(q);
+    let mut run = 0;
+    for c in text.chars() {
+        if c == '\\' {
+            run += 1;
+            continue;
+        }
+        if c == q {
+            out.extend(std::iter::repeat_n('\\', run * 2 + 1));
+        } else {
+            out.extend(std::iter::repeat_n('\\', run));
+        }
+        run = 0;
+        out.push(c);
+    }
+    out.extend(std::iter::repeat_n('\\', run * 2));
+    out.push(q);
+    out
+}
+
+/// Escape the characters the value lexer treats specially, leaving `${...}` untouched; `None`
+/// when a character can be lexed in no unquoted token.
+fn escape_unquoted(s: &str) -> Option<String> {
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
@@ -195,13 +221,16 @@ fn escape_unquoted(s: &str) -> String {
             i += interp;
             continue;
         }
-        if "\\()[]{}:=, \t".contains(chars[i]) {
+        let c = chars[i];
+        if "\\()[]{}:=, \t".contains(c) {
             out.push('\\');
+        } else if !(c.is_ascii_alphanumeric() || "_-/+.$%*@?|".contains(c)) {
+            return None;
         }
-        out.push(chars[i]);
+        out.push(c);
         i += 1;
     }
-    out
+    Some(out)
 }
 
 /// What a value or a function argument parses to: one element, or a sweep.

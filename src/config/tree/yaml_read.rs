@@ -21,13 +21,32 @@ pub struct YamlError {
 pub fn parse(text: &str) -> Result<Node, YamlError> {
     let mut builder = Builder::default();
     let mut parser = Parser::new_from_str(text);
-    parser.load(&mut builder, false).map_err(|e| YamlError {
-        message: e.info().to_string(),
-        line: e.marker().line(),
-        column: e.marker().col() + 1,
-    })?;
-    if let Some(err) = builder.error {
-        return Err(err);
+    let mut documents = 0;
+    // The events one by one (yaml-rust2's `load` recurses once per nesting level, which a deep
+    // block document turns into a stack overflow); the builder keeps its own stack, bounded.
+    loop {
+        let (ev, mark) = parser.next_token().map_err(|e| YamlError {
+            message: e.info().to_string(),
+            line: e.marker().line(),
+            column: e.marker().col() + 1,
+        })?;
+        match ev {
+            Event::StreamEnd => break,
+            Event::DocumentStart => {
+                documents += 1;
+                if documents > 1 {
+                    builder.fail(
+                        mark,
+                        "expected a single document in the stream, but found another document"
+                            .into(),
+                    );
+                }
+            }
+            ev => builder.on_event(ev, mark),
+        }
+        if let Some(err) = builder.error.take() {
+            return Err(err);
+        }
     }
     Ok(builder.root.unwrap_or(Node::Null))
 }

@@ -18,6 +18,9 @@ pub struct Stage2<'a> {
     pub config_dir: &'a Path,
     pub config_name: &'a str,
     commands: Vec<String>,
+    /// Kernels the kernel-selection pass saw before the NVTX filter (for the "nothing to
+    /// profile" diagnosis).
+    kernels_seen: usize,
 }
 
 /// Kernel names for ncu: the function name without namespace, template or parameters, which is
@@ -94,6 +97,7 @@ impl<'a> Stage2<'a> {
             config_dir,
             config_name,
             commands: Vec::new(),
+            kernels_seen: 0,
         }
     }
 
@@ -237,6 +241,7 @@ impl<'a> Stage2<'a> {
         let f = std::fs::File::open(&csv).with_context(|| format!("opening {}", csv.display()))?;
         let rows =
             nsys::parse::parse_kern_sum(f).with_context(|| format!("parsing {}", csv.display()))?;
+        self.kernels_seen = rows.len();
         Ok(rows
             .into_iter()
             .map(|r| (r.kernel_name, r.total_ns))
@@ -267,6 +272,7 @@ impl<'a> Stage2<'a> {
             .with_context(|| format!("reading {}", path.display()))?;
         let rows: Vec<KernelRow> = serde_json::from_str(&text)
             .with_context(|| format!("reading the kernel table {}", path.display()))?;
+        self.kernels_seen = rows.len();
         let regions = self.spec.model.family.regions();
         let within = self.nvtx_region(&regions);
         Ok(rows
@@ -296,7 +302,17 @@ impl<'a> Stage2<'a> {
         let c = &self.spec.pipeline.ncu;
         let names = top_k_names(hot, c.top_k as usize);
         if names.is_empty() {
-            bail!("no kernels to profile (none ran inside NVTX range {:?}); check pipeline.ncu.nvtx_include", c.nvtx_include);
+            let gpu = crate::measure::nvml::query_gpu(0)
+                .map(|g| g.name)
+                .map_err(|e| e.to_string());
+            bail!(
+                "{}",
+                ncu::diagnose::no_kernels_to_profile(
+                    c.nvtx_include.as_deref(),
+                    self.kernels_seen,
+                    &gpu
+                )
+            );
         }
         let dir = self.run_dir.join("ncu");
         std::fs::create_dir_all(&dir)?;
@@ -368,9 +384,9 @@ impl<'a> Stage2<'a> {
         }
         if empty.len() == names.len() {
             bail!(
-                "ncu profiled no kernel: none of {} ran inside the NVTX filter {:?} (see the CSV logs in {})",
+                "ncu profiled no kernel: none of {} ran inside the NVTX filter '{}' (see the CSV logs in {})",
                 names.join(", "),
-                c.nvtx_include,
+                c.nvtx_include.as_deref().unwrap_or("(none)"),
                 dir.display()
             );
         }

@@ -33,7 +33,7 @@ impl ModelJob for Overhead<'_> {
 }
 
 fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
-    let items = super::inputs::items(spec)?;
+    let (items, _) = super::inputs::items(spec)?;
     let prepared = super::inputs::prepare_all(model, spec, &items)?;
     let batch: Vec<&M::Request> = prepared
         .iter()

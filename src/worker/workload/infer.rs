@@ -6,7 +6,7 @@ use super::inputs;
 use crate::models::{with_model, ModelJob};
 use anyhow::{bail, Context, Result};
 use image::RgbImage;
-use llmprof::dataset::load_rgb;
+use llmprof::dataset::{load_rgb_limited, ImageLimits};
 use llmprof::model::{GenerateConfig, GenerateOutput, Model, ModelInfo, PageReading, RequestInfo};
 use llmprof::report::artifacts::{
     IMAGES_DIR, INFER_README as README_FILE, PREDICTIONS_JSONL as PREDICTIONS_FILE,
@@ -65,7 +65,10 @@ impl ModelJob for Infer<'_> {
     type Output = ();
     fn run<M: Model>(self, model: &M) -> Result<()> {
         let (spec, run_dir) = (self.spec, self.run_dir);
-        let items = inputs::items(spec)?;
+        let (items, input_notes) = inputs::items(spec)?;
+        for note in &input_notes {
+            tracing::warn!("{note}");
+        }
         write_readme(run_dir, spec, model.info(), items.len())?;
         if model.info().synthetic {
             tracing::warn!(
@@ -172,7 +175,8 @@ fn write_page<M: Model>(
     let path = &page.request.path;
     let elements = match &page.request.image {
         Some(_) => {
-            let original = load_rgb(Path::new(path))?;
+            let original =
+                load_rgb_limited(Path::new(path), &ImageLimits::from_spec(&spec.dataset))?;
             let (width, height) = original.dimensions();
             let link = |k: usize| image_link(page.name, k);
             match model.read_page(&page.text, width, height, &link) {

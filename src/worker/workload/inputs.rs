@@ -10,9 +10,16 @@ use std::path::Path;
 /// List the dataset's inputs and apply the sampling keys. The front end made the dataset's
 /// paths absolute in config.resolved.yaml; relative ones (a hand-written config) are taken from
 /// the current directory.
-pub fn items(spec: &RunSpec) -> Result<Vec<InputItem>> {
+/// Also returns the notes a report must carry (dataset entries skipped as not regular files).
+pub fn items(spec: &RunSpec) -> Result<(Vec<InputItem>, Vec<String>)> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
-    llmprof::dataset::inputs(&spec.dataset, &cwd)
+    let (items, skipped) = llmprof::dataset::inputs_and_skipped(&spec.dataset, &cwd)?;
+    Ok((
+        items,
+        llmprof::dataset::skipped_note(&skipped)
+            .into_iter()
+            .collect(),
+    ))
 }
 
 /// Every item prepared by the model, with the prompt of `infer.prompt`.

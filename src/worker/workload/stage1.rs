@@ -105,7 +105,7 @@ fn split_times(times: Vec<crate::measure::timing::StageTime>) -> RequestTimes {
 
 fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
     let info = model.info();
-    let items = inputs::items(spec)?;
+    let (items, input_notes) = inputs::items(spec)?;
     let prepared = inputs::prepare_and_record(model, spec, &items, run_dir)?;
     let clock = ClockKind::detect();
     let cuda = info.cuda_device;
@@ -235,8 +235,10 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
         );
         super::infer::write_predictions(model, spec, &prepared, run_dir)?;
     }
+    let mut model_info = info.clone();
+    model_info.notes.extend(input_notes);
     let measurements = Stage1Measurements {
-        model: info.clone(),
+        model: model_info,
         clock: format!("{clock:?}"),
         inputs: items.len(),
         requests,

@@ -4,6 +4,7 @@
 use crate::tree::lex::{lex_float, lex_int, lex_word_ci, parse_hydra_float};
 use crate::tree::limits::{too_deep, MAX_NESTING};
 use crate::tree::node::Node;
+use std::collections::HashMap;
 
 /// True when a string value contains an (unescaped) interpolation.
 pub fn is_interpolation(s: &str) -> bool {
@@ -73,11 +74,19 @@ pub(super) struct TextParser<'c> {
     pub(super) i: usize,
     /// Nesting of `${`, `[` and `{` at the cursor (bounded: the parser recurses on it).
     depth: usize,
+    /// `${...}` parsed at each position, and where it ended: trying a resolver name before a key
+    /// parses a nested `${` twice, which without this is exponential in the nesting.
+    memo: HashMap<usize, (Result<Interp, String>, usize)>,
 }
 
 impl<'c> TextParser<'c> {
     pub(super) fn new(c: &'c [char]) -> Self {
-        Self { c, i: 0, depth: 0 }
+        Self {
+            c,
+            i: 0,
+            depth: 0,
+            memo: HashMap::new(),
+        }
     }
 
     /// Run `f` one nesting level deeper, refusing to go past the bound.
@@ -171,6 +180,17 @@ impl<'c> TextParser<'c> {
     }
 
     fn interpolation(&mut self) -> Result<Interp, String> {
+        let start = self.i;
+        if let Some((r, end)) = self.memo.get(&start) {
+            self.i = *end;
+            return r.clone();
+        }
+        let r = self.interpolation_here();
+        self.memo.insert(start, (r.clone(), self.i));
+        r
+    }
+
+    fn interpolation_here(&mut self) -> Result<Interp, String> {
         self.i += 2; // ${
         self.skip_ws();
         // Resolver: name (ID or interpolation, dotted) followed by ':'.

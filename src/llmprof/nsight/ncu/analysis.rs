@@ -314,6 +314,12 @@ pub fn render(source: &Path, a: &NcuAnalysis, json: bool) -> Result<String> {
             );
         }
     }
+    if !a.skipped.is_empty() {
+        md.push_str("\n### Skipped (not regular files)\n\n");
+        for s in &a.skipped {
+            let _ = writeln!(md, "- {s}");
+        }
+    }
     Ok(md)
 }
 

@@ -10,7 +10,7 @@ use super::text::moe::GATHER_MAX_TOKENS;
 use super::{DeepseekOcr, Part, PromptRow, Weights};
 use crate::models::device;
 use anyhow::{bail, Context, Result};
-use llmprof::dataset::{load_rgb, InputItem};
+use llmprof::dataset::{load_rgb_limited, ImageLimits, InputItem};
 use llmprof::dtype::Dtype;
 use llmprof::model::deepseek_ocr::output::read_page;
 use llmprof::model::deepseek_ocr::prompt::{build_prompt_ids, image_token_count};
@@ -46,6 +46,8 @@ pub struct DeepseekOcrModel {
     mode: ResolutionMode,
     tokenizer: Box<dyn TokenIds>,
     info: ModelInfo,
+    /// Limits on the page images this model decodes (`dataset.max_image_*`).
+    image_limits: ImageLimits,
     /// Decode steps: eager or captured graphs, with the KV caches kept across requests.
     decode: RefCell<DecodeSession>,
 }
@@ -157,6 +159,7 @@ impl DeepseekOcrModel {
             preprocess: preprocess_config(spec),
             mode: spec.model.preprocess.mode,
             tokenizer,
+            image_limits: ImageLimits::from_spec(&spec.dataset),
             info: ModelInfo {
                 name,
                 family: Family::DeepseekOcr,
@@ -245,7 +248,7 @@ impl Model for DeepseekOcrModel {
     }
 
     fn prepare(&self, item: &InputItem, prompt: &str) -> Result<OcrRequest> {
-        let img = load_rgb(&item.path)?;
+        let img = load_rgb_limited(&item.path, &self.image_limits)?;
         let image = preprocess(&img, &self.preprocess)
             .with_context(|| format!("preprocessing {}", item.path.display()))?;
         let image_tokens = image_token_count(&self.preprocess, image.grid);
