@@ -1,6 +1,7 @@
 //! The public Hydra conformance cases (tests/fixtures/hydra/public, copied from
-//! shared/conformance/hydra): llmprof must print the JSON real Hydra 1.3.2 printed, and fail
-//! where Hydra failed.
+//! shared/conformance/hydra, plus p15-p19 made the same way with real Hydra 1.3.2): llmprof must
+//! print the JSON real Hydra 1.3.2 printed, and fail where Hydra failed, with Hydra's words where
+//! Hydra has them (`hydra_messages_are_kept`).
 use crate::support::{llmprof, repo_root};
 use std::path::Path;
 use std::process::Command;
@@ -153,11 +154,84 @@ fn public_hydra_cases_match_real_hydra() {
             }
         }
     }
-    assert!(count >= 98, "only {count} conformance commands found");
+    assert!(count >= 148, "only {count} conformance commands found");
     assert!(
         failures.is_empty(),
         "{} of {count} failed:\n{}",
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Run one case line of a public case; returns (success, stderr).
+fn run_case(case: &str, args: &[&str]) -> (bool, String) {
+    let conf = repo_root()
+        .join("tests/fixtures/hydra/public")
+        .join(case)
+        .join("conf");
+    let out = Command::new(llmprof())
+        .args(["--config-dir", &conf.display().to_string()])
+        .args(["--config-name", "config", "--cfg", "job", "--resolve"])
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn hydra_messages_are_kept() {
+    // The comparer checks only that these fail; their words are Hydra's (expected/NN.msg).
+    for (case, args, wanted) in [
+        (
+            "p15_override_struct_mode",
+            "model={extra:1}",
+            "Could not override 'model'.\nTo append to your config use +model={extra:1}",
+        ),
+        (
+            "p15_override_struct_mode",
+            "model.name.x={a:1}",
+            "Could not override 'model.name.x'.\nTo append to your config use +model.name.x={a:1}",
+        ),
+        (
+            "p15_override_struct_mode",
+            "db=null",
+            "Config group override must be a string or a list. Got NoneType",
+        ),
+        ("p15_override_struct_mode", "model.opts=[1]", "Error merging override model.opts=[1]"),
+        (
+            "p16_merge_type_errors",
+            "shape=dict_over_list",
+            "In 'shape/dict_over_list': ConfigTypeError raised while composing config:\nCannot merge DictConfig with ListConfig",
+        ),
+        (
+            "p16_merge_type_errors",
+            "shape=hydra_dict_over_str",
+            "In 'shape/hydra_dict_over_str': ValidationError raised while composing config:\nCannot convert 'DictConfig' to string",
+        ),
+        (
+            "p18_defaults_cycles",
+            "a=x",
+            "In 'b/y': Circular reference in the defaults list: config -> a/x -> b/y -> a/x",
+        ),
+        (
+            "p18_defaults_cycles",
+            "+g=self_rel",
+            "Circular reference in the defaults list: config -> g/self_rel -> g/self_rel",
+        ),
+        (
+            "p19_config_in_own_defaults",
+            "x=2",
+            "Circular reference in the defaults list: config -> config",
+        ),
+    ] {
+        let (ok, err) = run_case(case, &[args]);
+        assert!(!ok, "{case} {args}: should fail");
+        assert!(err.contains(wanted), "{case} {args}: wanted {wanted:?} in\n{err}");
+    }
+    let (ok, err) = run_case("p17_missing_interpolation", &["--format", "json"]);
+    assert!(ok, "{err}");
 }

@@ -261,10 +261,45 @@ pub fn yaml_doc() -> impl Strategy<Value = String> + Clone {
         1 => yaml_flow(),
         1 => noisy(40),
         1 => deep(&["[", "{a: ", "- "], &["]", "}", ""]),
-        1 => (1usize..12).prop_map(alias_bomb),
+        2 => prop::collection::vec(select(SNIPPETS.to_vec()), 1..6).prop_map(|v| v.concat()),
+        1 => (1usize..8).prop_map(alias_bomb),
         1 => (1usize..600).prop_map(block_nesting),
     ]
 }
+
+/// YAML odds and ends: documents, block scalars, complex keys, tags, directives, comments.
+const SNIPPETS: &[&str] = &[
+    "---\n",
+    "...\n",
+    "a: |\n  text\n  more\n",
+    "b: >-\n  folded\n  text\n",
+    "? [k]\n: v\n",
+    "c: !!float 1\n",
+    "d: 'multi\n  line'\n",
+    "e: \"esc \\x41 \\u263A\"\n",
+    "# comment\n",
+    "- item\n",
+    "f: [a, {b: c}]\n",
+    "%YAML 1.1\n---\n",
+    "&x a: *x\n",
+    "<<: {m: 1}\n",
+    "g: 0b1_0\n",
+    "h: 1:20:30\n",
+    "i: 2001-12-14t21:59:43.10-05:00\n",
+    "j: -.inf\n",
+    "k: !!null ''\n",
+    "\t\n",
+    "l: @x\n",
+    "m: !!binary aGk=\n",
+    "n: {? a : b}\n",
+    "o:\n- 1\n- 2\n",
+    "p: \"\\\n\"\n",
+    "q: '${a}:'\n",
+    "r: x # c\n",
+    "s: a:b\n",
+    "t: [a,b]: c\n",
+    "u: !tag x\n",
+];
 
 /// Each level aliases the one before ten times ("billion laughs").
 fn alias_bomb(levels: usize) -> String {

@@ -92,3 +92,13 @@ fn regression_exponential_interpolations_are_bounded() {
     }
     assert!(resolve(&s).unwrap_err().contains("more than"));
 }
+
+#[test]
+fn regression_nested_interpolations_parse_in_linear_time() {
+    // Found by fuzz_interpolation_resolver: `${${${…}}}` 130 deep hung (the grammar tried a
+    // resolver name, then a key, parsing every nested `${` twice: 2^depth).
+    let deep = format!("a: '{}1{}'\n", "${".repeat(200), "}".repeat(200));
+    let started = std::time::Instant::now();
+    assert!(resolve(&deep).is_err());
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+}

@@ -41,6 +41,8 @@ fn same(a: &Element, b: &Element) -> bool {
     }
 }
 
+// The driver hands each input over as `&Strategy::Value`, here `&String`.
+#[allow(clippy::ptr_arg)]
 pub fn check(input: &String) -> Result<(), String> {
     let Ok(o) = parse_override(input) else {
         return Ok(());
@@ -104,4 +106,22 @@ fn regression_huge_sweeps_are_refused() {
     .unwrap();
     let err = llmprof_config::sweep::expand(std::path::Path::new("/nonexistent"), &p);
     assert!(err.unwrap_err().to_string().contains("more than"));
+}
+
+#[test]
+fn regression_printed_values_parse_back() {
+    // Found by fuzz_override_grammar: what a sweep writes for each job did not parse back.
+    for (input, printed) in [
+        (r#"k="\\""#, r#""\\""#),       // a quoted string ending in a backslash
+        (r#"k=str('"')"#, r#"'"'"#),    // a quote in an unquoted string
+        (r#"k=str({a:""})"#, "{a:''}"), // an empty string inside a container
+        ("k=str('#x')", "'#x'"),        // a character no unquoted token holds
+    ] {
+        let o = parse_override(input).unwrap();
+        let Some(Value::Element(e)) = &o.value else {
+            panic!("{input}: not an element")
+        };
+        assert_eq!(e.to_string(), printed, "{input}");
+        assert!(check(&input.to_string()).is_ok(), "{input}");
+    }
 }

@@ -232,7 +232,7 @@ fn summary(
         slowest.as_secs_f64() * 1e3,
         peak as f64 / f64::from(1 << 20)
     );
-    println!("{line}");
+    eprintln!("{line}");
     if let Ok(path) = std::env::var("LLMPROF_FUZZ_LOG") {
         use std::io::Write as _;
         if let Ok(mut f) = std::fs::OpenOptions::new()

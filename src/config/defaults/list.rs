@@ -2,6 +2,7 @@
 //! tree from the primary config and the group overrides, children last-to-first so later `override`
 //! entries win, and flattens it into the ordered (config path, package) list. No merging here.
 use super::element::{DefaultKind, GroupValue, InputDefault, ResultDefault};
+use super::flatten::tree_to_list;
 use super::group_overrides::Overrides;
 use super::repo::ConfigRepo;
 use crate::error::{composition, ConfigError};
@@ -9,14 +10,14 @@ use crate::tree::limits::MAX_DEFAULTS_DEPTH;
 use indexmap::IndexMap;
 use std::collections::HashSet;
 
-enum Child {
+pub(super) enum Child {
     Leaf(InputDefault),
     Tree(Tree),
 }
 
-struct Tree {
-    node: InputDefault,
-    children: Option<Vec<Child>>,
+pub(super) struct Tree {
+    pub(super) node: InputDefault,
+    pub(super) children: Option<Vec<Child>>,
 }
 
 /// Compute the ordered list of configs to merge for `config_name` under `overrides`.
@@ -392,47 +393,4 @@ fn validate_self(
         defaults.push(InputDefault::config("_self_", None));
     }
     Ok(())
-}
-
-fn tree_to_list(tree: &Tree, parent: Option<&Tree>, out: &mut Vec<ResultDefault>) {
-    match &tree.children {
-        None => collect(parent, &tree.node, out),
-        Some(children) if children.is_empty() => collect(parent, &tree.node, out),
-        Some(children) => {
-            for c in children {
-                match c {
-                    Child::Leaf(d) => collect(Some(tree), d, out),
-                    Child::Tree(t) => tree_to_list(t, Some(tree), out),
-                }
-            }
-        }
-    }
-}
-
-fn collect(tree: Option<&Tree>, node: &InputDefault, out: &mut Vec<ResultDefault>) {
-    if node.deleted || node.is_missing() {
-        return;
-    }
-    if node.name().is_none() {
-        return;
-    }
-    if node.is_self() {
-        let t = tree.expect("_self_ always has a containing config");
-        out.push(ResultDefault {
-            config_path: t.node.config_path(),
-            package: t.node.final_package(true),
-            is_self: true,
-            primary: t.node.primary,
-            override_key: None,
-        });
-    } else {
-        out.push(ResultDefault {
-            config_path: node.config_path(),
-            package: node.final_package(true),
-            is_self: false,
-            primary: node.primary,
-            override_key: matches!(node.kind, DefaultKind::Group { .. })
-                .then(|| node.override_key()),
-        });
-    }
 }

@@ -2,6 +2,7 @@
 //! config repository (`_internal/config_repository.py`) ← group overrides and the algorithm
 //! (`_internal/defaults_list.py`). Re-exports only.
 mod element;
+mod flatten;
 mod group_overrides;
 mod list;
 pub mod repo;

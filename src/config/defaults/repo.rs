@@ -206,3 +206,25 @@ pub fn list_groups(config_dir: &Path) -> Vec<(String, Vec<String>)> {
     walk(&repo, "", &mut out);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_bodies_are_read_as_omegaconf_load_reads_them() {
+        let body = |y: &str| file_body(yaml_read::parse(y).unwrap());
+        assert_eq!(body(""), Ok(Node::empty_map()));
+        assert_eq!(
+            body("hello"),
+            Ok(yaml_read::parse("{hello: null}").unwrap())
+        );
+        assert_eq!(body("'a: 1'"), Ok(yaml_read::parse("{a: 1}").unwrap()));
+        assert_eq!(body("[1, 2]"), Ok(yaml_read::parse("[1, 2]").unwrap()));
+        assert_eq!(body("5"), Err("Invalid loaded object type: int".into()));
+        assert!(
+            body("'5'").is_err(),
+            "OmegaConf asserts on a string that reads as a number"
+        );
+    }
+}

@@ -4,6 +4,8 @@
 mod functions;
 mod lexer;
 mod parser;
+#[cfg(test)]
+mod tests;
 mod types;
 
 pub use parser::parse_override;

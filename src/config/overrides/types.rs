@@ -211,6 +211,9 @@ fn with_quotes(text: &str, q: char) -> String {
 /// Escape the characters the value lexer treats specially, leaving `${...}` untouched; `None`
 /// when a character can be lexed in no unquoted token.
 fn escape_unquoted(s: &str) -> Option<String> {
+    if s.is_empty() {
+        return None; // `k=` is an empty string, but `[a,]` or `{a:}` do not parse
+    }
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;

@@ -10,4 +10,6 @@ pub mod node;
 pub mod scalar;
 pub mod update;
 pub mod yaml_read;
+#[cfg(test)]
+mod yaml_read_tests;
 mod yaml_write;

@@ -129,7 +129,12 @@ fn needs_quotes(s: &str) -> bool {
             return true;
         }
     }
-    s.contains(": ") || s.contains(" #")
+    // `a: b`, `a:` at the end and `a:<tab>` read as a mapping; ` #` starts a comment.
+    s.contains(": ")
+        || s.contains(":\t")
+        || s.ends_with(':')
+        || s.contains(" #")
+        || s.contains("\t#")
 }
 
 #[cfg(test)]

@@ -1,9 +1,7 @@
 //! The grammar of OmegaConf 2.3 interpolations (`omegaconf/grammar/OmegaConfGrammarParser.g4`):
 //! a string → text pieces and `${key}` / `${resolver:args}` nodes, escapes, and the typing of an
 //! unquoted resolver argument. Parsing only: nothing is looked up or resolved here.
-use crate::tree::lex::{lex_float, lex_int, lex_word_ci, parse_hydra_float};
 use crate::tree::limits::{too_deep, MAX_NESTING};
-use crate::tree::node::Node;
 use std::collections::HashMap;
 
 /// True when a string value contains an (unescaped) interpolation.
@@ -42,33 +40,6 @@ pub(super) enum Arg {
     Dict(Vec<(String, Arg)>),
 }
 
-/// Type an unquoted resolver argument the way OmegaConf's grammar does (single token only).
-pub(super) fn type_primitive(text: &str) -> Node {
-    let t = text.trim_matches([' ', '\t']);
-    let c: Vec<char> = t.chars().collect();
-    if c.is_empty() {
-        return Node::Str(String::new());
-    }
-    if lex_int(&c) == c.len() && lex_float(&c) < c.len() {
-        if let Ok(i) = t.replace('_', "").parse() {
-            return Node::Int(i);
-        }
-    }
-    if lex_float(&c) == c.len() {
-        return Node::Float(parse_hydra_float(t));
-    }
-    if lex_word_ci(&c, "true") == c.len() {
-        return Node::Bool(true);
-    }
-    if lex_word_ci(&c, "false") == c.len() {
-        return Node::Bool(false);
-    }
-    if lex_word_ci(&c, "null") == c.len() {
-        return Node::Null;
-    }
-    Node::Str(t.to_string())
-}
-
 pub(super) struct TextParser<'c> {
     pub(super) c: &'c [char],
     pub(super) i: usize,
@@ -90,7 +61,10 @@ impl<'c> TextParser<'c> {
     }
 
     /// Run `f` one nesting level deeper, refusing to go past the bound.
-    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, String>) -> Result<T, String> {
+    pub(super) fn nested<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<T, String>,
+    ) -> Result<T, String> {
         if self.depth >= MAX_NESTING {
             return Err(too_deep("the interpolation", MAX_NESTING));
         }
@@ -100,16 +74,16 @@ impl<'c> TextParser<'c> {
         r
     }
 
-    fn peek(&self) -> Option<char> {
+    pub(super) fn peek(&self) -> Option<char> {
         self.c.get(self.i).copied()
     }
 
-    fn starts(&self, s: &str) -> bool {
+    pub(super) fn starts(&self, s: &str) -> bool {
         let n = s.chars().count();
         self.c.len() >= self.i + n && self.c[self.i..self.i + n].iter().copied().eq(s.chars())
     }
 
-    fn skip_ws(&mut self) {
+    pub(super) fn skip_ws(&mut self) {
         while matches!(self.peek(), Some(' ' | '\t')) {
             self.i += 1;
         }
@@ -167,7 +141,7 @@ impl<'c> TextParser<'c> {
     }
 
     /// Flush pending text, then parse the `${...}` at the cursor into `pieces`.
-    fn push_interpolation(
+    pub(super) fn push_interpolation(
         &mut self,
         pieces: &mut Vec<Piece>,
         buf: &mut String,
@@ -302,120 +276,6 @@ impl<'c> TextParser<'c> {
                 pieces.push(Piece::Text(".".into()));
             } else {
                 return Ok(Some(pieces));
-            }
-        }
-    }
-
-    /// `element (',' element?)*` until `close` (not consumed). Empty elements are ''.
-    fn sequence(&mut self, close: char) -> Result<Vec<Arg>, String> {
-        let mut args = Vec::new();
-        self.skip_ws();
-        if self.peek() == Some(close) {
-            return Ok(args);
-        }
-        loop {
-            self.skip_ws();
-            if matches!(self.peek(), Some(',')) || self.peek() == Some(close) {
-                args.push(Arg::Primitive(vec![Piece::Text(String::new())]));
-            } else {
-                args.push(self.element(&[close])?);
-            }
-            self.skip_ws();
-            if self.peek() == Some(',') {
-                self.i += 1;
-            } else {
-                return Ok(args);
-            }
-        }
-    }
-
-    pub(super) fn element(&mut self, close: &[char]) -> Result<Arg, String> {
-        self.skip_ws();
-        match self.peek() {
-            Some(q @ ('\'' | '"')) => {
-                self.i += 1;
-                let pieces = self.text(&[q])?;
-                if self.peek() != Some(q) {
-                    return Err(format!("missing closing {q}"));
-                }
-                self.i += 1;
-                Ok(Arg::Quoted(pieces))
-            }
-            Some('[') => {
-                self.i += 1;
-                let items = self.nested(|p| p.sequence(']'))?;
-                if self.peek() != Some(']') {
-                    return Err("missing ']'".into());
-                }
-                self.i += 1;
-                Ok(Arg::List(items))
-            }
-            Some('{') => {
-                self.i += 1;
-                let mut items = Vec::new();
-                self.skip_ws();
-                while self.peek() != Some('}') {
-                    let start = self.i;
-                    while self.peek().is_some_and(|c| c != ':' && c != '}') {
-                        self.i += 1;
-                    }
-                    let key: String = self.c[start..self.i]
-                        .iter()
-                        .collect::<String>()
-                        .trim()
-                        .to_string();
-                    if self.peek() != Some(':') {
-                        return Err("missing ':' in dict".into());
-                    }
-                    self.i += 1;
-                    let v = self.nested(|p| p.element(&[',', '}']))?;
-                    items.push((key, v));
-                    self.skip_ws();
-                    if self.peek() == Some(',') {
-                        self.i += 1;
-                        self.skip_ws();
-                    }
-                }
-                self.i += 1;
-                Ok(Arg::Dict(items))
-            }
-            _ => {
-                let mut pieces = Vec::new();
-                let mut buf = String::new();
-                while let Some(ch) = self.peek() {
-                    if ch == ',' || close.contains(&ch) || ch == ']' || ch == '}' {
-                        break;
-                    }
-                    if ch == '\\' {
-                        if let Some(n) = self.c.get(self.i + 1) {
-                            if "\\()[]{}:=, \t".contains(*n) {
-                                buf.push(*n);
-                                self.i += 2;
-                                continue;
-                            }
-                        }
-                    }
-                    if self.starts("${") {
-                        self.push_interpolation(&mut pieces, &mut buf)?;
-                        continue;
-                    }
-                    if "'\"[{()".contains(ch) {
-                        return Err(format!(
-                            "unexpected '{ch}' in a resolver argument (quote the argument)"
-                        ));
-                    }
-                    buf.push(ch);
-                    self.i += 1;
-                }
-                // Trailing whitespace belongs to the separator.
-                let trimmed = buf.trim_end_matches([' ', '\t']).to_string();
-                if !trimmed.is_empty() {
-                    pieces.push(Piece::Text(trimmed));
-                }
-                if pieces.is_empty() {
-                    pieces.push(Piece::Text(String::new()));
-                }
-                Ok(Arg::Primitive(pieces))
             }
         }
     }

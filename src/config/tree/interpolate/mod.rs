@@ -1,6 +1,7 @@
 //! OmegaConf 2.3 interpolation (`${...}`): the grammar (grammar.rs) apart from its resolution over
-//! a tree (resolve.rs), finding nodes by key (reference.rs) and the built-in resolvers
+//! a tree (resolve.rs), resolver arguments (args.rs), finding nodes by key (reference.rs) and the built-in resolvers
 //! (resolvers.rs). Re-exports only.
+mod args;
 mod grammar;
 mod reference;
 mod resolve;

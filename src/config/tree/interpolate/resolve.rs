@@ -3,7 +3,8 @@
 //! references to a parent node and missing keys, and bounds the depth and the work of one
 //! resolution (tree/limits.rs). The built-in resolvers are resolvers.rs's; parsing the `${...}`
 //! text is grammar's job.
-use super::grammar::{is_interpolation, type_primitive, Arg, Interp, Piece, TextParser};
+use super::args::type_primitive;
+use super::grammar::{is_interpolation, Arg, Interp, Piece, TextParser};
 use crate::tree::limits::{MAX_NESTING, MAX_RESOLVE_DEPTH, MAX_RESOLVE_WORK};
 use crate::tree::node::{Map, Node};
 use std::cell::{Cell, RefCell};
