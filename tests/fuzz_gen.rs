@@ -194,6 +194,11 @@ pub fn override_line() -> impl Strategy<Value = String> + Clone {
         })
 }
 
+/// Long inputs: one fragment repeated up to 50 000 times (super-linear work shows as a hang).
+pub fn repeated(fragments: &'static [&'static str]) -> impl Strategy<Value = String> + Clone {
+    (select(fragments.to_vec()), 1usize..50_000).prop_map(|(f, n)| f.repeat(n))
+}
+
 /// Deep shapes: `n` openers, a core, `n` closers (overrides, YAML flow, interpolations).
 pub fn deep(
     open: &'static [&'static str],
@@ -264,6 +269,10 @@ pub fn yaml_doc() -> impl Strategy<Value = String> + Clone {
         2 => prop::collection::vec(select(SNIPPETS.to_vec()), 1..6).prop_map(|v| v.concat()),
         1 => (1usize..8).prop_map(alias_bomb),
         1 => (1usize..600).prop_map(block_nesting),
+        1 => repeated(&[
+            "[", "{a: ", "- ", "&a ", "*a ", "a: ", "? ", "'", "\"\\", "#", " ", "\n", "a: b\n",
+            "- [x]\n", "!!str ", "<<: {a: 1}\n", "${", ":",
+        ]),
     ]
 }
 

@@ -3,8 +3,8 @@
 //! other interpolations), nesting, escapes, the resolvers oc.env, oc.select, oc.decode, now and
 //! hydra. Every tree resolves or fails cleanly: no panic, no hang, bounded memory.
 //! Regressions at the end (docs/fuzzing.md).
-use crate::fuzz_gen::{deep, ident, interpolation, noisy};
-use crate::fuzz_support::fuzz;
+use crate::fuzz_gen::{deep, ident, interpolation, noisy, repeated};
+use crate::fuzz_support::{fuzz, replay};
 use llmprof_config::interpolate::{is_interpolation, resolve_tree, ResolveContext};
 use llmprof_config::{Map, Node};
 use proptest::prelude::*;
@@ -14,6 +14,8 @@ fn value() -> impl Strategy<Value = Node> {
         6 => interpolation().prop_map(Node::Str),
         2 => noisy(12).prop_map(Node::Str),
         1 => deep(&["${", "${oc.select:a,", "${oc.decode:'"], &["}", "}", "'}"]).prop_map(Node::Str),
+        1 => repeated(&["${", "\\${", "${a}", "${oc.select:", "'", "[", "{", ":", ",", "}", "\\"])
+            .prop_map(Node::Str),
         1 => any::<i64>().prop_map(Node::Int),
         1 => Just(Node::Missing),
         1 => Just(Node::Null),
@@ -101,4 +103,49 @@ fn regression_nested_interpolations_parse_in_linear_time() {
     let started = std::time::Instant::now();
     assert!(resolve(&deep).is_err());
     assert!(started.elapsed() < std::time::Duration::from_secs(2));
+}
+
+#[test]
+fn regression_long_concatenations_stop_at_the_bound() {
+    // Found by fuzz_interpolation_resolver: 20 000 `${a}` of a long `a` built 256 MiB before the
+    // size bound was checked (it now counts each piece as it is appended).
+    let text = format!(
+        "a: '{}'\nb: '{}'\n",
+        "x".repeat(100_000),
+        "${a}".repeat(20_000)
+    );
+    let started = std::time::Instant::now();
+    assert!(resolve(&text).unwrap_err().contains("more than"));
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+}
+
+#[test]
+fn regression_decoding_a_container_that_holds_the_decode_stays_bounded() {
+    // Found by the 10-minute run of fuzz_interpolation_resolver: `oc.decode` of a string that
+    // holds `x` itself re-reads `x` (with a 178-deep `oc.select`) at every level of the
+    // resolution; each read kept a parse of O(depth²) copied nodes, past 1 GiB. Parses now share
+    // their nested interpolations and count as resolution work.
+    let deep = format!("{}1{}", "${oc.select:a,".repeat(178), "}".repeat(178));
+    let mut inner = Map::new();
+    inner.insert(
+        "hydra".into(),
+        Node::List(vec![Node::Str(
+            "${oc.decode:'${oc.select:x,{name: ${x[0]}}}'}".into(),
+        )]),
+    );
+    inner.insert("k-1".into(), Node::Null);
+    inner.insert("db".into(), Node::Str("${${.b}}".into()));
+    let mut root = Map::new();
+    root.insert(
+        "c".into(),
+        Node::List(vec![
+            Node::Str("$%a|\u{202e}#},[".into()),
+            Node::Str(String::new()),
+        ]),
+    );
+    root.insert(
+        "x".into(),
+        Node::List(vec![Node::Map(inner), Node::Str(deep)]),
+    );
+    replay(Node::Map(root), check).unwrap();
 }

@@ -2,7 +2,7 @@
 //! Every input parses or is refused without a panic, a hang or unbounded memory; a parsed value
 //! prints (Display, as sweeps write job overrides) to text that parses back to the same value.
 //! Regression tests for what fuzzing found sit at the end (docs/fuzzing.md).
-use crate::fuzz_gen::{deep, noisy, override_line};
+use crate::fuzz_gen::{deep, noisy, override_line, repeated};
 use crate::fuzz_support::{fuzz, scratch_dir};
 use llmprof_config::overrides::{parse_override, Element, Value};
 use proptest::prelude::*;
@@ -14,6 +14,8 @@ fn inputs() -> impl Strategy<Value = String> {
         1 => deep(&["[", "{a:", "str(", "choice(", "${"], &["]", "}", ")", ")", "}"])
             .prop_map(|v| format!("k={v}")),
         1 => (1usize..2000).prop_map(|n| format!("+{}=1", vec!["a"; n].join("."))),
+        1 => repeated(&["${", "'\\", "[", "a,", "\\ ", " ", "${a}", "(", "{a:", "1.", "=", "\\"])
+            .prop_map(|v| format!("k={v}")),
     ]
 }
 
@@ -124,4 +126,12 @@ fn regression_printed_values_parse_back() {
         assert_eq!(e.to_string(), printed, "{input}");
         assert!(check(&input.to_string()).is_ok(), "{input}");
     }
+}
+
+#[test]
+fn regression_lexing_is_linear() {
+    // `${${${…` searched for its `}` from every `${`: quadratic (about 1 s for 60 000 of them).
+    let started = std::time::Instant::now();
+    assert!(parse_override(&format!("k={}", "${".repeat(60_000))).is_err());
+    assert!(started.elapsed() < std::time::Duration::from_millis(500));
 }

@@ -177,11 +177,44 @@ where
                     shrink(&mut tree, check, deadline, why)
                 };
                 summary(target, seed, cases, start, slowest, peak_max, "FAILED");
-                panic!("fuzz {target}: {why}\nseed: LLMPROF_FUZZ_SEED={seed}\ninput: {input:#?}");
+                let shown = keep_input(target, &format!("{input:#?}"));
+                panic!("fuzz {target}: {why}\nseed: LLMPROF_FUZZ_SEED={seed}\ninput: {shown}");
             }
         }
     }
     summary(target, seed, cases, start, slowest, peak_max, "ok");
+}
+
+/// Run one input as the fuzzer does (own thread, deadline, memory gate): for regression tests.
+pub fn replay<T, F>(input: T, check: F) -> Result<(), String>
+where
+    T: Clone + Debug + Send + 'static,
+    F: Fn(&T) -> Result<(), String> + Copy + Send + 'static,
+{
+    match run_one(&input, check, Duration::from_secs(10)) {
+        Outcome::Passed { .. } => Ok(()),
+        Outcome::Failed(why) => Err(why),
+    }
+}
+
+/// The failing input, whole in target/fuzz-failures/<target>-<time>.txt, shortened for the
+/// message.
+fn keep_input(target: &str, text: &str) -> String {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("../fuzz-failures");
+    let when = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    let file = dir.join(format!(
+        "{target}-{}.txt",
+        when.map(|d| d.as_secs()).unwrap_or(0)
+    ));
+    let saved = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, text));
+    let mut shown: String = text.chars().take(1500).collect();
+    if shown.len() < text.len() {
+        shown.push_str(&format!("… ({} more bytes)", text.len() - shown.len()));
+    }
+    if saved.is_ok() {
+        shown.push_str(&format!("\n(whole input in {})", file.display()));
+    }
+    shown
 }
 
 fn shrink<T: ValueTree>(

@@ -2,7 +2,17 @@
 //! `_tree_to_list`): children in order, `_self_` where its config's own content goes, deleted
 //! and missing entries left out. Building the tree is list.rs's job.
 use super::element::{DefaultKind, InputDefault, ResultDefault};
-use super::list::{Child, Tree};
+
+/// The defaults tree the algorithm builds (`list.rs`) and this module flattens.
+pub(super) enum Child {
+    Leaf(InputDefault),
+    Tree(Tree),
+}
+
+pub(super) struct Tree {
+    pub(super) node: InputDefault,
+    pub(super) children: Option<Vec<Child>>,
+}
 
 pub(super) fn tree_to_list(tree: &Tree, parent: Option<&Tree>, out: &mut Vec<ResultDefault>) {
     match &tree.children {

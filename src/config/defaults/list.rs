@@ -2,23 +2,13 @@
 //! tree from the primary config and the group overrides, children last-to-first so later `override`
 //! entries win, and flattens it into the ordered (config path, package) list. No merging here.
 use super::element::{DefaultKind, GroupValue, InputDefault, ResultDefault};
-use super::flatten::tree_to_list;
+use super::flatten::{tree_to_list, Child, Tree};
 use super::group_overrides::Overrides;
 use super::repo::ConfigRepo;
 use crate::error::{composition, ConfigError};
 use crate::tree::limits::MAX_DEFAULTS_DEPTH;
 use indexmap::IndexMap;
 use std::collections::HashSet;
-
-pub(super) enum Child {
-    Leaf(InputDefault),
-    Tree(Tree),
-}
-
-pub(super) struct Tree {
-    pub(super) node: InputDefault,
-    pub(super) children: Option<Vec<Child>>,
-}
 
 /// Compute the ordered list of configs to merge for `config_name` under `overrides`.
 /// `skip_missing` leaves `???` group defaults unset (used when sweeping).

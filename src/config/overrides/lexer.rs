@@ -35,10 +35,29 @@ pub(super) struct Token {
 /// defined first (ANTLR's rule), which the order of `candidates` reproduces.
 pub(super) fn lex(s: &str) -> Result<Vec<Token>, String> {
     let chars: Vec<char> = s.chars().collect();
+    // Where the next `}` is from each position: `${` then finds its end in constant time (a
+    // search per `${` made `${${${…` quadratic).
+    let mut next_close = vec![usize::MAX; chars.len() + 1];
+    for i in (0..chars.len()).rev() {
+        next_close[i] = if chars[i] == '}' {
+            i
+        } else {
+            next_close[i + 1]
+        };
+    }
     let mut pos = 0;
     let mut out = Vec::new();
     while pos < chars.len() {
         let c = &chars[pos..];
+        let interpolation = if c.len() >= 3 && c[0] == '$' && c[1] == '{' {
+            match next_close[pos + 2] {
+                usize::MAX => 0,
+                j if j == pos + 2 => 0,
+                j => j - pos + 1,
+            }
+        } else {
+            0
+        };
         let candidates = [
             (Tok::POpen, punct(c, '(', true, true)),
             (Tok::Comma, punct(c, ',', true, true)),
@@ -67,7 +86,7 @@ pub(super) fn lex(s: &str) -> Result<Vec<Token>, String> {
                 c.iter().take_while(|x| **x == ' ' || **x == '\t').count(),
             ),
             (Tok::Quoted, lex_quoted(c)),
-            (Tok::Interpolation, lex_interpolation(c)),
+            (Tok::Interpolation, interpolation),
         ];
         let (kind, len) =
             candidates.iter().fold(

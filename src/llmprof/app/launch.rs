@@ -2,43 +2,18 @@
 //! → `llmprof-worker` (the libtorch side) → status. A signal ends the run as `interrupted` (see
 //! `shutdown`); a multirun is `multirun.rs`.
 use super::child;
-use super::shutdown;
+use super::shutdown::{self, run_exit_code, Interrupted};
 use crate::config::{self, ComposeRequest, Composed};
 use crate::run_dir::{RunDir, RunState};
 use crate::spec::RunSpec;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
-/// The stage stopped because a signal arrived (its number).
-#[derive(Debug)]
-pub struct Interrupted(pub i32);
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&shutdown::interrupted_message(self.0))
-    }
-}
-
-impl std::error::Error for Interrupted {}
-
-/// The exit code of a finished run.
-pub fn exit_code(state: RunState) -> i32 {
-    match state {
-        RunState::Succeeded => 0,
-        RunState::Interrupted => shutdown::exit_code(shutdown::interrupted().unwrap_or(2)),
-        _ => 1,
-    }
-}
-
 pub fn run(command: &str, req: ComposeRequest) -> Result<i32> {
-    shutdown::install()?;
-    if req.multirun {
-        return super::multirun::run(command, req);
-    }
     let composed = config::compose(&req)?;
     let dir = composed.hydra_dir("run.dir")?;
     let outcome = run_one(command, &req, &composed, &dir)?;
-    Ok(exit_code(outcome.1))
+    Ok(run_exit_code(outcome.1))
 }
 
 /// One run: returns its directory and final state.

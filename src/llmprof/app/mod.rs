@@ -57,7 +57,14 @@ pub fn run(cli: Cli) -> Result<i32> {
         }
         Some(Command::Stage1 { .. })
         | Some(Command::Stage2 { .. })
-        | Some(Command::Infer { .. }) => launch::run(command_name, request),
+        | Some(Command::Infer { .. }) => {
+            shutdown::install()?;
+            if request.multirun {
+                multirun::run(command_name, request)
+            } else {
+                launch::run(command_name, request)
+            }
+        }
         Some(Command::Debug { .. }) => forward_to_worker(),
         Some(Command::Analyze { tool }) => {
             let json = matches!(flags.format, Some(crate::cli::Format::Json));

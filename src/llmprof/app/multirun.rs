@@ -2,8 +2,8 @@
 //! reused), and write `multirun.yaml` and `summary.md` (every job's state, also when a signal
 //! stops the sweep: finished jobs keep theirs, the interrupted one says so, the rest are listed as
 //! not started).
-use super::launch::{exit_code, run_one};
-use super::shutdown;
+use super::launch::run_one;
+use super::shutdown::{self, run_exit_code};
 use crate::config::{self, sweep, ComposeRequest};
 use crate::run_dir::{create_fresh_dir, write_atomic, RunState};
 use anyhow::Result;
@@ -106,7 +106,7 @@ pub fn run(command: &str, req: ComposeRequest) -> Result<i32> {
     write_summary(&sweep_dir, &rows, &jobs, "not started");
     crate::stdout::println(&summary_table(&rows))?;
     if shutdown::interrupted().is_some() {
-        return Ok(exit_code(RunState::Interrupted));
+        return Ok(run_exit_code(RunState::Interrupted));
     }
     let failed = rows.iter().filter(|r| r.status != "succeeded").count();
     Ok(if failed == 0 { 0 } else { 1 })

@@ -143,7 +143,7 @@ impl<'a> Stage2<'a> {
         cmd.args(args);
         let status = super::child::run(cmd, what)?.status;
         if let Some(sig) = super::shutdown::interrupted() {
-            return Err(super::launch::Interrupted(sig).into());
+            return Err(super::shutdown::Interrupted(sig).into());
         }
         if !status.success() {
             bail!(

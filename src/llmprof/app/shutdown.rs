@@ -159,3 +159,24 @@ fn finish_and_exit(sig: i32) -> ! {
     }
     std::process::exit(exit_code(sig));
 }
+
+/// The stage stopped because a signal arrived (its number).
+#[derive(Debug)]
+pub struct Interrupted(pub i32);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&interrupted_message(self.0))
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// The exit code of a finished run.
+pub fn run_exit_code(state: RunState) -> i32 {
+    match state {
+        RunState::Succeeded => 0,
+        RunState::Interrupted => exit_code(interrupted().unwrap_or(2)),
+        _ => 1,
+    }
+}

@@ -7,6 +7,7 @@ pub mod kineto_events;
 pub mod memory;
 pub mod nvml;
 pub mod nvml_energy;
+pub mod nvml_sample;
 pub mod op_tables;
 pub mod peaks;
 pub mod stats;

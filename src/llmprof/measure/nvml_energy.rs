@@ -3,7 +3,7 @@
 //! the sampling interval still gets its share); where the counter is missing, power integrated
 //! over the window (trapezoids through the samples, power interpolated at the edges). A window
 //! the samples do not cover on both sides cannot be measured: `None`, never 0.
-use super::nvml::NvmlSample;
+use super::nvml_sample::NvmlSample;
 
 /// `field` linearly interpolated at `t_ns` between the last sample at or before it and the first
 /// at or after it (both must have the field).

@@ -3,6 +3,7 @@
 //! unquoted resolver argument. Parsing only: nothing is looked up or resolved here.
 use crate::tree::limits::{too_deep, MAX_NESTING};
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// True when a string value contains an (unescaped) interpolation.
 pub fn is_interpolation(s: &str) -> bool {
@@ -11,11 +12,12 @@ pub fn is_interpolation(s: &str) -> bool {
         .any(|i| b[i] == b'$' && b[i + 1] == b'{' && (i == 0 || b[i - 1] != b'\\'))
 }
 
-/// Parsed pieces of a string with interpolations.
+/// Parsed pieces of a string with interpolations. An interpolation is shared (`Rc`): the parser
+/// keeps each one it parsed by position, and hands the same one out again when it backtracks.
 #[derive(Debug, Clone)]
 pub(super) enum Piece {
     Text(String),
-    Interp(Interp),
+    Interp(Rc<Interp>),
 }
 
 #[derive(Debug, Clone)]
@@ -47,7 +49,7 @@ pub(super) struct TextParser<'c> {
     depth: usize,
     /// `${...}` parsed at each position, and where it ended: trying a resolver name before a key
     /// parses a nested `${` twice, which without this is exponential in the nesting.
-    memo: HashMap<usize, (Result<Interp, String>, usize)>,
+    memo: HashMap<usize, (Result<Rc<Interp>, String>, usize)>,
 }
 
 impl<'c> TextParser<'c> {
@@ -153,13 +155,13 @@ impl<'c> TextParser<'c> {
         Ok(())
     }
 
-    fn interpolation(&mut self) -> Result<Interp, String> {
+    fn interpolation(&mut self) -> Result<Rc<Interp>, String> {
         let start = self.i;
         if let Some((r, end)) = self.memo.get(&start) {
             self.i = *end;
             return r.clone();
         }
-        let r = self.interpolation_here();
+        let r = self.interpolation_here().map(Rc::new);
         self.memo.insert(start, (r.clone(), self.i));
         r
     }

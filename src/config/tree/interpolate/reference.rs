@@ -3,6 +3,7 @@
 //! merging needs (OmegaConf copies it before merging into it). No resolvers here.
 use super::grammar::{is_interpolation, Interp, Piece, TextParser};
 use super::resolve::{missing_or_str, unescape_plain, InterpolationError, Resolver};
+use super::resolvers::node_count;
 use crate::tree::limits::MAX_RESOLVE_DEPTH;
 use crate::tree::node::Node;
 
@@ -28,7 +29,10 @@ pub fn container_reference<'a>(root: &'a Node, parent: &[String], s: &str) -> Op
         if p.i != chars.len() {
             return None;
         }
-        let [Piece::Interp(Interp::Key { dots, segs })] = pieces.as_slice() else {
+        let [Piece::Interp(interp)] = pieces.as_slice() else {
+            return None;
+        };
+        let Interp::Key { dots, segs } = interp.as_ref() else {
             return None;
         };
         let mut full: Vec<String> = if *dots == 0 {
@@ -109,7 +113,13 @@ impl Resolver<'_> {
                 Ok((v, src.or(Some(l))))
             }
             Cur::Tree(Node::Str(s), l) => Ok((missing_or_str(unescape_plain(s)), Some(l))),
-            Cur::Tree(other, l) => Ok((other.clone(), Some(l))),
+            Cur::Tree(other, l) => {
+                // A container is copied for each reference to it: the copies count as work.
+                if matches!(other, Node::Map(_) | Node::List(_)) {
+                    self.spend(node_count(other), at)?;
+                }
+                Ok((other.clone(), Some(l)))
+            }
             Cur::Value(v) => Ok((v, None)),
         }
     }

@@ -204,7 +204,10 @@ impl<'a> Resolver<'a> {
             }
             exp.push(key);
         }
-        let target = super::reference::node_at(self.root, src).unwrap_or(&Node::Null);
+        let target = src
+            .iter()
+            .try_fold(self.root, |n, k| n.child(k))
+            .unwrap_or(&Node::Null);
         let r = self.deeper(&Self::path_str(at), || self.resolve_subtree(target, src));
         self.expanding.borrow_mut().pop();
         r
@@ -246,6 +249,8 @@ impl<'a> Resolver<'a> {
             reason,
         };
         let chars: Vec<char> = s.chars().collect();
+        // Parsing counts too: a string read again at every step of a deep resolution adds up.
+        self.spend(chars.len() / 16, &at)?;
         let mut p = TextParser::new(&chars);
         let pieces = p.text(&[]).map_err(grammar)?;
         if p.i != chars.len() {
@@ -281,14 +286,16 @@ impl<'a> Resolver<'a> {
     ) -> Result<String, InterpolationError> {
         let mut out = String::new();
         for p in pieces {
-            match p {
-                Piece::Text(t) => out.push_str(t),
-                Piece::Interp(i) => {
-                    out.push_str(&self.eval_interp(i, parent, expr, at)?.0.to_python_str())
-                }
-            }
+            let piece = match p {
+                Piece::Text(t) => std::borrow::Cow::Borrowed(t.as_str()),
+                Piece::Interp(i) => std::borrow::Cow::Owned(
+                    self.eval_interp(i, parent, expr, at)?.0.to_python_str(),
+                ),
+            };
+            // Counted as it grows: `${a}${a}…` with a long `a` must stop before it is built.
+            self.spend(1 + piece.len() / 16, at)?;
+            out.push_str(&piece);
         }
-        self.spend(1 + out.len() / 16, at)?;
         Ok(out)
     }
 

@@ -67,6 +67,7 @@ impl Resolver<'_> {
                 Some(Node::Null) => Ok(Node::Null),
                 Some(Node::Str(s)) => {
                     let chars: Vec<char> = s.chars().collect();
+                    self.spend(chars.len() / 16, at)?;
                     let mut p = TextParser::new(&chars);
                     let arg = p.element(&[]).map_err(&fail)?;
                     self.eval_arg(&arg, &[], expr, at)
@@ -129,7 +130,8 @@ impl Resolver<'_> {
     }
 }
 
-fn node_count(n: &Node) -> usize {
+/// Nodes in a tree (what copying it costs).
+pub(super) fn node_count(n: &Node) -> usize {
     match n {
         Node::Map(m) => 1 + m.values().map(node_count).sum::<usize>(),
         Node::List(l) => 1 + l.iter().map(node_count).sum::<usize>(),
