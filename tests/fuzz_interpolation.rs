@@ -149,3 +149,21 @@ fn regression_decoding_a_container_that_holds_the_decode_stays_bounded() {
     );
     replay(Node::Map(root), check).unwrap();
 }
+
+#[test]
+fn regression_decoding_its_own_container_with_long_text_stays_bounded() {
+    // Found by the second 10-minute run of fuzz_interpolation_resolver: `oc.decode` of the map
+    // holding it, beside 1 379 `${a}`, re-parsed that text at every level (256 MiB of parse
+    // trees before the work bound). Parsing now costs one unit per character.
+    let mut inner = Map::new();
+    inner.insert(
+        "a".into(),
+        Node::List(vec![
+            Node::Str("${oc.decode:'${defaults}'}".into()),
+            Node::Str("${a}".repeat(1379)),
+        ]),
+    );
+    let mut root = Map::new();
+    root.insert("defaults".into(), Node::Map(inner));
+    replay(Node::Map(root), check).unwrap();
+}

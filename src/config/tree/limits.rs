@@ -18,8 +18,9 @@ pub const MAX_YAML_NODES: usize = 1_000_000;
 /// containers reached through interpolations).
 pub const MAX_RESOLVE_DEPTH: usize = 512;
 
-/// Values that resolving one tree may produce, a string counting one per 16 bytes (interpolations
-/// that copy containers or strings can grow a config exponentially).
+/// Work one resolution may do: values produced, one per 16 bytes of text built and one per
+/// character of text parsed (interpolations that copy containers or strings, or decode text that
+/// holds them, can grow a config exponentially). About 100 MiB at most.
 pub const MAX_RESOLVE_WORK: usize = 1_000_000;
 
 /// Jobs one multirun may expand to (and items one `range()` sweep may hold).

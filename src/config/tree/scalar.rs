@@ -27,9 +27,12 @@ pub fn python_float_repr(f: f64) -> String {
     }
 }
 
-/// PyYAML int: `[-+]?0b[01_]+ | [-+]?0[0-7_]+ | [-+]?(?:0|[1-9][0-9_]*) | [-+]?0x[0-9a-fA-F_]+`
-/// (sexagesimal ints are ignored).
+/// PyYAML int: `[-+]?0b[01_]+ | [-+]?0[0-7_]+ | [-+]?(?:0|[1-9][0-9_]*) | [-+]?0x[0-9a-fA-F_]+
+/// | [-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+` (the last is base 60: `1:30` is 90).
 pub(super) fn parse_yaml11_int(s: &str) -> Option<i64> {
+    if s.contains(':') {
+        return sexagesimal(s, false).map(|v| v as i64);
+    }
     let (neg, body) = match s.as_bytes().first()? {
         b'-' => (true, &s[1..]),
         b'+' => (false, &s[1..]),
@@ -67,6 +70,10 @@ pub(super) fn parse_yaml11_int(s: &str) -> Option<i64> {
 /// `[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)? | [-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
 ///  | \.[0-9_]+(?:[eE][-+][0-9]+)? | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)`.
 pub(super) fn parse_omegaconf_float(s: &str) -> Option<f64> {
+    if s.contains(':') {
+        // `[-+]?[0-9]+(?:_[0-9]+)*(?::[0-5]?[0-9])+\.[0-9_]*`: base 60, `1:30.5` is 90.5.
+        return sexagesimal(s, true);
+    }
     match s {
         ".nan" | ".NaN" | ".NAN" => return Some(f64::NAN),
         ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Some(f64::INFINITY),
@@ -131,6 +138,63 @@ pub(super) fn parse_omegaconf_float(s: &str) -> Option<f64> {
     s.replace('_', "").parse::<f64>().ok()
 }
 
+/// YAML 1.1 base-60 numbers: `[-+]?` first part `(:[0-5]?[0-9])+`, then `.[0-9_]*` for a float.
+fn sexagesimal(s: &str, float: bool) -> Option<f64> {
+    let (neg, body) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let (body, frac) = match (float, body.split_once('.')) {
+        (true, Some((b, f))) => (b, f),
+        (false, None) => (body, ""),
+        _ => return None,
+    };
+    if !frac.chars().all(|c| c.is_ascii_digit() || c == '_') {
+        return None;
+    }
+    let mut parts = body.split(':');
+    let first = parts.next()?;
+    let first_ok = if float {
+        // `[0-9]+(?:_[0-9]+)*`
+        !first.is_empty()
+            && first
+                .split('_')
+                .all(|g| !g.is_empty() && g.chars().all(|c| c.is_ascii_digit()))
+    } else {
+        // `[1-9][0-9_]*`
+        first.starts_with(|c: char| ('1'..='9').contains(&c))
+            && first.chars().all(|c| c.is_ascii_digit() || c == '_')
+    };
+    if !first_ok {
+        return None;
+    }
+    let mut value: f64 = first.replace('_', "").parse().ok()?;
+    let mut any = false;
+    for p in parts {
+        let ok = (1..=2).contains(&p.len())
+            && p.chars().all(|c| c.is_ascii_digit())
+            && (p.len() == 1 || p.as_bytes()[0] <= b'5');
+        if !ok {
+            return None;
+        }
+        value = value * 60.0 + p.parse::<f64>().ok()?;
+        any = true;
+    }
+    if !any {
+        return None;
+    }
+    if float {
+        let f = frac.replace('_', "");
+        if !f.is_empty() {
+            value += format!("0.{f}").parse::<f64>().ok()?;
+        }
+    } else if value > i64::MAX as f64 {
+        return None;
+    }
+    Some(if neg { -value } else { value })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,5 +206,17 @@ mod tests {
         assert_eq!(python_float_repr(1e20), "1e+20");
         assert_eq!(python_float_repr(1.5e-7), "1.5e-07");
         assert_eq!(python_float_repr(-0.0), "-0.0");
+    }
+
+    #[test]
+    fn base_60_numbers_follow_pyyaml() {
+        assert_eq!(parse_yaml11_int("1:30"), Some(90));
+        assert_eq!(parse_yaml11_int("-1:30"), Some(-90));
+        assert_eq!(parse_yaml11_int("190:20:30"), Some(685_230));
+        assert_eq!(parse_yaml11_int("1:60"), None);
+        assert_eq!(parse_yaml11_int("01:30"), None);
+        assert_eq!(parse_omegaconf_float("1:30.5"), Some(90.5));
+        assert_eq!(parse_omegaconf_float("1:30"), None);
+        assert_eq!(parse_omegaconf_float("cuda:0"), None);
     }
 }

@@ -149,6 +149,11 @@ impl Builder {
         }
     }
 
+    /// True when the next scalar is a mapping key.
+    fn key_expected(&self) -> bool {
+        matches!(self.stack.last(), Some(Frame::Map { pending: None, .. }))
+    }
+
     /// Count `n` more nodes against the document's budget.
     fn spend(&mut self, n: usize, mark: Marker) {
         self.nodes = self.nodes.saturating_add(n);
@@ -219,6 +224,25 @@ impl Builder {
     }
 }
 
+/// A scalar with a core tag (`!!int "5"`), built as PyYAML's constructor for the tag builds it.
+fn tagged_scalar(suffix: &str, value: &str) -> Result<Node, String> {
+    let bad = || format!("'{value}' is not a valid !!{suffix}");
+    Ok(match suffix {
+        "int" => Node::Int(parse_yaml11_int(&value.replace('_', "")).ok_or_else(bad)?),
+        "float" => match resolve_plain_scalar(value) {
+            Node::Int(i) => Node::Float(i as f64),
+            f @ Node::Float(_) => f,
+            _ => Node::Float(value.replace('_', "").parse().map_err(|_| bad())?),
+        },
+        "bool" => match resolve_plain_scalar(value) {
+            b @ Node::Bool(_) => b,
+            _ => return Err(bad()),
+        },
+        "null" => Node::Null,
+        _ => Node::Str(value.to_string()),
+    })
+}
+
 /// A mapping key as OmegaConf keeps it (a string), or the merge key; `true` when the key was a
 /// string, which OmegaConf checks for duplicates.
 fn map_key(node: Node, plain: bool) -> Result<(Pending, bool), String> {
@@ -227,8 +251,13 @@ fn map_key(node: Node, plain: bool) -> Result<(Pending, bool), String> {
         Node::Str(s) => return Ok((Pending::Key(s), true)),
         Node::Missing => return Ok((Pending::Key("???".to_string()), true)),
         Node::Int(i) => i.to_string(),
-        Node::Bool(b) => if b { "True" } else { "False" }.to_string(),
-        Node::Null => "None".to_string(),
+        // A bool key stays a bool in OmegaConf: JSON and YAML print it `true`.
+        Node::Bool(b) => if b { "true" } else { "false" }.to_string(),
+        Node::Null => {
+            return Err(
+                "a null mapping key is not supported (OmegaConf: KeyValidationError)".into(),
+            )
+        }
         Node::Float(f) => python_float_repr(f),
         other => {
             return Err(format!(
@@ -280,11 +309,27 @@ impl MarkedEventReceiver for Builder {
         match ev {
             Event::Scalar(value, style, anchor, tag) => {
                 let plain = style == TScalarStyle::Plain && tag.is_none();
-                let node = match (style, tag) {
+                let core_tag = tag
+                    .as_ref()
+                    .filter(|t| t.handle == "!!" || t.handle == "tag:yaml.org,2002:")
+                    .map(|t| t.suffix.as_str());
+                let node = match (style, core_tag) {
                     // OmegaConf reads the string `???` as a missing value, however it is quoted.
                     _ if value == "???" => Node::Missing,
-                    (_, Some(tag)) if tag.suffix == "str" => Node::Str(value),
-                    (TScalarStyle::Plain, _) => resolve_plain_scalar(&value),
+                    (_, Some(suffix)) => match tagged_scalar(suffix, &value) {
+                        Ok(n) => n,
+                        Err(msg) => return self.fail(mark, msg),
+                    },
+                    (TScalarStyle::Plain, None) if tag.is_none() => {
+                        // `<<` and `=` are PyYAML's merge and value tags: no value of their own.
+                        if (value == "<<" || value == "=") && !self.key_expected() {
+                            return self.fail(
+                                mark,
+                                format!("could not determine a constructor for '{value}'"),
+                            );
+                        }
+                        resolve_plain_scalar(&value)
+                    }
                     _ => Node::Str(value),
                 };
                 self.spend(1, mark);

@@ -108,3 +108,19 @@ fn one_document_only_and_bounded_size() {
         .message
         .contains("expands to more than"));
 }
+
+#[test]
+fn core_tags_base_60_and_keys_follow_pyyaml_and_omegaconf() {
+    let n = parse("i: !!int \"5\"\nf: !!float '1'\nb: !!bool \"yes\"\nz: !!null ''\ns: !!str 5\nt: 1:30\nu: 1:30.5\ntrue: k\n").unwrap();
+    assert_eq!(n.get_path("i"), Some(&Node::Int(5)));
+    assert_eq!(n.get_path("f"), Some(&Node::Float(1.0)));
+    assert_eq!(n.get_path("b"), Some(&Node::Bool(true)));
+    assert_eq!(n.get_path("z"), Some(&Node::Null));
+    assert_eq!(n.get_path("s"), Some(&Node::Str("5".into())));
+    assert_eq!(n.get_path("t"), Some(&Node::Int(90)));
+    assert_eq!(n.get_path("u"), Some(&Node::Float(90.5)));
+    assert_eq!(n.get_path("true"), Some(&Node::Str("k".into())));
+    for bad in ["a: !!int x\n", "a: <<\n", "a: =\n", "null: x\n"] {
+        assert!(parse(bad).is_err(), "{bad}");
+    }
+}

@@ -250,7 +250,7 @@ impl<'a> Resolver<'a> {
         };
         let chars: Vec<char> = s.chars().collect();
         // Parsing counts too: a string read again at every step of a deep resolution adds up.
-        self.spend(chars.len() / 16, &at)?;
+        self.spend(chars.len(), &at)?;
         let mut p = TextParser::new(&chars);
         let pieces = p.text(&[]).map_err(grammar)?;
         if p.i != chars.len() {

@@ -67,7 +67,7 @@ impl Resolver<'_> {
                 Some(Node::Null) => Ok(Node::Null),
                 Some(Node::Str(s)) => {
                     let chars: Vec<char> = s.chars().collect();
-                    self.spend(chars.len() / 16, at)?;
+                    self.spend(chars.len(), at)?;
                     let mut p = TextParser::new(&chars);
                     let arg = p.element(&[]).map_err(&fail)?;
                     self.eval_arg(&arg, &[], expr, at)
