@@ -2,7 +2,7 @@
 # Long fuzzing of the composer (docs/fuzzing.md): builds the front-end test binary once, then runs
 # each fuzz target for SECONDS (default 600) one after the other, appending one summary line per
 # target to the log. `cargo test` runs the same targets for 2 s each (the smoke run).
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     TARGET: overrides yaml compose interpolation
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     TARGET: overrides yaml compose interpolation nsight
 # Env: LLMPROF_FUZZ_SEED=N replays a run; CARGO=... the cargo command (default cargo);
 #      FUZZ_LOG=path (default target/fuzz/fuzz.log).
 set -euo pipefail
@@ -14,12 +14,13 @@ fi
 secs="${1:-600}"
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(overrides yaml compose interpolation)
+[ "${#targets[@]}" -gt 0 ] || targets=(overrides yaml compose interpolation nsight)
 declare -A test_name=(
   [overrides]=fuzz_overrides::fuzz_override_grammar
   [yaml]=fuzz_compose::fuzz_yaml_loader
   [compose]=fuzz_compose::fuzz_composer
   [interpolation]=fuzz_interpolation::fuzz_interpolation_resolver
+  [nsight]=nsight_fuzz::nsight_csv_readers_never_panic_or_hang
 )
 mkdir -p target/fuzz
 log="${FUZZ_LOG:-$PWD/target/fuzz/fuzz.log}"
@@ -32,7 +33,7 @@ cp "$built" "$bin"
 status=0
 for t in "${targets[@]}"; do
   name="${test_name[$t]:-}"
-  [ -n "$name" ] || { echo "fuzz.sh: unknown target '$t' (overrides yaml compose interpolation)" >&2; exit 2; }
+  [ -n "$name" ] || { echo "fuzz.sh: unknown target '$t' (overrides yaml compose interpolation nsight)" >&2; exit 2; }
   echo "== $(date -u +%FT%TZ) $t: ${secs}s ($name)" | tee -a "$log"
   out="target/fuzz/$t.out"
   LLMPROF_FUZZ_SECS="$secs" LLMPROF_FUZZ_LOG="$log" "$bin" --exact "$name" --nocapture \

@@ -1,5 +1,5 @@
 //! The public Hydra conformance cases (tests/fixtures/hydra/public, copied from
-//! shared/conformance/hydra, plus p15-p19 made the same way with real Hydra 1.3.2): llmprof must
+//! shared/conformance/hydra, plus p15-p20 made the same way with real Hydra 1.3.2): llmprof must
 //! print the JSON real Hydra 1.3.2 printed, and fail where Hydra failed, with Hydra's words where
 //! Hydra has them (`hydra_messages_are_kept`).
 use crate::support::{llmprof, repo_root};
@@ -154,7 +154,7 @@ fn public_hydra_cases_match_real_hydra() {
             }
         }
     }
-    assert!(count >= 148, "only {count} conformance commands found");
+    assert!(count >= 155, "only {count} conformance commands found");
     assert!(
         failures.is_empty(),
         "{} of {count} failed:\n{}",

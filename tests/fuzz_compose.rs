@@ -281,7 +281,15 @@ fn regression_deep_packages_are_refused() {
 #[test]
 fn regression_yaml_writer_quotes_what_would_read_as_a_mapping() {
     // Found by fuzz_yaml_loader: `${a}:` was written plain and read back as `{${a}: null}`.
-    for doc in ["[['${a}:']]", "a: 'x:'", "a: \"x:\\ty\"", "a: \"x\\t#y\""] {
+    for doc in [
+        "[['${a}:']]",
+        "a: 'x:'",
+        "a: \"x:\\ty\"",
+        "a: \"x\\t#y\"",
+        "a: '<<'",
+        "a: '='",
+        "a: '1:30'",
+    ] {
         assert!(check_yaml(&doc.to_string()).is_ok(), "{doc}");
     }
 }

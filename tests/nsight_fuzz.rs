@@ -300,7 +300,7 @@ fn nsight_csv_readers_never_panic_or_hang() {
                 let saved = worker_dir.join(format!("panic-{case_seed}.csv"));
                 std::fs::write(&saved, &bytes).expect("save panic input");
                 let _ = tx.send(Err(format!(
-                    "panic on case seed {case_seed}; input saved to {}",
+                    "fuzz nsight: FAILED: panic on case seed {case_seed}; input saved to {}",
                     saved.display()
                 )));
                 return;
@@ -310,6 +310,7 @@ fn nsight_csv_readers_never_panic_or_hang() {
         }
         let _ = tx.send(Err(format!("done:{cases}")));
     });
+    let start = Instant::now();
     let mut cases = 0;
     loop {
         match rx.recv_timeout(Duration::from_secs(30)) {
@@ -317,11 +318,15 @@ fn nsight_csv_readers_never_panic_or_hang() {
             Ok(Err(msg)) if msg.starts_with("done:") => break,
             Ok(Err(msg)) => panic!("{msg}"),
             Err(_) => panic!(
-                "one input took over 30 s (hang?) after {cases} cases; it is saved as {}",
+                "fuzz nsight: FAILED: one input took over 30 s (hang?) after {cases} cases; it is saved as {}",
                 dir.join("last-input.csv").display()
             ),
         }
     }
-    eprintln!("nsight fuzz: {cases} cases, seed {seed}");
+    // The summary line scripts/fuzz.sh looks for, in the composer targets' form.
+    eprintln!(
+        "fuzz nsight: ok: {cases} inputs in {:.1} s (seed {seed})",
+        start.elapsed().as_secs_f64()
+    );
     assert!(cases >= corpus_len);
 }

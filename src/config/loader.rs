@@ -78,7 +78,13 @@ pub fn compose_at(
             return Err(composition(format!(
                 "In '{}': {}",
                 d.config_path,
-                too_deep(&format!("package '{}'", d.package), MAX_NESTING)
+                too_deep(
+                    &format!(
+                        "package '{}…'",
+                        d.package.chars().take(60).collect::<String>()
+                    ),
+                    MAX_NESTING
+                )
             )));
         }
         let embedded = merge::embed_at_package(&loaded.config, &d.package);

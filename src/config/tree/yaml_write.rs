@@ -119,7 +119,8 @@ fn needs_quotes(s: &str) -> bool {
     if s.is_empty() || s != s.trim() || s.contains('\n') {
         return true;
     }
-    if !matches!(resolve_plain_scalar(s), Node::Str(_)) || s == "???" {
+    // `<<` and `=` are PyYAML's merge and value tags when plain.
+    if !matches!(resolve_plain_scalar(s), Node::Str(_)) || matches!(s, "???" | "<<" | "=") {
         return true;
     }
     let first = s.chars().next().expect("non-empty");
