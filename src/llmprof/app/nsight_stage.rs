@@ -393,9 +393,15 @@ impl<'a> Stage2<'a> {
         if !empty.is_empty() {
             tracing::warn!("ncu profiled nothing for: {}", empty.join(", "));
         }
-        // No kernel → model-op mapping yet (`roofline::UsefulFlops`): that needs the model to name
-        // its ops' kernels (e.g. an NVTX range around the LM head) and their analytic FLOPs.
-        let analysis = ncu::analysis::ncu_roofline_with(&dir, None, &[])?;
+        // Decode-step kernels that read one of the model's weights map to that linear layer, so
+        // the report shows its useful (analytic) FLOPs beside ncu's executed ones.
+        let useful = crate::roofline::useful::decode_linears_by_weight(
+            &self.spec.model.arch.decode_linears(),
+            u64::from(self.spec.runtime.batch_size),
+            self.spec.model.dtype.gpu_bytes(),
+            crate::region::DECODE_STEP.nvtx_name(),
+        );
+        let analysis = ncu::analysis::ncu_roofline_with(&dir, None, &useful)?;
         std::fs::write(
             self.run_dir.join("roofline.md"),
             crate::roofline::markdown::render(&analysis.roofline),

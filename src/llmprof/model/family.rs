@@ -65,6 +65,14 @@ impl Arch {
         }
     }
 
+    /// The linear layers one decode step runs (weights `in × out`, fused forms listed too), for
+    /// mapping profiled kernels to their useful FLOPs.
+    pub fn decode_linears(&self) -> Vec<crate::roofline::useful::LinearShape> {
+        match self {
+            Arch::DeepseekOcr(a) => deepseek_ocr::analytic::decode_linears(a),
+        }
+    }
+
     fn validate(&self) -> anyhow::Result<()> {
         match self {
             Arch::DeepseekOcr(a) => a.validate(),

@@ -59,6 +59,16 @@ pub enum DtypeChoice {
     F32,
 }
 
+impl DtypeChoice {
+    /// Bytes per element on a GPU (`auto` is bf16 there, as the worker picks it).
+    pub fn gpu_bytes(self) -> u64 {
+        match self {
+            DtypeChoice::Auto | DtypeChoice::Bf16 => 2,
+            DtypeChoice::F32 => 4,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ResolutionMode {

@@ -4,6 +4,7 @@
 
 use super::arch::ArchConfig;
 use super::views::{PreprocessConfig, TileGrid};
+use crate::roofline::useful::LinearShape;
 use serde::Serialize;
 
 pub use super::analytic_bytes::{
@@ -267,6 +268,45 @@ pub fn decoder_linear_flops_per_token(cfg: &ArchConfig) -> DecoderLinearFlops {
         shared_experts: moe_layers(cfg) * swiglu(cfg.shared_intermediate()),
         router: moe_layers(cfg) * 2.0 * h * d.n_routed_experts as f64,
     }
+}
+
+/// The decoder's linear layers one decode step runs, as weights (`in × out`), each fused form
+/// the fast path may use listed beside the separate ones (q, k, v and qkv; gate, up and
+/// gate_up), for mapping profiled kernels to ops by the bytes they read
+/// ([`crate::roofline::useful`]). Routed experts are left out: their grouped GEMMs read several
+/// experts' weights per launch.
+pub fn decode_linears(cfg: &ArchConfig) -> Vec<LinearShape> {
+    let d = &cfg.decoder;
+    let h = d.hidden_size as u64;
+    let width = attn_width(cfg) as u64;
+    let kv = (d.num_key_value_heads * d.head_dim) as u64;
+    let lin = |op: &str, i: u64, o: u64| LinearShape {
+        op: op.to_string(),
+        in_features: i,
+        out_features: o,
+    };
+    let mut out = vec![
+        lin("q_proj", h, width),
+        lin("k_proj", h, kv),
+        lin("v_proj", h, kv),
+        lin("qkv_proj", h, width + 2 * kv),
+        lin("o_proj", width, h),
+    ];
+    let mut mlp = |name: &str, inter: u64| {
+        out.push(lin(&format!("{name}.gate_proj"), h, inter));
+        out.push(lin(&format!("{name}.up_proj"), h, inter));
+        out.push(lin(&format!("{name}.gate_up_proj"), h, 2 * inter));
+        out.push(lin(&format!("{name}.down_proj"), inter, h));
+    };
+    if d.first_k_dense_replace > 0 {
+        mlp("mlp", d.intermediate_size as u64);
+    }
+    if moe_layers(cfg) > 0.0 && cfg.shared_intermediate() > 0 {
+        mlp("shared_experts", cfg.shared_intermediate() as u64);
+    }
+    out.push(lin("router", h, d.n_routed_experts as u64));
+    out.push(lin("lm_head", h, d.vocab_size as u64));
+    out
 }
 
 /// FLOPs of lm_head for one position (2·hidden·vocab).

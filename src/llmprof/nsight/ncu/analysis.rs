@@ -122,7 +122,15 @@ pub fn ncu_roofline_with(
 }
 
 fn point(k: &KernelMetrics, useful: &[UsefulFlops]) -> KernelPoint {
-    let op = useful::find(useful, &k.kernel_name, k.nvtx_range.as_deref());
+    let op = useful::find(
+        useful,
+        &useful::Launch {
+            kernel_name: &k.kernel_name,
+            stage: k.nvtx_range.as_deref(),
+            dram_read_bytes: k.dram_read_bytes,
+            executed_flops: k.total_flops,
+        },
+    );
     KernelPoint {
         name: k.kernel_name.clone(),
         stage: k.nvtx_range.clone(),

@@ -128,3 +128,45 @@ fn lm_head_useful_intensity_beside_executed() {
     assert!(md.contains("| 7.96 | 0.99 (lm_head) |"), "{md}");
     assert!(md.contains("executed FLOPs by precision"), "{md}");
 }
+
+#[test]
+fn decode_linears_mapped_by_the_weight_they_read() {
+    // The same H100 capture, mapped without kernel names: the model's decode-step linears
+    // (DeepSeek-OCR's real architecture, bf16, batch 1) recognised by the DRAM bytes each kernel
+    // read. nvjet_sm90_tst_384x8 read 331.0 MB = the 1280 × 129280 bf16 head; nvjet_sm90_tst_64x8
+    // read 3.30 MB = one 1280 × 1280 projection (q, k, v or o: equal sizes, equal FLOPs).
+    let dir = Path::new(FIX).join("ncu-h100-llmprof");
+    let arch = crate::model::deepseek_ocr::ArchConfig::deepseek_ocr();
+    let rules = crate::roofline::useful::decode_linears_by_weight(
+        &crate::model::deepseek_ocr::analytic::decode_linears(&arch),
+        1,
+        2,
+        "decode_step",
+    );
+    let a = ncu_roofline_with(&dir, None, &rules).expect("analysis");
+    let row = |prefix: &str| {
+        a.roofline
+            .rows
+            .iter()
+            .find(|r| r.point.name.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix}"))
+            .point
+            .clone()
+    };
+    let head = row("nvjet_sm90_tst_384x8");
+    assert_eq!(head.useful_op.as_deref(), Some("lm_head"));
+    assert_eq!(head.useful_flops, Some(2.0 * 1280.0 * 129_280.0));
+    let proj = row("nvjet_sm90_tst_64x8");
+    let op = proj.useful_op.expect("projection mapped");
+    assert!(op.contains("o_proj") && op.contains("q_proj"), "{op}");
+    assert_eq!(proj.useful_flops, Some(2.0 * 1280.0 * 1280.0));
+    // ncu executed 26.2 MFLOP there (an n=8 tile): 8× the math.
+    let ratio = proj.executed_flops.expect("executed") / proj.useful_flops.expect("useful");
+    assert!((ratio - 8.0).abs() < 0.01, "{ratio}");
+    // Kernels without FLOPs (index_select, elementwise) are not mapped.
+    for r in &a.roofline.rows {
+        if r.point.executed_flops.unwrap_or(0.0) == 0.0 {
+            assert_eq!(r.point.useful_op, None, "{}", r.point.name);
+        }
+    }
+}
