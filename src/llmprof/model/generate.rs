@@ -35,7 +35,8 @@ pub struct GenerateConfig {
     /// finished" is checked every this many steps (one host sync each).
     pub eos_check_interval: usize,
     /// Keep tokens on the device between steps (off: read each token on the host, one sync per
-    /// step, like HF `generate`). N-gram blocking always needs the host loop.
+    /// step, like HF `generate`). The windowed n-gram rule runs on the device; HF's
+    /// whole-sequence rule needs the host loop.
     pub sync_free_decode: bool,
 }
 

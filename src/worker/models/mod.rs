@@ -3,6 +3,7 @@
 //! family to its implementation.
 pub mod deepseek_ocr;
 pub mod device;
+pub mod ngram_device;
 
 use anyhow::Result;
 use llmprof::model::{Family, Model};

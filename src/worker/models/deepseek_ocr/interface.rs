@@ -187,9 +187,12 @@ fn switch_notes(spec: &RunSpec, device: Device, dtype: Dtype) -> Result<Vec<Stri
         }
         notes.push("runtime.optim.grouped_moe: torch._grouped_mm has CUDA kernels for bf16 only, so this fp32 run evaluates experts with gathered weights (<= 4 tokens) or the per-expert loop".to_string());
     }
-    if o.sync_free_decode && spec.infer.no_repeat_ngram_size > 0 {
+    if o.sync_free_decode
+        && spec.infer.no_repeat_ngram_size > 0
+        && spec.infer.ngram_window.is_none()
+    {
         notes.push(format!(
-            "runtime.optim.sync_free_decode has no effect while infer.no_repeat_ngram_size={} (n-gram blocking reads every token on the host); set it to 0 for sync-free decode",
+            "runtime.optim.sync_free_decode has no effect with HF's whole-sequence n-gram rule (infer.no_repeat_ngram_size={}, infer.ngram_window=null), which reads every token on the host; set infer.ngram_window (the windowed rule runs on the device) or no_repeat_ngram_size=0 for sync-free decode",
             spec.infer.no_repeat_ngram_size
         ));
     }

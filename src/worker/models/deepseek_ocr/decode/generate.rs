@@ -4,6 +4,7 @@
 
 use crate::models::deepseek_ocr::decode::graph_decode::{DecodeSession, StepPath};
 use crate::models::deepseek_ocr::{DeepseekOcr, PromptRow};
+use crate::models::ngram_device::DeviceNgramBan;
 use anyhow::{ensure, Result};
 use llmprof::model::{GenerateConfig, GenerateOutput, NoRepeatNgram};
 use llmprof::region::{RegionObserver, DECODE};
@@ -83,16 +84,30 @@ pub fn generate_with(
     let device = model.device();
     let mut decode_steps = 0;
 
-    if cfg.no_repeat == NoRepeatNgram::Off && cfg.sync_free_decode {
-        // Device-resident loop: no host sync per step except the periodic EOS check.
+    let device_rule = match &cfg.no_repeat {
+        NoRepeatNgram::Off => Some(None),
+        NoRepeatNgram::Window { n, window, exempt } => Some(Some(DeviceNgramBan::new(
+            b as i64, *n, *window, exempt, device,
+        )?)),
+        NoRepeatNgram::Hf { .. } => None, // whole-sequence rule: host loop
+    };
+    if let (true, Some(mut ngram)) = (cfg.sync_free_decode, device_rule) {
+        // Device-resident loop: no host sync per step except the periodic EOS check; the
+        // windowed n-gram rule runs on the device too.
         let out = Tensor::f_zeros([b as i64, cfg.max_new_tokens as i64], (Kind::Int64, device))?;
         let mut finished = Tensor::f_zeros([b as i64], (Kind::Bool, device))?;
         let eos_t = Tensor::f_full([b as i64], eos, (Kind::Int64, device))?;
         for step in 0..cfg.max_new_tokens {
+            if let Some(rule) = &ngram {
+                rule.apply(&mut logits)?;
+            }
             let mut next = logits.f_argmax(-1, false)?; // (b)
             if !cfg.force_max_new_tokens {
                 next = eos_t.f_where_self(&finished, &next)?;
                 finished = finished.f_logical_or(&next.f_eq(eos)?)?;
+            }
+            if let Some(rule) = &mut ngram {
+                rule.push(&next)?;
             }
             out.f_narrow(1, step as i64, 1)?
                 .f_copy_(&next.f_unsqueeze(1)?)?;
@@ -131,7 +146,7 @@ pub fn generate_with(
         });
     }
 
-    // Host loop: the n-gram rule needs each new token on the host (one sync per step).
+    // Host loop: one sync per step (sync_free_decode off, or HF's whole-sequence n-gram rule).
     let mut history: Vec<Vec<i64>> = rows.iter().map(|r| r.ids.to_vec()).collect();
     let mut gen: Vec<Vec<i64>> = vec![Vec::new(); b];
     let mut done = vec![false; b];
@@ -264,6 +279,43 @@ mod tests {
         assert_eq!(
             generate(&m, &rows, &synced, &obs).unwrap().tokens,
             out.tokens
+        );
+        // The windowed rule on the device (sync-free) equals the host loop, with a rule that
+        // fires (n=1 over the last 16 ids: the tiny model repeats ids within 24 tokens).
+        let windowed = GenerateConfig {
+            max_new_tokens: 24,
+            no_repeat: NoRepeatNgram::Window {
+                n: 1,
+                window: 16,
+                exempt: vec![296],
+            },
+            ..forced.clone()
+        };
+        let device = generate(&m, &rows, &windowed, &obs).unwrap();
+        let host = generate(
+            &m,
+            &rows,
+            &GenerateConfig {
+                sync_free_decode: false,
+                ..windowed.clone()
+            },
+            &obs,
+        )
+        .unwrap();
+        assert_eq!(device.tokens, host.tokens);
+        let plain = generate(
+            &m,
+            &rows,
+            &GenerateConfig {
+                no_repeat: NoRepeatNgram::Off,
+                ..windowed.clone()
+            },
+            &obs,
+        )
+        .unwrap();
+        assert_ne!(
+            plain.tokens, device.tokens,
+            "the rule should change the output"
         );
         // n=1 bans every token already in the sequence: no generated token repeats or is in the prompt.
         let ban_all = GenerateConfig {

@@ -1,0 +1,160 @@
+//! The windowed no-repeat-n-gram rule (`NoRepeatNgram::Window`, the rule DeepSeek-OCR's
+//! reference decoding uses) evaluated on the device, so that decoding with it needs no host sync
+//! per step. Same semantics as the host rule (`window_banned`): ban every token that completes an
+//! n-gram seen within the last `window` generated ids (prompt excluded), except the exempt ids.
+//!
+//! Fixed shapes: the last `window` generated ids live in a `(batch, window)` buffer, newest last;
+//! slot `p` holds generated id number `len - window + p`, valid once that number is ≥ 0. The
+//! candidate n-grams are the buffer's `window - n + 1` sliding windows; candidate `j` counts when
+//! all its ids are valid (`j ≥ window - len`), its first n − 1 ids equal the newest n − 1, and its
+//! last id is not exempt. Bans are applied with `scatter_reduce(amin)`, so a token listed twice
+//! (banned once, kept once) is banned, as in the host rule.
+use anyhow::Result;
+use tch::{Device, Kind, Tensor};
+
+pub struct DeviceNgramBan {
+    n: i64,
+    window: i64,
+    /// `(batch, window)` int64: the last `window` generated ids, newest last.
+    recent: Tensor,
+    /// Generated ids so far (one per step for every row), a 0-d int64 tensor on the device.
+    len: Tensor,
+    /// `window - n + 1` candidate start slots (int64).
+    starts: Tensor,
+    /// Ids never banned (int64, possibly empty).
+    exempt: Tensor,
+}
+
+impl DeviceNgramBan {
+    pub fn new(
+        batch: i64,
+        n: usize,
+        window: usize,
+        exempt: &[i64],
+        device: Device,
+    ) -> Result<Self> {
+        let (n, window) = (n as i64, window as i64);
+        let candidates = (window - n + 1).max(0);
+        Ok(DeviceNgramBan {
+            n,
+            window,
+            recent: Tensor::f_zeros([batch, window.max(1)], (Kind::Int64, device))?,
+            len: Tensor::f_zeros([], (Kind::Int64, device))?,
+            starts: Tensor::f_arange(candidates, (Kind::Int64, device))?,
+            exempt: Tensor::f_from_slice(exempt)?.f_to_device(device)?,
+        })
+    }
+
+    /// Sets the logits of banned tokens to −∞ in place (`logits`: `(batch, vocab)`).
+    pub fn apply(&self, logits: &mut Tensor) -> Result<()> {
+        let (n, window) = (self.n, self.window);
+        if n <= 0 || window < n {
+            return Ok(()); // no n-gram fits in the window: nothing is ever banned
+        }
+        let grams = self.recent.f_unfold(1, n, 1)?; // (batch, candidates, n)
+        let newest = self
+            .recent
+            .f_narrow(1, window - (n - 1), n - 1)?
+            .f_unsqueeze(1)?;
+        let same = grams
+            .f_narrow(2, 0, n - 1)?
+            .f_eq_tensor(&newest)?
+            .f_all_dim(2, false)?; // (batch, candidates)
+        let valid = self
+            .starts
+            .f_ge_tensor(&self.len.f_neg()?.f_add_scalar(window)?)?;
+        let token = grams.f_select(2, n - 1)?; // (batch, candidates)
+        let mut ban = same.f_logical_and(&valid.f_unsqueeze(0)?)?;
+        if self.exempt.numel() > 0 {
+            let exempt = Tensor::f_isin(&token, &self.exempt, false, false)?;
+            ban = ban.f_logical_and(&exempt.f_logical_not()?)?;
+        }
+        let kept = logits.f_gather(1, &token, false)?;
+        let banned = kept.f_masked_fill(&ban, f64::NEG_INFINITY)?;
+        // `f_internal_scatter_reduce_` is tch's name for `Tensor.scatter_reduce_` (the `f_scatter_reduce_`
+        // wrapper is the older `scatter_(reduce=)`, which has no amin).
+        let _ = logits.f_internal_scatter_reduce_(1, &token, &banned, "amin", true)?;
+        Ok(())
+    }
+
+    /// Appends this step's ids (`next`: `(batch)` int64) to every row.
+    pub fn push(&mut self, next: &Tensor) -> Result<()> {
+        let w = self.window.max(1);
+        let shifted = Tensor::f_cat(
+            &[
+                self.recent.f_narrow(1, 1, w - 1)?,
+                next.f_unsqueeze(1)?.f_to_kind(Kind::Int64)?,
+            ],
+            1,
+        )?;
+        self.recent.f_copy_(&shifted)?;
+        let _ = self.len.f_add_scalar_(1)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::deepseek_ocr::decode::generate::window_banned;
+
+    /// A small deterministic generator (SplitMix64) for the random sequences.
+    fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Banned ids of each row after applying the device rule to zero logits.
+    fn device_bans(ban: &DeviceNgramBan, batch: i64, vocab: i64) -> Vec<Vec<i64>> {
+        let mut logits = Tensor::zeros([batch, vocab], (Kind::Float, Device::Cpu));
+        ban.apply(&mut logits).unwrap();
+        let flat = Vec::<f32>::try_from(&logits.reshape([-1])).unwrap();
+        (0..batch as usize)
+            .map(|r| {
+                (0..vocab as usize)
+                    .filter(|&t| flat[r * vocab as usize + t] == f32::NEG_INFINITY)
+                    .map(|t| t as i64)
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn device_rule_bans_what_the_host_rule_bans_at_every_step() {
+        // Small vocabularies make repeats (and so bans) frequent; each case runs 120 steps.
+        let mut seed = 7u64;
+        let mut total_bans = 0;
+        for (n, window, vocab, exempt) in [
+            (3usize, 10usize, 4i64, vec![]),
+            (2, 5, 3, vec![1]),
+            (4, 50, 3, vec![0, 2]),
+            (20, 50, 2, vec![]),
+            (3, 3, 3, vec![]),
+            (5, 4, 3, vec![]), // window < n: never bans
+            (1, 6, 5, vec![]),
+        ] {
+            let batch = 3i64;
+            let mut ban = DeviceNgramBan::new(batch, n, window, &exempt, Device::Cpu).unwrap();
+            let mut gen: Vec<Vec<i64>> = vec![Vec::new(); batch as usize];
+            for step in 0..120 {
+                let got = device_bans(&ban, batch, vocab);
+                for r in 0..batch as usize {
+                    let want = window_banned(&gen[r], n, window, &exempt);
+                    assert_eq!(got[r], want, "n={n} window={window} step={step} row={r}");
+                    total_bans += want.len();
+                }
+                let ids: Vec<i64> = (0..batch)
+                    .map(|_| (next(&mut seed) % vocab as u64) as i64)
+                    .collect();
+                for (r, id) in ids.iter().enumerate() {
+                    gen[r].push(*id);
+                }
+                ban.push(&Tensor::from_slice(&ids)).unwrap();
+            }
+        }
+        assert!(total_bans > 500, "the cases should ban often: {total_bans}");
+    }
+}
