@@ -246,6 +246,7 @@ fn runtime_eager_turns_every_switch_off() {
         "static_kv_cache",
         "fused_rms_norm",
         "sync_free_decode",
+        "batched_vision",
     ] {
         assert_eq!(optim[key], serde_yaml::Value::Bool(false), "{key}: {text}");
     }

@@ -328,6 +328,8 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ("fused_rms_norm", on(w.fused_rms_norm).to_string()),
         ("sync_free_decode", on(w.sync_free_decode).to_string()),
         ("eos_check_interval", w.eos_check_interval.to_string()),
+        ("batched_vision", on(w.batched_vision).to_string()),
+        ("vision_max_views", w.vision_max_views.to_string()),
     ] {
         let _ = writeln!(s, "| {k} | {v} |");
     }

@@ -181,6 +181,8 @@ mod tests {
                 fused_rms_norm: on,
                 sync_free_decode: on,
                 eos_check_interval: 8,
+                batched_vision: on,
+                vision_max_views: 16,
             },
             graphs: on.then(|| GraphStats {
                 graphs_captured: 2,

@@ -194,6 +194,11 @@ pub struct OptimSpec {
     /// Tokens stay on the GPU between steps; EOS checked every `eos_check_interval` steps.
     pub sync_free_decode: bool,
     pub eos_check_interval: u32,
+    /// The vision views of every row of a batch (and every crop of a page) go through SAM and
+    /// CLIP together, grouped by size, at most `vision_max_views` views per call; off: one page
+    /// at a time (its crops batched, its global view alone).
+    pub batched_vision: bool,
+    pub vision_max_views: u32,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

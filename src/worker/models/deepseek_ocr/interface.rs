@@ -141,7 +141,13 @@ impl DeepseekOcrModel {
             }
             Weights::load(path, &arch, &Part::ALL, device, kind)?
         };
-        let model = DeepseekOcr::load_with(weights, &arch, &optim)?;
+        let mut model = DeepseekOcr::load_with(weights, &arch, &optim)?;
+        model.set_vision_batch(
+            spec.runtime
+                .optim
+                .batched_vision
+                .then_some(spec.runtime.optim.vision_max_views as usize),
+        );
         if let Device::Cuda(i) = device {
             tch::Cuda::synchronize(i as i64);
         }

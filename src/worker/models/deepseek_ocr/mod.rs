@@ -29,6 +29,11 @@ use vision::clip::Clip;
 use vision::projector::Projector;
 use vision::sam::Sam;
 
+/// Views with one input each, as [`vision::batch::run_grouped`] takes them.
+fn one_input(views: &[Tensor]) -> Vec<Vec<&Tensor>> {
+    views.iter().map(|t| vec![t]).collect()
+}
+
 /// One prompt of a batch: token ids (BOS + placeholders + text) and its image, if any.
 #[derive(Debug, Clone, Copy)]
 pub struct PromptRow<'a> {
@@ -46,6 +51,9 @@ pub struct DeepseekOcr {
     decoder: Option<Decoder>,
     device: Device,
     kind: Kind,
+    /// Vision batching across pages: at most this many views per SAM/CLIP call (0: no limit);
+    /// `None`: one page at a time (`runtime.optim.batched_vision`).
+    vision_batch: Option<usize>,
 }
 
 impl DeepseekOcr {
@@ -88,6 +96,7 @@ impl DeepseekOcr {
             decoder,
             device: weights.device(),
             kind: weights.kind(),
+            vision_batch: None,
         })
     }
 
@@ -143,6 +152,68 @@ impl DeepseekOcr {
             self.kind,
             growing,
         )
+    }
+
+    /// Pages of a prefill batch go through vision together, at most `max_views` views per call
+    /// (0: no limit); `None`: one page at a time.
+    pub fn set_vision_batch(&mut self, max_views: Option<usize>) {
+        self.vision_batch = max_views;
+    }
+
+    /// Vision for several pages at once ([`vision::batch`]): every view of every page through
+    /// SAM, CLIP and the projector in calls grouped by view size, then each page's embeddings
+    /// arranged as [`DeepseekOcr::encode_images`] does. Same result per page as alone.
+    pub fn encode_batch(
+        &self,
+        imgs: &[&PreparedImage],
+        max_views: usize,
+        obs: &dyn RegionObserver,
+    ) -> Result<Vec<Tensor>> {
+        let sam = self.sam()?;
+        let clip = self.clip.as_ref().context("CLIP weights were not loaded")?;
+        let proj = self
+            .projector
+            .as_ref()
+            .context("projector weights were not loaded")?;
+        let _v = obs.enter(VISION);
+        let to_dev = |t: &Tensor| -> Result<Tensor> {
+            Ok(t.f_to_device(self.device)?.f_to_kind(self.kind)?)
+        };
+        // Views in a fixed order: page 0 global, page 0 tiles, page 1 global, ...
+        let mut views = Vec::new();
+        let mut owner = Vec::new(); // (page, is_global)
+        for (p, img) in imgs.iter().enumerate() {
+            views.push(to_dev(&img.global)?);
+            owner.push((p, true));
+            if let Some(t) = &img.tiles {
+                views.push(to_dev(t)?);
+                owner.push((p, false));
+            }
+        }
+        let sam_out = {
+            let _g = obs.enter(SAM);
+            vision::batch::run_grouped(&one_input(&views), max_views, &|x| sam.forward(&x[0]))?
+        };
+        let clip_out = {
+            let _g = obs.enter(CLIP);
+            vision::batch::run_grouped(&one_input(&sam_out), max_views, &|x| clip.forward(&x[0]))?
+        };
+        let _g = obs.enter(PROJECTOR);
+        let pairs: Vec<Vec<&Tensor>> = clip_out
+            .iter()
+            .zip(&sam_out)
+            .map(|(c, s)| vec![c, s])
+            .collect();
+        let projected = vision::batch::run_grouped(&pairs, 0, &|x| proj.forward(&x[0], &x[1]))?;
+        let mut out = Vec::with_capacity(imgs.len());
+        for (p, img) in imgs.iter().enumerate() {
+            let mine = |global: bool| owner.iter().position(|&o| o == (p, global));
+            let glob = &projected[mine(true).context("page without a global view")?];
+            let local = mine(false).map(|i| &projected[i]);
+            let grid = img.grid;
+            out.push(proj.arrange(glob, local.map(|l| (l, grid.rows as i64, grid.cols as i64)))?);
+        }
+        Ok(out)
     }
 
     /// Vision path for one image → embeddings [N_img, hidden] in the order they replace the
@@ -224,6 +295,18 @@ impl DeepseekOcr {
             .f_to_device(self.device)?; // (b, t)
         let emb = dec.embed(&ids)?; // (b, t, H)
         let image_id = self.cfg.tokens.image_token_id;
+        let batched = match self.vision_batch {
+            Some(max_views) => {
+                let imgs: Vec<&PreparedImage> = rows.iter().filter_map(|r| r.image).collect();
+                if imgs.is_empty() {
+                    Vec::new()
+                } else {
+                    self.encode_batch(&imgs, max_views, obs)?
+                }
+            }
+            None => Vec::new(),
+        };
+        let mut batched = batched.into_iter();
         for (b, r) in rows.iter().enumerate() {
             let slots: Vec<i64> = r
                 .ids
@@ -234,7 +317,10 @@ impl DeepseekOcr {
                 .collect();
             match r.image {
                 Some(img) => {
-                    let feats = self.encode_images(img, obs)?; // (n_img, H)
+                    let feats = match self.vision_batch {
+                        Some(_) => batched.next().context("batched vision lost a page")?,
+                        None => self.encode_images(img, obs)?,
+                    }; // (n_img, H)
                     ensure!(
                         feats.size()[0] == slots.len() as i64,
                         "row {b}: {} image vectors for {} `<image>` ids",
@@ -427,6 +513,43 @@ mod tests {
                 max_diff(&s.get(0), &step_b.get(row as i64)) < 1e-4,
                 "decode row {row}"
             );
+        }
+    }
+
+    #[test]
+    fn batched_vision_equals_pages_alone() {
+        let m = tiny();
+        let obs = NoopObserver;
+        let pc = PreprocessConfig {
+            base_size: 128,
+            image_size: 64,
+            crop_mode: true,
+            min_crops: 2,
+            max_crops: 4,
+        };
+        // Three pages: two tile grids (2x1, 1x2) and one small enough for no tiles.
+        let page = |w: u32, h: u32, k: u32| {
+            let img = image::RgbImage::from_fn(w, h, |x, y| {
+                image::Rgb([
+                    ((x * k) % 256) as u8,
+                    ((y * 3 + k) % 256) as u8,
+                    (k * 40) as u8,
+                ])
+            });
+            preprocess::preprocess(&img, &pc).unwrap()
+        };
+        let pages = [page(150, 70, 1), page(70, 150, 2), page(60, 50, 3)];
+        assert!(pages[2].tiles.is_none() && pages[0].tiles.is_some());
+        let refs: Vec<&PreparedImage> = pages.iter().collect();
+        for max_views in [0, 1, 3] {
+            let batched = m.encode_batch(&refs, max_views, &obs).unwrap();
+            for (p, img) in pages.iter().enumerate() {
+                let alone = m.encode_images(img, &obs).unwrap();
+                assert_eq!(alone.size(), batched[p].size(), "page {p}");
+                let scale = alone.abs().max().double_value(&[]);
+                let err = max_diff(&alone, &batched[p]) / scale;
+                assert!(err < 1e-5, "page {p}, max_views {max_views}: {err}");
+            }
         }
     }
 

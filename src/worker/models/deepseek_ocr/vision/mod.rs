@@ -1,5 +1,6 @@
 //! The vision encoder (docs/deepseek-ocr.md §3): SAM ViT-B, CLIP-L on SAM features, the projector
 //! and the arrangement of image vectors.
+pub mod batch;
 pub mod clip;
 pub mod projector;
 pub mod sam;
