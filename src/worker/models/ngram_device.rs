@@ -3,26 +3,28 @@
 //! per step. Same semantics as the host rule (`window_banned`): ban every token that completes an
 //! n-gram seen within the last `window` generated ids (prompt excluded), except the exempt ids.
 //!
-//! Fixed shapes: the last `window` generated ids live in a `(batch, window)` buffer, newest last;
-//! slot `p` holds generated id number `len - window + p`, valid once that number is ≥ 0. The
-//! candidate n-grams are the buffer's `window - n + 1` sliding windows; candidate `j` counts when
-//! all its ids are valid (`j ≥ window - len`), its first n − 1 ids equal the newest n − 1, and its
-//! last id is not exempt. Bans are applied with `scatter_reduce(amin)`, so a token listed twice
-//! (banned once, kept once) is banned, as in the host rule.
-use anyhow::Result;
+//! Fixed shapes: the last `window` generated ids live in a `(batch, window)` buffer, newest last.
+//! The candidate n-grams are the buffer's `window - n + 1` sliding windows; candidate `j` bans
+//! its last id when its first n − 1 ids equal the newest n − 1 and that id is not exempt. Slots
+//! not yet written hold distinct negative ids (−1 − slot), which equal neither a token nor each
+//! other, so a candidate that reaches into them never matches (n ≥ 2; n = 1 keeps an explicit
+//! count). Bans are applied with `scatter_reduce(amin)`, so a token listed twice (banned once,
+//! kept once) is banned, as in the host rule. About ten small kernels per step, no host sync.
+use anyhow::{ensure, Result};
 use tch::{Device, Kind, Tensor};
 
 pub struct DeviceNgramBan {
     n: i64,
     window: i64,
-    /// `(batch, window)` int64: the last `window` generated ids, newest last.
+    /// `(batch, window)` int64: the last `window` generated ids, newest last; unwritten slots
+    /// hold −1 − slot.
     recent: Tensor,
-    /// Generated ids so far (one per step for every row), a 0-d int64 tensor on the device.
+    /// n = 1 only: generated ids so far (0-d int64) and the candidate slots, to mask unwritten
+    /// slots (with n = 1 there is nothing to compare, so the negative ids alone cannot).
     len: Tensor,
-    /// `window - n + 1` candidate start slots (int64).
     starts: Tensor,
-    /// Ids never banned (int64, possibly empty).
-    exempt: Tensor,
+    /// `(vocab)` bool, true where an id may be banned; empty when nothing is exempt.
+    bannable: Option<Tensor>,
 }
 
 impl DeviceNgramBan {
@@ -31,17 +33,35 @@ impl DeviceNgramBan {
         n: usize,
         window: usize,
         exempt: &[i64],
+        vocab: i64,
         device: Device,
     ) -> Result<Self> {
         let (n, window) = (n as i64, window as i64);
-        let candidates = (window - n + 1).max(0);
+        let w = window.max(1);
+        let recent = Tensor::f_arange(w, (Kind::Int64, device))?
+            .f_neg()?
+            .f_sub_scalar(1)?
+            .f_unsqueeze(0)?
+            .f_repeat([batch, 1])?;
+        ensure!(
+            exempt.iter().all(|&t| (0..vocab).contains(&t)),
+            "n-gram exempt ids {exempt:?} must lie in the vocabulary (0..{vocab})"
+        );
+        let bannable = if exempt.is_empty() {
+            None
+        } else {
+            let ids = Tensor::f_from_slice(exempt)?.f_to_device(device)?;
+            let ones = Tensor::f_ones([vocab], (Kind::Bool, device))?;
+            let falses = Tensor::f_zeros([exempt.len() as i64], (Kind::Bool, device))?;
+            Some(ones.f_index_put(&[Some(ids)], &falses, false)?)
+        };
         Ok(DeviceNgramBan {
             n,
             window,
-            recent: Tensor::f_zeros([batch, window.max(1)], (Kind::Int64, device))?,
+            recent,
             len: Tensor::f_zeros([], (Kind::Int64, device))?,
-            starts: Tensor::f_arange(candidates, (Kind::Int64, device))?,
-            exempt: Tensor::f_from_slice(exempt)?.f_to_device(device)?,
+            starts: Tensor::f_arange((window - n + 1).max(0), (Kind::Int64, device))?,
+            bannable,
         })
     }
 
@@ -52,27 +72,26 @@ impl DeviceNgramBan {
             return Ok(()); // no n-gram fits in the window: nothing is ever banned
         }
         let grams = self.recent.f_unfold(1, n, 1)?; // (batch, candidates, n)
-        let newest = self
-            .recent
-            .f_narrow(1, window - (n - 1), n - 1)?
-            .f_unsqueeze(1)?;
-        let same = grams
-            .f_narrow(2, 0, n - 1)?
-            .f_eq_tensor(&newest)?
-            .f_all_dim(2, false)?; // (batch, candidates)
-        let valid = self
-            .starts
-            .f_ge_tensor(&self.len.f_neg()?.f_add_scalar(window)?)?;
-        let token = grams.f_select(2, n - 1)?; // (batch, candidates)
-        let mut ban = same.f_logical_and(&valid.f_unsqueeze(0)?)?;
-        if self.exempt.numel() > 0 {
-            let exempt = Tensor::f_isin(&token, &self.exempt, false, false)?;
-            ban = ban.f_logical_and(&exempt.f_logical_not()?)?;
+        let mut ban = if n == 1 {
+            let written = self.starts.f_ge_tensor(&self.len.f_neg()?.f_add_scalar(window)?)?;
+            written.f_unsqueeze(0)?.f_expand([grams.size()[0], -1], false)?
+        } else {
+            let newest = self.recent.f_narrow(1, window - (n - 1), n - 1)?.f_unsqueeze(1)?;
+            grams
+                .f_narrow(2, 0, n - 1)?
+                .f_eq_tensor(&newest)?
+                .f_all_dim(2, false)? // (batch, candidates)
+        };
+        // Unwritten slots hold negative ids: index with 0 there (never banned through `ban`).
+        let token = grams.f_select(2, n - 1)?.f_clamp_min(0)?; // (batch, candidates)
+        if let Some(bannable) = &self.bannable {
+            let ok = bannable.f_index(&[Some(&token)])?;
+            ban = ban.f_logical_and(&ok)?;
         }
         let kept = logits.f_gather(1, &token, false)?;
         let banned = kept.f_masked_fill(&ban, f64::NEG_INFINITY)?;
-        // `f_internal_scatter_reduce_` is tch's name for `Tensor.scatter_reduce_` (the `f_scatter_reduce_`
-        // wrapper is the older `scatter_(reduce=)`, which has no amin).
+        // `f_internal_scatter_reduce_` is tch's name for `Tensor.scatter_reduce_` (the
+        // `f_scatter_reduce_` wrapper is the older `scatter_(reduce=)`, which has no amin).
         let _ = logits.f_internal_scatter_reduce_(1, &token, &banned, "amin", true)?;
         Ok(())
     }
@@ -88,7 +107,9 @@ impl DeviceNgramBan {
             1,
         )?;
         self.recent.f_copy_(&shifted)?;
-        let _ = self.len.f_add_scalar_(1)?;
+        if self.n == 1 {
+            let _ = self.len.f_add_scalar_(1)?;
+        }
         Ok(())
     }
 }
@@ -137,7 +158,8 @@ mod tests {
             (1, 6, 5, vec![]),
         ] {
             let batch = 3i64;
-            let mut ban = DeviceNgramBan::new(batch, n, window, &exempt, Device::Cpu).unwrap();
+            let mut ban =
+                DeviceNgramBan::new(batch, n, window, &exempt, vocab, Device::Cpu).unwrap();
             let mut gen: Vec<Vec<i64>> = vec![Vec::new(); batch as usize];
             for step in 0..120 {
                 let got = device_bans(&ban, batch, vocab);

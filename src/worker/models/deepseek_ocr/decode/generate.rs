@@ -87,7 +87,12 @@ pub fn generate_with(
     let device_rule = match &cfg.no_repeat {
         NoRepeatNgram::Off => Some(None),
         NoRepeatNgram::Window { n, window, exempt } => Some(Some(DeviceNgramBan::new(
-            b as i64, *n, *window, exempt, device,
+            b as i64,
+            *n,
+            *window,
+            exempt,
+            model.config().decoder.vocab_size,
+            device,
         )?)),
         NoRepeatNgram::Hf { .. } => None, // whole-sequence rule: host loop
     };
