@@ -73,10 +73,17 @@ impl DeviceNgramBan {
         }
         let grams = self.recent.f_unfold(1, n, 1)?; // (batch, candidates, n)
         let mut ban = if n == 1 {
-            let written = self.starts.f_ge_tensor(&self.len.f_neg()?.f_add_scalar(window)?)?;
-            written.f_unsqueeze(0)?.f_expand([grams.size()[0], -1], false)?
+            let written = self
+                .starts
+                .f_ge_tensor(&self.len.f_neg()?.f_add_scalar(window)?)?;
+            written
+                .f_unsqueeze(0)?
+                .f_expand([grams.size()[0], -1], false)?
         } else {
-            let newest = self.recent.f_narrow(1, window - (n - 1), n - 1)?.f_unsqueeze(1)?;
+            let newest = self
+                .recent
+                .f_narrow(1, window - (n - 1), n - 1)?
+                .f_unsqueeze(1)?;
             grams
                 .f_narrow(2, 0, n - 1)?
                 .f_eq_tensor(&newest)?
