@@ -117,6 +117,9 @@ impl Builder<'_> {
         };
         self.enter(&path)?;
         let mut defaults = loaded.defaults.clone();
+        if is_root {
+            defaults.splice(0..0, implicit_hydra_defaults(self.repo, &defaults));
+        }
         if !defaults.is_empty() || (is_root && !self.overrides.append_group_defaults.is_empty()) {
             validate_self(&root.node, &mut defaults)?;
         }
@@ -357,6 +360,29 @@ fn resolve_choice_interpolation(
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// Hydra's own groups that a config directory provides options for, each with the default Hydra's
+/// `hydra/config` gives it (`hydra/launcher: basic`), placed before the primary config's defaults
+/// as Hydra's `hydra/config` comes first. Only groups the repository holds (with that default
+/// option) and the primary config does not list itself, so `hydra/launcher=local` can select
+/// `conf/hydra/launcher/local.yaml`.
+fn implicit_hydra_defaults(repo: &ConfigRepo, primary: &[InputDefault]) -> Vec<InputDefault> {
+    const HYDRA_GROUPS: &[(&str, &str)] = &[("hydra/launcher", "basic")];
+    HYDRA_GROUPS
+        .iter()
+        .filter(|(group, option)| repo.config_exists(&format!("{group}/{option}")))
+        .filter(|(group, _)| {
+            !primary.iter().any(|d| {
+                !d.is_override()
+                    && matches!(d.kind, DefaultKind::Group { .. })
+                    && d.group_path() == *group
+            })
+        })
+        .map(|(group, option)| {
+            InputDefault::group(group, GroupValue::Name(Some(option.to_string())), None)
+        })
+        .collect()
 }
 
 fn validate_self(
