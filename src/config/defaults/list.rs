@@ -410,3 +410,43 @@ fn validate_self(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hydra_launcher_is_a_group_when_the_repository_has_its_options() {
+        let root = std::env::temp_dir().join(format!("llmprof-hl-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("hydra/launcher")).unwrap();
+        std::fs::write(root.join("config.yaml"), "a: 1\n").unwrap();
+        std::fs::write(root.join("hydra/launcher/basic.yaml"), "_target_: B\n").unwrap();
+        std::fs::write(root.join("hydra/launcher/local.yaml"), "_target_: L\n").unwrap();
+        let repo = ConfigRepo::new(&root);
+        let list = |overrides: &[&str]| {
+            let parsed = crate::loader::parse_overrides(
+                &overrides.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            )
+            .unwrap();
+            let mut ovr = Overrides::new(&repo, &parsed).unwrap();
+            create_defaults_list(&repo, "config", &mut ovr, false)
+                .map(|l| {
+                    l.iter()
+                        .map(|r| format!("{}@{}", r.config_path, r.package))
+                        .collect::<Vec<_>>()
+                })
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            list(&[]).unwrap(),
+            ["hydra/launcher/basic@hydra.launcher", "config@"]
+        );
+        assert_eq!(
+            list(&["hydra/launcher=local"]).unwrap(),
+            ["hydra/launcher/local@hydra.launcher", "config@"]
+        );
+        assert!(list(&["hydra/launcher=nope"]).is_err());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
