@@ -64,6 +64,18 @@ pub fn settle(seen: &Observed, reason: &str) {
     }
 }
 
+/// Marks a run whose process was cancelled before it could say so interrupted, unless its
+/// status.json already has a final state.
+pub fn settle_interrupted(seen: &Observed, reason: &str) {
+    let (Some(dir), Some(RunState::Running)) = (&seen.run_dir, seen.state()) else {
+        return;
+    };
+    let run = crate::run_dir::RunDir { path: dir.clone() };
+    if let Err(e) = run.finish(RunState::Interrupted, Some(reason.to_string())) {
+        tracing::warn!("could not mark {} interrupted: {e:#}", dir.display());
+    }
+}
+
 /// "NAME (GPU i)" from a run's env.json (`gpu.name`, `gpu_index` or `gpu.index`), if it ran on one.
 pub fn gpu_of(run_dir: &Path) -> Option<String> {
     let text = std::fs::read_to_string(run_dir.join(crate::report::artifacts::ENV_JSON)).ok()?;

@@ -10,7 +10,7 @@ pub mod submit;
 pub mod track;
 
 use super::conf::SlurmConf;
-use super::observe::{log_tail, observe, settle};
+use super::observe::{log_tail, observe, settle, settle_interrupted};
 use super::progress::Progress;
 use super::{Host, JobResult, JobState, Launcher, SweepPlan};
 use anyhow::{Context, Result};
@@ -139,6 +139,17 @@ impl Follower<'_> {
                             );
                         }
                         seen.result(num, JobState::Running, None)
+                    }
+                    // Our own scancel after a signal: interrupted, not a Slurm failure.
+                    Tracked::Done(JobState::Failed, Some(_))
+                        if cancelled_at.is_some()
+                            && task.as_ref().is_some_and(|t| {
+                                t.state == state::SlurmState::Ended("CANCELLED".into())
+                            }) =>
+                    {
+                        let reason = format!("cancelled (scancel {})", self.array);
+                        settle_interrupted(&seen, &reason);
+                        seen.result(num, JobState::Interrupted, Some(reason))
                     }
                     Tracked::Done(state, reason) => {
                         if let Some(r) = &reason {
