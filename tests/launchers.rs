@@ -88,7 +88,10 @@ fn the_launcher_is_a_hydra_group() {
         "{text}{}",
         stderr(&out)
     );
-    let out = run_in(&dir, &["--config-dir", &c, "--cfg", "hydra", "hydra/launcher=nope"]);
+    let out = run_in(
+        &dir,
+        &["--config-dir", &c, "--cfg", "hydra", "hydra/launcher=nope"],
+    );
     assert!(!out.status.success());
     assert!(stderr(&out).contains("hydra/launcher"), "{}", stderr(&out));
 }
@@ -98,7 +101,11 @@ fn slurm_without_sbatch_says_how_to_get_it_or_what_else_to_choose() {
     let dir = scratch("launcher-nosbatch");
     let c = conf();
     let out = Command::new(crate::support::llmprof())
-        .args(sweep_args(&c, "hydra.sweep.dir=sweep", &["hydra/launcher=slurm"]))
+        .args(sweep_args(
+            &c,
+            "hydra.sweep.dir=sweep",
+            &["hydra/launcher=slurm"],
+        ))
         .current_dir(&dir)
         .env("PATH", dir.join("no-such-bin"))
         .output()
@@ -191,10 +198,22 @@ fn resume_runs_again_only_the_jobs_that_did_not_succeed() {
         stderr(&bad)
     );
     let wrong = run_in(&dir, &["-m", "infer", "--resume", &s]);
-    assert!(stderr(&wrong).contains("ran `stage1`"), "{}", stderr(&wrong));
+    assert!(
+        stderr(&wrong).contains("ran `stage1`"),
+        "{}",
+        stderr(&wrong)
+    );
     let again = run_in(
         &dir,
-        &["--config-dir", &c, "-m", "stage1", "--resume", &s, "hydra/launcher=basic"],
+        &[
+            "--config-dir",
+            &c,
+            "-m",
+            "stage1",
+            "--resume",
+            &s,
+            "hydra/launcher=basic",
+        ],
     );
     assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
     // Job 0 was not run again; job 1 was (in-process with basic: its failure is in the summary).
@@ -205,7 +224,10 @@ fn resume_runs_again_only_the_jobs_that_did_not_succeed() {
         second.contains("| succeeded |") && second.contains("batch_size"),
         "{second}"
     );
-    assert_eq!(json(&sweep.join(".llmprof/sweep.json"))["launcher"], "basic");
+    assert_eq!(
+        json(&sweep.join(".llmprof/sweep.json"))["launcher"],
+        "basic"
+    );
 }
 
 /// Whether a Slurm cluster answers here.

@@ -94,10 +94,7 @@ pub enum Command {
     },
     /// One job of a sweep, as the local and Slurm launchers start it (internal).
     #[command(name = "__job", hide = true)]
-    Job {
-        sweep_dir: PathBuf,
-        num: usize,
-    },
+    Job { sweep_dir: PathBuf, num: usize },
     /// Numerical debugging entry points of the workload (compare against a reference).
     Debug {
         #[command(subcommand)]

@@ -41,7 +41,13 @@ pub fn run_one(
     if command == "stage2" && !spec.pipeline.nsys.enable && !spec.pipeline.ncu.enable {
         bail!("stage2 needs a profiler: add pipeline.nsys.enable=true and/or pipeline.ncu.enable=true");
     }
-    let dir = RunDir::create(wanted_dir, composed, &resolved, command, &origin.launched_by)?;
+    let dir = RunDir::create(
+        wanted_dir,
+        composed,
+        &resolved,
+        command,
+        &origin.launched_by,
+    )?;
     if let Some((sweep_dir, num)) = &origin.sweep_job {
         crate::launcher::plan::write_pointer(sweep_dir, *num, &dir.path)?;
     }

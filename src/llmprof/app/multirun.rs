@@ -9,9 +9,7 @@ use super::shutdown::{self, run_exit_code};
 use crate::config::{self, sweep, ComposeRequest, Composed};
 use crate::launcher::observe::{gpu_of, observe};
 use crate::launcher::plan::select_for_resume;
-use crate::launcher::{
-    Cancel, Host, JobResult, JobState, LauncherConf, PlannedJob, SweepPlan,
-};
+use crate::launcher::{Cancel, Host, JobResult, JobState, LauncherConf, PlannedJob, SweepPlan};
 use crate::run_dir::{create_fresh_dir, write_atomic, LaunchedBy, RunState};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -153,7 +151,12 @@ fn launcher_conf(master: &Composed) -> Result<LauncherConf> {
     // `hydra.sweep.subdir` refers to the job number: any job's will do to resolve the launcher.
     c.mark_multirun_job(0);
     let hydra = c.resolved_hydra()?;
-    LauncherConf::from_node(hydra.get_path("launcher").map(|n| n.to_serde_json()).as_ref())
+    LauncherConf::from_node(
+        hydra
+            .get_path("launcher")
+            .map(|n| n.to_serde_json())
+            .as_ref(),
+    )
 }
 
 pub fn run(command: &str, req: ComposeRequest, resume: Option<&Path>) -> Result<i32> {
@@ -212,7 +215,10 @@ pub fn run(command: &str, req: ComposeRequest, resume: Option<&Path>) -> Result<
     if shutdown::interrupted().is_some() {
         return Ok(run_exit_code(RunState::Interrupted));
     }
-    let failed = all.iter().filter(|r| r.state != JobState::Succeeded).count();
+    let failed = all
+        .iter()
+        .filter(|r| r.state != JobState::Succeeded)
+        .count();
     Ok(if failed == 0 { 0 } else { 1 })
 }
 

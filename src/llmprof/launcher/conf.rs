@@ -36,7 +36,7 @@ enum Kind {
 pub enum LauncherConf {
     Basic,
     Local(LocalConf),
-    Slurm(SlurmConf),
+    Slurm(Box<SlurmConf>),
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -162,7 +162,7 @@ impl LauncherConf {
                 if c.array_parallelism == 0 || c.poll_interval_s <= 0.0 {
                     bail!("hydra.launcher.array_parallelism and poll_interval_s must be positive");
                 }
-                LauncherConf::Slurm(c)
+                LauncherConf::Slurm(Box::new(c))
             }
         })
     }
@@ -180,7 +180,9 @@ impl LauncherConf {
         match self {
             LauncherConf::Basic => Box::new(super::basic::Basic),
             LauncherConf::Local(c) => Box::new(super::local::Local { conf: c.clone() }),
-            LauncherConf::Slurm(c) => Box::new(super::slurm::Slurm { conf: c.clone() }),
+            LauncherConf::Slurm(c) => Box::new(super::slurm::Slurm {
+                conf: (**c).clone(),
+            }),
         }
     }
 }

@@ -107,7 +107,10 @@ mod tests {
         assert_eq!(s, [Some("0".into()), Some("1".into()), Some("0".into())]);
         // No GPUs: CPU jobs, one unless set.
         assert_eq!(slots(&conf(None, None, 1), &[]).unwrap(), [None]);
-        assert_eq!(slots(&conf(Some(2), Some(&[]), 1), &two).unwrap(), [None, None]);
+        assert_eq!(
+            slots(&conf(Some(2), Some(&[]), 1), &two).unwrap(),
+            [None, None]
+        );
         let s = slots(&conf(None, Some(&["3"]), 1), &two).unwrap();
         assert_eq!(s, [Some("3".into())]);
     }

@@ -59,11 +59,16 @@ impl Launcher for Local {
                 interrupted_at.get_or_insert_with(Instant::now);
             }
             while interrupted_at.is_none() && !free.is_empty() && !queue.is_empty() {
-                let (slot, index) = (free.pop().expect("checked"), queue.pop_front().expect("checked"));
+                let (slot, index) = (
+                    free.pop().expect("checked"),
+                    queue.pop_front().expect("checked"),
+                );
                 let num = nums[index];
                 match spawn(&exe, plan, num, slots[slot].as_deref()) {
                     Ok(child) => {
-                        pids.lock().unwrap_or_else(|e| e.into_inner()).push(child.id());
+                        pids.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(child.id());
                         results[index].state = JobState::Running;
                         running.push(Running { index, slot, child });
                     }
@@ -79,8 +84,11 @@ impl Launcher for Local {
                     Ok(None) => still.push(r),
                     done => {
                         let num = nums[r.index];
-                        pids.lock().unwrap_or_else(|e| e.into_inner()).retain(|&p| p != r.child.id());
-                        results[r.index] = finished(plan, num, done.ok().flatten(), interrupted_at.is_some());
+                        pids.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .retain(|&p| p != r.child.id());
+                        results[r.index] =
+                            finished(plan, num, done.ok().flatten(), interrupted_at.is_some());
                         free.push(r.slot);
                     }
                 }
@@ -140,7 +148,11 @@ fn finished(
         return r;
     }
     if interrupted {
-        return seen.result(num, JobState::Interrupted, Some("stopped by a signal".into()));
+        return seen.result(
+            num,
+            JobState::Interrupted,
+            Some("stopped by a signal".into()),
+        );
     }
     let how = match status {
         Some(s) if s.code().is_some() => format!("exited with status {}", s.code().unwrap_or(1)),

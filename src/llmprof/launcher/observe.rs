@@ -54,7 +54,8 @@ pub fn observe(sweep_dir: &Path, num: usize) -> Observed {
 /// Marks a run that can no longer finish by itself (its process is gone) failed with `reason`,
 /// unless its status.json already says failed or succeeded.
 pub fn settle(seen: &Observed, reason: &str) {
-    let (Some(dir), Some(RunState::Running | RunState::Interrupted)) = (&seen.run_dir, seen.state())
+    let (Some(dir), Some(RunState::Running | RunState::Interrupted)) =
+        (&seen.run_dir, seen.state())
     else {
         return;
     };
@@ -107,7 +108,13 @@ pub fn log_tail(path: &Path) -> Option<String> {
     } else {
         at
     };
-    Some(lines[from..=at].iter().map(|l| l.trim()).collect::<Vec<_>>().join(" "))
+    Some(
+        lines[from..=at]
+            .iter()
+            .map(|l| l.trim())
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 #[cfg(test)]

@@ -110,7 +110,8 @@ pub fn write_pointer(sweep_dir: &Path, num: usize, run_dir: &Path) -> Result<()>
     let text = serde_json::to_string(&JobPointer { run_dir: abs }).expect("serialises");
     let path = pointer_path(sweep_dir, num);
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
     }
     crate::run_dir::write_atomic(&path, &text)
 }
@@ -189,7 +190,10 @@ mod tests {
         assert!(back.job(1).is_err());
         assert!(read_pointer(&dir, 0).is_none());
         write_pointer(&dir, 0, &dir).unwrap();
-        assert_eq!(read_pointer(&dir, 0).unwrap().run_dir, dir.canonicalize().unwrap());
+        assert_eq!(
+            read_pointer(&dir, 0).unwrap().run_dir,
+            dir.canonicalize().unwrap()
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -32,9 +32,11 @@ impl Progress {
     pub fn new(total: usize, launcher: &'static str) -> Self {
         let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
         bar.set_style(
-            ProgressStyle::with_template("{spinner} sweep ({prefix}) [{bar:30}] {pos}/{len} done · {msg}")
-                .expect("static template is valid")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{spinner} sweep ({prefix}) [{bar:30}] {pos}/{len} done · {msg}",
+            )
+            .expect("static template is valid")
+            .progress_chars("=> "),
         );
         bar.set_prefix(launcher);
         Progress {

@@ -50,8 +50,11 @@ impl Launcher for Slurm {
         let path = slurm_dir.join(format!("array-{attempt}.sbatch"));
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
         let array = submit::sbatch(&path)?;
-        std::fs::write(slurm_dir.join(format!("array-{attempt}.id")), format!("{array}\n"))
-            .with_context(|| format!("writing the job id into {}", slurm_dir.display()))?;
+        std::fs::write(
+            slurm_dir.join(format!("array-{attempt}.id")),
+            format!("{array}\n"),
+        )
+        .with_context(|| format!("writing the job id into {}", slurm_dir.display()))?;
         tracing::info!(array = %array, script = %path.display(), "submitted the sweep's job array");
         {
             let array = array.clone();

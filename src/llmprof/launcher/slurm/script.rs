@@ -74,7 +74,10 @@ pub fn render(input: &ScriptInput) -> String {
             input.sweep_dir.display()
         ),
         format!("#SBATCH --job-name={}", c.name),
-        format!("#SBATCH --array={}", array_spec(input.nums, c.array_parallelism)),
+        format!(
+            "#SBATCH --array={}",
+            array_spec(input.nums, c.array_parallelism)
+        ),
         format!("#SBATCH --output={}/%A_%a.out", logs.display()),
         format!("#SBATCH --error={}/%A_%a.err", logs.display()),
         format!("#SBATCH --chdir={}", input.cwd.display()),
@@ -99,7 +102,11 @@ pub fn render(input: &ScriptInput) -> String {
             lines.push(format!("#SBATCH --{key}={v}"));
         }
     }
-    lines.extend(c.additional_parameters.iter().filter_map(|(k, v)| flag(k, v)));
+    lines.extend(
+        c.additional_parameters
+            .iter()
+            .filter_map(|(k, v)| flag(k, v)),
+    );
     lines.push(String::new());
     if !c.setup.is_empty() {
         lines.push("# setup (hydra.launcher.setup)".into());
@@ -121,12 +128,13 @@ mod tests {
     use crate::launcher::conf::LauncherConf;
 
     fn conf(extra: serde_json::Value) -> SlurmConf {
-        let mut v = serde_json::json!({"_target_": "llmprof.launcher.SlurmLauncher", "name": "stage1"});
+        let mut v =
+            serde_json::json!({"_target_": "llmprof.launcher.SlurmLauncher", "name": "stage1"});
         v.as_object_mut()
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
         match LauncherConf::from_node(Some(&v)).unwrap() {
-            LauncherConf::Slurm(c) => c,
+            LauncherConf::Slurm(c) => *c,
             other => panic!("{other:?}"),
         }
     }

@@ -19,7 +19,11 @@ pub enum SlurmState {
 impl SlurmState {
     pub fn parse(text: &str) -> Self {
         // scontrol may write "CANCELLED by 0"; squeue may abbreviate nothing with %T.
-        let word = text.split_whitespace().next().unwrap_or("").to_ascii_uppercase();
+        let word = text
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_ascii_uppercase();
         match word.as_str() {
             "PENDING" | "PD" => SlurmState::Pending,
             "COMPLETED" | "CD" => SlurmState::Completed,
@@ -198,7 +202,10 @@ slurm_load_jobs error: Invalid job id specified
         assert!(t[3].state.explain().unwrap().contains("time limit"));
         assert!(t[4].state.explain().unwrap().contains("cancelled"));
         assert!(t[5].state.explain().unwrap().contains("memory"));
-        assert_eq!(SlurmState::parse("CANCELLED by 0"), SlurmState::Ended("CANCELLED".into()));
+        assert_eq!(
+            SlurmState::parse("CANCELLED by 0"),
+            SlurmState::Ended("CANCELLED".into())
+        );
         assert_eq!(SlurmState::parse("CD"), SlurmState::Completed);
         assert_eq!(SlurmState::Completed.explain(), None);
     }

@@ -85,9 +85,18 @@ mod tests {
     fn the_run_directory_decides_when_it_is_final() {
         use RunState::*;
         let running = task("RUNNING", "None");
-        assert_eq!(classify(Some(Succeeded), Some(&running)), Tracked::Done(JobState::Succeeded, None));
-        assert_eq!(classify(Some(Failed), None), Tracked::Done(JobState::Failed, None));
-        assert_eq!(classify(Some(Interrupted), None), Tracked::Done(JobState::Interrupted, None));
+        assert_eq!(
+            classify(Some(Succeeded), Some(&running)),
+            Tracked::Done(JobState::Succeeded, None)
+        );
+        assert_eq!(
+            classify(Some(Failed), None),
+            Tracked::Done(JobState::Failed, None)
+        );
+        assert_eq!(
+            classify(Some(Interrupted), None),
+            Tracked::Done(JobState::Interrupted, None)
+        );
         assert_eq!(
             classify(Some(Interrupted), Some(&task("CANCELLED by 0", "None"))),
             Tracked::Done(JobState::Interrupted, None)
@@ -109,20 +118,36 @@ mod tests {
             panic!()
         };
         assert!(r.starts_with("Slurm: OUT_OF_MEMORY (OutOfMemory)"), "{r}");
-        let Tracked::Done(JobState::Failed, Some(r)) = classify(None, Some(&task("NODE_FAIL", "NodeDown")))
+        let Tracked::Done(JobState::Failed, Some(r)) =
+            classify(None, Some(&task("NODE_FAIL", "NodeDown")))
         else {
             panic!()
         };
-        assert!(r.contains("node failed") && r.contains("never created its run directory"), "{r}");
+        assert!(
+            r.contains("node failed") && r.contains("never created its run directory"),
+            "{r}"
+        );
     }
 
     #[test]
     fn live_and_unsettled_states() {
         use RunState::*;
-        assert_eq!(classify(None, Some(&task("PENDING", "Priority"))), Tracked::Pending);
-        assert_eq!(classify(Some(Running), Some(&task("COMPLETING", "None"))), Tracked::Running);
-        assert_eq!(classify(None, Some(&task("RUNNING", "None"))), Tracked::Running);
-        assert_eq!(classify(Some(Running), Some(&task("COMPLETED", "None"))), Tracked::Unsettled);
+        assert_eq!(
+            classify(None, Some(&task("PENDING", "Priority"))),
+            Tracked::Pending
+        );
+        assert_eq!(
+            classify(Some(Running), Some(&task("COMPLETING", "None"))),
+            Tracked::Running
+        );
+        assert_eq!(
+            classify(None, Some(&task("RUNNING", "None"))),
+            Tracked::Running
+        );
+        assert_eq!(
+            classify(Some(Running), Some(&task("COMPLETED", "None"))),
+            Tracked::Unsettled
+        );
         assert_eq!(classify(None, None), Tracked::Unsettled);
     }
 }
