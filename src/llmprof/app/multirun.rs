@@ -73,10 +73,11 @@ fn rows(plan: &SweepPlan, results: &[JobResult], running_status: &str) -> Vec<Jo
                 (JobState::Running, _) => running_status.into(),
                 (JobState::Pending, _) => "not started".into(),
             },
+            // Relative to where llmprof was started when inside it, as the sweep dir was given.
             dir: r
                 .run_dir
                 .as_ref()
-                .map(|d| d.display().to_string())
+                .map(|d| d.strip_prefix(&plan.cwd).unwrap_or(d).display().to_string())
                 .unwrap_or_default(),
             gpu: r.gpu.clone().unwrap_or_default(),
         })
