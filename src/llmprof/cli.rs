@@ -47,6 +47,10 @@ pub struct HydraFlags {
     /// Run once per combination of the sweep overrides (a=1,2 b=range(3)).
     #[arg(short = 'm', long, global = true)]
     pub multirun: bool,
+    /// With -m: run again, in the sweep directory SWEEP_DIR, only the jobs that did not succeed
+    /// (the launcher may be changed with hydra/launcher=…; docs/launchers.md).
+    #[arg(long, global = true, value_name = "SWEEP_DIR")]
+    pub resume: Option<PathBuf>,
     /// Print help, with the config groups and their options.
     #[arg(short = 'h', long, global = true)]
     pub help: bool,
@@ -88,6 +92,9 @@ pub enum Command {
         #[command(subcommand)]
         tool: AnalyzeTool,
     },
+    /// One job of a sweep, as the local and Slurm launchers start it (internal).
+    #[command(name = "__job", hide = true)]
+    Job { sweep_dir: PathBuf, num: usize },
     /// Numerical debugging entry points of the workload (compare against a reference).
     Debug {
         #[command(subcommand)]
@@ -167,6 +174,7 @@ impl Command {
             Command::Infer { .. } => "infer",
             Command::Analyze { .. } => "analyze",
             Command::Debug { .. } => "debug",
+            Command::Job { .. } => "__job",
         }
     }
 }

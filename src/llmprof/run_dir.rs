@@ -29,6 +29,19 @@ pub struct Status {
     pub finished_at: Option<String>,
     pub error: Option<String>,
     pub llmprof_version: String,
+    /// The launcher of a sweep job (basic, local, slurm); absent for a single run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<String>,
+    /// A Slurm array task's id, `<array job id>_<task id>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_job_id: Option<String>,
+}
+
+/// Who started a run, for status.json (all None for a single run).
+#[derive(Debug, Clone, Default)]
+pub struct LaunchedBy {
+    pub launcher: Option<String>,
+    pub slurm_job_id: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -44,6 +57,7 @@ impl RunDir {
         composed: &Composed,
         resolved_job: &Node,
         command: &str,
+        launched_by: &LaunchedBy,
     ) -> Result<Self> {
         let path = create_fresh_dir(wanted, "hydra.run.dir")?;
         let dir = RunDir { path };
@@ -68,6 +82,8 @@ impl RunDir {
             finished_at: None,
             error: None,
             llmprof_version: crate::VERSION.to_string(),
+            launcher: launched_by.launcher.clone(),
+            slurm_job_id: launched_by.slurm_job_id.clone(),
         })?;
         Ok(dir)
     }

@@ -117,6 +117,9 @@ impl Builder<'_> {
         };
         self.enter(&path)?;
         let mut defaults = loaded.defaults.clone();
+        if is_root {
+            defaults.splice(0..0, implicit_hydra_defaults(self.repo, &defaults));
+        }
         if !defaults.is_empty() || (is_root && !self.overrides.append_group_defaults.is_empty()) {
             validate_self(&root.node, &mut defaults)?;
         }
@@ -359,6 +362,29 @@ fn resolve_choice_interpolation(
     Ok(out)
 }
 
+/// Hydra's own groups that a config directory provides options for, each with the default Hydra's
+/// `hydra/config` gives it (`hydra/launcher: basic`), placed before the primary config's defaults
+/// as Hydra's `hydra/config` comes first. Only groups the repository holds (with that default
+/// option) and the primary config does not list itself, so `hydra/launcher=local` can select
+/// `conf/hydra/launcher/local.yaml`.
+fn implicit_hydra_defaults(repo: &ConfigRepo, primary: &[InputDefault]) -> Vec<InputDefault> {
+    const HYDRA_GROUPS: &[(&str, &str)] = &[("hydra/launcher", "basic")];
+    HYDRA_GROUPS
+        .iter()
+        .filter(|(group, option)| repo.config_exists(&format!("{group}/{option}")))
+        .filter(|(group, _)| {
+            !primary.iter().any(|d| {
+                !d.is_override()
+                    && matches!(d.kind, DefaultKind::Group { .. })
+                    && d.group_path() == *group
+            })
+        })
+        .map(|(group, option)| {
+            InputDefault::group(group, GroupValue::Name(Some(option.to_string())), None)
+        })
+        .collect()
+}
+
 fn validate_self(
     containing: &InputDefault,
     defaults: &mut Vec<InputDefault>,
@@ -383,4 +409,44 @@ fn validate_self(
         defaults.push(InputDefault::config("_self_", None));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hydra_launcher_is_a_group_when_the_repository_has_its_options() {
+        let root = std::env::temp_dir().join(format!("llmprof-hl-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("hydra/launcher")).unwrap();
+        std::fs::write(root.join("config.yaml"), "a: 1\n").unwrap();
+        std::fs::write(root.join("hydra/launcher/basic.yaml"), "_target_: B\n").unwrap();
+        std::fs::write(root.join("hydra/launcher/local.yaml"), "_target_: L\n").unwrap();
+        let repo = ConfigRepo::new(&root);
+        let list = |overrides: &[&str]| {
+            let parsed = crate::loader::parse_overrides(
+                &overrides.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            )
+            .unwrap();
+            let mut ovr = Overrides::new(&repo, &parsed).unwrap();
+            create_defaults_list(&repo, "config", &mut ovr, false)
+                .map(|l| {
+                    l.iter()
+                        .map(|r| format!("{}@{}", r.config_path, r.package))
+                        .collect::<Vec<_>>()
+                })
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            list(&[]).unwrap(),
+            ["hydra/launcher/basic@hydra.launcher", "config@"]
+        );
+        assert_eq!(
+            list(&["hydra/launcher=local"]).unwrap(),
+            ["hydra/launcher/local@hydra.launcher", "config@"]
+        );
+        assert!(list(&["hydra/launcher=nope"]).is_err());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

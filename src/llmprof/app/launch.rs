@@ -4,7 +4,7 @@
 use super::child;
 use super::shutdown::{self, run_exit_code, Interrupted};
 use crate::config::{self, ComposeRequest, Composed};
-use crate::run_dir::{RunDir, RunState};
+use crate::run_dir::{LaunchedBy, RunDir, RunState};
 use crate::spec::RunSpec;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -12,8 +12,17 @@ use std::path::{Path, PathBuf};
 pub fn run(command: &str, req: ComposeRequest) -> Result<i32> {
     let composed = config::compose(&req)?;
     let dir = composed.hydra_dir("run.dir")?;
-    let outcome = run_one(command, &req, &composed, &dir)?;
+    let outcome = run_one(command, &req, &composed, &dir, &JobOrigin::default())?;
     Ok(run_exit_code(outcome.1))
+}
+
+/// Where a run belongs when it is a sweep's job: recorded in its status.json, and its directory
+/// recorded in the sweep (`launcher::plan::write_pointer`) as soon as it exists.
+#[derive(Debug, Clone, Default)]
+pub struct JobOrigin {
+    pub launched_by: LaunchedBy,
+    /// The sweep directory and the job's number.
+    pub sweep_job: Option<(PathBuf, usize)>,
 }
 
 /// One run: returns its directory and final state.
@@ -22,6 +31,7 @@ pub fn run_one(
     req: &ComposeRequest,
     composed: &Composed,
     wanted_dir: &Path,
+    origin: &JobOrigin,
 ) -> Result<(PathBuf, RunState)> {
     let mut resolved = composed.resolved_job()?;
     let cwd = std::env::current_dir().context("reading the current directory")?;
@@ -31,7 +41,16 @@ pub fn run_one(
     if command == "stage2" && !spec.pipeline.nsys.enable && !spec.pipeline.ncu.enable {
         bail!("stage2 needs a profiler: add pipeline.nsys.enable=true and/or pipeline.ncu.enable=true");
     }
-    let dir = RunDir::create(wanted_dir, composed, &resolved, command)?;
+    let dir = RunDir::create(
+        wanted_dir,
+        composed,
+        &resolved,
+        command,
+        &origin.launched_by,
+    )?;
+    if let Some((sweep_dir, num)) = &origin.sweep_job {
+        crate::launcher::plan::write_pointer(sweep_dir, *num, &dir.path)?;
+    }
     crate::logging::log_to_file(&dir.path.join(crate::run_dir::LOG_FILE))
         .with_context(|| format!("opening the log in {}", dir.path.display()))?;
     shutdown::set_run(Some(dir.path.clone()));

@@ -1,6 +1,7 @@
 //! Dispatch: compose the config, then print it (`--cfg`), run a stage, or analyse files.
 //! The only place that decides what a command means.
 pub mod child;
+mod job_entry;
 pub mod launch;
 mod multirun;
 pub mod nsight_stage;
@@ -59,13 +60,14 @@ pub fn run(cli: Cli) -> Result<i32> {
         | Some(Command::Stage2 { .. })
         | Some(Command::Infer { .. }) => {
             shutdown::install()?;
-            if request.multirun {
-                multirun::run(command_name, request)
+            if request.multirun || flags.resume.is_some() {
+                multirun::run(command_name, request, flags.resume.as_deref())
             } else {
                 launch::run(command_name, request)
             }
         }
         Some(Command::Debug { .. }) => forward_to_worker(),
+        Some(Command::Job { sweep_dir, num }) => job_entry::run(&sweep_dir, num),
         Some(Command::Analyze { tool }) => {
             let json = matches!(flags.format, Some(crate::cli::Format::Json));
             let text = match tool {

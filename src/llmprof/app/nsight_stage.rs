@@ -302,7 +302,7 @@ impl<'a> Stage2<'a> {
         let c = &self.spec.pipeline.ncu;
         let names = top_k_names(hot, c.top_k as usize);
         if names.is_empty() {
-            let gpu = crate::measure::nvml::query_gpu(0)
+            let gpu = crate::measure::nvml::query_gpu(crate::measure::nvml::nvml_index_for_cuda(0))
                 .map(|g| g.name)
                 .map_err(|e| e.to_string());
             bail!(

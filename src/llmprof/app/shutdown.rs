@@ -21,11 +21,20 @@ static RECEIVED: AtomicI32 = AtomicI32::new(0);
 /// Writes a sweep's summary.md, given the state to record for the job that was running.
 pub type SummaryWriter = Box<dyn Fn(&str) + Send>;
 
+/// Stops a sweep's launched jobs (forwards the signal to local jobs, cancels a Slurm array).
+pub type SweepCancel = Box<dyn Fn(i32) + Send>;
+
+/// How long the main thread may take to finish a sweep after its jobs were cancelled (Slurm
+/// jobs take a while to leave the queue); a second signal ends it at once.
+pub const SWEEP_GRACE: Duration = Duration::from_secs(90);
+
 /// What is running now, for the signal thread.
 #[derive(Default)]
 struct Progress {
     run: Option<PathBuf>,
     child: Option<u32>,
+    /// Called once on the first signal when a launcher runs the sweep's jobs elsewhere.
+    sweep_cancel: Option<SweepCancel>,
     /// Called to write a sweep's summary when the signal thread has to finish alone.
     sweep_summary: Option<SummaryWriter>,
 }
@@ -100,6 +109,11 @@ pub fn set_sweep_summary(write: Option<SummaryWriter>) {
     with_progress(|p| p.sweep_summary = write);
 }
 
+/// How to stop the jobs a launcher started (None when there is nothing to cancel).
+pub fn set_sweep_cancel(cancel: Option<SweepCancel>) {
+    with_progress(|p| p.sweep_cancel = cancel);
+}
+
 /// Marks `run` interrupted unless it already has a final state (a run is marked once).
 pub fn mark_interrupted(run: &RunDir, sig: i32) {
     let already_final = run
@@ -138,7 +152,18 @@ fn on_signal(sig: i32) {
                 finish_and_exit(sig);
             });
         }
-        // No child, or a second signal: finish now.
+        (true, None) => match with_progress(|p| p.sweep_cancel.take()) {
+            // A launcher's jobs: cancel them; the main thread then writes the summary and exits.
+            Some(cancel) => {
+                cancel(sig);
+                std::thread::spawn(move || {
+                    std::thread::sleep(SWEEP_GRACE);
+                    finish_and_exit(sig);
+                });
+            }
+            None => finish_and_exit(sig),
+        },
+        // A second signal: finish now.
         _ => finish_and_exit(sig),
     }
 }

@@ -328,6 +328,38 @@ impl NvmlTrace {
     }
 }
 
+/// The NVML index of this process's CUDA device `cuda`: CUDA numbers only the GPUs that
+/// `CUDA_VISIBLE_DEVICES` lists (a launcher pins each job to one), NVML every GPU of the machine.
+pub fn nvml_index_for_cuda(cuda: u32) -> u32 {
+    let Ok(visible) = std::env::var("CUDA_VISIBLE_DEVICES") else {
+        return cuda;
+    };
+    match visible_entry(&visible, cuda) {
+        Some(VisibleGpu::Index(i)) => i,
+        Some(VisibleGpu::Uuid(uuid)) => Nvml::init()
+            .ok()
+            .and_then(|n| n.device_by_uuid(uuid.as_str()).and_then(|d| d.index()).ok())
+            .unwrap_or(cuda),
+        None => cuda,
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum VisibleGpu {
+    Index(u32),
+    Uuid(String),
+}
+
+/// Entry `cuda` of a `CUDA_VISIBLE_DEVICES` value (an index or a `GPU-…` UUID).
+fn visible_entry(visible: &str, cuda: u32) -> Option<VisibleGpu> {
+    let entry = visible.split(',').map(str::trim).nth(cuda as usize)?;
+    match entry.parse::<u32>() {
+        Ok(i) => Some(VisibleGpu::Index(i)),
+        Err(_) if entry.starts_with("GPU-") => Some(VisibleGpu::Uuid(entry.to_string())),
+        Err(_) => None,
+    }
+}
+
 /// Queries device `index`'s properties through NVML (no SM count: NVML has none).
 pub fn query_gpu(index: u32) -> Result<GpuProps, NvmlUnavailable> {
     let unavailable = |reason: String| NvmlUnavailable { reason };
@@ -360,6 +392,18 @@ pub fn query_gpu(index: u32) -> Result<GpuProps, NvmlUnavailable> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn visible_devices_map_cuda_ordinals_to_machine_indices() {
+        assert_eq!(visible_entry("1", 0), Some(VisibleGpu::Index(1)));
+        assert_eq!(visible_entry("3, 2", 1), Some(VisibleGpu::Index(2)));
+        assert_eq!(
+            visible_entry("GPU-1f2e", 0),
+            Some(VisibleGpu::Uuid("GPU-1f2e".into()))
+        );
+        assert_eq!(visible_entry("0", 1), None);
+        assert_eq!(visible_entry("MIG-abc", 0), None);
+    }
 
     fn sample(unix_ns: u64, power_mw: u32, energy_mj: u64, sm: u32) -> NvmlSample {
         NvmlSample {

@@ -10,7 +10,7 @@ use crate::models::{with_model, ModelJob};
 use anyhow::{Context, Result};
 use llmprof::measure::gpu::GpuProps;
 use llmprof::measure::memory::{AllocatorPeaks, RegionPeak, StagePeaks};
-use llmprof::measure::nvml::{query_gpu, unix_ns, NvmlSampler};
+use llmprof::measure::nvml::{nvml_index_for_cuda, query_gpu, unix_ns, NvmlSampler};
 use llmprof::model::{GenerateConfig, Model};
 use llmprof::region::{Region, RegionGuard, RegionObserver, DECODE, DECODE_STEP, PREFILL};
 use llmprof::report::artifacts::{self, Stage1Files};
@@ -127,7 +127,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
     }
     let sampler = spec.pipeline.nvml.enable.then(|| {
         NvmlSampler::start(
-            cuda.unwrap_or(0) as u32,
+            nvml_index_for_cuda(cuda.unwrap_or(0) as u32),
             std::time::Duration::from_millis(spec.pipeline.nvml.interval_ms as u64),
         )
     });
@@ -272,7 +272,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
 /// NVML's properties of the run's GPU with the SM count from the CUDA runtime, or why not.
 fn gpu_props(cuda: Option<usize>) -> Result<GpuProps, String> {
     let index = cuda.ok_or("no GPU")?;
-    let mut props = query_gpu(index as u32).map_err(|u| u.reason)?;
+    let mut props = query_gpu(nvml_index_for_cuda(index as u32)).map_err(|u| u.reason)?;
     props.sm_count = ffi::cuda_sm_count(index as i32).ok();
     props.cuda_clock_rate_mhz = ffi::cuda_clock_rate_mhz(index as i32).ok();
     Ok(props)
