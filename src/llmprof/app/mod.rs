@@ -1,6 +1,7 @@
 //! Dispatch: compose the config, then print it (`--cfg`), run a stage, or analyse files.
 //! The only place that decides what a command means.
 pub mod child;
+mod compare_cmd;
 pub mod launch;
 mod multirun;
 pub mod nsight_stage;
@@ -66,6 +67,18 @@ pub fn run(cli: Cli) -> Result<i32> {
             }
         }
         Some(Command::Debug { .. }) => forward_to_worker(),
+        Some(Command::Compare {
+            a,
+            b,
+            threshold,
+            metrics,
+        }) => compare_cmd::run(compare_cmd::Args {
+            a: &a,
+            b: &b,
+            threshold,
+            metrics: &metrics,
+            format: flags.format,
+        }),
         Some(Command::Analyze { tool }) => {
             let json = matches!(flags.format, Some(crate::cli::Format::Json));
             let text = match tool {
