@@ -42,21 +42,23 @@ fn by_short_name(rows: &[KernelRow]) -> BTreeMap<String, (f64, u64)> {
 
 /// The `top` kernels with the largest absolute change of total time.
 pub fn diff(a: Option<&[KernelRow]>, b: Option<&[KernelRow]>, top: usize) -> KernelDiff {
-    let (a, b) = match (a, b) {
-        (Some(a), Some(b)) if !a.is_empty() || !b.is_empty() => (a, b),
-        (None, _) | (_, None) => {
-            return KernelDiff {
-                note: Some("no kernel diff: a run has no kernels.json".into()),
-                ..KernelDiff::default()
+    let (a, b) =
+        match (a, b) {
+            (Some(a), Some(b)) if !a.is_empty() || !b.is_empty() => (a, b),
+            (None, _) | (_, None) => {
+                return KernelDiff {
+                    note: Some("no kernel diff: a run has no kernels.json".into()),
+                    ..KernelDiff::default()
+                }
             }
-        }
-        _ => {
-            return KernelDiff {
-                note: Some("no kernel diff: neither run recorded GPU kernels (CPU runs, or Kineto off)".into()),
+            _ => return KernelDiff {
+                note: Some(
+                    "no kernel diff: neither run recorded GPU kernels (CPU runs, or Kineto off)"
+                        .into(),
+                ),
                 ..KernelDiff::default()
-            }
-        }
-    };
+            },
+        };
     let (ka, kb) = (by_short_name(a), by_short_name(b));
     let mut names: Vec<&String> = ka.keys().chain(kb.keys()).collect();
     names.sort();
@@ -77,7 +79,12 @@ pub fn diff(a: Option<&[KernelRow]>, b: Option<&[KernelRow]>, top: usize) -> Ker
             }
         })
         .collect();
-    rows.sort_by(|x, y| y.delta_ms.abs().total_cmp(&x.delta_ms.abs()).then_with(|| x.name.cmp(&y.name)));
+    rows.sort_by(|x, y| {
+        y.delta_ms
+            .abs()
+            .total_cmp(&x.delta_ms.abs())
+            .then_with(|| x.name.cmp(&y.name))
+    });
     rows.truncate(top);
     KernelDiff {
         a_total_ms: ka.values().map(|v| v.0).sum(),
@@ -133,7 +140,13 @@ mod tests {
 
     #[test]
     fn missing_or_empty_tables_give_a_note() {
-        assert!(diff(None, Some(&[]), 5).note.unwrap().contains("no kernels.json"));
-        assert!(diff(Some(&[]), Some(&[]), 5).note.unwrap().contains("neither run"));
+        assert!(diff(None, Some(&[]), 5)
+            .note
+            .unwrap()
+            .contains("no kernels.json"));
+        assert!(diff(Some(&[]), Some(&[]), 5)
+            .note
+            .unwrap()
+            .contains("neither run"));
     }
 }

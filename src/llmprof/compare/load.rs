@@ -63,7 +63,10 @@ fn load_sweep(root: &Path) -> Result<Input, BadInput> {
         .collect();
     // Job folders are numbered (hydra.sweep.subdir = job number): 2 before 10.
     dirs.sort_by_key(|p| {
-        let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
         (name.parse::<u64>().unwrap_or(u64::MAX), name)
     });
     if dirs.is_empty() {
@@ -73,7 +76,10 @@ fn load_sweep(root: &Path) -> Result<Input, BadInput> {
             "pass the sweep directory that `llmprof -m` printed, after its jobs ran",
         ));
     }
-    let jobs = dirs.iter().map(|d| load_run(d)).collect::<Result<Vec<_>, _>>()?;
+    let jobs = dirs
+        .iter()
+        .map(|d| load_run(d))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Input::Sweep {
         root: root.to_path_buf(),
         jobs,
@@ -94,7 +100,10 @@ pub fn load_run(dir: &Path) -> Result<Run, BadInput> {
     if status.command != "stage1" {
         return Err(BadInput::new(
             dir,
-            format!("a `{}` run; compare reads the metrics.json of stage1 runs", status.command),
+            format!(
+                "a `{}` run; compare reads the metrics.json of stage1 runs",
+                status.command
+            ),
             "pass the directories of `llmprof stage1` runs",
         ));
     }
@@ -109,21 +118,41 @@ pub fn load_run(dir: &Path) -> Result<Run, BadInput> {
 fn read_status(dir: &Path) -> Result<Status, BadInput> {
     let p = dir.join(STATUS_FILE);
     let text = std::fs::read_to_string(&p).map_err(|e| {
-        BadInput::new(&p, format!("cannot read: {e}"), "pass a complete llmprof run directory")
+        BadInput::new(
+            &p,
+            format!("cannot read: {e}"),
+            "pass a complete llmprof run directory",
+        )
     })?;
     serde_json::from_str(&text).map_err(|e| {
-        BadInput::new(&p, format!("not a status.json llmprof wrote: {e}"), "pass an llmprof run directory whose files are intact")
+        BadInput::new(
+            &p,
+            format!("not a status.json llmprof wrote: {e}"),
+            "pass an llmprof run directory whose files are intact",
+        )
     })
 }
 
 fn read_metrics(dir: &Path) -> Result<RunReport, BadInput> {
     let p = dir.join(METRICS_JSON);
     let text = std::fs::read_to_string(&p).map_err(|e| {
-        BadInput::new(&p, format!("cannot read: {e}"), "a stage1 run that succeeded writes it: rerun the run")
+        BadInput::new(
+            &p,
+            format!("cannot read: {e}"),
+            "a stage1 run that succeeded writes it: rerun the run",
+        )
     })?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| BadInput::new(&p, format!("not valid JSON: {e}"), "rerun the run (the file is damaged)"))?;
-    let schema = value.get("schema").and_then(|s| s.as_str()).unwrap_or("(none)");
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        BadInput::new(
+            &p,
+            format!("not valid JSON: {e}"),
+            "rerun the run (the file is damaged)",
+        )
+    })?;
+    let schema = value
+        .get("schema")
+        .and_then(|s| s.as_str())
+        .unwrap_or("(none)");
     if schema != SCHEMA {
         return Err(BadInput::new(
             &p,
@@ -134,7 +163,11 @@ fn read_metrics(dir: &Path) -> Result<RunReport, BadInput> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         BadInput::new(
             &p,
-            format!("does not match schema {SCHEMA} at `{}`: {}", e.path(), e.inner()),
+            format!(
+                "does not match schema {SCHEMA} at `{}`: {}",
+                e.path(),
+                e.inner()
+            ),
             "rerun the run with this llmprof (the file was edited or written by another build)",
         )
     })
@@ -145,10 +178,19 @@ fn read_kernels(dir: &Path) -> Result<Option<Vec<KernelRow>>, BadInput> {
     if !p.exists() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(&p)
-        .map_err(|e| BadInput::new(&p, format!("cannot read: {e}"), "check its permissions, or delete it to compare without kernels"))?;
+    let text = std::fs::read_to_string(&p).map_err(|e| {
+        BadInput::new(
+            &p,
+            format!("cannot read: {e}"),
+            "check its permissions, or delete it to compare without kernels",
+        )
+    })?;
     serde_json::from_str(&text).map(Some).map_err(|e| {
-        BadInput::new(&p, format!("not a kernel table llmprof wrote: {e}"), "rerun the run, or delete the file to compare without kernels")
+        BadInput::new(
+            &p,
+            format!("not a kernel table llmprof wrote: {e}"),
+            "rerun the run, or delete the file to compare without kernels",
+        )
     })
 }
 
@@ -160,7 +202,11 @@ fn read_overrides(dir: &Path) -> Result<Vec<String>, BadInput> {
     let text = std::fs::read_to_string(&p)
         .map_err(|e| BadInput::new(&p, format!("cannot read: {e}"), "check its permissions"))?;
     let list: Option<Vec<String>> = serde_yaml::from_str(&text).map_err(|e| {
-        BadInput::new(&p, format!("not a list of overrides: {e}"), "restore the file Hydra wrote (a YAML list of strings)")
+        BadInput::new(
+            &p,
+            format!("not a list of overrides: {e}"),
+            "restore the file Hydra wrote (a YAML list of strings)",
+        )
     })?;
     Ok(list.unwrap_or_default())
 }

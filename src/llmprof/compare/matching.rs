@@ -36,14 +36,21 @@ pub fn pairs<'a>(
             if pairs.is_empty() {
                 return Err(BadInput::new(
                     b,
-                    format!("no job of this sweep matches a job of {} by its sweep overrides", a.display()),
+                    format!(
+                        "no job of this sweep matches a job of {} by its sweep overrides",
+                        a.display()
+                    ),
                     "compare two sweeps over the same axes (the same -m overrides)",
                 ));
             }
             Ok((pairs, unmatched))
         }
         (Input::Sweep { .. }, Input::Single(_)) | (Input::Single(_), Input::Sweep { .. }) => {
-            let (sweep, single) = if matches!(left, Input::Sweep { .. }) { (a, b) } else { (b, a) };
+            let (sweep, single) = if matches!(left, Input::Sweep { .. }) {
+                (a, b)
+            } else {
+                (b, a)
+            };
             Err(BadInput::new(
                 sweep,
                 format!("a multirun root, but {} is a single run", single.display()),
@@ -147,7 +154,13 @@ mod tests {
         let (pairs, unmatched) = match_jobs(&a, &b);
         let got: Vec<(&str, &str, &str)> = pairs
             .iter()
-            .map(|p| (p.label.as_str(), p.a.dir.to_str().unwrap(), p.b.dir.to_str().unwrap()))
+            .map(|p| {
+                (
+                    p.label.as_str(),
+                    p.a.dir.to_str().unwrap(),
+                    p.b.dir.to_str().unwrap(),
+                )
+            })
             .collect();
         assert_eq!(
             got,
@@ -157,7 +170,10 @@ mod tests {
             ]
         );
         assert_eq!(unmatched.len(), 1);
-        assert!(unmatched[0].contains("only in A: runtime.batch_size=32"), "{unmatched:?}");
+        assert!(
+            unmatched[0].contains("only in A: runtime.batch_size=32"),
+            "{unmatched:?}"
+        );
     }
 
     #[test]

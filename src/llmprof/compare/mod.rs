@@ -123,7 +123,11 @@ pub fn compare(a: &Path, b: &Path, opts: &Options) -> Result<Comparison, BadInpu
             b: p.b.dir.clone(),
             setup_mismatch: setup::mismatches(&p.a.report, &p.b.report),
             metrics: rows,
-            kernels: kernels::diff(p.a.kernels.as_deref(), p.b.kernels.as_deref(), opts.top_kernels),
+            kernels: kernels::diff(
+                p.a.kernels.as_deref(),
+                p.b.kernels.as_deref(),
+                opts.top_kernels,
+            ),
         });
     }
     if !opts.metrics.is_empty() {
@@ -163,13 +167,20 @@ pub fn compare(a: &Path, b: &Path, opts: &Options) -> Result<Comparison, BadInpu
 }
 
 /// Every name given to --metrics must select at least one metric of the runs.
-fn check_metric_names(names: &[String], pairs: &[PairComparison], a: &Path) -> Result<(), BadInput> {
+fn check_metric_names(
+    names: &[String],
+    pairs: &[PairComparison],
+    a: &Path,
+) -> Result<(), BadInput> {
     let keys: Vec<&str> = pairs
         .iter()
         .flat_map(|p| p.metrics.iter().map(|m| m.key.as_str()))
         .collect();
     for n in names {
-        if !keys.iter().any(|k| catalogue::selects(std::slice::from_ref(n), k)) {
+        if !keys
+            .iter()
+            .any(|k| catalogue::selects(std::slice::from_ref(n), k))
+        {
             let mut known: Vec<&str> = keys.clone();
             known.sort_unstable();
             known.dedup();

@@ -1,6 +1,8 @@
 //! `--format html`: one small self-contained page (inline style, no script, no network) with the
 //! same content as the Markdown: mismatch banner, result, method, metric and kernel tables.
-use super::render_md::{ci, method_line, mismatch_lines, num, opt, p_value, pct, result_line, verdict_text};
+use super::render_md::{
+    ci, method_line, mismatch_lines, num, opt, p_value, pct, result_line, verdict_text,
+};
 use super::{Comparison, PairComparison, Verdict};
 use std::fmt::Write;
 
@@ -32,8 +34,16 @@ pub fn render(c: &Comparison) -> String {
         esc(&c.a.display().to_string()),
         esc(&c.b.display().to_string())
     );
-    let class = if c.regressions.is_empty() { "ok" } else { "bad" };
-    let _ = writeln!(s, "<p class=\"{class}\"><strong>Result: {}</strong></p>", esc(&result_line(c)));
+    let class = if c.regressions.is_empty() {
+        "ok"
+    } else {
+        "bad"
+    };
+    let _ = writeln!(
+        s,
+        "<p class=\"{class}\"><strong>Result: {}</strong></p>",
+        esc(&result_line(c))
+    );
     let _ = writeln!(s, "<p>Method: {}</p>", esc(&method_line(c)));
     if !c.unmatched_jobs.is_empty() {
         s.push_str("<p>Jobs without a partner (not compared):</p><ul>");
@@ -83,7 +93,12 @@ fn pair(s: &mut String, p: &PairComparison) {
         let _ = writeln!(s, "<p>{}</p>", esc(note));
         return;
     }
-    let _ = writeln!(s, "<p>All kernels: A {} ms, B {} ms (one Kineto pass each).</p>", num(k.a_total_ms), num(k.b_total_ms));
+    let _ = writeln!(
+        s,
+        "<p>All kernels: A {} ms, B {} ms (one Kineto pass each).</p>",
+        num(k.a_total_ms),
+        num(k.b_total_ms)
+    );
     s.push_str("<table><tr><th>kernel</th><th>A ms</th><th>B ms</th><th>Δ ms</th><th>Δ</th><th>calls A/B</th></tr>\n");
     for r in &k.rows {
         let _ = writeln!(

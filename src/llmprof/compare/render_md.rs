@@ -23,20 +23,30 @@ pub fn opt(v: Option<f64>) -> String {
 }
 
 pub fn pct(v: Option<f64>) -> String {
-    v.map(|d| format!("{d:+.1} %")).unwrap_or_else(|| "—".into())
+    v.map(|d| format!("{d:+.1} %"))
+        .unwrap_or_else(|| "—".into())
 }
 
 /// "regressed", "improved (threshold only)", …
 pub fn verdict_text(m: &MetricRow) -> String {
-    let only = m.basis == Basis::ThresholdOnly && matches!(m.verdict, Verdict::Regressed | Verdict::Improved);
-    format!("{}{}", m.verdict.text(), if only { " (threshold only)" } else { "" })
+    let only = m.basis == Basis::ThresholdOnly
+        && matches!(m.verdict, Verdict::Regressed | Verdict::Improved);
+    format!(
+        "{}{}",
+        m.verdict.text(),
+        if only { " (threshold only)" } else { "" }
+    )
 }
 
 pub fn p_value(m: &MetricRow) -> String {
     m.mann_whitney
         .map(|t| {
             let p = t.p_two_sided;
-            let text = if p < 0.001 { format!("{p:.1e}") } else { format!("{p:.3}") };
+            let text = if p < 0.001 {
+                format!("{p:.1e}")
+            } else {
+                format!("{p:.3}")
+            };
             format!("{text}{}", if t.exact { " (exact)" } else { "" })
         })
         .unwrap_or_else(|| "—".into())
@@ -51,9 +61,16 @@ pub fn ci(m: &MetricRow) -> String {
 /// The result line: the regressions, or that there are none.
 pub fn result_line(c: &Comparison) -> String {
     if c.regressions.is_empty() {
-        format!("no significant regression beyond {} %", c.method.threshold_pct)
+        format!(
+            "no significant regression beyond {} %",
+            c.method.threshold_pct
+        )
     } else {
-        format!("REGRESSION beyond {} %: {}", c.method.threshold_pct, c.regressions.join(", "))
+        format!(
+            "REGRESSION beyond {} %: {}",
+            c.method.threshold_pct,
+            c.regressions.join(", ")
+        )
     }
 }
 
@@ -75,7 +92,11 @@ pub fn mismatch_lines(c: &Comparison) -> Vec<String> {
     let mut out = Vec::new();
     for p in &c.pairs {
         for m in &p.setup_mismatch {
-            let job = if p.job.is_empty() { String::new() } else { format!("[{}] ", p.job) };
+            let job = if p.job.is_empty() {
+                String::new()
+            } else {
+                format!("[{}] ", p.job)
+            };
             out.push(format!("{job}{}: A = {} | B = {}", m.field, m.a, m.b));
         }
     }
@@ -112,14 +133,24 @@ fn pair(s: &mut String, p: &PairComparison) {
     let level = if p.job.is_empty() {
         "##"
     } else {
-        let _ = writeln!(s, "## Job `{}`\n\n- A: `{}`\n- B: `{}`\n", p.job, p.a.display(), p.b.display());
+        let _ = writeln!(
+            s,
+            "## Job `{}`\n\n- A: `{}`\n- B: `{}`\n",
+            p.job,
+            p.a.display(),
+            p.b.display()
+        );
         "###"
     };
     let _ = writeln!(s, "{level} Metrics\n");
     s.push_str("| metric | unit | A | B | Δ | n A/B | p (Mann-Whitney) | B/A median ratio [CI] | verdict | note |\n|---|---|---:|---:|---:|---|---|---|---|---|\n");
     for m in &p.metrics {
         let v = verdict_text(m);
-        let v = if m.verdict == Verdict::Regressed { format!("**{v}**") } else { v };
+        let v = if m.verdict == Verdict::Regressed {
+            format!("**{v}**")
+        } else {
+            v
+        };
         let _ = writeln!(
             s,
             "| {} (`{}`) | {} | {} | {} | {} | {}/{} | {} | {} | {} | {} |",
@@ -143,7 +174,12 @@ fn pair(s: &mut String, p: &PairComparison) {
         let _ = writeln!(s, "{note}\n");
         return;
     }
-    let _ = writeln!(s, "All kernels: A {} ms, B {} ms (one Kineto pass each).\n", num(k.a_total_ms), num(k.b_total_ms));
+    let _ = writeln!(
+        s,
+        "All kernels: A {} ms, B {} ms (one Kineto pass each).\n",
+        num(k.a_total_ms),
+        num(k.b_total_ms)
+    );
     s.push_str("| kernel | A ms | B ms | Δ ms | Δ | calls A/B |\n|---|---:|---:|---:|---:|---|\n");
     for r in &k.rows {
         let _ = writeln!(
@@ -153,7 +189,9 @@ fn pair(s: &mut String, p: &PairComparison) {
             num(r.a_ms),
             num(r.b_ms),
             r.delta_ms,
-            r.delta_pct.map(|d| format!("{d:+.1} %")).unwrap_or_else(|| "new".into()),
+            r.delta_pct
+                .map(|d| format!("{d:+.1} %"))
+                .unwrap_or_else(|| "new".into()),
             r.a_calls,
             r.b_calls
         );

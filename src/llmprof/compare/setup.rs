@@ -11,15 +11,26 @@ pub struct Mismatch {
     pub b: String,
 }
 
+/// A setup field: its name and how to read it.
+type Field = (&'static str, fn(&RunReport) -> String);
+
 /// Every setup field whose value differs, in the order above.
 pub fn mismatches(a: &RunReport, b: &RunReport) -> Vec<Mismatch> {
-    let fields: [(&str, fn(&RunReport) -> String); 11] = [
-        ("gpu", |r| r.setup.gpu.clone().unwrap_or_else(|| "(none)".into())),
+    let fields: [Field; 11] = [
+        ("gpu", |r| {
+            r.setup.gpu.clone().unwrap_or_else(|| "(none)".into())
+        }),
         ("model", |r| r.setup.model.clone()),
         ("dtype", |r| r.setup.dtype.clone()),
         ("batch_size", |r| r.setup.batch_size.to_string()),
         ("mode", |r| r.setup.mode.clone()),
-        ("weights", |r| if r.synthetic_weights { "synthetic".into() } else { "real".into() }),
+        ("weights", |r| {
+            if r.synthetic_weights {
+                "synthetic".into()
+            } else {
+                "real".into()
+            }
+        }),
         ("llmprof_version", |r| r.llmprof_version.clone()),
         ("device", |r| r.setup.device.clone()),
         ("max_new_tokens", |r| r.setup.max_new_tokens.to_string()),
@@ -45,8 +56,10 @@ mod tests {
 
     #[test]
     fn differing_fields_are_listed_in_order() {
-        let a: RunReport =
-            serde_json::from_str(include_str!("../../../tests/fixtures/runs/stage1_cpu/metrics.json")).unwrap();
+        let a: RunReport = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/runs/stage1_cpu/metrics.json"
+        ))
+        .unwrap();
         assert!(mismatches(&a, &a).is_empty());
         let mut b = a.clone();
         b.setup.gpu = Some("NVIDIA H200".into());
@@ -55,6 +68,9 @@ mod tests {
         let m = mismatches(&a, &b);
         let fields: Vec<&str> = m.iter().map(|x| x.field.as_str()).collect();
         assert_eq!(fields, vec!["gpu", "batch_size", "weights"]);
-        assert_eq!((m[0].a.as_str(), m[0].b.as_str()), ("(none)", "NVIDIA H200"));
+        assert_eq!(
+            (m[0].a.as_str(), m[0].b.as_str()),
+            ("(none)", "NVIDIA H200")
+        );
     }
 }

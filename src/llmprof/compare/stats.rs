@@ -178,7 +178,7 @@ impl Default for BootstrapSettings {
         BootstrapSettings {
             resamples: 10_000,
             confidence: 0.95,
-            seed: 0x6c6c_6d70_726f_66, // "llmprof"
+            seed: 0x006c_6c6d_7072_6f66, // "llmprof" in ASCII
             max_samples: 2_000,
         }
     }

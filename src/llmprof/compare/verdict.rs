@@ -122,7 +122,11 @@ fn compare_one(a: Option<&Metric>, b: Option<&Metric>, opts: &Options) -> Metric
     };
     let (va, vb) = (pa.expect("a").0, pb.expect("b").0);
     if va == 0.0 {
-        row.verdict = if vb == 0.0 { Verdict::NoSignificantChange } else { Verdict::NotCompared };
+        row.verdict = if vb == 0.0 {
+            Verdict::NoSignificantChange
+        } else {
+            Verdict::NotCompared
+        };
         row.note = "A is 0: no relative change".into();
         row.delta_pct = (vb == 0.0).then_some(0.0);
         return row;
@@ -134,20 +138,30 @@ fn compare_one(a: Option<&Metric>, b: Option<&Metric>, opts: &Options) -> Metric
         Better::Higher => delta < 0.0,
     };
     let beyond = delta.abs() > opts.threshold_pct;
-    let direction = if worse { Verdict::Regressed } else { Verdict::Improved };
+    let direction = if worse {
+        Verdict::Regressed
+    } else {
+        Verdict::Improved
+    };
     match (&ma.values, &mb.values) {
         (Values::Samples(sa), Values::Samples(sb)) if testable(sa.len(), sb.len(), opts.alpha) => {
             let mw = mann_whitney(sa, sb);
             let ci = bootstrap_median_ratio(sa, sb, &opts.bootstrap);
             let significant = match (mw, ci) {
-                (Some(mw), Some(ci)) => mw.p_two_sided < opts.alpha && !(ci.low <= 1.0 && 1.0 <= ci.high),
+                (Some(mw), Some(ci)) => {
+                    mw.p_two_sided < opts.alpha && !(ci.low <= 1.0 && 1.0 <= ci.high)
+                }
                 _ => false,
             };
             row.mann_whitney = mw;
             row.ratio_ci = ci;
             row.significant = Some(significant);
             row.basis = Basis::Statistical;
-            row.verdict = if significant && beyond { direction } else { Verdict::NoSignificantChange };
+            row.verdict = if significant && beyond {
+                direction
+            } else {
+                Verdict::NoSignificantChange
+            };
             if significant && !beyond {
                 row.note = format!("significant, but within ±{} %", opts.threshold_pct);
             }
@@ -159,7 +173,11 @@ fn compare_one(a: Option<&Metric>, b: Option<&Metric>, opts: &Options) -> Metric
                 sb.len(),
                 opts.alpha
             );
-            row.verdict = if beyond { direction } else { Verdict::NoSignificantChange };
+            row.verdict = if beyond {
+                direction
+            } else {
+                Verdict::NoSignificantChange
+            };
         }
         (x, y) => {
             let why = [x, y]
@@ -170,7 +188,11 @@ fn compare_one(a: Option<&Metric>, b: Option<&Metric>, opts: &Options) -> Metric
                 })
                 .unwrap_or_default();
             row.note = format!("{why}: threshold only");
-            row.verdict = if beyond { direction } else { Verdict::NoSignificantChange };
+            row.verdict = if beyond {
+                direction
+            } else {
+                Verdict::NoSignificantChange
+            };
         }
     }
     row
@@ -205,12 +227,23 @@ mod tests {
     #[test]
     fn a_clear_slowdown_regresses_and_a_speedup_improves() {
         let slow: Vec<f64> = BASE.iter().map(|v| v * 1.5).collect();
-        let r = compare_all(&[sampled("x", Better::Lower, &BASE)], &[sampled("x", Better::Lower, &slow)], &opts());
-        assert_eq!((r[0].verdict, r[0].basis), (Verdict::Regressed, Basis::Statistical));
+        let r = compare_all(
+            &[sampled("x", Better::Lower, &BASE)],
+            &[sampled("x", Better::Lower, &slow)],
+            &opts(),
+        );
+        assert_eq!(
+            (r[0].verdict, r[0].basis),
+            (Verdict::Regressed, Basis::Statistical)
+        );
         assert!((r[0].delta_pct.unwrap() - 50.0).abs() < 1e-9);
         assert!(r[0].mann_whitney.unwrap().exact);
         // The same numbers for a higher-is-better metric are an improvement.
-        let h = compare_all(&[sampled("x", Better::Higher, &BASE)], &[sampled("x", Better::Higher, &slow)], &opts());
+        let h = compare_all(
+            &[sampled("x", Better::Higher, &BASE)],
+            &[sampled("x", Better::Higher, &slow)],
+            &opts(),
+        );
         assert_eq!(h[0].verdict, Verdict::Improved);
     }
 
@@ -219,13 +252,24 @@ mod tests {
         // A tight sample (±0.3 %) and the same 3 % slower: fully separated.
         let tight_base = [10.0, 10.02, 9.99, 10.01, 10.03, 9.98, 10.015, 10.005];
         let slightly: Vec<f64> = tight_base.iter().map(|v| v * 1.03).collect();
-        let r = compare_all(&[sampled("x", Better::Lower, &tight_base)], &[sampled("x", Better::Lower, &slightly)], &opts());
+        let r = compare_all(
+            &[sampled("x", Better::Lower, &tight_base)],
+            &[sampled("x", Better::Lower, &slightly)],
+            &opts(),
+        );
         assert_eq!(r[0].significant, Some(true), "{:?}", r[0]);
         assert_eq!(r[0].verdict, Verdict::NoSignificantChange);
         assert!(r[0].note.contains("within"), "{}", r[0].note);
         // With a 2 % threshold the same change is a regression.
-        let tight = Options { threshold_pct: 2.0, ..opts() };
-        let r = compare_all(&[sampled("x", Better::Lower, &tight_base)], &[sampled("x", Better::Lower, &slightly)], &tight);
+        let tight = Options {
+            threshold_pct: 2.0,
+            ..opts()
+        };
+        let r = compare_all(
+            &[sampled("x", Better::Lower, &tight_base)],
+            &[sampled("x", Better::Lower, &slightly)],
+            &tight,
+        );
         assert_eq!(r[0].verdict, Verdict::Regressed);
     }
 
@@ -234,7 +278,11 @@ mod tests {
         // Medians differ by 20 %, but the samples overlap completely.
         let a = [5.0, 20.0, 8.0, 15.0, 10.0];
         let b = [6.0, 19.0, 12.0, 14.0, 7.0];
-        let r = compare_all(&[sampled("x", Better::Lower, &a)], &[sampled("x", Better::Lower, &b)], &opts());
+        let r = compare_all(
+            &[sampled("x", Better::Lower, &a)],
+            &[sampled("x", Better::Lower, &b)],
+            &opts(),
+        );
         assert!((r[0].delta_pct.unwrap() - 20.0).abs() < 1e-9);
         assert_eq!(r[0].significant, Some(false));
         assert_eq!(r[0].verdict, Verdict::NoSignificantChange);
@@ -245,9 +293,20 @@ mod tests {
         // 3 + 3 fully separated: p = 2/20 = 0.1 at best; 4 + 4: 2/70 = 0.029.
         assert!(!testable(3, 3, 0.05) && testable(4, 4, 0.05) && testable(3, 5, 0.05));
         assert!(!testable(1, 30, 0.05) && testable(1, 50, 0.05) && testable(2, 100, 0.05));
-        let r = compare_all(&[sampled("x", Better::Lower, &[1.0, 1.1, 0.9])], &[sampled("x", Better::Lower, &[2.0, 2.1, 1.9])], &opts());
-        assert_eq!((r[0].verdict, r[0].basis), (Verdict::Regressed, Basis::ThresholdOnly));
-        assert!(r[0].note.contains("3 + 3 samples cannot reach p < 0.05"), "{}", r[0].note);
+        let r = compare_all(
+            &[sampled("x", Better::Lower, &[1.0, 1.1, 0.9])],
+            &[sampled("x", Better::Lower, &[2.0, 2.1, 1.9])],
+            &opts(),
+        );
+        assert_eq!(
+            (r[0].verdict, r[0].basis),
+            (Verdict::Regressed, Basis::ThresholdOnly)
+        );
+        assert!(
+            r[0].note.contains("3 + 3 samples cannot reach p < 0.05"),
+            "{}",
+            r[0].note
+        );
     }
 
     #[test]
@@ -260,7 +319,10 @@ mod tests {
             values: Values::Single(v, "one value per run"),
         };
         let r = compare_all(&[single(40.0)], &[single(36.0)], &opts());
-        assert_eq!((r[0].verdict, r[0].basis), (Verdict::Regressed, Basis::ThresholdOnly));
+        assert_eq!(
+            (r[0].verdict, r[0].basis),
+            (Verdict::Regressed, Basis::ThresholdOnly)
+        );
         assert!(r[0].note.contains("threshold only"), "{}", r[0].note);
         let r = compare_all(&[single(40.0)], &[single(39.0)], &opts());
         assert_eq!(r[0].verdict, Verdict::NoSignificantChange);

@@ -53,7 +53,11 @@ fn large_untied_samples_agree_with_the_exact_test_in_the_limit() {
     let b: Vec<f64> = (100..121).map(f64::from).collect();
     let r = mann_whitney(&a, &b).unwrap();
     assert!(!r.exact);
-    assert!(close(r.z.unwrap(), 220.0 / (21.0f64 * 21.0 * 43.0 / 12.0).sqrt(), 1e-9));
+    assert!(close(
+        r.z.unwrap(),
+        220.0 / (21.0f64 * 21.0 * 43.0 / 12.0).sqrt(),
+        1e-9
+    ));
     assert!(r.p_two_sided < 1e-6, "{r:?}");
 }
 
