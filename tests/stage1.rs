@@ -81,6 +81,10 @@ fn cpu_stage1_writes_every_artifact_and_a_valid_metrics_json() {
         );
     }
     assert_eq!(m.stages["decode_step"].n, (4 - cold) * 3);
+    // The per-step samples behind it, per request (what `llmprof compare` tests on).
+    for r in &m.requests {
+        assert_eq!(r.decode_step_ms.len(), r.decode_steps, "{}", r.input);
+    }
     assert_eq!(m.requests.len(), 4);
     assert_eq!(m.throughput.output_tokens_total, (4 - cold as u64) * 4);
     assert!(!m.nvml.available && m.nvml.note.as_deref().is_some_and(|n| !n.is_empty()));

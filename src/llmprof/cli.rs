@@ -1,5 +1,5 @@
 //! Command line: `llmprof [stage1|stage2|infer] [OVERRIDES...]` with Hydra's flags, plus
-//! `analyze` and `debug`. Only parsing lives here; meaning is given in `app`.
+//! `analyze`, `debug` and `compare`. Only parsing lives here; meaning is given in `app`.
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -41,7 +41,7 @@ pub struct HydraFlags {
     /// With --cfg: resolve interpolations before printing.
     #[arg(long, global = true)]
     pub resolve: bool,
-    /// Output format for --cfg (yaml|json) and analyze (md|json).
+    /// Output format for --cfg (yaml|json), analyze (md|json) and compare (md|json|html).
     #[arg(long, global = true, value_enum, value_name = "FORMAT")]
     pub format: Option<Format>,
     /// Run once per combination of the sweep overrides (a=1,2 b=range(3)).
@@ -68,6 +68,7 @@ pub enum Format {
     Yaml,
     Json,
     Md,
+    Html,
 }
 
 #[derive(Debug, Subcommand)]
@@ -95,6 +96,20 @@ pub enum Command {
     /// One job of a sweep, as the local and Slurm launchers start it (internal).
     #[command(name = "__job", hide = true)]
     Job { sweep_dir: PathBuf, num: usize },
+    /// Compare two stage1 runs (or two multirun roots): deltas, significance tests, verdicts.
+    /// Exit 0: no significant regression; 1: a regression beyond the threshold; 2: bad input.
+    Compare {
+        /// The baseline: a run directory or a multirun root.
+        a: PathBuf,
+        /// The candidate, of the same kind as A.
+        b: PathBuf,
+        /// Smallest change in % that counts as a regression or improvement.
+        #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+        threshold: f64,
+        /// Comma-separated metrics to compare (keys, groups such as `stage`, or stage names).
+        #[arg(long, value_name = "LIST", value_delimiter = ',')]
+        metrics: Vec<String>,
+    },
     /// Numerical debugging entry points of the workload (compare against a reference).
     Debug {
         #[command(subcommand)]
@@ -175,6 +190,7 @@ impl Command {
             Command::Analyze { .. } => "analyze",
             Command::Debug { .. } => "debug",
             Command::Job { .. } => "__job",
+            Command::Compare { .. } => "compare",
         }
     }
 }

@@ -4,6 +4,7 @@
 //! crate) plus what can be known about a model without tensors: architectures, regions, FLOPs.
 pub mod app;
 pub mod cli;
+pub mod compare;
 pub mod dataset;
 pub mod dtype;
 pub mod launcher;

@@ -2,6 +2,7 @@
 //! The only place that decides what a command means.
 pub mod child;
 mod job_entry;
+mod compare_cmd;
 pub mod launch;
 mod multirun;
 pub mod nsight_stage;
@@ -68,6 +69,18 @@ pub fn run(cli: Cli) -> Result<i32> {
         }
         Some(Command::Debug { .. }) => forward_to_worker(),
         Some(Command::Job { sweep_dir, num }) => job_entry::run(&sweep_dir, num),
+        Some(Command::Compare {
+            a,
+            b,
+            threshold,
+            metrics,
+        }) => compare_cmd::run(compare_cmd::Args {
+            a: &a,
+            b: &b,
+            threshold,
+            metrics: &metrics,
+            format: flags.format,
+        }),
         Some(Command::Analyze { tool }) => {
             let json = matches!(flags.format, Some(crate::cli::Format::Json));
             let text = match tool {

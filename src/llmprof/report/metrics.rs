@@ -278,6 +278,10 @@ pub struct RequestRecord {
     pub output_tokens_per_s: Option<f64>,
     /// Every inter-token gap of this request.
     pub itl_ms: Vec<f64>,
+    /// Every decode step's forward time of this request (the samples of `stages.decode_step`);
+    /// `llmprof compare` tests on them. Absent in files written before it was added.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decode_step_ms: Vec<f64>,
     /// A first repeat much slower than the later repeats of its input: left out of the
     /// statistics (see `notes`).
     pub cold: bool,

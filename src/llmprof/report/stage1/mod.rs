@@ -165,6 +165,7 @@ fn request_record(t: &TimedRequest, cold: bool) -> RequestRecord {
         e2e_ms: s.e2e_ms,
         output_tokens_per_s: s.output_tokens_per_s,
         itl_ms: s.itl_ms,
+        decode_step_ms: t.step_ms.clone(),
         cold,
     }
 }
