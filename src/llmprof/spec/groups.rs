@@ -196,8 +196,11 @@ pub struct OptimSpec {
     pub eos_check_interval: u32,
     /// The vision views of every row of a batch (and every crop of a page) go through SAM and
     /// CLIP together, grouped by size, at most `vision_max_views` views per call; off: one page
-    /// at a time (its crops batched, its global view alone).
+    /// at a time (its crops batched, its global view alone). Absent from runs recorded before
+    /// the switch existed: read as off.
+    #[serde(default)]
     pub batched_vision: bool,
+    #[serde(default)]
     pub vision_max_views: u32,
 }
 
