@@ -10,7 +10,11 @@ use crate::tree::limits::MAX_DEFAULTS_DEPTH;
 use indexmap::IndexMap;
 use std::collections::HashSet;
 
-/// Compute the ordered list of configs to merge for `config_name` under `overrides`.
+/// Hydra's own config (`HydraConf`, builtin/), put before the primary config in every list.
+pub const HYDRA_CONFIG: &str = "hydra/config";
+
+/// Compute the ordered list of configs to merge for `config_name` under `overrides`: Hydra's
+/// own `hydra/config` subtree, then the primary config's.
 /// `skip_missing` leaves `???` group defaults unset (used when sweeping).
 pub fn create_defaults_list(
     repo: &ConfigRepo,
@@ -18,21 +22,55 @@ pub fn create_defaults_list(
     overrides: &mut Overrides,
     skip_missing: bool,
 ) -> Result<Vec<ResultDefault>, ConfigError> {
-    let mut primary = InputDefault::config(config_name, None);
-    primary.primary = true;
-    let mut root = Tree {
-        node: primary,
-        children: None,
-    };
+    build_list(repo, Some(config_name), overrides, skip_missing)
+}
+
+/// The list of `hydra/config` alone (Hydra's node with no primary config).
+pub fn hydra_defaults_list(
+    repo: &ConfigRepo,
+    overrides: &mut Overrides,
+) -> Result<Vec<ResultDefault>, ConfigError> {
+    build_list(repo, None, overrides, false)
+}
+
+fn build_list(
+    repo: &ConfigRepo,
+    config_name: Option<&str>,
+    overrides: &mut Overrides,
+    skip_missing: bool,
+) -> Result<Vec<ResultDefault>, ConfigError> {
     let mut b = Builder {
         repo,
         overrides,
         skip_missing,
         chain: Vec::new(),
     };
-    b.expand(&mut root, true, false, None)?;
+    // Hydra's virtual root: [hydra/config, primary], expanded last to first, so the primary's
+    // `override hydra/...` entries are known before Hydra's own defaults list is read.
+    let primary = match config_name {
+        Some(name) => {
+            let mut node = InputDefault::config(name, None);
+            node.primary = true;
+            let mut root = Tree {
+                node,
+                children: None,
+            };
+            b.expand(&mut root, true, false, None)?;
+            Some(root)
+        }
+        None => None,
+    };
+    let mut hydra = Tree {
+        node: InputDefault::config(HYDRA_CONFIG, None),
+        children: None,
+    };
+    hydra.node.update_parent("", "");
+    b.expand(&mut hydra, false, false, None)?;
     let mut out = Vec::new();
-    tree_to_list(&root, None, &mut out);
+    tree_to_list(&hydra, None, &mut out);
+    if let Some(root) = &primary {
+        tree_to_list(root, None, &mut out);
+    }
     let mut seen = HashSet::new();
     for r in &out {
         if let Some(k) = &r.override_key {
@@ -324,8 +362,8 @@ impl Builder<'_> {
             msg = format!("In '{p}': {msg}");
         }
         msg.push_str(&format!(
-            "\nConfig search path:\n\tprovider=main, path=file://{}",
-            self.repo.root().display()
+            "\nConfig search path:\n{}",
+            self.repo.search_path_lines()
         ));
         composition(msg)
     }
