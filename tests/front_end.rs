@@ -10,6 +10,7 @@ mod fuzz_gen;
 mod fuzz_interpolation;
 mod fuzz_overrides;
 mod fuzz_support;
+mod hydra_groups_settings;
 mod nsight_fuzz;
 mod stage2;
 mod support;

@@ -93,6 +93,8 @@ pub enum Command {
         #[command(subcommand)]
         what: DebugCommand,
     },
+    /// Site settings (docs/settings.md): the merged settings and where each value comes from.
+    Settings,
 }
 
 #[derive(Debug, Subcommand)]
@@ -167,6 +169,7 @@ impl Command {
             Command::Infer { .. } => "infer",
             Command::Analyze { .. } => "analyze",
             Command::Debug { .. } => "debug",
+            Command::Settings => "settings",
         }
     }
 }
