@@ -120,7 +120,11 @@ fn public_hydra_cases_match_real_hydra() {
                 let out = Command::new(llmprof())
                     .args(["--config-dir", &conf.display().to_string()])
                     .args(["--config-name", "config", "--cfg", part])
-                    .args(if part == "job" { &["--resolve"][..] } else { &[] })
+                    .args(if part == "job" {
+                        &["--resolve"][..]
+                    } else {
+                        &[]
+                    })
                     .args(["--format", "json"])
                     .args(argv)
                     .current_dir(&cwd)

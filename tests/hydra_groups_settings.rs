@@ -28,7 +28,14 @@ fn hydra_job_logging_decides_the_run_log_file() {
         &dir,
         &dir,
         &[],
-        &["--config-dir", &conf, "stage1", "hydra/job_logging=disabled", "--cfg", "hydra"],
+        &[
+            "--config-dir",
+            &conf,
+            "stage1",
+            "hydra/job_logging=disabled",
+            "--cfg",
+            "hydra",
+        ],
     );
     assert!(shown.status.success(), "{}", stderr(&shown));
     let text = stdout(&shown);
@@ -59,7 +66,11 @@ fn hydra_job_logging_decides_the_run_log_file() {
         );
         assert!(!out.status.success(), "no worker: the run fails");
         let d = dir.join(&run_dir);
-        assert!(d.join("status.json").is_file(), "{option}: no run directory\n{}", stderr(&out));
+        assert!(
+            d.join("status.json").is_file(),
+            "{option}: no run directory\n{}",
+            stderr(&out)
+        );
         assert_eq!(
             d.join("llmprof.log").exists(),
             log_file,
@@ -72,9 +83,19 @@ fn hydra_job_logging_decides_the_run_log_file() {
         &dir,
         &dir,
         &[],
-        &["--config-dir", &conf, "stage1", "~hydra/job_logging", "hydra.run.dir=out/removed"],
+        &[
+            "--config-dir",
+            &conf,
+            "stage1",
+            "~hydra/job_logging",
+            "hydra.run.dir=out/removed",
+        ],
     );
-    assert!(dir.join("out/removed/status.json").is_file(), "{}", stderr(&out));
+    assert!(
+        dir.join("out/removed/status.json").is_file(),
+        "{}",
+        stderr(&out)
+    );
     assert!(!dir.join("out/removed/llmprof.log").exists());
 }
 
@@ -85,8 +106,17 @@ fn settings_prints_each_value_with_its_layer() {
     let user = home.join(".config/llmprof/settings.toml");
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
     std::fs::write(&user, "[slurm]\npartition = \"user\"\naccount = \"acct\"\n").unwrap();
-    std::fs::write(dir.join("llmprof.toml"), "[slurm]\npartition = \"project\"\n").unwrap();
-    let out = run(&dir, &home, &[("LLMPROF_TOOLS__NSYS", "/opt/nsys")], &["settings"]);
+    std::fs::write(
+        dir.join("llmprof.toml"),
+        "[slurm]\npartition = \"project\"\n",
+    )
+    .unwrap();
+    let out = run(
+        &dir,
+        &home,
+        &[("LLMPROF_TOOLS__NSYS", "/opt/nsys")],
+        &["settings"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let line = |key: &str| {
@@ -96,14 +126,21 @@ fn settings_prints_each_value_with_its_layer() {
     };
     assert!(line("slurm.partition").contains("\"project\""), "{text}");
     assert!(line("slurm.partition").ends_with("llmprof.toml"), "{text}");
-    assert!(line("slurm.account").ends_with(&user.display().to_string()), "{text}");
+    assert!(
+        line("slurm.account").ends_with(&user.display().to_string()),
+        "{text}"
+    );
     assert!(line("tools.nsys").contains("LLMPROF_TOOLS__NSYS"), "{text}");
     assert!(line("slurm.qos").ends_with("# unset"), "{text}");
 
     // XDG_CONFIG_HOME takes the place of ~/.config.
     let xdg = dir.join("xdg");
     std::fs::create_dir_all(xdg.join("llmprof")).unwrap();
-    std::fs::write(xdg.join("llmprof/settings.toml"), "[slurm]\nqos = \"high\"\n").unwrap();
+    std::fs::write(
+        xdg.join("llmprof/settings.toml"),
+        "[slurm]\nqos = \"high\"\n",
+    )
+    .unwrap();
     let out = run(
         &dir,
         &home,
@@ -112,7 +149,10 @@ fn settings_prints_each_value_with_its_layer() {
     );
     let text = stdout(&out);
     assert!(text.contains("slurm.qos = \"high\""), "{text}");
-    assert!(!text.contains("\"acct\""), "~/.config is not read with XDG_CONFIG_HOME:\n{text}");
+    assert!(
+        !text.contains("\"acct\""),
+        "~/.config is not read with XDG_CONFIG_HOME:\n{text}"
+    );
 }
 
 #[test]
@@ -122,7 +162,10 @@ fn bad_settings_name_the_file_and_key_and_exit_2() {
     let out = run(&dir, &dir, &[], &["settings"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("partion") && err.contains("llmprof.toml"), "{err}");
+    assert!(
+        err.contains("partion") && err.contains("llmprof.toml"),
+        "{err}"
+    );
     std::fs::write(dir.join("llmprof.toml"), "[slurm\n").unwrap();
     let out = run(&dir, &dir, &[], &["settings"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

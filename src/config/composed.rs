@@ -71,14 +71,14 @@ impl Composed {
         let Some(Node::List(sources)) = self.hydra.get_path("runtime.config_sources") else {
             return None;
         };
-        sources.iter().find_map(|src| {
-            match (src.child("schema"), src.child("path")) {
+        sources
+            .iter()
+            .find_map(|src| match (src.child("schema"), src.child("path")) {
                 (Some(Node::Str(schema)), Some(Node::Str(path))) if schema == "file" => {
                     Some(PathBuf::from(path))
                 }
                 _ => None,
-            }
-        })
+            })
     }
 
     /// Make this the `num`-th job of a multirun: `hydra.job.num`, `hydra.job.id` and
@@ -213,10 +213,7 @@ mod tests {
                 .unwrap(),
         );
         assert_eq!(c.primary_config_dir(), Some(PathBuf::from("/repo/conf")));
-        assert_eq!(
-            composed(hydra_defaults(false)).primary_config_dir(),
-            None
-        );
+        assert_eq!(composed(hydra_defaults(false)).primary_config_dir(), None);
         let c = composed(parse("runtime: {config_sources: [{path: 7}]}").unwrap());
         assert_eq!(c.primary_config_dir(), None);
     }
@@ -226,7 +223,8 @@ mod tests {
         let mut c = composed(hydra_defaults(false));
         assert_eq!(c.hydra.get_path("mode"), Some(&Node::Null));
         assert_eq!(
-            c.hydra_config_for_run(Path::new("/r")).get_path("hydra.mode"),
+            c.hydra_config_for_run(Path::new("/r"))
+                .get_path("hydra.mode"),
             Some(&Node::Str("RUN".into()))
         );
         c.mark_multirun_job(2);

@@ -132,7 +132,10 @@ fn an_unknown_key_names_the_file_and_the_key() {
     let err = Settings::load_from(&o).unwrap_err().to_string();
     assert!(err.contains("partion"), "{err}");
     assert!(err.contains(&o.project_file.display().to_string()), "{err}");
-    assert!(err.contains("partition"), "the known keys are listed: {err}");
+    assert!(
+        err.contains("partition"),
+        "the known keys are listed: {err}"
+    );
     write(&o.project_file, "[slurmm]\npartition = \"gpu\"\n");
     let err = Settings::load_from(&o).unwrap_err().to_string();
     assert!(err.contains("slurmm"), "{err}");
