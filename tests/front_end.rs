@@ -12,6 +12,7 @@ mod fuzz_interpolation;
 mod fuzz_overrides;
 mod fuzz_support;
 mod launchers;
+mod hydra_groups_settings;
 mod nsight_fuzz;
 mod stage2;
 mod support;

@@ -39,7 +39,7 @@ fn env(k: &str) -> Option<String> {
 }
 
 fn check(root: &Node) -> Result<(), String> {
-    let hydra = llmprof_config::hydra_node::defaults(false);
+    let hydra = llmprof_config::hydra_defaults(false);
     let ctx = ResolveContext {
         hydra: Some(&hydra),
         now: chrono::Local::now(),

@@ -65,13 +65,20 @@ impl Composed {
         }
     }
 
-    /// The primary config directory as Hydra recorded it (`hydra.runtime.config_sources[0].path`,
-    /// made absolute when composing); `None` when it is not a string there.
+    /// The primary config directory as Hydra recorded it (the `file` entry of
+    /// `hydra.runtime.config_sources`, made absolute when composing); `None` when there is none.
     pub fn primary_config_dir(&self) -> Option<PathBuf> {
-        match self.hydra.get_path("runtime.config_sources.0.path") {
-            Some(Node::Str(conf)) => Some(PathBuf::from(conf)),
-            _ => None,
-        }
+        let Some(Node::List(sources)) = self.hydra.get_path("runtime.config_sources") else {
+            return None;
+        };
+        sources
+            .iter()
+            .find_map(|src| match (src.child("schema"), src.child("path")) {
+                (Some(Node::Str(schema)), Some(Node::Str(path))) if schema == "file" => {
+                    Some(PathBuf::from(path))
+                }
+                _ => None,
+            })
     }
 
     /// Make this the `num`-th job of a multirun: `hydra.job.num`, `hydra.job.id` and
@@ -102,6 +109,17 @@ impl Composed {
         Ok(Node::Map(m))
     }
 
+    /// What `--cfg hydra` prints (`get_sanitized_hydra_cfg`): Hydra's node without its `help`
+    /// and `hydra_help` templates.
+    pub fn hydra_config_shown(&self, resolve: bool) -> Result<Node, ConfigError> {
+        let mut shown = self.hydra_config(resolve)?;
+        if let Some(Node::Map(h)) = shown.as_map_mut().and_then(|m| m.get_mut("hydra")) {
+            h.shift_remove("help");
+            h.shift_remove("hydra_help");
+        }
+        Ok(shown)
+    }
+
     /// The whole config as Hydra holds it: `hydra` first, then the job's keys (`--cfg all`,
     /// `multirun.yaml`). When resolving, the job is resolved (and fails) first.
     pub fn full_config(&self, resolve: bool) -> Result<Node, ConfigError> {
@@ -120,9 +138,14 @@ impl Composed {
     }
 
     /// `.hydra/hydra.yaml` of a run in `output_dir`: Hydra's node (unresolved) under its `hydra`
-    /// key, with `runtime.output_dir` set to that folder.
+    /// key, with `runtime.output_dir` set to that folder and `mode: RUN` unless already set.
     pub fn hydra_config_for_run(&self, output_dir: &Path) -> Node {
         let mut hydra = self.hydra.clone();
+        if let Some(h) = hydra.as_map_mut() {
+            if matches!(h.get("mode"), None | Some(Node::Null)) {
+                h.insert("mode".into(), Node::Str("RUN".into()));
+            }
+        }
         if let Some(Node::Map(rt)) = hydra.as_map_mut().and_then(|h| h.get_mut("runtime")) {
             rt.insert(
                 "output_dir".into(),
@@ -146,7 +169,7 @@ impl Composed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hydra_node;
+    use crate::loader::hydra_defaults;
     use crate::tree::yaml_read::parse;
 
     fn composed(hydra: Node) -> Composed {
@@ -184,24 +207,26 @@ mod tests {
     }
 
     #[test]
-    fn primary_config_dir_is_the_first_config_source() {
+    fn primary_config_dir_is_the_file_config_source() {
         let c = composed(
-            parse("runtime: {config_sources: [{path: /repo/conf, schema: file}, {path: /other}]}")
+            parse("runtime: {config_sources: [{path: hydra.conf, schema: pkg}, {path: /repo/conf, schema: file}, {path: /other}]}")
                 .unwrap(),
         );
         assert_eq!(c.primary_config_dir(), Some(PathBuf::from("/repo/conf")));
-        assert_eq!(
-            composed(hydra_node::defaults(false)).primary_config_dir(),
-            None
-        );
+        assert_eq!(composed(hydra_defaults(false)).primary_config_dir(), None);
         let c = composed(parse("runtime: {config_sources: [{path: 7}]}").unwrap());
         assert_eq!(c.primary_config_dir(), None);
     }
 
     #[test]
     fn multirun_jobs_get_num_id_and_mode() {
-        let mut c = composed(hydra_node::defaults(false));
-        assert_eq!(c.hydra.get_path("mode"), Some(&Node::Str("RUN".into())));
+        let mut c = composed(hydra_defaults(false));
+        assert_eq!(c.hydra.get_path("mode"), Some(&Node::Null));
+        assert_eq!(
+            c.hydra_config_for_run(Path::new("/r"))
+                .get_path("hydra.mode"),
+            Some(&Node::Str("RUN".into()))
+        );
         c.mark_multirun_job(2);
         assert_eq!(c.hydra.get_path("job.num"), Some(&Node::Int(2)));
         assert_eq!(c.hydra.get_path("job.id"), Some(&Node::Str("2".into())));
@@ -233,13 +258,13 @@ mod tests {
 
     #[test]
     fn run_files_record_output_dir_and_task_overrides() {
-        let mut c = composed(hydra_node::defaults(false));
+        let mut c = composed(hydra_defaults(false));
         let h = c.hydra_config_for_run(Path::new("/runs/r1"));
         assert_eq!(
             h.get_path("hydra.runtime.output_dir"),
             Some(&Node::Str("/runs/r1".into()))
         );
-        assert_eq!(c.hydra.get_path("runtime.output_dir"), Some(&Node::Null));
+        assert_eq!(c.hydra.get_path("runtime.output_dir"), Some(&Node::Missing));
         assert_eq!(c.task_overrides(), Node::List(vec![]));
         c.hydra = parse("overrides: {task: [a=1, +b=2]}").unwrap();
         assert_eq!(

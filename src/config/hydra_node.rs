@@ -1,8 +1,8 @@
-//! Hydra's own config node (`hydra/conf/__init__.py` defaults, trimmed to what llmprof uses):
-//! run/sweep directories, job name and overrides, runtime cwd, choices, output subdir.
+//! What Hydra fills into its own node after composing (`_load_configuration_impl`): the
+//! overrides, runtime cwd, config sources and choices, the job's name, config name and override
+//! dirname. The node itself is composed from `hydra/config` (builtin/) like any config.
 use crate::tree::node::{Map, Node};
 use indexmap::IndexMap;
-use std::path::Path;
 
 fn s(v: &str) -> Node {
     Node::Str(v.to_string())
@@ -17,77 +17,18 @@ fn map(items: Vec<(&str, Node)>) -> Node {
     )
 }
 
-/// Hydra's defaults before the primary config's `hydra:` section is merged in.
-pub fn defaults(multirun: bool) -> Node {
-    map(vec![
-        (
-            "run",
-            map(vec![("dir", s("outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"))]),
-        ),
-        (
-            "sweep",
-            map(vec![
-                ("dir", s("multirun/${now:%Y-%m-%d}/${now:%H-%M-%S}")),
-                ("subdir", s("${hydra.job.num}")),
-            ]),
-        ),
-        ("mode", s(if multirun { "MULTIRUN" } else { "RUN" })),
-        ("searchpath", Node::List(vec![])),
-        ("callbacks", Node::empty_map()),
-        ("output_subdir", s(".hydra")),
-        (
-            "overrides",
-            map(vec![
-                ("hydra", Node::List(vec![])),
-                ("task", Node::List(vec![])),
-            ]),
-        ),
-        (
-            "job",
-            map(vec![
-                ("name", Node::Null),
-                ("chdir", Node::Null),
-                ("override_dirname", s("")),
-                ("id", s("???")),
-                ("num", s("???")),
-                ("config_name", Node::Null),
-                ("env_set", Node::empty_map()),
-                ("env_copy", Node::List(vec![])),
-                (
-                    "config",
-                    map(vec![(
-                        "override_dirname",
-                        map(vec![
-                            ("kv_sep", s("=")),
-                            ("item_sep", s(",")),
-                            ("exclude_keys", Node::List(vec![])),
-                        ]),
-                    )]),
-                ),
-            ]),
-        ),
-        (
-            "runtime",
-            map(vec![
-                ("version", s("1.3.2")),
-                ("version_base", s("1.3")),
-                ("cwd", Node::Null),
-                ("config_sources", Node::List(vec![])),
-                ("output_dir", Node::Null),
-                ("choices", Node::empty_map()),
-            ]),
-        ),
-        ("verbose", Node::Bool(false)),
-    ])
-}
+/// The Hydra release whose behaviour the composer follows, and the `version_base` it runs under.
+pub const HYDRA_VERSION: &str = "1.3.2";
+pub const HYDRA_VERSION_BASE: &str = "1.3";
 
 pub struct RuntimeInfo<'a> {
-    pub config_dir: &'a Path,
     pub config_name: &'a str,
     pub job_name: &'a str,
     pub task_overrides: &'a [String],
     pub hydra_overrides: &'a [String],
     pub choices: &'a IndexMap<String, Option<String>>,
+    /// (path, schema, provider) in search order.
+    pub config_sources: &'a [(String, &'static str, &'static str)],
 }
 
 /// Fill what Hydra computes after composition (`_load_configuration_impl`).
@@ -102,6 +43,8 @@ pub fn fill_runtime(hydra: &mut Node, info: &RuntimeInfo) {
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     if let Some(Node::Map(rt)) = h.get_mut("runtime") {
+        rt.insert("version".into(), s(HYDRA_VERSION));
+        rt.insert("version_base".into(), s(HYDRA_VERSION_BASE));
         rt.insert("cwd".into(), s(&cwd));
         let choices = info
             .choices
@@ -109,19 +52,21 @@ pub fn fill_runtime(hydra: &mut Node, info: &RuntimeInfo) {
             .map(|(k, v)| (k.clone(), v.as_deref().map(s).unwrap_or(Node::Null)))
             .collect::<Map>();
         rt.insert("choices".into(), Node::Map(choices));
-        let abs = std::fs::canonicalize(info.config_dir)
-            .unwrap_or_else(|_| info.config_dir.to_path_buf());
-        rt.insert(
-            "config_sources".into(),
-            Node::List(vec![map(vec![
-                ("path", s(&abs.display().to_string())),
-                ("schema", s("file")),
-                ("provider", s("main")),
-            ])]),
-        );
+        let sources = info
+            .config_sources
+            .iter()
+            .map(|(path, schema, provider)| {
+                map(vec![
+                    ("path", s(path)),
+                    ("schema", s(schema)),
+                    ("provider", s(provider)),
+                ])
+            })
+            .collect();
+        rt.insert("config_sources".into(), Node::List(sources));
     }
     if let Some(Node::Map(job)) = h.get_mut("job") {
-        if matches!(job.get("name"), None | Some(Node::Null)) {
+        if matches!(job.get("name"), None | Some(Node::Null | Node::Missing)) {
             job.insert("name".into(), s(info.job_name));
         }
         job.insert("config_name".into(), s(info.config_name));

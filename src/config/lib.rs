@@ -2,6 +2,7 @@
 //! Hydra's own node). The facade: module declarations and the public names, nothing else; the work
 //! is in tree/ (OmegaConf), overrides/, defaults/, hydra_node, hydra_schema, loader, composed and
 //! sweep.
+pub mod builtin;
 pub mod composed;
 pub mod defaults;
 pub mod error;
@@ -15,7 +16,9 @@ pub mod tree;
 pub use composed::Composed;
 pub use defaults::{list_groups, repo};
 pub use error::ConfigError;
-pub use loader::{compose, compose_at, parse_overrides, suggest_key, ComposeRequest};
+pub use loader::{
+    compose, compose_at, hydra_defaults, parse_overrides, suggest_key, ComposeRequest,
+};
 pub use tree::node::{Map, Node};
 pub use tree::{interpolate, merge, node};
 

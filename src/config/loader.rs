@@ -2,7 +2,9 @@
 //! list, merge the configs at their packages, fill Hydra's node, apply value overrides in struct
 //! mode, and hand back a `Composed`. Running, printing or saving it is the caller's business.
 use crate::composed::Composed;
-use crate::defaults::{create_defaults_list, ConfigRepo, Overrides};
+use crate::defaults::{
+    create_defaults_list, hydra_defaults_list, ConfigRepo, Overrides, ResultDefault,
+};
 use crate::error::{composition, ConfigError};
 use crate::hydra_node;
 use crate::hydra_schema::{self, SchemaError};
@@ -60,8 +62,57 @@ pub fn compose_at(
     let mut ovr = Overrides::new(&repo, &parsed)?;
     let defaults = create_defaults_list(&repo, &config_name, &mut ovr, req.multirun)?;
 
+    let mut cfg = merge_defaults(&repo, &defaults)?;
+
+    // Hydra's own node came from `hydra/config` and its defaults list (builtin/) and the
+    // primary config's `hydra:` section. A multirun is marked here; a run when it starts.
+    if req.multirun {
+        if let Some(Node::Map(h)) = cfg.as_map_mut().and_then(|m| m.get_mut("hydra")) {
+            if matches!(h.get("mode"), None | Some(Node::Null)) {
+                h.insert("mode".into(), Node::Str("MULTIRUN".into()));
+            }
+        }
+    }
+
+    apply_config_overrides(&mut cfg, &ovr.config_overrides)?;
+
+    let mut hydra = cfg
+        .as_map_mut()
+        .and_then(|m| m.shift_remove("hydra"))
+        .unwrap_or(Node::Null);
+    let task: Vec<String> = parsed
+        .iter()
+        .filter(|o| !o.is_hydra_override())
+        .map(|o| o.input.clone())
+        .collect();
+    let hydra_ovr: Vec<String> = parsed
+        .iter()
+        .filter(|o| o.is_hydra_override())
+        .map(|o| o.input.clone())
+        .collect();
+    hydra_node::fill_runtime(
+        &mut hydra,
+        &hydra_node::RuntimeInfo {
+            config_name: &config_name,
+            job_name: &req.job_name,
+            task_overrides: &task,
+            hydra_overrides: &hydra_ovr,
+            choices: &ovr.known_choices,
+            config_sources: &repo.sources(),
+        },
+    );
+    Ok(Composed {
+        job: cfg,
+        hydra,
+        parsed_overrides: parsed,
+        now,
+    })
+}
+
+/// Merge the configs of a defaults list, each at its package, in order.
+fn merge_defaults(repo: &ConfigRepo, defaults: &[ResultDefault]) -> Result<Node, ConfigError> {
     let mut cfg = Node::empty_map();
-    for d in &defaults {
+    for d in defaults {
         let loaded = repo.load(&d.config_path)?.ok_or_else(|| {
             composition(format!(
                 "config '{}' disappeared while composing",
@@ -88,7 +139,7 @@ pub fn compose_at(
             )));
         }
         let embedded = merge::embed_at_package(&loaded.config, &d.package);
-        if let Some(section) = embedded.child("hydra") {
+        if let Some(section) = embedded.child("hydra").filter(|_| !loaded.builtin) {
             hydra_schema::check_section(section).map_err(|e| {
                 composition(format!(
                     "In '{}': {} raised while composing config:\n{}",
@@ -98,49 +149,26 @@ pub fn compose_at(
         }
         merge::merge_into(&mut cfg, &embedded).map_err(|e| merge_failed(&d.config_path, &e))?;
     }
+    Ok(cfg)
+}
 
-    // Hydra's own node: built-in defaults, then the primary config's `hydra:` section.
-    let mut hydra = hydra_node::defaults(req.multirun);
-    if let Some(user) = cfg.as_map_mut().and_then(|m| m.shift_remove("hydra")) {
-        merge::merge_into(&mut hydra, &user).map_err(|e| merge_failed(&config_name, &e))?;
-    }
-    cfg.as_map_mut()
-        .expect("composed root is a map")
-        .insert("hydra".into(), hydra);
-
-    apply_config_overrides(&mut cfg, &ovr.config_overrides)?;
-
+/// Hydra's node as its own defaults compose it, with no config directory and no overrides
+/// (what `--cfg hydra` shows before a primary config's `hydra:` section and the runtime).
+pub fn hydra_defaults(multirun: bool) -> Node {
+    let repo = ConfigRepo::builtin_only();
+    let mut ovr = Overrides::new(&repo, &[]).expect("no overrides to parse");
+    let list = hydra_defaults_list(&repo, &mut ovr).expect("Hydra's own defaults list builds");
+    let mut cfg = merge_defaults(&repo, &list).expect("Hydra's own configs merge");
     let mut hydra = cfg
         .as_map_mut()
         .and_then(|m| m.shift_remove("hydra"))
-        .unwrap_or(Node::Null);
-    let task: Vec<String> = parsed
-        .iter()
-        .filter(|o| !o.is_hydra_override())
-        .map(|o| o.input.clone())
-        .collect();
-    let hydra_ovr: Vec<String> = parsed
-        .iter()
-        .filter(|o| o.is_hydra_override())
-        .map(|o| o.input.clone())
-        .collect();
-    hydra_node::fill_runtime(
-        &mut hydra,
-        &hydra_node::RuntimeInfo {
-            config_dir: &req.config_dir,
-            config_name: &config_name,
-            job_name: &req.job_name,
-            task_overrides: &task,
-            hydra_overrides: &hydra_ovr,
-            choices: &ovr.known_choices,
-        },
-    );
-    Ok(Composed {
-        job: cfg,
-        hydra,
-        parsed_overrides: parsed,
-        now,
-    })
+        .expect("hydra/config is at package hydra");
+    if multirun {
+        if let Some(h) = hydra.as_map_mut() {
+            h.insert("mode".into(), Node::Str("MULTIRUN".into()));
+        }
+    }
+    hydra
 }
 
 fn validate_no_sweeps(parsed: &[Override]) -> Result<(), ConfigError> {

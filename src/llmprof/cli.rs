@@ -115,6 +115,8 @@ pub enum Command {
         #[command(subcommand)]
         what: DebugCommand,
     },
+    /// Site settings (docs/settings.md): the merged settings and where each value comes from.
+    Settings,
 }
 
 #[derive(Debug, Subcommand)]
@@ -191,6 +193,7 @@ impl Command {
             Command::Debug { .. } => "debug",
             Command::Job { .. } => "__job",
             Command::Compare { .. } => "compare",
+            Command::Settings => "settings",
         }
     }
 }

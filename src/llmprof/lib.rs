@@ -16,6 +16,7 @@ pub mod region;
 pub mod report;
 pub mod roofline;
 pub mod run_dir;
+pub mod settings;
 pub mod spec;
 pub mod stdout;
 

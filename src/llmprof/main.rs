@@ -25,7 +25,10 @@ fn main() {
         Err(err) => {
             // stderr may be closed too: never panic on the way out.
             let _ = writeln!(std::io::stderr(), "Error: {err:#}");
-            std::process::exit(1);
+            let bad_settings = err
+                .downcast_ref::<llmprof::settings::SettingsError>()
+                .is_some();
+            std::process::exit(if bad_settings { 2 } else { 1 });
         }
     }
 }

@@ -63,7 +63,9 @@ fn run(versions: &RuntimeVersions, kineto_quieted: bool) -> Result<()> {
     match command.as_str() {
         "stage1" | "infer" | "bench-overhead" => {
             let dir = PathBuf::from(args.get(1).context("missing run directory argument")?);
-            llmprof::logging::log_to_file(&dir.join(llmprof::run_dir::LOG_FILE))?;
+            if llmprof::logging::run_wants_log_file(&dir) {
+                llmprof::logging::log_to_file(&dir.join(llmprof::run_dir::LOG_FILE))?;
+            }
             let text = std::fs::read_to_string(dir.join(llmprof::run_dir::RESOLVED_CONFIG))
                 .with_context(|| format!("reading the resolved config in {}", dir.display()))?;
             let tree = llmprof::config::yaml::parse(&text).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -10,7 +10,11 @@ use crate::tree::limits::MAX_DEFAULTS_DEPTH;
 use indexmap::IndexMap;
 use std::collections::HashSet;
 
-/// Compute the ordered list of configs to merge for `config_name` under `overrides`.
+/// Hydra's own config (`HydraConf`, builtin/), put before the primary config in every list.
+pub const HYDRA_CONFIG: &str = "hydra/config";
+
+/// Compute the ordered list of configs to merge for `config_name` under `overrides`: Hydra's
+/// own `hydra/config` subtree, then the primary config's.
 /// `skip_missing` leaves `???` group defaults unset (used when sweeping).
 pub fn create_defaults_list(
     repo: &ConfigRepo,
@@ -18,21 +22,55 @@ pub fn create_defaults_list(
     overrides: &mut Overrides,
     skip_missing: bool,
 ) -> Result<Vec<ResultDefault>, ConfigError> {
-    let mut primary = InputDefault::config(config_name, None);
-    primary.primary = true;
-    let mut root = Tree {
-        node: primary,
-        children: None,
-    };
+    build_list(repo, Some(config_name), overrides, skip_missing)
+}
+
+/// The list of `hydra/config` alone (Hydra's node with no primary config).
+pub fn hydra_defaults_list(
+    repo: &ConfigRepo,
+    overrides: &mut Overrides,
+) -> Result<Vec<ResultDefault>, ConfigError> {
+    build_list(repo, None, overrides, false)
+}
+
+fn build_list(
+    repo: &ConfigRepo,
+    config_name: Option<&str>,
+    overrides: &mut Overrides,
+    skip_missing: bool,
+) -> Result<Vec<ResultDefault>, ConfigError> {
     let mut b = Builder {
         repo,
         overrides,
         skip_missing,
         chain: Vec::new(),
     };
-    b.expand(&mut root, true, false, None)?;
+    // Hydra's virtual root: [hydra/config, primary], expanded last to first, so the primary's
+    // `override hydra/...` entries are known before Hydra's own defaults list is read.
+    let primary = match config_name {
+        Some(name) => {
+            let mut node = InputDefault::config(name, None);
+            node.primary = true;
+            let mut root = Tree {
+                node,
+                children: None,
+            };
+            b.expand(&mut root, true, false, None)?;
+            Some(root)
+        }
+        None => None,
+    };
+    let mut hydra = Tree {
+        node: InputDefault::config(HYDRA_CONFIG, None),
+        children: None,
+    };
+    hydra.node.update_parent("", "");
+    b.expand(&mut hydra, false, false, None)?;
     let mut out = Vec::new();
-    tree_to_list(&root, None, &mut out);
+    tree_to_list(&hydra, None, &mut out);
+    if let Some(root) = &primary {
+        tree_to_list(root, None, &mut out);
+    }
     let mut seen = HashSet::new();
     for r in &out {
         if let Some(k) = &r.override_key {
@@ -117,9 +155,6 @@ impl Builder<'_> {
         };
         self.enter(&path)?;
         let mut defaults = loaded.defaults.clone();
-        if is_root {
-            defaults.splice(0..0, implicit_hydra_defaults(self.repo, &defaults));
-        }
         if !defaults.is_empty() || (is_root && !self.overrides.append_group_defaults.is_empty()) {
             validate_self(&root.node, &mut defaults)?;
         }
@@ -327,8 +362,8 @@ impl Builder<'_> {
             msg = format!("In '{p}': {msg}");
         }
         msg.push_str(&format!(
-            "\nConfig search path:\n\tprovider=main, path=file://{}",
-            self.repo.root().display()
+            "\nConfig search path:\n{}",
+            self.repo.search_path_lines()
         ));
         composition(msg)
     }
@@ -362,29 +397,6 @@ fn resolve_choice_interpolation(
     Ok(out)
 }
 
-/// Hydra's own groups that a config directory provides options for, each with the default Hydra's
-/// `hydra/config` gives it (`hydra/launcher: basic`), placed before the primary config's defaults
-/// as Hydra's `hydra/config` comes first. Only groups the repository holds (with that default
-/// option) and the primary config does not list itself, so `hydra/launcher=local` can select
-/// `conf/hydra/launcher/local.yaml`.
-fn implicit_hydra_defaults(repo: &ConfigRepo, primary: &[InputDefault]) -> Vec<InputDefault> {
-    const HYDRA_GROUPS: &[(&str, &str)] = &[("hydra/launcher", "basic")];
-    HYDRA_GROUPS
-        .iter()
-        .filter(|(group, option)| repo.config_exists(&format!("{group}/{option}")))
-        .filter(|(group, _)| {
-            !primary.iter().any(|d| {
-                !d.is_override()
-                    && matches!(d.kind, DefaultKind::Group { .. })
-                    && d.group_path() == *group
-            })
-        })
-        .map(|(group, option)| {
-            InputDefault::group(group, GroupValue::Name(Some(option.to_string())), None)
-        })
-        .collect()
-}
-
 fn validate_self(
     containing: &InputDefault,
     defaults: &mut Vec<InputDefault>,
@@ -409,44 +421,4 @@ fn validate_self(
         defaults.push(InputDefault::config("_self_", None));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hydra_launcher_is_a_group_when_the_repository_has_its_options() {
-        let root = std::env::temp_dir().join(format!("llmprof-hl-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("hydra/launcher")).unwrap();
-        std::fs::write(root.join("config.yaml"), "a: 1\n").unwrap();
-        std::fs::write(root.join("hydra/launcher/basic.yaml"), "_target_: B\n").unwrap();
-        std::fs::write(root.join("hydra/launcher/local.yaml"), "_target_: L\n").unwrap();
-        let repo = ConfigRepo::new(&root);
-        let list = |overrides: &[&str]| {
-            let parsed = crate::loader::parse_overrides(
-                &overrides.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-            )
-            .unwrap();
-            let mut ovr = Overrides::new(&repo, &parsed).unwrap();
-            create_defaults_list(&repo, "config", &mut ovr, false)
-                .map(|l| {
-                    l.iter()
-                        .map(|r| format!("{}@{}", r.config_path, r.package))
-                        .collect::<Vec<_>>()
-                })
-                .map_err(|e| e.to_string())
-        };
-        assert_eq!(
-            list(&[]).unwrap(),
-            ["hydra/launcher/basic@hydra.launcher", "config@"]
-        );
-        assert_eq!(
-            list(&["hydra/launcher=local"]).unwrap(),
-            ["hydra/launcher/local@hydra.launcher", "config@"]
-        );
-        assert!(list(&["hydra/launcher=nope"]).is_err());
-        std::fs::remove_dir_all(&root).unwrap();
-    }
 }

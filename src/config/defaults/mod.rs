@@ -9,5 +9,5 @@ pub mod repo;
 
 pub use element::{DefaultKind, GroupValue, InputDefault, ResultDefault};
 pub use group_overrides::Overrides;
-pub use list::create_defaults_list;
+pub use list::{create_defaults_list, hydra_defaults_list, HYDRA_CONFIG};
 pub use repo::{list_groups, ConfigRepo, LoadedConfig};

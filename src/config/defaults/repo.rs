@@ -1,7 +1,10 @@
-//! The config directory as Hydra's file config source sees it (`_internal/config_repository.py`):
-//! groups are folders, options `<name>.yaml` files; loads each file once (body, `# @package`
+//! The config search path as Hydra's config repository sees it (`_internal/config_repository.py`):
+//! Hydra's own `pkg://hydra.conf`, then the config directory (groups are folders, options
+//! `<name>.yaml` files), then `structured://` (builtin/); the first source holding a config wins,
+//! a group's options are those of all sources. Loads each config once (body, `# @package`
 //! header, defaults entries). Knows defaults-list elements, not the defaults-list algorithm.
 use super::element::InputDefault;
+use crate::builtin::{BuiltinSource, HYDRA_CONF, STRUCTURED};
 use crate::error::ConfigError;
 use crate::tree::node::Node;
 use crate::tree::yaml_read;
@@ -17,9 +20,13 @@ pub struct LoadedConfig {
     pub config: Node,
     pub package_header: Option<String>,
     pub defaults: Vec<InputDefault>,
+    /// Hydra's own config (builtin/), not a file of the config directory.
+    pub builtin: bool,
 }
 
 pub struct ConfigRepo {
+    /// The config directory; `None` for Hydra's own configs alone.
+    dir: Option<PathBuf>,
     root: PathBuf,
     cache: RefCell<HashMap<String, Option<Rc<LoadedConfig>>>>,
 }
@@ -27,7 +34,17 @@ pub struct ConfigRepo {
 impl ConfigRepo {
     pub fn new(root: &Path) -> Self {
         Self {
+            dir: Some(root.to_path_buf()),
             root: root.to_path_buf(),
+            cache: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// Hydra's own configs alone, with no config directory.
+    pub fn builtin_only() -> Self {
+        Self {
+            dir: None,
+            root: PathBuf::new(),
             cache: RefCell::new(HashMap::new()),
         }
     }
@@ -36,24 +53,63 @@ impl ConfigRepo {
         &self.root
     }
 
-    fn file(&self, config_path: &str) -> PathBuf {
+    /// The file of a config in the config directory (`None` with no directory).
+    fn file(&self, config_path: &str) -> Option<PathBuf> {
         let p = config_path.trim_start_matches('/');
         let p = p.strip_suffix(".yaml").unwrap_or(p);
-        self.root.join(format!("{p}.yaml"))
+        Some(self.dir.as_ref()?.join(format!("{p}.yaml")))
+    }
+
+    /// The folder of a group in the config directory (`None` with no directory).
+    fn group_dir(&self, group: &str) -> Option<PathBuf> {
+        Some(self.dir.as_ref()?.join(group.trim_start_matches('/')))
     }
 
     pub fn config_exists(&self, config_path: &str) -> bool {
-        self.file(config_path).is_file()
+        HYDRA_CONF.get(config_path).is_some()
+            || self.file(config_path).is_some_and(|f| f.is_file())
+            || STRUCTURED.get(config_path).is_some()
     }
 
     pub fn group_exists(&self, group: &str) -> bool {
-        self.root.join(group.trim_start_matches('/')).is_dir()
+        HYDRA_CONF.has_group(group)
+            || self.group_dir(group).is_some_and(|d| d.is_dir())
+            || STRUCTURED.has_group(group)
+    }
+
+    /// `hydra.runtime.config_sources`, in search order: (path, schema, provider).
+    pub fn sources(&self) -> Vec<(String, &'static str, &'static str)> {
+        let builtin = |b: &BuiltinSource| (b.path.to_string(), b.schema, b.provider);
+        let mut out = vec![builtin(&HYDRA_CONF)];
+        if let Some(dir) = &self.dir {
+            let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+            out.push((abs.display().to_string(), "file", "main"));
+        }
+        out.push(builtin(&STRUCTURED));
+        out
+    }
+
+    /// The search path as Hydra's "Config search path" lines of a not-found error.
+    pub fn search_path_lines(&self) -> String {
+        self.sources()
+            .iter()
+            .map(|(path, schema, provider)| {
+                let path = if *schema == "file" {
+                    format!("file://{path}")
+                } else {
+                    format!("{schema}://{path}")
+                };
+                format!("\tprovider={provider}, path={path}")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// Options of a group (file names without `.yaml`), sorted.
     pub fn group_options(&self, group: &str) -> Vec<String> {
-        let dir = self.root.join(group.trim_start_matches('/'));
-        let mut out: Vec<String> = std::fs::read_dir(&dir)
+        let dir = self.group_dir(group);
+        let mut out: Vec<String> = dir
+            .and_then(|d| std::fs::read_dir(d).ok())
             .into_iter()
             .flatten()
             .flatten()
@@ -63,23 +119,30 @@ impl ConfigRepo {
                 (is_file && name.ends_with(".yaml"))
                     .then(|| name.trim_end_matches(".yaml").to_string())
             })
+            .chain(HYDRA_CONF.options(group).map(str::to_string))
+            .chain(STRUCTURED.options(group).map(str::to_string))
             .collect();
         out.sort();
+        out.dedup();
         out
     }
 
     /// Sub-groups of a group (folders), sorted.
     pub fn subgroups(&self, group: &str) -> Vec<String> {
-        let dir = self.root.join(group.trim_start_matches('/'));
-        let mut out: Vec<String> = std::fs::read_dir(&dir)
+        let dir = self.group_dir(group);
+        let mut out: Vec<String> = dir
+            .and_then(|d| std::fs::read_dir(d).ok())
             .into_iter()
             .flatten()
             .flatten()
             .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
             .map(|e| e.file_name().to_string_lossy().to_string())
             .filter(|n| !n.starts_with('.'))
+            .chain(HYDRA_CONF.subgroups(group).map(str::to_string))
+            .chain(STRUCTURED.subgroups(group).map(str::to_string))
             .collect();
         out.sort();
+        out.dedup();
         out
     }
 
@@ -90,26 +153,43 @@ impl ConfigRepo {
             return Ok(c.clone());
         }
         let file = self.file(&key);
-        let loaded = if file.is_file() {
-            Some(Rc::new(self.read(&key, &file)?))
-        } else {
-            None
+        let builtin = |b: &BuiltinSource| {
+            b.get(&key).map(|text| {
+                let origin = PathBuf::from(format!("{}://{}/{key}.yaml", b.schema, b.path));
+                (text.to_string(), origin)
+            })
+        };
+        let found = match builtin(&HYDRA_CONF) {
+            Some(t) => Some(t),
+            None if file.as_ref().is_some_and(|f| f.is_file()) => {
+                let file = file.clone().expect("checked above");
+                let text = std::fs::read_to_string(&file).map_err(|e| ConfigError::Io {
+                    path: file.clone(),
+                    reason: e.to_string(),
+                })?;
+                Some((text, file))
+            }
+            None => builtin(&STRUCTURED),
+        };
+        let loaded = match found {
+            Some((text, origin)) => {
+                let mut c = self.read(&key, &text, &origin)?;
+                c.builtin = file.as_ref() != Some(&origin);
+                Some(Rc::new(c))
+            }
+            None => None,
         };
         self.cache.borrow_mut().insert(key, loaded.clone());
         Ok(loaded)
     }
 
-    fn read(&self, key: &str, file: &Path) -> Result<LoadedConfig, ConfigError> {
-        let text = std::fs::read_to_string(file).map_err(|e| ConfigError::Io {
-            path: file.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+    fn read(&self, key: &str, text: &str, file: &Path) -> Result<LoadedConfig, ConfigError> {
         let package_header =
-            yaml_read::package_header(&text).map_err(|reason| ConfigError::BadFile {
+            yaml_read::package_header(text).map_err(|reason| ConfigError::BadFile {
                 path: file.to_path_buf(),
                 reason,
             })?;
-        let body = yaml_read::parse(&text).map_err(|e| ConfigError::Yaml {
+        let body = yaml_read::parse(text).map_err(|e| ConfigError::Yaml {
             path: file.to_path_buf(),
             line: e.line,
             column: e.column,
@@ -148,6 +228,7 @@ impl ConfigRepo {
             config: body,
             package_header,
             defaults,
+            builtin: false,
         })
     }
 }
@@ -185,12 +266,16 @@ fn file_body(body: Node) -> Result<Node, String> {
     }
 }
 
-/// Groups and their options under a config dir, for `--help` (Hydra's "Configuration groups").
+/// The application's groups and their options, for `--help` (Hydra's "Configuration groups",
+/// `$APP_CONFIG_GROUPS`: Hydra's own `hydra/...` groups are left out).
 pub fn list_groups(config_dir: &Path) -> Vec<(String, Vec<String>)> {
     let repo = ConfigRepo::new(config_dir);
     let mut out = Vec::new();
     fn walk(repo: &ConfigRepo, group: &str, out: &mut Vec<(String, Vec<String>)>) {
         for sub in repo.subgroups(group) {
+            if group.is_empty() && sub == "hydra" {
+                continue;
+            }
             let path = if group.is_empty() {
                 sub
             } else {

@@ -36,6 +36,15 @@ pub fn run_one(
     let mut resolved = composed.resolved_job()?;
     let cwd = std::env::current_dir().context("reading the current directory")?;
     crate::spec::data_paths::make_absolute(&mut resolved, &cwd, Some(&composed_base_dir(composed)));
+    let settings = crate::settings::Settings::load()?;
+    let task = crate::config::Node::List(vec![]);
+    let task: Vec<String> = match composed.hydra.get_path("overrides.task").unwrap_or(&task) {
+        crate::config::Node::List(items) => items.iter().map(|o| o.to_python_str()).collect(),
+        _ => vec![],
+    };
+    if let Some(device) = crate::settings::apply_default_device(&mut resolved, &task, &settings) {
+        tracing::info!(device, "device: auto -> settings defaults.device");
+    }
     // Validate before creating anything: a typo never leaves an empty run folder behind.
     let spec = RunSpec::from_tree(&resolved)?;
     if command == "stage2" && !spec.pipeline.nsys.enable && !spec.pipeline.ncu.enable {
@@ -51,8 +60,10 @@ pub fn run_one(
     if let Some((sweep_dir, num)) = &origin.sweep_job {
         crate::launcher::plan::write_pointer(sweep_dir, *num, &dir.path)?;
     }
-    crate::logging::log_to_file(&dir.path.join(crate::run_dir::LOG_FILE))
-        .with_context(|| format!("opening the log in {}", dir.path.display()))?;
+    if crate::logging::wants_log_file(composed.hydra.child("job_logging")) {
+        crate::logging::log_to_file(&dir.path.join(crate::run_dir::LOG_FILE))
+            .with_context(|| format!("opening the log in {}", dir.path.display()))?;
+    }
     shutdown::set_run(Some(dir.path.clone()));
     tracing::info!(dir = %dir.path.display(), "{command}: run directory");
     let result = if command == "stage2" {
@@ -149,10 +160,12 @@ fn launch_worker(command: &str, run_dir: &Path) -> Result<()> {
                 Some(c) => format!("exited with status {c}"),
                 None => "was killed by a signal".into(),
             };
-            bail!(
-                "the workload {how}: {detail} (log: {}/llmprof.log)",
-                run_dir.display()
-            )
+            let log = if crate::logging::run_wants_log_file(run_dir) {
+                format!("log: {}/llmprof.log", run_dir.display())
+            } else {
+                "log: on stderr above; hydra.job_logging writes no log file".into()
+            };
+            bail!("the workload {how}: {detail} ({log})")
         }
     }
 }

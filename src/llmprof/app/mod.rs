@@ -30,6 +30,11 @@ pub fn run(cli: Cli) -> Result<i32> {
             cli.overrides.clone(),
         ),
     };
+    if let Some(Command::Settings) = &cli.command {
+        let origins = crate::settings::Origins::from_env();
+        crate::stdout::print(&crate::settings::render(&origins)?)?;
+        return Ok(0);
+    }
     let config_dir = find_config_dir(&flags)?;
     if flags.help {
         print_cfg::help(&config_dir)?;
@@ -81,6 +86,8 @@ pub fn run(cli: Cli) -> Result<i32> {
             metrics: &metrics,
             format: flags.format,
         }),
+        // Printed before looking for a config directory (settings need none).
+        Some(Command::Settings) => Ok(0),
         Some(Command::Analyze { tool }) => {
             let json = matches!(flags.format, Some(crate::cli::Format::Json));
             let text = match tool {

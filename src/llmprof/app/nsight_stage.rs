@@ -155,12 +155,13 @@ impl<'a> Stage2<'a> {
     }
 
     pub fn run(mut self) -> Result<()> {
+        let settings = crate::settings::Settings::load()?;
         let p = &self.spec.pipeline;
         let mut problems: Vec<String> = Vec::new();
         let mut ran = 0;
         let mut hot: Option<Vec<(String, f64)>> = None;
         if p.nsys.enable {
-            match nsight::find_tool("nsys")
+            match nsight::find_tool_configured("nsys", settings.tool_path("nsys"))
                 .map_err(anyhow::Error::from)
                 .and_then(|tool| self.run_nsys(&tool))
             {
@@ -172,7 +173,7 @@ impl<'a> Stage2<'a> {
             }
         }
         if p.ncu.enable {
-            let result = nsight::find_tool("ncu")
+            let result = nsight::find_tool_configured("ncu", settings.tool_path("ncu"))
                 .map_err(anyhow::Error::from)
                 .and_then(|tool| {
                     let rows = match hot.take() {

@@ -23,7 +23,7 @@ pub fn render(
             if resolve {
                 c.resolved_job()?;
             }
-            c.hydra_config(resolve)?
+            c.hydra_config_shown(resolve)?
         }
         CfgPart::All => c.full_config(resolve)?,
     };

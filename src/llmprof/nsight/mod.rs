@@ -9,4 +9,4 @@ pub mod nsys;
 pub mod tool;
 pub mod units;
 
-pub use tool::{find_tool, ToolMissing};
+pub use tool::{find_tool, find_tool_configured, ToolMissing};

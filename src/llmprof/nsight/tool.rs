@@ -40,6 +40,26 @@ pub fn find_tool(name: &str) -> Result<PathBuf, ToolMissing> {
     find_tool_in(name, std::env::var_os("PATH"), &INSTALL_GLOBS)
 }
 
+/// The path a setting names (`tools.nsys`, `tools.ncu`, docs/settings.md) when there is one,
+/// else [`find_tool`]. A configured path that is not an executable file is an error naming it.
+pub fn find_tool_configured(
+    name: &str,
+    configured: Option<&std::path::Path>,
+) -> Result<PathBuf, ToolMissing> {
+    match configured {
+        None => find_tool(name),
+        Some(p) if is_executable(p) => Ok(p.to_path_buf()),
+        Some(p) => Err(ToolMissing {
+            tool: name.to_string(),
+            searched: vec![p.to_path_buf()],
+            hint: format!(
+                "The setting tools.{name} names it (llmprof settings shows where that is set): \
+                 point it at the {name} executable, or remove it to search PATH."
+            ),
+        }),
+    }
+}
+
 /// [`find_tool`] with the PATH value and install globs given, so tests need no real install.
 pub fn find_tool_in(
     name: &str,
@@ -101,6 +121,20 @@ mod tests {
         let found =
             find_tool_in("ncu", Some(bin.clone().into_os_string()), &[]).expect("found via PATH");
         assert_eq!(found, ncu);
+        std::fs::remove_dir_all(&root).expect("cleanup");
+    }
+
+    #[test]
+    fn a_configured_path_is_used_or_named_in_the_error() {
+        let root = std::env::temp_dir().join(format!("llmprof-tool-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&root).expect("mkdir");
+        let nsys = root.join("my-nsys");
+        std::fs::write(&nsys, "#!/bin/sh\n").expect("write");
+        std::fs::set_permissions(&nsys, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        assert_eq!(find_tool_configured("nsys", Some(&nsys)), Ok(nsys.clone()));
+        let err = find_tool_configured("nsys", Some(&root.join("absent"))).expect_err("absent");
+        assert_eq!(err.searched, vec![root.join("absent")]);
+        assert!(err.to_string().contains("tools.nsys"), "{err}");
         std::fs::remove_dir_all(&root).expect("cleanup");
     }
 
