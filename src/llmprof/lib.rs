@@ -6,6 +6,7 @@ pub mod app;
 pub mod cli;
 pub mod dataset;
 pub mod dtype;
+pub mod hub;
 pub mod logging;
 pub mod measure;
 pub mod model;

@@ -1,6 +1,8 @@
 //! Dispatch: compose the config, then print it (`--cfg`), run a stage, or analyse files.
 //! The only place that decides what a command means.
 pub mod child;
+mod data_commands;
+pub mod data_prep;
 pub mod launch;
 mod multirun;
 pub mod nsight_stage;
@@ -66,6 +68,8 @@ pub fn run(cli: Cli) -> Result<i32> {
             }
         }
         Some(Command::Debug { .. }) => forward_to_worker(),
+        Some(Command::Dataset { what }) => data_commands::dataset(what, &request),
+        Some(Command::Models { what }) => data_commands::models(what, &request),
         Some(Command::Analyze { tool }) => {
             let json = matches!(flags.format, Some(crate::cli::Format::Json));
             let text = match tool {
