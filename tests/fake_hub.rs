@@ -46,6 +46,12 @@ pub struct FakeHub {
 
 impl FakeHub {
     pub fn start(files: Vec<HubFile>) -> FakeHub {
+        FakeHub::start_as(REPO, files)
+    }
+
+    /// The same server holding `files` as repository `repo`.
+    pub fn start_as(repo: &str, files: Vec<HubFile>) -> FakeHub {
+        let repo = Arc::new(repo.to_string());
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a local port");
         let url = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -54,9 +60,9 @@ impl FakeHub {
         let (s, f) = (seen.clone(), faults.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (s, f, files) = (s.clone(), f.clone(), files.clone());
+                let (s, f, files, repo) = (s.clone(), f.clone(), files.clone(), repo.clone());
                 std::thread::spawn(move || {
-                    let _ = serve(stream, &files, &s, &f);
+                    let _ = serve(stream, &repo, &files, &s, &f);
                 });
             }
         });
@@ -121,6 +127,7 @@ fn git_etag(b: &[u8]) -> String {
 
 fn serve(
     mut stream: TcpStream,
+    repo: &str,
     files: &[HubFile],
     seen: &Mutex<Vec<Seen>>,
     faults: &Mutex<Faults>,
@@ -149,7 +156,7 @@ fn serve(
         range: range.clone(),
         auth,
     });
-    let listing = format!("/api/models/{REPO}/revision/");
+    let listing = format!("/api/models/{repo}/revision/");
     if let Some(rev) = path.strip_prefix(&listing) {
         if rev != "main" && rev != COMMIT {
             return respond(
@@ -170,7 +177,7 @@ fn serve(
                 v
             })
             .collect();
-        let body = serde_json::json!({"id": REPO, "sha": COMMIT, "siblings": siblings}).to_string();
+        let body = serde_json::json!({"id": repo, "sha": COMMIT, "siblings": siblings}).to_string();
         return respond(
             &mut stream,
             "200 OK",
@@ -179,7 +186,7 @@ fn serve(
             None,
         );
     }
-    let resolve = format!("/{REPO}/resolve/");
+    let resolve = format!("/{repo}/resolve/");
     let Some(rest) = path.strip_prefix(&resolve) else {
         return respond(
             &mut stream,

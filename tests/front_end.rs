@@ -15,3 +15,4 @@ mod hub;
 mod nsight_fuzz;
 mod stage2;
 mod support;
+mod variants;

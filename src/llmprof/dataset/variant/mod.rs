@@ -66,7 +66,10 @@ pub fn apply_variant(resolved: &mut Node, cwd: &Path, repo: Option<&Path>) -> Re
             meta.parent
         );
     }
-    let root = dir.join(&meta.data);
+    let root = match meta.data.as_str() {
+        "." | "" => dir.clone(),
+        data => dir.join(data),
+    };
     if let Some(n) = resolved.get_path_mut("dataset.root") {
         *n = Node::Str(root.display().to_string());
     }
