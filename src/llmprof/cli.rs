@@ -117,6 +117,69 @@ pub enum Command {
     },
     /// Site settings (docs/settings.md): the merged settings and where each value comes from.
     Settings,
+    /// Dataset variants and dataset downloads (docs/datasets.md).
+    Dataset {
+        #[command(subcommand)]
+        what: DatasetCommand,
+    },
+    /// Checkpoints from the Hugging Face Hub into the shared HF cache (docs/weights.md).
+    Models {
+        #[command(subcommand)]
+        what: ModelsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DatasetCommand {
+    /// Make datasets/<dataset>/<variant>/: a seeded subset of the source data with its
+    /// provenance in metadata.yaml (the source is not modified; existing variants are kept).
+    MakeVariant {
+        /// The dataset option (conf/dataset/<dataset>.yaml), e.g. samples or omnidocbench.
+        dataset: String,
+        /// The variant's name (its folder), e.g. subset-20.
+        #[arg(long)]
+        variant: String,
+        /// How many items (pages or JSONL lines) to keep.
+        #[arg(long)]
+        num_samples: u64,
+        /// Seed of the selection: the same seed picks the same items everywhere.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Pick only among the pages this file lists (one per line, relative to the images).
+        #[arg(long, value_name = "FILE")]
+        subset_file: Option<PathBuf>,
+        /// Pick only among pages of this kind (samples: table, formula, ...; omnidocbench: its
+        /// page_attribute.data_source, e.g. academic_literature).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Config overrides for the dataset (e.g. dataset.root=<folder> for dataset=folder).
+        #[arg(value_name = "OVERRIDES")]
+        overrides: Vec<String>,
+    },
+    /// Download a dataset repository of the Hub into the HF cache; prints the snapshot folder.
+    Download {
+        /// Repository id, e.g. opendatalab/OmniDocBench.
+        repo: String,
+        #[arg(long)]
+        revision: Option<String>,
+        /// Only files matching these globs (`*` does not cross `/`); default: all.
+        #[arg(long, value_name = "GLOB")]
+        include: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Fetch the safetensors, index, config and tokenizer files of a model; prints the snapshot
+    /// folder. Resumes interrupted downloads; HF_HUB_OFFLINE=1 only checks the cache.
+    Download {
+        /// A model preset (conf/model/<preset>.yaml, its model.repo_id) or a repository id
+        /// (org/name).
+        model: String,
+        /// Branch, tag or commit (default: the preset's model.revision, else main).
+        #[arg(long)]
+        revision: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -194,6 +257,8 @@ impl Command {
             Command::Job { .. } => "__job",
             Command::Compare { .. } => "compare",
             Command::Settings => "settings",
+            Command::Dataset { .. } => "dataset",
+            Command::Models { .. } => "models",
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod dataset;
 pub mod dtype;
 pub mod launcher;
+pub mod hub;
 pub mod logging;
 pub mod measure;
 pub mod model;

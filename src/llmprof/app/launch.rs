@@ -35,7 +35,8 @@ pub fn run_one(
 ) -> Result<(PathBuf, RunState)> {
     let mut resolved = composed.resolved_job()?;
     let cwd = std::env::current_dir().context("reading the current directory")?;
-    crate::spec::data_paths::make_absolute(&mut resolved, &cwd, Some(&composed_base_dir(composed)));
+    let repo = composed_base_dir(composed);
+    crate::spec::data_paths::make_absolute(&mut resolved, &cwd, Some(&repo));
     let settings = crate::settings::Settings::load()?;
     let task = crate::config::Node::List(vec![]);
     let task: Vec<String> = match composed.hydra.get_path("overrides.task").unwrap_or(&task) {
@@ -45,6 +46,8 @@ pub fn run_one(
     if let Some(device) = crate::settings::apply_default_device(&mut resolved, &task, &settings) {
         tracing::info!(device, "device: auto -> settings defaults.device");
     }
+    // dataset.variant and model.weights=hub: the data the worker reads, ready before it starts.
+    super::data_prep::prepare(&mut resolved, &cwd, &repo)?;
     // Validate before creating anything: a typo never leaves an empty run folder behind.
     let spec = RunSpec::from_tree(&resolved)?;
     if command == "stage2" && !spec.pipeline.nsys.enable && !spec.pipeline.ncu.enable {
@@ -110,7 +113,7 @@ pub fn run_one(
 
 /// The repository holding the config directory: relative data paths (datasets/…, models/…)
 /// are read from there when they do not exist in the current directory.
-fn composed_base_dir(composed: &Composed) -> PathBuf {
+pub(super) fn composed_base_dir(composed: &Composed) -> PathBuf {
     match composed.primary_config_dir() {
         Some(conf) => conf.parent().map(Path::to_path_buf).unwrap_or_default(),
         None => PathBuf::from("."),

@@ -3,6 +3,8 @@
 pub mod child;
 mod job_entry;
 mod compare_cmd;
+mod data_commands;
+pub mod data_prep;
 pub mod launch;
 mod multirun;
 pub mod nsight_stage;
@@ -88,6 +90,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         }),
         // Printed before looking for a config directory (settings need none).
         Some(Command::Settings) => Ok(0),
+        Some(Command::Dataset { what }) => data_commands::dataset(what, &request),
+        Some(Command::Models { what }) => data_commands::models(what, &request),
         Some(Command::Analyze { tool }) => {
             let json = matches!(flags.format, Some(crate::cli::Format::Json));
             let text = match tool {

@@ -9,6 +9,7 @@ mod input;
 mod omnidocbench;
 mod samples;
 mod sampling;
+pub mod variant;
 
 pub use file_kind::{skipped_note, NotRegular, Skipped};
 pub use image_limits::{

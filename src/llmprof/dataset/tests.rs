@@ -50,6 +50,7 @@ fn missing_root_names_folder_and_fix() {
         name: "omnidocbench".into(),
         root: "datasets/omnidocbench/source-data".into(),
         subset_filelist: None,
+        variant: None,
         sampling: SamplingSpec {
             num_epochs: 1,
             num_samples_per_epoch: None,
@@ -129,6 +130,7 @@ fn list_dataset_resolves_relative_paths() {
         name: "folder".into(),
         root: "pages".into(),
         subset_filelist: None,
+        variant: None,
         sampling: SamplingSpec {
             num_epochs: 1,
             num_samples_per_epoch: None,

@@ -109,9 +109,34 @@ fn assumptions_md(spec: &RunSpec, f: &Stage1Files) -> String {
     s
 }
 
-/// `inputs.yaml`: per input, path, bytes, width, height, mode, crop_grid [cols, rows],
-/// image_tokens (for inputs with an image), prompt_tokens.
-pub fn inputs_yaml(inputs: &[RequestInfo]) -> String {
+/// `inputs.yaml`: `dataset` (name, root, variant and, with a variant, its metadata.yaml as
+/// `variant_metadata`) and `inputs`: per input, path, bytes, width, height, mode, crop_grid
+/// [cols, rows], image_tokens (for inputs with an image), prompt_tokens.
+pub fn inputs_yaml(
+    dataset: &crate::spec::DatasetSpec,
+    variant: Option<&crate::dataset::variant::VariantMetadata>,
+    inputs: &[RequestInfo],
+) -> Result<String> {
+    let mut d = Map::new();
+    d.insert("name".into(), Node::Str(dataset.name.clone()));
+    d.insert("root".into(), Node::Str(dataset.root.clone()));
+    d.insert(
+        "variant".into(),
+        dataset.variant.clone().map(Node::Str).unwrap_or(Node::Null),
+    );
+    if let Some(meta) = variant {
+        let text = serde_yaml::to_string(meta).context("writing the variant metadata")?;
+        let node = crate::config::yaml::parse(&text)
+            .map_err(|e| anyhow::anyhow!("reading back the variant metadata: {e}"))?;
+        d.insert("variant_metadata".into(), node);
+    }
+    let mut top = Map::new();
+    top.insert("dataset".into(), Node::Map(d));
+    top.insert("inputs".into(), inputs_list(inputs));
+    Ok(Node::Map(top).to_yaml())
+}
+
+fn inputs_list(inputs: &[RequestInfo]) -> Node {
     let items: Vec<Node> = inputs
         .iter()
         .map(|r| {
@@ -132,7 +157,7 @@ pub fn inputs_yaml(inputs: &[RequestInfo]) -> String {
             Node::Map(m)
         })
         .collect();
-    Node::List(items).to_yaml()
+    Node::List(items)
 }
 
 /// nvml.csv is always written: the samples, or the header under a comment saying why there are
@@ -184,9 +209,24 @@ mod tests {
             }),
             ..text.clone()
         };
-        let y = inputs_yaml(&[text, page]);
+        let spec = crate::spec::DatasetSpec {
+            name: "samples".into(),
+            root: "/d".into(),
+            subset_filelist: None,
+            variant: None,
+            sampling: crate::spec::SamplingSpec {
+                num_epochs: 1,
+                num_samples_per_epoch: None,
+                randomize: false,
+                seed: 0,
+            },
+            max_image_pixels: 1,
+            max_image_bytes: 1,
+        };
+        let y = inputs_yaml(&spec, None, &[text, page]).unwrap();
         let parsed = crate::config::yaml::parse(&y).unwrap();
-        let Node::List(items) = parsed else {
+        assert_eq!(parsed.get_path("dataset.variant"), Some(&Node::Null));
+        let Some(Node::List(items)) = parsed.child("inputs").cloned() else {
             panic!("{y}")
         };
         assert!(items[0].child("crop_grid").is_none());

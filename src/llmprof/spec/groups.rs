@@ -22,6 +22,10 @@ pub struct DatasetSpec {
     pub root: String,
     /// A text file listing image paths (relative to `root`), one per line.
     pub subset_filelist: Option<String>,
+    /// A variant under `datasets/<name>/<variant>/` (docs/datasets.md); null: the source data.
+    /// The front end points `root` at the variant's data before the worker starts.
+    #[serde(default)]
+    pub variant: Option<String>,
     pub sampling: SamplingSpec,
     /// Largest page image decoded, width × height, checked from the header (default: PIL's
     /// DecompressionBombError size; absent in configs written before the key existed).
@@ -49,6 +53,16 @@ pub enum WeightsSource {
     Synthetic,
     /// `model*.safetensors` under `model.path`.
     Files,
+    /// The snapshot of `model.repo_id` at `model.revision` in the HF cache, downloaded before
+    /// the worker starts (docs/weights.md); the front end then sets `model.path` to it.
+    Hub,
+}
+
+impl WeightsSource {
+    /// True when the worker reads safetensors from `model.path` (files, or a hub snapshot).
+    pub fn reads_files(self) -> bool {
+        self != WeightsSource::Synthetic
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -101,6 +115,11 @@ pub struct ModelSpec {
     pub family: Family,
     pub weights: WeightsSource,
     pub path: String,
+    /// Hub repository of the checkpoint (`org/name`), for `model.weights=hub` and
+    /// `llmprof models download <preset>`.
+    pub repo_id: Option<String>,
+    /// Branch, tag or commit of `repo_id` (null: main).
+    pub revision: Option<String>,
     pub seed: u64,
     pub dtype: DtypeChoice,
     /// Model option used when no GPU is present.
@@ -118,6 +137,10 @@ pub struct RawModelSpec {
     family: Family,
     weights: WeightsSource,
     path: String,
+    #[serde(default)]
+    repo_id: Option<String>,
+    #[serde(default)]
+    revision: Option<String>,
     seed: u64,
     dtype: DtypeChoice,
     cpu_fallback: String,
@@ -135,6 +158,8 @@ impl TryFrom<RawModelSpec> for ModelSpec {
             family: raw.family,
             weights: raw.weights,
             path: raw.path,
+            repo_id: raw.repo_id,
+            revision: raw.revision,
             seed: raw.seed,
             dtype: raw.dtype,
             cpu_fallback: raw.cpu_fallback,

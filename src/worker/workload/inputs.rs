@@ -43,10 +43,11 @@ pub fn prepare_and_record<M: Model>(
 ) -> Result<Vec<M::Request>> {
     let prepared = prepare_all(model, spec, items)?;
     let infos: Vec<_> = prepared.iter().map(|r| model.describe(r)).collect();
+    let variant = llmprof::dataset::variant::variant_of(&spec.dataset)?;
     artifacts::write(
         run_dir,
         artifacts::INPUTS_YAML,
-        &artifacts::inputs_yaml(&infos),
+        &artifacts::inputs_yaml(&spec.dataset, variant.as_ref(), &infos)?,
     )?;
     Ok(prepared)
 }

@@ -1,0 +1,322 @@
+//! One file from the Hub into `blobs/<etag>`: ask where it is and what it weighs
+//! (`GET …/resolve/<commit>/<file>` with `Range: bytes=0-0`, no redirects followed: the Hub
+//! answers with `x-repo-commit`, `x-linked-etag`/`etag`, `x-linked-size`/`content-range`), then
+//! stream it into `blobs/<etag>.incomplete` (huggingface_hub's name, so either tool resumes the
+//! other's partial file) from where the partial file ends, hash it while writing, and rename it
+//! only when its size and sha256 match.
+use super::error::{fix_for_status, HubError};
+use super::listing::{RemoteFile, RepoRef};
+use sha2::{Digest, Sha256};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The suffix of a partial download.
+pub const INCOMPLETE: &str = "incomplete";
+
+/// An HTTP agent for the Hub: no automatic redirects (the metadata lives on the first answer),
+/// the token sent only to the Hub's own host.
+pub struct Client {
+    agent: ureq::Agent,
+    endpoint: String,
+    token: Option<String>,
+}
+
+/// What the Hub says about one file before it is fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileHead {
+    etag: String,
+    size: u64,
+    /// Where the bytes are (the resolve URL itself, or the CDN URL it redirects to).
+    data_url: String,
+}
+
+impl Client {
+    pub fn new(endpoint: &str, token: Option<String>) -> Client {
+        let agent = ureq::AgentBuilder::new()
+            .redirects(0)
+            .timeout_connect(Duration::from_secs(20))
+            .timeout_read(Duration::from_secs(120))
+            .user_agent(&format!("llmprof/{}; hf-hub/0.4", crate::VERSION))
+            .try_proxy_from_env(true)
+            .build();
+        Client {
+            agent,
+            endpoint: endpoint.to_string(),
+            token,
+        }
+    }
+
+    fn get(&self, url: &str) -> ureq::Request {
+        let req = self.agent.get(url);
+        match &self.token {
+            Some(t) if url.starts_with(&self.endpoint) => {
+                req.set("Authorization", &format!("Bearer {t}"))
+            }
+            _ => req,
+        }
+    }
+
+    /// Fetches `file` of `repo` at `commit` into `blobs`, unless `blobs/<etag>` is already there;
+    /// returns the blob's etag (its file name).
+    pub fn fetch(
+        &self,
+        repo: &RepoRef,
+        commit: &str,
+        file: &RemoteFile,
+        blobs: &Path,
+    ) -> Result<String, HubError> {
+        let url = format!(
+            "{}/{}/resolve/{}/{}",
+            self.endpoint,
+            repo.hf().url(),
+            commit,
+            file.name
+        );
+        let head = self.head(repo, &file.name, &url)?;
+        if let Some(listed) = file.size {
+            if listed != head.size {
+                return Err(bad(
+                    repo,
+                    &file.name,
+                    format!("the listing says {listed} bytes, {url} says {}", head.size),
+                ));
+            }
+        }
+        let blob = blobs.join(&head.etag);
+        if std::fs::metadata(&blob).is_ok_and(|m| m.len() == head.size) {
+            tracing::info!(file = %file.name, "already in the cache");
+            return Ok(head.etag);
+        }
+        std::fs::create_dir_all(blobs).map_err(HubError::io(blobs))?;
+        let partial = blobs.join(format!("{}.{INCOMPLETE}", head.etag));
+        let expected_sha = file
+            .sha256
+            .clone()
+            .or_else(|| is_sha256(&head.etag).then(|| head.etag.clone()));
+        let (written, sha) = self.stream(repo, &file.name, &head, &partial)?;
+        if written != head.size {
+            std::fs::remove_file(&partial).map_err(HubError::io(&partial))?;
+            return Err(HubError::Verification {
+                repo: repo.id.clone(),
+                file: file.name.clone(),
+                what: "the size",
+                expected: format!("{} bytes", head.size),
+                actual: format!("{written} bytes"),
+            });
+        }
+        if let Some(expected) = expected_sha {
+            if sha != expected {
+                std::fs::remove_file(&partial).map_err(HubError::io(&partial))?;
+                return Err(HubError::Verification {
+                    repo: repo.id.clone(),
+                    file: file.name.clone(),
+                    what: "the sha256",
+                    expected,
+                    actual: sha,
+                });
+            }
+        }
+        std::fs::rename(&partial, &blob).map_err(HubError::io(&blob))?;
+        tracing::info!(file = %file.name, bytes = written, "downloaded");
+        Ok(head.etag)
+    }
+
+    /// The first answer for `url`: etag, size and where the bytes are.
+    fn head(&self, repo: &RepoRef, file: &str, url: &str) -> Result<FileHead, HubError> {
+        let response = self.call(repo, file, url, self.get(url).set("Range", "bytes=0-0"))?;
+        let header = |name: &str| response.header(name).map(|v| v.trim().to_string());
+        let etag = header("x-linked-etag")
+            .or_else(|| header("etag"))
+            .map(|e| e.trim_start_matches("W/").trim_matches('"').to_string())
+            .filter(|e| !e.is_empty() && !e.contains(['/', '\\']) && e != "." && e != "..")
+            .ok_or_else(|| bad(repo, file, format!("{url} sent no usable etag header")))?;
+        let size = header("x-linked-size")
+            .or_else(|| {
+                header("content-range").and_then(|r| r.rsplit('/').next().map(str::to_string))
+            })
+            .and_then(|s| s.parse::<u64>().ok())
+            .ok_or_else(|| {
+                bad(
+                    repo,
+                    file,
+                    format!("{url} sent neither x-linked-size nor content-range"),
+                )
+            })?;
+        let data_url = if (300..400).contains(&response.status()) {
+            let location = header("location")
+                .ok_or_else(|| bad(repo, file, format!("{url} redirects without a location")))?;
+            if location.starts_with('/') {
+                format!("{}{location}", origin(&self.endpoint))
+            } else {
+                location
+            }
+        } else {
+            url.to_string()
+        };
+        Ok(FileHead {
+            etag,
+            size,
+            data_url,
+        })
+    }
+
+    /// Appends to `partial` from where it ends; returns the final length and the sha256 of the
+    /// whole file. A transfer cut short keeps what arrived (the next run resumes it).
+    fn stream(
+        &self,
+        repo: &RepoRef,
+        file: &str,
+        head: &FileHead,
+        partial: &Path,
+    ) -> Result<(u64, String), HubError> {
+        let mut hasher = Sha256::new();
+        let mut have = match std::fs::File::open(partial) {
+            Ok(mut f) => copy_into(&mut f, &mut hasher, None).map_err(HubError::io(partial))?,
+            Err(_) => 0,
+        };
+        if have > head.size {
+            std::fs::remove_file(partial).map_err(HubError::io(partial))?;
+            hasher = Sha256::new();
+            have = 0;
+        }
+        if have > 0 {
+            tracing::info!(file, resume_at = have, of = head.size, "resuming");
+        }
+        let mut request = self.get(&head.data_url);
+        if have > 0 {
+            request = request.set("Range", &format!("bytes={have}-"));
+        }
+        let response = self.call(repo, file, &head.data_url, request)?;
+        let resumed = response.status() == 206;
+        if have > 0 && !resumed {
+            // The server ignored the range: start over.
+            hasher = Sha256::new();
+            have = 0;
+        }
+        let mut out = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(have == 0)
+            .append(have > 0)
+            .open(partial)
+            .map_err(HubError::io(partial))?;
+        let mut body = response.into_reader();
+        let got = copy_into(&mut body, &mut hasher, Some(&mut out)).map_err(|e| {
+            HubError::Transport {
+                url: head.data_url.clone(),
+                message: format!("{file}: transfer cut short ({e}); the partial file {} is kept and the next run resumes it", partial.display()),
+            }
+        })?;
+        out.sync_all().map_err(HubError::io(partial))?;
+        Ok((have + got, hex(&hasher.finalize())))
+    }
+
+    fn call(
+        &self,
+        repo: &RepoRef,
+        file: &str,
+        url: &str,
+        request: ureq::Request,
+    ) -> Result<ureq::Response, HubError> {
+        match request.call() {
+            Ok(r) => Ok(r),
+            Err(ureq::Error::Status(404, _)) => Err(HubError::FileNotFound {
+                repo: repo.id.clone(),
+                revision: repo.revision.clone(),
+                file: file.to_string(),
+                url: url.to_string(),
+            }),
+            Err(ureq::Error::Status(status, _)) => {
+                let (what, fix) = fix_for_status(status);
+                Err(HubError::Http {
+                    url: url.to_string(),
+                    status,
+                    what: format!("{what}, {} file {file}", repo.id),
+                    fix: fix.to_string(),
+                })
+            }
+            Err(e) => Err(HubError::Transport {
+                url: url.to_string(),
+                message: e.to_string(),
+            }),
+        }
+    }
+}
+
+/// Reads `from` to its end into the hasher (and `to`); returns the byte count.
+fn copy_into(
+    from: &mut impl Read,
+    hasher: &mut Sha256,
+    mut to: Option<&mut std::fs::File>,
+) -> std::io::Result<u64> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n = 0u64;
+    loop {
+        let k = match from.read(&mut buf) {
+            Ok(0) => return Ok(n),
+            Ok(k) => k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..k]);
+        if let Some(f) = to.as_deref_mut() {
+            f.write_all(&buf[..k])?;
+        }
+        n += k as u64;
+    }
+}
+
+fn bad(repo: &RepoRef, file: &str, message: String) -> HubError {
+    HubError::BadResponse {
+        repo: repo.id.clone(),
+        file: file.to_string(),
+        message,
+    }
+}
+
+/// `scheme://host[:port]` of a URL.
+fn origin(url: &str) -> &str {
+    let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0);
+    match url[after_scheme..].find('/') {
+        Some(i) => &url[..after_scheme + i],
+        None => url,
+    }
+}
+
+fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The snapshot path of a blob's pointer (`snapshots/<commit>/<file>`), made relative to it.
+pub(crate) fn relative_blob(file: &str, etag: &str) -> PathBuf {
+    let depth = Path::new(file).components().count() + 1;
+    let mut p = PathBuf::new();
+    for _ in 0..depth {
+        p.push("..");
+    }
+    p.join("blobs").join(etag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_and_relative_pointers() {
+        assert_eq!(origin("http://127.0.0.1:8/a/b"), "http://127.0.0.1:8");
+        assert_eq!(origin("https://huggingface.co"), "https://huggingface.co");
+        assert_eq!(
+            relative_blob("config.json", "e1"),
+            PathBuf::from("../../blobs/e1")
+        );
+        assert_eq!(
+            relative_blob("sub/x.json", "e1"),
+            PathBuf::from("../../../blobs/e1")
+        );
+    }
+}
