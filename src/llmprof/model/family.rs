@@ -1,7 +1,7 @@
 //! Model families and their architectures, typed: `model.family` picks the family and
 //! `model.arch` (conf/model/<family>/arch/*.yaml) must match its schema, checked when the spec is
 //! built, before any run directory exists.
-use super::deepseek_ocr;
+use super::{deepseek_ocr, dense};
 use crate::region::RegionTree;
 use serde::{Deserialize, Serialize};
 
@@ -10,16 +10,19 @@ use serde::{Deserialize, Serialize};
 pub enum Family {
     /// DeepSeek-OCR: SAM + CLIP vision, DeepSeek-V2 MoE decoder (docs/deepseek-ocr.md).
     DeepseekOcr,
+    /// Dense decoder LLMs from HF config.json fields: Qwen2/2.5, Llama 3 (docs/models.md).
+    DenseDecoder,
 }
 
 impl Family {
     /// Every family llmprof implements.
-    pub const ALL: [Family; 1] = [Family::DeepseekOcr];
+    pub const ALL: [Family; 2] = [Family::DeepseekOcr, Family::DenseDecoder];
 
     /// The YAML spelling.
     pub fn name(self) -> &'static str {
         match self {
             Family::DeepseekOcr => "deepseek_ocr",
+            Family::DenseDecoder => "dense_decoder",
         }
     }
 
@@ -27,6 +30,7 @@ impl Family {
     pub fn regions(self) -> RegionTree {
         match self {
             Family::DeepseekOcr => deepseek_ocr::REGIONS,
+            Family::DenseDecoder => dense::REGIONS,
         }
     }
 
@@ -45,6 +49,7 @@ impl Family {
         }
         let arch = match self {
             Family::DeepseekOcr => Arch::DeepseekOcr(typed(value)?),
+            Family::DenseDecoder => Arch::DenseDecoder(typed(value)?),
         };
         arch.validate().map_err(|e| format!("model.arch: {e:#}"))?;
         Ok(arch)
@@ -56,18 +61,21 @@ impl Family {
 #[serde(untagged)]
 pub enum Arch {
     DeepseekOcr(deepseek_ocr::ArchConfig),
+    DenseDecoder(dense::DenseArch),
 }
 
 impl Arch {
     pub fn family(&self) -> Family {
         match self {
             Arch::DeepseekOcr(_) => Family::DeepseekOcr,
+            Arch::DenseDecoder(_) => Family::DenseDecoder,
         }
     }
 
     fn validate(&self) -> anyhow::Result<()> {
         match self {
             Arch::DeepseekOcr(a) => a.validate(),
+            Arch::DenseDecoder(a) => a.validate(),
         }
     }
 }

@@ -107,7 +107,7 @@ fn assumptions_md(spec: &RunSpec, f: &Stage1Files) -> String {
 }
 
 /// `inputs.yaml`: per input, path, bytes, width, height, mode, crop_grid [cols, rows],
-/// image_tokens (for inputs with an image), prompt_tokens.
+/// image_tokens (for inputs with an image), prompt_tokens, output_len (when the dataset sets it).
 pub fn inputs_yaml(inputs: &[RequestInfo]) -> String {
     let items: Vec<Node> = inputs
         .iter()
@@ -126,6 +126,9 @@ pub fn inputs_yaml(inputs: &[RequestInfo]) -> String {
                 m.insert("image_tokens".into(), Node::Int(i.image_tokens as i64));
             }
             m.insert("prompt_tokens".into(), Node::Int(r.prompt_tokens as i64));
+            if let Some(n) = r.output_len {
+                m.insert("output_len".into(), Node::Int(n as i64));
+            }
             Node::Map(m)
         })
         .collect();
@@ -170,6 +173,7 @@ mod tests {
             bytes: 3,
             prompt_tokens: 7,
             image: None,
+            output_len: Some(5),
         };
         let page = RequestInfo {
             image: Some(ImageInfo {
@@ -187,6 +191,7 @@ mod tests {
             panic!("{y}")
         };
         assert!(items[0].child("crop_grid").is_none());
+        assert_eq!(items[0].child("output_len"), Some(&Node::Int(5)));
         assert_eq!(items[1].child("image_tokens"), Some(&Node::Int(100)));
         assert_eq!(items[1].child("prompt_tokens"), Some(&Node::Int(7)));
     }
