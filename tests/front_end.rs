@@ -4,6 +4,7 @@ mod bad_input;
 mod bootstrap;
 mod bounded_inputs;
 mod cli;
+mod dense_presets;
 mod conformance;
 mod fuzz_compose;
 mod fuzz_gen;

@@ -2,9 +2,8 @@
 //! (CPU fallback to the tiny architecture, synthetic or checkpoint weights, tokenizer, decode
 //! session), pages turned into requests, generation, analytic work and the page reading.
 use super::decode::generate::generate_with;
-use super::decode::graph_decode::{DecodeSession, StepPath};
+use crate::models::common::graph_decode::DecodeSession;
 use super::hf_tokenizer::HfTokenizer;
-use super::optim::ModelOptim;
 use super::preprocess::{preprocess, PreparedImage};
 use super::text::moe::GATHER_MAX_TOKENS;
 use super::{DeepseekOcr, Part, PromptRow, Weights};
@@ -52,33 +51,16 @@ pub struct DeepseekOcrModel {
     decode: RefCell<DecodeSession>,
 }
 
-/// The decoder implementation choices of `runtime.optim`.
-pub fn model_optim(spec: &RunSpec) -> ModelOptim {
-    let o = &spec.runtime.optim;
-    ModelOptim {
-        fused_projections: o.fused_projections,
-        grouped_moe: o.grouped_moe,
-        sdpa: o.sdpa,
-        static_kv_cache: o.static_kv_cache,
-        fused_rms_norm: o.fused_rms_norm,
-    }
-}
-
-/// The decode step path of `runtime.optim`.
-pub fn step_path(spec: &RunSpec) -> StepPath {
-    let o = &spec.runtime.optim;
-    if o.cuda_graph {
-        StepPath::Graph {
-            kv_bucket: o.graph_kv_bucket as i64,
-        }
-    } else {
-        StepPath::Eager
-    }
-}
+pub use crate::models::common::graph_decode::step_path;
+pub use crate::models::common::optim::model_optim;
 
 /// The resolved preprocessing of `model.preprocess`.
-pub fn preprocess_config(spec: &RunSpec) -> PreprocessConfig {
-    let p = &spec.model.preprocess;
+pub fn preprocess_config(spec: &RunSpec) -> Result<PreprocessConfig> {
+    let p = spec
+        .model
+        .preprocess
+        .as_ref()
+        .context("model.preprocess is missing: DeepSeek-OCR needs it (conf/model/deepseek_ocr.yaml)")?;
     let mode = match p.mode {
         ResolutionMode::Tiny => Mode::Tiny,
         ResolutionMode::Small => Mode::Small,
@@ -98,7 +80,7 @@ pub fn preprocess_config(spec: &RunSpec) -> PreprocessConfig {
     }
     cfg.min_crops = p.min_crops;
     cfg.max_crops = p.max_crops;
-    cfg
+    Ok(cfg)
 }
 
 impl DeepseekOcrModel {
@@ -106,7 +88,9 @@ impl DeepseekOcrModel {
     pub fn build(spec: &RunSpec) -> Result<Self> {
         let device = device::device_from_spec(spec)?;
         let mut notes = Vec::new();
-        let Arch::DeepseekOcr(configured) = &spec.model.arch;
+        let Arch::DeepseekOcr(configured) = &spec.model.arch else {
+            bail!("model.arch is not a DeepSeek-OCR architecture");
+        };
         let mut arch = configured.clone();
         let mut name = spec.model.name.clone();
         if device == Device::Cpu && spec.model.name != spec.model.cpu_fallback {
@@ -156,8 +140,13 @@ impl DeepseekOcrModel {
         Ok(DeepseekOcrModel {
             model,
             arch,
-            preprocess: preprocess_config(spec),
-            mode: spec.model.preprocess.mode,
+            preprocess: preprocess_config(spec)?,
+            mode: spec
+                .model
+                .preprocess
+                .as_ref()
+                .map(|p| p.mode)
+                .context("model.preprocess is missing")?,
             tokenizer,
             image_limits: ImageLimits::from_spec(&spec.dataset),
             info: ModelInfo {
@@ -248,6 +237,9 @@ impl Model for DeepseekOcrModel {
     }
 
     fn prepare(&self, item: &InputItem, prompt: &str) -> Result<OcrRequest> {
+        if item.text.is_some() {
+            bail!("{} reads page images, but {} is a text request: use an image dataset (dataset=samples, folder, omnidocbench), or a text model (model=qwen2_5_7b, llama3_1_8b, ...) for dataset=random_tokens and dataset=prompts", self.info.name, item.name);
+        }
         let img = load_rgb_limited(&item.path, &self.image_limits)?;
         let image = preprocess(&img, &self.preprocess)
             .with_context(|| format!("preprocessing {}", item.path.display()))?;
@@ -274,6 +266,7 @@ impl Model for DeepseekOcrModel {
                 crop_grid: [r.image.grid.cols, r.image.grid.rows],
                 image_tokens: r.image_tokens,
             }),
+            output_len: None,
         }
     }
 
