@@ -15,7 +15,11 @@ fn stage1(tag: &str, args: &[&str]) -> (std::path::PathBuf, RunReport) {
         "hydra.run.dir=run",
     ]);
     let out = run_in(&dir, &all);
-    assert!(out.status.success(), "{tag}: stage1 failed:\n{}", stderr(&out));
+    assert!(
+        out.status.success(),
+        "{tag}: stage1 failed:\n{}",
+        stderr(&out)
+    );
     let run = dir.join("run");
     let text = std::fs::read_to_string(run.join("metrics.json")).unwrap();
     let m: RunReport = serde_json::from_str(&text)
@@ -73,7 +77,10 @@ fn each_preset_runs_stage1_as_its_tiny_fallback_on_random_tokens() {
         for stage in ["prefill", "decode", "decode_step", "e2e"] {
             assert!(m.stages.contains_key(stage), "{preset}: {stage} missing");
         }
-        assert!(!m.stages.contains_key("vision"), "{preset}: no vision region");
+        assert!(
+            !m.stages.contains_key("vision"),
+            "{preset}: no vision region"
+        );
         assert_eq!(m.requests.len(), 4);
         let inputs = std::fs::read_to_string(run.join("inputs.yaml")).unwrap();
         for r in &m.requests {
@@ -81,9 +88,15 @@ fn each_preset_runs_stage1_as_its_tiny_fallback_on_random_tokens() {
             assert_eq!(r.isl.len(), 1);
             assert!((5..=15).contains(&r.isl[0]), "{preset}: {r:?}");
             assert!((2..=6).contains(&r.osl[0]), "{preset}: {r:?}");
-            assert!(inputs.contains(&format!("output_len: {}", r.osl[0])), "{inputs}");
+            assert!(
+                inputs.contains(&format!("output_len: {}", r.osl[0])),
+                "{inputs}"
+            );
             assert_eq!(r.output_tokens, r.osl[0]);
-            assert!(r.ttft_ms.is_some() && r.tpot_ms.is_some(), "{preset}: {r:?}");
+            assert!(
+                r.ttft_ms.is_some() && r.tpot_ms.is_some(),
+                "{preset}: {r:?}"
+            );
         }
         let f = m.flops.expect("analytic FLOPs");
         assert!(f.prefill_gflop > 0.0 && f.vision_gflop == 0.0, "{f:?}");
@@ -108,8 +121,15 @@ fn prompts_dataset_runs_with_a_batch_and_byte_fallback_notice() {
     );
     // 3 prompts in batches of 2 and 1, two repeats each.
     assert_eq!(m.requests.len(), 4);
-    assert!(m.requests.iter().any(|r| r.batch_rows == 2 && r.isl.len() == 2));
-    assert!(m.notes.iter().any(|n| n.contains("byte by byte")), "{:?}", m.notes);
+    assert!(m
+        .requests
+        .iter()
+        .any(|r| r.batch_rows == 2 && r.isl.len() == 2));
+    assert!(
+        m.notes.iter().any(|n| n.contains("byte by byte")),
+        "{:?}",
+        m.notes
+    );
     assert!(m.requests.iter().all(|r| r.osl.iter().all(|&o| o == 3)));
 }
 
@@ -119,11 +139,20 @@ fn text_and_image_mismatches_are_clear_errors() {
     let conf = repo_root().join("conf").display().to_string();
     let out = run_in(
         &dir,
-        &["--config-dir", &conf, "stage1", "model=qwen2_5_0_5b_tiny", "hydra.run.dir=run"],
+        &[
+            "--config-dir",
+            &conf,
+            "stage1",
+            "model=qwen2_5_0_5b_tiny",
+            "hydra.run.dir=run",
+        ],
     );
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("text model") && err.contains("dataset=random_tokens"), "{err}");
+    assert!(
+        err.contains("text model") && err.contains("dataset=random_tokens"),
+        "{err}"
+    );
     let out = run_in(
         &dir,
         &[
@@ -136,5 +165,9 @@ fn text_and_image_mismatches_are_clear_errors() {
         ],
     );
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("reads page images"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("reads page images"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -8,12 +8,23 @@ fn composed_arch(model: &str) -> DenseArch {
     let conf = repo_root().join("conf").display().to_string();
     let out = run_in(
         &dir,
-        &["--config-dir", &conf, "stage1", &format!("model={model}"), "--cfg", "job"],
+        &[
+            "--config-dir",
+            &conf,
+            "stage1",
+            &format!("model={model}"),
+            "--cfg",
+            "job",
+        ],
     );
     assert!(out.status.success(), "{model}: {}", stderr(&out));
     let text = stdout(&out);
     let job: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    assert_eq!(job["model"]["family"].as_str(), Some("dense_decoder"), "{text}");
+    assert_eq!(
+        job["model"]["family"].as_str(),
+        Some("dense_decoder"),
+        "{text}"
+    );
     assert_eq!(job["model"]["name"].as_str(), Some(model));
     serde_yaml::from_value(job["model"]["arch"].clone()).unwrap()
 }
@@ -41,10 +52,18 @@ fn each_preset_composes_to_its_config_json() {
         "num_key_value_heads": 2, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
         "max_position_embeddings": 32768, "tie_word_embeddings": true,
         "bos_token_id": 151643, "eos_token_id": 151643});
-    for (model, json) in [("llama3_1_8b", llama), ("qwen2_5_7b", qwen7), ("qwen2_5_0_5b", qwen05)] {
+    for (model, json) in [
+        ("llama3_1_8b", llama),
+        ("qwen2_5_7b", qwen7),
+        ("qwen2_5_0_5b", qwen05),
+    ] {
         let want = DenseArch::from_hf_config(&json).unwrap();
         assert_eq!(composed_arch(model), want, "{model}");
-        assert_eq!(composed_arch(&format!("{model}_tiny")), want.tiny(), "{model}_tiny");
+        assert_eq!(
+            composed_arch(&format!("{model}_tiny")),
+            want.tiny(),
+            "{model}_tiny"
+        );
     }
 }
 
@@ -54,8 +73,18 @@ fn a_bad_dense_arch_override_names_the_key() {
     let conf = repo_root().join("conf").display().to_string();
     let out = run_in(
         &dir,
-        &["--config-dir", &conf, "stage1", "model=llama3_1_8b", "model.arch.num_key_value_heads=5"],
+        &[
+            "--config-dir",
+            &conf,
+            "stage1",
+            "model=llama3_1_8b",
+            "model.arch.num_key_value_heads=5",
+        ],
     );
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("num_key_value_heads=5"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("num_key_value_heads=5"),
+        "{}",
+        stderr(&out)
+    );
 }

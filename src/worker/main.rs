@@ -187,11 +187,12 @@ fn run_debug(args: &[String]) -> Result<()> {
                         ArchConfig::deepseek_ocr()
                     };
                     let prompts = fast_path_check::prompts(&prompt_lens, cfg.decoder.vocab_size, 7);
-                    let subject = llmprof_worker::models::deepseek_ocr::checks::fast_path::Subject {
-                        cfg,
-                        device,
-                        seed,
-                    };
+                    let subject =
+                        llmprof_worker::models::deepseek_ocr::checks::fast_path::Subject {
+                            cfg,
+                            device,
+                            seed,
+                        };
                     fast_path_check::check(&subject, &prompts, steps, kv_bucket)?
                 }
             };

@@ -145,7 +145,9 @@ mod tests {
 
     #[test]
     fn random_tokens_lengths_stay_in_range_and_are_seeded() {
-        let s = spec(serde_json::json!({"input_len": 40, "output_len": 10, "range_ratio": 0.5, "num_prompts": 200, "seed": 3}));
+        let s = spec(
+            serde_json::json!({"input_len": 40, "output_len": 10, "range_ratio": 0.5, "num_prompts": 200, "seed": 3}),
+        );
         let a = random_tokens(&s).unwrap();
         assert_eq!(a.len(), 200);
         let lens: Vec<(usize, usize)> = a
@@ -159,25 +161,39 @@ mod tests {
                 t => panic!("{t:?}"),
             })
             .collect();
-        assert!(lens.iter().all(|&(i, o)| (20..=60).contains(&i) && (5..=15).contains(&o)));
+        assert!(lens
+            .iter()
+            .all(|&(i, o)| (20..=60).contains(&i) && (5..=15).contains(&o)));
         // Both ends are reached (uniform over the closed interval) and lengths vary.
         assert!(lens.iter().any(|l| l.0 == 20) && lens.iter().any(|l| l.0 == 60));
         assert_eq!(random_tokens(&s).unwrap(), a);
         let other = random_tokens(&spec(serde_json::json!({"input_len": 40, "output_len": 10, "range_ratio": 0.5, "num_prompts": 200, "seed": 4}))).unwrap();
         assert_ne!(other, a);
         // range_ratio 0: every request has exactly the asked lengths.
-        let fixed = random_tokens(&spec(serde_json::json!({"input_len": 8, "output_len": 3, "num_prompts": 5}))).unwrap();
-        assert!(fixed.iter().all(|i| i.text.as_ref().unwrap().output_len() == Some(3)));
+        let fixed = random_tokens(&spec(
+            serde_json::json!({"input_len": 8, "output_len": 3, "num_prompts": 5}),
+        ))
+        .unwrap();
+        assert!(fixed
+            .iter()
+            .all(|i| i.text.as_ref().unwrap().output_len() == Some(3)));
         let err = random_tokens(&spec(serde_json::json!({"input_len": 8, "output_len": 3, "range_ratio": 1.0, "num_prompts": 5}))).unwrap_err();
         assert!(format!("{err}").contains("range_ratio"), "{err}");
-        let err = random_tokens(&spec(serde_json::json!({"output_len": 3, "num_prompts": 5}))).unwrap_err();
+        let err = random_tokens(&spec(
+            serde_json::json!({"output_len": 3, "num_prompts": 5}),
+        ))
+        .unwrap_err();
         assert!(format!("{err}").contains("dataset.input_len"), "{err}");
     }
 
     #[test]
     fn prompts_file_lines_and_errors() {
         let dir = super::super::test_util::temp_dir("prompts");
-        std::fs::write(dir.join("p.jsonl"), "{\"prompt\": \"hi\"}\n\n{\"prompt\": \"there\", \"x\": 1}\n").unwrap();
+        std::fs::write(
+            dir.join("p.jsonl"),
+            "{\"prompt\": \"hi\"}\n\n{\"prompt\": \"there\", \"x\": 1}\n",
+        )
+        .unwrap();
         let mut s = spec(serde_json::json!({"file": "p.jsonl", "output_len": 4}));
         s.root = dir.display().to_string();
         let items = prompts(&s, Path::new("/")).unwrap();
@@ -192,6 +208,9 @@ mod tests {
         );
         std::fs::write(dir.join("p.jsonl"), "{\"text\": \"hi\"}\n").unwrap();
         let err = format!("{:#}", prompts(&s, Path::new("/")).unwrap_err());
-        assert!(err.contains("p.jsonl:1") && err.contains("`prompt`"), "{err}");
+        assert!(
+            err.contains("p.jsonl:1") && err.contains("`prompt`"),
+            "{err}"
+        );
     }
 }

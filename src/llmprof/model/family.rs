@@ -59,6 +59,7 @@ impl Family {
 /// A model's architecture, one variant per family.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // one per run, never in a collection
 pub enum Arch {
     DeepseekOcr(deepseek_ocr::ArchConfig),
     DenseDecoder(dense::DenseArch),

@@ -149,7 +149,12 @@ impl DecodeBytes {
     }
 }
 
-pub fn decode_step_bytes(a: &DenseArch, context_len: i64, batch: i64, dtype_bytes: u64) -> DecodeBytes {
+pub fn decode_step_bytes(
+    a: &DenseArch,
+    context_len: i64,
+    batch: i64,
+    dtype_bytes: u64,
+) -> DecodeBytes {
     let p = params(a);
     let b = dtype_bytes as f64;
     let kv = kv_bytes_per_token(a, dtype_bytes) as f64 * batch as f64;

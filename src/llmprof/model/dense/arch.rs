@@ -65,8 +65,15 @@ impl DenseArch {
             self.num_attention_heads,
             self.num_key_value_heads
         );
-        ensure!(self.head_dim % 2 == 0, "head_dim={} must be even (RoPE)", self.head_dim);
-        for (k, id) in [("bos_token_id", self.bos_token_id), ("eos_token_id", self.eos_token_id)] {
+        ensure!(
+            self.head_dim % 2 == 0,
+            "head_dim={} must be even (RoPE)",
+            self.head_dim
+        );
+        for (k, id) in [
+            ("bos_token_id", self.bos_token_id),
+            ("eos_token_id", self.eos_token_id),
+        ] {
             ensure!(
                 (0..self.vocab_size).contains(&id),
                 "{k}={id} is outside the vocabulary [0, {})",
@@ -83,7 +90,10 @@ impl DenseArch {
                 s.factor > 0.0 && s.high_freq_factor > s.low_freq_factor && s.low_freq_factor > 0.0,
                 "rope_scaling needs factor > 0 and high_freq_factor > low_freq_factor > 0"
             );
-            ensure!(s.original_max_position_embeddings > 0, "rope_scaling.original_max_position_embeddings must be > 0");
+            ensure!(
+                s.original_max_position_embeddings > 0,
+                "rope_scaling.original_max_position_embeddings must be > 0"
+            );
         }
         Ok(())
     }
@@ -122,10 +132,10 @@ impl DenseArch {
 
     /// Reads an HF `config.json` (model_type qwen2 or llama).
     pub fn from_hf_config_json(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("parsing {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
         Self::from_hf_config(&v).with_context(|| format!("reading {}", path.display()))
     }
 
@@ -153,7 +163,9 @@ impl DenseArch {
         };
         let rope_scaling = match v.get("rope_scaling") {
             None | Some(serde_json::Value::Null) => None,
-            Some(s) => Some(serde_json::from_value::<RopeScaling>(s.clone()).context("rope_scaling")?),
+            Some(s) => {
+                Some(serde_json::from_value::<RopeScaling>(s.clone()).context("rope_scaling")?)
+            }
         };
         let arch = DenseArch {
             vocab_size: int("vocab_size")?,
@@ -161,8 +173,14 @@ impl DenseArch {
             intermediate_size: int("intermediate_size")?,
             num_hidden_layers: int("num_hidden_layers")?,
             num_attention_heads: heads,
-            num_key_value_heads: v.get("num_key_value_heads").and_then(|x| x.as_i64()).unwrap_or(heads),
-            head_dim: v.get("head_dim").and_then(|x| x.as_i64()).unwrap_or(hidden / heads),
+            num_key_value_heads: v
+                .get("num_key_value_heads")
+                .and_then(|x| x.as_i64())
+                .unwrap_or(heads),
+            head_dim: v
+                .get("head_dim")
+                .and_then(|x| x.as_i64())
+                .unwrap_or(hidden / heads),
             rms_norm_eps: float("rms_norm_eps", 1e-6),
             rope_theta: float("rope_theta", 10000.0),
             rope_scaling,
@@ -171,7 +189,10 @@ impl DenseArch {
                 .get("attention_bias")
                 .and_then(|x| x.as_bool())
                 .unwrap_or(model_type == "qwen2"),
-            tie_word_embeddings: v.get("tie_word_embeddings").and_then(|x| x.as_bool()).unwrap_or(false),
+            tie_word_embeddings: v
+                .get("tie_word_embeddings")
+                .and_then(|x| x.as_bool())
+                .unwrap_or(false),
             bos_token_id: first_id("bos_token_id")?,
             eos_token_id: first_id("eos_token_id")?,
         };

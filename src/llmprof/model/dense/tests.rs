@@ -94,7 +94,11 @@ fn analytic_counts_match_hand_computation_for_each_real_config() {
     for name in ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"] {
         let a = preset(name);
         let h = hand(name);
-        assert_eq!(linear_flops_per_token(&a).total(), h.linear_per_token, "{name}");
+        assert_eq!(
+            linear_flops_per_token(&a).total(),
+            h.linear_per_token,
+            "{name}"
+        );
         assert_eq!(lm_head_flops(&a), h.lm_head, "{name}");
         assert_eq!(params(&a).total(), h.params, "{name}");
         // Decode at c keys: linear + 4·q·L·c + lm_head.
@@ -128,7 +132,10 @@ fn decode_bytes_count_a_tied_head_once_and_gqa_kv() {
     let l = preset("llama3_1_8b");
     let lb = decode_step_bytes(&l, 10, 4, 2);
     assert_eq!(lb.embedding_rows, 4.0 * 4096.0 * 2.0);
-    assert_eq!(lb.layer_weights + lb.lm_head, 2.0 * (8_030_261_248.0 - 128_256.0 * 4096.0));
+    assert_eq!(
+        lb.layer_weights + lb.lm_head,
+        2.0 * (8_030_261_248.0 - 128_256.0 * 4096.0)
+    );
 }
 
 #[test]

@@ -101,7 +101,11 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
             device: m.model.device.clone(),
             dtype: m.model.dtype.name().into(),
             gpu: m.gpu.as_ref().ok().map(|g| g.name.clone()),
-            mode: spec.model.preprocess.as_ref().map(|p| p.mode.name().to_string()),
+            mode: spec
+                .model
+                .preprocess
+                .as_ref()
+                .map(|p| p.mode.name().to_string()),
             batch_size: spec.runtime.batch_size,
             warmup: spec.runtime.warmup,
             repeats: spec.runtime.repeats,

@@ -42,7 +42,9 @@ impl Rope {
         let low_wavelen = old / s.low_freq_factor;
         let high_wavelen = old / s.high_freq_factor;
         let inv = &rope.inv_freq;
-        let wavelen = inv.f_reciprocal()?.f_mul_scalar(2.0 * std::f64::consts::PI)?;
+        let wavelen = inv
+            .f_reciprocal()?
+            .f_mul_scalar(2.0 * std::f64::consts::PI)?;
         let scaled = inv.f_div_scalar(s.factor)?;
         let llama = scaled.f_where_self(&wavelen.f_gt(low_wavelen)?, inv)?;
         let smooth = wavelen

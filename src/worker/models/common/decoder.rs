@@ -4,8 +4,8 @@
 use super::attention::{Attention, AttnShape, Rope};
 use super::kv_cache::{AttnMask, KvCache, KvDims};
 use super::layers::{RmsNorm, SwiGlu};
-use crate::models::common::optim::ModelOptim;
 use super::tensors::WeightPath;
+use crate::models::common::optim::ModelOptim;
 use anyhow::{ensure, Result};
 use llmprof::model::dense::RopeScaling;
 use tch::{Kind, Tensor};

@@ -259,4 +259,3 @@ pub fn prompts(lens: &[usize], vocab: i64, seed: u64) -> Vec<Vec<i64>> {
         })
         .collect()
 }
-

@@ -209,5 +209,4 @@ mod tests {
         assert_eq!(window_banned(&g, 3, 100, &[7]), Vec::<i64>::new());
         assert_eq!(window_banned(&[5, 6], 3, 100, &[]), Vec::<i64>::new());
     }
-
 }

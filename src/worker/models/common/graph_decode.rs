@@ -11,9 +11,9 @@
 //!   window. Without a GPU the fixed-shape step runs eagerly every time (same numbers, no
 //!   capture), which is how the CPU tests check it against the eager path.
 
-use crate::ffi::CudaGraph;
 use super::causal_lm::CausalLm;
 use super::kv_cache::KvCache;
+use crate::ffi::CudaGraph;
 use anyhow::{ensure, Context, Result};
 use llmprof::model::GraphStats;
 use llmprof::region::{RegionObserver, DECODE_STEP};
@@ -95,12 +95,7 @@ impl DecodeSession {
     /// An empty KV cache for a request of `batch` rows and up to `slots` tokens. The graph path
     /// reuses one cache per batch size (its capacity rounded up to whole windows) so captured
     /// graphs stay valid; a request that needs more slots replaces it and its graphs.
-    pub fn begin(
-        &mut self,
-        model: &impl CausalLm,
-        batch: i64,
-        slots: i64,
-    ) -> Result<&mut KvCache> {
+    pub fn begin(&mut self, model: &impl CausalLm, batch: i64, slots: i64) -> Result<&mut KvCache> {
         self.current_batch = batch;
         let StepPath::Graph { kv_bucket } = self.path else {
             self.eager_cache = Some(model.new_cache(batch, slots)?);

@@ -67,4 +67,3 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         fused_rms_norm: o.fused_rms_norm,
     }
 }
-

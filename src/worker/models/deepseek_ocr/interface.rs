@@ -2,11 +2,11 @@
 //! (CPU fallback to the tiny architecture, synthetic or checkpoint weights, tokenizer, decode
 //! session), pages turned into requests, generation, analytic work and the page reading.
 use super::decode::generate::generate_with;
-use crate::models::common::graph_decode::DecodeSession;
 use super::hf_tokenizer::HfTokenizer;
 use super::preprocess::{preprocess, PreparedImage};
 use super::text::moe::GATHER_MAX_TOKENS;
 use super::{DeepseekOcr, Part, PromptRow, Weights};
+use crate::models::common::graph_decode::DecodeSession;
 use crate::models::device;
 use anyhow::{bail, Context, Result};
 use llmprof::dataset::{load_rgb_limited, ImageLimits, InputItem};
@@ -56,11 +56,9 @@ pub use crate::models::common::optim::model_optim;
 
 /// The resolved preprocessing of `model.preprocess`.
 pub fn preprocess_config(spec: &RunSpec) -> Result<PreprocessConfig> {
-    let p = spec
-        .model
-        .preprocess
-        .as_ref()
-        .context("model.preprocess is missing: DeepSeek-OCR needs it (conf/model/deepseek_ocr.yaml)")?;
+    let p = spec.model.preprocess.as_ref().context(
+        "model.preprocess is missing: DeepSeek-OCR needs it (conf/model/deepseek_ocr.yaml)",
+    )?;
     let mode = match p.mode {
         ResolutionMode::Tiny => Mode::Tiny,
         ResolutionMode::Small => Mode::Small,

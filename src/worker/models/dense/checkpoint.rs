@@ -49,7 +49,12 @@ pub fn expected_tensors(a: &DenseArch) -> Vec<TensorSpec> {
 
 /// Loads every expected tensor from the checkpoint file or folder `path`. A tied checkpoint may
 /// still carry `lm_head.weight` (some exports do): it is accepted and ignored.
-pub fn load(path: &Path, a: &DenseArch, device: Device, kind: Kind) -> Result<HashMap<String, Tensor>> {
+pub fn load(
+    path: &Path,
+    a: &DenseArch,
+    device: Device,
+    kind: Kind,
+) -> Result<HashMap<String, Tensor>> {
     let tied = a.tie_word_embeddings;
     read_checked(
         path,
@@ -63,7 +68,12 @@ pub fn load(path: &Path, a: &DenseArch, device: Device, kind: Kind) -> Result<Ha
 
 /// Seeded random tensors with the official names and shapes (HF init: normal with std 0.02 for
 /// weights and biases, norms 1); linear weights use 1/√fan_in so activations keep their scale.
-pub fn synthetic(a: &DenseArch, seed: i64, device: Device, kind: Kind) -> Result<HashMap<String, Tensor>> {
+pub fn synthetic(
+    a: &DenseArch,
+    seed: i64,
+    device: Device,
+    kind: Kind,
+) -> Result<HashMap<String, Tensor>> {
     tch::manual_seed(seed);
     let mut out = HashMap::new();
     for t in expected_tensors(a) {

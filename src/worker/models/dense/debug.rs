@@ -23,7 +23,11 @@ pub fn is_dense_checkpoint(weights: &Path) -> bool {
     config_json(weights)
         .and_then(|p| std::fs::read_to_string(p).ok())
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| v.get("model_type").and_then(|m| m.as_str()).map(str::to_string))
+        .and_then(|v| {
+            v.get("model_type")
+                .and_then(|m| m.as_str())
+                .map(str::to_string)
+        })
         .is_some_and(|m| m == "qwen2" || m == "llama")
 }
 
@@ -36,9 +40,8 @@ pub fn debug_logits(
     greedy_n: usize,
 ) -> Result<(Tensor, Vec<i64>)> {
     ensure!(!ids.is_empty(), "debug logits needs at least one token id");
-    let cfg = config_json(weights).ok_or_else(|| {
-        anyhow::anyhow!("no config.json beside {}", weights.display())
-    })?;
+    let cfg = config_json(weights)
+        .ok_or_else(|| anyhow::anyhow!("no config.json beside {}", weights.display()))?;
     let arch = DenseArch::from_hf_config_json(&cfg)?;
     let device = Device::cuda_if_available();
     let tensors = checkpoint::load(weights, &arch, device, dtype)?;

@@ -24,11 +24,10 @@ impl CheckSubject for Subject {
         ))
     }
     fn to_kind(&self, w: &Self::Weights, kind: Kind) -> Result<Self::Weights> {
-        let t = w
-            .0
-            .iter()
-            .map(|(n, t)| Ok((n.clone(), t.f_to_kind(kind)?)))
-            .collect::<Result<_>>()?;
+        let t =
+            w.0.iter()
+                .map(|(n, t)| Ok((n.clone(), t.f_to_kind(kind)?)))
+                .collect::<Result<_>>()?;
         Ok((t, kind))
     }
     fn build(&self, w: &Self::Weights, optim: &ModelOptim) -> Result<DenseLm> {

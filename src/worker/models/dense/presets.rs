@@ -5,12 +5,30 @@ use anyhow::{Context, Result};
 use llmprof::model::dense::DenseArch;
 
 const PRESETS: [(&str, &str); 6] = [
-    ("qwen2_5_0_5b", include_str!("../../../../conf/model/dense_decoder/arch/qwen2_5_0_5b.yaml")),
-    ("qwen2_5_7b", include_str!("../../../../conf/model/dense_decoder/arch/qwen2_5_7b.yaml")),
-    ("llama3_1_8b", include_str!("../../../../conf/model/dense_decoder/arch/llama3_1_8b.yaml")),
-    ("qwen2_5_0_5b_tiny", include_str!("../../../../conf/model/dense_decoder/arch/qwen2_5_0_5b_tiny.yaml")),
-    ("qwen2_5_7b_tiny", include_str!("../../../../conf/model/dense_decoder/arch/qwen2_5_7b_tiny.yaml")),
-    ("llama3_1_8b_tiny", include_str!("../../../../conf/model/dense_decoder/arch/llama3_1_8b_tiny.yaml")),
+    (
+        "qwen2_5_0_5b",
+        include_str!("../../../../conf/model/dense_decoder/arch/qwen2_5_0_5b.yaml"),
+    ),
+    (
+        "qwen2_5_7b",
+        include_str!("../../../../conf/model/dense_decoder/arch/qwen2_5_7b.yaml"),
+    ),
+    (
+        "llama3_1_8b",
+        include_str!("../../../../conf/model/dense_decoder/arch/llama3_1_8b.yaml"),
+    ),
+    (
+        "qwen2_5_0_5b_tiny",
+        include_str!("../../../../conf/model/dense_decoder/arch/qwen2_5_0_5b_tiny.yaml"),
+    ),
+    (
+        "qwen2_5_7b_tiny",
+        include_str!("../../../../conf/model/dense_decoder/arch/qwen2_5_7b_tiny.yaml"),
+    ),
+    (
+        "llama3_1_8b_tiny",
+        include_str!("../../../../conf/model/dense_decoder/arch/llama3_1_8b_tiny.yaml"),
+    ),
 ];
 
 /// Names of the compiled-in presets.

@@ -37,9 +37,15 @@ fn cached_decode_equals_full_prefill_and_batches_equal_rows() {
         let mut c2 = m.new_cache(1, 16).unwrap();
         let mut l = m.prefill_text(&[&seq[..8]], &mut c2, &obs).unwrap();
         for &tok in &seq[8..] {
-            l = m.decode_step(&Tensor::from_slice(&[tok]), &mut c2, &obs).unwrap();
+            l = m
+                .decode_step(&Tensor::from_slice(&[tok]), &mut c2, &obs)
+                .unwrap();
         }
-        assert!(max_diff(&full, &l) < 1e-4, "{name}: {}", max_diff(&full, &l));
+        assert!(
+            max_diff(&full, &l) < 1e-4,
+            "{name}: {}",
+            max_diff(&full, &l)
+        );
         let mut c3 = m.new_cache(1, 16).unwrap();
         let shorter = m.prefill_text(&[&seq[..11]], &mut c3, &obs).unwrap();
         assert!(max_diff(&full, &shorter) > 1e-3, "{name}");
@@ -73,7 +79,10 @@ fn llama3_rope_scaling_changes_only_low_frequencies() {
     let d = a.head_dim as usize;
     assert!((c0[0] - c1[0]).abs() < 1e-12);
     let f_last = a.rope_theta.powf(-((d - 2) as f64) / d as f64);
-    assert!((c1[d / 2 - 1] - (f_last / s.factor).cos()).abs() < 1e-6, "{c1:?}");
+    assert!(
+        (c1[d / 2 - 1] - (f_last / s.factor).cos()).abs() < 1e-6,
+        "{c1:?}"
+    );
     assert!((c0[d / 2 - 1] - f_last.cos()).abs() < 1e-6);
 }
 

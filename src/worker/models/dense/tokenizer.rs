@@ -100,13 +100,18 @@ fn read_chat_template(path: &Path) -> Result<Option<(String, String, String)>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
     let token = |k: &str| -> String {
         match v.get(k) {
             Some(serde_json::Value::String(s)) => s.clone(),
-            Some(o) => o.get("content").and_then(|c| c.as_str()).unwrap_or("").to_string(),
+            Some(o) => o
+                .get("content")
+                .and_then(|c| c.as_str())
+                .unwrap_or("")
+                .to_string(),
             None => String::new(),
         }
     };

@@ -3,8 +3,8 @@
 //! or build seeded synthetic tensors with the same names and shapes. Name/shape problems → one
 //! error listing all.
 pub use super::tensor_names::{expected_tensors, Part, TensorSpec};
-pub use crate::models::common::tensors::WeightPath;
 use crate::models::common::tensors::read_checked;
+pub use crate::models::common::tensors::WeightPath;
 use anyhow::{Context, Result};
 use llmprof::model::deepseek_ocr::arch::ArchConfig;
 use std::collections::{HashMap, HashSet};

@@ -1,9 +1,9 @@
 //! Debug entry points for parity checks against the reference implementation (the lead wires
 //! the CLI): decoder-only logits and SAM-only features from partial weight files.
 
-use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
-use crate::models::common::optim::ModelOptim;
 use crate::models::common::kv_cache::KvCache;
+use crate::models::common::optim::ModelOptim;
+use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
 use crate::models::deepseek_ocr::vision::sam::Sam;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ArchConfig;
@@ -53,7 +53,11 @@ pub fn debug_logits_with(
 ) -> Result<(Tensor, Vec<i64>)> {
     ensure!(!ids.is_empty(), "debug_logits needs at least one token id");
     let w = Weights::load(weights, cfg, &[Part::Decoder], device, dtype)?;
-    let dec = crate::models::deepseek_ocr::text::decoder::load(&w.root(), &cfg.decoder, &ModelOptim::default())?;
+    let dec = crate::models::deepseek_ocr::text::decoder::load(
+        &w.root(),
+        &cfg.decoder,
+        &ModelOptim::default(),
+    )?;
     drop(w);
     let mut cache = KvCache::new(
         crate::models::deepseek_ocr::text::decoder::kv_dims(&cfg.decoder),

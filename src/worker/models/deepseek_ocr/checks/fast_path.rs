@@ -17,7 +17,13 @@ impl CheckSubject for Subject {
     type Weights = Weights;
     type Model = DeepseekOcr;
     fn weights_f32(&self) -> Result<Weights> {
-        Weights::synthetic(&self.cfg, &[Part::Decoder], self.seed, self.device, Kind::Float)
+        Weights::synthetic(
+            &self.cfg,
+            &[Part::Decoder],
+            self.seed,
+            self.device,
+            Kind::Float,
+        )
     }
     fn to_kind(&self, w: &Weights, kind: Kind) -> Result<Weights> {
         w.to_kind(kind)
@@ -54,7 +60,17 @@ mod tests {
         // Two rows of different lengths: left padding, masks and per-row positions matter.
         let p = prompts(&[23, 9], cfg.decoder.vocab_size, 1);
         // A 16-slot bucket makes the fixed-shape step cross five KV windows.
-        let checks = check(&Subject { cfg: cfg.clone(), device: Device::Cpu, seed: 5 }, &p, 64, 16).unwrap();
+        let checks = check(
+            &Subject {
+                cfg: cfg.clone(),
+                device: Device::Cpu,
+                seed: 5,
+            },
+            &p,
+            64,
+            16,
+        )
+        .unwrap();
         assert_eq!(checks.len(), 2 * variants(16, true).len());
         for c in &checks {
             assert!(c.passed, "{c:?}");
@@ -75,8 +91,14 @@ mod tests {
         let cfg = ArchConfig::tiny();
         let p = prompts(&[12], cfg.decoder.vocab_size, 4);
         let trace = |seed: i64| {
-            let s = Subject { cfg: cfg.clone(), device: Device::Cpu, seed };
-            let m = s.build(&s.weights_f32().unwrap(), &ModelOptim::EAGER).unwrap();
+            let s = Subject {
+                cfg: cfg.clone(),
+                device: Device::Cpu,
+                seed,
+            };
+            let m = s
+                .build(&s.weights_f32().unwrap(), &ModelOptim::EAGER)
+                .unwrap();
             run(&m, StepPath::Eager, &p, 8, None).unwrap()
         };
         let (a, b) = (trace(1), trace(2));
@@ -88,7 +110,13 @@ mod tests {
     #[test]
     fn a_session_reuses_its_cache_across_requests_of_other_lengths() {
         let cfg = ArchConfig::tiny();
-        let w = Subject { cfg: cfg.clone(), device: Device::Cpu, seed: 3 }.weights_f32().unwrap();
+        let w = Subject {
+            cfg: cfg.clone(),
+            device: Device::Cpu,
+            seed: 3,
+        }
+        .weights_f32()
+        .unwrap();
         let m = DeepseekOcr::load_with(w.shallow_clone(), &cfg, &ModelOptim::FAST).unwrap();
         let eager = DeepseekOcr::load_with(w, &cfg, &ModelOptim::EAGER).unwrap();
         let path = StepPath::Graph { kv_bucket: 8 };

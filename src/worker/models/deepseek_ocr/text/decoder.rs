@@ -1,7 +1,7 @@
 //! DeepSeek-V2-style decoder (docs/deepseek-ocr.md §2) on the shared stack: plain MHA, dense
 //! SwiGLU in the first `first_k_dense_replace` layers and the MoE after, untied lm_head.
-pub use crate::models::common::decoder::Decoder;
 use crate::models::common::attention::AttnShape;
+pub use crate::models::common::decoder::Decoder;
 use crate::models::common::decoder::{DecoderDims, FeedForward};
 use crate::models::common::kv_cache::KvDims;
 use crate::models::common::layers::SwiGlu;
