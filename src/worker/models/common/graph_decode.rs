@@ -56,6 +56,23 @@ pub fn step_path(spec: &llmprof::spec::RunSpec) -> StepPath {
     }
 }
 
+/// Notes a report must carry about the decode-loop switches of `spec` as `session` runs them
+/// (switches without effect on this device or with these settings).
+pub fn decode_notes(spec: &llmprof::spec::RunSpec, session: &DecodeSession) -> Vec<String> {
+    let o = &spec.runtime.optim;
+    let mut notes = Vec::new();
+    if o.sync_free_decode && spec.infer.no_repeat_ngram_size > 0 {
+        notes.push(format!(
+            "runtime.optim.sync_free_decode has no effect while infer.no_repeat_ngram_size={} (n-gram blocking reads every token on the host); set it to 0 for sync-free decode",
+            spec.infer.no_repeat_ngram_size
+        ));
+    }
+    if o.cuda_graph && !session.captures_graphs() {
+        notes.push("runtime.optim.cuda_graph=true without a GPU: the fixed-shape decode step runs eagerly (no graph capture)".to_string());
+    }
+    notes
+}
+
 /// Decode state across requests.
 pub struct DecodeSession {
     path: StepPath,

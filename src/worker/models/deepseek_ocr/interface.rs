@@ -132,9 +132,9 @@ impl DeepseekOcrModel {
         let tokenizer = tokenizer_for(spec, &arch, &name, &mut notes)?;
         notes.extend(switch_notes(spec, device, dtype)?);
         let decode = DecodeSession::new(&model, step_path(spec))?;
-        if spec.runtime.optim.cuda_graph && !decode.captures_graphs() {
-            notes.push("runtime.optim.cuda_graph=true without a GPU: the fixed-shape decode step runs eagerly (no graph capture)".to_string());
-        }
+        notes.extend(crate::models::common::graph_decode::decode_notes(
+            spec, &decode,
+        ));
         Ok(DeepseekOcrModel {
             model,
             arch,
@@ -173,12 +173,6 @@ fn switch_notes(spec: &RunSpec, device: Device, dtype: Dtype) -> Result<Vec<Stri
             );
         }
         notes.push("runtime.optim.grouped_moe: torch._grouped_mm has CUDA kernels for bf16 only, so this fp32 run evaluates experts with gathered weights (<= 4 tokens) or the per-expert loop".to_string());
-    }
-    if o.sync_free_decode && spec.infer.no_repeat_ngram_size > 0 {
-        notes.push(format!(
-            "runtime.optim.sync_free_decode has no effect while infer.no_repeat_ngram_size={} (n-gram blocking reads every token on the host); set it to 0 for sync-free decode",
-            spec.infer.no_repeat_ngram_size
-        ));
     }
     Ok(notes)
 }

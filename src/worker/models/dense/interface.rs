@@ -4,7 +4,7 @@
 use super::tokenizer::TextTokenizer;
 use super::{checkpoint, DenseLm};
 use crate::models::common::generate::generate_with;
-use crate::models::common::graph_decode::{step_path, DecodeSession};
+use crate::models::common::graph_decode::{decode_notes, step_path, DecodeSession};
 use crate::models::common::optim::model_optim;
 use crate::models::device;
 use anyhow::{bail, Result};
@@ -92,16 +92,8 @@ impl DenseModel {
         } else {
             TextTokenizer::for_folder(path, arch.bos_token_id, arch.vocab_size, &mut notes)?
         };
-        if spec.runtime.optim.sync_free_decode && spec.infer.no_repeat_ngram_size > 0 {
-            notes.push(format!(
-                "runtime.optim.sync_free_decode has no effect while infer.no_repeat_ngram_size={} (n-gram blocking reads every token on the host); set it to 0 for sync-free decode",
-                spec.infer.no_repeat_ngram_size
-            ));
-        }
         let decode = DecodeSession::new(&model, step_path(spec))?;
-        if spec.runtime.optim.cuda_graph && !decode.captures_graphs() {
-            notes.push("runtime.optim.cuda_graph=true without a GPU: the fixed-shape decode step runs eagerly (no graph capture)".to_string());
-        }
+        notes.extend(decode_notes(spec, &decode));
         Ok(DenseModel {
             model,
             tokenizer,
