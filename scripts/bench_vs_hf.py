@@ -138,7 +138,13 @@ class HfResult:
 
 def hf_text_lm(arch: str, device: str, dtype: str, seed: int) -> Any:
     """The HF decoder as a causal LM, configured as verify_vs_hf.py's `build_hf_decoder`, random
-    weights, parameters cast to `dtype` (RoPE buffers stay fp32, as with from_pretrained)."""
+    weights, parameters cast to `dtype` (RoPE buffers stay fp32, as with from_pretrained). A
+    dense preset name (llama3_1_8b, qwen2_5_7b, ...) builds transformers' own model of it."""
+    sys.path.insert(0, str(SCRIPT_DIR))
+    import dense_hf
+
+    if arch in dense_hf.PRESETS:
+        return dense_hf.build(dense_hf.config_dict(arch), device, dtype, seed)
     import torch
     from torch import nn
     from transformers import DeepseekOcr2TextConfig, GenerationMixin
@@ -367,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--new-tokens", type=int, default=128, help="HF tokens generated per timed run (>= 2)")
     ap.add_argument("--prompt-len", type=int, default=None,
                     help="HF prompt tokens (default: requests[0].prompt_tokens of the first llmprof run)")
-    ap.add_argument("--arch", choices=["full", "tiny"], default="full",
+    ap.add_argument("--arch", choices=["full", "tiny", "qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"], default="full",
                     help="HF decoder dimensions: DeepSeek-OCR's, or verify_vs_hf.py's TINY_DEC")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
@@ -393,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in [] if a.skip_hf else runs:
         if r.dtype != a.dtype:
             log(f"warning: llmprof batch {r.batch} ran in {r.dtype}, the HF reference in {a.dtype}")
-        if ("tiny" in r.model) != (a.arch == "tiny"):
+        if a.arch in ("full", "tiny") and ("tiny" in r.model) != (a.arch == "tiny"):
             log(f"warning: llmprof batch {r.batch} ran model {r.model}, the HF reference is --arch {a.arch}")
 
     hf: dict[int, HfResult] = {}

@@ -13,6 +13,10 @@
 #   BATCHES="1 8 32"          batch sizes
 #   NEW_TOKENS=128            forced new tokens per row
 #   SKIP_HF=1                 llmprof only (table with empty HF columns)
+#   MODEL=llama3_1_8b         a dense decoder preset instead (qwen2_5_7b, qwen2_5_0_5b): stage1 on
+#                             dataset=random_tokens with PROMPT_LEN (default 1024) input tokens per
+#                             row, and transformers' own Qwen2/Llama model as the reference
+#                             (e.g. MODEL=llama3_1_8b BATCHES="1 32 128")
 #   extra arguments after OUT_DIR are llmprof overrides for every run, e.g. runtime=eager
 # Output: OUT_DIR/llmprof-b<B>/ (stage-1 run directories), OUT_DIR/table.md, OUT_DIR/table.json.
 set -euo pipefail
@@ -33,7 +37,20 @@ cp "$page" "$out/page/"
 out_abs=$(cd "$out" && pwd)
 
 runs=()
+model=${MODEL:-}
+prompt_len=${PROMPT_LEN:-1024}
 for b in $batches; do
+  if [[ -n "$model" ]]; then
+    echo "== llmprof stage1 $model, batch $b" >&2
+    "$llmprof" stage1 "model=$model" dataset=random_tokens "dataset.num_prompts=$b" \
+      "dataset.input_len=$prompt_len" "dataset.output_len=$new_tokens" dataset.range_ratio=0.0 \
+      "runtime.batch_size=$b" runtime.warmup=1 runtime.repeats=3 \
+      "infer.max_new_tokens=$new_tokens" infer.ignore_eos=true infer.no_repeat_ngram_size=0 \
+      pipeline.torch_profiler.enable=false pipeline.static_analysis.enable=false \
+      "hydra.run.dir=$out_abs/llmprof-b$b" "$@"
+    runs+=(--llmprof-run "$b=$out_abs/llmprof-b$b")
+    continue
+  fi
   echo "== llmprof stage1, batch $b" >&2
   # One page repeated b times = one batch of b identical rows (same prompt length, no padding).
   "$llmprof" stage1 dataset=folder "dataset.root=$out_abs/page" "dataset.sampling.num_epochs=$b" \
@@ -52,5 +69,6 @@ if [[ -n "${SKIP_HF:-}" ]]; then
 else
   echo "== HF reference and table" >&2
 fi
-"$python" scripts/bench_vs_hf.py "${runs[@]}" "${hf[@]}" --new-tokens "$new_tokens" \
+arch=(); [[ -n "$model" ]] && arch=(--arch "$model")
+"$python" scripts/bench_vs_hf.py "${runs[@]}" "${hf[@]}" "${arch[@]}" --new-tokens "$new_tokens" \
   --out-md "$out_abs/table.md" --out-json "$out_abs/table.json"

@@ -16,6 +16,9 @@
 #   EXPERTS_IMPL=grouped_mm   transformers experts implementation of the reference (or eager)
 #   GATE_BF16=0  set 1 to make the bf16 bounds fail the run too
 #   SKIP_DECODER=1 / SKIP_SAM=1  run only one half
+#   DENSE_PRESETS="qwen2_5_0_5b qwen2_5_7b llama3_1_8b"  dense decoder presets checked the same
+#               way (scripts/dense_hf.py builds HF's Qwen2/Llama with seeded weights); "" skips them
+#   DENSE_LAYERS=4  layers of each dense model (real dimensions otherwise; empty: all layers)
 #   REPORT_DIR  if set, table.md, timings.txt, results.jsonl and logs/ are copied there at the end
 #               (on the device machine: REPORT_DIR=$OUT; the weights are never copied)
 # Exit status: 0 when every fp32 bound holds, 1 when one fails, 2 when a step could not run.
@@ -97,6 +100,30 @@ if [ "${SKIP_DECODER:-0}" != 1 ]; then
   fi
 fi
 
+DENSE_PRESETS=${DENSE_PRESETS-"qwen2_5_0_5b qwen2_5_7b llama3_1_8b"}
+DENSE_LAYERS=${DENSE_LAYERS-4}
+D="$PYTHON scripts/dense_hf.py"
+for preset in $DENSE_PRESETS; do
+  # ---- dense decoder preset: HF Qwen2ForCausalLM / LlamaForCausalLM vs llmprof's dense family
+  W=$WORK/$preset
+  LAYERS=(); [ -n "$DENSE_LAYERS" ] && LAYERS=(--layers "$DENSE_LAYERS")
+  if step "$preset-make-weights" $D make-weights --preset "$preset" "${LAYERS[@]}" --out "$W" --seed "$SEED" --seq "$SEQ"; then
+    for dt in fp32 bf16; do
+      step "$preset-ours-$dt" $LLMPROF debug logits --weights "$W" --ids "$W/ids.json" \
+        --dtype "$dt" --greedy "$GREEDY" --out "$WORK/ours/${preset}_$dt.safetensors"
+    done
+    step "$preset-ref" $D reference-logits --dir "$W" --ids "$W/ids.json" --dtype fp32,bf16 \
+      --greedy "$GREEDY" --out "$WORK/ref/${preset}_{dtype}.safetensors" ${PYDEVICE:+--device "$PYDEVICE"}
+    O=$WORK/ours/$preset; R=$WORK/ref/$preset
+    [ -s "${O}_fp32.safetensors" ] && [ -s "${R}_fp32.safetensors" ] && \
+      cmp "$preset fp32" 1 --ours "${O}_fp32.safetensors" --ref "${R}_fp32.safetensors" \
+        --key prompt_last_logits --greedy-key greedy_ids --max-rel 1e-4 --min-greedy "$GREEDY"
+    [ -s "${O}_bf16.safetensors" ] && [ -s "${R}_bf16.safetensors" ] && \
+      cmp "$preset bf16" "$BF16GATE" --ours "${O}_bf16.safetensors" --ref "${R}_bf16.safetensors" \
+        --key prompt_last_logits --greedy-key greedy_ids --max-rel 2e-2
+  fi
+done
+
 if [ "${SKIP_SAM:-0}" != 1 ]; then
   # ---- SAM encoder at each size, fp32 and bf16
   if step sam-make-weights $V make-weights --out "$WORK/sam" --part sam --seed "$SEED" "${PYDEV[@]}" $SAM_ARGS; then
@@ -138,6 +165,7 @@ tbl=${PIPESTATUS[0]}
 want=0
 [ "${SKIP_DECODER:-0}" != 1 ] && want=$((want + 1))
 [ "${SKIP_SAM:-0}" != 1 ] && want=$((want + $(echo $SAM_SIZES | wc -w)))
+want=$((want + $(echo $DENSE_PRESETS | wc -w)))
 have=$(grep -c '"gating": true' "$REC" || true)
 if [ -n "${REPORT_DIR:-}" ]; then
   mkdir -p "$REPORT_DIR" && cp -r "$WORK/table.md" "$WORK/timings.txt" "$WORK/results.jsonl" "$WORK/logs" "$REPORT_DIR/"

@@ -7,6 +7,7 @@ mod cli;
 mod compare;
 mod conformance;
 mod fake_hub;
+mod dense_presets;
 mod fuzz_compose;
 mod fuzz_gen;
 mod fuzz_interpolation;

@@ -215,8 +215,9 @@ pub enum DebugCommand {
     /// alone and all together with CUDA graphs; fp32 greedy tokens must match fp32 eager, and a
     /// bf16 variant may not be less accurate than eager bf16. Exits non-zero on a failure.
     FastPath {
-        /// Architecture: the released DeepSeek-OCR decoder or the tiny test one.
-        #[arg(long, value_parser = ["full", "tiny"], default_value = "full")]
+        /// Architecture: the released DeepSeek-OCR decoder (`full`) or the tiny test one, or a
+        /// dense decoder preset (qwen2_5_0_5b, qwen2_5_7b, llama3_1_8b, each also as `<name>_tiny`).
+        #[arg(long, value_parser = ["full", "tiny", "qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b", "qwen2_5_0_5b_tiny", "qwen2_5_7b_tiny", "llama3_1_8b_tiny"], default_value = "full")]
         arch: String,
         #[arg(long, default_value_t = 64)]
         steps: usize,

@@ -132,12 +132,21 @@ fn run_debug(args: &[String]) -> Result<()> {
             let ids: Vec<i64> = serde_json::from_str(&text)
                 .with_context(|| format!("{} must be a JSON list of token ids", ids.display()))?;
             let (logits, greedy_ids) =
-                llmprof_worker::models::deepseek_ocr::checks::debug::debug_logits(
-                    &weights,
-                    &ids,
-                    kind(&dtype),
-                    greedy,
-                )?;
+                if llmprof_worker::models::dense::debug::is_dense_checkpoint(&weights) {
+                    llmprof_worker::models::dense::debug::debug_logits(
+                        &weights,
+                        &ids,
+                        kind(&dtype),
+                        greedy,
+                    )?
+                } else {
+                    llmprof_worker::models::deepseek_ocr::checks::debug::debug_logits(
+                        &weights,
+                        &ids,
+                        kind(&dtype),
+                        greedy,
+                    )?
+                };
             let greedy_t = tch::Tensor::from_slice(&greedy_ids);
             let logits = logits
                 .to_device(tch::Device::Cpu)
@@ -159,16 +168,36 @@ fn run_debug(args: &[String]) -> Result<()> {
             seed,
             json,
         } => {
-            use llmprof_worker::models::deepseek_ocr::checks::fast_path_check;
+            use llmprof_worker::models::common::fast_path_check;
             use llmprof_worker::models::deepseek_ocr::ArchConfig;
-            let cfg = if arch == "tiny" {
-                ArchConfig::tiny()
-            } else {
-                ArchConfig::deepseek_ocr()
-            };
             let device = tch::Device::cuda_if_available();
-            let prompts = fast_path_check::prompts(&prompt_lens, cfg.decoder.vocab_size, 7);
-            let all = fast_path_check::check(&cfg, device, seed, &prompts, steps, kv_bucket)?;
+            let all = match llmprof_worker::models::dense::presets::arch(&arch) {
+                Some(a) => {
+                    let a = a?;
+                    let prompts = fast_path_check::prompts(&prompt_lens, a.vocab_size, 7);
+                    let subject = llmprof_worker::models::dense::fast_path::Subject {
+                        arch: a,
+                        device,
+                        seed,
+                    };
+                    fast_path_check::check(&subject, &prompts, steps, kv_bucket)?
+                }
+                None => {
+                    let cfg = if arch == "tiny" {
+                        ArchConfig::tiny()
+                    } else {
+                        ArchConfig::deepseek_ocr()
+                    };
+                    let prompts = fast_path_check::prompts(&prompt_lens, cfg.decoder.vocab_size, 7);
+                    let subject =
+                        llmprof_worker::models::deepseek_ocr::checks::fast_path::Subject {
+                            cfg,
+                            device,
+                            seed,
+                        };
+                    fast_path_check::check(&subject, &prompts, steps, kv_bucket)?
+                }
+            };
             let mut table = String::from("Against fp32 eager, teacher-forced with its tokens:\n\n| variant | dtype | steps | token mismatches | rel L2 logit error | eager bf16 error | graphs | result |\n|---|---|---:|---:|---:|---:|---:|---|\n");
             for c in &all {
                 table.push_str(&format!(

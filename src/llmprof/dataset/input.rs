@@ -12,6 +12,37 @@ pub struct InputItem {
     /// File stem, naming per-input outputs.
     pub name: String,
     pub bytes: u64,
+    /// A text request (text datasets); `None` for a file the model reads (a page image).
+    pub text: Option<TextInput>,
+}
+
+/// What a text dataset asks a text model to run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TextInput {
+    /// A prompt to tokenize (with the checkpoint's chat template when it has one); the output
+    /// is capped at `output_len` tokens when given, else at `infer.max_new_tokens`.
+    Prompt {
+        text: String,
+        output_len: Option<usize>,
+    },
+    /// vLLM's random dataset: `input_len` ids `(offset + index + j) mod vocab`, j < input_len,
+    /// and at most `output_len` new tokens.
+    RandomTokens {
+        input_len: usize,
+        output_len: usize,
+        offset: u64,
+        index: usize,
+    },
+}
+
+impl TextInput {
+    /// The output length this request asks for, if it sets one.
+    pub fn output_len(&self) -> Option<usize> {
+        match self {
+            TextInput::Prompt { output_len, .. } => *output_len,
+            TextInput::RandomTokens { output_len, .. } => Some(*output_len),
+        }
+    }
 }
 
 impl InputItem {
@@ -24,7 +55,12 @@ impl InputItem {
             .file_stem()
             .map(|s| s.to_string_lossy().to_string())
             .unwrap_or_default();
-        Ok(InputItem { path, name, bytes })
+        Ok(InputItem {
+            path,
+            name,
+            bytes,
+            text: None,
+        })
     }
 }
 

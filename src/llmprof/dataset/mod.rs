@@ -10,13 +10,14 @@ mod omnidocbench;
 mod samples;
 mod sampling;
 pub mod variant;
+pub mod text;
 
 pub use file_kind::{skipped_note, NotRegular, Skipped};
 pub use image_limits::{
     default_max_image_bytes, default_max_image_pixels, ImageLimits, DEFAULT_MAX_IMAGE_BYTES,
     DEFAULT_MAX_IMAGE_PIXELS, PIL_MAX_IMAGE_PIXELS,
 };
-pub use input::{load_rgb, load_rgb_limited, InputItem};
+pub use input::{load_rgb, load_rgb_limited, InputItem, TextInput};
 pub use omnidocbench::{list_omnidocbench, list_omnidocbench_entries, OMNIDOCBENCH_JSON};
 pub use samples::{read_sample_metadata, SamplePage, SAMPLES_METADATA};
 pub use sampling::{sample, SampleRef};
@@ -92,6 +93,19 @@ pub fn inputs_and_skipped(
     spec: &DatasetSpec,
     base_dir: &Path,
 ) -> Result<(Vec<InputItem>, Vec<Skipped>)> {
+    let texts = match spec.name.as_str() {
+        text::RANDOM_TOKENS => Some(text::random_tokens(spec)?),
+        text::PROMPTS => Some(text::prompts(spec, base_dir)?),
+        _ => None,
+    };
+    if let Some(all) = texts {
+        let keys: Vec<PathBuf> = all.iter().map(|i| i.path.clone()).collect();
+        let picked = sample_listing(spec, &keys)?
+            .into_iter()
+            .map(|r| all[r.index as usize].clone())
+            .collect();
+        return Ok((picked, Vec::new()));
+    }
     let listing = list_dataset_entries(spec, base_dir)?;
     let items = sample_listing(spec, &listing.images)?
         .into_iter()

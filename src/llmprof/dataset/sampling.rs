@@ -74,19 +74,19 @@ fn shuffle(v: &mut [u32], rng: &mut SplitMix64) {
 
 /// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators",
 /// OOPSLA 2014; constants as in Vigna's reference splitmix64.c).
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
     /// Odd constant (Weyl sequence increment / golden ratio), as in splitmix64.c.
     const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 
     /// A stream that depends only on (seed, epoch).
-    fn for_epoch(seed: u64, epoch: u32) -> Self {
+    pub(crate) fn for_epoch(seed: u64, epoch: u32) -> Self {
         let mut mixer = SplitMix64(seed ^ (u64::from(epoch)).wrapping_mul(0xD1B5_4A32_D192_ED03));
         SplitMix64(mixer.next_u64())
     }
 
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(Self::GAMMA);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -95,7 +95,7 @@ impl SplitMix64 {
     }
 
     /// Uniform in 0..n (Lemire's multiply-shift; the bias is below n / 2^64).
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 }

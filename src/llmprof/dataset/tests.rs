@@ -59,6 +59,12 @@ fn missing_root_names_folder_and_fix() {
         },
         max_image_pixels: DEFAULT_MAX_IMAGE_PIXELS,
         max_image_bytes: DEFAULT_MAX_IMAGE_BYTES,
+        input_len: None,
+        output_len: None,
+        range_ratio: None,
+        num_prompts: None,
+        seed: None,
+        file: None,
     };
     let e = format!("{:#}", list_dataset(&spec, &d).unwrap_err());
     assert!(
@@ -139,6 +145,12 @@ fn list_dataset_resolves_relative_paths() {
         },
         max_image_pixels: DEFAULT_MAX_IMAGE_PIXELS,
         max_image_bytes: DEFAULT_MAX_IMAGE_BYTES,
+        input_len: None,
+        output_len: None,
+        range_ratio: None,
+        num_prompts: None,
+        seed: None,
+        file: None,
     };
     assert_eq!(
         names(&list_dataset(&spec, &base).unwrap()),

@@ -1,7 +1,7 @@
 //! Model families and their architectures, typed: `model.family` picks the family and
 //! `model.arch` (conf/model/<family>/arch/*.yaml) must match its schema, checked when the spec is
 //! built, before any run directory exists.
-use super::deepseek_ocr;
+use super::{deepseek_ocr, dense};
 use crate::region::RegionTree;
 use serde::{Deserialize, Serialize};
 
@@ -10,16 +10,19 @@ use serde::{Deserialize, Serialize};
 pub enum Family {
     /// DeepSeek-OCR: SAM + CLIP vision, DeepSeek-V2 MoE decoder (docs/deepseek-ocr.md).
     DeepseekOcr,
+    /// Dense decoder LLMs from HF config.json fields: Qwen2/2.5, Llama 3 (docs/models.md).
+    DenseDecoder,
 }
 
 impl Family {
     /// Every family llmprof implements.
-    pub const ALL: [Family; 1] = [Family::DeepseekOcr];
+    pub const ALL: [Family; 2] = [Family::DeepseekOcr, Family::DenseDecoder];
 
     /// The YAML spelling.
     pub fn name(self) -> &'static str {
         match self {
             Family::DeepseekOcr => "deepseek_ocr",
+            Family::DenseDecoder => "dense_decoder",
         }
     }
 
@@ -27,6 +30,7 @@ impl Family {
     pub fn regions(self) -> RegionTree {
         match self {
             Family::DeepseekOcr => deepseek_ocr::REGIONS,
+            Family::DenseDecoder => dense::REGIONS,
         }
     }
 
@@ -45,6 +49,7 @@ impl Family {
         }
         let arch = match self {
             Family::DeepseekOcr => Arch::DeepseekOcr(typed(value)?),
+            Family::DenseDecoder => Arch::DenseDecoder(typed(value)?),
         };
         arch.validate().map_err(|e| format!("model.arch: {e:#}"))?;
         Ok(arch)
@@ -54,14 +59,17 @@ impl Family {
 /// A model's architecture, one variant per family.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // one per run, never in a collection
 pub enum Arch {
     DeepseekOcr(deepseek_ocr::ArchConfig),
+    DenseDecoder(dense::DenseArch),
 }
 
 impl Arch {
     pub fn family(&self) -> Family {
         match self {
             Arch::DeepseekOcr(_) => Family::DeepseekOcr,
+            Arch::DenseDecoder(_) => Family::DenseDecoder,
         }
     }
 
@@ -70,12 +78,20 @@ impl Arch {
     pub fn decode_linears(&self) -> Vec<crate::roofline::useful::LinearShape> {
         match self {
             Arch::DeepseekOcr(a) => deepseek_ocr::analytic::decode_linears(a),
+            Arch::DenseDecoder(a) => super::linears::decoder_linears(&super::linears::DecoderWidths {
+                hidden: a.hidden_size as u64,
+                q: (a.num_attention_heads * a.head_dim) as u64,
+                kv: (a.num_key_value_heads * a.head_dim) as u64,
+                mlps: vec![("mlp", a.intermediate_size as u64)],
+                vocab: a.vocab_size as u64,
+            }),
         }
     }
 
     fn validate(&self) -> anyhow::Result<()> {
         match self {
             Arch::DeepseekOcr(a) => a.validate(),
+            Arch::DenseDecoder(a) => a.validate(),
         }
     }
 }

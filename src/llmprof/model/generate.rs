@@ -63,7 +63,32 @@ pub struct GenerateOutput {
     pub prompt_lens: Vec<usize>,
 }
 
-/// Tokens banned by HF's no_repeat_ngram for the next position of `seq`.
+impl GenerateConfig {
+    /// This config for a batch of `rows`: `max_new_tokens` becomes the largest output length a
+    /// row asks for, when every row asks for one (text datasets); otherwise it stays.
+    pub fn for_batch(&self, rows: &[super::RequestInfo]) -> GenerateConfig {
+        let asked: Option<Vec<usize>> = rows.iter().map(|r| r.output_len).collect();
+        match asked.and_then(|v| v.into_iter().max()) {
+            Some(n) if n > 0 => GenerateConfig {
+                max_new_tokens: n,
+                ..self.clone()
+            },
+            _ => self.clone(),
+        }
+    }
+}
+
+impl GenerateOutput {
+    /// Cuts each row to the output length it asked for (a batch runs as long as its longest row).
+    pub fn cap_rows(&mut self, rows: &[super::RequestInfo]) {
+        for (tokens, r) in self.tokens.iter_mut().zip(rows) {
+            if let Some(n) = r.output_len {
+                tokens.truncate(n);
+            }
+        }
+    }
+}
+
 impl GenerateConfig {
     /// The config of `spec` (`infer.*`, `runtime.optim.sync_free_decode`/`eos_check_interval`)
     /// for up to `max_new_tokens` tokens; `ngram_exempt` are the ids the windowed n-gram rule

@@ -42,6 +42,9 @@ pub struct RequestInfo {
     pub prompt_tokens: usize,
     /// Present for requests with an image.
     pub image: Option<ImageInfo>,
+    /// The most tokens this request may generate when its dataset sets it (random_tokens'
+    /// output lengths); `None`: `infer.max_new_tokens`.
+    pub output_len: Option<usize>,
 }
 
 /// How an input image became tokens.
@@ -155,7 +158,7 @@ pub trait Model {
     fn decode_text(&self, tokens: &[i64]) -> String;
 
     /// A document model's reading of `text` for a `width`×`height` page; `None` for models whose
-    /// output has no layout grammar.
+    /// output has no layout grammar (text models: the optional OCR features are simply absent).
     fn read_page(
         &self,
         text: &str,

@@ -2,9 +2,11 @@
 //! (`Model`, in the worker), the generation request, model families with their typed
 //! architectures, and each family's pure half (architecture, regions, analytic FLOPs/bytes).
 pub mod deepseek_ocr;
+pub mod dense;
 mod family;
 mod generate;
 mod interface;
+pub mod linears;
 
 pub use family::{Arch, Family};
 pub use generate::{GenerateConfig, GenerateOutput, NoRepeatNgram};

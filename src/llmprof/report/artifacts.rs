@@ -154,6 +154,9 @@ fn inputs_list(inputs: &[RequestInfo]) -> Node {
                 m.insert("image_tokens".into(), Node::Int(i.image_tokens as i64));
             }
             m.insert("prompt_tokens".into(), Node::Int(r.prompt_tokens as i64));
+            if let Some(n) = r.output_len {
+                m.insert("output_len".into(), Node::Int(n as i64));
+            }
             Node::Map(m)
         })
         .collect();
@@ -198,6 +201,7 @@ mod tests {
             bytes: 3,
             prompt_tokens: 7,
             image: None,
+            output_len: Some(5),
         };
         let page = RequestInfo {
             image: Some(ImageInfo {
@@ -222,6 +226,12 @@ mod tests {
             },
             max_image_pixels: 1,
             max_image_bytes: 1,
+            input_len: None,
+            output_len: None,
+            range_ratio: None,
+            num_prompts: None,
+            seed: None,
+            file: None,
         };
         let y = inputs_yaml(&spec, None, &[text, page]).unwrap();
         let parsed = crate::config::yaml::parse(&y).unwrap();
@@ -230,6 +240,7 @@ mod tests {
             panic!("{y}")
         };
         assert!(items[0].child("crop_grid").is_none());
+        assert_eq!(items[0].child("output_len"), Some(&Node::Int(5)));
         assert_eq!(items[1].child("image_tokens"), Some(&Node::Int(100)));
         assert_eq!(items[1].child("prompt_tokens"), Some(&Node::Int(7)));
     }

@@ -79,7 +79,10 @@ pub fn render(r: &RunReport) -> String {
         ("device", u.device.clone()),
         ("GPU", u.gpu.clone().unwrap_or_else(|| "none".into())),
         ("dtype", u.dtype.clone()),
-        ("resolution mode", u.mode.clone()),
+        (
+            "resolution mode",
+            u.mode.clone().unwrap_or_else(|| "— (text model)".into()),
+        ),
         ("inputs", u.inputs.to_string()),
         ("batch size", u.batch_size.to_string()),
         (

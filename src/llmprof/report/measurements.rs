@@ -42,6 +42,8 @@ pub struct TimedRequest {
     /// token), then the end of each decode step. Serving metrics (TTFT, TPOT, ITL) come from it.
     pub token_ms: Vec<f64>,
     pub output_tokens: usize,
+    /// Tokens each row generated (its OSL), in row order.
+    pub row_output_tokens: Vec<usize>,
     pub decode_steps: usize,
     /// Host unix-ns windows of the prefill and decode regions (for NVML alignment).
     pub windows: Vec<(String, u64, u64)>,

@@ -54,7 +54,8 @@ pub struct Setup {
     pub device: String,
     pub dtype: String,
     pub gpu: Option<String>,
-    pub mode: String,
+    /// The model's resolution mode; null for text-only models.
+    pub mode: Option<String>,
     pub batch_size: u32,
     pub warmup: u32,
     pub repeats: u32,
@@ -265,6 +266,12 @@ pub struct RequestRecord {
     pub batch_rows: usize,
     pub prompt_tokens: usize,
     pub output_tokens: usize,
+    /// Input sequence length of each batch row (its prompt tokens, padding excluded).
+    #[serde(default)]
+    pub isl: Vec<usize>,
+    /// Output sequence length of each batch row (tokens it generated).
+    #[serde(default)]
+    pub osl: Vec<usize>,
     pub image_tokens: usize,
     pub crop_grid: [u32; 2],
     /// Stage → ms for this request.

@@ -34,6 +34,23 @@ pub struct DatasetSpec {
     /// Largest decoded size of one page image in bytes (native buffer + its RGB copy).
     #[serde(default = "crate::dataset::default_max_image_bytes")]
     pub max_image_bytes: u64,
+    // Text datasets (dataset=random_tokens, dataset=prompts); absent for image ones.
+    // `random_tokens` means what vLLM's random dataset means: lengths drawn uniformly from
+    // [len·(1 − range_ratio), len·(1 + range_ratio)] (floor, ceil), random token ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_len: Option<u32>,
+    /// random_tokens: mean output length; prompts: cap per request (null: infer.max_new_tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_len: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range_ratio: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_prompts: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// prompts: the JSONL file (one object with a `prompt` string per line), relative to root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -124,7 +141,8 @@ pub struct ModelSpec {
     pub dtype: DtypeChoice,
     /// Model option used when no GPU is present.
     pub cpu_fallback: String,
-    pub preprocess: PreprocessSpec,
+    /// Page-image preprocessing: document models only (absent for text-only families).
+    pub preprocess: Option<PreprocessSpec>,
     /// Architecture (conf/model/<family>/arch/*.yaml).
     pub arch: Arch,
 }
@@ -144,7 +162,8 @@ pub struct RawModelSpec {
     seed: u64,
     dtype: DtypeChoice,
     cpu_fallback: String,
-    preprocess: PreprocessSpec,
+    #[serde(default)]
+    preprocess: Option<PreprocessSpec>,
     arch: serde_json::Value,
 }
 
@@ -152,6 +171,9 @@ impl TryFrom<RawModelSpec> for ModelSpec {
     type Error = String;
 
     fn try_from(raw: RawModelSpec) -> Result<Self, String> {
+        if raw.family == Family::DeepseekOcr && raw.preprocess.is_none() {
+            return Err("model.preprocess is missing: the deepseek_ocr family needs it (see conf/model/deepseek_ocr.yaml)".into());
+        }
         Ok(ModelSpec {
             arch: raw.family.parse_arch(raw.arch)?,
             name: raw.name,

@@ -67,7 +67,8 @@ impl RunSpec {
         if o.cuda_graph && !o.static_kv_cache {
             bail!("runtime.optim.cuda_graph=true needs runtime.optim.static_kv_cache=true: a graph replays fixed addresses, and a growing cache reallocates every step\n  fix: set runtime.optim.static_kv_cache=true, or runtime.optim.cuda_graph=false");
         }
-        if o.cuda_graph && !o.grouped_moe {
+        if o.cuda_graph && !o.grouped_moe && self.model.family == crate::model::Family::DeepseekOcr
+        {
             bail!("runtime.optim.cuda_graph=true needs runtime.optim.grouped_moe=true: the per-expert loop reads expert counts on the host, which a CUDA graph cannot capture\n  fix: set runtime.optim.grouped_moe=true, or runtime.optim.cuda_graph=false");
         }
         at_least(
@@ -81,14 +82,15 @@ impl RunSpec {
             self.pipeline.ncu.launch_count as i64,
             1,
         )?;
-        let p = &self.model.preprocess;
-        at_least("model.preprocess.min_crops", p.min_crops as i64, 1)?;
-        if p.max_crops < p.min_crops {
-            bail!(
+        if let Some(p) = &self.model.preprocess {
+            at_least("model.preprocess.min_crops", p.min_crops as i64, 1)?;
+            if p.max_crops < p.min_crops {
+                bail!(
                 "model.preprocess.max_crops={} is below min_crops={}: allowed range is [min_crops, 100]",
                 p.max_crops,
                 p.min_crops
             );
+            }
         }
         for (k, v) in [
             ("hardware.peak_tflops", self.hardware.peak_tflops),

@@ -1,7 +1,9 @@
 //! Model implementations (tensor code only: no timers, no NVTX, no reports), one folder per
 //! family, each behind `llmprof::model::Model`. [`with_model`] is the one place that maps a
 //! family to its implementation.
+pub mod common;
 pub mod deepseek_ocr;
+pub mod dense;
 pub mod device;
 pub mod ngram_device;
 
@@ -20,5 +22,6 @@ pub trait ModelJob {
 pub fn with_model<J: ModelJob>(spec: &RunSpec, job: J) -> Result<J::Output> {
     match spec.model.family {
         Family::DeepseekOcr => job.run(&deepseek_ocr::interface::DeepseekOcrModel::build(spec)?),
+        Family::DenseDecoder => job.run(&dense::interface::DenseModel::build(spec)?),
     }
 }

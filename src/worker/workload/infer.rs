@@ -116,8 +116,9 @@ pub fn write_predictions<M: Model>(
         .zip(names.chunks(batch_size))
     {
         let batch: Vec<&M::Request> = chunk.iter().collect();
-        let out = generate_batch(model, &batch, &gen_cfg)
+        let mut out = generate_batch(model, &batch, &gen_cfg.for_batch(chunk_infos))
             .with_context(|| format!("generating for {}", chunk_infos[0].path))?;
+        out.cap_rows(chunk_infos);
         for (row, (info, name)) in chunk_infos.iter().zip(chunk_names).enumerate() {
             let ids = out
                 .tokens

@@ -143,6 +143,9 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
     let stage_peaks = RefCell::new(StagePeaks::default());
     for (bi, batch) in batches.iter().enumerate() {
         let rows: Vec<_> = batch.iter().map(|r| model.describe(r)).collect();
+        // Text datasets may ask each row for its own output length: the batch runs to the
+        // longest and each row keeps its own.
+        let gen_cfg = gen_cfg.for_batch(&rows);
         // Warm-up per input (independent of any profiler switch): every new shape triggers
         // kernel selection (cuBLAS/cuDNN heuristics) that must not land in the timed repeats.
         for i in 0..spec.runtime.warmup {
@@ -166,7 +169,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 cuda: cuda.is_some(),
                 marks: RefCell::new(Vec::new()),
             };
-            let out = if cuda.is_some() {
+            let mut out = if cuda.is_some() {
                 let mem = AllocatorPeaks {
                     inner: &windows,
                     probe: &allocator,
@@ -179,7 +182,9 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
             let marks = windows.marks.into_inner();
             let times = split_times(obs.finish().context("reading stage timers")?);
             let (region_ms, step_ms) = (times.regions, times.steps);
-            let output_tokens = out.tokens.iter().map(Vec::len).sum();
+            out.cap_rows(&rows);
+            let row_output_tokens: Vec<usize> = out.tokens.iter().map(Vec::len).collect();
+            let output_tokens = row_output_tokens.iter().sum();
             let prefill_ms = region_ms.get(PREFILL.nvtx_name()).copied().unwrap_or(0.0);
             progress.inc(1);
             progress.set_message(format!("{} prefill {prefill_ms:.0} ms", rows[0].name));
@@ -196,6 +201,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 step_ms,
                 token_ms: times.tokens,
                 output_tokens,
+                row_output_tokens,
                 decode_steps: out.decode_steps,
                 windows: marks,
                 work: model.work(batch, out.decode_steps),
@@ -223,7 +229,12 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
             model,
             spec,
             &batches[0],
-            &gen_cfg,
+            &gen_cfg.for_batch(
+                &batches[0]
+                    .iter()
+                    .map(|r| model.describe(r))
+                    .collect::<Vec<_>>(),
+            ),
             run_dir,
         )?)
     } else {

@@ -4,6 +4,7 @@
 
 use super::arch::ArchConfig;
 use super::views::{PreprocessConfig, TileGrid};
+use crate::model::linears::{decoder_linears, DecoderWidths};
 use crate::roofline::useful::LinearShape;
 use serde::Serialize;
 
@@ -277,35 +278,25 @@ pub fn decoder_linear_flops_per_token(cfg: &ArchConfig) -> DecoderLinearFlops {
 /// experts' weights per launch.
 pub fn decode_linears(cfg: &ArchConfig) -> Vec<LinearShape> {
     let d = &cfg.decoder;
-    let h = d.hidden_size as u64;
-    let width = attn_width(cfg) as u64;
-    let kv = (d.num_key_value_heads * d.head_dim) as u64;
-    let lin = |op: &str, i: u64, o: u64| LinearShape {
-        op: op.to_string(),
-        in_features: i,
-        out_features: o,
-    };
-    let mut out = vec![
-        lin("q_proj", h, width),
-        lin("k_proj", h, kv),
-        lin("v_proj", h, kv),
-        lin("qkv_proj", h, width + 2 * kv),
-        lin("o_proj", width, h),
-    ];
-    let mut mlp = |name: &str, inter: u64| {
-        out.push(lin(&format!("{name}.gate_proj"), h, inter));
-        out.push(lin(&format!("{name}.up_proj"), h, inter));
-        out.push(lin(&format!("{name}.gate_up_proj"), h, 2 * inter));
-        out.push(lin(&format!("{name}.down_proj"), inter, h));
-    };
+    let mut mlps = Vec::new();
     if d.first_k_dense_replace > 0 {
-        mlp("mlp", d.intermediate_size as u64);
+        mlps.push(("mlp", d.intermediate_size as u64));
     }
     if moe_layers(cfg) > 0.0 && cfg.shared_intermediate() > 0 {
-        mlp("shared_experts", cfg.shared_intermediate() as u64);
+        mlps.push(("shared_experts", cfg.shared_intermediate() as u64));
     }
-    out.push(lin("router", h, d.n_routed_experts as u64));
-    out.push(lin("lm_head", h, d.vocab_size as u64));
+    let mut out = decoder_linears(&DecoderWidths {
+        hidden: d.hidden_size as u64,
+        q: attn_width(cfg) as u64,
+        kv: (d.num_key_value_heads * d.head_dim) as u64,
+        mlps,
+        vocab: d.vocab_size as u64,
+    });
+    out.push(LinearShape {
+        op: "router".into(),
+        in_features: d.hidden_size as u64,
+        out_features: d.n_routed_experts as u64,
+    });
     out
 }
 

@@ -101,7 +101,11 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
             device: m.model.device.clone(),
             dtype: m.model.dtype.name().into(),
             gpu: m.gpu.as_ref().ok().map(|g| g.name.clone()),
-            mode: spec.model.preprocess.mode.name().into(),
+            mode: spec
+                .model
+                .preprocess
+                .as_ref()
+                .map(|p| p.mode.name().to_string()),
             batch_size: spec.runtime.batch_size,
             warmup: spec.runtime.warmup,
             repeats: spec.runtime.repeats,
@@ -147,6 +151,8 @@ fn request_record(t: &TimedRequest, cold: bool) -> RequestRecord {
         batch_rows: t.rows.len(),
         prompt_tokens: t.rows.iter().map(|r| r.prompt_tokens).max().unwrap_or(0),
         output_tokens: t.output_tokens,
+        isl: t.rows.iter().map(|r| r.prompt_tokens).collect(),
+        osl: t.row_output_tokens.clone(),
         image_tokens: t
             .rows
             .iter()

@@ -101,6 +101,7 @@ pub(crate) mod tests {
             step_ms: steps.to_vec(),
             token_ms: Vec::new(),
             output_tokens: steps.len() + 1,
+            row_output_tokens: vec![steps.len() + 1],
             decode_steps: steps.len(),
             windows: Vec::new(),
             work: Default::default(),

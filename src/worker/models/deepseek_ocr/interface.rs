@@ -2,12 +2,11 @@
 //! (CPU fallback to the tiny architecture, synthetic or checkpoint weights, tokenizer, decode
 //! session), pages turned into requests, generation, analytic work and the page reading.
 use super::decode::generate::generate_with;
-use super::decode::graph_decode::{DecodeSession, StepPath};
 use super::hf_tokenizer::HfTokenizer;
-use super::optim::ModelOptim;
 use super::preprocess::{preprocess, PreparedImage};
 use super::text::moe::GATHER_MAX_TOKENS;
 use super::{DeepseekOcr, Part, PromptRow, Weights};
+use crate::models::common::graph_decode::DecodeSession;
 use crate::models::device;
 use anyhow::{bail, Context, Result};
 use llmprof::dataset::{load_rgb_limited, ImageLimits, InputItem};
@@ -52,33 +51,14 @@ pub struct DeepseekOcrModel {
     decode: RefCell<DecodeSession>,
 }
 
-/// The decoder implementation choices of `runtime.optim`.
-pub fn model_optim(spec: &RunSpec) -> ModelOptim {
-    let o = &spec.runtime.optim;
-    ModelOptim {
-        fused_projections: o.fused_projections,
-        grouped_moe: o.grouped_moe,
-        sdpa: o.sdpa,
-        static_kv_cache: o.static_kv_cache,
-        fused_rms_norm: o.fused_rms_norm,
-    }
-}
-
-/// The decode step path of `runtime.optim`.
-pub fn step_path(spec: &RunSpec) -> StepPath {
-    let o = &spec.runtime.optim;
-    if o.cuda_graph {
-        StepPath::Graph {
-            kv_bucket: o.graph_kv_bucket as i64,
-        }
-    } else {
-        StepPath::Eager
-    }
-}
+pub use crate::models::common::graph_decode::step_path;
+pub use crate::models::common::optim::model_optim;
 
 /// The resolved preprocessing of `model.preprocess`.
-pub fn preprocess_config(spec: &RunSpec) -> PreprocessConfig {
-    let p = &spec.model.preprocess;
+pub fn preprocess_config(spec: &RunSpec) -> Result<PreprocessConfig> {
+    let p = spec.model.preprocess.as_ref().context(
+        "model.preprocess is missing: DeepSeek-OCR needs it (conf/model/deepseek_ocr.yaml)",
+    )?;
     let mode = match p.mode {
         ResolutionMode::Tiny => Mode::Tiny,
         ResolutionMode::Small => Mode::Small,
@@ -98,7 +78,7 @@ pub fn preprocess_config(spec: &RunSpec) -> PreprocessConfig {
     }
     cfg.min_crops = p.min_crops;
     cfg.max_crops = p.max_crops;
-    cfg
+    Ok(cfg)
 }
 
 impl DeepseekOcrModel {
@@ -106,7 +86,9 @@ impl DeepseekOcrModel {
     pub fn build(spec: &RunSpec) -> Result<Self> {
         let device = device::device_from_spec(spec)?;
         let mut notes = Vec::new();
-        let Arch::DeepseekOcr(configured) = &spec.model.arch;
+        let Arch::DeepseekOcr(configured) = &spec.model.arch else {
+            bail!("model.arch is not a DeepSeek-OCR architecture");
+        };
         let mut arch = configured.clone();
         let mut name = spec.model.name.clone();
         if device == Device::Cpu && spec.model.name != spec.model.cpu_fallback {
@@ -156,14 +138,19 @@ impl DeepseekOcrModel {
         let tokenizer = tokenizer_for(spec, &arch, &name, &mut notes)?;
         notes.extend(switch_notes(spec, device, dtype)?);
         let decode = DecodeSession::new(&model, step_path(spec))?;
-        if spec.runtime.optim.cuda_graph && !decode.captures_graphs() {
-            notes.push("runtime.optim.cuda_graph=true without a GPU: the fixed-shape decode step runs eagerly (no graph capture)".to_string());
-        }
+        notes.extend(crate::models::common::graph_decode::decode_notes(
+            spec, &decode,
+        ));
         Ok(DeepseekOcrModel {
             model,
             arch,
-            preprocess: preprocess_config(spec),
-            mode: spec.model.preprocess.mode,
+            preprocess: preprocess_config(spec)?,
+            mode: spec
+                .model
+                .preprocess
+                .as_ref()
+                .map(|p| p.mode)
+                .context("model.preprocess is missing")?,
             tokenizer,
             image_limits: ImageLimits::from_spec(&spec.dataset),
             info: ModelInfo {
@@ -192,15 +179,6 @@ fn switch_notes(spec: &RunSpec, device: Device, dtype: Dtype) -> Result<Vec<Stri
             );
         }
         notes.push("runtime.optim.grouped_moe: torch._grouped_mm has CUDA kernels for bf16 only, so this fp32 run evaluates experts with gathered weights (<= 4 tokens) or the per-expert loop".to_string());
-    }
-    if o.sync_free_decode
-        && spec.infer.no_repeat_ngram_size > 0
-        && spec.infer.ngram_window.is_none()
-    {
-        notes.push(format!(
-            "runtime.optim.sync_free_decode has no effect with HF's whole-sequence n-gram rule (infer.no_repeat_ngram_size={}, infer.ngram_window=null), which reads every token on the host; set infer.ngram_window (the windowed rule runs on the device) or no_repeat_ngram_size=0 for sync-free decode",
-            spec.infer.no_repeat_ngram_size
-        ));
     }
     Ok(notes)
 }
@@ -257,6 +235,9 @@ impl Model for DeepseekOcrModel {
     }
 
     fn prepare(&self, item: &InputItem, prompt: &str) -> Result<OcrRequest> {
+        if item.text.is_some() {
+            bail!("{} reads page images, but {} is a text request: use an image dataset (dataset=samples, folder, omnidocbench), or a text model (model=qwen2_5_7b, llama3_1_8b, ...) for dataset=random_tokens and dataset=prompts", self.info.name, item.name);
+        }
         let img = load_rgb_limited(&item.path, &self.image_limits)?;
         let image = preprocess(&img, &self.preprocess)
             .with_context(|| format!("preprocessing {}", item.path.display()))?;
@@ -283,6 +264,7 @@ impl Model for DeepseekOcrModel {
                 crop_grid: [r.image.grid.cols, r.image.grid.rows],
                 image_tokens: r.image_tokens,
             }),
+            output_len: None,
         }
     }
 

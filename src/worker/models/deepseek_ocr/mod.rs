@@ -7,8 +7,6 @@ pub mod checks;
 pub mod decode;
 pub mod hf_tokenizer;
 pub mod interface;
-pub mod layers;
-pub mod optim;
 pub mod preprocess;
 pub mod text;
 pub mod vision;
@@ -16,15 +14,16 @@ pub mod vision;
 pub use checkpoint::weights::{Part, Weights};
 pub use llmprof::model::deepseek_ocr::ArchConfig;
 
+use crate::models::common::causal_lm::{left_pad, CausalLm};
+use crate::models::common::kv_cache::KvCache;
+use crate::models::common::optim::ModelOptim;
 use anyhow::{ensure, Context, Result};
 use llmprof::model::deepseek_ocr::{CLIP, PROJECTOR, SAM, VISION};
 use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};
-use optim::ModelOptim;
 use preprocess::PreparedImage;
 use std::path::Path;
 use tch::{Device, Kind, Tensor};
 use text::decoder::Decoder;
-use text::kv_cache::KvCache;
 use vision::clip::Clip;
 use vision::projector::Projector;
 use vision::sam::Sam;
@@ -84,7 +83,7 @@ impl DeepseekOcr {
             None
         };
         let decoder = if weights.has_part(Part::Decoder) {
-            Some(Decoder::load(&vs, &cfg.decoder, optim).context("loading decoder")?)
+            Some(text::decoder::load(&vs, &cfg.decoder, optim).context("loading decoder")?)
         } else {
             None
         };
@@ -145,7 +144,7 @@ impl DeepseekOcr {
     pub fn new_cache(&self, batch: i64, capacity: i64) -> Result<KvCache> {
         let growing = !self.decoder()?.optim().static_kv_cache;
         KvCache::new(
-            &self.cfg.decoder,
+            text::decoder::kv_dims(&self.cfg.decoder),
             batch,
             capacity,
             self.device,
@@ -279,17 +278,9 @@ impl DeepseekOcr {
             cache.batch()
         );
         let _p = obs.enter(PREFILL);
-        let t = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0) as i64;
+        let ids: Vec<&[i64]> = rows.iter().map(|r| r.ids).collect();
+        let (flat, t, pads) = left_pad(&ids, self.cfg.tokens.pad_token_id);
         ensure!(t > 0, "empty prompt");
-        let pad_id = self.cfg.tokens.pad_token_id;
-        let mut flat = Vec::with_capacity(rows.len() * t as usize);
-        let mut pads = Vec::with_capacity(rows.len());
-        for r in rows {
-            let pad = t - r.ids.len() as i64;
-            pads.push(pad);
-            flat.extend(std::iter::repeat_n(pad_id, pad as usize));
-            flat.extend_from_slice(r.ids);
-        }
         let ids = Tensor::f_from_slice(&flat)?
             .f_view([rows.len() as i64, t])?
             .f_to_device(self.device)?; // (b, t)
@@ -376,14 +367,53 @@ impl DeepseekOcr {
     }
 }
 
-#[cfg(test)]
-pub(crate) mod test_util {
-    /// A fresh, empty temporary directory unique to this process and tag.
-    pub fn temp_dir(tag: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("llmprof-test-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+impl CausalLm for DeepseekOcr {
+    fn device(&self) -> Device {
+        self.device
+    }
+
+    fn eos_token_id(&self) -> i64 {
+        self.cfg.tokens.eos_token_id
+    }
+
+    fn max_positions(&self) -> i64 {
+        self.cfg.decoder.max_position_embeddings
+    }
+
+    fn static_kv_cache(&self) -> bool {
+        self.decoder
+            .as_ref()
+            .is_some_and(|d| d.optim().static_kv_cache)
+    }
+
+    fn new_cache(&self, batch: i64, capacity: i64) -> Result<KvCache> {
+        DeepseekOcr::new_cache(self, batch, capacity)
+    }
+
+    fn decode_step(
+        &self,
+        tokens: &Tensor,
+        cache: &mut KvCache,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        DeepseekOcr::decode_step(self, tokens, cache, obs)
+    }
+
+    fn decode_step_device(&self, tokens: &Tensor, cache: &KvCache, window: i64) -> Result<Tensor> {
+        DeepseekOcr::decode_step_device(self, tokens, cache, window)
+    }
+
+    fn prefill_text(
+        &self,
+        prompts: &[&[i64]],
+        cache: &mut KvCache,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let rows: Vec<PromptRow> = prompts
+            .iter()
+            .map(|ids| PromptRow { ids, image: None })
+            .collect();
+        self.prefill(&rows, cache, obs)
     }
 }
 

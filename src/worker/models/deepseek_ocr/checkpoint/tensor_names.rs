@@ -19,18 +19,7 @@ impl Part {
     pub const ALL: [Part; 4] = [Part::Decoder, Part::Sam, Part::Clip, Part::Projector];
 }
 
-/// Name and shape of one checkpoint tensor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TensorSpec {
-    pub name: String,
-    pub shape: Vec<i64>,
-}
-
-impl TensorSpec {
-    pub fn numel(&self) -> i64 {
-        self.shape.iter().product()
-    }
-}
+pub use crate::models::common::tensors::TensorSpec;
 
 /// Every tensor of `part` under its official name (docs/deepseek-ocr.md §6), in checkpoint order.
 pub fn expected_tensors(cfg: &ArchConfig, part: Part) -> Vec<TensorSpec> {

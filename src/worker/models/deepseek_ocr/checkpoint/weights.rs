@@ -2,14 +2,13 @@
 //! file or sharded through `model.safetensors.index.json`) straight to the target device/dtype,
 //! or build seeded synthetic tensors with the same names and shapes. Name/shape problems → one
 //! error listing all.
-use super::safetensors::{checkpoint_files, kind_of_safetensors_dtype, read_header, FileEntry};
 pub use super::tensor_names::{expected_tensors, Part, TensorSpec};
-use anyhow::{bail, ensure, Context, Result};
+use crate::models::common::tensors::read_checked;
+pub use crate::models::common::tensors::WeightPath;
+use anyhow::{Context, Result};
 use llmprof::model::deepseek_ocr::arch::ArchConfig;
-use std::collections::HashMap;
-use std::fmt::Display;
-use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
 use tch::{Device, Kind, Tensor};
 
 /// Loaded (or synthetic) tensors by official name, all on one device in one dtype.
@@ -43,99 +42,22 @@ impl Weights {
         device: Device,
         kind: Kind,
     ) -> Result<Self> {
-        let mut entries: HashMap<String, FileEntry> = HashMap::new();
-        for file in checkpoint_files(path)? {
-            for (name, e) in read_header(&file)? {
-                entries.insert(name, e);
-            }
-        }
-        let all: HashMap<String, (Part, Vec<i64>)> = Part::ALL
+        let all: HashSet<String> = Part::ALL
             .iter()
-            .flat_map(|&p| {
-                expected_tensors(cfg, p)
-                    .into_iter()
-                    .map(move |t| (t.name, (p, t.shape)))
-            })
+            .flat_map(|&p| expected_tensors(cfg, p).into_iter().map(|t| t.name))
             .collect();
-        let mut missing = Vec::new();
-        let mut wrong = Vec::new();
-        let mut bad_dtype = Vec::new();
-        let mut unexpected: Vec<&String> =
-            entries.keys().filter(|n| !all.contains_key(*n)).collect();
-        unexpected.sort();
-        let mut wanted: Vec<(&String, &Vec<i64>)> = all
+        let wanted: Vec<TensorSpec> = parts
             .iter()
-            .filter(|(_, (p, _))| parts.contains(p))
-            .map(|(n, (_, s))| (n, s))
+            .flat_map(|&p| expected_tensors(cfg, p))
             .collect();
-        wanted.sort();
-        for (name, shape) in &wanted {
-            match entries.get(*name) {
-                None => missing.push(name.to_string()),
-                Some(e) if &e.shape != *shape => {
-                    wrong.push(format!("{name}: file {:?}, expected {:?}", e.shape, shape))
-                }
-                Some(e) if kind_of_safetensors_dtype(&e.dtype).is_none() => {
-                    bad_dtype.push(format!("{name}: {}", e.dtype))
-                }
-                Some(_) => {}
-            }
-        }
-        if !(missing.is_empty()
-            && wrong.is_empty()
-            && unexpected.is_empty()
-            && bad_dtype.is_empty())
-        {
-            let mut msg = format!(
-                "checkpoint {} does not match the DeepSeek-OCR layout:",
-                path.display()
-            );
-            let mut section = |title: &str, items: &[String]| {
-                if !items.is_empty() {
-                    msg.push_str(&format!("\n  {} {title}:", items.len()));
-                    for it in items {
-                        msg.push_str(&format!("\n    {it}"));
-                    }
-                }
-            };
-            section("missing", &missing);
-            section("with a wrong shape", &wrong);
-            section(
-                "unexpected",
-                &unexpected.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-            );
-            section("with an unsupported dtype", &bad_dtype);
-            bail!(msg);
-        }
-        let mut tensors = HashMap::with_capacity(wanted.len());
-        let mut open: Option<(PathBuf, std::fs::File)> = None;
-        let mut buf = Vec::new();
-        for (name, shape) in wanted {
-            let e = &entries[name];
-            if open.as_ref().map(|(p, _)| p != &e.file).unwrap_or(true) {
-                let f = std::fs::File::open(&e.file)
-                    .with_context(|| format!("opening {}", e.file.display()))?;
-                open = Some((e.file.clone(), f));
-            }
-            let (_, f) = open.as_mut().expect("file opened just above");
-            let src_kind = kind_of_safetensors_dtype(&e.dtype).expect("dtype checked above");
-            let nbytes = (e.end - e.begin) as usize;
-            let numel: i64 = shape.iter().product();
-            ensure!(
-                nbytes == numel as usize * src_kind.elt_size_in_bytes(),
-                "{name}: byte range {nbytes} does not match shape {shape:?} of {}",
-                e.dtype
-            );
-            buf.resize(nbytes, 0);
-            f.seek(SeekFrom::Start(e.begin))?;
-            f.read_exact(&mut buf)
-                .with_context(|| format!("reading tensor {name} from {}", e.file.display()))?;
-            let t = Tensor::f_from_data_size(&buf, shape, src_kind)
-                .with_context(|| format!("building tensor {name}"))?
-                .f_to_device(device)?
-                .f_to_kind(kind)?;
-            tensors.insert(name.clone(), t);
-        }
+        let tensors = read_checked(
+            path,
+            &wanted,
+            &|n| all.contains(n),
+            "DeepSeek-OCR",
+            device,
+            kind,
+        )?;
         Ok(Weights {
             tensors,
             parts: parts.to_vec(),
@@ -266,10 +188,7 @@ impl Weights {
 
     /// Root of the name tree, like `nn::VarStore::root()`.
     pub fn root(&self) -> WeightPath<'_> {
-        WeightPath {
-            weights: self,
-            prefix: String::new(),
-        }
+        WeightPath::root(&self.tensors, self.device, self.kind)
     }
 
     /// Writes all tensors to one safetensors file (tests, fixtures).
@@ -309,60 +228,10 @@ fn synthetic_std(t: &TensorSpec, cfg: &ArchConfig) -> f64 {
     }
 }
 
-/// A prefix into [`Weights`], mirroring `nn::Path`: `vs.sub("blocks").sub(3).get("norm1.weight")`.
-#[derive(Clone)]
-pub struct WeightPath<'a> {
-    weights: &'a Weights,
-    prefix: String,
-}
-
-impl<'a> WeightPath<'a> {
-    /// Child path `prefix.name`.
-    pub fn sub(&self, name: impl Display) -> WeightPath<'a> {
-        let prefix = if self.prefix.is_empty() {
-            name.to_string()
-        } else {
-            format!("{}.{name}", self.prefix)
-        };
-        WeightPath {
-            weights: self.weights,
-            prefix,
-        }
-    }
-
-    fn full(&self, name: &str) -> String {
-        if self.prefix.is_empty() {
-            name.to_string()
-        } else {
-            format!("{}.{name}", self.prefix)
-        }
-    }
-
-    /// Tensor `prefix.name`.
-    pub fn get(&self, name: &str) -> Result<Tensor> {
-        self.weights.get(&self.full(name))
-    }
-
-    pub fn device(&self) -> Device {
-        self.weights.device
-    }
-
-    pub fn kind(&self) -> Kind {
-        self.weights.kind
-    }
-}
-
-impl<'a, T: Display> std::ops::Div<T> for &WeightPath<'a> {
-    type Output = WeightPath<'a>;
-    fn div(self, rhs: T) -> WeightPath<'a> {
-        self.sub(rhs)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::deepseek_ocr::test_util::temp_dir;
+    use crate::models::common::test_util::temp_dir;
 
     #[test]
     fn synthetic_round_trip_and_error_listing() {

@@ -1,10 +1,9 @@
 //! Debug entry points for parity checks against the reference implementation (the lead wires
 //! the CLI): decoder-only logits and SAM-only features from partial weight files.
 
+use crate::models::common::kv_cache::KvCache;
+use crate::models::common::optim::ModelOptim;
 use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
-use crate::models::deepseek_ocr::optim::ModelOptim;
-use crate::models::deepseek_ocr::text::decoder::Decoder;
-use crate::models::deepseek_ocr::text::kv_cache::KvCache;
 use crate::models::deepseek_ocr::vision::sam::Sam;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ArchConfig;
@@ -54,10 +53,14 @@ pub fn debug_logits_with(
 ) -> Result<(Tensor, Vec<i64>)> {
     ensure!(!ids.is_empty(), "debug_logits needs at least one token id");
     let w = Weights::load(weights, cfg, &[Part::Decoder], device, dtype)?;
-    let dec = Decoder::load(&w.root(), &cfg.decoder, &ModelOptim::default())?;
+    let dec = crate::models::deepseek_ocr::text::decoder::load(
+        &w.root(),
+        &cfg.decoder,
+        &ModelOptim::default(),
+    )?;
     drop(w);
     let mut cache = KvCache::new(
-        &cfg.decoder,
+        crate::models::deepseek_ocr::text::decoder::kv_dims(&cfg.decoder),
         1,
         (ids.len() + greedy_n) as i64,
         device,
@@ -110,7 +113,7 @@ pub fn debug_sam_with(cfg: &ArchConfig, weights: &Path, pixels: &Tensor) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::deepseek_ocr::test_util::temp_dir;
+    use crate::models::common::test_util::temp_dir;
     use crate::models::deepseek_ocr::{DeepseekOcr, PromptRow};
     use llmprof::region::NoopObserver;
 

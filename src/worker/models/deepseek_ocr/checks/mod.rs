@@ -1,4 +1,4 @@
 //! Numerical checks run by `llmprof debug`: logits and SAM features for comparison with HF
 //! transformers, and every fast-path switch against the eager path.
 pub mod debug;
-pub mod fast_path_check;
+pub mod fast_path;

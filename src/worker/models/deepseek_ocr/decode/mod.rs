@@ -1,4 +1,3 @@
 //! The generation loop (prefill, then decode steps with stop rules) and how steps run: eagerly or
 //! replayed from CUDA graphs captured per batch size and KV window.
 pub mod generate;
-pub mod graph_decode;

@@ -1,172 +1,57 @@
-//! DeepSeek-V2-style decoder (docs/deepseek-ocr.md §2): embeddings, pre-norm layers (dense first, MoE after),
-//! final RMSNorm, untied lm_head. Runs over the static KV cache.
-
-use crate::models::deepseek_ocr::checkpoint::weights::WeightPath;
-use crate::models::deepseek_ocr::layers::{RmsNorm, SwiGlu};
-use crate::models::deepseek_ocr::optim::ModelOptim;
-use crate::models::deepseek_ocr::text::attention::{Attention, Rope};
-use crate::models::deepseek_ocr::text::kv_cache::{AttnMask, KvCache};
+//! DeepSeek-V2-style decoder (docs/deepseek-ocr.md §2) on the shared stack: plain MHA, dense
+//! SwiGLU in the first `first_k_dense_replace` layers and the MoE after, untied lm_head.
+use crate::models::common::attention::AttnShape;
+pub use crate::models::common::decoder::Decoder;
+use crate::models::common::decoder::{DecoderDims, FeedForward};
+use crate::models::common::kv_cache::KvDims;
+use crate::models::common::layers::SwiGlu;
+use crate::models::common::optim::ModelOptim;
+use crate::models::common::tensors::WeightPath;
 use crate::models::deepseek_ocr::text::moe::{Moe, MoeDispatch};
-use anyhow::{ensure, Result};
+use anyhow::Result;
 use llmprof::model::deepseek_ocr::arch::DecoderConfig;
-use tch::{Kind, Tensor};
+use tch::Tensor;
 
-#[derive(Debug)]
-pub enum Ffn {
-    Dense(SwiGlu),
-    Moe(Moe),
+impl FeedForward for Moe {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Moe::forward(self, x)
+    }
 }
 
-#[derive(Debug)]
-pub struct DecoderLayer {
-    input_ln: RmsNorm,
-    attn: Attention,
-    post_ln: RmsNorm,
-    ffn: Ffn,
+/// The shared stack's dimensions of the DeepSeek-OCR decoder.
+pub fn dims(cfg: &DecoderConfig) -> DecoderDims {
+    DecoderDims {
+        layers: cfg.num_hidden_layers,
+        attn: AttnShape {
+            heads: cfg.num_attention_heads,
+            kv_heads: cfg.num_key_value_heads,
+            head_dim: cfg.head_dim,
+            qkv_bias: false,
+        },
+        rms_norm_eps: cfg.rms_norm_eps,
+        rope_theta: cfg.rope_theta,
+        rope_scaling: None,
+        max_positions: cfg.max_position_embeddings,
+        tie_word_embeddings: false,
+    }
 }
 
-impl DecoderLayer {
-    pub fn load(vs: &WeightPath, cfg: &DecoderConfig, index: i64, o: &ModelOptim) -> Result<Self> {
-        let fused = o.fused_projections;
-        let ffn = if index < cfg.first_k_dense_replace {
-            Ffn::Dense(SwiGlu::load(&vs.sub("mlp"), fused)?)
+/// The KV cache shape of the decoder.
+pub fn kv_dims(cfg: &DecoderConfig) -> KvDims {
+    dims(cfg).kv()
+}
+
+/// Loads the decoder from the root `vs` (names `model.embed_tokens…`, `lm_head.weight`).
+pub fn load(vs: &WeightPath, cfg: &DecoderConfig, o: &ModelOptim) -> Result<Decoder> {
+    Decoder::load(vs, &dims(cfg), o, |mlp, i| {
+        Ok(if i < cfg.first_k_dense_replace {
+            Box::new(SwiGlu::load(mlp, o.fused_projections)?) as Box<dyn FeedForward>
         } else {
-            let mut moe = Moe::load(&vs.sub("mlp"), cfg, fused)?;
+            let mut moe = Moe::load(mlp, cfg, o.fused_projections)?;
             if o.grouped_moe {
                 moe.dispatch = MoeDispatch::Grouped;
             }
-            Ffn::Moe(moe)
-        };
-        Ok(DecoderLayer {
-            input_ln: norm(&vs.sub("input_layernorm"), cfg, o)?,
-            attn: Attention::load(&vs.sub("self_attn"), cfg, fused, o.sdpa)?,
-            post_ln: norm(&vs.sub("post_attention_layernorm"), cfg, o)?,
-            ffn,
+            Box::new(moe)
         })
-    }
-
-    /// Pre-norm residual block; `attn` maps the normed input to the attention output.
-    fn forward(
-        &self,
-        h: &Tensor,
-        attn: impl FnOnce(&Attention, &Tensor) -> Result<Tensor>,
-    ) -> Result<Tensor> {
-        let h = h.f_add(&attn(&self.attn, &self.input_ln.forward(h)?)?)?;
-        let normed = self.post_ln.forward(&h)?;
-        let f = match &self.ffn {
-            Ffn::Dense(mlp) => mlp.forward(&normed)?,
-            Ffn::Moe(moe) => moe.forward(&normed)?,
-        };
-        Ok(h.f_add(&f)?)
-    }
-}
-
-/// An RMSNorm of the decoder, fused or not as `o` says.
-fn norm(vs: &WeightPath, cfg: &DecoderConfig, o: &ModelOptim) -> Result<RmsNorm> {
-    let mut n = RmsNorm::load(vs, cfg.rms_norm_eps)?;
-    n.fused = o.fused_rms_norm;
-    Ok(n)
-}
-
-#[derive(Debug)]
-pub struct Decoder {
-    embed: Tensor,
-    layers: Vec<DecoderLayer>,
-    norm: RmsNorm,
-    lm_head: Tensor,
-    rope: Rope,
-    max_positions: i64,
-    optim: ModelOptim,
-}
-
-impl Decoder {
-    /// `vs` is the root (names `model.embed_tokens…`, `lm_head.weight`).
-    pub fn load(vs: &WeightPath, cfg: &DecoderConfig, optim: &ModelOptim) -> Result<Self> {
-        let m = vs.sub("model");
-        let layers = (0..cfg.num_hidden_layers)
-            .map(|i| DecoderLayer::load(&m.sub("layers").sub(i), cfg, i, optim))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Decoder {
-            embed: m.get("embed_tokens.weight")?,
-            layers,
-            norm: norm(&m.sub("norm"), cfg, optim)?,
-            lm_head: vs.get("lm_head.weight")?,
-            rope: Rope::new(cfg.head_dim, cfg.rope_theta, vs.device())?,
-            max_positions: cfg.max_position_embeddings,
-            optim: *optim,
-        })
-    }
-
-    /// The implementation choices this decoder was built with.
-    pub fn optim(&self) -> &ModelOptim {
-        &self.optim
-    }
-
-    /// ids [B,T] (int64) → embeddings [B,T,H] (no scaling).
-    pub fn embed(&self, ids: &Tensor) -> Result<Tensor> {
-        Ok(Tensor::f_embedding(&self.embed, ids, -1, false, false)?)
-    }
-
-    /// Runs all layers over embeddings x [B,T,H] at the cache's next slots, advances the cache,
-    /// and returns the final-normed hidden states [B,T,H].
-    pub fn forward(&self, x: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
-        let (b, t, _) = x.size3()?;
-        ensure!(
-            b == cache.batch(),
-            "batch {b} != KV cache batch {}",
-            cache.batch()
-        );
-        ensure!(
-            cache.len() + t <= self.max_positions,
-            "sequence of {} tokens exceeds max_position_embeddings {}",
-            cache.len() + t,
-            self.max_positions
-        );
-        let positions = cache.positions(t)?; // (b, t)
-        let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
-        let mask = cache.attention_mask(t)?;
-        let mut h = x.shallow_clone();
-        for (i, layer) in self.layers.iter().enumerate() {
-            h = layer.forward(&h, |a, x| a.forward(x, &cos_sin, cache, i, &mask))?;
-        }
-        cache.advance(t)?;
-        self.norm.forward(&h)
-    }
-
-    /// One token per row, x [B,1,H], at the cache's device-side slot counter, attending over
-    /// the first `window` slots; advances only the device-side counter. Every shape is fixed
-    /// by (B, window) and nothing syncs with the host, so a CUDA graph can capture this once
-    /// and replay it for every step whose slot is below `window`.
-    pub fn forward_device_step(&self, x: &Tensor, cache: &KvCache, window: i64) -> Result<Tensor> {
-        let (b, t, _) = x.size3()?;
-        ensure!(
-            t == 1 && b == cache.batch(),
-            "device step takes one token per row for batch {}",
-            cache.batch()
-        );
-        ensure!(
-            window <= self.max_positions,
-            "decode window {window} exceeds max_position_embeddings {}",
-            self.max_positions
-        );
-        cache.check_device_step(window)?;
-        let positions = cache.device_step_positions()?; // (b, 1)
-        let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
-        let mask = AttnMask::Explicit(cache.device_step_mask(window)?);
-        let mut h = x.shallow_clone();
-        for (i, layer) in self.layers.iter().enumerate() {
-            h = layer.forward(&h, |a, x| {
-                a.forward_device_step(x, &cos_sin, cache, i, &mask, window)
-            })?;
-        }
-        cache.advance_device_len()?;
-        self.norm.forward(&h)
-    }
-
-    /// hidden [..., H] → fp32 logits [..., vocab].
-    pub fn logits(&self, hidden: &Tensor) -> Result<Tensor> {
-        Ok(hidden
-            .f_linear::<Tensor>(&self.lm_head, None)?
-            .f_to_kind(Kind::Float)?)
-    }
+    })
 }

@@ -1,6 +1,4 @@
-//! The language model (docs/deepseek-ocr.md §2): attention with RoPE over the KV cache, the MoE
-//! FFN, the decoder stack and its logits.
-pub mod attention;
+//! The language model (docs/deepseek-ocr.md §2): the MoE FFN and the decoder on the shared
+//! stack (`models::common`: attention with RoPE over the KV cache, logits).
 pub mod decoder;
-pub mod kv_cache;
 pub mod moe;

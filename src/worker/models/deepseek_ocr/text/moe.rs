@@ -1,8 +1,8 @@
 //! DeepSeek MoE FFN (docs/deepseek-ocr.md §2): fp32 softmax router, greedy top-k without renormalisation,
 //! routed SwiGLU experts summed in fp32, plus always-on shared experts.
 
-use crate::models::deepseek_ocr::checkpoint::weights::WeightPath;
-use crate::models::deepseek_ocr::layers::{silu_mul_halves, GateUp, SwiGlu};
+use crate::models::common::layers::{silu_mul_halves, GateUp, SwiGlu};
+use crate::models::common::tensors::WeightPath;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::DecoderConfig;
 use tch::{Kind, Tensor};

@@ -1,8 +1,8 @@
 //! CLIP-L transformer run on SAM features instead of pixels (docs/deepseek-ocr.md §3.2):
 //! SAM map [B,C,h,w] → [B, h·w+1, C] (CLS first, no post-LayerNorm).
 
-use crate::models::deepseek_ocr::checkpoint::weights::WeightPath;
-use crate::models::deepseek_ocr::layers::{LayerNorm, Linear};
+use crate::models::common::layers::{LayerNorm, Linear};
+use crate::models::common::tensors::WeightPath;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ClipConfig;
 use tch::{Kind, Tensor};

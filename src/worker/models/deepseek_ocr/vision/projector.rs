@@ -2,8 +2,8 @@
 //! [CLIP(no CLS) | SAM] → Linear → tokens; local mosaic (+newlines), global grid (+newlines),
 //! then the view separator.
 
-use crate::models::deepseek_ocr::checkpoint::weights::WeightPath;
-use crate::models::deepseek_ocr::layers::Linear;
+use crate::models::common::layers::Linear;
+use crate::models::common::tensors::WeightPath;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ProjectorConfig;
 use tch::Tensor;

@@ -1,8 +1,8 @@
 //! SAM ViT-B image encoder with windowed/global attention, decomposed relative-position bias,
 //! neck and the 16x stride-2 compressor (docs/deepseek-ocr.md §3.1): pixels [B,3,S,S] → [B,1024,S/64,S/64].
 
-use crate::models::deepseek_ocr::checkpoint::weights::WeightPath;
-use crate::models::deepseek_ocr::layers::{LayerNorm, Linear};
+use crate::models::common::layers::{LayerNorm, Linear};
+use crate::models::common::tensors::WeightPath;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::SamConfig;
 use tch::{Kind, Tensor};

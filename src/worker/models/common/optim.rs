@@ -1,5 +1,5 @@
 //! Which fast-path implementations the decoder is built with (`runtime.optim.*` minus the decode
-//! loop switches, which live in [`crate::models::deepseek_ocr::decode::generate::DecodeLoop`]). Every switch has an eager
+//! loop switches, which live in [`crate::models::common::graph_decode::StepPath`] and `GenerateConfig`). Every switch has an eager
 //! counterpart so both can be profiled; tests check each against the eager path.
 
 /// Decoder implementation choices, fixed when the weights are loaded.
@@ -9,7 +9,7 @@ pub struct ModelOptim {
     pub fused_projections: bool,
     /// Routed experts as grouped GEMMs over expert-sorted tokens (`torch._grouped_mm`), with no
     /// host sync; off: per-expert loop (one host sync per MoE layer) or gathered weights for a
-    /// few tokens, as [`crate::models::deepseek_ocr::text::moe::MoeDispatch::Auto`] picks.
+    /// few tokens, as the MoE dispatch `Auto` picks.
     pub grouped_moe: bool,
     /// libtorch's fused scaled-dot-product attention (flash / cuDNN / memory-efficient, chosen by
     /// libtorch); off: explicit matmul + fp32 softmax + matmul, like HF's eager attention.
@@ -53,5 +53,17 @@ impl Default for ModelOptim {
             static_kv_cache: true,
             fused_rms_norm: false,
         }
+    }
+}
+
+/// The decoder implementation choices of `runtime.optim`.
+pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
+    let o = &spec.runtime.optim;
+    ModelOptim {
+        fused_projections: o.fused_projections,
+        grouped_moe: o.grouped_moe,
+        sdpa: o.sdpa,
+        static_kv_cache: o.static_kv_cache,
+        fused_rms_norm: o.fused_rms_norm,
     }
 }

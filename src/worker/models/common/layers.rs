@@ -1,7 +1,7 @@
 //! Small building blocks shared by the encoders and the decoder: Linear, LayerNorm, RMSNorm,
 //! SwiGLU MLP. Each is loaded by official tensor names from a [`WeightPath`].
 
-use crate::models::deepseek_ocr::checkpoint::weights::WeightPath;
+use crate::models::common::tensors::WeightPath;
 use anyhow::Result;
 use tch::{Kind, Tensor};
 

@@ -3,17 +3,17 @@
 //! requests only replay.
 //!
 //! Step paths:
-//! - `Eager`: [`DeepseekOcr::decode_step`], a fresh KV cache per request, attention over the
+//! - `Eager`: [`CausalLm::decode_step`], a fresh KV cache per request, attention over the
 //!   written slots only.
-//! - `Graph`: the fixed-shape step [`DeepseekOcr::decode_step_device`] over a KV window (slots
+//! - `Graph`: the fixed-shape step [`CausalLm::decode_step_device`] over a KV window (slots
 //!   rounded up to `kv_bucket`). The first step in each (batch, window) runs eagerly, then the
 //!   step is captured once through the C++ shim and replayed for every later step in that
 //!   window. Without a GPU the fixed-shape step runs eagerly every time (same numbers, no
 //!   capture), which is how the CPU tests check it against the eager path.
 
+use super::causal_lm::CausalLm;
+use super::kv_cache::KvCache;
 use crate::ffi::CudaGraph;
-use crate::models::deepseek_ocr::text::kv_cache::KvCache;
-use crate::models::deepseek_ocr::DeepseekOcr;
 use anyhow::{ensure, Context, Result};
 use llmprof::model::GraphStats;
 use llmprof::region::{RegionObserver, DECODE_STEP};
@@ -44,6 +44,36 @@ struct BatchState {
     graphs: BTreeMap<i64, (CudaGraph, Tensor)>,
 }
 
+/// The decode step path of `runtime.optim`.
+pub fn step_path(spec: &llmprof::spec::RunSpec) -> StepPath {
+    let o = &spec.runtime.optim;
+    if o.cuda_graph {
+        StepPath::Graph {
+            kv_bucket: o.graph_kv_bucket as i64,
+        }
+    } else {
+        StepPath::Eager
+    }
+}
+
+/// Notes a report must carry about the decode-loop switches of `spec` as `session` runs them
+/// (switches without effect on this device or with these settings).
+pub fn decode_notes(spec: &llmprof::spec::RunSpec, session: &DecodeSession) -> Vec<String> {
+    let o = &spec.runtime.optim;
+    let mut notes = Vec::new();
+    if o.sync_free_decode && spec.infer.no_repeat_ngram_size > 0 && spec.infer.ngram_window.is_none()
+    {
+        notes.push(format!(
+            "runtime.optim.sync_free_decode has no effect with HF's whole-sequence n-gram rule (infer.no_repeat_ngram_size={}, infer.ngram_window=null), which reads every token on the host; set infer.ngram_window (the windowed rule runs on the device) or no_repeat_ngram_size=0 for sync-free decode",
+            spec.infer.no_repeat_ngram_size
+        ));
+    }
+    if o.cuda_graph && !session.captures_graphs() {
+        notes.push("runtime.optim.cuda_graph=true without a GPU: the fixed-shape decode step runs eagerly (no graph capture)".to_string());
+    }
+    notes
+}
+
 /// Decode state across requests.
 pub struct DecodeSession {
     path: StepPath,
@@ -57,11 +87,11 @@ pub struct DecodeSession {
 
 impl DecodeSession {
     /// `path` for `model`; graphs are captured only on a CUDA device.
-    pub fn new(model: &DeepseekOcr, path: StepPath) -> Result<Self> {
+    pub fn new(model: &impl CausalLm, path: StepPath) -> Result<Self> {
         if let StepPath::Graph { kv_bucket } = path {
             ensure!(kv_bucket > 0, "the KV window bucket must be > 0");
             ensure!(
-                model.decoder()?.optim().static_kv_cache,
+                model.static_kv_cache(),
                 "the fixed-shape (graph) decode step needs the static KV cache\n  fix: runtime.optim.static_kv_cache=true, or runtime.optim.cuda_graph=false"
             );
         }
@@ -83,13 +113,13 @@ impl DecodeSession {
     /// An empty KV cache for a request of `batch` rows and up to `slots` tokens. The graph path
     /// reuses one cache per batch size (its capacity rounded up to whole windows) so captured
     /// graphs stay valid; a request that needs more slots replaces it and its graphs.
-    pub fn begin(&mut self, model: &DeepseekOcr, batch: i64, slots: i64) -> Result<&mut KvCache> {
+    pub fn begin(&mut self, model: &impl CausalLm, batch: i64, slots: i64) -> Result<&mut KvCache> {
         self.current_batch = batch;
         let StepPath::Graph { kv_bucket } = self.path else {
             self.eager_cache = Some(model.new_cache(batch, slots)?);
             return Ok(self.eager_cache.as_mut().expect("just set"));
         };
-        let max_pos = model.config().decoder.max_position_embeddings;
+        let max_pos = model.max_positions();
         let capacity = round_up(slots, kv_bucket).min(max_pos).max(slots);
         let reuse = self
             .states
@@ -126,7 +156,7 @@ impl DecodeSession {
     /// tensor is the graph's output buffer: use it before the next step.
     pub fn step(
         &mut self,
-        model: &DeepseekOcr,
+        model: &impl CausalLm,
         tokens: &Tensor,
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {

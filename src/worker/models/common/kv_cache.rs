@@ -6,8 +6,15 @@
 //! it at any length.
 
 use anyhow::{ensure, Result};
-use llmprof::model::deepseek_ocr::arch::DecoderConfig;
 use tch::{Device, Kind, Tensor};
+
+/// The cache's per-layer shape: layers × [batch, kv_heads, slots, head_dim].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvDims {
+    pub layers: i64,
+    pub kv_heads: i64,
+    pub head_dim: i64,
+}
 
 /// How attention is masked for one forward call.
 #[derive(Debug)]
@@ -39,7 +46,7 @@ impl KvCache {
     /// Allocates `layers × 2 × [batch, heads, capacity, head_dim]` zeros on `device` as `kind`
     /// (static), or empty per-layer tensors that grow up to `capacity` (`growing`).
     pub fn new(
-        cfg: &DecoderConfig,
+        cfg: KvDims,
         batch: i64,
         capacity: i64,
         device: Device,
@@ -51,10 +58,10 @@ impl KvCache {
             "KV cache needs batch > 0 and capacity > 0"
         );
         let slots = if growing { 0 } else { capacity };
-        let shape = [batch, cfg.num_key_value_heads, slots, cfg.head_dim];
+        let shape = [batch, cfg.kv_heads, slots, cfg.head_dim];
         let mut k = Vec::new();
         let mut v = Vec::new();
-        for _ in 0..cfg.num_hidden_layers {
+        for _ in 0..cfg.layers {
             k.push(Tensor::f_zeros(shape, (kind, device))?);
             v.push(Tensor::f_zeros(shape, (kind, device))?);
         }

@@ -9,12 +9,14 @@
 //!   by more than [`BF16_ERROR_GROWTH_MAX`]: an optimisation may round differently, but it may
 //!   not make bf16 less accurate.
 //!
-//! The CPU tests run it on the tiny architecture; on a GPU `llmprof debug fast-path` runs it at
-//! full size, where the graphs are really captured.
+//! The CPU tests run it on each family's tiny architecture; on a GPU `llmprof debug fast-path`
+//! runs it at full size, where the graphs are really captured. A family supplies its seeded
+//! fp32 weights, their rounding to another dtype, and the model built from weights with a set
+//! of switches.
 
-use crate::models::deepseek_ocr::decode::graph_decode::{DecodeSession, StepPath};
-use crate::models::deepseek_ocr::optim::ModelOptim;
-use crate::models::deepseek_ocr::{ArchConfig, DeepseekOcr, Part, PromptRow, Weights};
+use super::causal_lm::CausalLm;
+use super::graph_decode::{DecodeSession, StepPath};
+use super::optim::ModelOptim;
 use anyhow::Result;
 use llmprof::dtype::Dtype;
 use llmprof::region::NoopObserver;
@@ -45,11 +47,12 @@ pub struct VariantCheck {
     pub passed: bool,
 }
 
-/// The variants checked: each switch alone on top of the eager baseline, then everything on
-/// with the graph step path over windows of `kv_bucket` slots.
-pub fn variants(kv_bucket: i64) -> Vec<(String, ModelOptim, StepPath)> {
+/// The variants checked: each switch alone on top of the eager baseline (`grouped_moe` only
+/// for a model with experts), then everything on with the graph step path over windows of
+/// `kv_bucket` slots.
+pub fn variants(kv_bucket: i64, moe: bool) -> Vec<(String, ModelOptim, StepPath)> {
     let e = ModelOptim::EAGER;
-    vec![
+    let mut v = vec![
         (
             "fused_projections".into(),
             ModelOptim {
@@ -92,35 +95,37 @@ pub fn variants(kv_bucket: i64) -> Vec<(String, ModelOptim, StepPath)> {
             ModelOptim::FAST,
             StepPath::Graph { kv_bucket },
         ),
-    ]
+    ];
+    if !moe {
+        v.retain(|(name, _, _)| name != "grouped_moe");
+        for (_, o, _) in v.iter_mut() {
+            o.grouped_moe = false;
+        }
+    }
+    v
 }
 
 /// Greedy tokens [steps+1][B] and fp32 logits per step (on the CPU) of a teacher-forced run.
-struct Trace {
-    tokens: Vec<Vec<i64>>,
+pub struct Trace {
+    pub tokens: Vec<Vec<i64>>,
     logits: Vec<Tensor>,
     graphs_captured: usize,
 }
 
-fn run(
-    model: &DeepseekOcr,
+/// Runs `model` on `prompts` for `steps` decode steps (teacher-forced with `forced` tokens).
+pub fn run<M: CausalLm>(
+    model: &M,
     path: StepPath,
     prompts: &[Vec<i64>],
     steps: usize,
     forced: Option<&[Vec<i64>]>,
 ) -> Result<Trace> {
     let obs = NoopObserver;
-    let rows: Vec<PromptRow> = prompts
-        .iter()
-        .map(|p| PromptRow {
-            ids: p,
-            image: None,
-        })
-        .collect();
+    let rows: Vec<&[i64]> = prompts.iter().map(Vec::as_slice).collect();
     let longest = prompts.iter().map(Vec::len).max().unwrap_or(0);
     let mut session = DecodeSession::new(model, path)?;
     let cache = session.begin(model, rows.len() as i64, (longest + steps + 1) as i64)?;
-    let mut logits = model.prefill(&rows, cache, &obs)?;
+    let mut logits = model.prefill_text(&rows, cache, &obs)?;
     let mut trace = Trace {
         tokens: Vec::new(),
         logits: Vec::new(),
@@ -146,15 +151,9 @@ fn run(
     Ok(trace)
 }
 
-/// Seeded fp32 decoder weights, made once and shared by every variant (libtorch's generator
-/// is global, so regenerating them per variant is only reproducible without concurrent users).
-fn decoder_weights(cfg: &ArchConfig, seed: i64, device: Device) -> Result<Weights> {
-    Weights::synthetic(cfg, &[Part::Decoder], seed, device, Kind::Float)
-}
-
 /// Relative L2 error ‖a − b‖ / ‖b‖ over the logits of all steps of two traces (a max-based
 /// measure is dominated by single outliers and too noisy to compare roundings).
-fn rel_l2_error(a: &Trace, b: &Trace) -> Result<f64> {
+pub fn rel_l2_error(a: &Trace, b: &Trace) -> Result<f64> {
     let (mut diff2, mut norm2) = (0.0, 0.0);
     for (x, y) in a.logits.iter().zip(&b.logits) {
         diff2 += x
@@ -167,41 +166,55 @@ fn rel_l2_error(a: &Trace, b: &Trace) -> Result<f64> {
     Ok((diff2 / norm2.max(1e-300)).sqrt())
 }
 
+/// How the check gets a family's model: seeded fp32 weights made once and shared by every
+/// variant (libtorch's generator is global, so regenerating them per variant is only
+/// reproducible without concurrent users), their copy in another dtype, and a model built from
+/// weights with given switches.
+pub trait CheckSubject {
+    type Weights;
+    type Model: CausalLm;
+    fn weights_f32(&self) -> Result<Self::Weights>;
+    fn to_kind(&self, w: &Self::Weights, kind: Kind) -> Result<Self::Weights>;
+    fn build(&self, w: &Self::Weights, optim: &ModelOptim) -> Result<Self::Model>;
+    /// Whether the model has routed experts (the `grouped_moe` switch).
+    fn moe(&self) -> bool;
+}
+
 /// Runs every variant in fp32 and in bf16 against the fp32 eager reference for `steps` decode
 /// steps.
-pub fn check(
-    cfg: &ArchConfig,
-    device: Device,
-    seed: i64,
+pub fn check<S: CheckSubject>(
+    subject: &S,
     prompts: &[Vec<i64>],
     steps: usize,
     kv_bucket: i64,
 ) -> Result<Vec<VariantCheck>> {
-    let w32 = decoder_weights(cfg, seed, device)?;
+    let w32 = subject.weights_f32()?;
     let reference = {
-        let m = DeepseekOcr::load_with(w32.shallow_clone(), cfg, &ModelOptim::EAGER)?;
+        let m = subject.build(&w32, &ModelOptim::EAGER)?;
         run(&m, StepPath::Eager, prompts, steps, None)?
     };
     let forced = Some(&reference.tokens[..]);
     let mut out = Vec::new();
     for dtype in [Dtype::F32, Dtype::Bf16] {
         let kind = crate::models::device::kind(dtype);
+        let converted;
         let w = if kind == Kind::Float {
-            w32.shallow_clone()
+            &w32
         } else {
-            w32.to_kind(kind)?
+            converted = subject.to_kind(&w32, kind)?;
+            &converted
         };
         let eager_err = if kind == Kind::Float {
             None
         } else {
-            let m = DeepseekOcr::load_with(w.shallow_clone(), cfg, &ModelOptim::EAGER)?;
+            let m = subject.build(w, &ModelOptim::EAGER)?;
             Some(rel_l2_error(
                 &run(&m, StepPath::Eager, prompts, steps, forced)?,
                 &reference,
             )?)
         };
-        for (name, optim, path) in variants(kv_bucket) {
-            let m = DeepseekOcr::load_with(w.shallow_clone(), cfg, &optim)?;
+        for (name, optim, path) in variants(kv_bucket, subject.moe()) {
+            let m = subject.build(w, &optim)?;
             let t = run(&m, path, prompts, steps, forced)?;
             drop(m);
             let mismatched: Vec<usize> = (0..t.tokens.len())
@@ -245,82 +258,4 @@ pub fn prompts(lens: &[usize], vocab: i64, seed: u64) -> Vec<Vec<i64>> {
                 .collect()
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_switch_matches_eager_in_fp32_and_keeps_bf16_accuracy() {
-        let cfg = ArchConfig::tiny();
-        // Two rows of different lengths: left padding, masks and per-row positions matter.
-        let p = prompts(&[23, 9], cfg.decoder.vocab_size, 1);
-        // A 16-slot bucket makes the fixed-shape step cross five KV windows.
-        let checks = check(&cfg, Device::Cpu, 5, &p, 64, 16).unwrap();
-        assert_eq!(checks.len(), 2 * variants(16).len());
-        for c in &checks {
-            assert!(c.passed, "{c:?}");
-            if c.dtype == "fp32" {
-                assert!(c.rel_logit_error < 1e-5, "{c:?}");
-            } else {
-                // bf16 really rounds: a zero error would mean the bf16 run used fp32 weights.
-                assert!(c.eager_bf16_rel_logit_error.unwrap() > 1e-4, "{c:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn a_wrong_model_is_far_outside_the_bf16_bound() {
-        // What a defect looks like to the measure: another model's logits (different weights)
-        // against the reference give an error of order 1, far above the bound times the eager
-        // bf16 error (~1e-2).
-        let cfg = ArchConfig::tiny();
-        let p = prompts(&[12], cfg.decoder.vocab_size, 4);
-        let trace = |seed: i64| {
-            let w = decoder_weights(&cfg, seed, Device::Cpu).unwrap();
-            let m = DeepseekOcr::load_with(w, &cfg, &ModelOptim::EAGER).unwrap();
-            run(&m, StepPath::Eager, &p, 8, None).unwrap()
-        };
-        let (a, b) = (trace(1), trace(2));
-        assert_eq!(rel_l2_error(&a, &a).unwrap(), 0.0);
-        let e = rel_l2_error(&b, &a).unwrap();
-        assert!(e > 0.5, "{e}");
-    }
-
-    #[test]
-    fn a_session_reuses_its_cache_across_requests_of_other_lengths() {
-        let cfg = ArchConfig::tiny();
-        let w = decoder_weights(&cfg, 3, Device::Cpu).unwrap();
-        let m = DeepseekOcr::load_with(w.shallow_clone(), &cfg, &ModelOptim::FAST).unwrap();
-        let eager = DeepseekOcr::load_with(w, &cfg, &ModelOptim::EAGER).unwrap();
-        let path = StepPath::Graph { kv_bucket: 8 };
-        let mut session = DecodeSession::new(&m, path).unwrap();
-        for lens in [[20usize, 5], [7, 12], [20, 5]] {
-            let p = prompts(&lens, cfg.decoder.vocab_size, lens[0] as u64);
-            let want = run(&eager, StepPath::Eager, &p, 12, None).unwrap().tokens;
-            let rows: Vec<PromptRow> = p.iter().map(|ids| PromptRow { ids, image: None }).collect();
-            let gen = llmprof::model::GenerateConfig {
-                max_new_tokens: 13,
-                no_repeat: llmprof::model::NoRepeatNgram::Off,
-                force_max_new_tokens: true,
-                eos_check_interval: 4,
-                sync_free_decode: true,
-            };
-            let got = crate::models::deepseek_ocr::decode::generate::generate_with(
-                &mut session,
-                &m,
-                &rows,
-                &gen,
-                &NoopObserver,
-            )
-            .unwrap();
-            for (r, row) in got.tokens.iter().enumerate() {
-                let col: Vec<i64> = want.iter().map(|s| s[r]).collect();
-                assert_eq!(row, &col, "lens {lens:?} row {r}");
-            }
-        }
-        // One cache for batch 2, resized once (the second request needed no more slots).
-        assert!(session.cache().unwrap().capacity() >= 33);
-    }
 }

@@ -1,10 +1,11 @@
-//! Decoder self-attention: plain MHA (no GQA, no MLA), rotate-half RoPE over the full head dim,
-//! reading/writing the static KV cache (docs/deepseek-ocr.md §2).
+//! Decoder self-attention: MHA or GQA (query heads share K/V in groups), optional q/k/v bias,
+//! rotate-half RoPE over the full head dim (optionally with Llama 3's frequency scaling),
+//! reading/writing the KV cache (docs/deepseek-ocr.md §2, docs/models.md).
 
-use crate::models::deepseek_ocr::checkpoint::weights::WeightPath;
-use crate::models::deepseek_ocr::text::kv_cache::{AttnMask, KvCache};
+use super::kv_cache::{AttnMask, KvCache};
+use super::tensors::WeightPath;
 use anyhow::Result;
-use llmprof::model::deepseek_ocr::arch::DecoderConfig;
+use llmprof::model::dense::RopeScaling;
 use tch::{Kind, Tensor};
 
 /// RoPE tables, NeoX "rotate-half" convention: inv_freq_i = θ^(−2i/d), i < d/2, duplicated over
@@ -22,6 +23,48 @@ impl Rope {
             .f_mul_scalar(-theta.ln())?
             .f_exp()?;
         Ok(Rope { inv_freq })
+    }
+
+    /// [`Rope::new`] with `scaling` applied to the frequencies (HF
+    /// `_compute_llama3_parameters`): wavelengths above original/low_freq_factor are divided by
+    /// `factor`, those below original/high_freq_factor kept, and the band between interpolated.
+    pub fn with_scaling(
+        head_dim: i64,
+        theta: f64,
+        scaling: Option<&RopeScaling>,
+        device: tch::Device,
+    ) -> Result<Self> {
+        let rope = Self::new(head_dim, theta, device)?;
+        let Some(s) = scaling else {
+            return Ok(rope);
+        };
+        let old = s.original_max_position_embeddings as f64;
+        let low_wavelen = old / s.low_freq_factor;
+        let high_wavelen = old / s.high_freq_factor;
+        let inv = &rope.inv_freq;
+        let wavelen = inv
+            .f_reciprocal()?
+            .f_mul_scalar(2.0 * std::f64::consts::PI)?;
+        let scaled = inv.f_div_scalar(s.factor)?;
+        let llama = scaled.f_where_self(&wavelen.f_gt(low_wavelen)?, inv)?;
+        let smooth = wavelen
+            .f_reciprocal()?
+            .f_mul_scalar(old)?
+            .f_sub_scalar(s.low_freq_factor)?
+            .f_div_scalar(s.high_freq_factor - s.low_freq_factor)?;
+        // (1 − smooth)·llama/factor + smooth·llama
+        let smoothed = smooth
+            .f_neg()?
+            .f_add_scalar(1.0)?
+            .f_mul(&llama.f_div_scalar(s.factor)?)?
+            .f_add(&smooth.f_mul(&llama)?)?;
+        let medium = wavelen
+            .f_lt(high_wavelen)?
+            .f_logical_not()?
+            .f_logical_and(&wavelen.f_gt(low_wavelen)?.f_logical_not()?)?;
+        Ok(Rope {
+            inv_freq: smoothed.f_where_self(&medium, &llama)?,
+        })
     }
 
     /// positions [B,T] (int) → (cos, sin) [B,1,T,d], computed in fp32 and cast to `kind`.
@@ -57,12 +100,24 @@ fn rotate_half(x: &Tensor) -> Result<Tensor> {
     )?)
 }
 
-/// The q/k/v projections: three weights [H,H] or one concatenated [3H,H].
+/// The attention's shape: query heads, K/V heads (GQA when fewer), head dim, q/k/v bias.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttnShape {
+    pub heads: i64,
+    pub kv_heads: i64,
+    pub head_dim: i64,
+    pub qkv_bias: bool,
+}
 
+/// The q/k/v projections: three weights or one concatenated [q+2kv, H] (biases alike).
 #[derive(Debug)]
 enum Qkv {
-    Split { q: Tensor, k: Tensor, v: Tensor },
-    Fused(Tensor),
+    Split {
+        q: (Tensor, Option<Tensor>),
+        k: (Tensor, Option<Tensor>),
+        v: (Tensor, Option<Tensor>),
+    },
+    Fused(Tensor, Option<Tensor>),
 }
 
 #[derive(Debug)]
@@ -70,6 +125,7 @@ pub struct Attention {
     qkv: Qkv,
     o: Tensor,
     heads: i64,
+    kv_heads: i64,
     head_dim: i64,
     sdpa: bool,
 }
@@ -77,40 +133,62 @@ pub struct Attention {
 impl Attention {
     /// `vs` points at `model.layers.{i}.self_attn`. `fused` concatenates q/k/v; `sdpa` picks
     /// libtorch's fused attention over the explicit matmul + softmax.
-    pub fn load(vs: &WeightPath, cfg: &DecoderConfig, fused: bool, sdpa: bool) -> Result<Self> {
-        let (q, k, v) = (
-            vs.get("q_proj.weight")?,
-            vs.get("k_proj.weight")?,
-            vs.get("v_proj.weight")?,
-        );
-        Ok(Attention {
-            qkv: if fused {
-                Qkv::Fused(Tensor::f_cat(&[q, k, v], 0)?)
+    pub fn load(vs: &WeightPath, shape: AttnShape, fused: bool, sdpa: bool) -> Result<Self> {
+        let proj = |n: &str| -> Result<(Tensor, Option<Tensor>)> {
+            let w = vs.get(&format!("{n}.weight"))?;
+            let b = if shape.qkv_bias {
+                Some(vs.get(&format!("{n}.bias"))?)
             } else {
-                Qkv::Split { q, k, v }
-            },
+                None
+            };
+            Ok((w, b))
+        };
+        let (q, k, v) = (proj("q_proj")?, proj("k_proj")?, proj("v_proj")?);
+        let qkv = if fused {
+            let w = Tensor::f_cat(&[&q.0, &k.0, &v.0], 0)?;
+            let b = match (q.1, k.1, v.1) {
+                (Some(a), Some(b), Some(c)) => Some(Tensor::f_cat(&[a, b, c], 0)?),
+                _ => None,
+            };
+            Qkv::Fused(w, b)
+        } else {
+            Qkv::Split { q, k, v }
+        };
+        Ok(Attention {
+            qkv,
             o: vs.get("o_proj.weight")?,
-            heads: cfg.num_attention_heads,
-            head_dim: cfg.head_dim,
+            heads: shape.heads,
+            kv_heads: shape.kv_heads,
+            head_dim: shape.head_dim,
             sdpa,
         })
     }
 
-    /// x [B,T,H] → q, k (RoPE applied), v, each [B,heads,T,head_dim].
+    /// x [B,T,H] → q [B,heads,T,hd], k and v [B,kv_heads,T,hd] (RoPE on q and k).
     fn project(&self, x: &Tensor, cos_sin: &(Tensor, Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
         let (b, t, _) = x.size3()?;
-        let (nh, hd) = (self.heads, self.head_dim);
-        let heads = |y: Tensor| -> Result<Tensor> {
-            Ok(y.f_view([b, t, nh, hd])?.f_transpose(1, 2)?) // (b, nh, t, hd)
+        let (nh, nkv, hd) = (self.heads, self.kv_heads, self.head_dim);
+        let heads = |y: Tensor, n: i64| -> Result<Tensor> {
+            Ok(y.f_view([b, t, n, hd])?.f_transpose(1, 2)?) // (b, n, t, hd)
         };
+        let lin = |p: &(Tensor, Option<Tensor>)| x.f_linear(&p.0, p.1.as_ref());
         let (q, k, v) = match &self.qkv {
             Qkv::Split { q, k, v } => (
-                heads(x.f_linear::<Tensor>(q, None)?)?,
-                heads(x.f_linear::<Tensor>(k, None)?)?,
-                heads(x.f_linear::<Tensor>(v, None)?)?,
+                heads(lin(q)?, nh)?,
+                heads(lin(k)?, nkv)?,
+                heads(lin(v)?, nkv)?,
             ),
-            Qkv::Fused(w) => {
-                let y = x.f_linear::<Tensor>(w, None)?.f_view([b, t, 3, nh, hd])?;
+            Qkv::Fused(w, bias) if nkv != nh => {
+                let y = x.f_linear(w, bias.as_ref())?;
+                let parts = y.f_split_with_sizes([nh * hd, nkv * hd, nkv * hd], -1)?;
+                (
+                    heads(parts[0].shallow_clone(), nh)?,
+                    heads(parts[1].shallow_clone(), nkv)?,
+                    heads(parts[2].shallow_clone(), nkv)?,
+                )
+            }
+            Qkv::Fused(w, bias) => {
+                let y = x.f_linear(w, bias.as_ref())?.f_view([b, t, 3, nh, hd])?;
                 // RoPE on q and k together: half the kernels of two separate calls.
                 let (cos, sin) = (&cos_sin.0, &cos_sin.1); // (b, 1, t, hd)
                 let cos = cos.f_transpose(1, 2)?.f_unsqueeze(2)?; // (b, t, 1, 1, hd)
@@ -129,10 +207,33 @@ impl Attention {
         ))
     }
 
-    /// softmax(q·kᵀ/√d + mask)·v [B,heads,T,head_dim] → o_proj [B,T,H].
+    /// softmax(q·kᵀ/√d + mask)·v → o_proj [B,T,H]; q [B,heads,T,hd], k/v [B,kv_heads,L,hd].
+    /// GQA: one query token per row folds each group's heads onto the query axis (q
+    /// [B,kv_heads,group,hd], no K/V copy); longer queries repeat K/V per group.
     fn attend(&self, q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result<Tensor> {
         let (b, _, t, _) = q.size4()?;
-        let o = if self.sdpa {
+        let g = self.heads / self.kv_heads;
+        if g > 1 && t == 1 {
+            let qg = q.f_reshape([b, self.kv_heads, g, self.head_dim])?;
+            let o = self.core(&qg, k, v, mask)?; // (b, nkv, g, hd)
+            let o = o.f_reshape([b, 1, self.heads * self.head_dim])?;
+            return Ok(o.f_linear::<Tensor>(&self.o, None)?);
+        }
+        let (k, v) = if g > 1 {
+            (repeat_kv(k, g)?, repeat_kv(v, g)?)
+        } else {
+            (k.shallow_clone(), v.shallow_clone())
+        };
+        let o = self.core(q, &k, &v, mask)?; // (b, nh, t, hd)
+        let o = o
+            .f_transpose(1, 2)?
+            .f_reshape([b, t, self.heads * self.head_dim])?;
+        Ok(o.f_linear::<Tensor>(&self.o, None)?)
+    }
+
+    /// softmax(q·kᵀ/√d + mask)·v with matching head counts.
+    fn core(&self, q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result<Tensor> {
+        Ok(if self.sdpa {
             let (m, causal) = match mask {
                 AttnMask::None => (None, false),
                 AttnMask::Causal => (None, true),
@@ -141,11 +242,7 @@ impl Attention {
             Tensor::f_scaled_dot_product_attention(q, k, v, m, 0.0, causal, None, false)?
         } else {
             math_attention(q, k, v, mask)?
-        }; // (b, nh, t, hd)
-        let o = o
-            .f_transpose(1, 2)?
-            .f_reshape([b, t, self.heads * self.head_dim])?;
-        Ok(o.f_linear::<Tensor>(&self.o, None)?)
+        })
     }
 
     /// x [B,T,H] → [B,T,H]; writes this call's K/V into `cache` for `layer`.
@@ -177,6 +274,14 @@ impl Attention {
         let (k_all, v_all) = cache.append_at_device_len(layer, &k, &v, window)?;
         self.attend(&q, &k_all, &v_all, mask)
     }
+}
+
+/// [B,kv,L,hd] → [B,kv·g,L,hd], each K/V head repeated for its `g` query heads (HF `repeat_kv`).
+fn repeat_kv(x: &Tensor, g: i64) -> Result<Tensor> {
+    let (b, n, l, d) = x.size4()?;
+    Ok(x.f_unsqueeze(2)?
+        .f_expand([b, n, g, l, d], false)?
+        .f_reshape([b, n * g, l, d])?)
 }
 
 /// HF-style eager attention: scores in the model dtype, fp32 softmax, masked keys at −∞.

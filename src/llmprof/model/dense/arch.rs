@@ -1,0 +1,202 @@
+//! Architecture of a dense decoder LLM (Qwen2, Llama 3, ...) as the HF `config.json` states it:
+//! GQA attention with RoPE (optionally Llama 3's `rope_scaling`), optional q/k/v bias, RMSNorm,
+//! SwiGLU MLP, tied or untied embeddings. YAML (`conf/model/dense_decoder/arch/*.yaml`) uses the
+//! config.json key names, so a checkpoint's config.json can be read directly.
+use anyhow::{bail, ensure, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Llama 3's RoPE frequency scaling (`rope_scaling` with `rope_type: llama3`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RopeScaling {
+    /// Only `llama3` is implemented.
+    pub rope_type: String,
+    pub factor: f64,
+    pub low_freq_factor: f64,
+    pub high_freq_factor: f64,
+    pub original_max_position_embeddings: i64,
+}
+
+/// Every dimension the dense decoder needs (HF config.json names).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DenseArch {
+    pub vocab_size: i64,
+    pub hidden_size: i64,
+    /// SwiGLU width.
+    pub intermediate_size: i64,
+    pub num_hidden_layers: i64,
+    pub num_attention_heads: i64,
+    /// GQA: query heads share K/V in groups of num_attention_heads / num_key_value_heads.
+    pub num_key_value_heads: i64,
+    /// hidden_size / num_attention_heads unless config.json says otherwise.
+    pub head_dim: i64,
+    pub rms_norm_eps: f64,
+    pub rope_theta: f64,
+    pub rope_scaling: Option<RopeScaling>,
+    pub max_position_embeddings: i64,
+    /// Bias on q/k/v projections (Qwen2: true; o_proj never has one).
+    pub attention_bias: bool,
+    /// lm_head shares the embedding matrix (no `lm_head.weight` in the checkpoint).
+    pub tie_word_embeddings: bool,
+    pub bos_token_id: i64,
+    /// The id that ends generation (the first one where config.json lists several).
+    pub eos_token_id: i64,
+}
+
+impl DenseArch {
+    pub fn validate(&self) -> Result<()> {
+        for (k, v) in [
+            ("vocab_size", self.vocab_size),
+            ("hidden_size", self.hidden_size),
+            ("intermediate_size", self.intermediate_size),
+            ("num_hidden_layers", self.num_hidden_layers),
+            ("num_attention_heads", self.num_attention_heads),
+            ("num_key_value_heads", self.num_key_value_heads),
+            ("head_dim", self.head_dim),
+            ("max_position_embeddings", self.max_position_embeddings),
+        ] {
+            ensure!(v > 0, "{k}={v} must be > 0");
+        }
+        ensure!(
+            self.num_attention_heads % self.num_key_value_heads == 0,
+            "num_attention_heads={} is not a multiple of num_key_value_heads={}",
+            self.num_attention_heads,
+            self.num_key_value_heads
+        );
+        ensure!(
+            self.head_dim % 2 == 0,
+            "head_dim={} must be even (RoPE)",
+            self.head_dim
+        );
+        for (k, id) in [
+            ("bos_token_id", self.bos_token_id),
+            ("eos_token_id", self.eos_token_id),
+        ] {
+            ensure!(
+                (0..self.vocab_size).contains(&id),
+                "{k}={id} is outside the vocabulary [0, {})",
+                self.vocab_size
+            );
+        }
+        if let Some(s) = &self.rope_scaling {
+            ensure!(
+                s.rope_type == "llama3",
+                "rope_scaling.rope_type={} is not implemented (only llama3)",
+                s.rope_type
+            );
+            ensure!(
+                s.factor > 0.0 && s.high_freq_factor > s.low_freq_factor && s.low_freq_factor > 0.0,
+                "rope_scaling needs factor > 0 and high_freq_factor > low_freq_factor > 0"
+            );
+            ensure!(
+                s.original_max_position_embeddings > 0,
+                "rope_scaling.original_max_position_embeddings must be > 0"
+            );
+        }
+        Ok(())
+    }
+
+    /// Query heads per K/V head.
+    pub fn group_size(&self) -> i64 {
+        self.num_attention_heads / self.num_key_value_heads
+    }
+
+    /// The tiny CPU fallback of this architecture: the same structure (GQA ratio, q/k/v bias,
+    /// tied head, RoPE scaling, token ids below 512) at dimensions a CPU runs in milliseconds.
+    pub fn tiny(&self) -> DenseArch {
+        let kv = 2;
+        let heads = kv * self.group_size().min(4);
+        DenseArch {
+            vocab_size: 512,
+            hidden_size: heads * 16,
+            intermediate_size: heads * 16 * 3,
+            num_hidden_layers: 2,
+            num_attention_heads: heads,
+            num_key_value_heads: kv,
+            head_dim: 16,
+            rms_norm_eps: self.rms_norm_eps,
+            rope_theta: self.rope_theta,
+            rope_scaling: self.rope_scaling.clone().map(|s| RopeScaling {
+                original_max_position_embeddings: 64,
+                ..s
+            }),
+            max_position_embeddings: 4096,
+            attention_bias: self.attention_bias,
+            tie_word_embeddings: self.tie_word_embeddings,
+            bos_token_id: 1,
+            eos_token_id: 2,
+        }
+    }
+
+    /// Reads an HF `config.json` (model_type qwen2 or llama).
+    pub fn from_hf_config_json(path: &Path) -> Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        Self::from_hf_config(&v).with_context(|| format!("reading {}", path.display()))
+    }
+
+    /// [`DenseArch::from_hf_config_json`] from the parsed JSON.
+    pub fn from_hf_config(v: &serde_json::Value) -> Result<Self> {
+        let int = |k: &str| -> Result<i64> {
+            v.get(k)
+                .and_then(|x| x.as_i64())
+                .with_context(|| format!("config.json has no integer `{k}`"))
+        };
+        let float = |k: &str, d: f64| v.get(k).and_then(|x| x.as_f64()).unwrap_or(d);
+        let model_type = v.get("model_type").and_then(|x| x.as_str()).unwrap_or("");
+        if !matches!(model_type, "qwen2" | "llama") {
+            bail!("model_type `{model_type}` is not a dense decoder llmprof implements (qwen2, llama)");
+        }
+        let heads = int("num_attention_heads")?;
+        let hidden = int("hidden_size")?;
+        let first_id = |k: &str| -> Result<i64> {
+            match v.get(k) {
+                Some(serde_json::Value::Array(a)) => a.first().and_then(|x| x.as_i64()),
+                Some(x) => x.as_i64(),
+                None => None,
+            }
+            .with_context(|| format!("config.json has no `{k}`"))
+        };
+        let rope_scaling = match v.get("rope_scaling") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(s) => {
+                Some(serde_json::from_value::<RopeScaling>(s.clone()).context("rope_scaling")?)
+            }
+        };
+        let arch = DenseArch {
+            vocab_size: int("vocab_size")?,
+            hidden_size: hidden,
+            intermediate_size: int("intermediate_size")?,
+            num_hidden_layers: int("num_hidden_layers")?,
+            num_attention_heads: heads,
+            num_key_value_heads: v
+                .get("num_key_value_heads")
+                .and_then(|x| x.as_i64())
+                .unwrap_or(heads),
+            head_dim: v
+                .get("head_dim")
+                .and_then(|x| x.as_i64())
+                .unwrap_or(hidden / heads),
+            rms_norm_eps: float("rms_norm_eps", 1e-6),
+            rope_theta: float("rope_theta", 10000.0),
+            rope_scaling,
+            max_position_embeddings: int("max_position_embeddings")?,
+            attention_bias: v
+                .get("attention_bias")
+                .and_then(|x| x.as_bool())
+                .unwrap_or(model_type == "qwen2"),
+            tie_word_embeddings: v
+                .get("tie_word_embeddings")
+                .and_then(|x| x.as_bool())
+                .unwrap_or(false),
+            bos_token_id: first_id("bos_token_id")?,
+            eos_token_id: first_id("eos_token_id")?,
+        };
+        arch.validate()?;
+        Ok(arch)
+    }
+}

@@ -1,0 +1,16 @@
+//! Dense decoder LLMs (Qwen2, Llama 3, ...) without tensors (docs/models.md): the architecture
+//! from HF config.json fields, the regions the model marks, analytic FLOPs/bytes and the static
+//! report. The tensor code is the worker's `models::dense`.
+pub mod analytic;
+pub mod arch;
+pub mod static_report;
+
+pub use arch::{DenseArch, RopeScaling};
+
+use crate::region::{RegionTree, DECODE, DECODE_STEP, PREFILL};
+
+/// Every region a dense decoder marks: the generation loop's only.
+pub const REGIONS: RegionTree = RegionTree::new(&[PREFILL, DECODE, DECODE_STEP]);
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,158 @@
+//! The analytic counts of each preset against hand computations from its real config.json.
+use super::analytic::*;
+use super::arch::DenseArch;
+
+/// The three presets' config.json fields (the values conf/model/dense_decoder/arch/*.yaml holds;
+/// tests/front_end checks the composed YAML against `from_hf_config` of the same JSON).
+pub(crate) fn preset(name: &str) -> DenseArch {
+    let v = match name {
+        // https://huggingface.co/Qwen/Qwen2.5-0.5B/blob/main/config.json
+        "qwen2_5_0_5b" => serde_json::json!({
+            "model_type": "qwen2", "vocab_size": 151936, "hidden_size": 896,
+            "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14,
+            "num_key_value_heads": 2, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+            "max_position_embeddings": 32768, "tie_word_embeddings": true,
+            "bos_token_id": 151643, "eos_token_id": 151643}),
+        // https://huggingface.co/Qwen/Qwen2.5-7B/blob/main/config.json
+        "qwen2_5_7b" => serde_json::json!({
+            "model_type": "qwen2", "vocab_size": 152064, "hidden_size": 3584,
+            "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+            "num_key_value_heads": 4, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+            "max_position_embeddings": 131072, "tie_word_embeddings": false,
+            "bos_token_id": 151643, "eos_token_id": 151643}),
+        // https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json
+        "llama3_1_8b" => serde_json::json!({
+            "model_type": "llama", "vocab_size": 128256, "hidden_size": 4096,
+            "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+            "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+            "max_position_embeddings": 131072, "attention_bias": false, "mlp_bias": false,
+            "tie_word_embeddings": false, "bos_token_id": 128000, "eos_token_id": 128001}),
+        _ => panic!("{name}"),
+    };
+    DenseArch::from_hf_config(&v).unwrap()
+}
+
+/// Hand computation, per token and layer (H hidden, q = heads·head_dim, kv = kv_heads·head_dim,
+/// F intermediate, V vocab, L layers):
+///   proj = 2·H·(q + 2·kv) + 2·q·H,   mlp = 6·H·F,   lm_head = 2·H·V,   attention = 4·q·c·L.
+struct Hand {
+    linear_per_token: f64,
+    lm_head: f64,
+    attention_per_key: f64,
+    params: u64,
+}
+
+fn hand(name: &str) -> Hand {
+    match name {
+        // H 896, q 14·64 = 896, kv 2·64 = 128, F 4864, V 151936, L 24.
+        // proj = 2·896·(896+256) + 2·896·896 = 2,064,384 + 1,605,632 = 3,670,016
+        // mlp = 6·896·4864 = 26,148,864; per layer 29,818,880; ×24 = 715,653,120
+        // lm_head = 2·896·151936 = 272,269,312; attention = 4·896·24 = 86,016 per key
+        // params: embed 151936·896 = 136,134,656 (tied: lm_head adds nothing);
+        //   per layer 896·1152 + 896·896 + 1152 (q/k/v bias) + 3·896·4864 + 2·896 = 14,912,384;
+        //   ×24 = 357,897,216; + final norm 896 → 494,032,768 (the published 0.49 B).
+        "qwen2_5_0_5b" => Hand {
+            linear_per_token: 715_653_120.0,
+            lm_head: 272_269_312.0,
+            attention_per_key: 86_016.0,
+            params: 494_032_768,
+        },
+        // H 3584, q 28·128 = 3584, kv 4·128 = 512, F 18944, V 152064, L 28.
+        // proj = 2·3584·4608 + 2·3584·3584 = 33,030,144 + 25,690,112 = 58,720,256
+        // mlp = 6·3584·18944 = 407,371,776; per layer 466,092,032; ×28 = 13,050,576,896
+        // lm_head = 2·3584·152064 = 1,089,994,752; attention = 4·3584·28 = 401,408 per key
+        // params: embed + lm_head 2·152064·3584 = 1,089,994,752;
+        //   per layer 3584·4608 + 3584·3584 + 4608 + 3·3584·18944 + 2·3584 = 233,057,792;
+        //   ×28 = 6,525,618,176; + 3584 → 7,615,616,512 (the published 7.61 B).
+        "qwen2_5_7b" => Hand {
+            linear_per_token: 13_050_576_896.0,
+            lm_head: 1_089_994_752.0,
+            attention_per_key: 401_408.0,
+            params: 7_615_616_512,
+        },
+        // H 4096, q 32·128 = 4096, kv 8·128 = 1024, F 14336, V 128256, L 32.
+        // proj = 2·4096·6144 + 2·4096·4096 = 50,331,648 + 33,554,432 = 83,886,080
+        // mlp = 6·4096·14336 = 352,321,536; per layer 436,207,616; ×32 = 13,958,643,712
+        // lm_head = 2·4096·128256 = 1,050,673,152; attention = 4·4096·32 = 524,288 per key
+        // params: embed + lm_head 2·128256·4096 = 1,050,673,152;
+        //   per layer 4096·6144 + 4096·4096 + 3·4096·14336 + 2·4096 = 218,112,000;
+        //   ×32 = 6,979,584,000; + 4096 → 8,030,261,248 (the published 8.03 B).
+        "llama3_1_8b" => Hand {
+            linear_per_token: 13_958_643_712.0,
+            lm_head: 1_050_673_152.0,
+            attention_per_key: 524_288.0,
+            params: 8_030_261_248,
+        },
+        _ => panic!("{name}"),
+    }
+}
+
+#[test]
+fn analytic_counts_match_hand_computation_for_each_real_config() {
+    for name in ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"] {
+        let a = preset(name);
+        let h = hand(name);
+        assert_eq!(
+            linear_flops_per_token(&a).total(),
+            h.linear_per_token,
+            "{name}"
+        );
+        assert_eq!(lm_head_flops(&a), h.lm_head, "{name}");
+        assert_eq!(params(&a).total(), h.params, "{name}");
+        // Decode at c keys: linear + 4·q·L·c + lm_head.
+        let c = 1000;
+        assert_eq!(
+            decode_step_flops(&a, c).total(),
+            h.linear_per_token + h.attention_per_key * c as f64 + h.lm_head,
+            "{name}"
+        );
+        // Prefill of S tokens, logits at the last: S·linear + attention over S(S+1)/2 keys + lm_head.
+        let s = 512.0;
+        assert_eq!(
+            prefill_flops(&a, 512, 1).total(),
+            s * h.linear_per_token + h.attention_per_key * s * (s + 1.0) / 2.0 + h.lm_head,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn decode_bytes_count_a_tied_head_once_and_gqa_kv() {
+    // Qwen2.5-0.5B in bf16, batch 1 at 100 keys: weights = every parameter once (the tied
+    // matrix read by lm_head, no separate embedding rows), KV = 2·L·kv·2 bytes per key.
+    let a = preset("qwen2_5_0_5b");
+    let b = decode_step_bytes(&a, 100, 1, 2);
+    assert_eq!(b.embedding_rows, 0.0);
+    assert_eq!(b.layer_weights + b.lm_head, 2.0 * 494_032_768.0);
+    assert_eq!(kv_bytes_per_token(&a, 2), 2 * 24 * 128 * 2);
+    assert_eq!(b.kv_read, 100.0 * 12_288.0);
+    // Untied Llama: the lm_head and one embedding row per batch row.
+    let l = preset("llama3_1_8b");
+    let lb = decode_step_bytes(&l, 10, 4, 2);
+    assert_eq!(lb.embedding_rows, 4.0 * 4096.0 * 2.0);
+    assert_eq!(
+        lb.layer_weights + lb.lm_head,
+        2.0 * (8_030_261_248.0 - 128_256.0 * 4096.0)
+    );
+}
+
+#[test]
+fn config_json_reading_and_validation() {
+    let l = preset("llama3_1_8b");
+    assert_eq!(l.head_dim, 128);
+    assert_eq!(l.group_size(), 4);
+    assert!(!l.attention_bias && l.rope_scaling.is_some());
+    // Qwen2 has q/k/v bias without an attention_bias key.
+    assert!(preset("qwen2_5_7b").attention_bias);
+    let tiny = preset("qwen2_5_0_5b").tiny();
+    tiny.validate().unwrap();
+    assert!(tiny.attention_bias && tiny.tie_word_embeddings && tiny.group_size() > 1);
+    let mut bad = l.clone();
+    bad.num_key_value_heads = 5;
+    assert!(format!("{}", bad.validate().unwrap_err()).contains("num_key_value_heads=5"));
+    let mut bad = l;
+    bad.rope_scaling.as_mut().unwrap().rope_type = "yarn".into();
+    assert!(format!("{}", bad.validate().unwrap_err()).contains("yarn"));
+}

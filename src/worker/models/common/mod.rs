@@ -1,0 +1,26 @@
+//! What every decoder LLM family shares (tensor code): checkpoint reading under official names,
+//! the building blocks (RMSNorm, SwiGLU, GQA attention with RoPE), the decoder stack over the
+//! KV cache, greedy generation and the decode-step paths (eager or CUDA graphs), and the
+//! fast-path correctness check. A family supplies its layer feed-forward, prefill and weights.
+pub mod attention;
+pub mod causal_lm;
+pub mod decoder;
+pub mod fast_path_check;
+pub mod generate;
+pub mod graph_decode;
+pub mod kv_cache;
+pub mod layers;
+pub mod optim;
+pub mod safetensors;
+pub mod tensors;
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    /// A fresh, empty temporary directory unique to this process and tag.
+    pub fn temp_dir(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("llmprof-test-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}

@@ -1,0 +1,95 @@
+//! The official HF checkpoint layout of a dense decoder (Qwen2ForCausalLM, LlamaForCausalLM):
+//! every tensor's name and shape from the architecture, loading a checkpoint folder (sharded
+//! with `model.safetensors.index.json` or not) checked against it, and seeded synthetic tensors
+//! under the same names.
+use crate::models::common::tensors::{read_checked, TensorSpec};
+use anyhow::Result;
+use llmprof::model::dense::DenseArch;
+use std::collections::HashMap;
+use std::path::Path;
+use tch::{Device, Kind, Tensor};
+
+/// Every tensor under its official name, in checkpoint order.
+pub fn expected_tensors(a: &DenseArch) -> Vec<TensorSpec> {
+    let (h, q, kv, f) = (
+        a.hidden_size,
+        a.num_attention_heads * a.head_dim,
+        a.num_key_value_heads * a.head_dim,
+        a.intermediate_size,
+    );
+    let mut v = Vec::new();
+    let mut add = |name: String, shape: &[i64]| {
+        v.push(TensorSpec {
+            name,
+            shape: shape.to_vec(),
+        })
+    };
+    add("model.embed_tokens.weight".into(), &[a.vocab_size, h]);
+    for i in 0..a.num_hidden_layers {
+        let p = format!("model.layers.{i}");
+        add(format!("{p}.input_layernorm.weight"), &[h]);
+        add(format!("{p}.post_attention_layernorm.weight"), &[h]);
+        for (n, rows) in [("q_proj", q), ("k_proj", kv), ("v_proj", kv)] {
+            add(format!("{p}.self_attn.{n}.weight"), &[rows, h]);
+            if a.attention_bias {
+                add(format!("{p}.self_attn.{n}.bias"), &[rows]);
+            }
+        }
+        add(format!("{p}.self_attn.o_proj.weight"), &[h, q]);
+        add(format!("{p}.mlp.gate_proj.weight"), &[f, h]);
+        add(format!("{p}.mlp.up_proj.weight"), &[f, h]);
+        add(format!("{p}.mlp.down_proj.weight"), &[h, f]);
+    }
+    add("model.norm.weight".into(), &[h]);
+    if !a.tie_word_embeddings {
+        add("lm_head.weight".into(), &[a.vocab_size, h]);
+    }
+    v
+}
+
+/// Loads every expected tensor from the checkpoint file or folder `path`. A tied checkpoint may
+/// still carry `lm_head.weight` (some exports do): it is accepted and ignored.
+pub fn load(
+    path: &Path,
+    a: &DenseArch,
+    device: Device,
+    kind: Kind,
+) -> Result<HashMap<String, Tensor>> {
+    let tied = a.tie_word_embeddings;
+    read_checked(
+        path,
+        &expected_tensors(a),
+        &|n| tied && n == "lm_head.weight",
+        "dense decoder",
+        device,
+        kind,
+    )
+}
+
+/// Seeded random tensors with the official names and shapes (HF init: normal with std 0.02 for
+/// weights and biases, norms 1); linear weights use 1/√fan_in so activations keep their scale.
+pub fn synthetic(
+    a: &DenseArch,
+    seed: i64,
+    device: Device,
+    kind: Kind,
+) -> Result<HashMap<String, Tensor>> {
+    tch::manual_seed(seed);
+    let mut out = HashMap::new();
+    for t in expected_tensors(a) {
+        let x = if t.name.ends_with("norm.weight") {
+            Tensor::f_ones(&t.shape, (Kind::Float, device))?
+        } else {
+            let std = if t.name == "model.embed_tokens.weight" {
+                1.0
+            } else if t.shape.len() == 2 {
+                1.0 / (t.shape[1] as f64).sqrt()
+            } else {
+                0.02
+            };
+            Tensor::f_randn(&t.shape, (Kind::Float, device))?.f_mul_scalar(std)?
+        };
+        out.insert(t.name, x.f_to_kind(kind)?);
+    }
+    Ok(out)
+}

@@ -1,0 +1,163 @@
+//! Dense decoder LLMs (docs/models.md): Qwen2/2.5 and Llama 3 from HF config.json fields, on the
+//! shared decoder stack (`models::common`) with a dense SwiGLU in every layer. `interface.rs`
+//! implements `Model`; the tokenizer, checkpoint layout, presets and the fast-path check live
+//! beside it.
+pub mod checkpoint;
+pub mod debug;
+pub mod fast_path;
+pub mod interface;
+pub mod presets;
+pub mod tokenizer;
+
+use crate::models::common::attention::AttnShape;
+use crate::models::common::causal_lm::{left_pad, CausalLm};
+use crate::models::common::decoder::{Decoder, DecoderDims, FeedForward};
+use crate::models::common::kv_cache::KvCache;
+use crate::models::common::layers::SwiGlu;
+use crate::models::common::optim::ModelOptim;
+use crate::models::common::tensors::WeightPath;
+use anyhow::{ensure, Result};
+use llmprof::model::dense::DenseArch;
+use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};
+use std::collections::HashMap;
+use tch::{Device, Kind, Tensor};
+
+/// The shared stack's dimensions of `a`.
+pub fn dims(a: &DenseArch) -> DecoderDims {
+    DecoderDims {
+        layers: a.num_hidden_layers,
+        attn: AttnShape {
+            heads: a.num_attention_heads,
+            kv_heads: a.num_key_value_heads,
+            head_dim: a.head_dim,
+            qkv_bias: a.attention_bias,
+        },
+        rms_norm_eps: a.rms_norm_eps,
+        rope_theta: a.rope_theta,
+        rope_scaling: a.rope_scaling.clone(),
+        max_positions: a.max_position_embeddings,
+        tie_word_embeddings: a.tie_word_embeddings,
+    }
+}
+
+/// A dense decoder LLM with its weights.
+#[derive(Debug)]
+pub struct DenseLm {
+    arch: DenseArch,
+    decoder: Decoder,
+    device: Device,
+    kind: Kind,
+}
+
+impl DenseLm {
+    /// Builds the model from tensors under the official names (all on `device` as `kind`).
+    pub fn load(
+        tensors: &HashMap<String, Tensor>,
+        arch: &DenseArch,
+        device: Device,
+        kind: Kind,
+        optim: &ModelOptim,
+    ) -> Result<Self> {
+        arch.validate()?;
+        let vs = WeightPath::root(tensors, device, kind);
+        let decoder = Decoder::load(&vs, &dims(arch), optim, |mlp, _| {
+            Ok(Box::new(SwiGlu::load(mlp, optim.fused_projections)?) as Box<dyn FeedForward>)
+        })?;
+        Ok(DenseLm {
+            arch: arch.clone(),
+            decoder,
+            device,
+            kind,
+        })
+    }
+
+    pub fn arch(&self) -> &DenseArch {
+        &self.arch
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The last hidden state of each row → fp32 logits [B, vocab].
+    fn last_logits(&self, hidden: &Tensor) -> Result<Tensor> {
+        let t = hidden.size()[1];
+        self.decoder.logits(&hidden.f_select(1, t - 1)?)
+    }
+}
+
+impl CausalLm for DenseLm {
+    fn device(&self) -> Device {
+        self.device
+    }
+
+    fn eos_token_id(&self) -> i64 {
+        self.arch.eos_token_id
+    }
+
+    fn max_positions(&self) -> i64 {
+        self.arch.max_position_embeddings
+    }
+
+    fn static_kv_cache(&self) -> bool {
+        self.decoder.optim().static_kv_cache
+    }
+
+    fn new_cache(&self, batch: i64, capacity: i64) -> Result<KvCache> {
+        KvCache::new(
+            dims(&self.arch).kv(),
+            batch,
+            capacity,
+            self.device,
+            self.kind,
+            !self.decoder.optim().static_kv_cache,
+        )
+    }
+
+    fn decode_step(
+        &self,
+        tokens: &Tensor,
+        cache: &mut KvCache,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let _s = obs.enter(DECODE_STEP);
+        let emb = self.decoder.embed(&tokens.f_view([-1, 1])?)?;
+        let hidden = self.decoder.forward(&emb, cache)?;
+        self.last_logits(&hidden)
+    }
+
+    fn decode_step_device(&self, tokens: &Tensor, cache: &KvCache, window: i64) -> Result<Tensor> {
+        let emb = self.decoder.embed(&tokens.f_view([-1, 1])?)?;
+        let hidden = self.decoder.forward_device_step(&emb, cache, window)?;
+        self.last_logits(&hidden)
+    }
+
+    /// Left-padded prompts into an empty cache (pad = EOS; padded keys are masked).
+    fn prefill_text(
+        &self,
+        prompts: &[&[i64]],
+        cache: &mut KvCache,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        ensure!(!prompts.is_empty(), "prefill needs at least one prompt");
+        ensure!(cache.is_empty(), "prefill needs an empty KV cache");
+        ensure!(
+            cache.batch() == prompts.len() as i64,
+            "{} prompts for a KV cache of batch {}",
+            prompts.len(),
+            cache.batch()
+        );
+        let _p = obs.enter(PREFILL);
+        let (flat, t, pads) = left_pad(prompts, self.arch.eos_token_id);
+        ensure!(t > 0, "empty prompt");
+        let ids = Tensor::f_from_slice(&flat)?
+            .f_view([prompts.len() as i64, t])?
+            .f_to_device(self.device)?;
+        cache.set_left_padding(&pads)?;
+        let hidden = self.decoder.forward(&self.decoder.embed(&ids)?, cache)?;
+        self.last_logits(&hidden)
+    }
+}
+
+#[cfg(test)]
+mod tests;

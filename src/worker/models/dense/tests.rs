@@ -1,0 +1,169 @@
+use super::*;
+use crate::models::common::fast_path_check::{check, prompts, variants};
+use crate::models::common::test_util::temp_dir;
+use llmprof::region::NoopObserver;
+
+fn tiny(name: &str) -> DenseArch {
+    presets::arch(&format!("{name}_tiny")).unwrap().unwrap()
+}
+
+fn build(a: &DenseArch, seed: i64) -> DenseLm {
+    let w = checkpoint::synthetic(a, seed, Device::Cpu, Kind::Float).unwrap();
+    DenseLm::load(&w, a, Device::Cpu, Kind::Float, &ModelOptim::default()).unwrap()
+}
+
+fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
+    (a - b).abs().max().double_value(&[])
+}
+
+#[test]
+fn tiny_presets_are_the_tiny_of_the_real_ones() {
+    for name in ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"] {
+        let real = presets::arch(name).unwrap().unwrap();
+        assert_eq!(real.tiny(), tiny(name), "{name}");
+    }
+}
+
+#[test]
+fn cached_decode_equals_full_prefill_and_batches_equal_rows() {
+    // Decode steps attend with the GQA head fold, prefill with repeated K/V: both must agree.
+    for name in ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"] {
+        let a = tiny(name);
+        let m = build(&a, 3);
+        let obs = NoopObserver;
+        let seq = &prompts(&[12], a.vocab_size, 2)[0];
+        let mut c1 = m.new_cache(1, 16).unwrap();
+        let full = m.prefill_text(&[seq], &mut c1, &obs).unwrap();
+        let mut c2 = m.new_cache(1, 16).unwrap();
+        let mut l = m.prefill_text(&[&seq[..8]], &mut c2, &obs).unwrap();
+        for &tok in &seq[8..] {
+            l = m
+                .decode_step(&Tensor::from_slice(&[tok]), &mut c2, &obs)
+                .unwrap();
+        }
+        assert!(
+            max_diff(&full, &l) < 1e-4,
+            "{name}: {}",
+            max_diff(&full, &l)
+        );
+        let mut c3 = m.new_cache(1, 16).unwrap();
+        let shorter = m.prefill_text(&[&seq[..11]], &mut c3, &obs).unwrap();
+        assert!(max_diff(&full, &shorter) > 1e-3, "{name}");
+        // A left-padded batch gives each row's own logits.
+        let b = &prompts(&[5], a.vocab_size, 9)[0];
+        let mut cb = m.new_cache(2, 16).unwrap();
+        let lb = m.prefill_text(&[seq, b], &mut cb, &obs).unwrap();
+        let mut cs = m.new_cache(1, 16).unwrap();
+        let ls = m.prefill_text(&[b], &mut cs, &obs).unwrap();
+        assert!(max_diff(&lb.get(1), &ls.get(0)) < 1e-4, "{name}");
+        assert!(max_diff(&lb.get(0), &full.get(0)) < 1e-4, "{name}");
+    }
+}
+
+#[test]
+fn llama3_rope_scaling_changes_only_low_frequencies() {
+    use crate::models::common::attention::Rope;
+    let a = tiny("llama3_1_8b");
+    let s = a.rope_scaling.clone().unwrap();
+    let plain = Rope::new(a.head_dim, a.rope_theta, Device::Cpu).unwrap();
+    let scaled = Rope::with_scaling(a.head_dim, a.rope_theta, Some(&s), Device::Cpu).unwrap();
+    let pos = Tensor::from_slice(&[1i64]).view([1, 1]);
+    let (c0, _) = plain.cos_sin(&pos, Kind::Double).unwrap();
+    let (c1, _) = scaled.cos_sin(&pos, Kind::Double).unwrap();
+    let (c0, c1) = (
+        Vec::<f64>::try_from(&c0.view([-1])).unwrap(),
+        Vec::<f64>::try_from(&c1.view([-1])).unwrap(),
+    );
+    // inv_freq_i = θ^(−2i/d): i = 0 has wavelength 2π < 64/4 (kept); the last one's wavelength
+    // 2π·θ^((d−2)/d) is far above 64/1 (divided by 8): cos(f) → cos(f/8).
+    let d = a.head_dim as usize;
+    assert!((c0[0] - c1[0]).abs() < 1e-12);
+    let f_last = a.rope_theta.powf(-((d - 2) as f64) / d as f64);
+    assert!(
+        (c1[d / 2 - 1] - (f_last / s.factor).cos()).abs() < 1e-6,
+        "{c1:?}"
+    );
+    assert!((c0[d / 2 - 1] - f_last.cos()).abs() < 1e-6);
+}
+
+#[test]
+fn every_fast_path_switch_matches_eager_for_each_preset() {
+    for name in ["qwen2_5_0_5b", "llama3_1_8b"] {
+        let a = tiny(name);
+        let p = prompts(&[21, 7], a.vocab_size, 1);
+        let subject = fast_path::Subject {
+            arch: a,
+            device: Device::Cpu,
+            seed: 5,
+        };
+        let checks = check(&subject, &p, 24, 8).unwrap();
+        assert_eq!(checks.len(), 2 * variants(8, false).len());
+        assert!(!checks.iter().any(|c| c.variant == "grouped_moe"));
+        for c in &checks {
+            assert!(c.passed, "{name}: {c:?}");
+        }
+    }
+}
+
+#[test]
+fn sharded_checkpoint_loads_and_bad_ones_name_the_tensor() {
+    let a = tiny("qwen2_5_7b");
+    let w = checkpoint::synthetic(&a, 4, Device::Cpu, Kind::Float).unwrap();
+    let dir = temp_dir("dense-sharded");
+    let mut names: Vec<&String> = w.keys().collect();
+    names.sort();
+    let (x, y) = names.split_at(names.len() / 2);
+    let mut map = serde_json::Map::new();
+    for (file, part) in [
+        ("model-00001-of-00002.safetensors", x),
+        ("model-00002-of-00002.safetensors", y),
+    ] {
+        let named: Vec<(&str, &Tensor)> = part.iter().map(|n| (n.as_str(), &w[*n])).collect();
+        Tensor::write_safetensors(&named, dir.join(file)).unwrap();
+        for n in part {
+            map.insert(n.to_string(), file.into());
+        }
+    }
+    let index = serde_json::json!({"metadata": {}, "weight_map": map});
+    std::fs::write(dir.join("model.safetensors.index.json"), index.to_string()).unwrap();
+    let back = checkpoint::load(&dir, &a, Device::Cpu, Kind::Float).unwrap();
+    assert_eq!(back.len(), w.len());
+    for (n, t) in &w {
+        assert!(back[n].equal(t), "{n}");
+    }
+    // The loaded model computes what the synthetic one does.
+    let obs = NoopObserver;
+    let p = &prompts(&[6], a.vocab_size, 3)[0];
+    let run = |t: &HashMap<String, Tensor>| {
+        let m = DenseLm::load(t, &a, Device::Cpu, Kind::Float, &ModelOptim::default()).unwrap();
+        let mut c = m.new_cache(1, 8).unwrap();
+        m.prefill_text(&[p], &mut c, &obs).unwrap()
+    };
+    assert!(run(&back).equal(&run(&w)));
+
+    // One tensor missing, one with a wrong shape: both named.
+    let bad = temp_dir("dense-bad");
+    let mut named: Vec<(String, Tensor)> = w
+        .iter()
+        .filter(|(n, _)| n.as_str() != "model.layers.1.self_attn.k_proj.bias")
+        .map(|(n, t)| (n.clone(), t.shallow_clone()))
+        .collect();
+    for (n, t) in named.iter_mut() {
+        if n == "model.layers.0.mlp.up_proj.weight" {
+            *t = Tensor::zeros([7, 128], (Kind::Float, Device::Cpu));
+        }
+    }
+    Tensor::write_safetensors(&named, bad.join("model.safetensors")).unwrap();
+    let err = format!(
+        "{:#}",
+        checkpoint::load(&bad, &a, Device::Cpu, Kind::Float).unwrap_err()
+    );
+    assert!(
+        err.contains("1 missing") && err.contains("model.layers.1.self_attn.k_proj.bias"),
+        "{err}"
+    );
+    assert!(
+        err.contains("model.layers.0.mlp.up_proj.weight: file [7, 128], expected [384, 128]"),
+        "{err}"
+    );
+}

@@ -1,0 +1,173 @@
+//! Dense decoder presets end to end on the CPU: each preset runs as its tiny fallback (with the
+//! notice), on the text datasets, and writes every artifact with TTFT/TPOT and ISL/OSL.
+use crate::support::{repo_root, run_in, scratch, stderr};
+use llmprof::report::RunReport;
+
+fn stage1(tag: &str, args: &[&str]) -> (std::path::PathBuf, RunReport) {
+    let dir = scratch(tag);
+    let conf = repo_root().join("conf").display().to_string();
+    let mut all = vec!["--config-dir", &conf, "stage1"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&[
+        "runtime.repeats=2",
+        "runtime.warmup=1",
+        "pipeline.torch_profiler.max_decode_steps=2",
+        "hydra.run.dir=run",
+    ]);
+    let out = run_in(&dir, &all);
+    assert!(
+        out.status.success(),
+        "{tag}: stage1 failed:\n{}",
+        stderr(&out)
+    );
+    let run = dir.join("run");
+    let text = std::fs::read_to_string(run.join("metrics.json")).unwrap();
+    let m: RunReport = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("metrics.json does not match the schema: {e}"));
+    (run, m)
+}
+
+#[test]
+fn each_preset_runs_stage1_as_its_tiny_fallback_on_random_tokens() {
+    for preset in ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"] {
+        let model = format!("model={preset}");
+        let (run, m) = stage1(
+            &format!("dense-{preset}"),
+            &[
+                &model,
+                "dataset=random_tokens",
+                "dataset.num_prompts=2",
+                "dataset.input_len=10",
+                "dataset.output_len=4",
+                "dataset.range_ratio=0.5",
+                "infer.ignore_eos=true",
+                "infer.no_repeat_ngram_size=0",
+            ],
+        );
+        for f in [
+            "report.md",
+            "metrics.json",
+            "stakeholder_summary.md",
+            "operators.md",
+            "kernels.md",
+            "kernels.json",
+            "trace.json",
+            "nvml.csv",
+            "env.json",
+            "inputs.yaml",
+            "assumptions.md",
+            "static_compute.json",
+            "static_compute.md",
+            "status.json",
+            "config.resolved.yaml",
+        ] {
+            let p = run.join(f);
+            assert!(
+                p.is_file() && std::fs::metadata(&p).unwrap().len() > 0,
+                "{preset}: {f} missing or empty"
+            );
+        }
+        assert_eq!(m.setup.model, format!("{preset}_tiny"));
+        assert_eq!(m.setup.mode, None, "text models have no resolution mode");
+        assert!(
+            m.notes.iter().any(|n| n.contains("CPU fallback")),
+            "{preset}: {:?}",
+            m.notes
+        );
+        for stage in ["prefill", "decode", "decode_step", "e2e"] {
+            assert!(m.stages.contains_key(stage), "{preset}: {stage} missing");
+        }
+        assert!(
+            !m.stages.contains_key("vision"),
+            "{preset}: no vision region"
+        );
+        assert_eq!(m.requests.len(), 4);
+        let inputs = std::fs::read_to_string(run.join("inputs.yaml")).unwrap();
+        for r in &m.requests {
+            // ISL drawn from [5, 15], OSL from [2, 6]; ignore_eos gives each row exactly its OSL.
+            assert_eq!(r.isl.len(), 1);
+            assert!((5..=15).contains(&r.isl[0]), "{preset}: {r:?}");
+            assert!((2..=6).contains(&r.osl[0]), "{preset}: {r:?}");
+            assert!(
+                inputs.contains(&format!("output_len: {}", r.osl[0])),
+                "{inputs}"
+            );
+            assert_eq!(r.output_tokens, r.osl[0]);
+            assert!(
+                r.ttft_ms.is_some() && r.tpot_ms.is_some(),
+                "{preset}: {r:?}"
+            );
+        }
+        let f = m.flops.expect("analytic FLOPs");
+        assert!(f.prefill_gflop > 0.0 && f.vision_gflop == 0.0, "{f:?}");
+        let stat = std::fs::read_to_string(run.join("static_compute.md")).unwrap();
+        assert!(stat.contains("attention core"), "{stat}");
+    }
+}
+
+#[test]
+fn prompts_dataset_runs_with_a_batch_and_byte_fallback_notice() {
+    let (_, m) = stage1(
+        "dense-prompts",
+        &[
+            "model=llama3_1_8b_tiny",
+            "dataset=prompts",
+            "dataset.sampling.num_samples_per_epoch=3",
+            "runtime.batch_size=2",
+            "infer.max_new_tokens=3",
+            "infer.ignore_eos=true",
+            "infer.no_repeat_ngram_size=0",
+        ],
+    );
+    // 3 prompts in batches of 2 and 1, two repeats each.
+    assert_eq!(m.requests.len(), 4);
+    assert!(m
+        .requests
+        .iter()
+        .any(|r| r.batch_rows == 2 && r.isl.len() == 2));
+    assert!(
+        m.notes.iter().any(|n| n.contains("byte by byte")),
+        "{:?}",
+        m.notes
+    );
+    assert!(m.requests.iter().all(|r| r.osl.iter().all(|&o| o == 3)));
+}
+
+#[test]
+fn text_and_image_mismatches_are_clear_errors() {
+    let dir = scratch("dense-mismatch");
+    let conf = repo_root().join("conf").display().to_string();
+    let out = run_in(
+        &dir,
+        &[
+            "--config-dir",
+            &conf,
+            "stage1",
+            "model=qwen2_5_0_5b_tiny",
+            "hydra.run.dir=run",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("text model") && err.contains("dataset=random_tokens"),
+        "{err}"
+    );
+    let out = run_in(
+        &dir,
+        &[
+            "--config-dir",
+            &conf,
+            "stage1",
+            "model=deepseek_ocr_tiny",
+            "dataset=random_tokens",
+            "hydra.run.dir=run2",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("reads page images"),
+        "{}",
+        stderr(&out)
+    );
+}
