@@ -5,6 +5,7 @@ pub mod launch;
 mod multirun;
 pub mod nsight_stage;
 mod print_cfg;
+mod report_cmd;
 pub mod shutdown;
 
 use crate::cli::{AnalyzeTool, Cli, Command};
@@ -66,6 +67,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             }
         }
         Some(Command::Debug { .. }) => forward_to_worker(),
+        Some(Command::Report { dir, open }) => report_cmd::run(&dir, open),
         Some(Command::Analyze { tool }) => {
             let json = matches!(flags.format, Some(crate::cli::Format::Json));
             let text = match tool {

@@ -5,6 +5,7 @@
 use super::launch::run_one;
 use super::shutdown::{self, run_exit_code};
 use crate::config::{self, sweep, ComposeRequest};
+use crate::report::sweep::SweepJob;
 use crate::run_dir::{create_fresh_dir, write_atomic, RunState};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -45,10 +46,23 @@ fn write_summary(dir: &Path, rows: &[JobRow], jobs: &[Vec<String>], running_stat
             dir: String::new(),
         });
     }
-    let path = dir.join("summary.md");
-    if let Err(e) = write_atomic(&path, &summary_table(&all)) {
-        eprintln!("llmprof: {e:#}");
-    }
+    let jobs: Vec<SweepJob> = all
+        .into_iter()
+        .map(|r| {
+            let (status, error) = match r.status.split_once(": ") {
+                Some((s, e)) => (s.to_string(), Some(e.to_string())),
+                None => (r.status, None),
+            };
+            SweepJob {
+                overrides: jobs.get(r.num).cloned().unwrap_or_default(),
+                num: r.num,
+                status,
+                error,
+                dir: (!r.dir.is_empty()).then(|| PathBuf::from(r.dir)),
+            }
+        })
+        .collect();
+    crate::report::html::write_sweep_files(dir, &jobs);
 }
 
 pub fn run(command: &str, req: ComposeRequest) -> Result<i32> {

@@ -166,6 +166,15 @@ fn request_record(t: &TimedRequest, cold: bool) -> RequestRecord {
         output_tokens_per_s: s.output_tokens_per_s,
         itl_ms: s.itl_ms,
         cold,
+        windows: t
+            .windows
+            .iter()
+            .map(|(stage, start, end)| StageWindow {
+                stage: stage.clone(),
+                start_unix_ns: *start,
+                end_unix_ns: *end,
+            })
+            .collect(),
     }
 }
 
