@@ -11,5 +11,6 @@ mod fuzz_interpolation;
 mod fuzz_overrides;
 mod fuzz_support;
 mod nsight_fuzz;
+mod report;
 mod stage2;
 mod support;

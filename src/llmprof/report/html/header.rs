@@ -21,7 +21,7 @@ pub fn banners(a: &RunArtifacts) -> Vec<String> {
         _ => false,
     };
     if synthetic {
-        out.push(format!("Synthetic weights: {SYNTHETIC_NOTE}"));
+        out.push(SYNTHETIC_NOTE.to_string());
     }
     if let Some(s) = &a.status {
         let state = format!("{:?}", s.state).to_lowercase();

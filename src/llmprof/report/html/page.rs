@@ -66,7 +66,7 @@ pub fn chart(id: &str, plot: &Plot) -> String {
 
 /// plotly.js as the `plotly` crate embeds it (its `plotly_embed_js` feature), without the
 /// MathJax bundle the crate appends (no chart here uses LaTeX).
-fn plotly_js() -> String {
+pub fn plotly_js() -> String {
     let sources = Plot::offline_js_sources();
     let body = sources
         .split_once('>')

@@ -82,9 +82,20 @@ fn jobs(root: &Path, t: &SweepTable) -> String {
         }
     }
     let mut s = table.html();
+    let common: Vec<&String> = t
+        .rows
+        .first()
+        .map(|r| {
+            r.job
+                .overrides
+                .iter()
+                .filter(|o| !t.axes.iter().any(|a| o.trim_start_matches(['+', '~']).starts_with(&format!("{a}="))))
+                .collect()
+        })
+        .unwrap_or_default();
     s.push_str(&format!(
-        "<p class=\"note\">Overrides of every job: {}. tokens/s is per GPU (all output tokens ÷ the requests' summed e2e time); per user is one batch row's rate. MFU is end to end, MBU of decode.</p>\n",
-        esc(&t.rows.iter().map(|r| format!("#{} {}", r.job.num, r.job.overrides.join(" "))).collect::<Vec<_>>().join("; "))
+        "<p class=\"note\">Overrides every job shares: <code>{}</code>. tokens/s is per GPU (all output tokens ÷ the requests' summed e2e time); per user is one batch row's rate. MFU is end to end, MBU of decode.</p>\n",
+        esc(&common.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" "))
     ));
     s
 }

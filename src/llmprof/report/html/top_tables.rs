@@ -89,6 +89,9 @@ pub fn section(a: &RunArtifacts) -> Section {
             }
             body.push_str(&t.html());
         }
+        (Some(_), _) => body.push_str(&no_data(
+            "kernels.json lists no kernel (a CPU run launches none)",
+        )),
         _ => body.push_str(&no_data(&format!(
             "no kernel table ({} absent{})",
             "kernels.json",

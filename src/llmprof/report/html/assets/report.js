@@ -23,7 +23,7 @@
     divs.forEach(function (div) {
       var mark = function (ok) {
         div.setAttribute("data-rendered", ok ? "1" : "0");
-        div.setAttribute("data-traces", String(div.querySelectorAll(".plot .trace, .barlayer .trace, .boxlayer .trace").length));
+        div.setAttribute("data-traces", String(div.querySelectorAll("g.trace").length));
         done();
       };
       try {
