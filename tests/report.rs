@@ -29,7 +29,11 @@ fn recorded(name: &str, scratch_name: &str) -> PathBuf {
 
 fn report(dir: &Path) -> PathBuf {
     let out = run_in(dir.parent().unwrap(), &["report", dir.to_str().unwrap()]);
-    assert!(out.status.success(), "llmprof report failed:\n{}", stderr(&out));
+    assert!(
+        out.status.success(),
+        "llmprof report failed:\n{}",
+        stderr(&out)
+    );
     let page = PathBuf::from(stdout(&out).trim());
     assert_eq!(page, dir.join("report.html"));
     page
@@ -45,13 +49,24 @@ fn report_rebuilds_the_page_and_rejects_what_is_not_a_run() {
     let missing = dir.join("no-such-run");
     let out = run_in(&dir, &["report", missing.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("is not a directory"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is not a directory"),
+        "{}",
+        stderr(&out)
+    );
     let empty = dir.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let out = run_in(&dir, &["report", empty.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("not an llmprof run directory"), "{}", stderr(&out));
-    assert!(!empty.join("report.html").exists(), "nothing written for a bad input");
+    assert!(
+        stderr(&out).contains("not an llmprof run directory"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !empty.join("report.html").exists(),
+        "nothing written for a bad input"
+    );
 }
 
 /// Chromium, when installed (LLMPROF_CHROMIUM names another binary).
@@ -124,6 +139,7 @@ fn report_pages_render_in_a_headless_browser() {
         .unwrap()
         .join("ci-artifacts");
     std::fs::create_dir_all(&shots).unwrap();
+    let body_tag = regex::Regex::new(r"<body[^>]*>").unwrap();
     for name in ["stage1-cpu", "stage2-h100", "sweep-cpu"] {
         let dir = recorded(name, "report-browser");
         let page = report(&dir);
@@ -142,15 +158,31 @@ fn report_pages_render_in_a_headless_browser() {
                 t.contains("data-rendered=\"1\"") && t.contains("js-plotly-plot"),
                 "{name}: chart not drawn: {t}"
             );
-            assert!(!t.contains("data-traces=\"0\""), "{name}: chart drew no trace: {t}");
+            assert!(
+                !t.contains("data-traces=\"0\""),
+                "{name}: chart drew no trace: {t}"
+            );
         }
         assert!(dom.contains("class=\"main-svg\""), "{name}: no plotly SVG");
-        let body = regex::Regex::new(r"<body[^>]*>").unwrap().find(&dom).map(|m| m.as_str().to_string()).unwrap_or_default();
-        assert!(!body.contains("data-script-errors"), "{name}: script errors on the page: {body}");
-        assert!(dom.contains("<pre id=\"script-errors\" hidden=\"\"></pre>"), "{name}: the error box is not empty");
+        let body = body_tag
+            .find(&dom)
+            .map(|m| m.as_str().to_string())
+            .unwrap_or_default();
+        assert!(
+            !body.contains("data-script-errors"),
+            "{name}: script errors on the page: {body}"
+        );
+        assert!(
+            dom.contains("<pre id=\"script-errors\" hidden=\"\"></pre>"),
+            "{name}: the error box is not empty"
+        );
         for bad in ["Uncaught", "CONSOLE(", "net::ERR"] {
             let lines: Vec<&str> = log.lines().filter(|l| l.contains(bad)).collect();
-            assert!(lines.is_empty(), "{name}: browser log has {bad}:\n{}", lines.join("\n"));
+            assert!(
+                lines.is_empty(),
+                "{name}: browser log has {bad}:\n{}",
+                lines.join("\n")
+            );
         }
         let png = shots.join(format!("report-{name}.png"));
         let _ = std::fs::remove_file(&png);
@@ -163,7 +195,11 @@ fn report_pages_render_in_a_headless_browser() {
             ],
         );
         let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
-        assert!(size > 20_000, "{name}: screenshot {} missing or blank", png.display());
+        assert!(
+            size > 20_000,
+            "{name}: screenshot {} missing or blank",
+            png.display()
+        );
         eprintln!("screenshot: {}", png.display());
     }
 }

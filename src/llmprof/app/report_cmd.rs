@@ -15,7 +15,11 @@ pub fn run(dir: &Path, open: bool) -> Result<i32> {
 
 /// Hands the page to the desktop's opener; says so when there is none (the page is written).
 fn open_in_browser(path: &Path) {
-    let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
     match std::process::Command::new(opener)
         .arg(path)
         .stdout(std::process::Stdio::null())

@@ -37,14 +37,62 @@ pub const TOKENS_PER_S_PER_USER: &str = "tokens_per_s_per_user";
 
 /// The headline metrics, in column order.
 pub const METRICS: [Metric; 8] = [
-    Metric { key: TTFT, title: "TTFT p50 ms", pointer: "/serving/ttft_ms/p50_ms", scale: 1.0, decimals: 2 },
-    Metric { key: TPOT, title: "TPOT p50 ms", pointer: "/serving/tpot_ms/p50_ms", scale: 1.0, decimals: 3 },
-    Metric { key: TOKENS_PER_S, title: "tokens/s", pointer: "/throughput/tokens_per_s_aggregate", scale: 1.0, decimals: 1 },
-    Metric { key: TOKENS_PER_S_PER_USER, title: "tokens/s per user", pointer: "/throughput/tokens_per_s_per_request_mean", scale: 1.0, decimals: 1 },
-    Metric { key: "mfu_pct", title: "MFU %", pointer: "/utilisation/mfu/e2e", scale: 100.0, decimals: 2 },
-    Metric { key: "mbu_pct", title: "MBU %", pointer: "/utilisation/mbu_decode", scale: 100.0, decimals: 2 },
-    Metric { key: "peak_memory_gib", title: "peak memory GiB", pointer: "/memory/peak_allocated_gib", scale: 1.0, decimals: 2 },
-    Metric { key: "energy_j_per_token", title: "J/token", pointer: "/nvml/energy_j_per_output_token", scale: 1.0, decimals: 3 },
+    Metric {
+        key: TTFT,
+        title: "TTFT p50 ms",
+        pointer: "/serving/ttft_ms/p50_ms",
+        scale: 1.0,
+        decimals: 2,
+    },
+    Metric {
+        key: TPOT,
+        title: "TPOT p50 ms",
+        pointer: "/serving/tpot_ms/p50_ms",
+        scale: 1.0,
+        decimals: 3,
+    },
+    Metric {
+        key: TOKENS_PER_S,
+        title: "tokens/s",
+        pointer: "/throughput/tokens_per_s_aggregate",
+        scale: 1.0,
+        decimals: 1,
+    },
+    Metric {
+        key: TOKENS_PER_S_PER_USER,
+        title: "tokens/s per user",
+        pointer: "/throughput/tokens_per_s_per_request_mean",
+        scale: 1.0,
+        decimals: 1,
+    },
+    Metric {
+        key: "mfu_pct",
+        title: "MFU %",
+        pointer: "/utilisation/mfu/e2e",
+        scale: 100.0,
+        decimals: 2,
+    },
+    Metric {
+        key: "mbu_pct",
+        title: "MBU %",
+        pointer: "/utilisation/mbu_decode",
+        scale: 100.0,
+        decimals: 2,
+    },
+    Metric {
+        key: "peak_memory_gib",
+        title: "peak memory GiB",
+        pointer: "/memory/peak_allocated_gib",
+        scale: 1.0,
+        decimals: 2,
+    },
+    Metric {
+        key: "energy_j_per_token",
+        title: "J/token",
+        pointer: "/nvml/energy_j_per_output_token",
+        scale: 1.0,
+        decimals: 3,
+    },
 ];
 
 /// One row of the summary.
@@ -68,7 +116,10 @@ pub struct SweepTable {
 
 impl SweepRow {
     pub fn value(&self, key: &str) -> Option<f64> {
-        METRICS.iter().position(|m| m.key == key).and_then(|i| self.values[i])
+        METRICS
+            .iter()
+            .position(|m| m.key == key)
+            .and_then(|i| self.values[i])
     }
 }
 
@@ -140,16 +191,22 @@ pub fn table(jobs: &[SweepJob]) -> SweepTable {
 
 fn read_metrics(dir: &Path) -> Result<Value, String> {
     let p = dir.join(METRICS_JSON);
-    let text = std::fs::read_to_string(&p).map_err(|e| format!("no numbers: {}: {e}", p.display()))?;
+    let text =
+        std::fs::read_to_string(&p).map_err(|e| format!("no numbers: {}: {e}", p.display()))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?;
     match v.get("schema").and_then(Value::as_str) {
         Some(s) if s.starts_with("llmprof.metrics/") => Ok(v),
-        _ => Err(format!("{}: not an llmprof metrics file (no schema)", p.display())),
+        _ => Err(format!(
+            "{}: not an llmprof metrics file (no schema)",
+            p.display()
+        )),
     }
 }
 
 fn pick(m: &Value, x: &Metric) -> Option<f64> {
-    m.pointer(x.pointer).and_then(Value::as_f64).map(|v| v * x.scale)
+    m.pointer(x.pointer)
+        .and_then(Value::as_f64)
+        .map(|v| v * x.scale)
 }
 
 /// A table cell: no pipes, no line breaks.
@@ -166,7 +223,10 @@ pub fn summary_markdown(jobs: &[SweepJob]) -> String {
     head.extend(["status".to_string(), "directory".to_string()]);
     let mut s = format!("| {} |\n|{}\n", head.join(" | "), "---|".repeat(head.len()));
     for r in &t.rows {
-        let mut cells = vec![r.job.num.to_string(), format!("`{}`", r.job.overrides.join(" "))];
+        let mut cells = vec![
+            r.job.num.to_string(),
+            format!("`{}`", r.job.overrides.join(" ")),
+        ];
         cells.extend(r.axis_values.iter().map(|v| md_cell(v)));
         cells.extend(METRICS.iter().zip(&r.values).map(|(m, v)| match v {
             Some(v) => format!("{v:.*}", m.decimals),
@@ -176,7 +236,13 @@ pub fn summary_markdown(jobs: &[SweepJob]) -> String {
             (Some(e), "failed") => md_cell(&format!("failed: {e}")),
             _ => r.job.status.clone(),
         });
-        cells.push(r.job.dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default());
+        cells.push(
+            r.job
+                .dir
+                .as_ref()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
+        );
         s.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     s
@@ -190,7 +256,10 @@ pub fn jobs_on_disk(root: &Path) -> std::io::Result<Vec<SweepJob>> {
         .filter(|p| p.join(crate::run_dir::STATUS_FILE).is_file())
         .collect();
     dirs.sort_by_key(|p| {
-        let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
         (name.parse::<usize>().unwrap_or(usize::MAX), name)
     });
     Ok(dirs
@@ -200,7 +269,11 @@ pub fn jobs_on_disk(root: &Path) -> std::io::Result<Vec<SweepJob>> {
             let status = read_status(&dir).ok();
             let overrides = std::fs::read_to_string(dir.join(".hydra/overrides.yaml"))
                 .ok()
-                .and_then(|t| serde_yaml::from_str::<Option<Vec<String>>>(&t).ok().flatten())
+                .and_then(|t| {
+                    serde_yaml::from_str::<Option<Vec<String>>>(&t)
+                        .ok()
+                        .flatten()
+                })
                 .unwrap_or_default();
             let num = dir
                 .file_name()

@@ -89,7 +89,10 @@ pub fn section(a: &RunArtifacts) -> Section {
         rows.push(("model load".into(), format!("{:.0} ms", s.load_ms)));
     } else if let Some(spec) = &a.spec {
         rows.push(("device".into(), spec.device.clone()));
-        rows.push(("dtype".into(), format!("{:?}", spec.model.dtype).to_lowercase()));
+        rows.push((
+            "dtype".into(),
+            format!("{:?}", spec.model.dtype).to_lowercase(),
+        ));
         rows.push(("mode".into(), spec.model.preprocess.mode.name().into()));
         rows.push(("batch size".into(), spec.runtime.batch_size.to_string()));
     }
@@ -125,7 +128,11 @@ pub fn section(a: &RunArtifacts) -> Section {
         )),
         None => body.push_str("<p class=\"note\">No env.json in this directory.</p>\n"),
     }
-    let notes = a.metrics.as_ref().map(|m| m.notes.as_slice()).unwrap_or(&[]);
+    let notes = a
+        .metrics
+        .as_ref()
+        .map(|m| m.notes.as_slice())
+        .unwrap_or(&[]);
     if !notes.is_empty() {
         body.push_str("<h3>Notes</h3>\n<ul>\n");
         for n in notes {

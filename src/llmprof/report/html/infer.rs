@@ -27,7 +27,12 @@ pub fn section(a: &RunArtifacts) -> Section {
         ],
     );
     for p in &a.predictions {
-        let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let s = |k: &str| {
+            p.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
         let n = |k: &str| p.get(k).and_then(Value::as_f64);
         let name = s("name");
         let body = s("text");

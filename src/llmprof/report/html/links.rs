@@ -6,11 +6,20 @@ use super::page::{esc, Section};
 /// (file, what it is), in the order shown.
 const ARTIFACTS: &[(&str, &str)] = &[
     ("report.md", "the Markdown report"),
-    ("metrics.json", "every number of this page (schema: docs/metrics-schema.md)"),
-    ("trace.json", "Kineto trace: open in https://ui.perfetto.dev or chrome://tracing"),
+    (
+        "metrics.json",
+        "every number of this page (schema: docs/metrics-schema.md)",
+    ),
+    (
+        "trace.json",
+        "Kineto trace: open in https://ui.perfetto.dev or chrome://tracing",
+    ),
     ("nvml.csv", "NVML samples"),
     ("kernels.json", "kernel table of the Kineto pass"),
-    ("kernels.md", "kernel table (Kineto, or Nsight Systems in stage 2)"),
+    (
+        "kernels.md",
+        "kernel table (Kineto, or Nsight Systems in stage 2)",
+    ),
     ("operators.md", "operator table"),
     ("stakeholder_summary.md", "one-page summary"),
     ("static_compute.md", "analytic FLOPs and bytes"),
@@ -25,7 +34,10 @@ const ARTIFACTS: &[(&str, &str)] = &[
     ("ncu.md", "Nsight Compute analysis"),
     ("ncu_kernels.json", "Nsight Compute analysis as JSON"),
     ("nsys_summary.json", "Nsight Systems summary"),
-    ("nsys/profile.nsys-rep", "Nsight Systems report (open in nsys-ui)"),
+    (
+        "nsys/profile.nsys-rep",
+        "Nsight Systems report (open in nsys-ui)",
+    ),
     ("stage2_problems.md", "what went wrong in stage 2"),
     ("cmd.txt", "profiler command lines"),
     ("predictions.jsonl", "predictions"),

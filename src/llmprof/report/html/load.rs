@@ -80,7 +80,7 @@ impl RunArtifacts {
                 .filter(|l| !l.starts_with('#'))
                 .map(|l| format!("{l}\n"))
                 .collect();
-            a.nvml = a.parse(NVML_CSV, &rows, |t| NvmlTrace::from_csv(t));
+            a.nvml = a.parse(NVML_CSV, &rows, NvmlTrace::from_csv);
         }
         a.predictions = a
             .read(PREDICTIONS_JSONL, |t| {

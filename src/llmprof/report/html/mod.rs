@@ -68,7 +68,8 @@ pub fn is_multirun_root(dir: &Path) -> bool {
 /// The page of `dir`: a multirun root's sweep page, or a run directory's page.
 pub fn render(dir: &Path) -> Result<String> {
     if is_multirun_root(dir) {
-        let jobs = jobs_on_disk(dir).with_context(|| format!("listing the jobs of {}", dir.display()))?;
+        let jobs =
+            jobs_on_disk(dir).with_context(|| format!("listing the jobs of {}", dir.display()))?;
         return Ok(render_sweep(dir, &jobs));
     }
     Ok(render_run(&RunArtifacts::load(dir)?))
@@ -91,7 +92,10 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
 /// report.html that says what went wrong, never failing the run.
 pub fn write_after_run(dir: &Path) {
     if let Err(e) = write(dir) {
-        let msg = format!("report.html could not be built: {e:#} (rebuild it with `llmprof report {}`)", dir.display());
+        let msg = format!(
+            "report.html could not be built: {e:#} (rebuild it with `llmprof report {}`)",
+            dir.display()
+        );
         tracing::warn!("{msg}");
         let page = Page {
             title: "llmprof report".into(),
@@ -113,7 +117,8 @@ pub fn write_sweep_files(root: &Path, jobs: &[SweepJob]) {
         tracing::warn!("summary.md: {e:#}");
         eprintln!("llmprof: {e:#}");
     }
-    if let Err(e) = crate::run_dir::write_atomic(&root.join(REPORT_HTML), &render_sweep(root, jobs)) {
+    if let Err(e) = crate::run_dir::write_atomic(&root.join(REPORT_HTML), &render_sweep(root, jobs))
+    {
         tracing::warn!("report.html of the sweep: {e:#}");
         eprintln!("llmprof: {e:#}");
     }

@@ -11,6 +11,9 @@ use plotly::common::{Marker, Title};
 use plotly::layout::Axis;
 use plotly::{Bar, Histogram, Plot};
 
+/// Reads one ncu metric of a kernel.
+type Metric = fn(&KernelMetrics) -> Option<f64>;
+
 pub fn section(a: &RunArtifacts) -> Section {
     let title = "Kernels under Nsight Compute (roofline)";
     let Some(n) = &a.ncu else {
@@ -24,15 +27,25 @@ pub fn section(a: &RunArtifacts) -> Section {
     let mut body = super::roofline::html(&n.roofline);
     body.push_str("<div class=\"grid\">\n");
     body.push_str(&chart("chart-bound-share", &bound_share(n)));
-    body.push_str("</div>\n<h3>Metric distributions across the profiled kernels</h3>\n<div class=\"grid\">\n");
-    let hists: [(&str, &str, fn(&KernelMetrics) -> Option<f64>); 5] = [
-        ("chart-hist-occupancy", "achieved occupancy %", |k| k.achieved_occupancy_pct),
-        ("chart-hist-sm", "SM throughput % of peak", |k| k.sm_throughput_pct),
-        ("chart-hist-dram", "DRAM throughput % of peak", |k| k.dram_throughput_pct),
-        ("chart-hist-tensor", "tensor pipe %", |k| k.tensor_pipe_pct),
-        ("chart-hist-intensity", "log10 arithmetic intensity (FLOP/byte)", |k| {
-            k.arithmetic_intensity.filter(|v| *v > 0.0).map(f64::log10)
+    body.push_str(
+        "</div>\n<h3>Metric distributions across the profiled kernels</h3>\n<div class=\"grid\">\n",
+    );
+    let hists: [(&str, &str, Metric); 5] = [
+        ("chart-hist-occupancy", "achieved occupancy %", |k| {
+            k.achieved_occupancy_pct
         }),
+        ("chart-hist-sm", "SM throughput % of peak", |k| {
+            k.sm_throughput_pct
+        }),
+        ("chart-hist-dram", "DRAM throughput % of peak", |k| {
+            k.dram_throughput_pct
+        }),
+        ("chart-hist-tensor", "tensor pipe %", |k| k.tensor_pipe_pct),
+        (
+            "chart-hist-intensity",
+            "log10 arithmetic intensity (FLOP/byte)",
+            |k| k.arithmetic_intensity.filter(|v| *v > 0.0).map(f64::log10),
+        ),
     ];
     for (k, (id, label, f)) in hists.iter().enumerate() {
         let values: Vec<f64> = n.kernels.iter().filter_map(f).collect();
@@ -65,7 +78,11 @@ fn bound_share(n: &NcuAnalysis) -> Plot {
         plot.add_trace(
             Bar::new(vec![s.class.label().to_string()], vec![s.share_pct])
                 .name(format!("{} ({} kernels)", s.class.label(), s.kernels))
-                .hover_text(format!("{:.1} µs in {} kernels", s.time_ns / 1e3, s.kernels))
+                .hover_text(format!(
+                    "{:.1} µs in {} kernels",
+                    s.time_ns / 1e3,
+                    s.kernels
+                ))
                 .marker(Marker::new().color(bound_color(s.class))),
         );
     }

@@ -82,9 +82,7 @@ impl Page {
     pub fn render(&self) -> String {
         let mut html = String::with_capacity(5 << 20);
         html.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-        html.push_str(
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
-        );
+        html.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
         html.push_str(&format!("<title>{}</title>\n", esc(&self.title)));
         html.push_str(&format!("<style>\n{CSS}</style>\n</head>\n<body>\n"));
         html.push_str("<nav>\n");

@@ -60,11 +60,18 @@ fn hover(r: &Row) -> String {
 
 /// Marker size from GPU time: 8 to 30 px by the square root of the share of the largest.
 fn sizes(points: &[(&Row, f64, f64)]) -> Vec<usize> {
-    let max = points.iter().map(|p| p.0.point.weight_ns).fold(0.0, f64::max);
+    let max = points
+        .iter()
+        .map(|p| p.0.point.weight_ns)
+        .fold(0.0, f64::max);
     points
         .iter()
         .map(|p| {
-            let share = if max > 0.0 { p.0.point.weight_ns / max } else { 0.0 };
+            let share = if max > 0.0 {
+                p.0.point.weight_ns / max
+            } else {
+                0.0
+            };
             (8.0 + 22.0 * share.sqrt()).round() as usize
         })
         .collect()
@@ -72,21 +79,28 @@ fn sizes(points: &[(&Row, f64, f64)]) -> Vec<usize> {
 
 fn add_classes(plot: &mut Plot, points: &[(&Row, f64, f64)]) {
     for class in BoundClass::ALL {
-        let of: Vec<(&Row, f64, f64)> = points.iter().filter(|p| p.0.bound.class == class).cloned().collect();
+        let of: Vec<(&Row, f64, f64)> = points
+            .iter()
+            .filter(|p| p.0.bound.class == class)
+            .cloned()
+            .collect();
         if of.is_empty() {
             continue;
         }
         plot.add_trace(
-            Scatter::new(of.iter().map(|p| p.1).collect(), of.iter().map(|p| p.2).collect())
-                .name(class.label())
-                .mode(Mode::Markers)
-                .hover_text_array(of.iter().map(|p| hover(p.0)).collect())
-                .marker(
-                    Marker::new()
-                        .color(bound_color(class))
-                        .size_array(sizes(&of))
-                        .opacity(0.8),
-                ),
+            Scatter::new(
+                of.iter().map(|p| p.1).collect(),
+                of.iter().map(|p| p.2).collect(),
+            )
+            .name(class.label())
+            .mode(Mode::Markers)
+            .hover_text_array(of.iter().map(|p| hover(p.0)).collect())
+            .marker(
+                Marker::new()
+                    .color(bound_color(class))
+                    .size_array(sizes(&of))
+                    .opacity(0.8),
+            ),
         );
     }
 }
@@ -104,8 +118,16 @@ fn physical(r: &RooflineReport, rows: &[&Row]) -> Plot {
     plot.set_layout(
         base_layout("Roofline (executed FLOPs)")
             .height(480)
-            .x_axis(Axis::new().type_(AxisType::Log).title(Title::with_text("arithmetic intensity, FLOP/byte (DRAM)")))
-            .y_axis(Axis::new().type_(AxisType::Log).title(Title::with_text("TFLOP/s"))),
+            .x_axis(
+                Axis::new()
+                    .type_(AxisType::Log)
+                    .title(Title::with_text("arithmetic intensity, FLOP/byte (DRAM)")),
+            )
+            .y_axis(
+                Axis::new()
+                    .type_(AxisType::Log)
+                    .title(Title::with_text("TFLOP/s")),
+            ),
     );
     plot
 }
@@ -119,9 +141,19 @@ fn add_roofs(plot: &mut Plot, roofs: &Roofs, rows: &[&Row], points: &[(&Row, f64
     used.dedup();
     let ridges: Vec<(Precision, f64, f64)> = used
         .iter()
-        .filter_map(|p| Some((*p, roofs.ridge(Some(*p))?, *roofs.compute_flops_per_s.get(p)? / 1e12)))
+        .filter_map(|p| {
+            Some((
+                *p,
+                roofs.ridge(Some(*p))?,
+                *roofs.compute_flops_per_s.get(p)? / 1e12,
+            ))
+        })
         .collect();
-    let xs: Vec<f64> = points.iter().map(|p| p.1).chain(ridges.iter().map(|r| r.1)).collect();
+    let xs: Vec<f64> = points
+        .iter()
+        .map(|p| p.1)
+        .chain(ridges.iter().map(|r| r.1))
+        .collect();
     let x_lo = xs.iter().cloned().fold(f64::INFINITY, f64::min) / 10.0;
     let x_hi = xs.iter().cloned().fold(0.0, f64::max) * 10.0;
     let top_ridge = ridges.iter().map(|r| r.1).fold(x_lo, f64::max);
@@ -150,7 +182,9 @@ fn normalised_points<'a>(r: &RooflineReport, rows: &[&'a Row]) -> Vec<(&'a Row, 
     plottable(rows)
         .into_iter()
         .filter_map(|(row, ai, f)| {
-            let roofs = Roofs::from_peaks(&peaks.at_clocks(row.point.sm_clock_mhz, row.point.dram_clock_mhz));
+            let roofs = Roofs::from_peaks(
+                &peaks.at_clocks(row.point.sm_clock_mhz, row.point.dram_clock_mhz),
+            );
             let prec = row.point.precision.unwrap_or(Precision::Fp32);
             let ridge = roofs.ridge(Some(prec))?;
             let peak = *roofs.compute_flops_per_s.get(&prec)?;
@@ -173,8 +207,16 @@ fn normalised(points: &[(&Row, f64, f64)]) -> Plot {
     plot.set_layout(
         base_layout("Normalised roofline (each kernel's own roofs)")
             .height(480)
-            .x_axis(Axis::new().type_(AxisType::Log).title(Title::with_text("intensity ÷ ridge")))
-            .y_axis(Axis::new().type_(AxisType::Log).title(Title::with_text("FLOP/s ÷ compute roof"))),
+            .x_axis(
+                Axis::new()
+                    .type_(AxisType::Log)
+                    .title(Title::with_text("intensity ÷ ridge")),
+            )
+            .y_axis(
+                Axis::new()
+                    .type_(AxisType::Log)
+                    .title(Title::with_text("FLOP/s ÷ compute roof")),
+            ),
     );
     plot
 }

@@ -12,10 +12,22 @@ use std::path::Path;
 
 pub fn render(root: &Path, t: &SweepTable) -> String {
     let failed = t.rows.iter().filter(|r| r.job.status == "failed").count();
-    let done = t.rows.iter().filter(|r| r.job.status == "succeeded").count();
+    let done = t
+        .rows
+        .iter()
+        .filter(|r| r.job.status == "succeeded")
+        .count();
     let mut sections = vec![Section::new("jobs", "Jobs", jobs(root, t))];
-    sections.push(Section::new("metrics", "Metrics against the sweep", metric_charts(t)));
-    sections.push(Section::new("pareto", "Throughput against latency", pareto(t)));
+    sections.push(Section::new(
+        "metrics",
+        "Metrics against the sweep",
+        metric_charts(t),
+    ));
+    sections.push(Section::new(
+        "pareto",
+        "Throughput against latency",
+        pareto(t),
+    ));
     sections.push(Section::new(
         "artifacts",
         "Raw artifacts",
@@ -23,14 +35,21 @@ pub fn render(root: &Path, t: &SweepTable) -> String {
     ));
     let mut banners = Vec::new();
     if failed > 0 {
-        banners.push(format!("{failed} of {} jobs failed (their errors are in the table)", t.rows.len()));
+        banners.push(format!(
+            "{failed} of {} jobs failed (their errors are in the table)",
+            t.rows.len()
+        ));
     }
     Page {
         title: format!("llmprof sweep: {} jobs", t.rows.len()),
         subtitle: format!(
             "{} · {done} succeeded · axes: {}",
             root.display(),
-            if t.axes.is_empty() { "none".to_string() } else { t.axes.join(", ") }
+            if t.axes.is_empty() {
+                "none".to_string()
+            } else {
+                t.axes.join(", ")
+            }
         ),
         banners,
         sections,
@@ -66,9 +85,18 @@ fn jobs(root: &Path, t: &SweepTable) -> String {
     for r in &t.rows {
         let mut row = vec![Cell::num(Some(r.job.num as f64), 0)];
         row.extend(r.axis_values.iter().map(|v| Cell::text(v.clone())));
-        row.extend(METRICS.iter().zip(&r.values).map(|(m, v)| Cell::num(*v, m.decimals)));
+        row.extend(
+            METRICS
+                .iter()
+                .zip(&r.values)
+                .map(|(m, v)| Cell::num(*v, m.decimals)),
+        );
         row.push(match &r.error {
-            Some(e) => Cell::named(format!("{}: {e}", r.job.status), format!("{}: {e}", r.job.status)).wrapped(),
+            Some(e) => Cell::named(
+                format!("{}: {e}", r.job.status),
+                format!("{}: {e}", r.job.status),
+            )
+            .wrapped(),
             None => Cell::text(r.job.status.clone()),
         });
         row.push(match job_link(root, r) {
@@ -89,7 +117,12 @@ fn jobs(root: &Path, t: &SweepTable) -> String {
             r.job
                 .overrides
                 .iter()
-                .filter(|o| !t.axes.iter().any(|a| o.trim_start_matches(['+', '~']).starts_with(&format!("{a}="))))
+                .filter(|o| {
+                    !t.axes.iter().any(|a| {
+                        o.trim_start_matches(['+', '~'])
+                            .starts_with(&format!("{a}="))
+                    })
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -108,13 +141,22 @@ fn xs(t: &SweepTable) -> (String, Vec<String>, bool) {
             let numeric = v.iter().all(|x| x.parse::<f64>().is_ok());
             (axis.clone(), v, numeric)
         }
-        None => ("job".into(), t.rows.iter().map(|r| r.job.num.to_string()).collect(), true),
+        None => (
+            "job".into(),
+            t.rows.iter().map(|r| r.job.num.to_string()).collect(),
+            true,
+        ),
     }
 }
 
 /// The other axes' values of a row: one line per combination.
 fn group(r: &SweepRow) -> String {
-    r.axis_values.iter().skip(1).cloned().collect::<Vec<_>>().join(", ")
+    r.axis_values
+        .iter()
+        .skip(1)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn metric_charts(t: &SweepTable) -> String {
@@ -146,13 +188,21 @@ fn metric_charts(t: &SweepTable) -> String {
             }
             plot.add_trace(
                 Scatter::new(gx, gy)
-                    .name(if g.is_empty() { m.title.to_string() } else { g.clone() })
+                    .name(if g.is_empty() {
+                        m.title.to_string()
+                    } else {
+                        g.clone()
+                    })
                     .mode(Mode::LinesMarkers)
                     .marker(Marker::new().size(9).color(marker_color(gi))),
             );
         }
         let x_axis = Axis::new().title(Title::with_text(axis.as_str()));
-        let x_axis = if numeric { x_axis } else { x_axis.type_(AxisType::Category) };
+        let x_axis = if numeric {
+            x_axis
+        } else {
+            x_axis.type_(AxisType::Category)
+        };
         plot.set_layout(
             base_layout(&format!("{} by {axis}", m.title))
                 .height(320)
@@ -163,7 +213,9 @@ fn metric_charts(t: &SweepTable) -> String {
     }
     s.push_str("</div>\n");
     if !any {
-        return no_data("no job has a metrics.json with these numbers (failed jobs, or stage2/infer sweeps)");
+        return no_data(
+            "no job has a metrics.json with these numbers (failed jobs, or stage2/infer sweeps)",
+        );
     }
     s
 }
@@ -174,7 +226,9 @@ pub fn pareto_front(points: &[(f64, f64)]) -> Vec<usize> {
     let mut front: Vec<usize> = (0..points.len())
         .filter(|&i| {
             let (a, b) = points[i];
-            !points.iter().any(|&(c, d)| c >= a && d >= b && (c > a || d > b))
+            !points
+                .iter()
+                .any(|&(c, d)| c >= a && d >= b && (c > a || d > b))
         })
         .collect();
     front.sort_by(|&i, &j| points[i].0.total_cmp(&points[j].0));
@@ -210,12 +264,15 @@ fn pareto(t: &SweepTable) -> String {
         .line(Line::new().color("#999999").width(1.5)),
     );
     plot.add_trace(
-        Scatter::new(points.iter().map(|p| p.0).collect(), points.iter().map(|p| p.1).collect())
-            .name("jobs")
-            .mode(Mode::MarkersText)
-            .text_array(rows.iter().map(|r| label(r.0)).collect())
-            .text_position(plotly::common::Position::TopCenter)
-            .marker(Marker::new().size(11).color("#4e79a7")),
+        Scatter::new(
+            points.iter().map(|p| p.0).collect(),
+            points.iter().map(|p| p.1).collect(),
+        )
+        .name("jobs")
+        .mode(Mode::MarkersText)
+        .text_array(rows.iter().map(|r| label(r.0)).collect())
+        .text_position(plotly::common::Position::TopCenter)
+        .marker(Marker::new().size(11).color("#4e79a7")),
     );
     plot.set_layout(
         base_layout("tokens/s per user against tokens/s per GPU")

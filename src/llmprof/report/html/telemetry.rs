@@ -45,6 +45,11 @@ pub fn throttle_events(samples: &[NvmlSample]) -> Vec<(usize, Vec<&'static str>)
     out
 }
 
+/// Reads one value of a sample.
+type Field = dyn Fn(&NvmlSample) -> Option<f64>;
+/// One row of the chart: its y axis, the axis title, the lines drawn on it.
+type Panel<'a> = (&'a str, &'a str, Vec<(&'a str, &'a Field)>);
+
 pub fn section(a: &RunArtifacts) -> Section {
     let title = "GPU telemetry (NVML)";
     let samples = a.nvml.as_ref().map(|t| t.samples.as_slice()).unwrap_or(&[]);
@@ -58,7 +63,12 @@ pub fn section(a: &RunArtifacts) -> Section {
     let windows: Vec<StageWindow> = a
         .metrics
         .as_ref()
-        .map(|m| m.requests.iter().flat_map(|r| r.windows.iter().cloned()).collect())
+        .map(|m| {
+            m.requests
+                .iter()
+                .flat_map(|r| r.windows.iter().cloned())
+                .collect()
+        })
         .unwrap_or_default();
     let events = throttle_events(samples);
     let mut body = chart("chart-nvml", &plot(samples, &windows, &events));
@@ -105,13 +115,17 @@ fn plot(samples: &[NvmlSample], windows: &[StageWindow], events: &[(usize, Vec<&
             .unzip()
     };
     let mut plot = Plot::new();
-    let rows: [(&str, &str, Vec<(&str, &dyn Fn(&NvmlSample) -> Option<f64>)>); 5] = [
+    let rows: [Panel; 5] = [
         (
             "y",
             "power W",
             vec![
-                ("power", &|s: &NvmlSample| s.power_mw.map(|v| v as f64 / 1e3)),
-                ("power (instant)", &|s: &NvmlSample| s.power_instant_mw.map(|v| v as f64 / 1e3)),
+                ("power", &|s: &NvmlSample| {
+                    s.power_mw.map(|v| v as f64 / 1e3)
+                }),
+                ("power (instant)", &|s: &NvmlSample| {
+                    s.power_instant_mw.map(|v| v as f64 / 1e3)
+                }),
             ],
         ),
         (
@@ -119,7 +133,9 @@ fn plot(samples: &[NvmlSample], windows: &[StageWindow], events: &[(usize, Vec<&
             "clock MHz",
             vec![
                 ("SM clock", &|s: &NvmlSample| s.sm_clock_mhz.map(f64::from)),
-                ("memory clock", &|s: &NvmlSample| s.mem_clock_mhz.map(f64::from)),
+                ("memory clock", &|s: &NvmlSample| {
+                    s.mem_clock_mhz.map(f64::from)
+                }),
             ],
         ),
         (
@@ -127,7 +143,9 @@ fn plot(samples: &[NvmlSample], windows: &[StageWindow], events: &[(usize, Vec<&
             "util %",
             vec![
                 ("GPU util", &|s: &NvmlSample| s.gpu_util_pct.map(f64::from)),
-                ("memory util", &|s: &NvmlSample| s.mem_util_pct.map(f64::from)),
+                ("memory util", &|s: &NvmlSample| {
+                    s.mem_util_pct.map(f64::from)
+                }),
             ],
         ),
         (
@@ -140,7 +158,9 @@ fn plot(samples: &[NvmlSample], windows: &[StageWindow], events: &[(usize, Vec<&
         (
             "y5",
             "°C",
-            vec![("temperature", &|s: &NvmlSample| s.temperature_c.map(f64::from))],
+            vec![("temperature", &|s: &NvmlSample| {
+                s.temperature_c.map(f64::from)
+            })],
         ),
     ];
     for (axis, _, lines) in &rows {
@@ -160,7 +180,11 @@ fn plot(samples: &[NvmlSample], windows: &[StageWindow], events: &[(usize, Vec<&
     }
     let mut shapes: Vec<Shape> = Vec::new();
     for w in windows {
-        let color = if w.stage == "prefill" { "#f28e2b" } else { "#4e79a7" };
+        let color = if w.stage == "prefill" {
+            "#f28e2b"
+        } else {
+            "#4e79a7"
+        };
         shapes.push(
             Shape::new()
                 .shape_type(ShapeType::Rect)
@@ -178,7 +202,12 @@ fn plot(samples: &[NvmlSample], windows: &[StageWindow], events: &[(usize, Vec<&
     }
     let (ex, ey): (Vec<f64>, Vec<f64>) = events
         .iter()
-        .map(|(i, _)| (t[*i], samples[*i].sm_clock_mhz.map(f64::from).unwrap_or(0.0)))
+        .map(|(i, _)| {
+            (
+                t[*i],
+                samples[*i].sm_clock_mhz.map(f64::from).unwrap_or(0.0),
+            )
+        })
         .unzip();
     for x in &ex {
         shapes.push(
@@ -190,7 +219,12 @@ fn plot(samples: &[NvmlSample], windows: &[StageWindow], events: &[(usize, Vec<&
                 .x1(*x)
                 .y0(0.0)
                 .y1(1.0)
-                .line(ShapeLine::new().color("#d62728").width(1.0).dash(DashType::Dot)),
+                .line(
+                    ShapeLine::new()
+                        .color("#d62728")
+                        .width(1.0)
+                        .dash(DashType::Dot),
+                ),
         );
     }
     if !ex.is_empty() {
@@ -200,7 +234,12 @@ fn plot(samples: &[NvmlSample], windows: &[StageWindow], events: &[(usize, Vec<&
                 .name("throttle")
                 .mode(Mode::Markers)
                 .hover_text_array(text)
-                .marker(Marker::new().symbol(MarkerSymbol::X).size(10).color("#d62728"))
+                .marker(
+                    Marker::new()
+                        .symbol(MarkerSymbol::X)
+                        .size(10)
+                        .color("#d62728"),
+                )
                 .x_axis("x")
                 .y_axis("y2"),
         );
@@ -209,7 +248,12 @@ fn plot(samples: &[NvmlSample], windows: &[StageWindow], events: &[(usize, Vec<&
     plot.set_layout(
         base_layout("NVML telemetry")
             .height(900)
-            .grid(LayoutGrid::new().rows(5).columns(1).pattern(GridPattern::Coupled))
+            .grid(
+                LayoutGrid::new()
+                    .rows(5)
+                    .columns(1)
+                    .pattern(GridPattern::Coupled),
+            )
             .x_axis(axis("seconds since the first sample"))
             .y_axis(axis(rows[0].1))
             .y_axis2(axis(rows[1].1))

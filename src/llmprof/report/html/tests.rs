@@ -10,16 +10,20 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/report").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/report")
+        .join(name)
 }
 
 /// Chart id → its plotly figure, from a rendered page.
 fn figures(html: &str) -> BTreeMap<String, Value> {
-    let re = regex::Regex::new(r#"<script type="application/json" id="([^"]+)-data">(.*?)</script>"#)
-        .expect("regex");
+    let re =
+        regex::Regex::new(r#"<script type="application/json" id="([^"]+)-data">(.*?)</script>"#)
+            .expect("regex");
     re.captures_iter(html)
         .map(|c| {
-            let fig: Value = serde_json::from_str(&c[2]).unwrap_or_else(|e| panic!("{}: {e}", &c[1]));
+            let fig: Value =
+                serde_json::from_str(&c[2]).unwrap_or_else(|e| panic!("{}: {e}", &c[1]));
             (c[1].to_string(), fig)
         })
         .collect()
@@ -27,13 +31,19 @@ fn figures(html: &str) -> BTreeMap<String, Value> {
 
 fn assert_offline(html: &str) {
     let js = page::plotly_js();
-    assert!(js.len() > 1_000_000 && html.contains(&js), "plotly.js is embedded");
+    assert!(
+        js.len() > 1_000_000 && html.contains(&js),
+        "plotly.js is embedded"
+    );
     // What the page itself adds (plotly.js's own text left out) loads nothing from elsewhere.
     let own = html.replace(&js, "");
     let tags = regex::Regex::new(r"<(script|link|img|iframe)\b[^>]*>").unwrap();
     for t in tags.find_iter(&own) {
         let t = t.as_str();
-        assert!(t == "<script>" || t.starts_with("<script type=\"application/json\""), "{t}");
+        assert!(
+            t == "<script>" || t.starts_with("<script type=\"application/json\""),
+            "{t}"
+        );
     }
 }
 
@@ -45,17 +55,31 @@ fn stage1_page_draws_the_recorded_requests() {
     let html = render_run(&a);
     assert_offline(&html);
     for id in ["setup", "time", "util", "nvml", "tables", "artifacts"] {
-        assert!(html.contains(&format!("<section id=\"{id}\">")), "section {id}");
+        assert!(
+            html.contains(&format!("<section id=\"{id}\">")),
+            "section {id}"
+        );
     }
-    assert!(html.contains(crate::report::SYNTHETIC_NOTE), "synthetic banner");
+    assert!(
+        html.contains(crate::report::SYNTHETIC_NOTE),
+        "synthetic banner"
+    );
     for o in &a.overrides {
-        assert!(html.contains(&page::esc(o)), "override {o} in the config diff");
+        assert!(
+            html.contains(&page::esc(o)),
+            "override {o} in the config diff"
+        );
     }
     // No GPU: the telemetry and utilisation sections say why instead of drawing.
     assert!(html.contains("No data: NVML unavailable"), "nvml note");
     assert!(!html.contains("id=\"chart-nvml\""));
     let figs = figures(&html);
-    for id in ["chart-time-stack", "chart-stage-dist", "chart-serving-dist", "chart-itl-steps"] {
+    for id in [
+        "chart-time-stack",
+        "chart-stage-dist",
+        "chart-serving-dist",
+        "chart-itl-steps",
+    ] {
         let data = figs[id]["data"].as_array().expect("data");
         assert!(!data.is_empty(), "{id} has traces");
     }
@@ -64,17 +88,31 @@ fn stage1_page_draws_the_recorded_requests() {
     for (i, r) in m.requests.iter().enumerate() {
         let sum: f64 = stack.iter().map(|t| t["y"][i].as_f64().unwrap()).sum();
         let want = r.stage_ms["prefill"] + r.stage_ms["decode"];
-        assert!((sum - want).abs() < 1e-6 * want, "request {i}: {sum} vs {want}");
+        assert!(
+            (sum - want).abs() < 1e-6 * want,
+            "request {i}: {sum} vs {want}"
+        );
     }
     // Decode over time: one line per request, its gaps in order.
     let itl = figs["chart-itl-steps"]["data"].as_array().unwrap();
     assert_eq!(itl.len(), m.requests.len());
-    let ys: Vec<f64> = itl[0]["y"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    let ys: Vec<f64> = itl[0]["y"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
     assert_eq!(ys, m.requests[0].itl_ms);
     // p50 markers of the serving chart are metrics.json's.
     let serving = figs["chart-serving-dist"]["data"].as_array().unwrap();
-    let p50 = serving.iter().find(|t| t["name"] == "p50").expect("p50 trace");
-    assert_eq!(p50["y"][0].as_f64(), m.serving.ttft_ms.as_ref().map(|s| s.p50_ms));
+    let p50 = serving
+        .iter()
+        .find(|t| t["name"] == "p50")
+        .expect("p50 trace");
+    assert_eq!(
+        p50["y"][0].as_f64(),
+        m.serving.ttft_ms.as_ref().map(|s| s.p50_ms)
+    );
 }
 
 #[test]
@@ -87,8 +125,14 @@ fn time_parts_split_prefill_into_the_models_leaf_regions() {
     // Leaves only: a region with a region inside it (vision) is not stacked on its children.
     for (name, _) in &parts {
         if let Some(reg) = regions.find(name) {
-            assert!(!regions.all().iter().any(|c| c.parent_name() == Some(reg.nvtx_name())
-                && r.stage_ms.contains_key(c.nvtx_name())), "{name} is not a leaf");
+            assert!(
+                !regions
+                    .all()
+                    .iter()
+                    .any(|c| c.parent_name() == Some(reg.nvtx_name())
+                        && r.stage_ms.contains_key(c.nvtx_name())),
+                "{name} is not a leaf"
+            );
         }
     }
     assert_eq!(names.last(), Some(&"decode"));
@@ -96,7 +140,10 @@ fn time_parts_split_prefill_into_the_models_leaf_regions() {
     assert!((total - r.stage_ms["prefill"] - r.stage_ms["decode"]).abs() < 1e-9);
     // Without the region tree: prefill and decode.
     let plain = timing::time_parts(None, r);
-    assert_eq!(plain.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), ["prefill", "decode"]);
+    assert_eq!(
+        plain.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
+        ["prefill", "decode"]
+    );
 }
 
 #[test]
@@ -131,17 +178,28 @@ fn stage2_page_has_the_roofline_histograms_and_ncu_table() {
         .roofline
         .rows
         .iter()
-        .filter(|r| r.point.executed_intensity.is_some_and(|v| v > 0.0) && r.point.flops_per_s().is_some_and(|v| v > 0.0))
+        .filter(|r| {
+            r.point.executed_intensity.is_some_and(|v| v > 0.0)
+                && r.point.flops_per_s().is_some_and(|v| v > 0.0)
+        })
         .count();
     assert!(with_flops > 0);
     assert_eq!(plotted, with_flops);
     // The normalised roofline: every point at or under the roof y = min(x, 1) (a little slack
     // for counter noise).
-    for t in figs["chart-roofline-normalised"]["data"].as_array().unwrap() {
+    for t in figs["chart-roofline-normalised"]["data"]
+        .as_array()
+        .unwrap()
+    {
         if t["mode"] != "markers" {
             continue;
         }
-        for (x, y) in t["x"].as_array().unwrap().iter().zip(t["y"].as_array().unwrap()) {
+        for (x, y) in t["x"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(t["y"].as_array().unwrap())
+        {
             let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
             assert!(y <= x.min(1.0) * 1.05, "point ({x}, {y}) above the roof");
         }
@@ -165,7 +223,8 @@ fn stage2_page_has_the_roofline_histograms_and_ncu_table() {
 #[test]
 fn telemetry_shades_stage_windows_and_marks_throttling() {
     let csv = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/nvml/h100-6pages-nvml.csv"),
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/nvml/h100-6pages-nvml.csv"),
     )
     .unwrap();
     let mut trace = NvmlTrace::from_csv(&csv).unwrap();
@@ -179,8 +238,16 @@ fn telemetry_shades_stage_windows_and_marks_throttling() {
     for (i, r) in m.requests.iter_mut().enumerate() {
         let start = t0 + i as u64 * 100_000_000;
         r.windows = vec![
-            StageWindow { stage: "prefill".into(), start_unix_ns: start, end_unix_ns: start + 40_000_000 },
-            StageWindow { stage: "decode".into(), start_unix_ns: start + 40_000_000, end_unix_ns: start + 90_000_000 },
+            StageWindow {
+                stage: "prefill".into(),
+                start_unix_ns: start,
+                end_unix_ns: start + 40_000_000,
+            },
+            StageWindow {
+                stage: "decode".into(),
+                start_unix_ns: start + 40_000_000,
+                end_unix_ns: start + 90_000_000,
+            },
         ];
     }
     let windows = m.requests.len() * 2;
@@ -189,23 +256,49 @@ fn telemetry_shades_stage_windows_and_marks_throttling() {
     let figs = figures(&html);
     let fig = &figs["chart-nvml"];
     let shapes = fig["layout"]["shapes"].as_array().unwrap();
-    assert_eq!(shapes.iter().filter(|s| s["type"] == "rect").count(), windows);
-    assert_eq!(shapes.iter().filter(|s| s["type"] == "line").count(), 1, "one throttle event");
+    assert_eq!(
+        shapes.iter().filter(|s| s["type"] == "rect").count(),
+        windows
+    );
+    assert_eq!(
+        shapes.iter().filter(|s| s["type"] == "line").count(),
+        1,
+        "one throttle event"
+    );
     assert!(html.contains("software power cap"));
-    let names: Vec<&str> = fig["data"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
-    for want in ["power", "SM clock", "memory clock", "GPU util", "memory used", "temperature", "throttle"] {
+    let names: Vec<&str> = fig["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for want in [
+        "power",
+        "SM clock",
+        "memory clock",
+        "GPU util",
+        "memory used",
+        "temperature",
+        "throttle",
+    ] {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
 }
 
 #[test]
 fn throttle_events_skip_idle_and_repeats() {
-    let s = |r: u64| crate::measure::nvml::NvmlSample { throttle_reasons: Some(r), ..Default::default() };
+    let s = |r: u64| crate::measure::nvml::NvmlSample {
+        throttle_reasons: Some(r),
+        ..Default::default()
+    };
     let samples = vec![s(0), s(0x1), s(0x4), s(0x4), s(0x0), s(0x44), s(0x5)];
     let ev = telemetry::throttle_events(&samples);
     let at: Vec<usize> = ev.iter().map(|e| e.0).collect();
     assert_eq!(at, vec![2, 5, 6]);
-    assert_eq!(ev[1].1, vec!["software power cap", "hardware thermal slowdown"]);
+    assert_eq!(
+        ev[1].1,
+        vec!["software power cap", "hardware thermal slowdown"]
+    );
 }
 
 #[test]
@@ -273,7 +366,10 @@ fn not_a_run_directory_is_a_clear_error_and_the_run_hook_leaves_a_page() {
     let dir = std::env::temp_dir().join(format!("llmprof-html-empty-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let e = format!("{:#}", render(&dir).unwrap_err());
-    assert!(e.contains("not an llmprof run directory") && e.contains("fix:"), "{e}");
+    assert!(
+        e.contains("not an llmprof run directory") && e.contains("fix:"),
+        "{e}"
+    );
     write_after_run(&dir);
     let page = std::fs::read_to_string(dir.join(REPORT_HTML)).unwrap();
     assert!(page.contains("report.html could not be built"), "{page}");

@@ -17,7 +17,11 @@ pub fn request_label(i: usize, r: &RequestRecord) -> String {
     if name.len() < r.input.len() {
         name.push('…');
     }
-    format!("{i}: {name} #{}{}", r.repeat, if r.cold { " (cold)" } else { "" })
+    format!(
+        "{i}: {name} #{}{}",
+        r.repeat,
+        if r.cold { " (cold)" } else { "" }
+    )
 }
 
 /// The disjoint parts of a request's time, in stacking order: the regions inside prefill that
@@ -34,9 +38,10 @@ pub fn time_parts(regions: Option<&RegionTree>, r: &RequestRecord) -> Vec<(Strin
             .filter(|reg| **reg != PREFILL && tree.is_within(**reg, PREFILL))
             .filter(|reg| present(reg.nvtx_name()))
             .filter(|reg| {
-                !tree.all().iter().any(|c| {
-                    c.parent_name() == Some(reg.nvtx_name()) && present(c.nvtx_name())
-                })
+                !tree
+                    .all()
+                    .iter()
+                    .any(|c| c.parent_name() == Some(reg.nvtx_name()) && present(c.nvtx_name()))
             })
             .map(|reg| reg.nvtx_name())
             .collect();
@@ -66,11 +71,17 @@ pub fn section(a: &RunArtifacts) -> Section {
         return Section::new(
             "time",
             "Where the time goes",
-            no_data("no metrics.json in this run directory (only stage 1 writes per-request timings)"),
+            no_data(
+                "no metrics.json in this run directory (only stage 1 writes per-request timings)",
+            ),
         );
     };
     if m.requests.is_empty() {
-        return Section::new("time", "Where the time goes", no_data("metrics.json lists no timed request"));
+        return Section::new(
+            "time",
+            "Where the time goes",
+            no_data("metrics.json lists no timed request"),
+        );
     }
     let regions = a.spec.as_ref().map(|s| s.model.family.regions());
     let mut body = String::new();
@@ -86,7 +97,9 @@ pub fn section(a: &RunArtifacts) -> Section {
         body.push_str(&chart("chart-itl-steps", &itl_plot(m)));
         body.push_str("<p class=\"note\">Inter-token latency of each step of each request: drift, CUDA-graph window changes and stalls show as steps and spikes.</p>\n");
     } else {
-        body.push_str(&no_data("no request produced more than one token (no inter-token gaps)"));
+        body.push_str(&no_data(
+            "no request produced more than one token (no inter-token gaps)",
+        ));
     }
     Section::new("time", "Where the time goes", body)
 }
@@ -98,7 +111,8 @@ fn stack_plot(m: &RunReport, regions: Option<&RegionTree>) -> Plot {
         .enumerate()
         .map(|(i, r)| request_label(i, r))
         .collect();
-    let parts: Vec<Vec<(String, f64)>> = m.requests.iter().map(|r| time_parts(regions, r)).collect();
+    let parts: Vec<Vec<(String, f64)>> =
+        m.requests.iter().map(|r| time_parts(regions, r)).collect();
     let mut names: Vec<String> = Vec::new();
     for p in parts.iter().flatten() {
         if !names.contains(&p.0) {
@@ -165,7 +179,11 @@ fn box_plot(title: &str, series: Vec<(String, Vec<f64>, Option<&StageStats>)>) -
         }
     }
     plot.set_layout(
-        base_layout(title).y_axis(Axis::new().type_(AxisType::Log).title(Title::with_text("ms"))),
+        base_layout(title).y_axis(
+            Axis::new()
+                .type_(AxisType::Log)
+                .title(Title::with_text("ms")),
+        ),
     );
     plot
 }
@@ -176,7 +194,10 @@ fn stage_distribution(m: &RunReport) -> Plot {
         .stages
         .iter()
         .map(|(name, st)| {
-            let samples: Vec<f64> = warm.iter().filter_map(|r| r.stage_ms.get(name).copied()).collect();
+            let samples: Vec<f64> = warm
+                .iter()
+                .filter_map(|r| r.stage_ms.get(name).copied())
+                .collect();
             (name.clone(), samples, Some(st))
         })
         .collect();
@@ -187,10 +208,26 @@ fn serving_distribution(m: &RunReport) -> Plot {
     let warm: Vec<&RequestRecord> = m.requests.iter().filter(|r| !r.cold).collect();
     let s = &m.serving;
     let series = vec![
-        ("TTFT".to_string(), warm.iter().filter_map(|r| r.ttft_ms).collect(), s.ttft_ms.as_ref()),
-        ("TPOT".to_string(), warm.iter().filter_map(|r| r.tpot_ms).collect(), s.tpot_ms.as_ref()),
-        ("ITL".to_string(), warm.iter().flat_map(|r| r.itl_ms.iter().copied()).collect(), s.itl_ms.as_ref()),
-        ("e2e".to_string(), warm.iter().filter_map(|r| r.e2e_ms).collect(), s.e2e_ms.as_ref()),
+        (
+            "TTFT".to_string(),
+            warm.iter().filter_map(|r| r.ttft_ms).collect(),
+            s.ttft_ms.as_ref(),
+        ),
+        (
+            "TPOT".to_string(),
+            warm.iter().filter_map(|r| r.tpot_ms).collect(),
+            s.tpot_ms.as_ref(),
+        ),
+        (
+            "ITL".to_string(),
+            warm.iter().flat_map(|r| r.itl_ms.iter().copied()).collect(),
+            s.itl_ms.as_ref(),
+        ),
+        (
+            "e2e".to_string(),
+            warm.iter().filter_map(|r| r.e2e_ms).collect(),
+            s.e2e_ms.as_ref(),
+        ),
     ];
     box_plot("Serving metrics (per batch row)", series)
 }

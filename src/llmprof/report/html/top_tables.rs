@@ -76,7 +76,13 @@ pub fn section(a: &RunArtifacts) -> Section {
         (_, Some(k)) if !k.top_kernels.is_empty() => {
             let mut t = Table::new(
                 "table-kernels",
-                vec![text("kernel"), text("stage"), num("calls"), num("total ms"), num("share %")],
+                vec![
+                    text("kernel"),
+                    text("stage"),
+                    num("calls"),
+                    num("total ms"),
+                    num("share %"),
+                ],
             );
             for r in &k.top_kernels {
                 t.push(vec![
@@ -95,7 +101,11 @@ pub fn section(a: &RunArtifacts) -> Section {
         _ => body.push_str(&no_data(&format!(
             "no kernel table ({} absent{})",
             "kernels.json",
-            if kineto.is_some() { "" } else { ", no Kineto pass" }
+            if kineto.is_some() {
+                ""
+            } else {
+                ", no Kineto pass"
+            }
         ))),
     }
     Section::new("tables", title, body)

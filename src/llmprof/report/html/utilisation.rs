@@ -12,7 +12,11 @@ use plotly::{Bar, Plot};
 pub fn section(a: &RunArtifacts) -> Section {
     let title = "Utilisation (MFU / MBU)";
     let Some(m) = &a.metrics else {
-        return Section::new("util", title, no_data("no metrics.json in this run directory"));
+        return Section::new(
+            "util",
+            title,
+            no_data("no metrics.json in this run directory"),
+        );
     };
     let u = &m.utilisation;
     let mut body = String::new();
@@ -37,16 +41,24 @@ pub fn section(a: &RunArtifacts) -> Section {
                 format!(
                     "{:.1} TFLOP/s dense{}",
                     p.peak_tflops,
-                    p.clock_mhz.map(|c| format!(" at {c:.0} MHz")).unwrap_or_default()
+                    p.clock_mhz
+                        .map(|c| format!(" at {c:.0} MHz"))
+                        .unwrap_or_default()
                 ),
             ),
-            ("peak DRAM bandwidth".to_string(), format!("{:.0} GB/s", p.peak_bandwidth_gbs)),
+            (
+                "peak DRAM bandwidth".to_string(),
+                format!("{:.0} GB/s", p.peak_bandwidth_gbs),
+            ),
             ("source".to_string(), p.source.clone()),
         ];
         for (stage, w) in &p.at_window_clock {
             rows.push((
                 format!("peak at the {stage} clock"),
-                format!("{:.1} TFLOP/s at {:.0} MHz (NVML mean)", w.peak_tflops, w.sm_clock_mhz),
+                format!(
+                    "{:.1} TFLOP/s at {:.0} MHz (NVML mean)",
+                    w.peak_tflops, w.sm_clock_mhz
+                ),
             ));
         }
         body.push_str(&key_values(&rows));
@@ -59,7 +71,11 @@ fn plot(m: &RunReport) -> Plot {
     let u = &m.utilisation;
     let mut plot = Plot::new();
     let pct = |v: f64| v * 100.0;
-    let (x, y): (Vec<String>, Vec<f64>) = u.mfu.iter().map(|(k, v)| (format!("MFU {k}"), pct(*v))).unzip();
+    let (x, y): (Vec<String>, Vec<f64>) = u
+        .mfu
+        .iter()
+        .map(|(k, v)| (format!("MFU {k}"), pct(*v)))
+        .unzip();
     if !x.is_empty() {
         plot.add_trace(
             Bar::new(x, y)
