@@ -144,6 +144,19 @@ fn report_pages_render_in_a_headless_browser() {
         let dir = recorded(name, "report-browser");
         let page = report(&dir);
         let html = std::fs::read_to_string(&page).unwrap();
+        if name == "sweep-cpu" {
+            // The root's page links every job's page, rebuilt with it.
+            for job in ["0", "1", "2", "3"] {
+                assert!(
+                    dir.join(job).join("report.html").is_file(),
+                    "job {job} page"
+                );
+                assert!(
+                    html.contains(&format!("href=\"{job}/report.html\"")),
+                    "job {job} link"
+                );
+            }
+        }
         let charts = html.matches("<div class=\"chart\"").count();
         assert!(charts > 0, "{name}: no chart in the page");
         let (dom, log) = browse(&chromium, &page, &["--dump-dom".into()]);

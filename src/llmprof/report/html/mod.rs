@@ -80,8 +80,18 @@ pub fn render_sweep(root: &Path, jobs: &[SweepJob]) -> String {
     sweep_page::render(root, &sweep_table(jobs))
 }
 
-/// Writes `dir/report.html` from the artifacts in `dir`.
+/// Writes `dir/report.html` from the artifacts in `dir`; for a multirun root, each job's page
+/// first (a job whose page fails is logged and left without a link).
 pub fn write(dir: &Path) -> Result<PathBuf> {
+    if is_multirun_root(dir) {
+        let jobs =
+            jobs_on_disk(dir).with_context(|| format!("listing the jobs of {}", dir.display()))?;
+        for job in jobs.iter().filter_map(|j| j.dir.as_deref()) {
+            if let Err(e) = write(job) {
+                tracing::warn!("report.html of {}: {e:#}", job.display());
+            }
+        }
+    }
     let html = render(dir)?;
     let path = dir.join(REPORT_HTML);
     crate::run_dir::write_atomic(&path, &html)?;
