@@ -17,6 +17,7 @@ mod launchers;
 mod hydra_groups_settings;
 mod hub;
 mod nsight_fuzz;
+mod report;
 mod stage2;
 mod support;
 mod variants;

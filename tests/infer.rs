@@ -86,6 +86,18 @@ fn infer_writes_predictions_markdown_and_box_images() {
         "{readme}"
     );
     assert!(readme.contains("noise"), "{readme}");
+    // The end of the run writes report.html: one predictions row per input, its files linked.
+    let page = read(&run.join("report.html"));
+    assert!(
+        page.contains("<section id=\"predictions\">"),
+        "no predictions section"
+    );
+    assert_eq!(
+        page.matches("<tr data-search=").count(),
+        lines.len(),
+        "one row per prediction"
+    );
+    assert!(page.contains(".boxes.png\">boxes</a>"), "box images linked");
 }
 
 #[test]

@@ -28,6 +28,7 @@ fn cpu_stage1_writes_every_artifact_and_a_valid_metrics_json() {
     let run = dir.join("run");
     for f in [
         "report.md",
+        "report.html",
         "metrics.json",
         "stakeholder_summary.md",
         "operators.md",

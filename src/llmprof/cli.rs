@@ -110,6 +110,15 @@ pub enum Command {
         #[arg(long, value_name = "LIST", value_delimiter = ',')]
         metrics: Vec<String>,
     },
+    /// Rebuild report.html (one self-contained page) from a run directory's artifacts.
+    Report {
+        /// A run directory (stage1, stage2, infer) or a multirun root.
+        #[arg(value_name = "RUN_DIR")]
+        dir: PathBuf,
+        /// Open the page in the desktop's browser afterwards.
+        #[arg(long)]
+        open: bool,
+    },
     /// Numerical debugging entry points of the workload (compare against a reference).
     Debug {
         #[command(subcommand)]
@@ -254,6 +263,7 @@ impl Command {
             Command::Stage2 { .. } => "stage2",
             Command::Infer { .. } => "infer",
             Command::Analyze { .. } => "analyze",
+            Command::Report { .. } => "report",
             Command::Debug { .. } => "debug",
             Command::Job { .. } => "__job",
             Command::Compare { .. } => "compare",

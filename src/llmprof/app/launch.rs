@@ -107,6 +107,7 @@ pub fn run_one(
             RunState::Failed
         }
     };
+    crate::report::html::write_after_run(&dir.path);
     shutdown::set_run(None);
     Ok((dir.path, state))
 }

@@ -9,6 +9,7 @@ pub mod launch;
 mod multirun;
 pub mod nsight_stage;
 mod print_cfg;
+mod report_cmd;
 pub mod shutdown;
 
 use crate::cli::{AnalyzeTool, Cli, Command};
@@ -92,6 +93,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Settings) => Ok(0),
         Some(Command::Dataset { what }) => data_commands::dataset(what, &request),
         Some(Command::Models { what }) => data_commands::models(what, &request),
+        Some(Command::Report { dir, open }) => report_cmd::run(&dir, open),
         Some(Command::Analyze { tool }) => {
             let json = matches!(flags.format, Some(crate::cli::Format::Json));
             let text = match tool {

@@ -12,6 +12,7 @@ use crate::launcher::plan::select_for_resume;
 use crate::launcher::{Cancel, Host, JobResult, JobState, LauncherConf, PlannedJob, SweepPlan};
 use crate::run_dir::{create_fresh_dir, write_atomic, LaunchedBy, RunState};
 use anyhow::{bail, Context, Result};
+use crate::report::sweep::SweepJob;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -20,6 +21,8 @@ use std::sync::{Arc, Mutex};
 struct JobRow {
     num: usize,
     overrides: String,
+    /// The overrides one by one.
+    args: Vec<String>,
     status: String,
     dir: String,
     /// The GPU the job ran on (a column only when some job had one).
@@ -46,12 +49,26 @@ fn summary_table(rows: &[JobRow]) -> String {
     table
 }
 
-/// summary.md with every job's row.
+/// summary.md and the sweep's report.html with every job's row.
 fn write_summary(dir: &Path, rows: &[JobRow]) {
-    let path = dir.join("summary.md");
-    if let Err(e) = write_atomic(&path, &summary_table(rows)) {
-        eprintln!("llmprof: {e:#}");
-    }
+    let jobs: Vec<SweepJob> = rows
+        .iter()
+        .map(|r| {
+            let (status, error) = match r.status.split_once(": ") {
+                Some((s, e)) => (s.to_string(), Some(e.to_string())),
+                None => (r.status.clone(), None),
+            };
+            SweepJob {
+                overrides: r.args.clone(),
+                num: r.num,
+                status,
+                error,
+                dir: (!r.dir.is_empty()).then(|| PathBuf::from(&r.dir)),
+                gpu: (!r.gpu.is_empty()).then(|| r.gpu.clone()),
+            }
+        })
+        .collect();
+    crate::report::html::write_sweep_files(dir, &jobs);
 }
 
 /// The rows of `results` (one per planned job), a running job recorded as `running_status`.
@@ -63,6 +80,10 @@ fn rows(plan: &SweepPlan, results: &[JobResult], running_status: &str) -> Vec<Jo
             overrides: plan
                 .job(r.num)
                 .map(|j| j.overrides.join(" "))
+                .unwrap_or_default(),
+            args: plan
+                .job(r.num)
+                .map(|j| j.overrides.clone())
                 .unwrap_or_default(),
             status: match (r.state, &r.reason) {
                 (JobState::Succeeded, _) => "succeeded".into(),

@@ -295,6 +295,8 @@ fn normalise(s: &str) -> String {
     let s = s
         .replace("(anonymous namespace)::", "")
         .replace("<unnamed>::", "")
+        // ncu's CSV exports write the anonymous namespace without its opening bracket.
+        .replace("unnamed>::", "")
         .replace("`anonymous namespace'::", "");
     let mut out = String::with_capacity(s.len());
     let mut rest = s.as_str();

@@ -12,6 +12,8 @@ use std::path::Path;
 
 pub const METRICS_JSON: &str = "metrics.json";
 pub const REPORT_MD: &str = "report.md";
+/// The self-contained HTML report (report/html/), beside report.md.
+pub const REPORT_HTML: &str = "report.html";
 pub const SUMMARY_MD: &str = "stakeholder_summary.md";
 pub const ENV_JSON: &str = "env.json";
 pub const ASSUMPTIONS_MD: &str = "assumptions.md";

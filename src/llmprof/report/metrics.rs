@@ -292,4 +292,17 @@ pub struct RequestRecord {
     /// A first repeat much slower than the later repeats of its input: left out of the
     /// statistics (see `notes`).
     pub cold: bool,
+    /// Host-clock windows of this request's stages (prefill, decode), on the clock of nvml.csv's
+    /// `unix_ns`: the report shades them over the telemetry. Empty in files written before.
+    #[serde(default)]
+    pub windows: Vec<StageWindow>,
+}
+
+/// One stage window of a request, Unix epoch nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageWindow {
+    pub stage: String,
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
 }

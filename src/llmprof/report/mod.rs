@@ -3,10 +3,12 @@
 //! artifact files of a run directory, and the layout-box images of `llmprof infer`.
 pub mod artifacts;
 pub mod boxes;
+pub mod html;
 pub mod markdown;
 pub mod measurements;
 pub mod metrics;
 pub mod stage1;
 pub mod summary;
+pub mod sweep;
 
 pub use metrics::*;

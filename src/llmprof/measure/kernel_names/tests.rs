@@ -192,3 +192,10 @@ fn a_return_type_before_the_name_goes() {
     );
     assert_eq!(short_name("Memset (Device)"), "Memset (Device)");
 }
+
+#[test]
+fn ncu_csv_anonymous_namespace_without_its_bracket() {
+    let ncu = "void unnamed>::indexSelectSmallIndex<BFloat16, long, unsigned int, 2, 2, (int)-2>(TensorInfo<T1, T3>, TensorInfo<const T1, T3>, TensorInfo<const T2, T3>, int, int, T3, long)";
+    let short = short_name(ncu);
+    assert!(short.starts_with("indexSelectSmallIndex<"), "{short}");
+}

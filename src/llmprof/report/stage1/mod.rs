@@ -173,6 +173,15 @@ fn request_record(t: &TimedRequest, cold: bool) -> RequestRecord {
         itl_ms: s.itl_ms,
         decode_step_ms: t.step_ms.clone(),
         cold,
+        windows: t
+            .windows
+            .iter()
+            .map(|(stage, start, end)| StageWindow {
+                stage: stage.clone(),
+                start_unix_ns: *start,
+                end_unix_ns: *end,
+            })
+            .collect(),
     }
 }
 
