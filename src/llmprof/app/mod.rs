@@ -1,10 +1,10 @@
 //! Dispatch: compose the config, then print it (`--cfg`), run a stage, or analyse files.
 //! The only place that decides what a command means.
 pub mod child;
-mod job_entry;
 mod compare_cmd;
 mod data_commands;
 pub mod data_prep;
+mod job_entry;
 pub mod launch;
 mod multirun;
 pub mod nsight_stage;

@@ -10,9 +10,9 @@ use crate::config::{self, sweep, ComposeRequest, Composed};
 use crate::launcher::observe::{gpu_of, observe};
 use crate::launcher::plan::select_for_resume;
 use crate::launcher::{Cancel, Host, JobResult, JobState, LauncherConf, PlannedJob, SweepPlan};
+use crate::report::sweep::SweepJob;
 use crate::run_dir::{create_fresh_dir, write_atomic, LaunchedBy, RunState};
 use anyhow::{bail, Context, Result};
-use crate::report::sweep::SweepJob;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 

@@ -23,7 +23,9 @@ pub fn mismatches(a: &RunReport, b: &RunReport) -> Vec<Mismatch> {
         ("model", |r| r.setup.model.clone()),
         ("dtype", |r| r.setup.dtype.clone()),
         ("batch_size", |r| r.setup.batch_size.to_string()),
-        ("mode", |r| r.setup.mode.clone().unwrap_or_else(|| "(none)".into())),
+        ("mode", |r| {
+            r.setup.mode.clone().unwrap_or_else(|| "(none)".into())
+        }),
         ("weights", |r| {
             if r.synthetic_weights {
                 "synthetic".into()

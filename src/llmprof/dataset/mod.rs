@@ -9,8 +9,8 @@ mod input;
 mod omnidocbench;
 mod samples;
 mod sampling;
-pub mod variant;
 pub mod text;
+pub mod variant;
 
 pub use file_kind::{skipped_note, NotRegular, Skipped};
 pub use image_limits::{

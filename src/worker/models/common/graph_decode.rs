@@ -61,7 +61,9 @@ pub fn step_path(spec: &llmprof::spec::RunSpec) -> StepPath {
 pub fn decode_notes(spec: &llmprof::spec::RunSpec, session: &DecodeSession) -> Vec<String> {
     let o = &spec.runtime.optim;
     let mut notes = Vec::new();
-    if o.sync_free_decode && spec.infer.no_repeat_ngram_size > 0 && spec.infer.ngram_window.is_none()
+    if o.sync_free_decode
+        && spec.infer.no_repeat_ngram_size > 0
+        && spec.infer.ngram_window.is_none()
     {
         notes.push(format!(
             "runtime.optim.sync_free_decode has no effect with HF's whole-sequence n-gram rule (infer.no_repeat_ngram_size={}, infer.ngram_window=null), which reads every token on the host; set infer.ngram_window (the windowed rule runs on the device) or no_repeat_ngram_size=0 for sync-free decode",
