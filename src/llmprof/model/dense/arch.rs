@@ -161,11 +161,36 @@ impl DenseArch {
             }
             .with_context(|| format!("config.json has no `{k}`"))
         };
-        let rope_scaling = match v.get("rope_scaling") {
-            None | Some(serde_json::Value::Null) => None,
-            Some(s) => {
-                Some(serde_json::from_value::<RopeScaling>(s.clone()).context("rope_scaling")?)
+        // transformers < 5 writes `rope_theta` at the top and Llama 3's scaling as `rope_scaling`;
+        // transformers 5 writes `rope_parameters` (also under the `rope_scaling` name) holding
+        // `rope_type`, `rope_theta` and the scaling fields. Both are read.
+        let rope = [v.get("rope_parameters"), v.get("rope_scaling")]
+            .into_iter()
+            .flatten()
+            .find(|x| x.is_object());
+        let rope_theta = v
+            .get("rope_theta")
+            .and_then(|x| x.as_f64())
+            .or_else(|| {
+                rope.and_then(|r| r.get("rope_theta"))
+                    .and_then(|x| x.as_f64())
+            })
+            .unwrap_or(10000.0);
+        let rope_scaling = match rope {
+            Some(r)
+                if r.get("rope_type")
+                    .and_then(|t| t.as_str())
+                    .unwrap_or("default")
+                    != "default" =>
+            {
+                let mut fields = r.as_object().cloned().unwrap_or_default();
+                fields.remove("rope_theta");
+                Some(
+                    serde_json::from_value::<RopeScaling>(serde_json::Value::Object(fields))
+                        .context("rope_scaling")?,
+                )
             }
+            _ => None,
         };
         let arch = DenseArch {
             vocab_size: int("vocab_size")?,
@@ -182,7 +207,7 @@ impl DenseArch {
                 .and_then(|x| x.as_i64())
                 .unwrap_or(hidden / heads),
             rms_norm_eps: float("rms_norm_eps", 1e-6),
-            rope_theta: float("rope_theta", 10000.0),
+            rope_theta,
             rope_scaling,
             max_position_embeddings: int("max_position_embeddings")?,
             attention_bias: v

@@ -156,3 +156,29 @@ fn config_json_reading_and_validation() {
     bad.rope_scaling.as_mut().unwrap().rope_type = "yarn".into();
     assert!(format!("{}", bad.validate().unwrap_err()).contains("yarn"));
 }
+
+#[test]
+fn transformers_5_rope_parameters_are_read() {
+    // transformers 5 saves Llama 3's RoPE as `rope_parameters` (and under the `rope_scaling`
+    // name) with `rope_theta` inside, and no top-level `rope_theta`; Qwen2's default RoPE as
+    // `{"rope_type": "default", "rope_theta": ...}`.
+    let scaling = serde_json::json!({
+        "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 8192
+    });
+    let mut cfg = serde_json::json!({
+        "model_type": "llama", "vocab_size": 128256, "hidden_size": 4096,
+        "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "rms_norm_eps": 1e-5, "max_position_embeddings": 131072,
+        "bos_token_id": 128000, "eos_token_id": 128001,
+        "rope_parameters": scaling, "rope_scaling": scaling
+    });
+    let a = DenseArch::from_hf_config(&cfg).expect("llama3");
+    assert_eq!(a.rope_theta, 500000.0);
+    let s = a.rope_scaling.expect("scaling");
+    assert_eq!((s.rope_type.as_str(), s.factor), ("llama3", 8.0));
+    cfg["rope_parameters"] = serde_json::json!({"rope_type": "default", "rope_theta": 1e6});
+    cfg.as_object_mut().expect("object").remove("rope_scaling");
+    let q = DenseArch::from_hf_config(&cfg).expect("default rope");
+    assert_eq!((q.rope_theta, q.rope_scaling), (1e6, None));
+}
