@@ -225,7 +225,7 @@ pub fn run(command: &str, req: ComposeRequest, resume: Option<&Path>) -> Result<
             Err(e) => host.record(&[JobResult::failed(num, format!("{e:#}"))]),
         }
     }
-    let launched = launcher.launcher().launch(&plan, &launchable, &host);
+    let launched = crate::launcher::for_conf(&launcher).launch(&plan, &launchable, &host);
     shutdown::set_sweep_summary(None);
     shutdown::set_sweep_cancel(None);
     let launched = launched?;

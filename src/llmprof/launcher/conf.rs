@@ -175,16 +175,6 @@ impl LauncherConf {
             LauncherConf::Slurm(_) => "slurm",
         }
     }
-
-    pub fn launcher(&self) -> Box<dyn super::Launcher> {
-        match self {
-            LauncherConf::Basic => Box::new(super::basic::Basic),
-            LauncherConf::Local(c) => Box::new(super::local::Local { conf: c.clone() }),
-            LauncherConf::Slurm(c) => Box::new(super::slurm::Slurm {
-                conf: (**c).clone(),
-            }),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -91,3 +91,14 @@ pub trait Launcher {
         host: &dyn Host,
     ) -> anyhow::Result<Vec<JobResult>>;
 }
+
+/// The launcher a composed `hydra.launcher` config asks for.
+pub fn for_conf(conf: &LauncherConf) -> Box<dyn Launcher> {
+    match conf {
+        LauncherConf::Basic => Box::new(basic::Basic),
+        LauncherConf::Local(c) => Box::new(local::Local { conf: c.clone() }),
+        LauncherConf::Slurm(c) => Box::new(slurm::Slurm {
+            conf: (**c).clone(),
+        }),
+    }
+}
