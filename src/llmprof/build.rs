@@ -22,5 +22,18 @@ fn main() {
     if let Some(git_dir) = git(&["rev-parse", "--absolute-git-dir"]) {
         println!("cargo:rerun-if-changed={git_dir}/HEAD");
         println!("cargo:rerun-if-changed={git_dir}/index");
+        // A commit moves the branch's ref, not HEAD (which names the branch); refs may be packed.
+        if let Some(branch) = git(&["rev-parse", "--symbolic-full-name", "HEAD"]) {
+            if branch.starts_with("refs/") {
+                let common = git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
+                    .unwrap_or(git_dir.clone());
+                let common = std::path::Path::new(&common);
+                println!("cargo:rerun-if-changed={}", common.join(&branch).display());
+                println!(
+                    "cargo:rerun-if-changed={}",
+                    common.join("packed-refs").display()
+                );
+            }
+        }
     }
 }
