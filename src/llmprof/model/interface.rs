@@ -161,9 +161,11 @@ pub trait Model {
     /// output has no layout grammar (text models: the optional OCR features are simply absent).
     fn read_page(
         &self,
-        text: &str,
-        width: u32,
-        height: u32,
-        image_link: &dyn Fn(usize) -> String,
-    ) -> Option<PageReading>;
+        _text: &str,
+        _width: u32,
+        _height: u32,
+        _image_link: &dyn Fn(usize) -> String,
+    ) -> Option<PageReading> {
+        None
+    }
 }

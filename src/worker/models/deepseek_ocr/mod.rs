@@ -546,17 +546,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn batched_vision_equals_pages_alone() {
-        let m = tiny();
-        let obs = NoopObserver;
-        let pc = PreprocessConfig {
+    /// Tiny crop mode: 128 px global view (2x2 tokens), 64 px tiles (1x1 token), 2 to 4 crops.
+    fn tiny_crop_mode() -> PreprocessConfig {
+        PreprocessConfig {
             base_size: 128,
             image_size: 64,
             crop_mode: true,
             min_crops: 2,
             max_crops: 4,
-        };
+        }
+    }
+
+    #[test]
+    fn batched_vision_equals_pages_alone() {
+        let m = tiny();
+        let obs = NoopObserver;
+        let pc = tiny_crop_mode();
         // Three pages: two tile grids (2x1, 1x2) and one small enough for no tiles.
         let page = |w: u32, h: u32, k: u32| {
             let img = image::RgbImage::from_fn(w, h, |x, y| {
@@ -588,13 +593,7 @@ mod tests {
         let m = tiny();
         let obs = NoopObserver;
         // Tiny crop mode: 128 px global (2x2 tokens), 64 px tiles (1x1 token), grid 2 cols x 1 row.
-        let pc = PreprocessConfig {
-            base_size: 128,
-            image_size: 64,
-            crop_mode: true,
-            min_crops: 2,
-            max_crops: 4,
-        };
+        let pc = tiny_crop_mode();
         let img = image::RgbImage::from_fn(150, 70, |x, y| {
             image::Rgb([(x % 256) as u8, (y * 3 % 256) as u8, 90])
         });

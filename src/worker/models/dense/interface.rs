@@ -13,7 +13,7 @@ use llmprof::model::dense::static_report::{render_markdown, static_report, Stati
 use llmprof::model::dense::{analytic, DenseArch, REGIONS};
 use llmprof::model::{
     Arch, BatchWork, Family, GenerateConfig, GenerateOutput, GraphStats, Model, ModelInfo,
-    PageReading, RequestInfo, StaticAnalysis,
+    RequestInfo, StaticAnalysis,
 };
 use llmprof::region::{RegionObserver, RegionTree};
 use llmprof::spec::{RunSpec, WeightsSource};
@@ -249,15 +249,5 @@ impl Model for DenseModel {
 
     fn decode_text(&self, tokens: &[i64]) -> String {
         self.tokenizer.decode(tokens)
-    }
-
-    fn read_page(
-        &self,
-        _text: &str,
-        _width: u32,
-        _height: u32,
-        _image_link: &dyn Fn(usize) -> String,
-    ) -> Option<PageReading> {
-        None
     }
 }
