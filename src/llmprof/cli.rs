@@ -220,9 +220,11 @@ pub enum DebugCommand {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Fast path against eager on seeded synthetic decoder weights: each runtime.optim switch
-    /// alone and all together with CUDA graphs; fp32 greedy tokens must match fp32 eager, and a
-    /// bf16 variant may not be less accurate than eager bf16. Exits non-zero on a failure.
+    /// Fast path against eager on seeded synthetic weights: each runtime.optim switch alone and
+    /// all together with CUDA graphs; fp32 greedy tokens must match fp32 eager, and a bf16
+    /// variant may not be less accurate than eager bf16. DeepSeek-OCR also checks its vision
+    /// switches (SAM attention, batched vision) on synthetic pages: fp32 embeddings within 1e-5
+    /// relative of eager. Exits non-zero on a failure; --json writes {"decoder", "vision"}.
     FastPath {
         /// Architecture: the released DeepSeek-OCR decoder (`full`) or the tiny test one, or a
         /// dense decoder preset (qwen2_5_0_5b, qwen2_5_7b, llama3_1_8b, each also as `<name>_tiny`).

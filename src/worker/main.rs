@@ -168,69 +168,19 @@ fn run_debug(args: &[String]) -> Result<()> {
             seed,
             json,
         } => {
-            use llmprof_worker::models::common::fast_path_check;
-            use llmprof_worker::models::deepseek_ocr::ArchConfig;
-            let device = tch::Device::cuda_if_available();
-            let all = match llmprof_worker::models::dense::presets::arch(&arch) {
-                Some(a) => {
-                    let a = a?;
-                    let prompts = fast_path_check::prompts(&prompt_lens, a.vocab_size, 7);
-                    let subject = llmprof_worker::models::dense::fast_path::Subject {
-                        arch: a,
-                        device,
-                        seed,
-                    };
-                    fast_path_check::check(&subject, &prompts, steps, kv_bucket)?
-                }
-                None => {
-                    let cfg = if arch == "tiny" {
-                        ArchConfig::tiny()
-                    } else {
-                        ArchConfig::deepseek_ocr()
-                    };
-                    let prompts = fast_path_check::prompts(&prompt_lens, cfg.decoder.vocab_size, 7);
-                    let subject =
-                        llmprof_worker::models::deepseek_ocr::checks::fast_path::Subject {
-                            cfg,
-                            device,
-                            seed,
-                        };
-                    fast_path_check::check(&subject, &prompts, steps, kv_bucket)?
-                }
-            };
-            let mut table = String::from("Against fp32 eager, teacher-forced with its tokens:\n\n| variant | dtype | steps | token mismatches | rel L2 logit error | eager bf16 error | graphs | result |\n|---|---|---:|---:|---:|---:|---:|---|\n");
-            for c in &all {
-                table.push_str(&format!(
-                    "| {} | {} | {} | {} | {:.2e} | {} | {} | {} |\n",
-                    c.variant,
-                    c.dtype,
-                    c.steps,
-                    c.token_mismatches,
-                    c.rel_logit_error,
-                    c.eager_bf16_rel_logit_error
-                        .map_or("—".to_string(), |e| format!("{e:.2e}")),
-                    c.graphs_captured,
-                    if c.passed { "pass" } else { "FAIL" }
-                ));
-            }
-            llmprof::stdout::print(&table)?;
+            let report = llmprof_worker::models::fast_path_cli::run(
+                &arch,
+                steps,
+                &prompt_lens,
+                kv_bucket,
+                seed,
+            )?;
+            llmprof::stdout::print(&report.tables())?;
             if let Some(path) = json {
-                std::fs::write(&path, serde_json::to_string_pretty(&all)?)
+                std::fs::write(&path, serde_json::to_string_pretty(&report)?)
                     .with_context(|| format!("writing {}", path.display()))?;
             }
-            let failed: Vec<String> = all
-                .iter()
-                .filter(|c| !c.passed)
-                .map(|c| format!("{} ({})", c.variant, c.dtype))
-                .collect();
-            if !failed.is_empty() {
-                bail!(
-                    "fast path differs from eager: {} (fp32 needs identical greedy tokens; a bf16 variant's logit error against fp32 may be at most {}× the eager bf16 error)",
-                    failed.join(", "),
-                    fast_path_check::BF16_ERROR_GROWTH_MAX
-                );
-            }
-            Ok(())
+            report.verdict()
         }
         DebugCommand::Sam {
             weights,

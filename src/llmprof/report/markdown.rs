@@ -333,6 +333,8 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ("eos_check_interval", w.eos_check_interval.to_string()),
         ("batched_vision", on(w.batched_vision).to_string()),
         ("vision_max_views", w.vision_max_views.to_string()),
+        ("sam_fused_rel_pos", on(w.sam_fused_rel_pos).to_string()),
+        ("sam_fused_windows", on(w.sam_fused_windows).to_string()),
     ] {
         let _ = writeln!(s, "| {k} | {v} |");
     }

@@ -183,6 +183,8 @@ mod tests {
                 eos_check_interval: 8,
                 batched_vision: on,
                 vision_max_views: 16,
+                sam_fused_rel_pos: on,
+                sam_fused_windows: on,
             },
             graphs: on.then(|| GraphStats {
                 graphs_captured: 2,

@@ -249,6 +249,14 @@ pub struct OptimSpec {
     pub batched_vision: bool,
     #[serde(default)]
     pub vision_max_views: u32,
+    /// SAM's decomposed relative-position bias folded into q·k as extra channels (fused
+    /// attention, no mask) instead of a materialised [B, heads, N, N] bias. Absent: off.
+    #[serde(default)]
+    pub sam_fused_rel_pos: bool,
+    /// SAM's windowed blocks project on the whole grid and split into windows and heads with one
+    /// copy each way instead of partition/unpartition copies. Absent: off.
+    #[serde(default)]
+    pub sam_fused_windows: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

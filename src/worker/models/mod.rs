@@ -5,6 +5,7 @@ pub mod common;
 pub mod deepseek_ocr;
 pub mod dense;
 pub mod device;
+pub mod fast_path_cli;
 pub mod ngram_device;
 
 use anyhow::Result;

@@ -2,7 +2,8 @@
 //! loop switches, which live in [`crate::models::common::graph_decode::StepPath`] and `GenerateConfig`). Every switch has an eager
 //! counterpart so both can be profiled; tests check each against the eager path.
 
-/// Decoder implementation choices, fixed when the weights are loaded.
+/// Implementation choices (decoder, and vision where a model has it), fixed when the weights are
+/// loaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModelOptim {
     /// One matmul for q/k/v and one for gate/up (weights concatenated at load time).
@@ -20,6 +21,12 @@ pub struct ModelOptim {
     /// libtorch's one-kernel RMSNorm (`_fused_rms_norm`, fp32 accumulation, one rounding);
     /// off: HF's eight-op version (fp32 normalise, round, scale in the model dtype).
     pub fused_rms_norm: bool,
+    /// Vision (SAM): the decomposed relative-position bias folded into q·k as extra channels
+    /// instead of a materialised [B, heads, N, N] bias.
+    pub sam_fused_rel_pos: bool,
+    /// Vision (SAM): windowed blocks project on the whole grid and split into windows and heads
+    /// with one copy each way.
+    pub sam_fused_windows: bool,
 }
 
 impl ModelOptim {
@@ -30,6 +37,8 @@ impl ModelOptim {
         sdpa: false,
         static_kv_cache: false,
         fused_rms_norm: false,
+        sam_fused_rel_pos: false,
+        sam_fused_windows: false,
     };
 
     /// Everything on.
@@ -39,6 +48,8 @@ impl ModelOptim {
         sdpa: true,
         static_kv_cache: true,
         fused_rms_norm: true,
+        sam_fused_rel_pos: true,
+        sam_fused_windows: true,
     };
 }
 
@@ -52,6 +63,8 @@ impl Default for ModelOptim {
             sdpa: true,
             static_kv_cache: true,
             fused_rms_norm: false,
+            sam_fused_rel_pos: false,
+            sam_fused_windows: false,
         }
     }
 }
@@ -65,5 +78,7 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         sdpa: o.sdpa,
         static_kv_cache: o.static_kv_cache,
         fused_rms_norm: o.fused_rms_norm,
+        sam_fused_rel_pos: o.sam_fused_rel_pos,
+        sam_fused_windows: o.sam_fused_windows,
     }
 }

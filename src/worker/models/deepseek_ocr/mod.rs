@@ -68,7 +68,11 @@ impl DeepseekOcr {
         let vs = weights.root();
         let model = vs.sub("model");
         let sam = if weights.has_part(Part::Sam) {
-            Some(Sam::load(&model.sub("sam_model"), &cfg.sam).context("loading SAM")?)
+            let sam_optim = vision::sam_attention::SamOptim {
+                fused_rel_pos: optim.sam_fused_rel_pos,
+                fused_windows: optim.sam_fused_windows,
+            };
+            Some(Sam::load(&model.sub("sam_model"), &cfg.sam, sam_optim).context("loading SAM")?)
         } else {
             None
         };
@@ -216,47 +220,12 @@ impl DeepseekOcr {
     }
 
     /// Vision path for one image → embeddings [N_img, hidden] in the order they replace the
-    /// `<image>` ids (local mosaic, global grid, separator). Tiles run as one batch.
+    /// `<image>` ids (local mosaic, global grid, separator): [`DeepseekOcr::encode_batch`] of
+    /// one page (its tiles in one call, its global view in another).
     pub fn encode_images(&self, img: &PreparedImage, obs: &dyn RegionObserver) -> Result<Tensor> {
-        let sam = self.sam()?;
-        let clip = self.clip.as_ref().context("CLIP weights were not loaded")?;
-        let proj = self
-            .projector
-            .as_ref()
-            .context("projector weights were not loaded")?;
-        let _v = obs.enter(VISION);
-        let to_dev = |t: &Tensor| -> Result<Tensor> {
-            Ok(t.f_to_device(self.device)?.f_to_kind(self.kind)?)
-        };
-        let global = to_dev(&img.global)?; // (1, 3, S, S)
-        let tiles = img.tiles.as_ref().map(to_dev).transpose()?; // (n, 3, Si, Si)
-        let (sam_l, sam_g) = {
-            let _g = obs.enter(SAM);
-            (
-                tiles.as_ref().map(|t| sam.forward(t)).transpose()?,
-                sam.forward(&global)?,
-            )
-        }; // (n|1, C, s/64, s/64)
-        let (clip_l, clip_g) = {
-            let _g = obs.enter(CLIP);
-            (
-                sam_l.as_ref().map(|s| clip.forward(s)).transpose()?,
-                clip.forward(&sam_g)?,
-            )
-        }; // (n|1, T+1, C)
-        let _g = obs.enter(PROJECTOR);
-        let glob = proj.forward(&clip_g, &sam_g)?; // (1, h·w, H)
-        let local = match (&clip_l, &sam_l) {
-            (Some(c), Some(s)) => Some(proj.forward(c, s)?), // (n, h2·w2, H)
-            _ => None,
-        };
-        let grid = img.grid;
-        proj.arrange(
-            &glob,
-            local
-                .as_ref()
-                .map(|l| (l, grid.rows as i64, grid.cols as i64)),
-        )
+        self.encode_batch(&[img], 0, obs)?
+            .pop()
+            .context("vision returned no embeddings for the page")
     }
 
     /// Prefill: vision for rows with images, left-padded embeddings with image vectors written

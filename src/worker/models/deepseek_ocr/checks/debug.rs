@@ -5,6 +5,7 @@ use crate::models::common::kv_cache::KvCache;
 use crate::models::common::optim::ModelOptim;
 use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
 use crate::models::deepseek_ocr::vision::sam::Sam;
+use crate::models::deepseek_ocr::vision::sam_attention::SamOptim;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ArchConfig;
 use std::path::Path;
@@ -106,7 +107,11 @@ pub fn debug_sam_with(cfg: &ArchConfig, weights: &Path, pixels: &Tensor) -> Resu
         "pixels must be a float tensor, got {kind:?}"
     );
     let w = Weights::load(weights, cfg, &[Part::Sam], pixels.device(), kind)?;
-    let sam = Sam::load(&w.root().sub("model.sam_model"), &cfg.sam)?;
+    let sam = Sam::load(
+        &w.root().sub("model.sam_model"),
+        &cfg.sam,
+        SamOptim::default(),
+    )?;
     Ok(sam.forward(pixels)?.f_to_kind(Kind::Float)?)
 }
 

@@ -2,3 +2,4 @@
 //! transformers, and every fast-path switch against the eager path.
 pub mod debug;
 pub mod fast_path;
+pub mod vision_fast_path;

@@ -4,3 +4,4 @@ pub mod batch;
 pub mod clip;
 pub mod projector;
 pub mod sam;
+pub mod sam_attention;

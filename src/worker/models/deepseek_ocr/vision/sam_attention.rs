@@ -1,0 +1,445 @@
+//! SAM's attention (docs/deepseek-ocr.md §3.1): multi-head attention over a [B,H,W,C] grid with
+//! the decomposed relative-position bias, globally or within ws×ws windows. Two switches pick the
+//! implementation (`runtime.optim.sam_fused_rel_pos`, `runtime.optim.sam_fused_windows`); each
+//! off-state is the reference formulation, and the tests hold the fused ones to it.
+//!
+//! The bias is bias[(qh,qw),(kh,kw)] = q·Rh[qh,kh] + q·Rw[qw,kw] with q unscaled. Materialised,
+//! it is a [B,heads,N,N] tensor (~0.4 GB in bf16 for one 1024² view's global layer). Folded into
+//! the product instead: q' = [q, √d·(q·Rh), √d·(q·Rw)] and k' = [k, onehot(kh), onehot(kw)], so
+//! (q'·k')/√d = q·k/√d + q·Rh[qh,kh] + q·Rw[qw,kw], which fused attention computes with no mask.
+
+use crate::models::common::layers::Linear;
+use crate::models::common::tensors::WeightPath;
+use anyhow::{ensure, Result};
+use llmprof::model::deepseek_ocr::arch::SamConfig;
+use tch::{Device, Kind, Tensor};
+
+/// How SAM's attention is computed (both off: the reference formulation).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SamOptim {
+    /// Relative-position terms as extra q/k channels instead of a materialised bias.
+    pub fused_rel_pos: bool,
+    /// Windowed blocks run their q/k/v and output projections on the whole grid and split into
+    /// windows and heads with one copy each way, instead of partition, split, merge and
+    /// unpartition copies.
+    pub fused_windows: bool,
+}
+
+/// Resizes a relative-position table [len, C] to [2·l−1, C] with 1-D linear interpolation
+/// (fp32, align_corners=false) when needed, then gathers R[i,j] = table[i−j+l−1] → [l, l, C].
+pub fn rel_pos_table(table: &Tensor, l: i64) -> Result<Tensor> {
+    let (len, _) = table.size2()?;
+    let want = 2 * l - 1;
+    let resized = if len != want {
+        let kind = table.kind();
+        table
+            .f_to_kind(Kind::Float)?
+            .f_transpose(0, 1)?
+            .f_unsqueeze(0)? // (1, c, len)
+            .f_upsample_linear1d([want], false, None)? // (1, c, want)
+            .f_squeeze_dim(0)?
+            .f_transpose(0, 1)? // (want, c)
+            .f_to_kind(kind)?
+    } else {
+        table.shallow_clone()
+    };
+    let dev = table.device();
+    let q = Tensor::f_arange(l, (Kind::Int64, dev))?.f_unsqueeze(1)?;
+    let k = Tensor::f_arange(l, (Kind::Int64, dev))?.f_unsqueeze(0)?;
+    let idx = q.f_sub(&k)?.f_add_scalar(l - 1)?; // (l, l)
+    Ok(resized
+        .f_index_select(0, &idx.f_flatten(0, 1)?)?
+        .f_view([l, l, -1])?) // (l, l, c)
+}
+
+/// The two decomposed terms for q [B', h·w, C] (unscaled) on an h×w grid:
+/// (q·Rh [B', h·w, kh], q·Rw [B', h·w, kw]).
+fn rel_pos_terms(
+    q: &Tensor,
+    rel_h: &Tensor,
+    rel_w: &Tensor,
+    h: i64,
+    w: i64,
+) -> Result<(Tensor, Tensor)> {
+    let (b, n, c) = q.size3()?;
+    ensure!(n == h * w, "rel-pos: {n} tokens for a {h}x{w} grid");
+    let rh = rel_pos_table(rel_h, h)?; // (h, h, c)
+    let rw = rel_pos_table(rel_w, w)?; // (w, w, c)
+    let r_q = q.f_view([b, h, w, c])?;
+    let bh = Tensor::f_einsum("bhwc,hkc->bhwk", &[&r_q, &rh], None::<i64>)?; // (b, h, w, kh)
+    let bw = Tensor::f_einsum("bhwc,wkc->bhwk", &[&r_q, &rw], None::<i64>)?; // (b, h, w, kw)
+    Ok((bh.f_reshape([b, n, h])?, bw.f_reshape([b, n, w])?))
+}
+
+/// Decomposed relative-position bias for q [B', h·w, C] (unscaled) on an h×w grid:
+/// bias[b, (qh,qw), (kh,kw)] = Σ_c q·Rh[qh,kh] + Σ_c q·Rw[qw,kw]. Returns [B', h·w, h·w].
+pub fn rel_pos_bias(q: &Tensor, rel_h: &Tensor, rel_w: &Tensor, h: i64, w: i64) -> Result<Tensor> {
+    let (b, n, _) = q.size3()?;
+    let (bh, bw) = rel_pos_terms(q, rel_h, rel_w, h, w)?;
+    let bias = bh.f_view([b, n, h, 1])?.f_add(&bw.f_view([b, n, 1, w])?)?; // (b, n, kh, kw)
+    Ok(bias.f_reshape([b, n, h * w])?)
+}
+
+/// Key-side channels of the folded bias: row (kh,kw) is [onehot_h(kh), onehot_w(kw), 0…],
+/// padded with zero columns to `h + w + pad`. → [h·w, h+w+pad].
+fn key_position_onehots(h: i64, w: i64, pad: i64, kind: Kind, dev: Device) -> Result<Tensor> {
+    let eh = Tensor::f_eye(h, (kind, dev))?
+        .f_unsqueeze(1)?
+        .f_expand([h, w, h], false)?;
+    let ew = Tensor::f_eye(w, (kind, dev))?
+        .f_unsqueeze(0)?
+        .f_expand([h, w, w], false)?;
+    let z = Tensor::f_zeros([h, w, pad], (kind, dev))?;
+    Ok(Tensor::f_cat(&[eh, ew, z], -1)?.f_reshape([h * w, h + w + pad])?)
+}
+
+/// Zero-pads [B,H,W,C] at the bottom/right to multiples of `ws`. Returns the padded grid and
+/// (Hp, Wp).
+fn pad_to_windows(x: &Tensor, ws: i64) -> Result<(Tensor, (i64, i64))> {
+    let (_, h, w, _) = x.size4()?;
+    let pad_h = (ws - h % ws) % ws;
+    let pad_w = (ws - w % ws) % ws;
+    let x = if pad_h > 0 || pad_w > 0 {
+        x.f_constant_pad_nd([0, 0, 0, pad_w, 0, pad_h])?
+    } else {
+        x.shallow_clone()
+    };
+    Ok((x, (h + pad_h, w + pad_w)))
+}
+
+/// Zero-pads [B,H,W,C] at the bottom/right to multiples of `ws` and cuts row-major windows.
+/// Returns ([B·nW, ws, ws, C], (Hp, Wp)).
+pub fn window_partition(x: &Tensor, ws: i64) -> Result<(Tensor, (i64, i64))> {
+    let (b, _, _, c) = x.size4()?;
+    let (x, (hp, wp)) = pad_to_windows(x, ws)?;
+    let x = x.f_view([b, hp / ws, ws, wp / ws, ws, c])?;
+    let win = x
+        .f_permute([0, 1, 3, 2, 4, 5])?
+        .f_contiguous()?
+        .f_view([-1, ws, ws, c])?; // (b·nW, ws, ws, c)
+    Ok((win, (hp, wp)))
+}
+
+/// Inverse of [`window_partition`], cropping the padding: → [B,H,W,C].
+pub fn window_unpartition(
+    win: &Tensor,
+    ws: i64,
+    (hp, wp): (i64, i64),
+    (h, w): (i64, i64),
+) -> Result<Tensor> {
+    let (nb, _, _, c) = win.size4()?;
+    let b = nb / (hp * wp / ws / ws);
+    let x = win.f_view([b, hp / ws, wp / ws, ws, ws, c])?;
+    let x = x
+        .f_permute([0, 1, 3, 2, 4, 5])?
+        .f_contiguous()?
+        .f_view([b, hp, wp, c])?; // (b, hp, wp, c)
+    if hp > h || wp > w {
+        Ok(x.f_narrow(1, 0, h)?.f_narrow(2, 0, w)?.f_contiguous()?)
+    } else {
+        Ok(x)
+    }
+}
+
+/// Multi-head attention with decomposed rel-pos bias on a [B,H,W,C] grid.
+#[derive(Debug)]
+pub struct SamAttention {
+    qkv: Linear,
+    proj: Linear,
+    rel_pos_h: Tensor,
+    rel_pos_w: Tensor,
+    heads: i64,
+    optim: SamOptim,
+}
+
+impl SamAttention {
+    pub fn load(vs: &WeightPath, cfg: &SamConfig, optim: SamOptim) -> Result<Self> {
+        Ok(SamAttention {
+            qkv: Linear::load(&vs.sub("qkv"), true)?,
+            proj: Linear::load(&vs.sub("proj"), true)?,
+            rel_pos_h: vs.get("rel_pos_h")?,
+            rel_pos_w: vs.get("rel_pos_w")?,
+            heads: cfg.heads,
+            optim,
+        })
+    }
+
+    /// Attention of a block over the normalised grid `y` [B,H,W,C]: within `window`×`window`
+    /// windows (zero padding after the norm, padded tokens not masked), or globally when
+    /// `window == 0`. → [B,H,W,C].
+    pub fn forward_block(&self, y: &Tensor, window: i64) -> Result<Tensor> {
+        let (_, h, w, _) = y.size4()?;
+        if window == 0 {
+            return self.forward(y);
+        }
+        if self.optim.fused_windows {
+            return self.forward_windows_fused(y, window);
+        }
+        let (win, pad_hw) = window_partition(y, window)?;
+        let o = self.forward(&win)?;
+        window_unpartition(&o, window, pad_hw, (h, w))
+    }
+
+    /// Global attention over the whole grid x [B,H,W,C] → [B,H,W,C].
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let (b, h, w, c) = x.size4()?;
+        let nh = self.heads;
+        let hd = c / nh;
+        let qkv = self
+            .qkv
+            .forward(x)?
+            .f_reshape([b, h * w, 3, nh, hd])?
+            .f_permute([2, 0, 3, 1, 4])?
+            .f_contiguous()?; // (3, b, nh, hw, hd)
+        let (q, k, v) = (qkv.f_get(0)?, qkv.f_get(1)?, qkv.f_get(2)?);
+        let o = self.attend(&q, &k, &v, h, w)?; // (b, nh, hw, hd)
+        let o = o
+            .f_view([b, nh, h, w, hd])?
+            .f_permute([0, 2, 3, 1, 4])?
+            .f_reshape([b, h, w, c])?; // (b, h, w, c)
+        self.proj.forward(&o)
+    }
+
+    /// Windowed attention with the projections on the whole (padded) grid: one copy splits
+    /// q/k/v into windows and heads, one merges the output back.
+    fn forward_windows_fused(&self, y: &Tensor, ws: i64) -> Result<Tensor> {
+        let (b, h, w, c) = y.size4()?;
+        let nh = self.heads;
+        let hd = c / nh;
+        let (y, (hp, wp)) = pad_to_windows(y, ws)?;
+        let (nwh, nww) = (hp / ws, wp / ws);
+        let qkv = self
+            .qkv
+            .forward(&y)? // (b, hp, wp, 3c)
+            .f_view(&[b, nwh, ws, nww, ws, 3, nh, hd][..])?
+            .f_permute([5, 0, 1, 3, 6, 2, 4, 7])? // (3, b, nwh, nww, nh, ws, ws, hd)
+            .f_reshape([3, b * nwh * nww, nh, ws * ws, hd])?;
+        let (q, k, v) = (qkv.f_get(0)?, qkv.f_get(1)?, qkv.f_get(2)?);
+        let o = self.attend(&q, &k, &v, ws, ws)?; // (b·nW, nh, ws², hd)
+        let o = o
+            .f_view(&[b, nwh, nww, nh, ws, ws, hd][..])?
+            .f_permute([0, 1, 4, 2, 5, 3, 6])? // (b, nwh, ws, nww, ws, nh, hd)
+            .f_reshape([b, hp, wp, c])?;
+        let o = if hp > h || wp > w {
+            o.f_narrow(1, 0, h)?.f_narrow(2, 0, w)?
+        } else {
+            o
+        };
+        self.proj.forward(&o)
+    }
+
+    /// softmax(q·kᵀ/√d + rel-pos bias)·v on an h×w grid; q, k, v [B', heads, h·w, d].
+    fn attend(&self, q: &Tensor, k: &Tensor, v: &Tensor, h: i64, w: i64) -> Result<Tensor> {
+        if self.optim.fused_rel_pos {
+            return self.attend_rel_pos_in_qk(q, k, v, h, w);
+        }
+        let (b, nh, n, hd) = q.size4()?;
+        let bias = rel_pos_bias(
+            &q.f_reshape([b * nh, n, hd])?,
+            &self.rel_pos_h,
+            &self.rel_pos_w,
+            h,
+            w,
+        )?
+        .f_view([b, nh, n, n])?;
+        // SDPA scales only q·kᵀ (1/√hd) and adds the bias unscaled.
+        Ok(Tensor::f_scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            Some(&bias),
+            0.0,
+            false,
+            None,
+            false,
+        )?)
+    }
+
+    /// The bias folded into q·k (module docs): no [B',heads,N,N] tensor, no mask.
+    fn attend_rel_pos_in_qk(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        h: i64,
+        w: i64,
+    ) -> Result<Tensor> {
+        let (b, nh, n, hd) = q.size4()?;
+        let (bh, bw) = rel_pos_terms(
+            &q.f_reshape([b * nh, n, hd])?,
+            &self.rel_pos_h,
+            &self.rel_pos_w,
+            h,
+            w,
+        )?;
+        let root_d = (hd as f64).sqrt();
+        // Fused kernels want the head dim a multiple of 8 elements.
+        let pad = (8 - (hd + h + w) % 8) % 8;
+        let (kind, dev) = (q.kind(), q.device());
+        let q_aug = Tensor::f_cat(
+            &[
+                q.shallow_clone(),
+                bh.f_mul_scalar(root_d)?.f_view([b, nh, n, h])?,
+                bw.f_mul_scalar(root_d)?.f_view([b, nh, n, w])?,
+                Tensor::f_zeros([b, nh, n, pad], (kind, dev))?,
+            ],
+            -1,
+        )?;
+        let keys =
+            key_position_onehots(h, w, pad, kind, dev)?.f_expand([b, nh, n, h + w + pad], false)?;
+        let k_aug = Tensor::f_cat(&[k.shallow_clone(), keys], -1)?;
+        Ok(Tensor::f_scaled_dot_product_attention(
+            &q_aug,
+            &k_aug,
+            v,
+            None::<&Tensor>,
+            0.0,
+            false,
+            Some(1.0 / root_d),
+            false,
+        )?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::common::tensors::WeightPath;
+    use std::collections::HashMap;
+
+    #[test]
+    fn rel_pos_index_hand_case() {
+        // l = 2: table rows 0,1,2; R[i,j] = table[i - j + 1] → [[1,0],[2,1]].
+        let table = Tensor::from_slice(&[10f32, 11., 12.]).view([3, 1]);
+        let r = rel_pos_table(&table, 2).unwrap().view([4]);
+        assert_eq!(Vec::<f32>::try_from(&r).unwrap(), vec![11., 10., 12., 11.]);
+    }
+
+    #[test]
+    fn rel_pos_linear_resize() {
+        // [3,1] table → l=3 needs 5 rows; align_corners=false linear: src = (i+0.5)·3/5 − 0.5.
+        let table = Tensor::from_slice(&[0f32, 1., 2.]).view([3, 1]);
+        let r = rel_pos_table(&table, 3).unwrap(); // (3,3,1)
+                                                   // Row 0 of R: indices 2,1,0 into the resized table [0, 0.4, 1.0, 1.6, 2.0].
+        let row0 = Vec::<f32>::try_from(&r.get(0).view([3])).unwrap();
+        let want = [1.0f32, 0.4, 0.0];
+        for (a, b) in row0.iter().zip(want) {
+            assert!((a - b).abs() < 1e-6, "{row0:?}");
+        }
+    }
+
+    #[test]
+    fn rel_pos_bias_hand_case() {
+        // 1 batch, 2x1 grid, C=1, q = [1, 2]. Rh over l=2 from table [a0,a1,a2]=[1,10,100]:
+        // Rh = [[10,1],[100,10]]; Rw (l=1) = [[t1]] with table_w = [5] (len 1 = 2·1−1).
+        let q = Tensor::from_slice(&[1f32, 2.]).view([1, 2, 1]);
+        let th = Tensor::from_slice(&[1f32, 10., 100.]).view([3, 1]);
+        let tw = Tensor::from_slice(&[5f32]).view([1, 1]);
+        let bias = rel_pos_bias(&q, &th, &tw, 2, 1).unwrap().view([4]);
+        // q0=1: [1·10 + 1·5, 1·1 + 1·5] ; q1=2: [2·100 + 2·5, 2·10 + 2·5]
+        assert_eq!(
+            Vec::<f32>::try_from(&bias).unwrap(),
+            vec![15., 6., 210., 30.]
+        );
+    }
+
+    #[test]
+    fn window_partition_hand_case() {
+        // 1x3x3x1 grid 0..9, window 2 → pad to 4x4, 4 windows in row-major order.
+        let x = Tensor::arange(9, (Kind::Float, Device::Cpu))
+            .view([1, 3, 3, 1])
+            .f_add_scalar(1.0)
+            .unwrap();
+        let (win, pad) = window_partition(&x, 2).unwrap();
+        assert_eq!(pad, (4, 4));
+        assert_eq!(win.size(), vec![4, 2, 2, 1]);
+        let flat = Vec::<f32>::try_from(&win.view([-1])).unwrap();
+        assert_eq!(
+            flat,
+            vec![1., 2., 4., 5., 3., 0., 6., 0., 7., 8., 0., 0., 9., 0., 0., 0.]
+        );
+        let back = window_unpartition(&win, 2, pad, (3, 3)).unwrap();
+        assert!(back.equal(&x));
+    }
+
+    /// Seeded attention weights of width `c` with rel-pos tables of `table_len` rows (a length
+    /// other than 2·l−1 exercises the resize).
+    fn attention(c: i64, heads: i64, table_len: i64, optim: SamOptim, kind: Kind) -> SamAttention {
+        // Every call draws the same weights, so differently built attentions compare like with like.
+        tch::manual_seed(11);
+        let r = |s: &[i64]| (Tensor::randn(s, (Kind::Float, Device::Cpu)) * 0.3).to_kind(kind);
+        let hd = c / heads;
+        let mut m = HashMap::new();
+        m.insert("qkv.weight".to_string(), r(&[3 * c, c]));
+        m.insert("qkv.bias".to_string(), r(&[3 * c]));
+        m.insert("proj.weight".to_string(), r(&[c, c]));
+        m.insert("proj.bias".to_string(), r(&[c]));
+        m.insert("rel_pos_h".to_string(), r(&[table_len, hd]));
+        m.insert("rel_pos_w".to_string(), r(&[table_len, hd]));
+        let vs = WeightPath::root(&m, Device::Cpu, kind);
+        let cfg = SamConfig {
+            heads,
+            ..llmprof::model::deepseek_ocr::ArchConfig::tiny().sam
+        };
+        SamAttention::load(&vs, &cfg, optim).unwrap()
+    }
+
+    fn rel_err(a: &Tensor, b: &Tensor) -> f64 {
+        let a = a.to_kind(Kind::Double);
+        let b = b.to_kind(Kind::Double);
+        (&a - &b).norm().double_value(&[]) / b.norm().double_value(&[])
+    }
+
+    #[test]
+    fn fused_formulations_equal_the_reference_in_fp32() {
+        // A 9×7 grid: windows of 4 need padding on both sides; global layers see 9×7 with tables
+        // resized from 13 rows. Heads of 12 channels: q'·k' needs 12 + 9 + 7 = 28 → 32 columns.
+        let y = Tensor::randn([2, 9, 7, 24], (Kind::Float, Device::Cpu));
+        let reference = attention(24, 2, 13, SamOptim::default(), Kind::Float);
+        for optim in [
+            SamOptim {
+                fused_rel_pos: true,
+                fused_windows: false,
+            },
+            SamOptim {
+                fused_rel_pos: false,
+                fused_windows: true,
+            },
+            SamOptim {
+                fused_rel_pos: true,
+                fused_windows: true,
+            },
+        ] {
+            let fast = attention(24, 2, 13, optim, Kind::Float);
+            for window in [0, 4] {
+                let want = reference.forward_block(&y, window).unwrap();
+                let got = fast.forward_block(&y, window).unwrap();
+                assert_eq!(got.size(), vec![2, 9, 7, 24]);
+                let e = rel_err(&got, &want);
+                assert!(e < 1e-6, "{optim:?} window {window}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn folded_bias_is_no_less_accurate_in_bf16() {
+        let y = Tensor::randn([1, 8, 8, 32], (Kind::Float, Device::Cpu));
+        let exact = attention(32, 2, 15, SamOptim::default(), Kind::Float)
+            .forward_block(&y, 0)
+            .unwrap();
+        let yb = y.to_kind(Kind::BFloat16);
+        let eager = attention(32, 2, 15, SamOptim::default(), Kind::BFloat16)
+            .forward_block(&yb, 0)
+            .unwrap();
+        let fused = SamOptim {
+            fused_rel_pos: true,
+            fused_windows: true,
+        };
+        let fast = attention(32, 2, 15, fused, Kind::BFloat16)
+            .forward_block(&yb, 0)
+            .unwrap();
+        let (e_eager, e_fast) = (rel_err(&eager, &exact), rel_err(&fast, &exact));
+        assert!(e_eager > 1e-4, "bf16 must really round: {e_eager}");
+        assert!(e_fast <= 2.0 * e_eager, "{e_fast} vs eager {e_eager}");
+    }
+}
