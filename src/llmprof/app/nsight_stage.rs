@@ -496,7 +496,7 @@ mod tests {
             vec!["decode/".to_string(), "decode/decode_step/".to_string()]
         );
         assert_eq!(REGIONS.nvtx_path(SAM), "prefill/vision/sam/");
-        assert_eq!(REGIONS.nvtx_includes(PREFILL).len(), 5);
+        assert_eq!(REGIONS.nvtx_includes(PREFILL).len(), 6);
     }
 
     #[test]

@@ -201,6 +201,34 @@ pub struct PreprocessSpec {
     pub max_crops: u32,
 }
 
+impl PreprocessSpec {
+    /// The view sizes and tiling this preprocessing uses: the mode's, with the keys that are set
+    /// overriding them.
+    pub fn resolve(&self) -> crate::model::deepseek_ocr::views::PreprocessConfig {
+        use crate::model::deepseek_ocr::views::{Mode, PreprocessConfig};
+        let mode = match self.mode {
+            ResolutionMode::Tiny => Mode::Tiny,
+            ResolutionMode::Small => Mode::Small,
+            ResolutionMode::Base => Mode::Base,
+            ResolutionMode::Large => Mode::Large,
+            ResolutionMode::Gundam => Mode::Gundam,
+        };
+        let mut cfg = PreprocessConfig::from_mode(mode);
+        if let Some(b) = self.base_size {
+            cfg.base_size = b;
+        }
+        if let Some(s) = self.image_size {
+            cfg.image_size = s;
+        }
+        if let Some(c) = self.crop_mode {
+            cfg.crop_mode = c;
+        }
+        cfg.min_crops = self.min_crops;
+        cfg.max_crops = self.max_crops;
+        cfg
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HardwareSpec {

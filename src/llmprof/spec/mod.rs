@@ -91,6 +91,22 @@ impl RunSpec {
                 p.min_crops
             );
             }
+            if let crate::model::Arch::DeepseekOcr(a) = &self.model.arch {
+                let pc = p.resolve();
+                let (sides, keys) = if pc.crop_mode {
+                    (
+                        vec![pc.base_size, pc.image_size],
+                        "model.preprocess.base_size (global view) and image_size (tiles)",
+                    )
+                } else {
+                    (vec![pc.image_size], "model.preprocess.image_size")
+                };
+                for side in sides {
+                    if let Some(e) = a.check_view_side(side) {
+                        bail!("model.preprocess (mode {}): {e}\n  fix: set {keys} to sizes with queries, e.g. model.preprocess.mode=gundam model.preprocess.image_size=768 as conf/model/deepseek_ocr2.yaml does", p.mode.name());
+                    }
+                }
+            }
         }
         for (k, v) in [
             ("hardware.peak_tflops", self.hardware.peak_tflops),

@@ -59,13 +59,16 @@ impl SamFlops {
     }
 }
 
-/// Vision FLOPs of ONE view of side `view_size` px: SAM → CLIP → projector.
+/// Vision FLOPs of ONE view of side `view_size` px: SAM → CLIP (or the query encoder) →
+/// projector.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct RegionFlops {
     pub view_size: i64,
     /// Vision tokens of the view (grid side², before newline/separator vectors).
     pub tokens: i64,
     pub sam: SamFlops,
+    /// The encoder after SAM: CLIP-L, or DeepSeek-OCR-2's query encoder
+    /// ([`ArchConfig::encoder_name`]).
     pub clip: BlockFlops,
     pub projector: f64,
 }
@@ -133,17 +136,8 @@ pub fn vision_flops(cfg: &ArchConfig, view_size: i64) -> RegionFlops {
         neck: 2.0 * n * w * o + 2.0 * n * o * o * 9.0,
         compressor,
     };
-    let c = &cfg.clip;
     let tokens = side * side;
-    let t1 = (tokens + 1) as f64; // + CLS
-    let cw = c.width as f64;
-    let clip = BlockFlops {
-        qkv_proj: 2.0 * t1 * (cw * 3.0 * cw + cw * cw),
-        attention: 4.0 * t1 * t1 * cw,
-        rel_pos: 0.0,
-        mlp: 2.0 * t1 * 2.0 * cw * c.mlp_dim as f64,
-    }
-    .scale(c.layers as f64);
+    let clip = encoder_block_flops(cfg, tokens);
     let p = &cfg.projector;
     RegionFlops {
         view_size,
@@ -152,6 +146,37 @@ pub fn vision_flops(cfg: &ArchConfig, view_size: i64) -> RegionFlops {
         clip,
         projector: 2.0 * tokens as f64 * (p.input_dim * p.n_embed) as f64,
     }
+}
+
+/// FLOPs of the encoder after SAM over one view of `tokens` SAM tokens: CLIP-L over the tokens
+/// and CLS, or DeepSeek-OCR-2's query encoder over the tokens and as many queries (all 2N×2N
+/// scores computed, as SDPA with a mask does).
+fn encoder_block_flops(cfg: &ArchConfig, tokens: i64) -> BlockFlops {
+    if let Some(c) = &cfg.clip {
+        let t1 = (tokens + 1) as f64; // + CLS
+        let cw = c.width as f64;
+        return BlockFlops {
+            qkv_proj: 2.0 * t1 * (cw * 3.0 * cw + cw * cw),
+            attention: 4.0 * t1 * t1 * cw,
+            rel_pos: 0.0,
+            mlp: 2.0 * t1 * 2.0 * cw * c.mlp_dim as f64,
+        }
+        .scale(c.layers as f64);
+    }
+    let Some(q) = &cfg.query_encoder else {
+        return BlockFlops::default();
+    };
+    let t = (2 * tokens) as f64;
+    let h = q.hidden_size as f64;
+    let qd = (q.num_attention_heads * q.head_dim) as f64;
+    let kv = (q.num_key_value_heads * q.head_dim) as f64;
+    BlockFlops {
+        qkv_proj: 2.0 * t * h * (qd + 2.0 * kv) + 2.0 * t * qd * h,
+        attention: 4.0 * t * t * qd,
+        rel_pos: 0.0,
+        mlp: 2.0 * t * 3.0 * h * q.intermediate_size as f64,
+    }
+    .scale(q.num_hidden_layers as f64)
 }
 
 /// Vision FLOPs of one image: the global (or single) view plus `n_tiles` tiles.

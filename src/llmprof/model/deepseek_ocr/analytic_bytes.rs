@@ -4,6 +4,7 @@
 
 use super::analytic::moe_layers;
 use super::arch::ArchConfig;
+use super::arch_ocr2::{QueryEncoderConfig, TokenLayout};
 use serde::Serialize;
 
 /// Parameters of one routed expert (gate, up, down).
@@ -40,9 +41,12 @@ impl DecoderLayerParams {
 pub struct ParamCounts {
     /// Incl. pos_embed, neck and compressor.
     pub sam: u64,
-    /// Incl. the unused patch_embedding.
+    /// The encoder after SAM: CLIP-L incl. its unused patch_embedding, or DeepSeek-OCR-2's
+    /// query encoder incl. its query tables.
     pub clip: u64,
-    /// Projector linear + image_newline + view_seperator.
+    /// Name of the encoder after SAM in reports (`clip`, `query_encoder`).
+    pub encoder_name: &'static str,
+    /// Projector linear + image_newline (DeepSeek-OCR only) + view_seperator.
     pub projector: u64,
     pub embedding: u64,
     pub layers: Vec<DecoderLayerParams>,
@@ -68,7 +72,7 @@ impl ParamCounts {
     pub fn rows(&self) -> Vec<(String, u64)> {
         let mut v = vec![
             ("sam".to_string(), self.sam),
-            ("clip".into(), self.clip),
+            (self.encoder_name.to_string(), self.clip),
             ("projector".into(), self.projector),
             ("embed_tokens".into(), self.embedding),
         ];
@@ -90,6 +94,40 @@ impl ParamCounts {
         v.push(("lm_head".into(), self.lm_head));
         v
     }
+}
+
+/// Parameters of the encoder after SAM: CLIP-L (with its unused patch embedding), or the query
+/// encoder's layers, final norm and query tables.
+fn encoder_params(cfg: &ArchConfig) -> i64 {
+    if let Some(c) = &cfg.clip {
+        let cw = c.width;
+        return cw
+            + cw * 3 * c.patch_size * c.patch_size
+            + c.num_positions * cw
+            + 2 * cw
+            + c.layers
+                * (4 * cw
+                    + (3 * cw * cw + 3 * cw)
+                    + (cw * cw + cw)
+                    + 2 * cw * c.mlp_dim
+                    + c.mlp_dim
+                    + cw);
+    }
+    let Some(q) = &cfg.query_encoder else {
+        return 0;
+    };
+    let h = q.hidden_size;
+    let (qd, kv) = (
+        q.num_attention_heads * q.head_dim,
+        q.num_key_value_heads * q.head_dim,
+    );
+    let layer = 2 * h + (qd * h + qd) + 2 * (kv * h + kv) + h * qd + 3 * h * q.intermediate_size;
+    let queries: i64 = q
+        .query_views
+        .iter()
+        .map(|&side| QueryEncoderConfig::queries(side, cfg.pixels_per_token()) * h)
+        .sum();
+    q.num_hidden_layers * layer + h + queries
 }
 
 /// Parameter counts from the config dims (the tensor list of docs/deepseek-ocr.md §6 / `weights::expected_tensors`).
@@ -119,21 +157,13 @@ pub fn params_by_module(cfg: &ArchConfig) -> ParamCounts {
         + blocks
         + (o * w + 2 * o + o * o * 9 + 2 * o)
         + compressor;
-    let c = &cfg.clip;
-    let cw = c.width;
-    let clip = cw
-        + cw * 3 * c.patch_size * c.patch_size
-        + c.num_positions * cw
-        + 2 * cw
-        + c.layers
-            * (4 * cw
-                + (3 * cw * cw + 3 * cw)
-                + (cw * cw + cw)
-                + 2 * cw * c.mlp_dim
-                + c.mlp_dim
-                + cw);
+    let clip = encoder_params(cfg);
     let p = &cfg.projector;
-    let projector = p.n_embed * p.input_dim + p.n_embed + 2 * p.n_embed;
+    let newline = match cfg.token_layout() {
+        TokenLayout::RowsWithNewlines => p.n_embed,
+        TokenLayout::Queries => 0,
+    };
+    let projector = p.n_embed * p.input_dim + p.n_embed + newline + p.n_embed;
     let d = &cfg.decoder;
     let h = d.hidden_size;
     let (q, kv) = (
@@ -161,6 +191,7 @@ pub fn params_by_module(cfg: &ArchConfig) -> ParamCounts {
     ParamCounts {
         sam: sam as u64,
         clip: clip as u64,
+        encoder_name: cfg.encoder_name(),
         projector: projector as u64,
         embedding: (d.vocab_size * h) as u64,
         layers,
@@ -362,5 +393,22 @@ mod tests {
         assert_eq!(b.weights(), 200_576.0);
         assert_eq!(b.kv_read, 10_240.0); // 2 rows · 512 · 10
         assert_eq!(b.total(), 211_840.0);
+    }
+
+    #[test]
+    fn ocr2_parameters_match_the_released_checkpoint() {
+        // transformers' DeepseekOcr2ForConditionalGeneration at the released config counts
+        // 3,389,119,360 parameters: SAM 94,979,328; query encoder 357,897,216 + norm 896 +
+        // queries 129,024 + 229,376; projector 1,148,160 + separator 1,280; decoder as v1.
+        let p = params_by_module(&ArchConfig::deepseek_ocr2());
+        assert_eq!(p.sam, 94_979_328);
+        assert_eq!(p.clip, 357_897_216 + 896 + 129_024 + 229_376);
+        assert_eq!(p.encoder_name, "query_encoder");
+        assert_eq!(p.projector, 1_148_160 + 1_280);
+        assert_eq!(
+            p.decoder(),
+            params_by_module(&ArchConfig::deepseek_ocr()).decoder()
+        );
+        assert_eq!(p.total(), 3_389_119_360);
     }
 }

@@ -1,6 +1,9 @@
-//! Architecture configuration of DeepSeek-OCR (docs/deepseek-ocr.md §1): typed, validated, from constructors,
-//! YAML (`conf/model/deepseek_ocr/arch/*.yaml`) or the HF `config.json`.
+//! Architecture configuration of DeepSeek-OCR and DeepSeek-OCR-2 (docs/deepseek-ocr.md §1, §10):
+//! typed, validated, from constructors, YAML (`conf/model/deepseek_ocr/arch/*.yaml`) or the HF
+//! `config.json`. The two share SAM and the decoder; after SAM, DeepSeek-OCR runs CLIP-L (`clip`)
+//! and DeepSeek-OCR-2 a Qwen2 encoder with learned queries (`query_encoder`).
 
+pub use super::arch_ocr2::QueryEncoderConfig;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -57,7 +60,7 @@ pub struct ClipConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectorConfig {
-    /// clip width + SAM output channels (2048).
+    /// clip width + SAM output channels (2048); DeepSeek-OCR-2: the query encoder's width (896).
     pub input_dim: i64,
     /// Decoder hidden size (1280).
     pub n_embed: i64,
@@ -110,7 +113,12 @@ pub struct TokenConfig {
 #[serde(deny_unknown_fields)]
 pub struct ArchConfig {
     pub sam: SamConfig,
-    pub clip: ClipConfig,
+    /// DeepSeek-OCR: CLIP-L over SAM features. Exactly one of `clip` and `query_encoder`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clip: Option<ClipConfig>,
+    /// DeepSeek-OCR-2: the Qwen2 encoder over SAM tokens and learned queries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_encoder: Option<QueryEncoderConfig>,
     pub projector: ProjectorConfig,
     pub decoder: DecoderConfig,
     pub tokens: TokenConfig,
@@ -133,7 +141,7 @@ impl ArchConfig {
                 downsample_channels: vec![512, 1024],
                 layer_norm_eps: 1e-6,
             },
-            clip: ClipConfig {
+            clip: Some(ClipConfig {
                 width: 1024,
                 layers: 24,
                 heads: 16,
@@ -141,7 +149,8 @@ impl ArchConfig {
                 num_positions: 257,
                 patch_size: 14,
                 layer_norm_eps: 1e-5,
-            },
+            }),
+            query_encoder: None,
             projector: ProjectorConfig {
                 input_dim: 2048,
                 n_embed: 1280,
@@ -192,7 +201,7 @@ impl ArchConfig {
                 downsample_channels: vec![24, 32],
                 layer_norm_eps: 1e-6,
             },
-            clip: ClipConfig {
+            clip: Some(ClipConfig {
                 width: 32,
                 layers: 2,
                 heads: 2,
@@ -200,7 +209,8 @@ impl ArchConfig {
                 num_positions: 5,
                 patch_size: 14,
                 layer_norm_eps: 1e-5,
-            },
+            }),
+            query_encoder: None,
             projector: ProjectorConfig {
                 input_dim: 64,
                 n_embed: 64,
@@ -301,35 +311,54 @@ impl ArchConfig {
             !s.downsample_channels.is_empty(),
             "sam.downsample_channels is empty".into(),
         );
-        let c = &self.clip;
-        check(
-            c.heads > 0 && c.width % c.heads == 0,
-            format!("clip.width {} not divisible by heads {}", c.width, c.heads),
-        );
-        let grid = ((c.num_positions - 1).max(0) as f64).sqrt().round() as i64;
-        check(
-            grid * grid + 1 == c.num_positions,
-            format!(
-                "clip.num_positions {} is not a square grid + CLS",
-                c.num_positions
+        match (&self.clip, &self.query_encoder) {
+            (Some(c), None) => {
+                check(
+                    c.heads > 0 && c.width % c.heads == 0,
+                    format!("clip.width {} not divisible by heads {}", c.width, c.heads),
+                );
+                let grid = ((c.num_positions - 1).max(0) as f64).sqrt().round() as i64;
+                check(
+                    grid * grid + 1 == c.num_positions,
+                    format!(
+                        "clip.num_positions {} is not a square grid + CLS",
+                        c.num_positions
+                    ),
+                );
+                check(
+                    c.width == self.sam_out_channels(),
+                    format!(
+                        "clip.width {} != SAM output channels {}",
+                        c.width,
+                        self.sam_out_channels()
+                    ),
+                );
+                check(
+                    self.projector.input_dim == c.width + self.sam_out_channels(),
+                    format!(
+                        "projector.input_dim {} != clip.width + SAM channels {}",
+                        self.projector.input_dim,
+                        c.width + self.sam_out_channels()
+                    ),
+                );
+            }
+            (None, Some(q)) => {
+                for e in q.problems(self.sam_out_channels(), self.pixels_per_token()) {
+                    check(false, e);
+                }
+                check(
+                    self.projector.input_dim == q.hidden_size,
+                    format!(
+                        "projector.input_dim {} != query_encoder.hidden_size {}",
+                        self.projector.input_dim, q.hidden_size
+                    ),
+                );
+            }
+            _ => check(
+                false,
+                "exactly one of `clip` (DeepSeek-OCR) and `query_encoder` (DeepSeek-OCR-2) must be set".into(),
             ),
-        );
-        check(
-            c.width == self.sam_out_channels(),
-            format!(
-                "clip.width {} != SAM output channels {}",
-                c.width,
-                self.sam_out_channels()
-            ),
-        );
-        check(
-            self.projector.input_dim == c.width + self.sam_out_channels(),
-            format!(
-                "projector.input_dim {} != clip.width + SAM channels {}",
-                self.projector.input_dim,
-                c.width + self.sam_out_channels()
-            ),
-        );
+        }
         let d = &self.decoder;
         check(
             self.projector.n_embed == d.hidden_size,

@@ -1,5 +1,6 @@
-//! DeepSeek-OCR's architecture from the HF `config.json` of a checkpoint (docs/deepseek-ocr.md
-//! §1): the fields config.json sets, DeepseekV2Config's defaults for the rest.
+//! DeepSeek-OCR's (and DeepSeek-OCR-2's) architecture from the HF `config.json` of a checkpoint
+//! (docs/deepseek-ocr.md §1, §10): the fields config.json sets, DeepseekV2Config's defaults for
+//! the rest. DeepSeek-OCR-2's vision encoder is hard-coded in its code, as here.
 use super::arch::*;
 use anyhow::{bail, ensure, Context, Result};
 use std::path::Path;
@@ -13,7 +14,20 @@ impl ArchConfig {
             .with_context(|| format!("reading HF config {}", path.display()))?;
         let v: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("parsing HF config {}", path.display()))?;
-        let mut cfg = ArchConfig::deepseek_ocr();
+        let vision = v.get("vision_config");
+        // DeepSeek-OCR-2 names its encoder `deepencoderv2` and has a `qwen2-0-5b` width entry.
+        let ocr2 = vision
+            .and_then(|vc| vc.get("model_name"))
+            .and_then(|x| x.as_str())
+            == Some("deepencoderv2")
+            || vision
+                .and_then(|vc| vc.get("width"))
+                .is_some_and(|w| w.get("qwen2-0-5b").is_some());
+        let mut cfg = if ocr2 {
+            ArchConfig::deepseek_ocr2()
+        } else {
+            ArchConfig::deepseek_ocr()
+        };
         // The LM fields appear flat at top level (HF builds the config from those) and inside
         // `language_config`; prefer the flat copy, fall back to language_config.
         let lm = |key: &str| -> Option<&serde_json::Value> {
@@ -84,7 +98,7 @@ impl ArchConfig {
                 cfg.projector.n_embed = x;
             }
         }
-        if let Some(w) = v.get("vision_config").and_then(|vc| vc.get("width")) {
+        if let Some(w) = vision.and_then(|vc| vc.get("width")) {
             if let Some(s) = w.get("sam_vit_b") {
                 let get = |k: &str| s.get(k).and_then(|x| x.as_i64());
                 if let Some(x) = get("width") {
@@ -99,23 +113,28 @@ impl ArchConfig {
                 if let Some(a) = s.get("global_attn_indexes").and_then(|x| x.as_array()) {
                     cfg.sam.global_attn_indexes = a.iter().filter_map(|x| x.as_i64()).collect();
                 }
-                if let Some(a) = s.get("downsample_channels").and_then(|x| x.as_array()) {
+                // DeepSeek-OCR-2's config.json still says [512, 1024]; its code hard-codes the
+                // 512→896 conv (and the released tensor is [896, 512, 3, 3]).
+                if let (false, Some(a)) = (
+                    ocr2,
+                    s.get("downsample_channels").and_then(|x| x.as_array()),
+                ) {
                     cfg.sam.downsample_channels = a.iter().filter_map(|x| x.as_i64()).collect();
                 }
             }
-            if let Some(c) = w.get("clip-l-14-224") {
+            if let (Some(c), Some(clip)) = (w.get("clip-l-14-224"), cfg.clip.as_mut()) {
                 let get = |k: &str| c.get(k).and_then(|x| x.as_i64());
                 if let Some(x) = get("width") {
-                    cfg.clip.width = x;
+                    clip.width = x;
                 }
                 if let Some(x) = get("layers") {
-                    cfg.clip.layers = x;
+                    clip.layers = x;
                 }
                 if let Some(x) = get("heads") {
-                    cfg.clip.heads = x;
+                    clip.heads = x;
                 }
                 if let Some(x) = get("patch_size") {
-                    cfg.clip.patch_size = x;
+                    clip.patch_size = x;
                 }
             }
         }

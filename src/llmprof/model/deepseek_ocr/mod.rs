@@ -1,10 +1,11 @@
-//! DeepSeek-OCR without tensors (docs/deepseek-ocr.md): the architecture, the regions the model
+//! DeepSeek-OCR and DeepSeek-OCR-2 without tensors (docs/deepseek-ocr.md): the architecture, the regions the model
 //! marks, page views and prompt layout, analytic FLOPs/bytes, the static report and the grounded
 //! output grammar. The tensor code is the worker's `models::deepseek_ocr`.
 pub mod analytic;
 pub mod analytic_bytes;
 pub mod arch;
 pub mod arch_hf;
+pub mod arch_ocr2;
 pub mod output;
 pub mod prompt;
 pub mod static_report;
@@ -12,6 +13,7 @@ pub mod tokenizer;
 pub mod views;
 
 pub use arch::ArchConfig;
+pub use arch_ocr2::{QueryEncoderConfig, TokenLayout};
 
 use crate::region::{Region, RegionTree, DECODE, DECODE_STEP, PREFILL};
 
@@ -19,11 +21,22 @@ use crate::region::{Region, RegionTree, DECODE, DECODE_STEP, PREFILL};
 pub const VISION: Region = Region::within("vision", PREFILL);
 /// SAM ViT-B encoder, neck and compressor over all views of one request.
 pub const SAM: Region = Region::within("sam", VISION);
-/// CLIP-L over SAM features.
+/// CLIP-L over SAM features (DeepSeek-OCR).
 pub const CLIP: Region = Region::within("clip", VISION);
+/// The Qwen2 encoder over SAM tokens and learned queries (DeepSeek-OCR-2).
+pub const QUERY_ENCODER: Region = Region::within("query_encoder", VISION);
 /// Concat + linear projector + newline/separator arrangement.
 pub const PROJECTOR: Region = Region::within("projector", VISION);
 
-/// Every region DeepSeek-OCR marks, parents first.
-pub const REGIONS: RegionTree =
-    RegionTree::new(&[PREFILL, VISION, SAM, CLIP, PROJECTOR, DECODE, DECODE_STEP]);
+/// Every region DeepSeek-OCR and DeepSeek-OCR-2 mark, parents first (each marks one of `clip`
+/// and `query_encoder`).
+pub const REGIONS: RegionTree = RegionTree::new(&[
+    PREFILL,
+    VISION,
+    SAM,
+    CLIP,
+    QUERY_ENCODER,
+    PROJECTOR,
+    DECODE,
+    DECODE_STEP,
+]);

@@ -1,6 +1,7 @@
 //! Prompt layout (docs/deepseek-ocr.md §3.6, §5): image-token counts per mode/grid and the "plain" template
 //! BOS + N×`<image>` + encoded text.
 
+use super::arch_ocr2::TokenLayout;
 use super::tokenizer::TokenIds;
 use super::views::{PreprocessConfig, TileGrid};
 use anyhow::{ensure, Result};
@@ -8,21 +9,35 @@ use anyhow::{ensure, Result};
 /// Pixels per vision token side: patch 16 × downsample 4 (docs/deepseek-ocr.md §4).
 pub const PIXELS_PER_TOKEN: u32 = 64;
 
-/// Number of `<image>` ids for one image: global h(w+1) + 1 separator, plus the local mosaic
-/// (rows·h2)(cols·w2+1) when there are tiles. Tokens per side = size / 64.
-pub fn image_token_count(cfg: &PreprocessConfig, grid: TileGrid) -> usize {
+/// Number of `<image>` ids for one image. Tokens per side = size / 64.
+/// - [`TokenLayout::RowsWithNewlines`] (DeepSeek-OCR): global h(w+1) + 1 separator, plus the
+///   local mosaic (rows·h2)(cols·w2+1) when there are tiles.
+/// - [`TokenLayout::Queries`] (DeepSeek-OCR-2): global h·w + 1 separator, plus h2·w2 per tile.
+pub fn image_token_count(layout: TokenLayout, cfg: &PreprocessConfig, grid: TileGrid) -> usize {
     let view = if cfg.crop_mode {
         cfg.base_size
     } else {
         cfg.image_size
     };
     let h = (view / PIXELS_PER_TOKEN) as usize;
-    let mut n = h * (h + 1) + 1;
-    if cfg.crop_mode && grid.has_tiles() {
-        let h2 = (cfg.image_size / PIXELS_PER_TOKEN) as usize;
-        n += (grid.rows as usize * h2) * (grid.cols as usize * h2 + 1);
+    let h2 = (cfg.image_size / PIXELS_PER_TOKEN) as usize;
+    let tiles = cfg.crop_mode && grid.has_tiles();
+    match layout {
+        TokenLayout::RowsWithNewlines => {
+            let mut n = h * (h + 1) + 1;
+            if tiles {
+                n += (grid.rows as usize * h2) * (grid.cols as usize * h2 + 1);
+            }
+            n
+        }
+        TokenLayout::Queries => {
+            let mut n = h * h + 1;
+            if tiles {
+                n += (grid.rows * grid.cols) as usize * h2 * h2;
+            }
+            n
+        }
     }
-    n
 }
 
 /// HF "plain" template: the prompt is stripped, split on `<image>`, each piece encoded without
@@ -61,7 +76,13 @@ mod tests {
 
     #[test]
     fn counts_per_mode_match_spec_table() {
-        let c = |m| image_token_count(&PreprocessConfig::from_mode(m), ONE);
+        let c = |m| {
+            image_token_count(
+                TokenLayout::RowsWithNewlines,
+                &PreprocessConfig::from_mode(m),
+                ONE,
+            )
+        };
         assert_eq!(c(Mode::Tiny), 73);
         assert_eq!(c(Mode::Small), 111);
         assert_eq!(c(Mode::Base), 273);
@@ -72,7 +93,9 @@ mod tests {
     #[test]
     fn gundam_counts_match_formula_and_examples() {
         let g = PreprocessConfig::from_mode(Mode::Gundam);
-        let n = |cols, rows| image_token_count(&g, TileGrid { cols, rows });
+        let n = |cols, rows| {
+            image_token_count(TokenLayout::RowsWithNewlines, &g, TileGrid { cols, rows })
+        };
         // 273 + (10·rows)(10·cols+1), docs/deepseek-ocr.md §4 examples.
         assert_eq!(n(2, 3), 903);
         assert_eq!(n(2, 1), 483);
@@ -91,6 +114,37 @@ mod tests {
         ] {
             let grid = select_grid(w, h, 640, 2, 9);
             let want = 273 + (10 * grid.rows as usize) * (10 * grid.cols as usize + 1);
+            assert_eq!(n(grid.cols, grid.rows), want, "{w}x{h}");
+        }
+    }
+
+    #[test]
+    fn ocr2_counts_match_the_reference_table() {
+        // DeepSeek-OCR-2: 1024 px global view (256 queries), 768 px tiles (144 each), 2..6 tiles;
+        // 257 + 144·tiles (transformers' DeepseekOcr2 image-token expansion).
+        let pc = PreprocessConfig {
+            base_size: 1024,
+            image_size: 768,
+            crop_mode: true,
+            min_crops: 2,
+            max_crops: 6,
+        };
+        let n = |cols, rows| image_token_count(TokenLayout::Queries, &pc, TileGrid { cols, rows });
+        assert_eq!(n(2, 3), 1121);
+        assert_eq!(n(2, 1), 545);
+        assert_eq!(n(1, 3), 689);
+        assert_eq!(n(2, 2), 833);
+        assert_eq!(n(5, 1), 977);
+        assert_eq!(n(1, 1), 257);
+        // The reference's examples through the grid selection: 800×600 → 3×2, 1024² → 2×2,
+        // 2000×800 → 3×1, 2448×3264 → 2×3.
+        for ((w, h), want) in [
+            ((800u32, 600u32), 1121),
+            ((1024, 1024), 833),
+            ((2000, 800), 689),
+            ((2448, 3264), 1121),
+        ] {
+            let grid = select_grid(w, h, 768, 2, 6);
             assert_eq!(n(grid.cols, grid.rows), want, "{w}x{h}");
         }
     }

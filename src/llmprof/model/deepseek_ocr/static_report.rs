@@ -86,7 +86,11 @@ fn vision_activation_elems(cfg: &ArchConfig, views: i64, view: i64) -> [i64; 3] 
             .max()
             .unwrap_or(0);
     let t = token_grid(cfg, view).pow(2);
-    let clip = views * (t + 1) * cfg.clip.mlp_dim;
+    let clip = match (&cfg.clip, &cfg.query_encoder) {
+        (Some(c), _) => views * (t + 1) * c.mlp_dim,
+        (None, Some(q)) => views * 2 * t * q.intermediate_size,
+        (None, None) => 0,
+    };
     let projector = views * t * cfg.projector.input_dim;
     [sam, clip, projector]
 }
@@ -160,7 +164,13 @@ pub fn static_report(cfg: &ArchConfig, inputs: &StaticInputs) -> Result<StaticRe
     attention.kv_cache_bytes = kv_bytes_per_token(cfg, eb) * (b * i.decode_context_len) as u64;
     let rows = vec![
         row("sam", p.sam, vision(enc.sam()), 0.0, act_b(act[0])),
-        row("clip", p.clip, vision(enc.clip()), 0.0, act_b(act[1])),
+        row(
+            cfg.encoder_name(),
+            p.clip,
+            vision(enc.clip()),
+            0.0,
+            act_b(act[1]),
+        ),
         row(
             "projector",
             p.projector,
@@ -235,7 +245,7 @@ pub fn static_report(cfg: &ArchConfig, inputs: &StaticInputs) -> Result<StaticRe
     }
     Ok(StaticReport {
         inputs: inputs.clone(),
-        image_tokens: image_token_count(&i.preprocess, i.grid),
+        image_tokens: image_token_count(cfg.token_layout(), &i.preprocess, i.grid),
         rows,
         total,
         encoder: enc,

@@ -245,6 +245,18 @@ impl Attention {
         })
     }
 
+    /// x [B,T,H] → [B,T,H] with no cache: every token attends within `x` as `mask` allows (an
+    /// encoder's pass).
+    pub fn forward_uncached(
+        &self,
+        x: &Tensor,
+        cos_sin: &(Tensor, Tensor),
+        mask: &AttnMask,
+    ) -> Result<Tensor> {
+        let (q, k, v) = self.project(x, cos_sin)?;
+        self.attend(&q, &k, &v, mask)
+    }
+
     /// x [B,T,H] → [B,T,H]; writes this call's K/V into `cache` for `layer`.
     pub fn forward(
         &self,

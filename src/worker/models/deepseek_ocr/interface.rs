@@ -15,7 +15,7 @@ use llmprof::model::deepseek_ocr::output::read_page;
 use llmprof::model::deepseek_ocr::prompt::{build_prompt_ids, image_token_count};
 use llmprof::model::deepseek_ocr::static_report::{render_markdown, static_report, StaticInputs};
 use llmprof::model::deepseek_ocr::tokenizer::{ByteTokenizer, SpecialIds, TokenIds};
-use llmprof::model::deepseek_ocr::views::{Mode, PreprocessConfig};
+use llmprof::model::deepseek_ocr::views::PreprocessConfig;
 use llmprof::model::deepseek_ocr::{analytic, analytic_bytes, ArchConfig, REGIONS};
 use llmprof::model::{
     Arch, BatchWork, Family, GenerateConfig, GenerateOutput, GraphStats, ImageInfo, Model,
@@ -27,8 +27,14 @@ use std::cell::RefCell;
 use std::path::Path;
 use tch::Device;
 
-/// The model option whose architecture is [`ArchConfig::tiny`].
-const TINY: &str = "deepseek_ocr_tiny";
+/// The built-in architecture of a tiny model option (the CPU fallbacks), if `name` is one.
+fn tiny_arch(name: &str) -> Option<ArchConfig> {
+    match name {
+        "deepseek_ocr_tiny" => Some(ArchConfig::tiny()),
+        "deepseek_ocr2_tiny" => Some(ArchConfig::tiny_ocr2()),
+        _ => None,
+    }
+}
 
 /// One page ready for the model: its views and prompt ids.
 pub struct OcrRequest {
@@ -59,26 +65,7 @@ pub fn preprocess_config(spec: &RunSpec) -> Result<PreprocessConfig> {
     let p = spec.model.preprocess.as_ref().context(
         "model.preprocess is missing: DeepSeek-OCR needs it (conf/model/deepseek_ocr.yaml)",
     )?;
-    let mode = match p.mode {
-        ResolutionMode::Tiny => Mode::Tiny,
-        ResolutionMode::Small => Mode::Small,
-        ResolutionMode::Base => Mode::Base,
-        ResolutionMode::Large => Mode::Large,
-        ResolutionMode::Gundam => Mode::Gundam,
-    };
-    let mut cfg = PreprocessConfig::from_mode(mode);
-    if let Some(b) = p.base_size {
-        cfg.base_size = b;
-    }
-    if let Some(s) = p.image_size {
-        cfg.image_size = s;
-    }
-    if let Some(c) = p.crop_mode {
-        cfg.crop_mode = c;
-    }
-    cfg.min_crops = p.min_crops;
-    cfg.max_crops = p.max_crops;
-    Ok(cfg)
+    Ok(p.resolve())
 }
 
 impl DeepseekOcrModel {
@@ -92,16 +79,16 @@ impl DeepseekOcrModel {
         let mut arch = configured.clone();
         let mut name = spec.model.name.clone();
         if device == Device::Cpu && spec.model.name != spec.model.cpu_fallback {
-            if spec.model.cpu_fallback != TINY {
-                bail!("model.cpu_fallback={} is not supported: only {TINY} has a built-in architecture\n  fix: model.cpu_fallback={TINY}", spec.model.cpu_fallback);
-            }
+            let Some(tiny) = tiny_arch(&spec.model.cpu_fallback) else {
+                bail!("model.cpu_fallback={} is not supported: only deepseek_ocr_tiny and deepseek_ocr2_tiny have built-in architectures\n  fix: model.cpu_fallback=deepseek_ocr2_tiny for DeepSeek-OCR-2, deepseek_ocr_tiny for DeepSeek-OCR", spec.model.cpu_fallback);
+            };
             let note = format!(
                 "no CUDA GPU: running the CPU fallback model '{}' instead of '{}' (timings are for the tiny architecture)",
                 spec.model.cpu_fallback, spec.model.name
             );
             tracing::warn!("{note}");
             notes.push(note);
-            arch = ArchConfig::tiny();
+            arch = tiny;
             name = spec.model.cpu_fallback.clone();
         }
         let dtype = device::dtype_for(spec.model.dtype, device);
@@ -191,7 +178,7 @@ fn tokenizer_for(
     model_name: &str,
     notes: &mut Vec<String>,
 ) -> Result<Box<dyn TokenIds>> {
-    if model_name == TINY {
+    if tiny_arch(model_name).is_some() {
         return Ok(Box::new(ByteTokenizer::tiny()));
     }
     let model_dir = Path::new(&spec.model.path);
@@ -241,7 +228,8 @@ impl Model for DeepseekOcrModel {
         let img = load_rgb_limited(&item.path, &self.image_limits)?;
         let image = preprocess(&img, &self.preprocess)
             .with_context(|| format!("preprocessing {}", item.path.display()))?;
-        let image_tokens = image_token_count(&self.preprocess, image.grid);
+        let image_tokens =
+            image_token_count(self.arch.token_layout(), &self.preprocess, image.grid);
         let prompt_ids = build_prompt_ids(self.tokenizer.as_ref(), prompt, &[image_tokens])?;
         Ok(OcrRequest {
             item: item.clone(),

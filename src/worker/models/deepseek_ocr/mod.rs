@@ -1,5 +1,5 @@
-//! DeepSeek-OCR (docs/deepseek-ocr.md): vision encoder (SAM → CLIP → projector),
-//! MoE decoder, and the model-level entry points `encode_images`, `prefill`, `decode_step`.
+//! DeepSeek-OCR and DeepSeek-OCR-2 (docs/deepseek-ocr.md): vision encoder (SAM → CLIP or the
+//! query encoder → projector), MoE decoder, and the model-level entry points `encode_images`, `prefill`, `decode_step`.
 //! Region boundaries are reported to a `RegionObserver`; no timing here.
 
 pub mod checkpoint;
@@ -18,7 +18,7 @@ use crate::models::common::causal_lm::{left_pad, CausalLm};
 use crate::models::common::kv_cache::KvCache;
 use crate::models::common::optim::ModelOptim;
 use anyhow::{ensure, Context, Result};
-use llmprof::model::deepseek_ocr::{CLIP, PROJECTOR, SAM, VISION};
+use llmprof::model::deepseek_ocr::{CLIP, PROJECTOR, QUERY_ENCODER, SAM, VISION};
 use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};
 use preprocess::PreparedImage;
 use std::path::Path;
@@ -26,11 +26,21 @@ use tch::{Device, Kind, Tensor};
 use text::decoder::Decoder;
 use vision::clip::Clip;
 use vision::projector::Projector;
+use vision::query_encoder::QueryEncoder;
 use vision::sam::Sam;
 
 /// Views with one input each, as [`vision::batch::run_grouped`] takes them.
 fn one_input(views: &[Tensor]) -> Vec<Vec<&Tensor>> {
     views.iter().map(|t| vec![t]).collect()
+}
+
+/// The encoder after SAM.
+#[derive(Debug)]
+enum Encoder {
+    /// DeepSeek-OCR: CLIP-L over SAM features; the projector fuses both.
+    Clip(Clip),
+    /// DeepSeek-OCR-2: the Qwen2 encoder over SAM tokens and learned queries.
+    Queries(QueryEncoder),
 }
 
 /// One prompt of a batch: token ids (BOS + placeholders + text) and its image, if any.
@@ -45,7 +55,8 @@ pub struct PromptRow<'a> {
 pub struct DeepseekOcr {
     cfg: ArchConfig,
     sam: Option<Sam>,
-    clip: Option<Clip>,
+    /// The encoder after SAM (`Part::Encoder`).
+    encoder: Option<Encoder>,
     projector: Option<Projector>,
     decoder: Option<Decoder>,
     device: Device,
@@ -76,13 +87,25 @@ impl DeepseekOcr {
         } else {
             None
         };
-        let clip = if weights.has_part(Part::Clip) {
-            Some(Clip::load(&model.sub("vision_model"), &cfg.clip).context("loading CLIP")?)
+        let encoder = if weights.has_part(Part::Encoder) {
+            Some(match (&cfg.clip, &cfg.query_encoder) {
+                (Some(c), _) => Encoder::Clip(
+                    Clip::load(&model.sub("vision_model"), c).context("loading CLIP")?,
+                ),
+                (None, Some(q)) => Encoder::Queries(
+                    QueryEncoder::load(&model.sub("qwen2_model"), q, cfg.pixels_per_token(), optim)
+                        .context("loading the query encoder")?,
+                ),
+                (None, None) => anyhow::bail!("the architecture has no encoder after SAM"),
+            })
         } else {
             None
         };
         let projector = if weights.has_part(Part::Projector) {
-            Some(Projector::load(&model, &cfg.projector).context("loading projector")?)
+            Some(
+                Projector::load(&model, &cfg.projector, cfg.token_layout())
+                    .context("loading projector")?,
+            )
         } else {
             None
         };
@@ -94,7 +117,7 @@ impl DeepseekOcr {
         Ok(DeepseekOcr {
             cfg: cfg.clone(),
             sam,
-            clip,
+            encoder,
             projector,
             decoder,
             device: weights.device(),
@@ -173,7 +196,10 @@ impl DeepseekOcr {
         obs: &dyn RegionObserver,
     ) -> Result<Vec<Tensor>> {
         let sam = self.sam()?;
-        let clip = self.clip.as_ref().context("CLIP weights were not loaded")?;
+        let encoder = self
+            .encoder
+            .as_ref()
+            .context("the vision encoder's weights were not loaded")?;
         let proj = self
             .projector
             .as_ref()
@@ -197,17 +223,38 @@ impl DeepseekOcr {
             let _g = obs.enter(SAM);
             vision::batch::run_grouped(&one_input(&views), max_views, &|x| sam.forward(&x[0]))?
         };
-        let clip_out = {
-            let _g = obs.enter(CLIP);
-            vision::batch::run_grouped(&one_input(&sam_out), max_views, &|x| clip.forward(&x[0]))?
+        // The projector region also covers the arrangement below.
+        let (projected, _projector) = match encoder {
+            Encoder::Clip(clip) => {
+                let clip_out = {
+                    let _g = obs.enter(CLIP);
+                    vision::batch::run_grouped(&one_input(&sam_out), max_views, &|x| {
+                        clip.forward(&x[0])
+                    })?
+                };
+                let g = obs.enter(PROJECTOR);
+                let pairs: Vec<Vec<&Tensor>> = clip_out
+                    .iter()
+                    .zip(&sam_out)
+                    .map(|(c, s)| vec![c, s])
+                    .collect();
+                let p = vision::batch::run_grouped(&pairs, 0, &|x| proj.forward(&x[0], &x[1]))?;
+                (p, g)
+            }
+            Encoder::Queries(enc) => {
+                let queries = {
+                    let _g = obs.enter(QUERY_ENCODER);
+                    vision::batch::run_grouped(&one_input(&sam_out), max_views, &|x| {
+                        enc.forward(&x[0])
+                    })?
+                };
+                let g = obs.enter(PROJECTOR);
+                let p = vision::batch::run_grouped(&one_input(&queries), 0, &|x| {
+                    proj.forward_queries(&x[0])
+                })?;
+                (p, g)
+            }
         };
-        let _g = obs.enter(PROJECTOR);
-        let pairs: Vec<Vec<&Tensor>> = clip_out
-            .iter()
-            .zip(&sam_out)
-            .map(|(c, s)| vec![c, s])
-            .collect();
-        let projected = vision::batch::run_grouped(&pairs, 0, &|x| proj.forward(&x[0], &x[1]))?;
         let mut out = Vec::with_capacity(imgs.len());
         for (p, img) in imgs.iter().enumerate() {
             let mine = |global: bool| owner.iter().position(|&o| o == (p, global));
@@ -568,7 +615,7 @@ mod tests {
         });
         let prep = preprocess::preprocess(&img, &pc).unwrap();
         assert_eq!(prep.grid, TileGrid { cols: 2, rows: 1 });
-        let n = prompt::image_token_count(&pc, prep.grid);
+        let n = prompt::image_token_count(m.config().token_layout(), &pc, prep.grid);
         // Custom sizes: global 2·3+1 = 7; mosaic (1·1)(2·1+1) = 3.
         assert_eq!(n, 10);
         let feats = m.encode_images(&prep, &obs).unwrap();
@@ -603,13 +650,48 @@ mod tests {
     }
 
     #[test]
+    fn ocr2_image_prompt_runs_end_to_end() {
+        let cfg = ArchConfig::tiny_ocr2();
+        let m = DeepseekOcr::synthetic(&cfg, 4, Device::Cpu, Kind::Float).unwrap();
+        let obs = NoopObserver;
+        let pc = tiny_crop_mode();
+        let img = image::RgbImage::from_fn(150, 70, |x, y| {
+            image::Rgb([(x % 256) as u8, (y * 3 % 256) as u8, 90])
+        });
+        let prep = preprocess::preprocess(&img, &pc).unwrap();
+        assert_eq!(prep.grid, TileGrid { cols: 2, rows: 1 });
+        let n = prompt::image_token_count(m.config().token_layout(), &pc, prep.grid);
+        // Queries: global 2·2 = 4, two tiles of 1, separator 1; no newlines.
+        assert_eq!(n, 7);
+        let feats = m.encode_images(&prep, &obs).unwrap();
+        assert_eq!(feats.size(), vec![7, 64]);
+        // The last row is the separator, the tiles come first.
+        let sep = m.projector.as_ref().unwrap().view_seperator.shallow_clone();
+        assert!(max_diff(&feats.get(6), &sep) == 0.0);
+        let tok = tokenizer::ByteTokenizer::tiny();
+        let p = prompt::build_prompt_ids(&tok, "<image>\nFree OCR.", &[n]).unwrap();
+        let logits = m
+            .prefill(
+                &[PromptRow {
+                    ids: &p,
+                    image: Some(&prep),
+                }],
+                &mut m.new_cache(1, 64).unwrap(),
+                &obs,
+            )
+            .unwrap();
+        assert_eq!(logits.size(), vec![1, 320]);
+        assert!(bool::try_from(logits.isfinite().all()).unwrap());
+    }
+
+    #[test]
     fn real_dims_vision_path_on_a_small_view() {
         // Released dimensions (SAM-B, CLIP-L, projector) on a 64 px view: SAM grid 4 (one padded
         // 14x14 window; global rel-pos tables 127 → 7), CLIP grid 1x1, 1·2 + 1 = 3 vectors.
         let cfg = ArchConfig::deepseek_ocr();
         let w = Weights::synthetic(
             &cfg,
-            &[Part::Sam, Part::Clip, Part::Projector],
+            &[Part::Sam, Part::Encoder, Part::Projector],
             1,
             Device::Cpu,
             Kind::Float,
@@ -628,7 +710,10 @@ mod tests {
             &pc,
         )
         .unwrap();
-        assert_eq!(prompt::image_token_count(&pc, prep.grid), 3);
+        assert_eq!(
+            prompt::image_token_count(m.config().token_layout(), &pc, prep.grid),
+            3
+        );
         let sam = m.sam().unwrap().forward(&prep.global).unwrap();
         assert_eq!(sam.size(), vec![1, 1024, 1, 1]);
         let feats = m.encode_images(&prep, &NoopObserver).unwrap();

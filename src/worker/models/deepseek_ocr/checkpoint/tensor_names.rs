@@ -1,5 +1,5 @@
-//! The official checkpoint layout (docs/deepseek-ocr.md §6): every tensor's name and shape, by
-//! loadable part (SAM, CLIP, projector, decoder), from the architecture.
+//! The official checkpoint layout (docs/deepseek-ocr.md §6, §10): every tensor's name and shape,
+//! by loadable part (SAM, the encoder after it, projector, decoder), from the architecture.
 use llmprof::model::deepseek_ocr::arch::ArchConfig;
 
 /// A group of tensors that can be loaded on its own (e.g. decoder-only or SAM-only files).
@@ -9,14 +9,15 @@ pub enum Part {
     Decoder,
     /// `model.sam_model.*`.
     Sam,
-    /// `model.vision_model.*`.
-    Clip,
-    /// `model.projector.*`, `model.image_newline`, `model.view_seperator`.
+    /// The encoder after SAM: CLIP-L `model.vision_model.*` (DeepSeek-OCR), or the query encoder
+    /// `model.qwen2_model.*` (DeepSeek-OCR-2).
+    Encoder,
+    /// `model.projector.*`, `model.image_newline` (DeepSeek-OCR only), `model.view_seperator`.
     Projector,
 }
 
 impl Part {
-    pub const ALL: [Part; 4] = [Part::Decoder, Part::Sam, Part::Clip, Part::Projector];
+    pub const ALL: [Part; 4] = [Part::Decoder, Part::Sam, Part::Encoder, Part::Projector];
 }
 
 pub use crate::models::common::tensors::TensorSpec;
@@ -116,42 +117,77 @@ pub fn expected_tensors(cfg: &ArchConfig, part: Part) -> Vec<TensorSpec> {
                 cin = cout;
             }
         }
-        Part::Clip => {
-            let c = &cfg.clip;
-            let (w, m) = (c.width, c.mlp_dim);
-            let p = "model.vision_model";
-            add(format!("{p}.embeddings.class_embedding"), &[w]);
-            add(
-                format!("{p}.embeddings.patch_embedding.weight"),
-                &[w, 3, c.patch_size, c.patch_size],
-            );
-            add(
-                format!("{p}.embeddings.position_embedding.weight"),
-                &[c.num_positions, w],
-            );
-            add(format!("{p}.pre_layrnorm.weight"), &[w]);
-            add(format!("{p}.pre_layrnorm.bias"), &[w]);
-            for i in 0..c.layers {
-                let l = format!("{p}.transformer.layers.{i}");
-                for n in ["layer_norm1", "layer_norm2"] {
-                    add(format!("{l}.{n}.weight"), &[w]);
-                    add(format!("{l}.{n}.bias"), &[w]);
+        Part::Encoder => {
+            if let Some(c) = &cfg.clip {
+                let (w, m) = (c.width, c.mlp_dim);
+                let p = "model.vision_model";
+                add(format!("{p}.embeddings.class_embedding"), &[w]);
+                add(
+                    format!("{p}.embeddings.patch_embedding.weight"),
+                    &[w, 3, c.patch_size, c.patch_size],
+                );
+                add(
+                    format!("{p}.embeddings.position_embedding.weight"),
+                    &[c.num_positions, w],
+                );
+                add(format!("{p}.pre_layrnorm.weight"), &[w]);
+                add(format!("{p}.pre_layrnorm.bias"), &[w]);
+                for i in 0..c.layers {
+                    let l = format!("{p}.transformer.layers.{i}");
+                    for n in ["layer_norm1", "layer_norm2"] {
+                        add(format!("{l}.{n}.weight"), &[w]);
+                        add(format!("{l}.{n}.bias"), &[w]);
+                    }
+                    add(format!("{l}.self_attn.qkv_proj.weight"), &[3 * w, w]);
+                    add(format!("{l}.self_attn.qkv_proj.bias"), &[3 * w]);
+                    add(format!("{l}.self_attn.out_proj.weight"), &[w, w]);
+                    add(format!("{l}.self_attn.out_proj.bias"), &[w]);
+                    add(format!("{l}.mlp.fc1.weight"), &[m, w]);
+                    add(format!("{l}.mlp.fc1.bias"), &[m]);
+                    add(format!("{l}.mlp.fc2.weight"), &[w, m]);
+                    add(format!("{l}.mlp.fc2.bias"), &[w]);
                 }
-                add(format!("{l}.self_attn.qkv_proj.weight"), &[3 * w, w]);
-                add(format!("{l}.self_attn.qkv_proj.bias"), &[3 * w]);
-                add(format!("{l}.self_attn.out_proj.weight"), &[w, w]);
-                add(format!("{l}.self_attn.out_proj.bias"), &[w]);
-                add(format!("{l}.mlp.fc1.weight"), &[m, w]);
-                add(format!("{l}.mlp.fc1.bias"), &[m]);
-                add(format!("{l}.mlp.fc2.weight"), &[w, m]);
-                add(format!("{l}.mlp.fc2.bias"), &[w]);
+            }
+            if let Some(q) = &cfg.query_encoder {
+                let h = q.hidden_size;
+                let (qd, kv) = (
+                    q.num_attention_heads * q.head_dim,
+                    q.num_key_value_heads * q.head_dim,
+                );
+                let f = q.intermediate_size;
+                let p = "model.qwen2_model.model.model";
+                for i in 0..q.num_hidden_layers {
+                    let l = format!("{p}.layers.{i}");
+                    add(format!("{l}.self_attn.q_proj.weight"), &[qd, h]);
+                    add(format!("{l}.self_attn.q_proj.bias"), &[qd]);
+                    add(format!("{l}.self_attn.k_proj.weight"), &[kv, h]);
+                    add(format!("{l}.self_attn.k_proj.bias"), &[kv]);
+                    add(format!("{l}.self_attn.v_proj.weight"), &[kv, h]);
+                    add(format!("{l}.self_attn.v_proj.bias"), &[kv]);
+                    add(format!("{l}.self_attn.o_proj.weight"), &[h, qd]);
+                    add(format!("{l}.mlp.gate_proj.weight"), &[f, h]);
+                    add(format!("{l}.mlp.up_proj.weight"), &[f, h]);
+                    add(format!("{l}.mlp.down_proj.weight"), &[h, f]);
+                    add(format!("{l}.input_layernorm.weight"), &[h]);
+                    add(format!("{l}.post_attention_layernorm.weight"), &[h]);
+                }
+                add(format!("{p}.norm.weight"), &[h]);
+                for &side in &q.query_views {
+                    let n = llmprof::model::deepseek_ocr::QueryEncoderConfig::queries(
+                        side,
+                        cfg.pixels_per_token(),
+                    );
+                    add(format!("model.qwen2_model.query_{side}.weight"), &[n, h]);
+                }
             }
         }
         Part::Projector => {
             let (n, i) = (cfg.projector.n_embed, cfg.projector.input_dim);
             add("model.projector.layers.weight".into(), &[n, i]);
             add("model.projector.layers.bias".into(), &[n]);
-            add("model.image_newline".into(), &[n]);
+            if cfg.clip.is_some() {
+                add("model.image_newline".into(), &[n]);
+            }
             add("model.view_seperator".into(), &[n]);
         }
     }
@@ -175,10 +211,15 @@ mod tests {
     /// Same sums as the checkpoint tensor list, for both constructors.
     #[test]
     fn sums_match_expected_tensors() {
-        for cfg in [ArchConfig::deepseek_ocr(), ArchConfig::tiny()] {
+        for cfg in [
+            ArchConfig::deepseek_ocr(),
+            ArchConfig::tiny(),
+            ArchConfig::deepseek_ocr2(),
+            ArchConfig::tiny_ocr2(),
+        ] {
             let p = params_by_module(&cfg);
             assert_eq!(p.sam, tensor_sum(&cfg, Part::Sam, ""));
-            assert_eq!(p.clip, tensor_sum(&cfg, Part::Clip, ""));
+            assert_eq!(p.clip, tensor_sum(&cfg, Part::Encoder, ""));
             assert_eq!(p.projector, tensor_sum(&cfg, Part::Projector, ""));
             assert_eq!(p.decoder(), tensor_sum(&cfg, Part::Decoder, ""));
             for (i, l) in p.layers.iter().enumerate() {
@@ -199,6 +240,30 @@ mod tests {
     }
 
     #[test]
+    fn ocr2_layout_matches_the_released_index() {
+        // DeepSeek-OCR-2's model.safetensors.index.json: 2,707 tensors (v1's 2,710 − 293 CLIP −
+        // image_newline + 24·12 encoder tensors + norm + 2 query tables), 3,389,119,360 params.
+        let cfg = ArchConfig::deepseek_ocr2();
+        let all: HashMap<String, Vec<i64>> = Part::ALL
+            .iter()
+            .flat_map(|&p| expected_tensors(&cfg, p))
+            .map(|t| (t.name, t.shape))
+            .collect();
+        assert_eq!(all.len(), 2_707);
+        let total: i64 = all.values().map(|s| s.iter().product::<i64>()).sum();
+        assert_eq!(total, 3_389_119_360);
+        let q = "model.qwen2_model.model.model.layers.23.self_attn";
+        assert_eq!(all[&format!("{q}.k_proj.weight")], vec![128, 896]);
+        assert_eq!(all[&format!("{q}.q_proj.bias")], vec![896]);
+        assert_eq!(all["model.qwen2_model.query_768.weight"], vec![144, 896]);
+        assert_eq!(all["model.qwen2_model.query_1024.weight"], vec![256, 896]);
+        assert_eq!(all["model.sam_model.net_3.weight"], vec![896, 512, 3, 3]);
+        assert_eq!(all["model.projector.layers.weight"], vec![1280, 896]);
+        assert!(!all.contains_key("model.image_newline"));
+        assert!(!all.keys().any(|k| k.starts_with("model.vision_model.")));
+    }
+
+    #[test]
     fn official_layout_matches_spec_counts() {
         let cfg = ArchConfig::deepseek_ocr();
         let count = |p: Part| -> (usize, i64) {
@@ -207,7 +272,7 @@ mod tests {
         };
         let (nd, pd) = count(Part::Decoder);
         let (ns, ps) = count(Part::Sam);
-        let (nc, pc) = count(Part::Clip);
+        let (nc, pc) = count(Part::Encoder);
         let (np, pp) = count(Part::Projector);
         // Spec §6 parameter table.
         assert_eq!(pd, 2_934_734_080);

@@ -101,7 +101,7 @@ pub fn check(
         !pages.is_empty(),
         "the vision check needs at least one page"
     );
-    let parts = [Part::Sam, Part::Clip, Part::Projector];
+    let parts = [Part::Sam, Part::Encoder, Part::Projector];
     let w32 = Weights::synthetic(cfg, &parts, seed, device, Kind::Float)?;
     let w16 = w32.to_kind(Kind::BFloat16)?;
     let (reference, counts) = embeddings(&w32, cfg, &ModelOptim::EAGER, None, pages)?;

@@ -3,5 +3,6 @@
 pub mod batch;
 pub mod clip;
 pub mod projector;
+pub mod query_encoder;
 pub mod sam;
 pub mod sam_attention;

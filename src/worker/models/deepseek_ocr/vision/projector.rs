@@ -1,36 +1,49 @@
-//! Fusion + linear projector and the image-embedding arrangement (docs/deepseek-ocr.md §3.3, §3.6):
-//! [CLIP(no CLS) | SAM] → Linear → tokens; local mosaic (+newlines), global grid (+newlines),
-//! then the view separator.
+//! Fusion + linear projector and the image-embedding arrangement (docs/deepseek-ocr.md §3.3, §3.6,
+//! §10): DeepSeek-OCR: [CLIP(no CLS) | SAM] → Linear → tokens; local mosaic (+newlines), global
+//! grid (+newlines), then the view separator. DeepSeek-OCR-2: query outputs → Linear; tiles one
+//! after another, the global view, then the separator, no newlines.
 
 use crate::models::common::layers::Linear;
 use crate::models::common::tensors::WeightPath;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ProjectorConfig;
+use llmprof::model::deepseek_ocr::TokenLayout;
 use tch::Tensor;
 
 #[derive(Debug)]
 pub struct Projector {
     linear: Linear,
-    /// `model.image_newline` [n_embed].
-    pub image_newline: Tensor,
+    /// `model.image_newline` [n_embed]; DeepSeek-OCR-2 has none (flat layout).
+    pub image_newline: Option<Tensor>,
     /// `model.view_seperator` [n_embed] (checkpoint spelling).
     pub view_seperator: Tensor,
 }
 
 impl Projector {
-    /// `vs` points at `model`.
-    pub fn load(vs: &WeightPath, cfg: &ProjectorConfig) -> Result<Self> {
+    /// `vs` points at `model`; `layout` says whether there is an `image_newline`.
+    pub fn load(vs: &WeightPath, cfg: &ProjectorConfig, layout: TokenLayout) -> Result<Self> {
+        let image_newline = match layout {
+            TokenLayout::RowsWithNewlines => Some(vs.get("image_newline")?),
+            TokenLayout::Queries => None,
+        };
         let p = Projector {
             linear: Linear::load(&vs.sub("projector").sub("layers"), true)?,
-            image_newline: vs.get("image_newline")?,
+            image_newline,
             view_seperator: vs.get("view_seperator")?,
         };
-        ensure!(
-            p.image_newline.size1()? == cfg.n_embed,
-            "image_newline width != n_embed {}",
-            cfg.n_embed
-        );
+        if let Some(nl) = &p.image_newline {
+            ensure!(
+                nl.size1()? == cfg.n_embed,
+                "image_newline width != n_embed {}",
+                cfg.n_embed
+            );
+        }
         Ok(p)
+    }
+
+    /// DeepSeek-OCR-2: query outputs [B, N, C] → [B, N, n_embed].
+    pub fn forward_queries(&self, queries: &Tensor) -> Result<Tensor> {
+        self.linear.forward(queries)
     }
 
     /// clip_out [B,T+1,Cc], sam [B,Cs,h,w] → [B, h·w, n_embed].
@@ -45,7 +58,21 @@ impl Projector {
     /// Arranges projected views into the embedding sequence that replaces the `<image>` ids.
     /// `global` [1, h·w, C]; `local` optional ([nh·nw, h2·w2, C], tile rows nh, tile cols nw) with
     /// tiles numbered row-major. Returns [(nh·h2)(nw·w2+1) + h(w+1) + 1, C].
+    /// DeepSeek-OCR-2 (no newline): the tiles' rows one tile after another in tile order, the
+    /// global view's rows, the separator.
     pub fn arrange(&self, global: &Tensor, local: Option<(&Tensor, i64, i64)>) -> Result<Tensor> {
+        let Some(newline) = &self.image_newline else {
+            let (_, _, c) = global.size3()?;
+            let mut parts = Vec::new();
+            if let Some((tiles, nh, nw)) = local {
+                let n = tiles.size3()?.0;
+                ensure!(n == nh * nw, "{n} tiles for a {nh}x{nw} grid");
+                parts.push(tiles.f_reshape([-1, c])?);
+            }
+            parts.push(global.f_reshape([-1, c])?);
+            parts.push(self.view_seperator.f_view([1, c])?);
+            return Ok(Tensor::f_cat(&parts, 0)?);
+        };
         let (_, hw, c) = global.size3()?;
         let h = (hw as f64).sqrt().round() as i64;
         ensure!(h * h == hw, "global view has {hw} tokens, not a square");
@@ -59,17 +86,13 @@ impl Projector {
                 .f_view([nh, nw, h2, h2, c])?
                 .f_permute([0, 2, 1, 3, 4])?
                 .f_reshape([nh * h2, nw * h2, c])?; // (nh·h2, nw·w2, c)
-            let nl = self
-                .image_newline
+            let nl = newline
                 .f_view([1, 1, c])?
                 .f_expand([nh * h2, 1, c], false)?;
             parts.push(Tensor::f_cat(&[m, nl], 1)?.f_reshape([-1, c])?); // ((nh·h2)(nw·w2+1), c)
         }
         let g = global.f_view([h, h, c])?;
-        let nl = self
-            .image_newline
-            .f_view([1, 1, c])?
-            .f_expand([h, 1, c], false)?;
+        let nl = newline.f_view([1, 1, c])?.f_expand([h, 1, c], false)?;
         parts.push(Tensor::f_cat(&[g, nl], 1)?.f_reshape([-1, c])?); // (h(w+1), c)
         parts.push(self.view_seperator.f_view([1, c])?);
         Ok(Tensor::f_cat(&parts, 0)?)
@@ -87,7 +110,7 @@ mod tests {
                 weight: Tensor::zeros([c, 2 * c], (Kind::Float, Device::Cpu)),
                 bias: None,
             },
-            image_newline: Tensor::full([c], -1.0, (Kind::Float, Device::Cpu)),
+            image_newline: Some(Tensor::full([c], -1.0, (Kind::Float, Device::Cpu))),
             view_seperator: Tensor::full([c], -2.0, (Kind::Float, Device::Cpu)),
         }
     }
@@ -125,5 +148,23 @@ mod tests {
             v,
             vec![0., 1., 4., 5., -1., 2., 3., 6., 7., -1., 0., -1., -2.]
         );
+    }
+
+    #[test]
+    fn flat_layout_is_tiles_in_order_then_global_then_separator() {
+        let mut p = proj(1);
+        p.image_newline = None;
+        // 3 tiles (3 rows × 1 col) of 2 queries each: 0..6; global of 4 queries: 100..103.
+        let tiles = Tensor::arange(6, (Kind::Float, Device::Cpu)).view([3, 2, 1]);
+        let global = Tensor::from_slice(&[100f32, 101., 102., 103.]).view([1, 4, 1]);
+        let out = p.arrange(&global, Some((&tiles, 3, 1))).unwrap().view([-1]);
+        let v = Vec::<f32>::try_from(&out).unwrap();
+        assert_eq!(v, vec![0., 1., 2., 3., 4., 5., 100., 101., 102., 103., -2.]);
+        let alone = p.arrange(&global, None).unwrap().view([-1]);
+        assert_eq!(
+            Vec::<f32>::try_from(&alone).unwrap(),
+            vec![100., 101., 102., 103., -2.]
+        );
+        assert!(p.arrange(&global, Some((&tiles, 2, 1))).is_err());
     }
 }

@@ -1,0 +1,94 @@
+//! DeepSeek-OCR-2 end to end on the CPU: `model=deepseek_ocr2` runs as its tiny fallback on the
+//! sample pages, with the query encoder's region, DeepSeek-OCR-2's image-token counts and every
+//! artifact; a preprocessing without learned queries is refused before any run directory exists.
+use crate::support::{repo_root, run_in, scratch, stderr};
+use llmprof::report::RunReport;
+
+#[test]
+fn deepseek_ocr2_runs_stage1_as_its_tiny_fallback() {
+    let dir = scratch("ocr2");
+    let conf = repo_root().join("conf").display().to_string();
+    let out = run_in(
+        &dir,
+        &[
+            "--config-dir",
+            &conf,
+            "stage1",
+            "model=deepseek_ocr2",
+            "dataset.sampling.num_samples_per_epoch=2",
+            "infer.max_new_tokens=4",
+            "runtime.repeats=2",
+            "runtime.warmup=1",
+            "pipeline.torch_profiler.max_decode_steps=2",
+            "hydra.run.dir=run",
+        ],
+    );
+    assert!(out.status.success(), "stage1 failed:\n{}", stderr(&out));
+    let run = dir.join("run");
+    let m: RunReport =
+        serde_json::from_str(&std::fs::read_to_string(run.join("metrics.json")).unwrap()).unwrap();
+    assert_eq!(m.setup.model, "deepseek_ocr2_tiny");
+    assert!(
+        m.notes.iter().any(|n| n.contains("CPU fallback")),
+        "{:?}",
+        m.notes
+    );
+    for stage in [
+        "vision",
+        "sam",
+        "query_encoder",
+        "projector",
+        "prefill",
+        "decode_step",
+    ] {
+        assert!(m.stages.contains_key(stage), "{stage} missing");
+    }
+    assert!(!m.stages.contains_key("clip"), "DeepSeek-OCR-2 has no CLIP");
+    // The sample pages are 800×1100 and 1100×800: 2×3 and 3×2 grids of 768 px tiles,
+    // 257 + 6·144 = 1121 image tokens each (transformers' DeepseekOcr2 count).
+    let inputs = std::fs::read_to_string(run.join("inputs.yaml")).unwrap();
+    assert_eq!(inputs.matches("image_tokens: 1121").count(), 2, "{inputs}");
+    for r in &m.requests {
+        assert!(r.ttft_ms.is_some() && r.tpot_ms.is_some(), "{r:?}");
+    }
+    let f = m.flops.expect("analytic FLOPs");
+    assert!(f.vision_gflop > 0.0, "{f:?}");
+    let stat = std::fs::read_to_string(run.join("static_compute.md")).unwrap();
+    assert!(stat.contains("| query_encoder |"), "{stat}");
+    for f in [
+        "report.html",
+        "kernels.md",
+        "operators.md",
+        "static_compute.json",
+        "trace.json",
+    ] {
+        assert!(run.join(f).is_file(), "{f} missing");
+    }
+}
+
+#[test]
+fn a_view_size_without_queries_is_refused_before_the_run() {
+    let dir = scratch("ocr2-bad-view");
+    let conf = repo_root().join("conf").display().to_string();
+    let out = run_in(
+        &dir,
+        &[
+            "--config-dir",
+            &conf,
+            "stage1",
+            "model=deepseek_ocr2",
+            "model.preprocess.image_size=640",
+            "hydra.run.dir=run",
+        ],
+    );
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(
+        e.contains("learned queries only for views of [768, 1024] px") && e.contains("fix:"),
+        "{e}"
+    );
+    assert!(
+        !dir.join("run").exists(),
+        "no run directory for a refused spec"
+    );
+}
