@@ -244,6 +244,29 @@ pub enum DebugCommand {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// The whole vision path of DeepSeek-OCR or DeepSeek-OCR-2 (SAM, the encoder after it,
+    /// projector, arrangement) from a weights file: writes `embeddings` [image tokens, hidden]
+    /// (f32), `image_tokens`, `grid` [cols, rows] and the encoded pixels to --out.
+    Vision {
+        #[arg(long)]
+        weights: PathBuf,
+        #[arg(long, value_parser = ["deepseek_ocr", "deepseek_ocr2", "tiny", "tiny_ocr2"], default_value = "deepseek_ocr2")]
+        arch: String,
+        /// Safetensors with `global` [1,3,S,S], optional `tiles` [n,3,s,s] and `grid` [cols, rows].
+        #[arg(long, conflicts_with = "image")]
+        pixels: Option<PathBuf>,
+        /// A page image, through llmprof's preprocessing (the released crop mode of --arch).
+        #[arg(long)]
+        image: Option<PathBuf>,
+        #[arg(long, value_parser = ["fp32", "bf16"], default_value = "fp32")]
+        dtype: String,
+        /// The vision switches: `fast` (runtime defaults: fused SAM attention, fused
+        /// projections, SDPA) or `eager` (reference formulations).
+        #[arg(long, value_parser = ["fast", "eager"], default_value = "fast")]
+        optim: String,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// SAM encoder features for normalised pixels, from a safetensors file.
     Sam {
         #[arg(long)]

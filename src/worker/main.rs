@@ -182,6 +182,53 @@ fn run_debug(args: &[String]) -> Result<()> {
             }
             report.verdict()
         }
+        DebugCommand::Vision {
+            weights,
+            arch,
+            pixels,
+            image,
+            dtype,
+            optim,
+            out,
+        } => {
+            use llmprof_worker::models::common::optim::ModelOptim;
+            let optim = if optim == "eager" {
+                ModelOptim::EAGER
+            } else {
+                ModelOptim::FAST
+            };
+            let v = llmprof_worker::models::deepseek_ocr::checks::debug_vision::debug_vision(
+                &arch,
+                &weights,
+                pixels.as_deref(),
+                image.as_deref(),
+                kind(&dtype),
+                &optim,
+            )?;
+            let tokens = tch::Tensor::from_slice(&[v.image_tokens as i64]);
+            let grid = tch::Tensor::from_slice(&[v.grid.cols as i64, v.grid.rows as i64]);
+            let embeddings = v.embeddings.f_contiguous()?;
+            let mut named: Vec<(&str, &tch::Tensor)> = vec![
+                ("embeddings", &embeddings),
+                ("image_tokens", &tokens),
+                ("grid", &grid),
+            ];
+            let pixels: Vec<(String, tch::Tensor)> = v
+                .pixels
+                .iter()
+                .map(|(n, t)| {
+                    let t = t.f_to_device(tch::Device::Cpu)?;
+                    Ok((n.clone(), t.f_to_kind(tch::Kind::Float)?.f_contiguous()?))
+                })
+                .collect::<Result<_>>()?;
+            for (n, t) in &pixels {
+                named.push((n.as_str(), t));
+            }
+            tch::Tensor::write_safetensors(&named, &out)
+                .with_context(|| format!("writing {}", out.display()))?;
+            tracing::info!(out = %out.display(), image_tokens = v.image_tokens, "vision embeddings written");
+            Ok(())
+        }
         DebugCommand::Sam {
             weights,
             pixels,
