@@ -16,9 +16,10 @@ One command on the GPU machine (torch + transformers 5.17 + safetensors):
 3. `llmprof debug vision --image PAGE` preprocesses the page (grid, image-token count, pixels)
    and encodes it; the same pixels go through HF's get_image_features, and again through
    `llmprof debug vision --pixels` in fp32 eager and bf16.
-4. Compares: fp32 embeddings (relative L2 error <= 1e-4), bf16 against the fp32 reference next to
-   HF's own bf16 error, the image-token count against 257 + 144 x tiles of transformers'
-   DeepseekOcr2ImageProcessor on the same page (when it can run here).
+4. Compares: fp32 embeddings (relative L2 error <= 1e-4); bf16 against the fp32 reference, where
+   the bound is relative to HF's own bf16 error (at most 2x it: 36 bf16 layers put both near
+   2e-2, so an absolute 2e-2 bound would only measure rounding); the image-token count against
+   257 + 144 x tiles of transformers' DeepseekOcr2ImageProcessor on the same page.
 Writes table.md and results.json to --out-dir. Exit 0 when every fp32 bound holds.
 """
 from __future__ import annotations
@@ -39,7 +40,8 @@ sys.path.insert(0, str(SCRIPT_DIR))
 from verify_vs_hf import REAL_DEC, hf_text_config, init_params, set_fp32_precision  # noqa: E402
 
 FP32_MAX = 1e-4
-BF16_MAX = 2e-2
+# A bf16 run may be at most this many times less accurate (against HF fp32) than HF's own bf16.
+BF16_GROWTH_MAX = 2.0
 
 # transformers' SAM names -> the official checkpoint's (inverse of verify_vs_hf.SAM_RENAMES);
 # prefix renames first, then the block-level infixes.
@@ -220,8 +222,9 @@ def main() -> int:
             ok &= passed
             rows.append(dict(run=name, rel_error=e, bound=f"<= {FP32_MAX:g}", passed=passed, note=""))
         else:
-            passed = e <= BF16_MAX
-            rows.append(dict(run=name, rel_error=e, bound=f"<= {BF16_MAX:g}", passed=passed,
+            passed = e <= BF16_GROWTH_MAX * hf_bf16_err
+            ok &= passed
+            rows.append(dict(run=name, rel_error=e, bound=f"<= {BF16_GROWTH_MAX:g} x HF bf16", passed=passed,
                              note=f"HF bf16 vs HF fp32: {hf_bf16_err:.2e}; ratio {e / hf_bf16_err:.2f}"))
     count_ok = tokens == ref32.shape[0] and (proc_tokens is None or proc_tokens == tokens)
     ok &= count_ok and shape_ok
