@@ -85,7 +85,9 @@ fn pages(pc: &PreprocessConfig) -> Result<Vec<PreparedImage>> {
         .collect()
 }
 
-/// Runs the checks for `arch` (a dense preset name, `tiny` or `full` for DeepSeek-OCR).
+/// Runs the checks for `arch`: a dense preset name, `full` or `tiny` for DeepSeek-OCR,
+/// `deepseek_ocr2` or `deepseek_ocr2_tiny` for DeepSeek-OCR-2 (the same decoder; its query
+/// encoder follows `fused_projections`, `sdpa` and `fused_rms_norm`, checked in `all`).
 pub fn run(
     arch: &str,
     steps: usize,
@@ -107,22 +109,26 @@ pub fn run(
             vision: Vec::new(),
         });
     }
-    let (cfg, pc) = if arch == "tiny" {
-        (
-            ArchConfig::tiny(),
-            PreprocessConfig {
-                base_size: 128,
-                image_size: 64,
-                crop_mode: true,
-                min_crops: 2,
-                max_crops: 9,
-            },
-        )
-    } else {
-        (
+    let tiny_views = PreprocessConfig {
+        base_size: 128,
+        image_size: 64,
+        crop_mode: true,
+        min_crops: 2,
+        max_crops: 6,
+    };
+    let ocr2_views = PreprocessConfig {
+        image_size: 768,
+        max_crops: 6,
+        ..PreprocessConfig::from_mode(Mode::Gundam)
+    };
+    let (cfg, pc) = match arch {
+        "tiny" => (ArchConfig::tiny(), tiny_views),
+        "deepseek_ocr2_tiny" => (ArchConfig::tiny_ocr2(), tiny_views),
+        "deepseek_ocr2" => (ArchConfig::deepseek_ocr2(), ocr2_views),
+        _ => (
             ArchConfig::deepseek_ocr(),
             PreprocessConfig::from_mode(Mode::Gundam),
-        )
+        ),
     };
     let prompts = fast_path_check::prompts(prompt_lens, cfg.decoder.vocab_size, 7);
     let subject = super::deepseek_ocr::checks::fast_path::Subject {

@@ -165,8 +165,13 @@ mod tests {
     use llmprof::model::deepseek_ocr::views::PreprocessConfig;
 
     #[test]
-    fn every_vision_switch_matches_eager_on_the_tiny_model() {
-        let cfg = ArchConfig::tiny();
+    fn every_vision_switch_matches_eager_on_the_tiny_models() {
+        for cfg in [ArchConfig::tiny(), ArchConfig::tiny_ocr2()] {
+            check_tiny(cfg);
+        }
+    }
+
+    fn check_tiny(cfg: ArchConfig) {
         // Tiny crop mode: 128 px global views, 64 px tiles; a 2x1 grid, a 1x2 grid, no tiles.
         let pc = PreprocessConfig {
             base_size: 128,
