@@ -14,7 +14,20 @@ fn help_lists_groups_and_options() {
     assert!(out.status.success());
     let s = stdout(&out);
     assert!(s.contains("== Configuration groups =="), "{s}");
-    assert!(s.contains("model: deepseek_ocr, deepseek_ocr_tiny"), "{s}");
+    let models: Vec<&str> = s
+        .lines()
+        .find_map(|l| l.strip_prefix("model: "))
+        .unwrap_or_else(|| panic!("no `model:` group line:\n{s}"))
+        .split(", ")
+        .collect();
+    for m in [
+        "deepseek_ocr",
+        "deepseek_ocr_tiny",
+        "deepseek_ocr2",
+        "llama3_1_8b",
+    ] {
+        assert!(models.contains(&m), "{m} missing from {models:?}");
+    }
     assert!(s.contains("profiling/nsys: "), "{s}");
 }
 
