@@ -362,12 +362,12 @@ mod tests {
         assert!(back.equal(&x));
     }
 
-    /// Seeded attention weights of width `c` with rel-pos tables of `table_len` rows (a length
-    /// other than 2·l−1 exercises the resize).
-    fn attention(c: i64, heads: i64, table_len: i64, optim: SamOptim, kind: Kind) -> SamAttention {
-        // Every call draws the same weights, so differently built attentions compare like with like.
-        tch::manual_seed(11);
-        let r = |s: &[i64]| (Tensor::randn(s, (Kind::Float, Device::Cpu)) * 0.3).to_kind(kind);
+    /// Random attention weights of width `c` with rel-pos tables of `table_len` rows (a length
+    /// other than 2·l−1 exercises the resize). Drawn once and shared by every attention a test
+    /// compares: tests run in parallel and reseed libtorch's global generator, so drawing again
+    /// with the same seed would not give the same weights.
+    fn weights(c: i64, heads: i64, table_len: i64) -> HashMap<String, Tensor> {
+        let r = |s: &[i64]| Tensor::randn(s, (Kind::Float, Device::Cpu)) * 0.3;
         let hd = c / heads;
         let mut m = HashMap::new();
         m.insert("qkv.weight".to_string(), r(&[3 * c, c]));
@@ -376,6 +376,20 @@ mod tests {
         m.insert("proj.bias".to_string(), r(&[c]));
         m.insert("rel_pos_h".to_string(), r(&[table_len, hd]));
         m.insert("rel_pos_w".to_string(), r(&[table_len, hd]));
+        m
+    }
+
+    /// An attention of `heads` heads over `w` rounded to `kind`.
+    fn attention(
+        w: &HashMap<String, Tensor>,
+        heads: i64,
+        optim: SamOptim,
+        kind: Kind,
+    ) -> SamAttention {
+        let m: HashMap<String, Tensor> = w
+            .iter()
+            .map(|(n, t)| (n.clone(), t.to_kind(kind)))
+            .collect();
         let vs = WeightPath::root(&m, Device::Cpu, kind);
         let cfg = SamConfig {
             heads,
@@ -395,7 +409,8 @@ mod tests {
         // A 9×7 grid: windows of 4 need padding on both sides; global layers see 9×7 with tables
         // resized from 13 rows. Heads of 12 channels: q'·k' needs 12 + 9 + 7 = 28 → 32 columns.
         let y = Tensor::randn([2, 9, 7, 24], (Kind::Float, Device::Cpu));
-        let reference = attention(24, 2, 13, SamOptim::default(), Kind::Float);
+        let w = weights(24, 2, 13);
+        let reference = attention(&w, 2, SamOptim::default(), Kind::Float);
         for optim in [
             SamOptim {
                 fused_rel_pos: true,
@@ -410,7 +425,7 @@ mod tests {
                 fused_windows: true,
             },
         ] {
-            let fast = attention(24, 2, 13, optim, Kind::Float);
+            let fast = attention(&w, 2, optim, Kind::Float);
             for window in [0, 4] {
                 let want = reference.forward_block(&y, window).unwrap();
                 let got = fast.forward_block(&y, window).unwrap();
@@ -424,18 +439,19 @@ mod tests {
     #[test]
     fn folded_bias_is_no_less_accurate_in_bf16() {
         let y = Tensor::randn([1, 8, 8, 32], (Kind::Float, Device::Cpu));
-        let exact = attention(32, 2, 15, SamOptim::default(), Kind::Float)
+        let w = weights(32, 2, 15);
+        let exact = attention(&w, 2, SamOptim::default(), Kind::Float)
             .forward_block(&y, 0)
             .unwrap();
         let yb = y.to_kind(Kind::BFloat16);
-        let eager = attention(32, 2, 15, SamOptim::default(), Kind::BFloat16)
+        let eager = attention(&w, 2, SamOptim::default(), Kind::BFloat16)
             .forward_block(&yb, 0)
             .unwrap();
         let fused = SamOptim {
             fused_rel_pos: true,
             fused_windows: true,
         };
-        let fast = attention(32, 2, 15, fused, Kind::BFloat16)
+        let fast = attention(&w, 2, fused, Kind::BFloat16)
             .forward_block(&yb, 0)
             .unwrap();
         let (e_eager, e_fast) = (rel_err(&eager, &exact), rel_err(&fast, &exact));
