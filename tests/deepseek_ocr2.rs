@@ -1,32 +1,18 @@
 //! DeepSeek-OCR-2 end to end on the CPU: `model=deepseek_ocr2` runs as its tiny fallback on the
 //! sample pages, with the query encoder's region, DeepSeek-OCR-2's image-token counts and every
 //! artifact; a preprocessing without learned queries is refused before any run directory exists.
-use crate::support::{repo_root, run_in, scratch, stderr};
-use llmprof::report::RunReport;
+use crate::support::{run_with_repo_conf, scratch, short_stage1, stderr};
 
 #[test]
 fn deepseek_ocr2_runs_stage1_as_its_tiny_fallback() {
-    let dir = scratch("ocr2");
-    let conf = repo_root().join("conf").display().to_string();
-    let out = run_in(
-        &dir,
+    let (run, m) = short_stage1(
+        "ocr2",
         &[
-            "--config-dir",
-            &conf,
-            "stage1",
             "model=deepseek_ocr2",
             "dataset.sampling.num_samples_per_epoch=2",
             "infer.max_new_tokens=4",
-            "runtime.repeats=2",
-            "runtime.warmup=1",
-            "pipeline.torch_profiler.max_decode_steps=2",
-            "hydra.run.dir=run",
         ],
     );
-    assert!(out.status.success(), "stage1 failed:\n{}", stderr(&out));
-    let run = dir.join("run");
-    let m: RunReport =
-        serde_json::from_str(&std::fs::read_to_string(run.join("metrics.json")).unwrap()).unwrap();
     assert_eq!(m.setup.model, "deepseek_ocr2_tiny");
     assert!(
         m.notes.iter().any(|n| n.contains("CPU fallback")),
@@ -69,12 +55,9 @@ fn deepseek_ocr2_runs_stage1_as_its_tiny_fallback() {
 #[test]
 fn a_view_size_without_queries_is_refused_before_the_run() {
     let dir = scratch("ocr2-bad-view");
-    let conf = repo_root().join("conf").display().to_string();
-    let out = run_in(
+    let out = run_with_repo_conf(
         &dir,
         &[
-            "--config-dir",
-            &conf,
             "stage1",
             "model=deepseek_ocr2",
             "model.preprocess.image_size=640",

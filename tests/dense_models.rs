@@ -1,37 +1,12 @@
 //! Dense decoder presets end to end on the CPU: each preset runs as its tiny fallback (with the
 //! notice), on the text datasets, and writes every artifact with TTFT/TPOT and ISL/OSL.
-use crate::support::{repo_root, run_in, scratch, stderr};
-use llmprof::report::RunReport;
-
-fn stage1(tag: &str, args: &[&str]) -> (std::path::PathBuf, RunReport) {
-    let dir = scratch(tag);
-    let conf = repo_root().join("conf").display().to_string();
-    let mut all = vec!["--config-dir", &conf, "stage1"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&[
-        "runtime.repeats=2",
-        "runtime.warmup=1",
-        "pipeline.torch_profiler.max_decode_steps=2",
-        "hydra.run.dir=run",
-    ]);
-    let out = run_in(&dir, &all);
-    assert!(
-        out.status.success(),
-        "{tag}: stage1 failed:\n{}",
-        stderr(&out)
-    );
-    let run = dir.join("run");
-    let text = std::fs::read_to_string(run.join("metrics.json")).unwrap();
-    let m: RunReport = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("metrics.json does not match the schema: {e}"));
-    (run, m)
-}
+use crate::support::{run_with_repo_conf, scratch, short_stage1, stderr};
 
 #[test]
 fn each_preset_runs_stage1_as_its_tiny_fallback_on_random_tokens() {
     for preset in ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"] {
         let model = format!("model={preset}");
-        let (run, m) = stage1(
+        let (run, m) = short_stage1(
             &format!("dense-{preset}"),
             &[
                 &model,
@@ -107,7 +82,7 @@ fn each_preset_runs_stage1_as_its_tiny_fallback_on_random_tokens() {
 
 #[test]
 fn prompts_dataset_runs_with_a_batch_and_byte_fallback_notice() {
-    let (_, m) = stage1(
+    let (_, m) = short_stage1(
         "dense-prompts",
         &[
             "model=llama3_1_8b_tiny",
@@ -136,16 +111,9 @@ fn prompts_dataset_runs_with_a_batch_and_byte_fallback_notice() {
 #[test]
 fn text_and_image_mismatches_are_clear_errors() {
     let dir = scratch("dense-mismatch");
-    let conf = repo_root().join("conf").display().to_string();
-    let out = run_in(
+    let out = run_with_repo_conf(
         &dir,
-        &[
-            "--config-dir",
-            &conf,
-            "stage1",
-            "model=qwen2_5_0_5b_tiny",
-            "hydra.run.dir=run",
-        ],
+        &["stage1", "model=qwen2_5_0_5b_tiny", "hydra.run.dir=run"],
     );
     assert!(!out.status.success());
     let err = stderr(&out);
@@ -153,11 +121,9 @@ fn text_and_image_mismatches_are_clear_errors() {
         err.contains("text model") && err.contains("dataset=random_tokens"),
         "{err}"
     );
-    let out = run_in(
+    let out = run_with_repo_conf(
         &dir,
         &[
-            "--config-dir",
-            &conf,
             "stage1",
             "model=deepseek_ocr_tiny",
             "dataset=random_tokens",

@@ -42,6 +42,40 @@ pub fn run_in(cwd: &Path, args: &[&str]) -> Output {
         .expect("llmprof runs")
 }
 
+/// Run llmprof in `cwd` against the repository's conf/ (`--config-dir`), then `args`.
+pub fn run_with_repo_conf(cwd: &Path, args: &[&str]) -> Output {
+    let conf = repo_root().join("conf").display().to_string();
+    let mut all = vec!["--config-dir", conf.as_str()];
+    all.extend_from_slice(args);
+    run_in(cwd, &all)
+}
+
+/// A short stage 1 (1 warm-up, 2 repeats, 2 profiled decode steps) with `args` in a fresh
+/// scratch folder `tag`; asserts that it succeeded and returns the run directory and its
+/// metrics.json, read against the schema.
+pub fn short_stage1(tag: &str, args: &[&str]) -> (PathBuf, llmprof::report::RunReport) {
+    let dir = scratch(tag);
+    let mut all = vec!["stage1"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&[
+        "runtime.repeats=2",
+        "runtime.warmup=1",
+        "pipeline.torch_profiler.max_decode_steps=2",
+        "hydra.run.dir=run",
+    ]);
+    let out = run_with_repo_conf(&dir, &all);
+    assert!(
+        out.status.success(),
+        "{tag}: stage1 failed:\n{}",
+        stderr(&out)
+    );
+    let run = dir.join("run");
+    let text = std::fs::read_to_string(run.join("metrics.json")).unwrap();
+    let m = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("metrics.json does not match the schema: {e}"));
+    (run, m)
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }

@@ -116,15 +116,13 @@ pub fn run(
         min_crops: 2,
         max_crops: 6,
     };
-    let ocr2_views = PreprocessConfig {
-        image_size: 768,
-        max_crops: 6,
-        ..PreprocessConfig::from_mode(Mode::Gundam)
-    };
     let (cfg, pc) = match arch {
         "tiny" => (ArchConfig::tiny(), tiny_views),
         "deepseek_ocr2_tiny" => (ArchConfig::tiny_ocr2(), tiny_views),
-        "deepseek_ocr2" => (ArchConfig::deepseek_ocr2(), ocr2_views),
+        "deepseek_ocr2" => (
+            ArchConfig::deepseek_ocr2(),
+            PreprocessConfig::deepseek_ocr2(),
+        ),
         _ => (
             ArchConfig::deepseek_ocr(),
             PreprocessConfig::from_mode(Mode::Gundam),

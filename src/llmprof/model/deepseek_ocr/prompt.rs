@@ -122,13 +122,12 @@ mod tests {
     fn ocr2_counts_match_the_reference_table() {
         // DeepSeek-OCR-2: 1024 px global view (256 queries), 768 px tiles (144 each), 2..6 tiles;
         // 257 + 144·tiles (transformers' DeepseekOcr2 image-token expansion).
-        let pc = PreprocessConfig {
-            base_size: 1024,
-            image_size: 768,
-            crop_mode: true,
-            min_crops: 2,
-            max_crops: 6,
-        };
+        let pc = PreprocessConfig::deepseek_ocr2();
+        assert_eq!(
+            (pc.base_size, pc.image_size, pc.crop_mode),
+            (1024, 768, true)
+        );
+        assert_eq!((pc.min_crops, pc.max_crops), (2, 6));
         let n = |cols, rows| image_token_count(TokenLayout::Queries, &pc, TileGrid { cols, rows });
         assert_eq!(n(2, 3), 1121);
         assert_eq!(n(2, 1), 545);

@@ -48,6 +48,18 @@ impl PreprocessConfig {
     }
 }
 
+impl PreprocessConfig {
+    /// DeepSeek-OCR-2's released crop mode (docs/deepseek-ocr.md §10): a 1024 px global view,
+    /// 768 px tiles, 2 to 6 tiles (conf/model/deepseek_ocr2.yaml).
+    pub fn deepseek_ocr2() -> Self {
+        PreprocessConfig {
+            image_size: 768,
+            max_crops: 6,
+            ..PreprocessConfig::from_mode(Mode::Gundam)
+        }
+    }
+}
+
 /// Pad colour: int(0.5·255) per channel (docs/deepseek-ocr.md §4).
 pub const PAD_RGB: [u8; 3] = [127, 127, 127];
 /// Stretching threshold of the HF code (non-crop mode stretches when image_size ≤ 640) and the

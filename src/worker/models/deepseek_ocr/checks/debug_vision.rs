@@ -18,11 +18,7 @@ use tch::{Device, Kind, Tensor};
 /// preprocessing of its released configuration.
 pub fn arch_and_views(name: &str) -> Result<(ArchConfig, PreprocessConfig)> {
     let gundam = PreprocessConfig::from_mode(Mode::Gundam);
-    let ocr2_views = PreprocessConfig {
-        image_size: 768,
-        max_crops: 6,
-        ..gundam.clone()
-    };
+    let ocr2_views = PreprocessConfig::deepseek_ocr2();
     Ok(match name {
         "deepseek_ocr" => (ArchConfig::deepseek_ocr(), gundam),
         "deepseek_ocr2" => (ArchConfig::deepseek_ocr2(), ocr2_views),
