@@ -18,8 +18,11 @@ say() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
 ask() { [ "$YES" = 1 ] && return 0; read -r -p "$1 [y/N] " r; [ "$r" = y ] || [ "$r" = Y ]; }
 
 TORCH_VERSION=2.11.0
-# CUDA runtime headers for the C++ shim (crt/host_config.h is not in the runtime wheel torch pulls).
+# CUDA runtime headers for the C++ shim (crt/host_config.h is not in the runtime wheel torch pulls),
+# and the CUDA compiler for llmprof's own kernels (nvcc, its cicc, the CCCL headers), all matching
+# torch's CUDA 13.0.
 CUDA_CRT=nvidia-cuda-crt==13.0.88
+CUDA_NVCC="nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-cccl==13.0.85"
 
 # 1. System packages: libclang for nvtx-sys (bindgen), a font for plot labels, binutils for checks.
 APT_PKGS="libclang-dev fonts-dejavu-core binutils g++ python3-venv procps"
@@ -61,6 +64,11 @@ else
   if [ ! -f "$site/nvidia/cu13/include/crt/host_config.h" ]; then
     say "pip install $CUDA_CRT (CUDA headers for the shim)"
     "$PY" -m pip install -q --no-deps "$CUDA_CRT"
+  fi
+  if [ ! -x "$site/nvidia/cu13/bin/nvcc" ] || [ ! -x "$site/nvidia/cu13/nvvm/bin/cicc" ] \
+     || [ ! -d "$site/nvidia/cu13/include/nv" ]; then
+    say "pip install $CUDA_NVCC (nvcc for llmprof's CUDA kernels)"
+    "$PY" -m pip install -q --no-deps $CUDA_NVCC
   fi
   export LIBTORCH_USE_PYTORCH=1
   export PATH="$ROOT/.venv/bin:$PATH"

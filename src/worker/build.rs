@@ -1,10 +1,13 @@
 //! Build script of the worker package: links libtorch into `llmprof-worker`, with `torch_cuda`
 //! forced in and an rpath so that users never set LD_LIBRARY_PATH. It also compiles the C++ shim (`csrc/shim.cpp`: Kineto, CUDA events/graphs, allocator
 //! stats, versions of the loaded libraries) against the torch and CUDA runtime headers and links it into the worker and the test
-//! harnesses only.
+//! harnesses only, together with llmprof's own CUDA kernels when nvcc is found (build_kernels.rs).
 // Cargo reads a build script's instructions from its stdout.
 #![allow(clippy::disallowed_macros)]
 use std::path::{Path, PathBuf};
+
+#[path = "build_kernels.rs"]
+mod kernels;
 
 fn main() {
     if let Some(lib_dir) = link_libtorch_into_worker() {
@@ -52,6 +55,9 @@ struct CudaRuntime {
 fn compile_and_link_shim(torch_lib_dir: &Path) {
     println!("cargo:rerun-if-changed=csrc/shim.cpp");
     println!("cargo:rerun-if-changed=csrc/shim.h");
+    println!("cargo:rerun-if-changed=csrc/shim_guard.h");
+    println!("cargo:rerun-if-changed=csrc/kernels.cpp");
+    println!("cargo:rerun-if-changed=csrc/kernels");
     println!("cargo:rerun-if-env-changed=LLMPROF_CUDA_INCLUDE");
     println!("cargo:rerun-if-env-changed=CUDA_HOME");
     let torch_root = torch_lib_dir
@@ -69,12 +75,18 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
         );
     }
     let cuda = find_cuda_runtime(torch_root).unwrap_or_else(|why| panic!("{why}"));
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let kernel_objects = kernels::compile(torch_root, &out_dir);
 
     let mut build = cc::Build::new();
+    if !kernel_objects.is_empty() {
+        build.define("LLMPROF_HAVE_KERNELS", "1");
+    }
     build
         .cpp(true)
         .pic(true)
         .file("csrc/shim.cpp")
+        .file("csrc/kernels.cpp")
         .include("csrc")
         .include(&torch_include)
         .include(torch_include.join("torch/csrc/api/include"))
@@ -92,7 +104,6 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     // alive and makes even `llmprof` record libtorch as NEEDED. A shared library is recorded
     // only when a live (called) function references it, so `llmprof` stays libtorch-free while
     // the worker and every test harness (lib unit tests included) link it the ordinary way.
-    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let shared = out_dir.join("libllmprof_shim.so");
     let status = build
         .get_compiler()
@@ -103,6 +114,7 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
         .arg("-Wl,--whole-archive")
         .arg(out_dir.join("libllmprof_shim_objects.a"))
         .arg("-Wl,--no-whole-archive")
+        .args(&kernel_objects)
         .arg("-Wl,-soname,libllmprof_shim.so")
         .arg(format!("-L{}", torch_lib_dir.display()))
         .args(["-ltorch_cuda", "-lc10_cuda", "-ltorch_cpu", "-lc10"])

@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 use std::path::Path;
 use std::ptr::NonNull;
 
+pub mod kernels;
 pub mod versions;
 
 /// Mirrors `llmprof_profiler_config`.

@@ -335,6 +335,9 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ("vision_max_views", w.vision_max_views.to_string()),
         ("sam_fused_rel_pos", on(w.sam_fused_rel_pos).to_string()),
         ("sam_fused_windows", on(w.sam_fused_windows).to_string()),
+        ("sam_cuda_kernels", on(w.sam_cuda_kernels).to_string()),
+        ("vision_uint8_upload", on(w.vision_uint8_upload).to_string()),
+        ("moe_routing_kernel", on(w.moe_routing_kernel).to_string()),
     ] {
         let _ = writeln!(s, "| {k} | {v} |");
     }

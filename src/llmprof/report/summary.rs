@@ -185,6 +185,9 @@ mod tests {
                 vision_max_views: 16,
                 sam_fused_rel_pos: on,
                 sam_fused_windows: on,
+                sam_cuda_kernels: on,
+                vision_uint8_upload: on,
+                moe_routing_kernel: on,
             },
             graphs: on.then(|| GraphStats {
                 graphs_captured: 2,

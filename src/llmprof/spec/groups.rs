@@ -285,6 +285,21 @@ pub struct OptimSpec {
     /// copy each way instead of partition/unpartition copies. Absent: off.
     #[serde(default)]
     pub sam_fused_windows: bool,
+    /// On a CUDA device, SAM's folded-bias attention packs q′/k′/v and merges windows with
+    /// llmprof's own CUDA kernels instead of pad, partition and concatenation copies (needs
+    /// `sam_fused_rel_pos`; no effect on the CPU). Absent: off.
+    #[serde(default)]
+    pub sam_cuda_kernels: bool,
+    /// Page pixels go to the GPU as uint8 from pinned memory and are normalised there, instead
+    /// of normalised to fp32 on the CPU and copied from pageable memory (4x the bytes). Absent:
+    /// off.
+    #[serde(default)]
+    pub vision_uint8_upload: bool,
+    /// On a CUDA device with `grouped_moe`, MoE routing (softmax, top-k, the stable sort of token
+    /// slots by expert and the group ends) in llmprof's one CUDA kernel for up to 4,096 slots
+    /// (decode), instead of about ten libtorch kernels. Absent: off.
+    #[serde(default)]
+    pub moe_routing_kernel: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -64,6 +64,12 @@ impl RunSpec {
             o.eos_check_interval as i64,
             1,
         )?;
+        if o.sam_cuda_kernels && !o.sam_fused_rel_pos {
+            bail!("runtime.optim.sam_cuda_kernels=true needs runtime.optim.sam_fused_rel_pos=true: the kernels pack the folded relative-position bias, which the materialised-bias attention does not use\n  fix: set runtime.optim.sam_fused_rel_pos=true, or runtime.optim.sam_cuda_kernels=false");
+        }
+        if o.moe_routing_kernel && !o.grouped_moe {
+            bail!("runtime.optim.moe_routing_kernel=true needs runtime.optim.grouped_moe=true: the kernel sorts token slots for the grouped GEMMs\n  fix: set runtime.optim.grouped_moe=true, or runtime.optim.moe_routing_kernel=false");
+        }
         if o.cuda_graph && !o.static_kv_cache {
             bail!("runtime.optim.cuda_graph=true needs runtime.optim.static_kv_cache=true: a graph replays fixed addresses, and a growing cache reallocates every step\n  fix: set runtime.optim.static_kv_cache=true, or runtime.optim.cuda_graph=false");
         }

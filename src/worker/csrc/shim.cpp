@@ -4,6 +4,7 @@
 #include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include "shim.h"
+#include "shim_guard.h"
 
 #include <c10/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -26,27 +27,9 @@
 
 namespace {
 
-thread_local std::string g_last_error;
-
-void set_error(const char* where, const std::string& what) {
-  g_last_error = std::string(where) + ": " + what;
-}
-
-// Runs `body` and converts any exception into -1 + message. `body` returns void.
-template <typename F>
-int guarded(const char* where, F&& body) {
-  try {
-    body();
-    return 0;
-  } catch (const c10::Error& e) {
-    set_error(where, e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    set_error(where, e.what());
-  } catch (...) {
-    set_error(where, "unknown C++ exception");
-  }
-  return -1;
-}
+using llmprof::g_last_error;
+using llmprof::guarded;
+using llmprof::set_error;
 
 std::string shapes_to_string(const c10::ArrayRef<std::vector<int64_t>>& shapes) {
   std::ostringstream out;

@@ -152,6 +152,31 @@ int llmprof_cuda_graph_capture_end(llmprof_cuda_graph* graph);
 int llmprof_cuda_graph_replay(llmprof_cuda_graph* graph);
 void llmprof_cuda_graph_destroy(llmprof_cuda_graph* graph);
 
+/* ---- llmprof's own CUDA kernels (csrc/kernels.cpp over the .cu files in csrc/kernels/) ---
+ * Tensors are passed as the at::Tensor* that tch hands out; outputs are allocated by the caller.
+ * Built without nvcc, every kernel entry point fails and says how to get the kernels. */
+
+/* 1 when this build has the kernels (nvcc was found at build time), else 0. */
+int llmprof_kernels_available(void);
+/* SAM attention with the relative-position bias folded into q·k: from the qkv Linear's output
+ * [B,H,W,3C] (padded tokens take `bias`), q′ and k′ [B·windows, heads, win_h·win_w, aug]
+ * (q′'s relative-position columns left to the caller), v [.., head_dim], and q again as
+ * q_rows [win_h, B·windows·heads, win_w, head_dim] and q_cols [win_w, .., win_h, head_dim];
+ * aug = head_dim + win_h + win_w rounded up to 8. */
+int llmprof_sam_pack_qkv(const void* qkv, const void* bias, int64_t heads, int64_t win_h,
+                         int64_t win_w, const void* q_aug, const void* k_aug, const void* v,
+                         const void* q_rows, const void* q_cols);
+/* Attention output o [B·windows, heads, win_h·win_w, head_dim] (any strides) → out [B,H,W,C],
+ * contiguous, windows merged and the padding cropped. */
+int llmprof_sam_merge_windows(const void* o, int64_t win_h, int64_t win_w, const void* out);
+/* DeepSeek MoE routing of fp32 router logits [tokens, experts] in one kernel: weights [tokens, k]
+ * fp32 (softmax, top-k, × scaling), ids [tokens, k] int64, the slots sorted stably by expert
+ * (order [tokens·k] int64, slot_token [tokens·k] int64) and group_ends [experts] int32.
+ * At most 256 experts and 4096 slots. */
+int llmprof_moe_route(const void* logits, int64_t k, double scaling, const void* weights,
+                      const void* ids, const void* order, const void* slot_token,
+                      const void* group_ends);
+
 #ifdef __cplusplus
 }
 #endif

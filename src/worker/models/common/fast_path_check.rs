@@ -70,6 +70,15 @@ pub fn variants(kv_bucket: i64, moe: bool) -> Vec<(String, ModelOptim, StepPath)
             StepPath::Eager,
         ),
         (
+            "moe_routing_kernel".into(),
+            ModelOptim {
+                grouped_moe: true,
+                moe_routing_kernel: true,
+                ..e
+            },
+            StepPath::Eager,
+        ),
+        (
             "sdpa".into(),
             ModelOptim { sdpa: true, ..e },
             StepPath::Eager,
@@ -97,9 +106,10 @@ pub fn variants(kv_bucket: i64, moe: bool) -> Vec<(String, ModelOptim, StepPath)
         ),
     ];
     if !moe {
-        v.retain(|(name, _, _)| name != "grouped_moe");
+        v.retain(|(name, _, _)| name != "grouped_moe" && name != "moe_routing_kernel");
         for (_, o, _) in v.iter_mut() {
             o.grouped_moe = false;
+            o.moe_routing_kernel = false;
         }
     }
     v

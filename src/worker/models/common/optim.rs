@@ -27,6 +27,13 @@ pub struct ModelOptim {
     /// Vision (SAM): windowed blocks project on the whole grid and split into windows and heads
     /// with one copy each way.
     pub sam_fused_windows: bool,
+    /// MoE (CUDA only, with `grouped_moe`, up to 4,096 token slots): routing softmax, top-k and
+    /// the expert sort in one llmprof CUDA kernel.
+    pub moe_routing_kernel: bool,
+    /// Vision (SAM, CUDA only): q′/k′/v packing and window merging by llmprof's CUDA kernels.
+    pub sam_cuda_kernels: bool,
+    /// Vision (CUDA only): pixels uploaded as uint8 from pinned memory, normalised on the GPU.
+    pub vision_uint8_upload: bool,
 }
 
 impl ModelOptim {
@@ -39,6 +46,9 @@ impl ModelOptim {
         fused_rms_norm: false,
         sam_fused_rel_pos: false,
         sam_fused_windows: false,
+        sam_cuda_kernels: false,
+        vision_uint8_upload: false,
+        moe_routing_kernel: false,
     };
 
     /// Everything on.
@@ -50,6 +60,9 @@ impl ModelOptim {
         fused_rms_norm: true,
         sam_fused_rel_pos: true,
         sam_fused_windows: true,
+        sam_cuda_kernels: true,
+        vision_uint8_upload: true,
+        moe_routing_kernel: true,
     };
 }
 
@@ -65,6 +78,9 @@ impl Default for ModelOptim {
             fused_rms_norm: false,
             sam_fused_rel_pos: false,
             sam_fused_windows: false,
+            sam_cuda_kernels: false,
+            vision_uint8_upload: false,
+            moe_routing_kernel: false,
         }
     }
 }
@@ -80,5 +96,8 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         fused_rms_norm: o.fused_rms_norm,
         sam_fused_rel_pos: o.sam_fused_rel_pos,
         sam_fused_windows: o.sam_fused_windows,
+        sam_cuda_kernels: o.sam_cuda_kernels,
+        vision_uint8_upload: o.vision_uint8_upload,
+        moe_routing_kernel: o.moe_routing_kernel,
     }
 }

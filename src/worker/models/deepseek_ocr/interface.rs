@@ -226,8 +226,11 @@ impl Model for DeepseekOcrModel {
             bail!("{} reads page images, but {} is a text request: use an image dataset (dataset=samples, folder, omnidocbench), or a text model (model=qwen2_5_7b, llama3_1_8b, ...) for dataset=random_tokens and dataset=prompts", self.info.name, item.name);
         }
         let img = load_rgb_limited(&item.path, &self.image_limits)?;
-        let image = preprocess(&img, &self.preprocess)
+        let mut image = preprocess(&img, &self.preprocess)
             .with_context(|| format!("preprocessing {}", item.path.display()))?;
+        self.model
+            .ready_pixels(&mut image)
+            .with_context(|| format!("readying the pixels of {}", item.path.display()))?;
         let image_tokens =
             image_token_count(self.arch.token_layout(), &self.preprocess, image.grid);
         let prompt_ids = build_prompt_ids(self.tokenizer.as_ref(), prompt, &[image_tokens])?;

@@ -64,6 +64,8 @@ pub struct DeepseekOcr {
     /// Vision batching across pages: at most this many views per SAM/CLIP call (0: no limit);
     /// `None`: one page at a time (`runtime.optim.batched_vision`).
     vision_batch: Option<usize>,
+    /// Pixels go to a GPU as uint8 and are normalised there (`runtime.optim.vision_uint8_upload`).
+    uint8_upload: bool,
 }
 
 impl DeepseekOcr {
@@ -76,13 +78,26 @@ impl DeepseekOcr {
     /// [`DeepseekOcr::load`] with explicit decoder implementation choices.
     pub fn load_with(weights: Weights, cfg: &ArchConfig, optim: &ModelOptim) -> Result<Self> {
         cfg.validate()?;
+        if weights.device().is_cuda() {
+            let has = |p| weights.has_part(p);
+            crate::ffi::kernels::require(
+                "sam_cuda_kernels",
+                optim.sam_cuda_kernels && optim.sam_fused_rel_pos && has(Part::Sam),
+            )?;
+            crate::ffi::kernels::require(
+                "moe_routing_kernel",
+                optim.moe_routing_kernel && optim.grouped_moe && has(Part::Decoder),
+            )?;
+        }
         let vs = weights.root();
         let model = vs.sub("model");
         let sam = if weights.has_part(Part::Sam) {
             let sam_optim = vision::sam_attention::SamOptim {
                 fused_rel_pos: optim.sam_fused_rel_pos,
                 fused_windows: optim.sam_fused_windows,
+                cuda_kernels: optim.sam_cuda_kernels,
             };
+
             Some(Sam::load(&model.sub("sam_model"), &cfg.sam, sam_optim).context("loading SAM")?)
         } else {
             None
@@ -123,6 +138,7 @@ impl DeepseekOcr {
             device: weights.device(),
             kind: weights.kind(),
             vision_batch: None,
+            uint8_upload: optim.vision_uint8_upload,
         })
     }
 
@@ -151,6 +167,17 @@ impl DeepseekOcr {
 
     pub fn device(&self) -> Device {
         self.device
+    }
+
+    /// Readies a page's views at data-loading time: with `runtime.optim.vision_uint8_upload` on
+    /// a GPU, pinned uint8 (normalised on the GPU by [`preprocess::upload`]); otherwise
+    /// normalised to fp32 on the CPU now, so that the vision region only copies them.
+    pub fn ready_pixels(&self, image: &mut PreparedImage) -> Result<()> {
+        if self.uint8_upload && self.device.is_cuda() {
+            image.pin(self.device)
+        } else {
+            image.normalise_on_cpu()
+        }
     }
 
     pub fn kind(&self) -> Kind {
@@ -205,9 +232,7 @@ impl DeepseekOcr {
             .as_ref()
             .context("projector weights were not loaded")?;
         let _v = obs.enter(VISION);
-        let to_dev = |t: &Tensor| -> Result<Tensor> {
-            Ok(t.f_to_device(self.device)?.f_to_kind(self.kind)?)
-        };
+        let to_dev = |t: &Tensor| preprocess::upload(t, self.device, self.kind, self.uint8_upload);
         // Views in a fixed order: page 0 global, page 0 tiles, page 1 global, ...
         let mut views = Vec::new();
         let mut owner = Vec::new(); // (page, is_global)
@@ -714,7 +739,8 @@ mod tests {
             prompt::image_token_count(m.config().token_layout(), &pc, prep.grid),
             3
         );
-        let sam = m.sam().unwrap().forward(&prep.global).unwrap();
+        let pixels = preprocess::normalise(&prep.global).unwrap();
+        let sam = m.sam().unwrap().forward(&pixels).unwrap();
         assert_eq!(sam.size(), vec![1, 1024, 1, 1]);
         let feats = m.encode_images(&prep, &NoopObserver).unwrap();
         assert_eq!(feats.size(), vec![3, 1280]);

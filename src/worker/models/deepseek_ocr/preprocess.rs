@@ -1,14 +1,17 @@
 //! Image → model views (docs/deepseek-ocr.md §4): EXIF transpose, RGB, resolution modes (tiny/small/base/large/
-//! gundam), PIL-style pad/stretch, Gundam dynamic tiling, normalisation to [−1, 1].
+//! gundam), PIL-style pad/stretch, Gundam dynamic tiling; views stay uint8 until [`upload`]
+//! normalises them to [−1, 1] (on the CPU in fp32, or on the GPU after a uint8 copy).
 
 use anyhow::{ensure, Result};
 use image::{imageops, imageops::FilterType, Rgb, RgbImage};
 use llmprof::model::deepseek_ocr::views::{
     tile_grid, PreprocessConfig, TileGrid, PAD_RGB, STRETCH_MAX,
 };
-use tch::{Kind, Tensor};
+use tch::{Device, Kind, Tensor};
 
-/// Views of one image, normalised, fp32 on the CPU.
+/// Views of one image: uint8 RGB on the CPU (channels-last memory), pinned once
+/// [`PreparedImage::pin`] ran; or fp32 pixels already normalised (read by `llmprof debug
+/// vision --pixels`). [`upload`] takes either.
 #[derive(Debug)]
 pub struct PreparedImage {
     /// [1,3,S,S]: the single view (non-crop) or the padded global view (crop mode).
@@ -56,17 +59,61 @@ pub fn pad_to_square(img: &RgbImage, size: u32) -> RgbImage {
     out
 }
 
-/// RGB image → [1,3,H,W] fp32, (x/255 − 0.5)/0.5.
-pub fn to_tensor(img: &RgbImage) -> Result<Tensor> {
+/// RGB image → [1,3,H,W] uint8 over the image's HWC buffer (channels-last strides).
+pub fn to_pixels(img: &RgbImage) -> Result<Tensor> {
     let (w, h) = (img.width() as i64, img.height() as i64);
-    let t = Tensor::f_from_slice(img.as_raw())?
+    Ok(Tensor::f_from_slice(img.as_raw())?
         .f_view([h, w, 3])?
-        .f_permute([2, 0, 1])?; // (3, h, w) u8
-    Ok(t.f_to_kind(Kind::Float)?
+        .f_permute([2, 0, 1])? // (3, h, w)
+        .f_unsqueeze(0)?)
+}
+
+/// Pixels → fp32 model input on the tensor's device, strides kept: uint8 views become
+/// (x/255 − 0.5)/0.5; float pixels are taken as already normalised (`llmprof debug vision
+/// --pixels` reads them from a file).
+pub fn normalise(pixels: &Tensor) -> Result<Tensor> {
+    if pixels.kind() != Kind::Uint8 {
+        return Ok(pixels.f_to_kind(Kind::Float)?);
+    }
+    Ok(pixels
+        .f_to_kind(Kind::Float)?
         .f_div_scalar(255.0)?
         .f_sub_scalar(0.5)?
-        .f_div_scalar(0.5)?
-        .f_unsqueeze(0)?)
+        .f_div_scalar(0.5)?)
+}
+
+/// uint8 pixels → the model's input on `device` in `kind`. With `on_device` and a CUDA
+/// `device`, the uint8 tensor is copied (without blocking the host when it is pinned) and
+/// normalised on the GPU; otherwise it is normalised in fp32 on the CPU and the fp32 copied.
+pub fn upload(pixels: &Tensor, device: Device, kind: Kind, on_device: bool) -> Result<Tensor> {
+    let fp32 = if on_device && device.is_cuda() {
+        normalise(&pixels.f_to_device_(device, pixels.kind(), true, false)?)?
+    } else {
+        normalise(pixels)?.f_to_device(device)?
+    };
+    Ok(fp32.f_to_kind(kind)?)
+}
+
+impl PreparedImage {
+    /// Normalises the views to fp32 on the CPU now (data-loading time), so that [`upload`] only
+    /// copies them: what every run did before `runtime.optim.vision_uint8_upload`.
+    pub fn normalise_on_cpu(&mut self) -> Result<()> {
+        self.global = normalise(&self.global)?;
+        if let Some(t) = &self.tiles {
+            self.tiles = Some(normalise(t)?);
+        }
+        Ok(())
+    }
+
+    /// Moves the views into page-locked memory so that [`upload`] copies them asynchronously
+    /// (what a data loader's `pin_memory` does, outside the timed regions).
+    pub fn pin(&mut self, device: Device) -> Result<()> {
+        self.global = self.global.f_pin_memory(device)?;
+        if let Some(t) = &self.tiles {
+            self.tiles = Some(t.f_pin_memory(device)?);
+        }
+        Ok(())
+    }
 }
 
 /// Builds the views of one image for `cfg` (docs/deepseek-ocr.md §4).
@@ -81,13 +128,13 @@ pub fn preprocess(img: &RgbImage, cfg: &PreprocessConfig) -> Result<PreparedImag
             pad_to_square(img, s)
         };
         return Ok(PreparedImage {
-            global: to_tensor(&view)?,
+            global: to_pixels(&view)?,
             tiles: None,
             grid: TileGrid { cols: 1, rows: 1 },
             original_size: (w, h),
         });
     }
-    let global = to_tensor(&pad_to_square(img, cfg.base_size))?;
+    let global = to_pixels(&pad_to_square(img, cfg.base_size))?;
     let t = cfg.image_size;
     let grid = tile_grid(w, h, cfg);
     let tiles = if grid.has_tiles() {
@@ -96,7 +143,7 @@ pub fn preprocess(img: &RgbImage, cfg: &PreprocessConfig) -> Result<PreparedImag
         for r in 0..grid.rows {
             for c in 0..grid.cols {
                 let tile = imageops::crop_imm(&big, c * t, r * t, t, t).to_image();
-                v.push(to_tensor(&tile)?);
+                v.push(to_pixels(&tile)?);
             }
         }
         Some(Tensor::f_cat(&v, 0)?)
@@ -126,7 +173,7 @@ mod tests {
         assert_eq!(out.get_pixel(32, 16).0, [255, 0, 0]);
         assert_eq!(out.get_pixel(32, 47).0, [255, 0, 0]);
         assert_eq!(out.get_pixel(32, 48).0, PAD_RGB);
-        let t = to_tensor(&out).unwrap();
+        let t = normalise(&to_pixels(&out).unwrap()).unwrap();
         let v = t.double_value(&[0, 0, 0, 0]);
         assert!((v - (127.0 / 255.0 - 0.5) / 0.5).abs() < 1e-6 && v < 0.0);
     }
@@ -143,9 +190,30 @@ mod tests {
         assert!(p.tiles.is_none() && !p.grid.has_tiles());
         let p = preprocess(&small, &PreprocessConfig::from_mode(Mode::Tiny)).unwrap();
         assert_eq!(p.global.size(), vec![1, 3, 512, 512]); // stretched, no pad
-        assert!((p.global.double_value(&[0, 0, 0, 0]) - (10.0 / 255.0 - 0.5) / 0.5).abs() < 1e-6);
+        let first = normalise(&p.global).unwrap().double_value(&[0, 0, 0, 0]);
+        assert!((first - (10.0 / 255.0 - 0.5) / 0.5).abs() < 1e-6);
         let p = preprocess(&small, &PreprocessConfig::from_mode(Mode::Large)).unwrap();
         assert_eq!(p.global.size(), vec![1, 3, 1280, 1280]);
+    }
+
+    #[test]
+    fn views_stay_uint8_until_upload_normalises_them() {
+        let img = RgbImage::from_fn(64, 48, |x, y| Rgb([x as u8, y as u8, (x + y) as u8]));
+        let p = preprocess(&img, &PreprocessConfig::from_mode(Mode::Tiny)).unwrap();
+        assert_eq!(p.global.kind(), Kind::Uint8);
+        // Channels-last memory: the image's own HWC order.
+        assert_eq!(p.global.stride()[1], 1);
+        let want = normalise(&p.global).unwrap();
+        assert_eq!(want.kind(), Kind::Float);
+        // Pixel 0 of the tiny view's red channel is 0 → −1.
+        assert_eq!(want.double_value(&[0, 0, 0, 0]), -1.0);
+        // Without a GPU the uint8 switch normalises on the CPU: same values either way.
+        for on_device in [false, true] {
+            let got = upload(&p.global, Device::Cpu, Kind::Float, on_device).unwrap();
+            assert!(got.equal(&want), "on_device {on_device}");
+        }
+        let bf = upload(&p.global, Device::Cpu, Kind::BFloat16, true).unwrap();
+        assert_eq!(bf.kind(), Kind::BFloat16);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! the same input) or from a page image through llmprof's preprocessing (which also reports the
 //! tile grid and the image-token count the prompt will carry).
 use crate::models::common::optim::ModelOptim;
-use crate::models::deepseek_ocr::preprocess::{preprocess, PreparedImage};
+use crate::models::deepseek_ocr::preprocess::{normalise, preprocess, PreparedImage};
 use crate::models::deepseek_ocr::{ArchConfig, DeepseekOcr, Part, Weights};
 use anyhow::{bail, ensure, Context, Result};
 use llmprof::model::deepseek_ocr::prompt::image_token_count;
@@ -120,9 +120,9 @@ pub fn debug_vision(
         "{} embedding rows for {image_tokens} image tokens",
         embeddings.size()[0]
     );
-    let mut pix = vec![("global".to_string(), prepared.global.shallow_clone())];
+    let mut pix = vec![("global".to_string(), normalise(&prepared.global)?)];
     if let Some(t) = &prepared.tiles {
-        pix.push(("tiles".to_string(), t.shallow_clone()));
+        pix.push(("tiles".to_string(), normalise(t)?));
     }
     Ok(VisionOutput {
         embeddings,

@@ -54,6 +54,23 @@ pub fn vision_variants() -> Vec<(&'static str, ModelOptim, Option<usize>)> {
             },
             None,
         ),
+        (
+            "sam_cuda_kernels",
+            ModelOptim {
+                sam_fused_rel_pos: true,
+                sam_cuda_kernels: true,
+                ..e
+            },
+            None,
+        ),
+        (
+            "vision_uint8_upload",
+            ModelOptim {
+                vision_uint8_upload: true,
+                ..e
+            },
+            None,
+        ),
         ("batched_vision", e, Some(16)),
         ("all", ModelOptim::FAST, Some(16)),
     ]

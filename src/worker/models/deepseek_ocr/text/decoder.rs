@@ -51,6 +51,7 @@ pub fn load(vs: &WeightPath, cfg: &DecoderConfig, o: &ModelOptim) -> Result<Deco
             if o.grouped_moe {
                 moe.dispatch = MoeDispatch::Grouped;
             }
+            moe.routing_kernel = o.moe_routing_kernel;
             Box::new(moe)
         })
     })

@@ -1,6 +1,7 @@
 //! DeepSeek MoE FFN (docs/deepseek-ocr.md §2): fp32 softmax router, greedy top-k without renormalisation,
 //! routed SwiGLU experts summed in fp32, plus always-on shared experts.
 
+use crate::ffi::kernels;
 use crate::models::common::layers::{silu_mul_halves, GateUp, SwiGlu};
 use crate::models::common::tensors::WeightPath;
 use anyhow::{ensure, Result};
@@ -37,6 +38,10 @@ pub struct Moe {
     top_k: i64,
     scaling: f64,
     pub dispatch: MoeDispatch,
+    /// With `Grouped` dispatch on a CUDA device and at most [`kernels::MOE_ROUTE_MAX_SLOTS`]
+    /// slots: softmax, top-k and the expert sort in llmprof's one routing kernel
+    /// (`runtime.optim.moe_routing_kernel`).
+    pub routing_kernel: bool,
 }
 
 impl Moe {
@@ -65,15 +70,21 @@ impl Moe {
             top_k: cfg.num_experts_per_tok,
             scaling: cfg.routed_scaling_factor,
             dispatch: MoeDispatch::Auto,
+            routing_kernel: false,
         })
+    }
+
+    /// Router logits in fp32: x [N,H] → [N,E].
+    fn router_logits(&self, xs: &Tensor) -> Result<Tensor> {
+        Ok(xs
+            .f_to_kind(Kind::Float)?
+            .f_linear::<Tensor>(&self.gate_f32, None)?)
     }
 
     /// Router: x [N,H] → (weights fp32 [N,k], expert ids [N,k]) — softmax probabilities of the
     /// top-k experts, unsorted, not renormalised, × routed_scaling_factor.
     pub fn route(&self, xs: &Tensor) -> Result<(Tensor, Tensor)> {
-        let logits = xs
-            .f_to_kind(Kind::Float)?
-            .f_linear::<Tensor>(&self.gate_f32, None)?; // (n, e)
+        let logits = self.router_logits(xs)?; // (n, e)
         let scores = logits.f_softmax(-1, Kind::Float)?;
         let (w, idx) = scores.f_topk(self.top_k, -1, true, false)?; // (n, k)
         let w = if self.scaling != 1.0 {
@@ -84,10 +95,26 @@ impl Moe {
         Ok((w, idx))
     }
 
+    /// Whether this call routes with the CUDA kernel: grouped dispatch, bf16 on a GPU, few slots.
+    fn uses_routing_kernel(&self, xs: &Tensor) -> bool {
+        self.routing_kernel
+            && self.dispatch == MoeDispatch::Grouped
+            && xs.device().is_cuda()
+            && grouped_mm_supported(xs)
+            && self.num_experts() <= kernels::MOE_ROUTE_MAX_EXPERTS
+            && xs.size()[0] * self.top_k <= kernels::MOE_ROUTE_MAX_SLOTS
+    }
+
     /// x [B,T,H] → [B,T,H].
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let (b, t, h) = x.size3()?;
         let xs = x.f_reshape([b * t, h])?; // (n, h)
+        if self.uses_routing_kernel(&xs) {
+            let r = kernels::moe_route(&self.router_logits(&xs)?, self.top_k, self.scaling)?;
+            let per_slot =
+                self.experts_grouped_sorted(&xs, &r.order, &r.slot_token, &r.group_ends)?;
+            return self.combine(&per_slot, &r.weights, &xs, x);
+        }
         let (w, idx) = self.route(&xs)?;
         let dispatch = match self.dispatch {
             MoeDispatch::Grouped if !grouped_mm_supported(x) => MoeDispatch::Auto,
@@ -103,15 +130,20 @@ impl Moe {
             MoeDispatch::Grouped => self.experts_grouped(&xs, &idx)?,
             _ => self.experts_sorted(&xs, &idx)?,
         }; // (n, k, h) in model dtype
+        self.combine(&per_slot, &w, &xs, x)
+    }
+
+    /// Σ_k weight·expert output in fp32, plus the shared experts: → x's shape and dtype.
+    fn combine(&self, per_slot: &Tensor, w: &Tensor, xs: &Tensor, x: &Tensor) -> Result<Tensor> {
         let y = per_slot
             .f_to_kind(Kind::Float)?
             .f_mul(&w.f_unsqueeze(-1)?)?
             .f_sum_dim_intlist(1, false, Kind::Float)?; // (n, h) fp32
         let mut y = y.f_to_kind(x.kind())?;
         if let Some(s) = &self.shared {
-            y = y.f_add(&s.forward(&xs)?)?;
+            y = y.f_add(&s.forward(xs)?)?;
         }
-        Ok(y.f_view([b, t, h])?)
+        Ok(y.f_view(x.size().as_slice())?)
     }
 
     fn num_experts(&self) -> i64 {
@@ -181,15 +213,28 @@ impl Moe {
 
     /// Same result via grouped GEMMs over expert-sorted slots; group ends stay on the device.
     fn experts_grouped(&self, xs: &Tensor, idx: &Tensor) -> Result<Tensor> {
-        let (n, h) = xs.size2()?;
-        let k = self.top_k;
         let (order, counts) = self.sort_slots(idx)?;
         let offs = counts.f_cumsum(0, Kind::Int)?; // (e) int32 group ends
-        let sorted_x = xs.f_index_select(0, &order.f_floor_divide_scalar(k)?)?; // (n·k, h)
-                                                                                // _grouped_mm takes B as [E, K, N]; the transposed views of [E, N, K] weights are the
-                                                                                // column-major layout its CUDA kernel wants.
+        let slot_token = order.f_floor_divide_scalar(self.top_k)?;
+        self.experts_grouped_sorted(xs, &order, &slot_token, &offs)
+    }
+
+    /// Grouped GEMMs over slots already sorted by expert: `order` [N·k] slot indices,
+    /// `slot_token` [N·k] their tokens, `offs` [E] int32 group ends → [N,k,H].
+    fn experts_grouped_sorted(
+        &self,
+        xs: &Tensor,
+        order: &Tensor,
+        slot_token: &Tensor,
+        offs: &Tensor,
+    ) -> Result<Tensor> {
+        let (n, h) = xs.size2()?;
+        let k = self.top_k;
+        let sorted_x = xs.f_index_select(0, slot_token)?; // (n·k, h)
+                                                          // _grouped_mm takes B as [E, K, N]; the transposed views of [E, N, K] weights are the
+                                                          // column-major layout its CUDA kernel wants.
         let gmm = |a: &Tensor, w: &Tensor| -> Result<Tensor> {
-            Ok(a.f_internal_grouped_mm::<&Tensor>(&w.f_transpose(1, 2)?, Some(&offs), None, None)?)
+            Ok(a.f_internal_grouped_mm::<&Tensor>(&w.f_transpose(1, 2)?, Some(offs), None, None)?)
         };
         let act = match &self.gate_up {
             GateUp::Split { gate, up } => gmm(&sorted_x, gate)?
@@ -198,7 +243,7 @@ impl Moe {
             GateUp::Fused(w) => silu_mul_halves(&gmm(&sorted_x, w)?, -1)?,
         }; // (n·k, f)
         let outs = gmm(&act, &self.w_down)?; // (n·k, h), sorted order
-        unsort(&outs, &order, n, k, h)
+        unsort(&outs, order, n, k, h)
     }
 }
 

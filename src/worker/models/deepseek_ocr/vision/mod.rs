@@ -6,3 +6,4 @@ pub mod projector;
 pub mod query_encoder;
 pub mod sam;
 pub mod sam_attention;
+pub mod sam_attention_cuda;

@@ -133,7 +133,10 @@ impl Sam {
             [1, 1],
             1,
         )?; // (b, w, g, g)
-        let x = x.f_permute([0, 2, 3, 1])?; // (b, g, g, w)
+            // One contiguous [b, g, g, w] grid for the whole trunk: were it left as a permuted view
+            // of the convolution's output, every residual add and LayerNorm input would be a strided
+            // copy, and the neck's convolutions would see NCHW instead of channels-last.
+        let x = x.f_permute([0, 2, 3, 1])?.f_contiguous()?; // (b, g, g, w)
         let g = s / p;
         let mut x = x.f_add(&resize_pos_grid(&self.pos_embed, g)?)?;
         for blk in &self.blocks {

@@ -23,14 +23,31 @@ pub struct SamOptim {
     /// windows and heads with one copy each way, instead of partition, split, merge and
     /// unpartition copies.
     pub fused_windows: bool,
+    /// On a CUDA device, with `fused_rel_pos`: q′/k′/v packed straight from the qkv Linear's
+    /// output and the windows merged back by llmprof's CUDA kernels
+    /// ([`super::sam_attention_cuda`]), with no pad, partition or concatenation copies.
+    pub cuda_kernels: bool,
 }
 
 /// Resizes a relative-position table [len, C] to [2·l−1, C] with 1-D linear interpolation
 /// (fp32, align_corners=false) when needed, then gathers R[i,j] = table[i−j+l−1] → [l, l, C].
 pub fn rel_pos_table(table: &Tensor, l: i64) -> Result<Tensor> {
+    let resized = resized_rel_table(table, l)?;
+    let dev = table.device();
+    let q = Tensor::f_arange(l, (Kind::Int64, dev))?.f_unsqueeze(1)?;
+    let k = Tensor::f_arange(l, (Kind::Int64, dev))?.f_unsqueeze(0)?;
+    let idx = q.f_sub(&k)?.f_add_scalar(l - 1)?; // (l, l)
+    Ok(resized
+        .f_index_select(0, &idx.f_flatten(0, 1)?)?
+        .f_view([l, l, -1])?) // (l, l, c)
+}
+
+/// A relative-position table [len, C] at the length a side of `l` tokens needs, [2·l−1, C]:
+/// itself, or resized with 1-D linear interpolation (fp32, align_corners=false).
+fn resized_rel_table(table: &Tensor, l: i64) -> Result<Tensor> {
     let (len, _) = table.size2()?;
     let want = 2 * l - 1;
-    let resized = if len != want {
+    Ok(if len != want {
         let kind = table.kind();
         table
             .f_to_kind(Kind::Float)?
@@ -42,14 +59,7 @@ pub fn rel_pos_table(table: &Tensor, l: i64) -> Result<Tensor> {
             .f_to_kind(kind)?
     } else {
         table.shallow_clone()
-    };
-    let dev = table.device();
-    let q = Tensor::f_arange(l, (Kind::Int64, dev))?.f_unsqueeze(1)?;
-    let k = Tensor::f_arange(l, (Kind::Int64, dev))?.f_unsqueeze(0)?;
-    let idx = q.f_sub(&k)?.f_add_scalar(l - 1)?; // (l, l)
-    Ok(resized
-        .f_index_select(0, &idx.f_flatten(0, 1)?)?
-        .f_view([l, l, -1])?) // (l, l, c)
+    })
 }
 
 /// The two decomposed terms for q [B', h·w, C] (unscaled) on an h×w grid:
@@ -150,6 +160,8 @@ pub struct SamAttention {
     rel_pos_w: Tensor,
     heads: i64,
     optim: SamOptim,
+    /// The CUDA-kernel path's scaled relative-position matrices per window size.
+    kernel_tables: std::sync::Mutex<std::collections::HashMap<(i64, i64), (Tensor, Tensor)>>,
 }
 
 impl SamAttention {
@@ -161,6 +173,7 @@ impl SamAttention {
             rel_pos_w: vs.get("rel_pos_w")?,
             heads: cfg.heads,
             optim,
+            kernel_tables: Default::default(),
         })
     }
 
@@ -169,6 +182,14 @@ impl SamAttention {
     /// `window == 0`. → [B,H,W,C].
     pub fn forward_block(&self, y: &Tensor, window: i64) -> Result<Tensor> {
         let (_, h, w, _) = y.size4()?;
+        if self.optim.cuda_kernels && self.optim.fused_rel_pos && y.device().is_cuda() {
+            let win = if window == 0 {
+                (h, w)
+            } else {
+                (window, window)
+            };
+            return super::sam_attention_cuda::forward(self.parts(), y, win);
+        }
         if window == 0 {
             return self.forward(y);
         }
@@ -178,6 +199,17 @@ impl SamAttention {
         let (win, pad_hw) = window_partition(y, window)?;
         let o = self.forward(&win)?;
         window_unpartition(&o, window, pad_hw, (h, w))
+    }
+
+    fn parts(&self) -> super::sam_attention_cuda::AttentionParts<'_> {
+        super::sam_attention_cuda::AttentionParts {
+            qkv: &self.qkv,
+            proj: &self.proj,
+            rel_pos_h: &self.rel_pos_h,
+            rel_pos_w: &self.rel_pos_w,
+            heads: self.heads,
+            tables: &self.kernel_tables,
+        }
     }
 
     /// Global attention over the whole grid x [B,H,W,C] → [B,H,W,C].
@@ -414,15 +446,17 @@ mod tests {
         for optim in [
             SamOptim {
                 fused_rel_pos: true,
-                fused_windows: false,
+                ..SamOptim::default()
             },
             SamOptim {
-                fused_rel_pos: false,
                 fused_windows: true,
+                ..SamOptim::default()
             },
             SamOptim {
                 fused_rel_pos: true,
                 fused_windows: true,
+                // On the CPU the kernels are not used: the fused formulation runs.
+                cuda_kernels: true,
             },
         ] {
             let fast = attention(&w, 2, optim, Kind::Float);
@@ -450,6 +484,7 @@ mod tests {
         let fused = SamOptim {
             fused_rel_pos: true,
             fused_windows: true,
+            cuda_kernels: false,
         };
         let fast = attention(&w, 2, fused, Kind::BFloat16)
             .forward_block(&yb, 0)

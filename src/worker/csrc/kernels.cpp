@@ -1,0 +1,187 @@
+// Tensor-checking wrappers over llmprof's own CUDA kernels (csrc/kernels/*.cu, launch.h): they
+// take libtorch tensors (tch passes at::Tensor*), check device, dtype, shape and layout, and
+// launch on the current stream. Built without nvcc (LLMPROF_HAVE_KERNELS undefined), every
+// entry point fails with a message saying how to get the kernels.
+#include "shim.h"
+#include "shim_guard.h"
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/util/Exception.h>
+
+#ifdef LLMPROF_HAVE_KERNELS
+#include "kernels/launch.h"
+#endif
+
+namespace {
+
+const at::Tensor& tensor_arg(const void* p, const char* name) {
+  TORCH_CHECK(p != nullptr, name, " is NULL");
+  return *static_cast<const at::Tensor*>(p);
+}
+
+#ifdef LLMPROF_HAVE_KERNELS
+int dtype_code(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kFloat: return LLMPROF_K_F32;
+    case at::kBFloat16: return LLMPROF_K_BF16;
+    case at::kHalf: return LLMPROF_K_F16;
+    default: TORCH_CHECK(false, "unsupported dtype ", t.scalar_type(), " (float, bfloat16, half)");
+  }
+}
+
+void check_like(const at::Tensor& t, const at::Tensor& like, const char* name,
+                at::IntArrayRef sizes) {
+  TORCH_CHECK(t.device() == like.device(), name, " is on ", t.device(), ", not ", like.device());
+  TORCH_CHECK(t.scalar_type() == like.scalar_type(), name, " is ", t.scalar_type(), ", not ",
+              like.scalar_type());
+  TORCH_CHECK(t.sizes() == sizes, name, " has shape ", t.sizes(), ", expected ", sizes);
+  TORCH_CHECK(t.is_contiguous(), name, " must be contiguous");
+}
+
+llmprof_k_sam_shape sam_shape(int64_t batch, int64_t grid_h, int64_t grid_w, int64_t heads,
+                              int64_t head_dim, int64_t win_h, int64_t win_w) {
+  TORCH_CHECK(win_h > 0 && win_w > 0, "window ", win_h, "x", win_w, " must be positive");
+  llmprof_k_sam_shape s{};
+  s.batch = batch;
+  s.grid_h = grid_h;
+  s.grid_w = grid_w;
+  s.pad_h = (grid_h + win_h - 1) / win_h * win_h;
+  s.pad_w = (grid_w + win_w - 1) / win_w * win_w;
+  s.win_h = win_h;
+  s.win_w = win_w;
+  s.heads = heads;
+  s.head_dim = head_dim;
+  s.aug_dim = (head_dim + win_h + win_w + 7) / 8 * 8;
+  return s;
+}
+
+void check_launch(int rc, const char* kernel) {
+  TORCH_CHECK(rc == 0, kernel, " launch failed: ", llmprof_cuda_error_string(rc));
+}
+#endif
+
+}  // namespace
+
+extern "C" {
+
+int llmprof_kernels_available(void) {
+#ifdef LLMPROF_HAVE_KERNELS
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+int llmprof_sam_pack_qkv(const void* qkv_p, const void* bias_p, int64_t heads, int64_t win_h,
+                         int64_t win_w, const void* q_aug_p, const void* k_aug_p, const void* v_p,
+                         const void* q_rows_p, const void* q_cols_p) {
+  return llmprof::guarded("sam_pack_qkv", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& qkv = tensor_arg(qkv_p, "qkv");
+    TORCH_CHECK(qkv.is_cuda(), "qkv must be on a CUDA device, got ", qkv.device());
+    TORCH_CHECK(qkv.dim() == 4 && qkv.is_contiguous(), "qkv must be a contiguous [B,H,W,3C], got ",
+                qkv.sizes());
+    TORCH_CHECK(heads > 0, "heads must be positive, got ", heads);
+    const int64_t c3 = qkv.size(3);
+    TORCH_CHECK(c3 % (3 * heads) == 0, "qkv width ", c3, " is not 3 x ", heads, " heads");
+    const int64_t head_dim = c3 / 3 / heads;
+    auto s = sam_shape(qkv.size(0), qkv.size(1), qkv.size(2), heads, head_dim, win_h, win_w);
+    check_like(tensor_arg(bias_p, "bias"), qkv, "bias", {c3});
+    const int64_t windows = s.batch * (s.pad_h / win_h) * (s.pad_w / win_w);
+    const int64_t tokens = win_h * win_w;
+    const auto& q_aug = tensor_arg(q_aug_p, "q_aug");
+    const auto& k_aug = tensor_arg(k_aug_p, "k_aug");
+    const auto& v = tensor_arg(v_p, "v");
+    const auto& q_rows = tensor_arg(q_rows_p, "q_rows");
+    const auto& q_cols = tensor_arg(q_cols_p, "q_cols");
+    check_like(q_aug, qkv, "q_aug", {windows, heads, tokens, s.aug_dim});
+    check_like(k_aug, qkv, "k_aug", {windows, heads, tokens, s.aug_dim});
+    check_like(v, qkv, "v", {windows, heads, tokens, head_dim});
+    check_like(q_rows, qkv, "q_rows", {win_h, windows * heads, win_w, head_dim});
+    check_like(q_cols, qkv, "q_cols", {win_w, windows * heads, win_h, head_dim});
+    c10::cuda::CUDAGuard guard(qkv.device());
+    check_launch(llmprof_k_sam_pack_qkv(dtype_code(qkv), qkv.data_ptr(),
+                                        tensor_arg(bias_p, "bias").data_ptr(), q_aug.data_ptr(),
+                                        k_aug.data_ptr(), v.data_ptr(), q_rows.data_ptr(),
+                                        q_cols.data_ptr(), s,
+                                        c10::cuda::getCurrentCUDAStream().stream()),
+                 "sam_pack_qkv");
+#endif
+  });
+}
+
+int llmprof_sam_merge_windows(const void* o_p, int64_t win_h, int64_t win_w, const void* out_p) {
+  return llmprof::guarded("sam_merge_windows", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& o = tensor_arg(o_p, "o");
+    const auto& out = tensor_arg(out_p, "out");
+    TORCH_CHECK(o.is_cuda(), "o must be on a CUDA device, got ", o.device());
+    TORCH_CHECK(o.dim() == 4, "o must be [B*windows, heads, tokens, head_dim], got ", o.sizes());
+    TORCH_CHECK(out.dim() == 4, "out must be [B,H,W,C], got ", out.sizes());
+    const int64_t heads = o.size(1), head_dim = o.size(3);
+    auto s = sam_shape(out.size(0), out.size(1), out.size(2), heads, head_dim, win_h, win_w);
+    const int64_t windows = s.batch * (s.pad_h / win_h) * (s.pad_w / win_w);
+    TORCH_CHECK(o.size(0) == windows && o.size(2) == win_h * win_w, "o has shape ", o.sizes(),
+                ", expected [", windows, ", ", heads, ", ", win_h * win_w, ", ", head_dim, "]");
+    check_like(out, o, "out", {s.batch, s.grid_h, s.grid_w, heads * head_dim});
+    const int64_t strides[4] = {o.stride(0), o.stride(1), o.stride(2), o.stride(3)};
+    c10::cuda::CUDAGuard guard(o.device());
+    check_launch(llmprof_k_sam_merge_windows(dtype_code(o), o.data_ptr(), strides, out.data_ptr(),
+                                             s, c10::cuda::getCurrentCUDAStream().stream()),
+                 "sam_merge_windows");
+#endif
+  });
+}
+
+int llmprof_moe_route(const void* logits_p, int64_t k, double scaling, const void* weights_p,
+                      const void* ids_p, const void* order_p, const void* slot_token_p,
+                      const void* group_ends_p) {
+  return llmprof::guarded("moe_route", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& logits = tensor_arg(logits_p, "logits");
+    TORCH_CHECK(logits.is_cuda(), "logits must be on a CUDA device, got ", logits.device());
+    TORCH_CHECK(logits.dim() == 2 && logits.is_contiguous() &&
+                    logits.scalar_type() == at::kFloat,
+                "logits must be a contiguous fp32 [tokens, experts], got ", logits.sizes(), " ",
+                logits.scalar_type());
+    const int64_t tokens = logits.size(0), experts = logits.size(1);
+    TORCH_CHECK(experts >= 1 && experts <= LLMPROF_K_MOE_MAX_EXPERTS, experts,
+                " experts: the one-block router takes 1..", LLMPROF_K_MOE_MAX_EXPERTS);
+    TORCH_CHECK(k >= 1 && k <= experts, "top-k ", k, " with ", experts, " experts");
+    TORCH_CHECK(tokens * k <= LLMPROF_K_MOE_MAX_SLOTS, tokens, " tokens x top-", k,
+                " exceed the one-block router's ", LLMPROF_K_MOE_MAX_SLOTS, " slots");
+    auto check_out = [&](const void* p, const char* name, at::ScalarType dtype,
+                         at::IntArrayRef sizes) -> const at::Tensor& {
+      const auto& t = tensor_arg(p, name);
+      TORCH_CHECK(t.device() == logits.device(), name, " is on ", t.device());
+      TORCH_CHECK(t.scalar_type() == dtype, name, " is ", t.scalar_type(), ", not ", dtype);
+      TORCH_CHECK(t.sizes() == sizes && t.is_contiguous(), name, " must be a contiguous ", sizes,
+                  ", got ", t.sizes());
+      return t;
+    };
+    const auto& weights = check_out(weights_p, "weights", at::kFloat, {tokens, k});
+    const auto& ids = check_out(ids_p, "ids", at::kLong, {tokens, k});
+    const auto& order = check_out(order_p, "order", at::kLong, {tokens * k});
+    const auto& slot_token = check_out(slot_token_p, "slot_token", at::kLong, {tokens * k});
+    const auto& group_ends = check_out(group_ends_p, "group_ends", at::kInt, {experts});
+    c10::cuda::CUDAGuard guard(logits.device());
+    check_launch(
+        llmprof_k_moe_route(logits.data_ptr<float>(), tokens, (int)experts, (int)k,
+                            (float)scaling, weights.data_ptr<float>(), ids.data_ptr<int64_t>(),
+                            order.data_ptr<int64_t>(), slot_token.data_ptr<int64_t>(),
+                            group_ends.data_ptr<int32_t>(),
+                            c10::cuda::getCurrentCUDAStream().stream()),
+        "moe_route");
+#endif
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,64 @@
+/*
+ * C launchers of llmprof's own CUDA kernels (compiled by nvcc, see build.rs). They take raw device
+ * pointers, sizes and a stream, check nothing about tensors (csrc/kernels.cpp does that) and
+ * return the cudaError_t of the launch (0 = success).
+ */
+#ifndef LLMPROF_KERNELS_LAUNCH_H
+#define LLMPROF_KERNELS_LAUNCH_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types the kernels are instantiated for. */
+enum llmprof_k_dtype { LLMPROF_K_F32 = 0, LLMPROF_K_BF16 = 1, LLMPROF_K_F16 = 2 };
+
+/* Shape of SAM's attention over a grid: the token grid of `batch` views of `grid_h`×`grid_w`
+ * tokens, cut into windows of `win_h`×`win_w` (the whole grid for global attention), the grid
+ * padded at the bottom/right to `pad_h`×`pad_w` (multiples of the window). */
+typedef struct llmprof_k_sam_shape {
+  int64_t batch, grid_h, grid_w, pad_h, pad_w, win_h, win_w, heads, head_dim;
+  /* Width of q′ and k′: head_dim + win_h + win_w rounded up to a multiple of 8. */
+  int64_t aug_dim;
+} llmprof_k_sam_shape;
+
+/* q′, k′ and v of SAM's attention with the relative-position bias folded into q·k
+ * (worker/models/deepseek_ocr/vision/sam_attention_cuda.rs):
+ *   qkv      [batch, grid_h, grid_w, 3, heads, head_dim], contiguous (the qkv Linear's output)
+ *   bias     [3·heads·head_dim]: the qkv Linear's bias, the value of padded tokens
+ *   q_aug, k_aug [batch·windows, heads, win_h·win_w, aug_dim]; v [.., head_dim] (outputs):
+ *            q′ = [q, (left for the caller: s·q·Rh, s·q·Rw), 0…], k′ = [k, onehot(row),
+ *            onehot(col), 0…]
+ *   q_rows   [win_h, batch·windows·heads, win_w, head_dim] and q_cols [win_w, .., win_h,
+ *            head_dim]: q again, batched by row and by column of the window, the layouts of the
+ *            two relative-position GEMMs. */
+int llmprof_k_sam_pack_qkv(int dtype, const void* qkv, const void* bias, void* q_aug, void* k_aug,
+                           void* v, void* q_rows, void* q_cols, llmprof_k_sam_shape shape,
+                           void* stream);
+
+/* The attention output o [batch·windows, heads, win_h·win_w, head_dim] (element strides
+ * o_strides[4]) merged back to the grid and cropped: out [batch, grid_h, grid_w, heads·head_dim],
+ * contiguous. */
+int llmprof_k_sam_merge_windows(int dtype, const void* o, const int64_t* o_strides, void* out,
+                                llmprof_k_sam_shape shape, void* stream);
+
+/* Limits of the one-block MoE router: experts per layer and token slots (tokens × k) per call. */
+#define LLMPROF_K_MOE_MAX_EXPERTS 256
+#define LLMPROF_K_MOE_MAX_SLOTS 4096
+
+/* DeepSeek MoE routing of `tokens` rows of fp32 router logits [tokens, experts]: softmax, greedy
+ * top-k (no renormalisation) × scaling → weights [tokens, k] fp32 and ids [tokens, k] int64 (in
+ * descending order of weight; equal logits: lower id first); the slots (token·k + j) sorted
+ * stably by expert → order [tokens·k] int64 and their tokens slot_token [tokens·k] int64; the
+ * cumulative expert counts group_ends [experts] int32. One block; tokens·k ≤ MAX_SLOTS. */
+int llmprof_k_moe_route(const float* logits, int64_t tokens, int experts, int k, float scaling,
+                        float* weights, int64_t* ids, int64_t* order, int64_t* slot_token,
+                        int32_t* group_ends, void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LLMPROF_KERNELS_LAUNCH_H */

@@ -1,0 +1,193 @@
+//! llmprof's own CUDA kernels (`csrc/kernels/*.cu` behind `csrc/kernels.cpp`): safe wrappers that
+//! allocate the outputs, pass libtorch tensors to the shim and turn its status into errors.
+//! [`available`] says whether this build has them (nvcc was found when it was built).
+use super::{check, ShimError};
+use std::ffi::{c_int, c_void};
+use tch::Tensor;
+
+extern "C" {
+    fn llmprof_kernels_available() -> c_int;
+    fn llmprof_sam_pack_qkv(
+        qkv: *const c_void,
+        bias: *const c_void,
+        heads: i64,
+        win_h: i64,
+        win_w: i64,
+        q_aug: *const c_void,
+        k_aug: *const c_void,
+        v: *const c_void,
+        q_rows: *const c_void,
+        q_cols: *const c_void,
+    ) -> c_int;
+    fn llmprof_sam_merge_windows(
+        o: *const c_void,
+        win_h: i64,
+        win_w: i64,
+        out: *const c_void,
+    ) -> c_int;
+    fn llmprof_moe_route(
+        logits: *const c_void,
+        k: i64,
+        scaling: f64,
+        weights: *const c_void,
+        ids: *const c_void,
+        order: *const c_void,
+        slot_token: *const c_void,
+        group_ends: *const c_void,
+    ) -> c_int;
+}
+
+/// Limits of the one-block MoE router (csrc/kernels/launch.h).
+pub const MOE_ROUTE_MAX_EXPERTS: i64 = 256;
+pub const MOE_ROUTE_MAX_SLOTS: i64 = 4096;
+
+/// What [`moe_route`] returns.
+pub struct MoeRouting {
+    /// [tokens, k] fp32: softmax probabilities of the chosen experts × scaling.
+    pub weights: Tensor,
+    /// [tokens, k] int64: the chosen experts, highest weight first.
+    pub ids: Tensor,
+    /// [tokens·k] int64: slot indices (token·k + j) sorted stably by expert.
+    pub order: Tensor,
+    /// [tokens·k] int64: the token of each sorted slot (order / k).
+    pub slot_token: Tensor,
+    /// [experts] int32: cumulative slot counts per expert (grouped GEMM group ends).
+    pub group_ends: Tensor,
+}
+
+/// DeepSeek MoE routing of fp32 router logits [tokens, experts] on a CUDA device in one kernel;
+/// tokens·k ≤ [`MOE_ROUTE_MAX_SLOTS`], experts ≤ [`MOE_ROUTE_MAX_EXPERTS`].
+pub fn moe_route(logits: &Tensor, k: i64, scaling: f64) -> Result<MoeRouting, ShimError> {
+    let (n, e) = logits
+        .size2()
+        .map_err(|err| ShimError::new(format!("moe_route: logits: {err}")))?;
+    let dev = logits.device();
+    let r = MoeRouting {
+        weights: empty(&[n, k], (tch::Kind::Float, dev))?,
+        ids: empty(&[n, k], (tch::Kind::Int64, dev))?,
+        order: empty(&[n * k], (tch::Kind::Int64, dev))?,
+        slot_token: empty(&[n * k], (tch::Kind::Int64, dev))?,
+        group_ends: empty(&[e], (tch::Kind::Int, dev))?,
+    };
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe {
+        llmprof_moe_route(
+            ptr(logits),
+            k,
+            scaling,
+            ptr(&r.weights),
+            ptr(&r.ids),
+            ptr(&r.order),
+            ptr(&r.slot_token),
+            ptr(&r.group_ends),
+        )
+    })?;
+    Ok(r)
+}
+
+/// Whether this build carries the kernels.
+pub fn available() -> bool {
+    // SAFETY: no arguments, no state.
+    unsafe { llmprof_kernels_available() == 1 }
+}
+
+/// Fails when `switch` (a `runtime.optim` key) is `used` but this build has no kernels.
+pub fn require(switch: &str, used: bool) -> Result<(), ShimError> {
+    if used && !available() {
+        return Err(ShimError::new(format!(
+            "runtime.optim.{switch}=true, but this llmprof-worker was built without llmprof's CUDA kernels (no nvcc at build time)\n  fix: run ./bootstrap.sh --yes (it installs nvidia-cuda-nvcc) and rebuild, or set runtime.optim.{switch}=false"
+        )));
+    }
+    Ok(())
+}
+
+/// ⌈a / b⌉ for positive sizes (`i64::div_ceil` is not stable).
+fn ceil_div(a: i64, b: i64) -> i64 {
+    (a + b - 1) / b.max(1)
+}
+
+fn empty(size: &[i64], opts: (tch::Kind, tch::Device)) -> Result<Tensor, ShimError> {
+    Tensor::f_empty(size, opts).map_err(|e| ShimError::new(format!("allocating {size:?}: {e}")))
+}
+
+fn ptr(t: &Tensor) -> *const c_void {
+    t.as_ptr().cast()
+}
+
+/// Width of q′/k′ for a `win_h`×`win_w` window: head_dim + win_h + win_w, rounded up to 8.
+pub fn sam_aug_dim(head_dim: i64, win_h: i64, win_w: i64) -> i64 {
+    ceil_div(head_dim + win_h + win_w, 8) * 8
+}
+
+/// What [`sam_pack_qkv`] returns: windows·heads = `B·nW·heads`, n = win_h·win_w.
+pub struct SamPacked {
+    /// [B·nW, heads, n, aug]: [q, relative-position columns (left unwritten), 0…].
+    pub q_aug: Tensor,
+    /// [B·nW, heads, n, aug]: [k, onehot(row), onehot(col), 0…].
+    pub k_aug: Tensor,
+    /// [B·nW, heads, n, head_dim].
+    pub v: Tensor,
+    /// q as [win_h, B·nW·heads, win_w, head_dim] (batched by window row).
+    pub q_rows: Tensor,
+    /// q as [win_w, B·nW·heads, win_h, head_dim] (batched by window column).
+    pub q_cols: Tensor,
+}
+
+/// SAM's folded-bias attention inputs from the qkv Linear's output `qkv` [B,H,W,3C]
+/// (contiguous, on a CUDA device), in windows of `win_h`×`win_w` over the grid padded to their
+/// multiple (padded tokens take `bias`).
+pub fn sam_pack_qkv(
+    qkv: &Tensor,
+    bias: &Tensor,
+    heads: i64,
+    (win_h, win_w): (i64, i64),
+) -> Result<SamPacked, ShimError> {
+    let (b, h, w, c3) = qkv
+        .size4()
+        .map_err(|e| ShimError::new(format!("sam_pack_qkv: qkv: {e}")))?;
+    let head_dim = c3 / 3 / heads.max(1);
+    let windows = b * ceil_div(h, win_h) * ceil_div(w, win_w);
+    let n = win_h * win_w;
+    let aug = sam_aug_dim(head_dim, win_h, win_w);
+    let opts = (qkv.kind(), qkv.device());
+    let p = SamPacked {
+        q_aug: empty(&[windows, heads, n, aug], opts)?,
+        k_aug: empty(&[windows, heads, n, aug], opts)?,
+        v: empty(&[windows, heads, n, head_dim], opts)?,
+        q_rows: empty(&[win_h, windows * heads, win_w, head_dim], opts)?,
+        q_cols: empty(&[win_w, windows * heads, win_h, head_dim], opts)?,
+    };
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe {
+        llmprof_sam_pack_qkv(
+            ptr(qkv),
+            ptr(bias),
+            heads,
+            win_h,
+            win_w,
+            ptr(&p.q_aug),
+            ptr(&p.k_aug),
+            ptr(&p.v),
+            ptr(&p.q_rows),
+            ptr(&p.q_cols),
+        )
+    })?;
+    Ok(p)
+}
+
+/// The attention output `o` [B·nW, heads, n, head_dim] back on the [B, h, w, heads·head_dim] grid,
+/// windows merged and padding cropped.
+pub fn sam_merge_windows(
+    o: &Tensor,
+    (h, w): (i64, i64),
+    (win_h, win_w): (i64, i64),
+) -> Result<Tensor, ShimError> {
+    let (nb, heads, _, head_dim) = o
+        .size4()
+        .map_err(|e| ShimError::new(format!("sam_merge_windows: o: {e}")))?;
+    let b = nb / (ceil_div(h, win_h) * ceil_div(w, win_w)).max(1);
+    let out = empty(&[b, h, w, heads * head_dim], (o.kind(), o.device()))?;
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe { llmprof_sam_merge_windows(ptr(o), win_h, win_w, ptr(&out)) })?;
+    Ok(out)
+}
