@@ -184,4 +184,64 @@ int llmprof_moe_route(const void* logits_p, int64_t k, double scaling, const voi
   });
 }
 
+int llmprof_ngram_ban(const void* logits_p, const void* recent_p, int64_t n,
+                      const void* bannable_p) {
+  return llmprof::guarded("ngram_ban", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& logits = tensor_arg(logits_p, "logits");
+    const auto& recent = tensor_arg(recent_p, "recent");
+    TORCH_CHECK(logits.is_cuda() && logits.dim() == 2 && logits.is_contiguous() &&
+                    logits.scalar_type() == at::kFloat,
+                "logits must be a contiguous fp32 [rows, vocab] on a CUDA device, got ",
+                logits.sizes(), " ", logits.scalar_type(), " on ", logits.device());
+    TORCH_CHECK(recent.device() == logits.device() && recent.dim() == 2 &&
+                    recent.is_contiguous() && recent.scalar_type() == at::kLong &&
+                    recent.size(0) == logits.size(0),
+                "recent must be a contiguous int64 [", logits.size(0), ", window] beside the logits, got ",
+                recent.sizes(), " ", recent.scalar_type());
+    const bool* bannable = nullptr;
+    if (bannable_p != nullptr) {
+      const auto& b = tensor_arg(bannable_p, "bannable");
+      TORCH_CHECK(b.device() == logits.device() && b.scalar_type() == at::kBool &&
+                      b.is_contiguous() && b.dim() == 1 && b.size(0) == logits.size(1),
+                  "bannable must be a contiguous bool [", logits.size(1), "], got ", b.sizes());
+      bannable = b.data_ptr<bool>();
+    }
+    c10::cuda::CUDAGuard guard(logits.device());
+    check_launch(llmprof_k_ngram_ban(logits.data_ptr<float>(), logits.size(0), logits.size(1),
+                                     recent.data_ptr<int64_t>(), (int)recent.size(1), (int)n,
+                                     bannable, c10::cuda::getCurrentCUDAStream().stream()),
+                 "ngram_ban");
+#endif
+  });
+}
+
+int llmprof_ngram_push(const void* recent_p, const void* next_p) {
+  return llmprof::guarded("ngram_push", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& recent = tensor_arg(recent_p, "recent");
+    const auto& next = tensor_arg(next_p, "next");
+    TORCH_CHECK(recent.is_cuda() && recent.dim() == 2 && recent.is_contiguous() &&
+                    recent.scalar_type() == at::kLong,
+                "recent must be a contiguous int64 [rows, window] on a CUDA device, got ",
+                recent.sizes(), " ", recent.scalar_type());
+    TORCH_CHECK(next.device() == recent.device() && next.scalar_type() == at::kLong &&
+                    next.is_contiguous() && next.numel() == recent.size(0),
+                "next must be a contiguous int64 [", recent.size(0), "], got ", next.sizes(), " ",
+                next.scalar_type());
+    TORCH_CHECK(recent.size(1) <= LLMPROF_K_NGRAM_MAX_WINDOW, "an n-gram window of ",
+                recent.size(1), " ids exceeds the kernel's ", LLMPROF_K_NGRAM_MAX_WINDOW);
+    c10::cuda::CUDAGuard guard(recent.device());
+    check_launch(llmprof_k_ngram_push(recent.data_ptr<int64_t>(), recent.size(0),
+                                      (int)recent.size(1), next.data_ptr<int64_t>(),
+                                      c10::cuda::getCurrentCUDAStream().stream()),
+                 "ngram_push");
+#endif
+  });
+}
+
 }  // extern "C"

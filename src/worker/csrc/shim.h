@@ -176,6 +176,11 @@ int llmprof_sam_merge_windows(const void* o, int64_t win_h, int64_t win_w, const
 int llmprof_moe_route(const void* logits, int64_t k, double scaling, const void* weights,
                       const void* ids, const void* order, const void* slot_token,
                       const void* group_ends);
+/* The windowed n-gram rule: logits [rows, vocab] fp32 set to −∞ in place at the tokens that
+ * complete an n-gram of the window recent [rows, window] int64 (bannable [vocab] bool or NULL);
+ * then, after the step, recent shifted left by one with next [rows] int64 appended. */
+int llmprof_ngram_ban(const void* logits, const void* recent, int64_t n, const void* bannable);
+int llmprof_ngram_push(const void* recent, const void* next);
 
 #ifdef __cplusplus
 }

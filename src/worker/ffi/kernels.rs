@@ -35,6 +35,36 @@ extern "C" {
         slot_token: *const c_void,
         group_ends: *const c_void,
     ) -> c_int;
+    fn llmprof_ngram_ban(
+        logits: *const c_void,
+        recent: *const c_void,
+        n: i64,
+        bannable: *const c_void,
+    ) -> c_int;
+    fn llmprof_ngram_push(recent: *const c_void, next: *const c_void) -> c_int;
+}
+
+/// The longest n-gram window the push kernel takes.
+pub const NGRAM_MAX_WINDOW: i64 = 4096;
+
+/// Sets `logits` [rows, vocab] (fp32, CUDA) to −∞ in place where a token completes an n-gram of
+/// the window `recent` [rows, window] (int64, newest last, unwritten slots negative); `bannable`
+/// [vocab] bool limits which ids may be banned.
+pub fn ngram_ban(
+    logits: &Tensor,
+    recent: &Tensor,
+    n: i64,
+    bannable: Option<&Tensor>,
+) -> Result<(), ShimError> {
+    let b = bannable.map_or(std::ptr::null(), ptr);
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe { llmprof_ngram_ban(ptr(logits), ptr(recent), n, b) })
+}
+
+/// Shifts each row of `recent` left by one slot and appends `next` [rows] (int64, CUDA).
+pub fn ngram_push(recent: &Tensor, next: &Tensor) -> Result<(), ShimError> {
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe { llmprof_ngram_push(ptr(recent), ptr(next)) })
 }
 
 /// Limits of the one-block MoE router (csrc/kernels/launch.h).

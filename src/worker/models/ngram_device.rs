@@ -10,6 +10,11 @@
 //! other, so a candidate that reaches into them never matches (n ≥ 2; n = 1 keeps an explicit
 //! count). Bans are applied with `scatter_reduce(amin)`, so a token listed twice (banned once,
 //! kept once) is banned, as in the host rule. About ten small kernels per step, no host sync.
+//!
+//! On a GPU (with a build that has llmprof's CUDA kernels, which bootstrap.sh builds) the same
+//! rule is two kernels per step instead (`csrc/kernels/ngram.cu`: ban, shift); the tests hold
+//! both to the host rule on every device present.
+use crate::ffi::kernels;
 use anyhow::{ensure, Result};
 use tch::{Device, Kind, Tensor};
 
@@ -25,6 +30,8 @@ pub struct DeviceNgramBan {
     starts: Tensor,
     /// `(vocab)` bool, true where an id may be banned; empty when nothing is exempt.
     bannable: Option<Tensor>,
+    /// Ban and shift with llmprof's CUDA kernels.
+    kernels: bool,
 }
 
 impl DeviceNgramBan {
@@ -62,6 +69,7 @@ impl DeviceNgramBan {
             len: Tensor::f_zeros([], (Kind::Int64, device))?,
             starts: Tensor::f_arange((window - n + 1).max(0), (Kind::Int64, device))?,
             bannable,
+            kernels: device.is_cuda() && kernels::available() && w <= kernels::NGRAM_MAX_WINDOW,
         })
     }
 
@@ -70,6 +78,14 @@ impl DeviceNgramBan {
         let (n, window) = (self.n, self.window);
         if n <= 0 || window < n {
             return Ok(()); // no n-gram fits in the window: nothing is ever banned
+        }
+        if self.kernels && logits.is_contiguous() && logits.kind() == Kind::Float {
+            return Ok(kernels::ngram_ban(
+                logits,
+                &self.recent,
+                n,
+                self.bannable.as_ref(),
+            )?);
         }
         let grams = self.recent.f_unfold(1, n, 1)?; // (batch, candidates, n)
         let mut ban = if n == 1 {
@@ -105,6 +121,10 @@ impl DeviceNgramBan {
 
     /// Appends this step's ids (`next`: `(batch)` int64) to every row.
     pub fn push(&mut self, next: &Tensor) -> Result<()> {
+        if self.kernels {
+            let next = next.f_to_kind(Kind::Int64)?.f_contiguous()?;
+            return Ok(kernels::ngram_push(&self.recent, &next)?);
+        }
         let w = self.window.max(1);
         let shifted = Tensor::f_cat(
             &[
@@ -136,10 +156,10 @@ mod tests {
     }
 
     /// Banned ids of each row after applying the device rule to zero logits.
-    fn device_bans(ban: &DeviceNgramBan, batch: i64, vocab: i64) -> Vec<Vec<i64>> {
-        let mut logits = Tensor::zeros([batch, vocab], (Kind::Float, Device::Cpu));
+    fn device_bans(ban: &DeviceNgramBan, batch: i64, vocab: i64, dev: Device) -> Vec<Vec<i64>> {
+        let mut logits = Tensor::zeros([batch, vocab], (Kind::Float, dev));
         ban.apply(&mut logits).unwrap();
-        let flat = Vec::<f32>::try_from(&logits.reshape([-1])).unwrap();
+        let flat = Vec::<f32>::try_from(&logits.reshape([-1]).to_device(Device::Cpu)).unwrap();
         (0..batch as usize)
             .map(|r| {
                 (0..vocab as usize)
@@ -150,8 +170,23 @@ mod tests {
             .collect()
     }
 
+    /// Every device this machine has: the CPU (libtorch ops) and, with a GPU, CUDA (the kernels).
+    fn devices() -> Vec<Device> {
+        let mut d = vec![Device::Cpu];
+        if tch::Cuda::is_available() {
+            d.push(Device::Cuda(0));
+        }
+        d
+    }
+
     #[test]
     fn device_rule_bans_what_the_host_rule_bans_at_every_step() {
+        for dev in devices() {
+            bans_match_the_host_rule(dev);
+        }
+    }
+
+    fn bans_match_the_host_rule(dev: Device) {
         // Small vocabularies make repeats (and so bans) frequent; each case runs 120 steps.
         let mut seed = 7u64;
         let mut total_bans = 0;
@@ -165,14 +200,17 @@ mod tests {
             (1, 6, 5, vec![]),
         ] {
             let batch = 3i64;
-            let mut ban =
-                DeviceNgramBan::new(batch, n, window, &exempt, vocab, Device::Cpu).unwrap();
+            let mut ban = DeviceNgramBan::new(batch, n, window, &exempt, vocab, dev).unwrap();
+            assert_eq!(ban.kernels, dev.is_cuda() && kernels::available());
             let mut gen: Vec<Vec<i64>> = vec![Vec::new(); batch as usize];
             for step in 0..120 {
-                let got = device_bans(&ban, batch, vocab);
+                let got = device_bans(&ban, batch, vocab, dev);
                 for r in 0..batch as usize {
                     let want = window_banned(&gen[r], n, window, &exempt);
-                    assert_eq!(got[r], want, "n={n} window={window} step={step} row={r}");
+                    assert_eq!(
+                        got[r], want,
+                        "{dev:?} n={n} window={window} step={step} row={r}"
+                    );
                     total_bans += want.len();
                 }
                 let ids: Vec<i64> = (0..batch)
@@ -181,9 +219,12 @@ mod tests {
                 for (r, id) in ids.iter().enumerate() {
                     gen[r].push(*id);
                 }
-                ban.push(&Tensor::from_slice(&ids)).unwrap();
+                ban.push(&Tensor::from_slice(&ids).to_device(dev)).unwrap();
             }
         }
-        assert!(total_bans > 500, "the cases should ban often: {total_bans}");
+        assert!(
+            total_bans > 500,
+            "{dev:?}: the cases should ban often: {total_bans}"
+        );
     }
 }

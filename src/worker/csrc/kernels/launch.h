@@ -57,6 +57,17 @@ int llmprof_k_moe_route(const float* logits, int64_t tokens, int experts, int k,
                         float* weights, int64_t* ids, int64_t* order, int64_t* slot_token,
                         int32_t* group_ends, void* stream);
 
+/* The windowed no-repeat-n-gram rule. recent [rows, window] int64: the last `window` generated
+ * ids per row, newest last, unwritten slots negative. ngram_ban sets logits [rows, vocab] fp32
+ * to −∞ at every token that completes an n-gram whose first n − 1 ids equal the newest n − 1
+ * (bannable [vocab] bool, or NULL: every id may be banned); ngram_push shifts each row left by
+ * one and appends next [rows] int64 (window ≤ MAX_WINDOW). */
+#define LLMPROF_K_NGRAM_MAX_WINDOW 4096
+int llmprof_k_ngram_ban(float* logits, int64_t rows, int64_t vocab, const int64_t* recent,
+                        int window, int n, const bool* bannable, void* stream);
+int llmprof_k_ngram_push(int64_t* recent, int64_t rows, int window, const int64_t* next,
+                         void* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -338,4 +338,51 @@ mod tests {
             "top-k weights look renormalised: {max_sum}"
         );
     }
+
+    /// The routing kernel against softmax + top-k + the stable expert sort in libtorch, on the
+    /// GPU: decode-sized (32 tokens) and prefill-sized (600 tokens) calls, 64 experts, top-6.
+    #[test]
+    #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+    fn routing_kernel_equals_libtorch_routing_on_a_gpu() {
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        let dev = Device::Cuda(0);
+        let (e, k, scaling) = (64i64, 6i64, 2.5);
+        for n in [1i64, 32, 600] {
+            let logits = Tensor::randn([n, e], (Kind::Float, dev)) * 3.0;
+            let r = kernels::moe_route(&logits, k, scaling).unwrap();
+            // Sorted, as the kernel returns them (the libtorch route leaves them unsorted; the
+            // combine does not depend on the order).
+            let (w, idx) = logits.softmax(-1, Kind::Float).topk(k, -1, true, true);
+            let host = |t: &Tensor| Vec::<i64>::try_from(&t.reshape([-1]).to_device(Device::Cpu));
+            assert!(
+                r.ids.equal(&idx),
+                "n {n}: expert ids differ: kernel {:?} libtorch {:?} logits {:?}",
+                host(&r.ids),
+                host(&idx),
+                Vec::<f32>::try_from(&logits.get(0).to_device(Device::Cpu))
+            );
+            // Relative: the softmax sums 64 exponentials in another order (≤ 64 ulp apart).
+            let want = w * scaling;
+            let dw = ((&r.weights - &want).abs() / want.abs())
+                .max()
+                .double_value(&[]);
+            assert!(
+                dw < 64.0 * f64::from(f32::EPSILON),
+                "n {n}: weights differ by {dw} (relative)"
+            );
+            let flat = idx.reshape([-1]);
+            let order = flat.argsort_stable(true, 0, false);
+            assert!(r.order.equal(&order), "n {n}: slot order differs");
+            assert!(r.slot_token.equal(&order.floor_divide_scalar(k)));
+            let counts = Tensor::zeros([e], (Kind::Int64, dev)).scatter_add(
+                0,
+                &flat,
+                &Tensor::ones([n * k], (Kind::Int64, dev)),
+            );
+            assert!(
+                r.group_ends.equal(&counts.cumsum(0, Kind::Int)),
+                "n {n}: group ends"
+            );
+        }
+    }
 }

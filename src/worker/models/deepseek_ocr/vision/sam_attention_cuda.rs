@@ -101,3 +101,43 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Ten
     };
     p.proj.forward(&grid)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::sam_attention::tests::{attention_on, rel_err, weights};
+    use super::super::sam_attention::SamOptim;
+    use tch::{Device, Kind, Tensor};
+
+    /// The kernels against the libtorch formulation of the folded bias and the reference, on the
+    /// GPU: a 9×7 grid (windows of 4 need padding both ways), global layers with resized tables,
+    /// heads of 64 channels (SAM's) and of 12 (√d not a power of two). fp32, TF32 off.
+    #[test]
+    #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+    fn kernels_equal_the_reference_on_a_gpu() {
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        assert!(
+            crate::ffi::kernels::available(),
+            "this build has no kernels"
+        );
+        crate::ffi::set_allow_tf32(false, false).unwrap();
+        let dev = Device::Cuda(0);
+        for (c, heads) in [(128, 2), (24, 2)] {
+            let y = Tensor::randn([2, 9, 7, c], (Kind::Float, dev));
+            let w = weights(c, heads, 13);
+            let reference = attention_on(&w, heads, SamOptim::default(), Kind::Float, dev);
+            let kernels = SamOptim {
+                fused_rel_pos: true,
+                fused_windows: true,
+                cuda_kernels: true,
+            };
+            let fast = attention_on(&w, heads, kernels, Kind::Float, dev);
+            for window in [0, 4] {
+                let want = reference.forward_block(&y, window).unwrap();
+                let got = fast.forward_block(&y, window).unwrap();
+                assert_eq!(got.size(), vec![2, 9, 7, c]);
+                let e = rel_err(&got, &want);
+                assert!(e < 1e-5, "c {c} window {window}: {e}");
+            }
+        }
+    }
+}
