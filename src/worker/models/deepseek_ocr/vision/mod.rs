@@ -4,6 +4,7 @@ pub mod batch;
 pub mod clip;
 pub mod projector;
 pub mod query_encoder;
+pub mod rel_pos;
 pub mod sam;
 pub mod sam_attention;
 pub mod sam_attention_cuda;

@@ -8,6 +8,7 @@
 //! the product instead: q' = [q, √d·(q·Rh), √d·(q·Rw)] and k' = [k, onehot(kh), onehot(kw)], so
 //! (q'·k')/√d = q·k/√d + q·Rh[qh,kh] + q·Rw[qw,kw], which fused attention computes with no mask.
 
+use super::rel_pos::rel_pos_table;
 use crate::models::common::layers::Linear;
 use crate::models::common::tensors::WeightPath;
 use anyhow::{ensure, Result};
@@ -27,39 +28,6 @@ pub struct SamOptim {
     /// output and the windows merged back by llmprof's CUDA kernels
     /// ([`super::sam_attention_cuda`]), with no pad, partition or concatenation copies.
     pub cuda_kernels: bool,
-}
-
-/// Resizes a relative-position table [len, C] to [2·l−1, C] with 1-D linear interpolation
-/// (fp32, align_corners=false) when needed, then gathers R[i,j] = table[i−j+l−1] → [l, l, C].
-pub fn rel_pos_table(table: &Tensor, l: i64) -> Result<Tensor> {
-    let resized = resized_rel_table(table, l)?;
-    let dev = table.device();
-    let q = Tensor::f_arange(l, (Kind::Int64, dev))?.f_unsqueeze(1)?;
-    let k = Tensor::f_arange(l, (Kind::Int64, dev))?.f_unsqueeze(0)?;
-    let idx = q.f_sub(&k)?.f_add_scalar(l - 1)?; // (l, l)
-    Ok(resized
-        .f_index_select(0, &idx.f_flatten(0, 1)?)?
-        .f_view([l, l, -1])?) // (l, l, c)
-}
-
-/// A relative-position table [len, C] at the length a side of `l` tokens needs, [2·l−1, C]:
-/// itself, or resized with 1-D linear interpolation (fp32, align_corners=false).
-fn resized_rel_table(table: &Tensor, l: i64) -> Result<Tensor> {
-    let (len, _) = table.size2()?;
-    let want = 2 * l - 1;
-    Ok(if len != want {
-        let kind = table.kind();
-        table
-            .f_to_kind(Kind::Float)?
-            .f_transpose(0, 1)?
-            .f_unsqueeze(0)? // (1, c, len)
-            .f_upsample_linear1d([want], false, None)? // (1, c, want)
-            .f_squeeze_dim(0)?
-            .f_transpose(0, 1)? // (want, c)
-            .f_to_kind(kind)?
-    } else {
-        table.shallow_clone()
-    })
 }
 
 /// The two decomposed terms for q [B', h·w, C] (unscaled) on an h×w grid:
@@ -161,7 +129,7 @@ pub struct SamAttention {
     heads: i64,
     optim: SamOptim,
     /// The CUDA-kernel path's scaled relative-position matrices per window size.
-    kernel_tables: std::sync::Mutex<std::collections::HashMap<(i64, i64), (Tensor, Tensor)>>,
+    kernel_tables: super::sam_attention_cuda::TableCache,
 }
 
 impl SamAttention {

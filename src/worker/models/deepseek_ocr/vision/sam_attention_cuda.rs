@@ -7,13 +7,16 @@
 //! Same mathematics as [`super::sam_attention::SamAttention`] with `fused_rel_pos` (√d folded
 //! into the tables: exact for SAM's 64 channels, a power of two); `llmprof debug fast-path`
 //! holds it to the reference on the GPU.
-use super::sam_attention::rel_pos_table;
+use super::rel_pos::rel_pos_table;
 use crate::ffi::kernels;
 use crate::models::common::layers::Linear;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use tch::Tensor;
+
+/// √d·Rh [wh, wh, d] and √d·Rw [ww, ww, d] per window size, built on first use.
+pub type TableCache = Mutex<HashMap<(i64, i64), (Tensor, Tensor)>>;
 
 /// The weights of one attention the kernels need.
 pub struct AttentionParts<'a> {
@@ -22,8 +25,7 @@ pub struct AttentionParts<'a> {
     pub rel_pos_h: &'a Tensor,
     pub rel_pos_w: &'a Tensor,
     pub heads: i64,
-    /// √d·Rh [wh, wh, d] and √d·Rw [ww, ww, d] per window size, built on first use.
-    pub tables: &'a Mutex<HashMap<(i64, i64), (Tensor, Tensor)>>,
+    pub tables: &'a TableCache,
 }
 
 /// √d·Rh and √d·Rw for a `win` window, from the cache.
