@@ -338,6 +338,7 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ("sam_cuda_kernels", on(w.sam_cuda_kernels).to_string()),
         ("vision_uint8_upload", on(w.vision_uint8_upload).to_string()),
         ("moe_routing_kernel", on(w.moe_routing_kernel).to_string()),
+        ("sam_patch_gemm", on(w.sam_patch_gemm).to_string()),
     ] {
         let _ = writeln!(s, "| {k} | {v} |");
     }

@@ -188,6 +188,7 @@ mod tests {
                 sam_cuda_kernels: on,
                 vision_uint8_upload: on,
                 moe_routing_kernel: on,
+                sam_patch_gemm: on,
             },
             graphs: on.then(|| GraphStats {
                 graphs_captured: 2,

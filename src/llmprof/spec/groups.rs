@@ -300,6 +300,10 @@ pub struct OptimSpec {
     /// (decode), instead of about ten libtorch kernels. Absent: off.
     #[serde(default)]
     pub moe_routing_kernel: bool,
+    /// SAM's patch embedding (16×16 convolution, stride 16, 3 input channels) as one GEMM over
+    /// unfolded patches, on tensor cores. Absent: off.
+    #[serde(default)]
+    pub sam_patch_gemm: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

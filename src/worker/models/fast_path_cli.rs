@@ -128,7 +128,23 @@ pub fn run(
             PreprocessConfig::from_mode(Mode::Gundam),
         ),
     };
-    let prompts = fast_path_check::prompts(prompt_lens, cfg.decoder.vocab_size, 7);
+    // Text-only prompts: an `<image>` id drawn at random (likely with the tiny vocabularies)
+    // would ask prefill for an image the check does not give; it becomes the next id.
+    let image_id = cfg.tokens.image_token_id;
+    let prompts: Vec<Vec<i64>> = fast_path_check::prompts(prompt_lens, cfg.decoder.vocab_size, 7)
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|t| {
+                    if t == image_id {
+                        (t + 1) % cfg.decoder.vocab_size
+                    } else {
+                        t
+                    }
+                })
+                .collect()
+        })
+        .collect();
     let subject = super::deepseek_ocr::checks::fast_path::Subject {
         cfg: cfg.clone(),
         device,

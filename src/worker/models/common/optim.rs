@@ -32,6 +32,8 @@ pub struct ModelOptim {
     pub moe_routing_kernel: bool,
     /// Vision (SAM, CUDA only): q′/k′/v packing and window merging by llmprof's CUDA kernels.
     pub sam_cuda_kernels: bool,
+    /// Vision (SAM): the patch embedding as one GEMM over unfolded patches.
+    pub sam_patch_gemm: bool,
     /// Vision (CUDA only): pixels uploaded as uint8 from pinned memory, normalised on the GPU.
     pub vision_uint8_upload: bool,
 }
@@ -49,6 +51,7 @@ impl ModelOptim {
         sam_cuda_kernels: false,
         vision_uint8_upload: false,
         moe_routing_kernel: false,
+        sam_patch_gemm: false,
     };
 
     /// Everything on.
@@ -63,6 +66,7 @@ impl ModelOptim {
         sam_cuda_kernels: true,
         vision_uint8_upload: true,
         moe_routing_kernel: true,
+        sam_patch_gemm: true,
     };
 }
 
@@ -81,6 +85,7 @@ impl Default for ModelOptim {
             sam_cuda_kernels: false,
             vision_uint8_upload: false,
             moe_routing_kernel: false,
+            sam_patch_gemm: false,
         }
     }
 }
@@ -99,5 +104,6 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         sam_cuda_kernels: o.sam_cuda_kernels,
         vision_uint8_upload: o.vision_uint8_upload,
         moe_routing_kernel: o.moe_routing_kernel,
+        sam_patch_gemm: o.sam_patch_gemm,
     }
 }

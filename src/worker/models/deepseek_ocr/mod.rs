@@ -96,6 +96,7 @@ impl DeepseekOcr {
                 fused_rel_pos: optim.sam_fused_rel_pos,
                 fused_windows: optim.sam_fused_windows,
                 cuda_kernels: optim.sam_cuda_kernels,
+                patch_gemm: optim.sam_patch_gemm,
             };
 
             Some(Sam::load(&model.sub("sam_model"), &cfg.sam, sam_optim).context("loading SAM")?)

@@ -71,6 +71,14 @@ pub fn vision_variants() -> Vec<(&'static str, ModelOptim, Option<usize>)> {
             },
             None,
         ),
+        (
+            "sam_patch_gemm",
+            ModelOptim {
+                sam_patch_gemm: true,
+                ..e
+            },
+            None,
+        ),
         ("batched_vision", e, Some(16)),
         ("all", ModelOptim::FAST, Some(16)),
     ]

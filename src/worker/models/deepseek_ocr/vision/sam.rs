@@ -79,6 +79,7 @@ pub struct Sam {
     neck3: LayerNorm,
     downsample: Vec<Tensor>,
     patch: i64,
+    patch_gemm: bool,
 }
 
 impl Sam {
@@ -108,7 +109,24 @@ impl Sam {
                 .map(|k| vs.get(&format!("net_{}.weight", k + 2)))
                 .collect::<Result<Vec<_>>>()?,
             patch: cfg.patch_size,
+            patch_gemm: optim.patch_gemm,
         })
+    }
+
+    /// The patch embedding (a p×p convolution with stride p) as one GEMM: pixels [B,3,S,S] →
+    /// patches [B, g, g, 3·p·p] in the weight's (channel, row, column) order → [B, g, g, width],
+    /// contiguous.
+    fn patch_embed_gemm(&self, pixels: &Tensor) -> Result<Tensor> {
+        let (b, c, s, _) = pixels.size4()?;
+        let p = self.patch;
+        let g = s / p;
+        let width = self.patch_w.size()[0];
+        let patches = pixels
+            .f_view([b, c, g, p, g, p])?
+            .f_permute([0, 2, 4, 1, 3, 5])? // (b, gy, gx, c, ky, kx)
+            .f_reshape([b, g, g, c * p * p])?;
+        let w = self.patch_w.f_reshape([width, c * p * p])?;
+        Ok(patches.f_linear(&w, Some(&self.patch_b))?)
     }
 
     /// pixels [B,3,S,S] (S a multiple of 64) → [B, C_out, S/64, S/64].
@@ -125,18 +143,22 @@ impl Sam {
             self.patch << self.downsample.len()
         );
         let p = self.patch;
-        let x = pixels.f_conv2d(
-            &self.patch_w,
-            Some(&self.patch_b),
-            [p, p],
-            [0, 0],
-            [1, 1],
-            1,
-        )?; // (b, w, g, g)
-            // One contiguous [b, g, g, w] grid for the whole trunk: were it left as a permuted view
-            // of the convolution's output, every residual add and LayerNorm input would be a strided
-            // copy, and the neck's convolutions would see NCHW instead of channels-last.
-        let x = x.f_permute([0, 2, 3, 1])?.f_contiguous()?; // (b, g, g, w)
+        let x = if self.patch_gemm {
+            self.patch_embed_gemm(pixels)?
+        } else {
+            let x = pixels.f_conv2d(
+                &self.patch_w,
+                Some(&self.patch_b),
+                [p, p],
+                [0, 0],
+                [1, 1],
+                1,
+            )?; // (b, w, g, g)
+                // One contiguous [b, g, g, w] grid for the whole trunk: were it left as a permuted
+                // view of the convolution's output, every residual add and LayerNorm input would be
+                // a strided copy, and the neck's convolutions would see NCHW, not channels-last.
+            x.f_permute([0, 2, 3, 1])?.f_contiguous()? // (b, g, g, w)
+        };
         let g = s / p;
         let mut x = x.f_add(&resize_pos_grid(&self.pos_embed, g)?)?;
         for blk in &self.blocks {

@@ -15,7 +15,7 @@ use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::SamConfig;
 use tch::{Device, Kind, Tensor};
 
-/// How SAM's attention is computed (both off: the reference formulation).
+/// How SAM is computed (all off: the reference formulation).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SamOptim {
     /// Relative-position terms as extra q/k channels instead of a materialised bias.
@@ -28,6 +28,9 @@ pub struct SamOptim {
     /// output and the windows merged back by llmprof's CUDA kernels
     /// ([`super::sam_attention_cuda`]), with no pad, partition or concatenation copies.
     pub cuda_kernels: bool,
+    /// The patch embedding as one GEMM over unfolded 16×16 patches instead of a convolution
+    /// (cuDNN has no tensor-core kernel for its 3 input channels).
+    pub patch_gemm: bool,
 }
 
 /// The two decomposed terms for q [B', h·w, C] (unscaled) on an h×w grid:

@@ -131,6 +131,7 @@ mod tests {
                 fused_rel_pos: true,
                 fused_windows: true,
                 cuda_kernels: true,
+                patch_gemm: false,
             };
             let fast = attention_on(&w, heads, kernels, Kind::Float, dev);
             for window in [0, 4] {
