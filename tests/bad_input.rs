@@ -220,6 +220,37 @@ fn cuda_graph_without_its_prerequisites_names_the_fix() {
 }
 
 #[test]
+fn kernel_switches_without_their_prerequisites_name_the_fix() {
+    let err = fails(
+        "sam-kernels-materialised-bias",
+        &["stage1", "runtime.optim.sam_fused_rel_pos=false"],
+    );
+    assert!(
+        err.contains(
+            "runtime.optim.sam_cuda_kernels=true needs runtime.optim.sam_fused_rel_pos=true"
+        ) && err.contains(
+            "fix: set runtime.optim.sam_fused_rel_pos=true, or runtime.optim.sam_cuda_kernels=false"
+        ),
+        "{err}"
+    );
+    let err = fails(
+        "routing-kernel-expert-loop",
+        &[
+            "stage1",
+            "runtime.optim.grouped_moe=false",
+            "runtime.optim.cuda_graph=false",
+        ],
+    );
+    assert!(
+        err.contains("runtime.optim.moe_routing_kernel=true needs runtime.optim.grouped_moe=true")
+            && err.contains(
+                "fix: set runtime.optim.grouped_moe=true, or runtime.optim.moe_routing_kernel=false"
+            ),
+        "{err}"
+    );
+}
+
+#[test]
 fn runtime_eager_turns_every_switch_off() {
     let dir = scratch("runtime-eager");
     let conf = product_conf();

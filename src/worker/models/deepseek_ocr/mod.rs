@@ -98,7 +98,6 @@ impl DeepseekOcr {
                 cuda_kernels: optim.sam_cuda_kernels,
                 patch_gemm: optim.sam_patch_gemm,
             };
-
             Some(Sam::load(&model.sub("sam_model"), &cfg.sam, sam_optim).context("loading SAM")?)
         } else {
             None
