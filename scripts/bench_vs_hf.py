@@ -5,11 +5,14 @@ scripts/bench_vs_hf.sh runs `llmprof stage1` once per batch size, then calls
 
     python3 scripts/bench_vs_hf.py --llmprof-run 1=DIR1 --llmprof-run 8=DIR8 ... \\
         [--new-tokens 128] [--prompt-len N] [--arch full|tiny] [--device cuda|cpu] \\
-        [--dtype bf16|fp32] [--seed 0] [--repeats 3] [--skip-hf] [--out-md PATH] [--out-json PATH]
+        [--dtype bf16|fp32] [--seed 0] [--repeats 3] [--skip-hf] [--out-md PATH] [--out-json PATH] \\
+        [--llmprof-default-run 32=DIR]
 
 It reads each run's metrics.json (docs/metrics-schema.md), times the HF reference decoder at the
 same batch sizes, and prints one markdown table: llmprof, HF, their ratio (how many times better
 llmprof is), the analytic floor from the run's peaks, and llmprof's fraction of that floor.
+A `--llmprof-default-run` (the same workload with the model's default n-gram rule) adds the
+default-config decode row: its TPOT against the rule-free run's at that batch size.
 
 The reference is transformers 5.17's DeepSeek-OCR-2 text decoder (same design as DeepSeek-OCR's:
 MHA + DeepSeek-V2 MoE) with random weights, wrapped as a causal LM (transformers has no text-only
@@ -61,6 +64,7 @@ class LlmprofRun:
     prefill_gflop: float | None
     step_bytes: float | None
     switches: dict[str, Any]
+    tpot_ms: float | None = None  # serving.tpot_ms.p50_ms: the step plus the token selection
 
 
 def get(doc: Any, path: str, src: Path, required: bool = True) -> Any:
@@ -107,6 +111,7 @@ def read_run(batch: int, run_dir: Path) -> LlmprofRun:
         prefill_gflop=get(doc, "flops.prefill_gflop", src, required=False),
         step_bytes=get(doc, "flops.decode_step_bytes_mean", src, required=False),
         switches=get(doc, "optim.switches", src),
+        tpot_ms=get(doc, "serving.tpot_ms.p50_ms", src, required=False),
     )
     size = int(get(doc, "setup.batch_size", src))
     if size != batch:
@@ -322,6 +327,23 @@ def table_rows(runs: list[LlmprofRun], fl: dict[int, Floors], hf: dict[int, HfRe
     return rows
 
 
+def default_rule_rows(defaults: list[LlmprofRun], by_batch: dict[int, LlmprofRun]) -> tuple[list[Row], list[str]]:
+    """The default-config decode rows: TPOT with the model's default n-gram rule, its floor, and a
+    note comparing it with the rule-free run of the same batch size."""
+    rows, notes = [], []
+    for d in defaults:
+        off = by_batch.get(d.batch)
+        f = floors(d)
+        rows.append(Row(f"decode ms/token (TPOT), batch {d.batch}, default n-gram rule", "ms", d.tpot_ms, None,
+                        None, f.decode_step_ms, div(f.decode_step_ms, d.tpot_ms)))
+        if off is not None and off.tpot_ms is not None and d.tpot_ms is not None:
+            notes.append(f"- default n-gram rule vs none at batch {d.batch}: TPOT {d.tpot_ms:.3f} vs "
+                         f"{off.tpot_ms:.3f} ms ({(d.tpot_ms / off.tpot_ms - 1) * 100:+.1f} %); HF's "
+                         "`no_repeat_ngram_size` is a whole-sequence rule with other semantics, so the HF "
+                         "column stays empty")
+    return rows, notes
+
+
 def fmt_value(x: float | None, kind: str) -> str:
     if x is None:
         return MISSING
@@ -370,6 +392,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llmprof-run", type=parse_run_arg, action="append", required=True, metavar="BATCH=DIR",
                     help="an llmprof stage1 run directory (metrics.json) at this batch size; repeatable")
+    ap.add_argument("--llmprof-default-run", type=parse_run_arg, action="append", default=[],
+                    metavar="BATCH=DIR",
+                    help="a stage1 run with the model's default n-gram rule (the default-config decode row); "
+                         "repeatable")
     ap.add_argument("--new-tokens", type=int, default=128, help="HF tokens generated per timed run (>= 2)")
     ap.add_argument("--prompt-len", type=int, default=None,
                     help="HF prompt tokens (default: requests[0].prompt_tokens of the first llmprof run)")
@@ -422,6 +448,9 @@ def main(argv: list[str] | None = None) -> int:
 
     fl = {r.batch: floors(r) for r in runs}
     rows = table_rows(runs, fl, hf)
+    defaults = [read_run(b, d) for b, d in a.llmprof_default_run]
+    default_rows, default_notes = default_rule_rows(defaults, by_batch)
+    rows += default_rows
     env = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "gpu": distinct([r.gpu for r in runs]),
@@ -461,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         "llmprof's includes the vision encoder; the tok/s floor column is the ceiling batch × 1000 ÷ decode floor",
         "- decoder-only prefill = llmprof prefill p50 − vision p50 (an approximation: the p50 of a "
         "difference is not the difference of p50s); llmprof's peak memory includes the vision encoder",
-    ]
+    ] + default_notes
     text = "\n".join(md) + "\n"
     print(text, end="")
     if a.out_md:
@@ -471,6 +500,7 @@ def main(argv: list[str] | None = None) -> int:
         a.out_json.parent.mkdir(parents=True, exist_ok=True)
         a.out_json.write_text(json.dumps({
             "llmprof": [dataclasses.asdict(r) for r in runs],
+            "llmprof_default_ngram": [dataclasses.asdict(r) for r in defaults],
             "hf": [dataclasses.asdict(h) for h in hf.values()],
             "floors": {b: dataclasses.asdict(f) for b, f in fl.items()},
             "table": [dataclasses.asdict(r) for r in rows],

@@ -13,6 +13,8 @@
 #   BATCHES="1 8 32"          batch sizes
 #   NEW_TOKENS=128            forced new tokens per row
 #   SKIP_HF=1                 llmprof only (table with empty HF columns)
+#   NGRAM_ROW=0               no default-config decode row (by default, DeepSeek-OCR only: the
+#                             largest batch once more with the default n-gram rule, TPOT vs none)
 #   MODEL=llama3_1_8b         a dense decoder preset instead (qwen2_5_7b, qwen2_5_0_5b): stage1 on
 #                             dataset=random_tokens with PROMPT_LEN (default 1024) input tokens per
 #                             row, and transformers' own Qwen2/Llama model as the reference
@@ -62,6 +64,21 @@ for b in $batches; do
   runs+=(--llmprof-run "$b=$out_abs/llmprof-b$b")
 done
 
+# The default-config decode row (DeepSeek-OCR): the largest batch again with the model's default
+# n-gram rule (infer.no_repeat_ngram_size / ngram_window as configured), against the rule-free run.
+defaults=()
+if [[ -z "$model" && "${NGRAM_ROW:-1}" != 0 ]]; then
+  b=${batches##* }
+  echo "== llmprof stage1, batch $b, default n-gram rule" >&2
+  "$llmprof" stage1 dataset=folder "dataset.root=$out_abs/page" "dataset.sampling.num_epochs=$b" \
+    "runtime.batch_size=$b" runtime.warmup=1 runtime.repeats=3 \
+    "infer.max_new_tokens=$new_tokens" infer.ignore_eos=true \
+    $'infer.prompt=\'<image>\nFree OCR. \'' \
+    pipeline.torch_profiler.enable=false pipeline.static_analysis.enable=false \
+    "hydra.run.dir=$out_abs/llmprof-b$b-default-ngram" "$@"
+  defaults+=(--llmprof-default-run "$b=$out_abs/llmprof-b$b-default-ngram")
+fi
+
 hf=()
 if [[ -n "${SKIP_HF:-}" ]]; then
   hf=(--skip-hf)
@@ -70,5 +87,5 @@ else
   echo "== HF reference and table" >&2
 fi
 arch=(); [[ -n "$model" ]] && arch=(--arch "$model")
-"$python" scripts/bench_vs_hf.py "${runs[@]}" "${hf[@]}" "${arch[@]}" --new-tokens "$new_tokens" \
+"$python" scripts/bench_vs_hf.py "${runs[@]}" "${defaults[@]}" "${hf[@]}" "${arch[@]}" --new-tokens "$new_tokens" \
   --out-md "$out_abs/table.md" --out-json "$out_abs/table.json"
