@@ -31,13 +31,19 @@ int dtype_code(const at::Tensor& t) {
   }
 }
 
-void check_like(const at::Tensor& t, const at::Tensor& like, const char* name,
-                at::IntArrayRef sizes) {
-  TORCH_CHECK(t.device() == like.device(), name, " is on ", t.device(), ", not ", like.device());
-  TORCH_CHECK(t.scalar_type() == like.scalar_type(), name, " is ", t.scalar_type(), ", not ",
-              like.scalar_type());
+// `t` must be a contiguous `dtype` tensor of `sizes` on `device`.
+void check_tensor(const at::Tensor& t, const char* name, c10::Device device, at::ScalarType dtype,
+                  at::IntArrayRef sizes) {
+  TORCH_CHECK(t.device() == device, name, " is on ", t.device(), ", not ", device);
+  TORCH_CHECK(t.scalar_type() == dtype, name, " is ", t.scalar_type(), ", not ", dtype);
   TORCH_CHECK(t.sizes() == sizes, name, " has shape ", t.sizes(), ", expected ", sizes);
   TORCH_CHECK(t.is_contiguous(), name, " must be contiguous");
+}
+
+// `t` like `like` (device, dtype), contiguous, of `sizes`.
+void check_like(const at::Tensor& t, const at::Tensor& like, const char* name,
+                at::IntArrayRef sizes) {
+  check_tensor(t, name, like.device(), like.scalar_type(), sizes);
 }
 
 llmprof_k_sam_shape sam_shape(int64_t batch, int64_t grid_h, int64_t grid_w, int64_t heads,
@@ -161,10 +167,7 @@ int llmprof_moe_route(const void* logits_p, int64_t k, double scaling, const voi
     auto check_out = [&](const void* p, const char* name, at::ScalarType dtype,
                          at::IntArrayRef sizes) -> const at::Tensor& {
       const auto& t = tensor_arg(p, name);
-      TORCH_CHECK(t.device() == logits.device(), name, " is on ", t.device());
-      TORCH_CHECK(t.scalar_type() == dtype, name, " is ", t.scalar_type(), ", not ", dtype);
-      TORCH_CHECK(t.sizes() == sizes && t.is_contiguous(), name, " must be a contiguous ", sizes,
-                  ", got ", t.sizes());
+      check_tensor(t, name, logits.device(), dtype, sizes);
       return t;
     };
     const auto& weights = check_out(weights_p, "weights", at::kFloat, {tokens, k});
@@ -204,9 +207,7 @@ int llmprof_ngram_ban(const void* logits_p, const void* recent_p, int64_t n,
     const bool* bannable = nullptr;
     if (bannable_p != nullptr) {
       const auto& b = tensor_arg(bannable_p, "bannable");
-      TORCH_CHECK(b.device() == logits.device() && b.scalar_type() == at::kBool &&
-                      b.is_contiguous() && b.dim() == 1 && b.size(0) == logits.size(1),
-                  "bannable must be a contiguous bool [", logits.size(1), "], got ", b.sizes());
+      check_tensor(b, "bannable", logits.device(), at::kBool, {logits.size(1)});
       bannable = b.data_ptr<bool>();
     }
     c10::cuda::CUDAGuard guard(logits.device());

@@ -98,7 +98,7 @@ pub fn run(
     let device = Device::cuda_if_available();
     if let Some(a) = dense::presets::arch(arch) {
         let a = a?;
-        let prompts = fast_path_check::prompts(prompt_lens, a.vocab_size, 7);
+        let prompts = fast_path_check::prompts(prompt_lens, a.vocab_size, 7, &[]);
         let subject = dense::fast_path::Subject {
             arch: a,
             device,
@@ -128,23 +128,12 @@ pub fn run(
             PreprocessConfig::from_mode(Mode::Gundam),
         ),
     };
-    // Text-only prompts: an `<image>` id drawn at random (likely with the tiny vocabularies)
-    // would ask prefill for an image the check does not give; it becomes the next id.
-    let image_id = cfg.tokens.image_token_id;
-    let prompts: Vec<Vec<i64>> = fast_path_check::prompts(prompt_lens, cfg.decoder.vocab_size, 7)
-        .into_iter()
-        .map(|row| {
-            row.into_iter()
-                .map(|t| {
-                    if t == image_id {
-                        (t + 1) % cfg.decoder.vocab_size
-                    } else {
-                        t
-                    }
-                })
-                .collect()
-        })
-        .collect();
+    let prompts = fast_path_check::prompts(
+        prompt_lens,
+        cfg.decoder.vocab_size,
+        7,
+        &[cfg.tokens.image_token_id],
+    );
     let subject = super::deepseek_ocr::checks::fast_path::Subject {
         cfg: cfg.clone(),
         device,

@@ -251,8 +251,10 @@ pub fn check<S: CheckSubject>(
     Ok(out)
 }
 
-/// Left-padded text prompts of `lens` tokens, ids drawn from a seeded stream below `vocab`.
-pub fn prompts(lens: &[usize], vocab: i64, seed: u64) -> Vec<Vec<i64>> {
+/// Left-padded text prompts of `lens` tokens, ids drawn from a seeded stream in 1..vocab. An id in
+/// `avoid` (a special id such as `<image>`, which would ask prefill for an image) becomes the
+/// next id that is not.
+pub fn prompts(lens: &[usize], vocab: i64, seed: u64, avoid: &[i64]) -> Vec<Vec<i64>> {
     let mut x = seed
         .wrapping_mul(6364136223846793005)
         .wrapping_add(1442695040888963407);
@@ -263,9 +265,32 @@ pub fn prompts(lens: &[usize], vocab: i64, seed: u64) -> Vec<Vec<i64>> {
                     x = x
                         .wrapping_mul(6364136223846793005)
                         .wrapping_add(1442695040888963407);
-                    ((x >> 33) % (vocab as u64 - 1)) as i64 + 1
+                    let mut id = ((x >> 33) % (vocab as u64 - 1)) as i64 + 1;
+                    while avoid.contains(&id) {
+                        id = id % (vocab - 1) + 1;
+                    }
+                    id
                 })
                 .collect()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prompts;
+
+    #[test]
+    fn prompts_skip_the_ids_to_avoid_and_change_nothing_else() {
+        // A 5-id vocabulary draws every id in 1..5 many times over 200 tokens.
+        let free = prompts(&[200], 5, 3, &[]);
+        assert!((1..5).all(|id| free[0].contains(&id)), "{free:?}");
+        let avoided = prompts(&[200], 5, 3, &[2, 3]);
+        assert!(!avoided[0].contains(&2) && !avoided[0].contains(&3));
+        for (a, f) in avoided[0].iter().zip(&free[0]) {
+            // 2 and 3 move on to 4; every other draw is the same.
+            let want = if *f == 2 || *f == 3 { 4 } else { *f };
+            assert_eq!(*a, want);
+        }
+    }
 }

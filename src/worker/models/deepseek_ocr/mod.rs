@@ -629,11 +629,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn image_prompt_runs_end_to_end() {
-        let m = tiny();
-        let obs = NoopObserver;
-        // Tiny crop mode: 128 px global (2x2 tokens), 64 px tiles (1x1 token), grid 2 cols x 1 row.
+    /// A 150×70 page in the tiny crop mode: 128 px global view (2x2 tokens), 64 px tiles (1x1
+    /// token), grid 2 cols x 1 row; and its image-token count for `m`.
+    fn tiny_crop_page(m: &DeepseekOcr) -> (PreparedImage, usize) {
         let pc = tiny_crop_mode();
         let img = image::RgbImage::from_fn(150, 70, |x, y| {
             image::Rgb([(x % 256) as u8, (y * 3 % 256) as u8, 90])
@@ -641,70 +639,55 @@ mod tests {
         let prep = preprocess::preprocess(&img, &pc).unwrap();
         assert_eq!(prep.grid, TileGrid { cols: 2, rows: 1 });
         let n = prompt::image_token_count(m.config().token_layout(), &pc, prep.grid);
+        (prep, n)
+    }
+
+    /// Prefill of "<image>\nFree OCR." with `placeholders` image ids and `prep` as its image.
+    fn prefill_image_prompt(
+        m: &DeepseekOcr,
+        prep: &PreparedImage,
+        placeholders: usize,
+    ) -> Result<Tensor> {
+        let tok = tokenizer::ByteTokenizer::tiny();
+        let p = prompt::build_prompt_ids(&tok, "<image>\nFree OCR.", &[placeholders])?;
+        m.prefill(
+            &[PromptRow {
+                ids: &p,
+                image: Some(prep),
+            }],
+            &mut m.new_cache(1, 64)?,
+            &NoopObserver,
+        )
+    }
+
+    #[test]
+    fn image_prompt_runs_end_to_end() {
+        let m = tiny();
+        let (prep, n) = tiny_crop_page(&m);
         // Custom sizes: global 2·3+1 = 7; mosaic (1·1)(2·1+1) = 3.
         assert_eq!(n, 10);
-        let feats = m.encode_images(&prep, &obs).unwrap();
+        let feats = m.encode_images(&prep, &NoopObserver).unwrap();
         assert_eq!(feats.size(), vec![10, 64]);
-        let tok = tokenizer::ByteTokenizer::tiny();
-        let p = prompt::build_prompt_ids(&tok, "<image>\nFree OCR.", &[n]).unwrap();
-        let mut c = m.new_cache(1, 64).unwrap();
-        let logits = m
-            .prefill(
-                &[PromptRow {
-                    ids: &p,
-                    image: Some(&prep),
-                }],
-                &mut c,
-                &obs,
-            )
-            .unwrap();
+        let logits = prefill_image_prompt(&m, &prep, n).unwrap();
         assert_eq!(logits.size(), vec![1, 320]);
         assert!(bool::try_from(logits.isfinite().all()).unwrap());
         // A prompt with a wrong number of placeholders is rejected.
-        let bad = prompt::build_prompt_ids(&tok, "<image>\nFree OCR.", &[n - 1]).unwrap();
-        assert!(m
-            .prefill(
-                &[PromptRow {
-                    ids: &bad,
-                    image: Some(&prep)
-                }],
-                &mut m.new_cache(1, 64).unwrap(),
-                &obs
-            )
-            .is_err());
+        assert!(prefill_image_prompt(&m, &prep, n - 1).is_err());
     }
 
     #[test]
     fn ocr2_image_prompt_runs_end_to_end() {
         let cfg = ArchConfig::tiny_ocr2();
         let m = DeepseekOcr::synthetic(&cfg, 4, Device::Cpu, Kind::Float).unwrap();
-        let obs = NoopObserver;
-        let pc = tiny_crop_mode();
-        let img = image::RgbImage::from_fn(150, 70, |x, y| {
-            image::Rgb([(x % 256) as u8, (y * 3 % 256) as u8, 90])
-        });
-        let prep = preprocess::preprocess(&img, &pc).unwrap();
-        assert_eq!(prep.grid, TileGrid { cols: 2, rows: 1 });
-        let n = prompt::image_token_count(m.config().token_layout(), &pc, prep.grid);
+        let (prep, n) = tiny_crop_page(&m);
         // Queries: global 2·2 = 4, two tiles of 1, separator 1; no newlines.
         assert_eq!(n, 7);
-        let feats = m.encode_images(&prep, &obs).unwrap();
+        let feats = m.encode_images(&prep, &NoopObserver).unwrap();
         assert_eq!(feats.size(), vec![7, 64]);
         // The last row is the separator, the tiles come first.
         let sep = m.projector.as_ref().unwrap().view_seperator.shallow_clone();
         assert!(max_diff(&feats.get(6), &sep) == 0.0);
-        let tok = tokenizer::ByteTokenizer::tiny();
-        let p = prompt::build_prompt_ids(&tok, "<image>\nFree OCR.", &[n]).unwrap();
-        let logits = m
-            .prefill(
-                &[PromptRow {
-                    ids: &p,
-                    image: Some(&prep),
-                }],
-                &mut m.new_cache(1, 64).unwrap(),
-                &obs,
-            )
-            .unwrap();
+        let logits = prefill_image_prompt(&m, &prep, n).unwrap();
         assert_eq!(logits.size(), vec![1, 320]);
         assert!(bool::try_from(logits.isfinite().all()).unwrap());
     }

@@ -98,19 +98,20 @@ impl PreparedImage {
     /// Normalises the views to fp32 on the CPU now (data-loading time), so that [`upload`] only
     /// copies them: what every run did before `runtime.optim.vision_uint8_upload`.
     pub fn normalise_on_cpu(&mut self) -> Result<()> {
-        self.global = normalise(&self.global)?;
-        if let Some(t) = &self.tiles {
-            self.tiles = Some(normalise(t)?);
-        }
-        Ok(())
+        self.map_views(normalise)
     }
 
     /// Moves the views into page-locked memory so that [`upload`] copies them asynchronously
     /// (what a data loader's `pin_memory` does, outside the timed regions).
     pub fn pin(&mut self, device: Device) -> Result<()> {
-        self.global = self.global.f_pin_memory(device)?;
+        self.map_views(|t| Ok(t.f_pin_memory(device)?))
+    }
+
+    /// Replaces the global view and the tiles by `f` of each.
+    fn map_views(&mut self, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<()> {
+        self.global = f(&self.global)?;
         if let Some(t) = &self.tiles {
-            self.tiles = Some(t.f_pin_memory(device)?);
+            self.tiles = Some(f(t)?);
         }
         Ok(())
     }

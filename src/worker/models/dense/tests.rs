@@ -31,7 +31,7 @@ fn cached_decode_equals_full_prefill_and_batches_equal_rows() {
         let a = tiny(name);
         let m = build(&a, 3);
         let obs = NoopObserver;
-        let seq = &prompts(&[12], a.vocab_size, 2)[0];
+        let seq = &prompts(&[12], a.vocab_size, 2, &[])[0];
         let mut c1 = m.new_cache(1, 16).unwrap();
         let full = m.prefill_text(&[seq], &mut c1, &obs).unwrap();
         let mut c2 = m.new_cache(1, 16).unwrap();
@@ -50,7 +50,7 @@ fn cached_decode_equals_full_prefill_and_batches_equal_rows() {
         let shorter = m.prefill_text(&[&seq[..11]], &mut c3, &obs).unwrap();
         assert!(max_diff(&full, &shorter) > 1e-3, "{name}");
         // A left-padded batch gives each row's own logits.
-        let b = &prompts(&[5], a.vocab_size, 9)[0];
+        let b = &prompts(&[5], a.vocab_size, 9, &[])[0];
         let mut cb = m.new_cache(2, 16).unwrap();
         let lb = m.prefill_text(&[seq, b], &mut cb, &obs).unwrap();
         let mut cs = m.new_cache(1, 16).unwrap();
@@ -90,7 +90,7 @@ fn llama3_rope_scaling_changes_only_low_frequencies() {
 fn every_fast_path_switch_matches_eager_for_each_preset() {
     for name in ["qwen2_5_0_5b", "llama3_1_8b"] {
         let a = tiny(name);
-        let p = prompts(&[21, 7], a.vocab_size, 1);
+        let p = prompts(&[21, 7], a.vocab_size, 1, &[]);
         let subject = fast_path::Subject {
             arch: a,
             device: Device::Cpu,
@@ -133,7 +133,7 @@ fn sharded_checkpoint_loads_and_bad_ones_name_the_tensor() {
     }
     // The loaded model computes what the synthetic one does.
     let obs = NoopObserver;
-    let p = &prompts(&[6], a.vocab_size, 3)[0];
+    let p = &prompts(&[6], a.vocab_size, 3, &[])[0];
     let run = |t: &HashMap<String, Tensor>| {
         let m = DenseLm::load(t, &a, Device::Cpu, Kind::Float, &ModelOptim::default()).unwrap();
         let mut c = m.new_cache(1, 8).unwrap();

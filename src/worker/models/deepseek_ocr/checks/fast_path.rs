@@ -58,7 +58,12 @@ mod tests {
     fn every_switch_matches_eager_in_fp32_and_keeps_bf16_accuracy() {
         let cfg = ArchConfig::tiny();
         // Two rows of different lengths: left padding, masks and per-row positions matter.
-        let p = prompts(&[23, 9], cfg.decoder.vocab_size, 1);
+        let p = prompts(
+            &[23, 9],
+            cfg.decoder.vocab_size,
+            1,
+            &[cfg.tokens.image_token_id],
+        );
         // A 16-slot bucket makes the fixed-shape step cross five KV windows.
         let checks = check(
             &Subject {
@@ -89,7 +94,12 @@ mod tests {
         // against the reference give an error of order 1, far above the bound times the eager
         // bf16 error (~1e-2).
         let cfg = ArchConfig::tiny();
-        let p = prompts(&[12], cfg.decoder.vocab_size, 4);
+        let p = prompts(
+            &[12],
+            cfg.decoder.vocab_size,
+            4,
+            &[cfg.tokens.image_token_id],
+        );
         let trace = |seed: i64| {
             let s = Subject {
                 cfg: cfg.clone(),
@@ -122,7 +132,12 @@ mod tests {
         let path = StepPath::Graph { kv_bucket: 8 };
         let mut session = DecodeSession::new(&m, path).unwrap();
         for lens in [[20usize, 5], [7, 12], [20, 5]] {
-            let p = prompts(&lens, cfg.decoder.vocab_size, lens[0] as u64);
+            let p = prompts(
+                &lens,
+                cfg.decoder.vocab_size,
+                lens[0] as u64,
+                &[cfg.tokens.image_token_id],
+            );
             let want = run(&eager, StepPath::Eager, &p, 12, None).unwrap().tokens;
             let rows: Vec<PromptRow> = p.iter().map(|ids| PromptRow { ids, image: None }).collect();
             let gen = llmprof::model::GenerateConfig {

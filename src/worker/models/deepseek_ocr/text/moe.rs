@@ -230,9 +230,9 @@ impl Moe {
     ) -> Result<Tensor> {
         let (n, h) = xs.size2()?;
         let k = self.top_k;
-        let sorted_x = xs.f_index_select(0, slot_token)?; // (n·k, h)
-                                                          // _grouped_mm takes B as [E, K, N]; the transposed views of [E, N, K] weights are the
-                                                          // column-major layout its CUDA kernel wants.
+        // Tokens in slot order (n·k, h). _grouped_mm takes B as [E, K, N]; the transposed views
+        // of [E, N, K] weights are the column-major layout its CUDA kernel wants.
+        let sorted_x = xs.f_index_select(0, slot_token)?;
         let gmm = |a: &Tensor, w: &Tensor| -> Result<Tensor> {
             Ok(a.f_internal_grouped_mm::<&Tensor>(&w.f_transpose(1, 2)?, Some(offs), None, None)?)
         };
