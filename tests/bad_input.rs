@@ -278,6 +278,7 @@ fn runtime_eager_turns_every_switch_off() {
         "fused_rms_norm",
         "sync_free_decode",
         "batched_vision",
+        "vision_cuda_graph",
     ] {
         assert_eq!(optim[key], serde_yaml::Value::Bool(false), "{key}: {text}");
     }

@@ -78,7 +78,8 @@ pub struct StaticAnalysis {
     pub markdown: String,
 }
 
-/// What the CUDA-graph decode path did over the whole run (warm-up and Kineto pass included).
+/// What the CUDA-graph decode path and vision graphs did over the whole run (warm-up and Kineto
+/// pass included).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GraphStats {
@@ -90,6 +91,15 @@ pub struct GraphStats {
     pub eager_steps: u64,
     /// KV windows (slots attended) captured, per batch size.
     pub windows: BTreeMap<i64, Vec<i64>>,
+    /// Vision stages captured as graphs, one per stage and input shape
+    /// (`runtime.optim.vision_cuda_graph`); 0 in runs recorded before the switch existed.
+    #[serde(default)]
+    pub vision_graphs_captured: usize,
+    #[serde(default)]
+    pub vision_capture_ms_total: f64,
+    /// Vision stage calls served by replaying a captured graph.
+    #[serde(default)]
+    pub vision_replays: u64,
 }
 
 /// A document model's reading of its output for one page: markdown and layout elements with
@@ -148,8 +158,9 @@ pub trait Model {
         max_new_tokens: usize,
     ) -> Result<StaticAnalysis>;
 
-    /// What the CUDA-graph decode path did so far; `None` when steps ran eagerly.
-    fn decode_stats(&self) -> Option<GraphStats>;
+    /// What the CUDA graphs (decode steps, vision stages) did so far; `None` when nothing is
+    /// captured (eager steps and vision, or no GPU).
+    fn graph_stats(&self) -> Option<GraphStats>;
 
     /// Model-specific lines of assumptions.md (how its FLOPs and bytes are counted).
     fn assumptions(&self) -> Vec<String>;

@@ -101,7 +101,7 @@ fn assumptions_md(spec: &RunSpec, f: &Stage1Files) -> String {
         "MFU = analytic FLOPs ÷ (mean stage time × peak dense FLOP/s of the run's precision); MBU = decode bytes per step ÷ mean step time ÷ peak DRAM bandwidth. Peaks come from the detected GPU (NVML/CUDA properties × the per-architecture table in src/llmprof/measure/peaks.rs) unless hardware.peak_* override them.".to_string(),
         format!("Stage times: {} timers at region boundaries, read after one synchronisation per request; decode steps are timed without host syncs. Prefill = time to first token, the model's input encoders included.", f.measurements.clock),
         "NVML windows: the prefill and decode stages are bracketed by one stream synchronisation each, and the sampler's rows falling inside are averaged; energy comes from the total-energy counter.".to_string(),
-        format!("The Kineto pass is a separate run of the first batch with decode capped at {} steps; its times are reported only as tables and overhead.", spec.pipeline.torch_profiler.max_decode_steps),
+        format!("The Kineto pass is a separate run of the first batch with decode capped at {} steps, after {} discarded profiled warm-up pass(es); its times are reported only as tables and overhead.", spec.pipeline.torch_profiler.max_decode_steps, spec.pipeline.torch_profiler.warmup),
         format!("Weights: {}.", if f.measurements.model.synthetic { SYNTHETIC_NOTE } else { "loaded from safetensors" }),
     ]);
     let mut s = String::from("# Assumptions\n\n");

@@ -339,23 +339,33 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ("vision_uint8_upload", on(w.vision_uint8_upload).to_string()),
         ("moe_routing_kernel", on(w.moe_routing_kernel).to_string()),
         ("sam_patch_gemm", on(w.sam_patch_gemm).to_string()),
+        ("vision_cuda_graph", on(w.vision_cuda_graph).to_string()),
     ] {
         let _ = writeln!(s, "| {k} | {v} |");
     }
     if let Some(g) = &o.graphs {
-        let windows: Vec<String> = g
-            .windows
-            .iter()
-            .map(|(b, ws)| format!("batch {b}: {ws:?}"))
-            .collect();
-        let _ = writeln!(
-            s,
-            "\nCUDA graphs: {} captured in {:.1} ms (KV windows {}), {} steps replayed, {} fixed-shape steps run eagerly (the first of each window). Kineto sees each replay as one `cudaGraphLaunch` with its kernels; NVTX ranges enclose the replays.",
-            g.graphs_captured,
-            g.capture_ms_total,
-            windows.join("; "),
-            g.replays,
-            g.eager_steps
-        );
+        if g.graphs_captured > 0 || g.replays > 0 {
+            let windows: Vec<String> = g
+                .windows
+                .iter()
+                .map(|(b, ws)| format!("batch {b}: {ws:?}"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "\nCUDA graphs: {} captured in {:.1} ms (KV windows {}), {} steps replayed, {} fixed-shape steps run eagerly (the first of each window). Kineto sees each replay as one `cudaGraphLaunch` with its kernels; NVTX ranges enclose the replays.",
+                g.graphs_captured,
+                g.capture_ms_total,
+                windows.join("; "),
+                g.replays,
+                g.eager_steps
+            );
+        }
+        if g.vision_graphs_captured > 0 {
+            let _ = writeln!(
+                s,
+                "\nVision CUDA graphs: {} captured (one per stage and input shape) in {:.1} ms, {} stage calls replayed; the first call of each shape ran eagerly. The Kineto operator table has no vision operators for replayed calls, only their kernels.",
+                g.vision_graphs_captured, g.vision_capture_ms_total, g.vision_replays
+            );
+        }
     }
 }

@@ -189,6 +189,7 @@ mod tests {
                 vision_uint8_upload: on,
                 moe_routing_kernel: on,
                 sam_patch_gemm: on,
+                vision_cuda_graph: on,
             },
             graphs: on.then(|| GraphStats {
                 graphs_captured: 2,

@@ -304,6 +304,11 @@ pub struct OptimSpec {
     /// unfolded patches, on tensor cores. Absent: off.
     #[serde(default)]
     pub sam_patch_gemm: bool,
+    /// On a CUDA device, each vision stage (SAM, the encoder after it, the projector) is
+    /// captured as a CUDA graph per input shape on first use and replayed after, so the vision
+    /// pass costs a few launches instead of thousands. Absent: off.
+    #[serde(default)]
+    pub vision_cuda_graph: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -340,6 +345,11 @@ pub struct TorchProfilerSpec {
     pub with_stack: bool,
     pub with_flops: bool,
     pub max_decode_steps: u32,
+    /// Profiled passes run and discarded before the recorded one, so that the profiler's
+    /// one-time start-up (CUPTI, Kineto's buffers) is not charged to the recorded pass. Absent
+    /// from runs recorded before the key existed: 0.
+    #[serde(default)]
+    pub warmup: u32,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

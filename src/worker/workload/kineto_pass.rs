@@ -1,6 +1,7 @@
 //! The separate Kineto pass: one representative batch under libtorch's profiler (decode capped at
-//! `pipeline.torch_profiler.max_decode_steps`), stage user scopes on, then operators.md,
-//! kernels.md, kernels.json and trace.json. Its times are never mixed into the timed statistics.
+//! `pipeline.torch_profiler.max_decode_steps`, after `pipeline.torch_profiler.warmup` discarded
+//! profiled passes), stage user scopes on, then operators.md, kernels.md, kernels.json and
+//! trace.json. Its times are never mixed into the timed statistics.
 use crate::measure::kineto::{KinetoSession, ProfilerConfig};
 use crate::measure::nvtx::{NvtxObserver, NvtxOptions};
 use crate::measure::timing::ClockKind;
@@ -37,13 +38,25 @@ pub fn run<M: Model>(
             .max(1),
         ..gen.clone()
     };
+    let observer = || {
+        NvtxObserver::new(NvtxOptions {
+            sync_on_exit: false,
+            kineto_scopes: true,
+            timing: Some(ClockKind::detect()),
+            no_ranges: false,
+        })
+    };
+    for pass in 0..t.warmup {
+        tracing::info!(pass, "Kineto warm-up pass (discarded)");
+        let obs = observer();
+        let session = KinetoSession::start(config)?;
+        model.generate(batch, &capped, &obs)?;
+        session.finish(None)?;
+        obs.finish()
+            .context("reading stage timers of a Kineto warm-up pass")?;
+    }
     tracing::info!(decode_steps = capped.max_new_tokens - 1, "Kineto pass");
-    let obs = NvtxObserver::new(NvtxOptions {
-        sync_on_exit: false,
-        kineto_scopes: true,
-        timing: Some(ClockKind::detect()),
-        no_ranges: false,
-    });
+    let obs = observer();
     let session = KinetoSession::start(config)?;
     let out = model.generate(batch, &capped, &obs)?;
     let trace = spec

@@ -257,7 +257,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
         kineto,
         memory,
         gpu: gpu_props(cuda),
-        graphs: model.decode_stats(),
+        graphs: model.graph_stats(),
     };
     let report = llmprof::report::stage1::build(&measurements, spec);
     let static_analysis = if spec.pipeline.static_analysis.enable {

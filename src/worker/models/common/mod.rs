@@ -1,7 +1,8 @@
 //! What every decoder LLM family shares (tensor code): checkpoint reading under official names,
 //! the building blocks (RMSNorm, SwiGLU, GQA attention with RoPE), the decoder stack over the
 //! KV cache, greedy generation and the decode-step paths (eager or CUDA graphs), and the
-//! fast-path correctness check. A family supplies its layer feed-forward, prefill and weights.
+//! fast-path correctness check; also tensor functions captured as CUDA graphs per input shape.
+//! A family supplies its layer feed-forward, prefill and weights.
 pub mod attention;
 pub mod causal_lm;
 pub mod decoder;
@@ -12,6 +13,7 @@ pub mod kv_cache;
 pub mod layers;
 pub mod optim;
 pub mod safetensors;
+pub mod shape_graphs;
 pub mod tensors;
 
 #[cfg(test)]

@@ -36,6 +36,8 @@ pub struct ModelOptim {
     pub sam_patch_gemm: bool,
     /// Vision (CUDA only): pixels uploaded as uint8 from pinned memory, normalised on the GPU.
     pub vision_uint8_upload: bool,
+    /// Vision (CUDA only): each stage captured as a CUDA graph per input shape and replayed.
+    pub vision_cuda_graph: bool,
 }
 
 impl ModelOptim {
@@ -52,6 +54,7 @@ impl ModelOptim {
         vision_uint8_upload: false,
         moe_routing_kernel: false,
         sam_patch_gemm: false,
+        vision_cuda_graph: false,
     };
 
     /// Everything on.
@@ -67,6 +70,7 @@ impl ModelOptim {
         vision_uint8_upload: true,
         moe_routing_kernel: true,
         sam_patch_gemm: true,
+        vision_cuda_graph: true,
     };
 }
 
@@ -86,6 +90,7 @@ impl Default for ModelOptim {
             vision_uint8_upload: false,
             moe_routing_kernel: false,
             sam_patch_gemm: false,
+            vision_cuda_graph: false,
         }
     }
 }
@@ -105,5 +110,6 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         vision_uint8_upload: o.vision_uint8_upload,
         moe_routing_kernel: o.moe_routing_kernel,
         sam_patch_gemm: o.sam_patch_gemm,
+        vision_cuda_graph: o.vision_cuda_graph,
     }
 }

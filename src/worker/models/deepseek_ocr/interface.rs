@@ -331,9 +331,23 @@ impl Model for DeepseekOcrModel {
         })
     }
 
-    fn decode_stats(&self) -> Option<GraphStats> {
+    fn graph_stats(&self) -> Option<GraphStats> {
         let d = self.decode.borrow();
-        d.captures_graphs().then(|| d.stats.clone())
+        let vision = self.model.vision_graph_stats();
+        if !d.captures_graphs() && vision.is_none() {
+            return None;
+        }
+        let mut stats = if d.captures_graphs() {
+            d.stats.clone()
+        } else {
+            GraphStats::default()
+        };
+        if let Some(v) = vision {
+            stats.vision_graphs_captured = v.captured;
+            stats.vision_capture_ms_total = v.capture_ms_total;
+            stats.vision_replays = v.replays;
+        }
+        Some(stats)
     }
 
     fn assumptions(&self) -> Vec<String> {

@@ -17,6 +17,7 @@ pub use llmprof::model::deepseek_ocr::ArchConfig;
 use crate::models::common::causal_lm::{left_pad, CausalLm};
 use crate::models::common::kv_cache::KvCache;
 use crate::models::common::optim::ModelOptim;
+use crate::models::common::shape_graphs::{ShapeGraphStats, ShapeGraphs};
 use anyhow::{ensure, Context, Result};
 use llmprof::model::deepseek_ocr::{CLIP, PROJECTOR, QUERY_ENCODER, SAM, VISION};
 use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};
@@ -66,6 +67,8 @@ pub struct DeepseekOcr {
     vision_batch: Option<usize>,
     /// Pixels go to a GPU as uint8 and are normalised there (`runtime.optim.vision_uint8_upload`).
     uint8_upload: bool,
+    /// Vision stages captured per input shape (`runtime.optim.vision_cuda_graph`, GPU only).
+    vision_graphs: ShapeGraphs,
 }
 
 impl DeepseekOcr {
@@ -89,6 +92,7 @@ impl DeepseekOcr {
                 optim.moe_routing_kernel && optim.grouped_moe && has(Part::Decoder),
             )?;
         }
+        let weights_on_gpu = weights.device().is_cuda();
         let vs = weights.root();
         let model = vs.sub("model");
         let sam = if weights.has_part(Part::Sam) {
@@ -139,6 +143,7 @@ impl DeepseekOcr {
             kind: weights.kind(),
             vision_batch: None,
             uint8_upload: optim.vision_uint8_upload,
+            vision_graphs: ShapeGraphs::new(optim.vision_cuda_graph && weights_on_gpu),
         })
     }
 
@@ -207,6 +212,14 @@ impl DeepseekOcr {
         )
     }
 
+    /// What the vision graphs did so far (`runtime.optim.vision_cuda_graph`); `None` when they
+    /// are off or there is no GPU.
+    pub fn vision_graph_stats(&self) -> Option<ShapeGraphStats> {
+        self.vision_graphs
+            .enabled()
+            .then(|| self.vision_graphs.stats())
+    }
+
     /// Pages of a prefill batch go through vision together, at most `max_views` views per call
     /// (0: no limit); `None`: one page at a time.
     pub fn set_vision_batch(&mut self, max_views: Option<usize>) {
@@ -231,6 +244,7 @@ impl DeepseekOcr {
             .projector
             .as_ref()
             .context("projector weights were not loaded")?;
+        let graphs = &self.vision_graphs;
         let _v = obs.enter(VISION);
         let to_dev = |t: &Tensor| preprocess::upload(t, self.device, self.kind, self.uint8_upload);
         // Views in a fixed order: page 0 global, page 0 tiles, page 1 global, ...
@@ -246,7 +260,9 @@ impl DeepseekOcr {
         }
         let sam_out = {
             let _g = obs.enter(SAM);
-            vision::batch::run_grouped(&one_input(&views), max_views, &|x| sam.forward(&x[0]))?
+            vision::batch::run_grouped(&one_input(&views), max_views, &|x| {
+                graphs.call("sam", x, &|x| sam.forward(&x[0]))
+            })?
         };
         // The projector region also covers the arrangement below.
         let (projected, _projector) = match encoder {
@@ -254,7 +270,7 @@ impl DeepseekOcr {
                 let clip_out = {
                     let _g = obs.enter(CLIP);
                     vision::batch::run_grouped(&one_input(&sam_out), max_views, &|x| {
-                        clip.forward(&x[0])
+                        graphs.call("clip", x, &|x| clip.forward(&x[0]))
                     })?
                 };
                 let g = obs.enter(PROJECTOR);
@@ -263,19 +279,21 @@ impl DeepseekOcr {
                     .zip(&sam_out)
                     .map(|(c, s)| vec![c, s])
                     .collect();
-                let p = vision::batch::run_grouped(&pairs, 0, &|x| proj.forward(&x[0], &x[1]))?;
+                let p = vision::batch::run_grouped(&pairs, 0, &|x| {
+                    graphs.call("projector", x, &|x| proj.forward(&x[0], &x[1]))
+                })?;
                 (p, g)
             }
             Encoder::Queries(enc) => {
                 let queries = {
                     let _g = obs.enter(QUERY_ENCODER);
                     vision::batch::run_grouped(&one_input(&sam_out), max_views, &|x| {
-                        enc.forward(&x[0])
+                        graphs.call("query_encoder", x, &|x| enc.forward(&x[0]))
                     })?
                 };
                 let g = obs.enter(PROJECTOR);
                 let p = vision::batch::run_grouped(&one_input(&queries), 0, &|x| {
-                    proj.forward_queries(&x[0])
+                    graphs.call("projector", x, &|x| proj.forward_queries(&x[0]))
                 })?;
                 (p, g)
             }

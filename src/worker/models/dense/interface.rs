@@ -234,7 +234,7 @@ impl Model for DenseModel {
         })
     }
 
-    fn decode_stats(&self) -> Option<GraphStats> {
+    fn graph_stats(&self) -> Option<GraphStats> {
         let d = self.decode.borrow();
         d.captures_graphs().then(|| d.stats.clone())
     }

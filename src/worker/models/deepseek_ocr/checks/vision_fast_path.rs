@@ -79,6 +79,14 @@ pub fn vision_variants() -> Vec<(&'static str, ModelOptim, Option<usize>)> {
             },
             None,
         ),
+        (
+            "vision_cuda_graph",
+            ModelOptim {
+                vision_cuda_graph: true,
+                ..e
+            },
+            None,
+        ),
         ("batched_vision", e, Some(16)),
         ("all", ModelOptim::FAST, Some(16)),
     ]
@@ -94,13 +102,23 @@ fn embeddings(
 ) -> Result<(Tensor, Vec<i64>)> {
     let m = DeepseekOcr::load_with(weights.shallow_clone(), cfg, optim)?;
     let obs = NoopObserver;
-    let per_page: Vec<Tensor> = match batch {
-        Some(max_views) => m.encode_batch(&pages.iter().collect::<Vec<_>>(), max_views, &obs)?,
-        None => pages
-            .iter()
-            .map(|p| m.encode_images(p, &obs))
-            .collect::<Result<_>>()?,
+    let run = || -> Result<Vec<Tensor>> {
+        match batch {
+            Some(max_views) => m.encode_batch(&pages.iter().collect::<Vec<_>>(), max_views, &obs),
+            None => pages.iter().map(|p| m.encode_images(p, &obs)).collect(),
+        }
     };
+    let mut per_page = run()?;
+    if optim.vision_cuda_graph {
+        // The first pass ran eagerly and captured; check what the replays return.
+        per_page = run()?;
+        if let Some(stats) = m.vision_graph_stats() {
+            ensure!(
+                stats.captured > 0 && stats.replays >= stats.captured as u64,
+                "vision CUDA graphs were not replayed: {stats:?}"
+            );
+        }
+    }
     let counts = per_page.iter().map(|t| t.size()[0]).collect();
     let all = Tensor::f_cat(&per_page, 0)?
         .f_to_device(Device::Cpu)?
