@@ -6,13 +6,18 @@ scripts/bench_vs_hf.sh runs `llmprof stage1` once per batch size, then calls
     python3 scripts/bench_vs_hf.py --llmprof-run 1=DIR1 --llmprof-run 8=DIR8 ... \\
         [--new-tokens 128] [--prompt-len N] [--arch full|tiny] [--device cuda|cpu] \\
         [--dtype bf16|fp32] [--seed 0] [--repeats 3] [--skip-hf] [--out-md PATH] [--out-json PATH] \\
-        [--llmprof-default-run 32=DIR]
+        [--llmprof-default-run 32=DIR] [--hf-vision-json PATH] \\
+        [--llmprof-long-run 32=DIR --llmprof-long-default-run 32=DIR]
 
 It reads each run's metrics.json (docs/metrics-schema.md), times the HF reference decoder at the
 same batch sizes, and prints one markdown table: llmprof, HF, their ratio (how many times better
 llmprof is), the analytic floor from the run's peaks, and llmprof's fraction of that floor.
 A `--llmprof-default-run` (the same workload with the model's default n-gram rule) adds the
-default-config decode row: its TPOT against the rule-free run's at that batch size.
+default-config decode row: its TPOT against the rule-free run's at that batch size. With
+`--hf-vision-json` (scripts/bench_vision_hf.py's output) the vision rows get HF's figure; long runs
+(`--llmprof-long-run`, `--llmprof-long-default-run`: ~1,000-token pages, without and with the
+default n-gram rule) add pages/s and the n-gram rule's TPOT cost over long pages; a run whose
+Kineto pass ran adds the profiled ÷ timed row.
 
 The reference is transformers 5.17's DeepSeek-OCR-2 text decoder (same design as DeepSeek-OCR's:
 MHA + DeepSeek-V2 MoE) with random weights, wrapped as a causal LM (transformers has no text-only
@@ -65,6 +70,9 @@ class LlmprofRun:
     step_bytes: float | None
     switches: dict[str, Any]
     tpot_ms: float | None = None  # serving.tpot_ms.p50_ms: the step plus the token selection
+    vision_gflop: float | None = None  # flops.vision_gflop: analytic, per request (the batch)
+    e2e_ms: float | None = None  # serving.e2e_ms.p50_ms: request start -> last token
+    kineto_overhead_pct: float | None = None  # kineto.overhead_pct, when the profiler ran
 
 
 def get(doc: Any, path: str, src: Path, required: bool = True) -> Any:
@@ -112,6 +120,9 @@ def read_run(batch: int, run_dir: Path) -> LlmprofRun:
         step_bytes=get(doc, "flops.decode_step_bytes_mean", src, required=False),
         switches=get(doc, "optim.switches", src),
         tpot_ms=get(doc, "serving.tpot_ms.p50_ms", src, required=False),
+        vision_gflop=get(doc, "flops.vision_gflop", src, required=False),
+        e2e_ms=get(doc, "serving.e2e_ms.p50_ms", src, required=False),
+        kineto_overhead_pct=get(doc, "kineto.overhead_pct", src, required=False),
     )
     size = int(get(doc, "setup.batch_size", src))
     if size != batch:
@@ -344,9 +355,76 @@ def default_rule_rows(defaults: list[LlmprofRun], by_batch: dict[int, LlmprofRun
     return rows, notes
 
 
+def vision_rows(runs: list[LlmprofRun], hf_vision: dict[int, float | None]) -> list[Row]:
+    """Vision per page (SAM + CLIP + projector) at each batch size: llmprof's vision region ÷ pages,
+    HF's SAM encoder + CLIP-L on the same views, floor = analytic vision FLOPs ÷ peak TFLOP/s."""
+    rows = []
+    for r in runs:
+        if r.vision_ms is None:
+            continue
+        per_page = r.vision_ms / r.batch
+        hf = hf_vision.get(r.batch)
+        gflop = r.vision_gflop / r.batch if r.vision_gflop is not None else None
+        floor = div(gflop, r.peak_tflops)
+        rows.append(Row(f"vision ms/page, batch {r.batch} (SAM + CLIP + projector)", "ms", per_page, hf,
+                        div(hf, per_page), floor, div(floor, per_page)))
+    return rows
+
+
+def long_rows(off: list[LlmprofRun], on: list[LlmprofRun]) -> tuple[list[Row], list[str]]:
+    """Long pages: pages/s end to end (the default-rule run when given: the default config) and
+    TPOT without and with the default n-gram rule."""
+    rows, notes = [], []
+    off_by = {r.batch: r for r in off}
+    for r in on or off:
+        n = r.max_new_tokens
+        which = "default n-gram rule" if on else "no n-gram rule"
+        rows.append(Row(f"pages/s, batch {r.batch}, {n:,}-token pages (e2e incl. vision, {which})", "rate",
+                        div(r.batch * 1000.0, r.e2e_ms), None, None, None, None))
+    for r in off:
+        rows.append(Row(f"decode ms/token (TPOT), batch {r.batch}, {r.max_new_tokens:,} tokens, no n-gram rule",
+                        "ms", r.tpot_ms, None, None, floors(r).decode_step_ms, div(floors(r).decode_step_ms, r.tpot_ms)))
+    for r in on:
+        rows.append(Row(f"decode ms/token (TPOT), batch {r.batch}, {r.max_new_tokens:,} tokens, default n-gram rule",
+                        "ms", r.tpot_ms, None, None, floors(r).decode_step_ms, div(floors(r).decode_step_ms, r.tpot_ms)))
+        base = off_by.get(r.batch)
+        if base is not None and base.tpot_ms and r.tpot_ms is not None:
+            notes.append(f"- default n-gram rule vs none at batch {r.batch} over {r.max_new_tokens:,} tokens: TPOT "
+                         f"{r.tpot_ms:.3f} vs {base.tpot_ms:.3f} ms ({(r.tpot_ms / base.tpot_ms - 1) * 100:+.1f} %); "
+                         "with random weights the rule also changes which tokens, hence which experts, each step "
+                         "reads (docs/performance.md)")
+    return rows, notes
+
+
+def kineto_rows(runs: list[LlmprofRun]) -> list[Row]:
+    """Profiled ÷ timed pass for every run whose Kineto pass ran (stage 1's kineto.overhead_pct)."""
+    return [Row(f"Kineto profiled pass ÷ timed pass, batch {r.batch}", "x", 1 + r.kineto_overhead_pct / 100,
+                None, None, None, None)
+            for r in runs if r.kineto_overhead_pct is not None]
+
+
+def read_hf_vision(path: Path | None) -> dict[int, float | None]:
+    """Per batch, HF's DeepSeek-OCR vision ms/page from scripts/bench_vision_hf.py's JSON (None where
+    it ran out of memory)."""
+    if path is None:
+        return {}
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise SystemExit(f"{path}: cannot read the HF vision reference ({e})") from e
+    out: dict[int, float | None] = {}
+    for row in doc.get("rows", []):
+        out[int(row["batch"])] = row.get("deepseek_ocr_vision_ms_per_page")
+    return out
+
+
 def fmt_value(x: float | None, kind: str) -> str:
     if x is None:
         return MISSING
+    if kind == "x":
+        return f"{x:.2f}×"
+    if kind == "rate":
+        return f"{x:.2f}"
     if kind == "gib":
         return f"{x:.2f}"
     if kind == "tok_s":
@@ -396,6 +474,12 @@ def main(argv: list[str] | None = None) -> int:
                     metavar="BATCH=DIR",
                     help="a stage1 run with the model's default n-gram rule (the default-config decode row); "
                          "repeatable")
+    ap.add_argument("--llmprof-long-run", type=parse_run_arg, action="append", default=[], metavar="BATCH=DIR",
+                    help="a stage1 run over long pages (e.g. 1,000 tokens) without the n-gram rule; repeatable")
+    ap.add_argument("--llmprof-long-default-run", type=parse_run_arg, action="append", default=[],
+                    metavar="BATCH=DIR", help="the same long pages with the model's default n-gram rule; repeatable")
+    ap.add_argument("--hf-vision-json", type=Path, default=None,
+                    help="scripts/bench_vision_hf.py --out-json output: HF's vision figure per batch size")
     ap.add_argument("--new-tokens", type=int, default=128, help="HF tokens generated per timed run (>= 2)")
     ap.add_argument("--prompt-len", type=int, default=None,
                     help="HF prompt tokens (default: requests[0].prompt_tokens of the first llmprof run)")
@@ -451,6 +535,12 @@ def main(argv: list[str] | None = None) -> int:
     defaults = [read_run(b, d) for b, d in a.llmprof_default_run]
     default_rows, default_notes = default_rule_rows(defaults, by_batch)
     rows += default_rows
+    hf_vision = read_hf_vision(a.hf_vision_json)
+    long_off = [read_run(b, d) for b, d in a.llmprof_long_run]
+    long_on = [read_run(b, d) for b, d in a.llmprof_long_default_run]
+    more_rows, long_notes = long_rows(long_off, long_on)
+    rows = vision_rows(runs, hf_vision) + rows + more_rows + kineto_rows(runs)
+    default_notes += long_notes
     env = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "gpu": distinct([r.gpu for r in runs]),
@@ -487,7 +577,9 @@ def main(argv: list[str] | None = None) -> int:
         "- ratio: how many times better llmprof is (HF/llmprof for times and memory, llmprof/HF for tok/s)",
         "- decode floor = analytic bytes per step ÷ peak DRAM bandwidth from metrics.json peaks; "
         "prefill floor = analytic FLOPs ÷ peak tensor TFLOP/s; the HF prefill is the text decoder only, "
-        "llmprof's includes the vision encoder; the tok/s floor column is the ceiling batch × 1000 ÷ decode floor",
+        "llmprof's includes the vision encoder; the tok/s floor column is the ceiling batch × 1000 ÷ decode floor; "
+        "vision floor = analytic vision FLOPs per page ÷ peak TFLOP/s; HF vision = transformers' DeepseekOcr2 SAM "
+        "encoder + a CLIP-L vision tower of DeepSeek-OCR's size on the same views (scripts/bench_vision_hf.py)",
         "- decoder-only prefill = llmprof prefill p50 − vision p50 (an approximation: the p50 of a "
         "difference is not the difference of p50s); llmprof's peak memory includes the vision encoder",
     ] + default_notes
@@ -501,6 +593,9 @@ def main(argv: list[str] | None = None) -> int:
         a.out_json.write_text(json.dumps({
             "llmprof": [dataclasses.asdict(r) for r in runs],
             "llmprof_default_ngram": [dataclasses.asdict(r) for r in defaults],
+            "llmprof_long": [dataclasses.asdict(r) for r in long_off],
+            "llmprof_long_default_ngram": [dataclasses.asdict(r) for r in long_on],
+            "hf_vision_ms_per_page": hf_vision,
             "hf": [dataclasses.asdict(h) for h in hf.values()],
             "floors": {b: dataclasses.asdict(f) for b, f in fl.items()},
             "table": [dataclasses.asdict(r) for r in rows],

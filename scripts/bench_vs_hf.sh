@@ -15,11 +15,18 @@
 #   SKIP_HF=1                 llmprof only (table with empty HF columns)
 #   NGRAM_ROW=0               no default-config decode row (by default, DeepSeek-OCR only: the
 #                             largest batch once more with the default n-gram rule, TPOT vs none)
+#   LONG_TOKENS=1000          DeepSeek-OCR only: the largest batch over pages of this many forced
+#                             tokens, without and with the default n-gram rule (pages/s, the rule's
+#                             TPOT cost over long pages); 0 skips them
+#   KINETO_ROW=0              no Kineto row (by default the first batch size's run also runs its
+#                             Kineto pass with the default profiler settings: profiled ÷ timed)
 #   MODEL=llama3_1_8b         a dense decoder preset instead (qwen2_5_7b, qwen2_5_0_5b): stage1 on
 #                             dataset=random_tokens with PROMPT_LEN (default 1024) input tokens per
 #                             row, and transformers' own Qwen2/Llama model as the reference
 #                             (e.g. MODEL=llama3_1_8b BATCHES="1 32 128")
 #   extra arguments after OUT_DIR are llmprof overrides for every run, e.g. runtime=eager
+# Without SKIP_HF, DeepSeek-OCR's vision gets HF's figure from scripts/bench_vision_hf.py (same
+# views, same batch sizes).
 # Output: OUT_DIR/llmprof-b<B>/ (stage-1 run directories), OUT_DIR/table.md, OUT_DIR/table.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +47,9 @@ out_abs=$(cd "$out" && pwd)
 
 runs=()
 model=${MODEL:-}
+first_batch=${batches%% *}
+# The profiler setting of batch b's run: the first batch runs its Kineto pass (the Kineto row).
+profiler() { [[ "$1" == "$first_batch" && "${KINETO_ROW:-1}" != 0 ]] && echo true || echo false; }
 prompt_len=${PROMPT_LEN:-1024}
 for b in $batches; do
   if [[ -n "$model" ]]; then
@@ -48,7 +58,7 @@ for b in $batches; do
       "dataset.input_len=$prompt_len" "dataset.output_len=$new_tokens" dataset.range_ratio=0.0 \
       "runtime.batch_size=$b" runtime.warmup=1 runtime.repeats=3 \
       "infer.max_new_tokens=$new_tokens" infer.ignore_eos=true infer.no_repeat_ngram_size=0 \
-      pipeline.torch_profiler.enable=false pipeline.static_analysis.enable=false \
+      "pipeline.torch_profiler.enable=$(profiler "$b")" pipeline.static_analysis.enable=false \
       "hydra.run.dir=$out_abs/llmprof-b$b" "$@"
     runs+=(--llmprof-run "$b=$out_abs/llmprof-b$b")
     continue
@@ -59,7 +69,7 @@ for b in $batches; do
     "runtime.batch_size=$b" runtime.warmup=1 runtime.repeats=3 \
     "infer.max_new_tokens=$new_tokens" infer.ignore_eos=true infer.no_repeat_ngram_size=0 \
     $'infer.prompt=\'<image>\nFree OCR. \'' \
-    pipeline.torch_profiler.enable=false pipeline.static_analysis.enable=false \
+    "pipeline.torch_profiler.enable=$(profiler "$b")" pipeline.static_analysis.enable=false \
     "hydra.run.dir=$out_abs/llmprof-b$b" "$@"
   runs+=(--llmprof-run "$b=$out_abs/llmprof-b$b")
 done
@@ -79,6 +89,34 @@ if [[ -z "$model" && "${NGRAM_ROW:-1}" != 0 ]]; then
   defaults+=(--llmprof-default-run "$b=$out_abs/llmprof-b$b-default-ngram")
 fi
 
+# Long pages (DeepSeek-OCR): the largest batch over LONG_TOKENS forced tokens, no rule and the
+# default rule.
+long=()
+long_tokens=${LONG_TOKENS:-1000}
+if [[ -z "$model" && "$long_tokens" != 0 ]]; then
+  b=${batches##* }
+  for rule in none default; do
+    echo "== llmprof stage1, batch $b, $long_tokens tokens, n-gram rule: $rule" >&2
+    ngram=(); [[ "$rule" == none ]] && ngram=(infer.no_repeat_ngram_size=0)
+    "$llmprof" stage1 dataset=folder "dataset.root=$out_abs/page" "dataset.sampling.num_epochs=$b" \
+      "runtime.batch_size=$b" runtime.warmup=1 runtime.repeats=2 \
+      "infer.max_new_tokens=$long_tokens" infer.ignore_eos=true "${ngram[@]}" \
+      $'infer.prompt=\'<image>\nFree OCR. \'' \
+      pipeline.torch_profiler.enable=false pipeline.static_analysis.enable=false \
+      "hydra.run.dir=$out_abs/llmprof-b$b-long-$rule" "$@"
+    flag=--llmprof-long-run; [[ "$rule" == default ]] && flag=--llmprof-long-default-run
+    long+=("$flag" "$b=$out_abs/llmprof-b$b-long-$rule")
+  done
+fi
+
+vision=()
+if [[ -z "$model" && -z "${SKIP_HF:-}" ]]; then
+  echo "== HF vision reference" >&2
+  "$python" scripts/bench_vision_hf.py --batches "${batches// /,}" --warmup 1 --repeats 3 \
+    --out-json "$out_abs/hf_vision.json" >&2
+  vision=(--hf-vision-json "$out_abs/hf_vision.json")
+fi
+
 hf=()
 if [[ -n "${SKIP_HF:-}" ]]; then
   hf=(--skip-hf)
@@ -87,5 +125,6 @@ else
   echo "== HF reference and table" >&2
 fi
 arch=(); [[ -n "$model" ]] && arch=(--arch "$model")
-"$python" scripts/bench_vs_hf.py "${runs[@]}" "${defaults[@]}" "${hf[@]}" "${arch[@]}" --new-tokens "$new_tokens" \
+"$python" scripts/bench_vs_hf.py "${runs[@]}" "${defaults[@]}" "${long[@]}" "${vision[@]}" "${hf[@]}" \
+  "${arch[@]}" --new-tokens "$new_tokens" \
   --out-md "$out_abs/table.md" --out-json "$out_abs/table.json"

@@ -9,7 +9,7 @@
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 // Router logits per lane: expert e lives in lane e % 32, register e / 32.
 constexpr int kPerLane = LLMPROF_K_MOE_MAX_EXPERTS / 32;
