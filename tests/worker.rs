@@ -1,6 +1,7 @@
 //! Integration tests that need libtorch or run the model: stage 1 and infer end to end on the
 //! CPU, run directories and multirun, the Kineto session. One binary: each extra one would link
 //! libtorch again.
+mod bench_table;
 mod deepseek_ocr2;
 mod dense_models;
 mod faults;

@@ -1,0 +1,88 @@
+//! scripts/bench_vs_hf.py (the table of scripts/bench_vs_hf.sh) on real stage-1 runs of the tiny
+//! model: the vision row takes HF's figure from bench_vision_hf.py's JSON, the long-page rows
+//! (pages/s, TPOT without and with the n-gram rule) and the Kineto row come from the runs'
+//! metrics.json. The HF reference itself needs a GPU and transformers (--skip-hf here).
+use crate::support::{repo_root, scratch, short_stage1};
+use std::process::Command;
+
+/// The trimmed cells of the table row whose metric starts with `metric`: metric, llmprof, HF,
+/// ratio, floor, fraction of floor.
+fn row(table: &str, metric: &str) -> Vec<String> {
+    table
+        .lines()
+        .find(|l| l.starts_with(&format!("| {metric}")))
+        .unwrap_or_else(|| panic!("no row {metric:?} in:\n{table}"))
+        .trim_matches('|')
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn bench_table_reads_vision_long_page_and_kineto_rows_from_stage1_runs() {
+    let tiny = [
+        "model=deepseek_ocr_tiny",
+        "dataset.sampling.num_samples_per_epoch=1",
+        "infer.ignore_eos=true",
+    ];
+    let (plain, m) = short_stage1(
+        "bench-plain",
+        &[
+            &tiny[..],
+            &["infer.max_new_tokens=6", "infer.no_repeat_ngram_size=0"],
+        ]
+        .concat(),
+    );
+    let (ruled, m_rule) = short_stage1(
+        "bench-rule",
+        &[&tiny[..], &["infer.max_new_tokens=6"]].concat(),
+    );
+    let vision_ms = m.stages["vision"].p50_ms;
+    let dir = scratch("bench-table");
+    let hf_json = dir.join("hf_vision.json");
+    // HF three times slower than llmprof's vision: the ratio column must say 3.00×.
+    std::fs::write(
+        &hf_json,
+        format!(
+            r#"{{"gpu": "test", "rows": [{{"batch": 1, "deepseek_ocr_vision_ms_per_page": {}}}]}}"#,
+            3.0 * vision_ms
+        ),
+    )
+    .unwrap();
+    let run = |d: &std::path::Path| format!("1={}", d.display());
+    let out = Command::new("python3")
+        .arg(repo_root().join("scripts/bench_vs_hf.py"))
+        .args(["--llmprof-run", &run(&plain)])
+        .args(["--llmprof-long-run", &run(&plain)])
+        .args(["--llmprof-long-default-run", &run(&ruled)])
+        .args(["--hf-vision-json", &hf_json.display().to_string()])
+        .args(["--skip-hf", "--new-tokens", "6"])
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "bench_vs_hf.py failed:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let vision = row(&text, "vision ms/page, batch 1");
+    assert_eq!(vision[3], "3.00×", "{vision:?}");
+    let e2e = m_rule.serving.e2e_ms.as_ref().unwrap().p50_ms;
+    let pages = row(&text, "pages/s, batch 1, 6-token pages");
+    assert!(pages[0].contains("default n-gram rule"), "{pages:?}");
+    assert_eq!(pages[1], format!("{:.2}", 1000.0 / e2e), "{pages:?}");
+    let (tpot, tpot_rule) = (
+        m.serving.tpot_ms.as_ref().unwrap().p50_ms,
+        m_rule.serving.tpot_ms.as_ref().unwrap().p50_ms,
+    );
+    let pct = (tpot_rule / tpot - 1.0) * 100.0;
+    assert!(
+        text.contains(&format!(
+            "over 6 tokens: TPOT {tpot_rule:.3} vs {tpot:.3} ms ({pct:+.1} %)"
+        )),
+        "{text}"
+    );
+    let kineto = m.kineto.as_ref().expect("the Kineto pass ran").overhead_pct;
+    let k = row(&text, "Kineto profiled pass ÷ timed pass, batch 1");
+    assert_eq!(k[1], format!("{:.2}×", 1.0 + kineto / 100.0), "{k:?}");
+}
