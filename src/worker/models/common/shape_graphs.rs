@@ -47,6 +47,8 @@ pub struct ShapeGraphStats {
 /// runs the function eagerly.
 pub struct ShapeGraphs {
     enabled: bool,
+    /// The config switch that turns these graphs off, named in capture errors.
+    switch: &'static str,
     graphs: RefCell<HashMap<Key, Captured>>,
     stats: RefCell<ShapeGraphStats>,
 }
@@ -62,9 +64,12 @@ impl std::fmt::Debug for ShapeGraphs {
 }
 
 impl ShapeGraphs {
-    pub fn new(enabled: bool) -> Self {
+    /// Graphs that capture when `enabled`; `switch` (e.g. `runtime.optim.vision_cuda_graph`) is
+    /// the setting a capture error names as the fix.
+    pub fn new(enabled: bool, switch: &'static str) -> Self {
         ShapeGraphs {
             enabled,
+            switch,
             graphs: RefCell::new(HashMap::new()),
             stats: RefCell::new(ShapeGraphStats::default()),
         }
@@ -90,7 +95,6 @@ impl ShapeGraphs {
         if !self.enabled {
             return f(inputs);
         }
-
         let key = Key {
             stage,
             inputs: inputs.iter().map(|t| (t.size(), t.kind())).collect(),
@@ -114,8 +118,8 @@ impl ShapeGraphs {
             let share = graphs.values().next().map(|c| &c.graph);
             graph.capture(share, || f(&statics)).with_context(|| {
                 format!(
-                    "capturing {stage} as a CUDA graph (inputs {:?})\n  fix: runtime.optim.vision_cuda_graph=false runs it op by op",
-                    key.inputs
+                    "capturing {stage} as a CUDA graph (inputs {:?})\n  fix: {}=false runs it op by op",
+                    key.inputs, self.switch
                 )
             })?
         };
@@ -147,7 +151,7 @@ mod tests {
 
     #[test]
     fn disabled_runs_every_call_eagerly() {
-        let g = ShapeGraphs::new(false);
+        let g = ShapeGraphs::new(false, "test.switch");
         let x = [
             Tensor::f_ones([2, 3], (Kind::Float, Device::Cpu)).unwrap(),
             Tensor::f_ones([3, 4], (Kind::Float, Device::Cpu)).unwrap(),
@@ -164,7 +168,7 @@ mod tests {
     fn replays_equal_eager_calls_on_a_gpu() {
         assert!(tch::Cuda::is_available(), "no CUDA device");
         let dev = Device::Cuda(0);
-        let g = ShapeGraphs::new(true);
+        let g = ShapeGraphs::new(true, "test.switch");
         let mut kept = Vec::new();
         for round in 0..3 {
             for rows in [5i64, 9] {

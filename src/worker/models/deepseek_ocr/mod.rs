@@ -143,7 +143,10 @@ impl DeepseekOcr {
             kind: weights.kind(),
             vision_batch: None,
             uint8_upload: optim.vision_uint8_upload,
-            vision_graphs: ShapeGraphs::new(optim.vision_cuda_graph && weights_on_gpu),
+            vision_graphs: ShapeGraphs::new(
+                optim.vision_cuda_graph && weights_on_gpu,
+                "runtime.optim.vision_cuda_graph",
+            ),
         })
     }
 
