@@ -381,12 +381,12 @@ def long_rows(off: list[LlmprofRun], on: list[LlmprofRun]) -> tuple[list[Row], l
         which = "default n-gram rule" if on else "no n-gram rule"
         rows.append(Row(f"pages/s, batch {r.batch}, {n:,}-token pages (e2e incl. vision, {which})", "rate",
                         div(r.batch * 1000.0, r.e2e_ms), None, None, None, None))
-    for r in off:
-        rows.append(Row(f"decode ms/token (TPOT), batch {r.batch}, {r.max_new_tokens:,} tokens, no n-gram rule",
-                        "ms", r.tpot_ms, None, None, floors(r).decode_step_ms, div(floors(r).decode_step_ms, r.tpot_ms)))
+    for group, which in ((off, "no n-gram rule"), (on, "default n-gram rule")):
+        for r in group:
+            floor = floors(r).decode_step_ms
+            rows.append(Row(f"decode ms/token (TPOT), batch {r.batch}, {r.max_new_tokens:,} tokens, {which}",
+                            "ms", r.tpot_ms, None, None, floor, div(floor, r.tpot_ms)))
     for r in on:
-        rows.append(Row(f"decode ms/token (TPOT), batch {r.batch}, {r.max_new_tokens:,} tokens, default n-gram rule",
-                        "ms", r.tpot_ms, None, None, floors(r).decode_step_ms, div(floors(r).decode_step_ms, r.tpot_ms)))
         base = off_by.get(r.batch)
         if base is not None and base.tpot_ms and r.tpot_ms is not None:
             notes.append(f"- default n-gram rule vs none at batch {r.batch} over {r.max_new_tokens:,} tokens: TPOT "

@@ -45,6 +45,23 @@ mkdir -p "$out/page"
 cp "$page" "$out/page/"
 out_abs=$(cd "$out" && pwd)
 
+# The user's overrides, for every run (after the script's own).
+user_overrides=("$@")
+# One DeepSeek-OCR stage-1 run into $out_abs/NAME: the sample page repeated B times = one batch of
+# B identical rows (same prompt length, no padding), TOKENS forced new tokens, REPEATS timed
+# repeats after one warm-up, the Kineto pass when PROFILER is true; further arguments are
+# overrides.
+ocr_run() { # NAME B TOKENS REPEATS PROFILER [override...]
+  local name=$1 b=$2 tokens=$3 repeats=$4 prof=$5
+  shift 5
+  "$llmprof" stage1 dataset=folder "dataset.root=$out_abs/page" "dataset.sampling.num_epochs=$b" \
+    "runtime.batch_size=$b" runtime.warmup=1 "runtime.repeats=$repeats" \
+    "infer.max_new_tokens=$tokens" infer.ignore_eos=true \
+    $'infer.prompt=\'<image>\nFree OCR. \'' \
+    "pipeline.torch_profiler.enable=$prof" pipeline.static_analysis.enable=false \
+    "hydra.run.dir=$out_abs/$name" "$@" "${user_overrides[@]}"
+}
+
 runs=()
 model=${MODEL:-}
 first_batch=${batches%% *}
@@ -59,18 +76,12 @@ for b in $batches; do
       "runtime.batch_size=$b" runtime.warmup=1 runtime.repeats=3 \
       "infer.max_new_tokens=$new_tokens" infer.ignore_eos=true infer.no_repeat_ngram_size=0 \
       "pipeline.torch_profiler.enable=$(profiler "$b")" pipeline.static_analysis.enable=false \
-      "hydra.run.dir=$out_abs/llmprof-b$b" "$@"
+      "hydra.run.dir=$out_abs/llmprof-b$b" "${user_overrides[@]}"
     runs+=(--llmprof-run "$b=$out_abs/llmprof-b$b")
     continue
   fi
   echo "== llmprof stage1, batch $b" >&2
-  # One page repeated b times = one batch of b identical rows (same prompt length, no padding).
-  "$llmprof" stage1 dataset=folder "dataset.root=$out_abs/page" "dataset.sampling.num_epochs=$b" \
-    "runtime.batch_size=$b" runtime.warmup=1 runtime.repeats=3 \
-    "infer.max_new_tokens=$new_tokens" infer.ignore_eos=true infer.no_repeat_ngram_size=0 \
-    $'infer.prompt=\'<image>\nFree OCR. \'' \
-    "pipeline.torch_profiler.enable=$(profiler "$b")" pipeline.static_analysis.enable=false \
-    "hydra.run.dir=$out_abs/llmprof-b$b" "$@"
+  ocr_run "llmprof-b$b" "$b" "$new_tokens" 3 "$(profiler "$b")" infer.no_repeat_ngram_size=0
   runs+=(--llmprof-run "$b=$out_abs/llmprof-b$b")
 done
 
@@ -80,12 +91,7 @@ defaults=()
 if [[ -z "$model" && "${NGRAM_ROW:-1}" != 0 ]]; then
   b=${batches##* }
   echo "== llmprof stage1, batch $b, default n-gram rule" >&2
-  "$llmprof" stage1 dataset=folder "dataset.root=$out_abs/page" "dataset.sampling.num_epochs=$b" \
-    "runtime.batch_size=$b" runtime.warmup=1 runtime.repeats=3 \
-    "infer.max_new_tokens=$new_tokens" infer.ignore_eos=true \
-    $'infer.prompt=\'<image>\nFree OCR. \'' \
-    pipeline.torch_profiler.enable=false pipeline.static_analysis.enable=false \
-    "hydra.run.dir=$out_abs/llmprof-b$b-default-ngram" "$@"
+  ocr_run "llmprof-b$b-default-ngram" "$b" "$new_tokens" 3 false
   defaults+=(--llmprof-default-run "$b=$out_abs/llmprof-b$b-default-ngram")
 fi
 
@@ -98,12 +104,7 @@ if [[ -z "$model" && "$long_tokens" != 0 ]]; then
   for rule in none default; do
     echo "== llmprof stage1, batch $b, $long_tokens tokens, n-gram rule: $rule" >&2
     ngram=(); [[ "$rule" == none ]] && ngram=(infer.no_repeat_ngram_size=0)
-    "$llmprof" stage1 dataset=folder "dataset.root=$out_abs/page" "dataset.sampling.num_epochs=$b" \
-      "runtime.batch_size=$b" runtime.warmup=1 runtime.repeats=2 \
-      "infer.max_new_tokens=$long_tokens" infer.ignore_eos=true "${ngram[@]}" \
-      $'infer.prompt=\'<image>\nFree OCR. \'' \
-      pipeline.torch_profiler.enable=false pipeline.static_analysis.enable=false \
-      "hydra.run.dir=$out_abs/llmprof-b$b-long-$rule" "$@"
+    ocr_run "llmprof-b$b-long-$rule" "$b" "$long_tokens" 2 false "${ngram[@]}"
     flag=--llmprof-long-run; [[ "$rule" == default ]] && flag=--llmprof-long-default-run
     long+=("$flag" "$b=$out_abs/llmprof-b$b-long-$rule")
   done

@@ -10,6 +10,8 @@
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
 
+#include <optional>
+
 #ifdef LLMPROF_HAVE_KERNELS
 #include "kernels/launch.h"
 #endif
@@ -38,6 +40,18 @@ void check_tensor(const at::Tensor& t, const char* name, c10::Device device, at:
   TORCH_CHECK(t.scalar_type() == dtype, name, " is ", t.scalar_type(), ", not ", dtype);
   TORCH_CHECK(t.sizes() == sizes, name, " has shape ", t.sizes(), ", expected ", sizes);
   TORCH_CHECK(t.is_contiguous(), name, " must be contiguous");
+}
+
+// The argument the others are checked against: a contiguous `dims`-dimensional tensor on a CUDA
+// device (`shape` names its dimensions in the message), of `dtype` when one is given.
+void check_first(const at::Tensor& t, const char* name, int64_t dims, const char* shape,
+                 std::optional<at::ScalarType> dtype = std::nullopt) {
+  TORCH_CHECK(t.is_cuda(), name, " must be on a CUDA device, got ", t.device());
+  TORCH_CHECK(t.dim() == dims && t.is_contiguous(), name, " must be a contiguous ", shape, ", got ",
+              t.sizes());
+  if (dtype.has_value()) {
+    TORCH_CHECK(t.scalar_type() == *dtype, name, " is ", t.scalar_type(), ", not ", *dtype);
+  }
 }
 
 // `t` like `like` (device, dtype), contiguous, of `sizes`.
@@ -88,9 +102,7 @@ int llmprof_sam_pack_qkv(const void* qkv_p, const void* bias_p, int64_t heads, i
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
 #else
     const auto& qkv = tensor_arg(qkv_p, "qkv");
-    TORCH_CHECK(qkv.is_cuda(), "qkv must be on a CUDA device, got ", qkv.device());
-    TORCH_CHECK(qkv.dim() == 4 && qkv.is_contiguous(), "qkv must be a contiguous [B,H,W,3C], got ",
-                qkv.sizes());
+    check_first(qkv, "qkv", 4, "[B,H,W,3C]");
     TORCH_CHECK(heads > 0, "heads must be positive, got ", heads);
     const int64_t c3 = qkv.size(3);
     TORCH_CHECK(c3 % (3 * heads) == 0, "qkv width ", c3, " is not 3 x ", heads, " heads");
@@ -153,11 +165,7 @@ int llmprof_moe_route(const void* logits_p, int64_t k, double scaling, const voi
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
 #else
     const auto& logits = tensor_arg(logits_p, "logits");
-    TORCH_CHECK(logits.is_cuda(), "logits must be on a CUDA device, got ", logits.device());
-    TORCH_CHECK(logits.dim() == 2 && logits.is_contiguous() &&
-                    logits.scalar_type() == at::kFloat,
-                "logits must be a contiguous fp32 [tokens, experts], got ", logits.sizes(), " ",
-                logits.scalar_type());
+    check_first(logits, "logits", 2, "[tokens, experts]", at::kFloat);
     const int64_t tokens = logits.size(0), experts = logits.size(1);
     TORCH_CHECK(experts >= 1 && experts <= LLMPROF_K_MOE_MAX_EXPERTS, experts,
                 " experts: the one-block router takes 1..", LLMPROF_K_MOE_MAX_EXPERTS);
@@ -195,15 +203,10 @@ int llmprof_ngram_ban(const void* logits_p, const void* recent_p, int64_t n,
 #else
     const auto& logits = tensor_arg(logits_p, "logits");
     const auto& recent = tensor_arg(recent_p, "recent");
-    TORCH_CHECK(logits.is_cuda() && logits.dim() == 2 && logits.is_contiguous() &&
-                    logits.scalar_type() == at::kFloat,
-                "logits must be a contiguous fp32 [rows, vocab] on a CUDA device, got ",
-                logits.sizes(), " ", logits.scalar_type(), " on ", logits.device());
-    TORCH_CHECK(recent.device() == logits.device() && recent.dim() == 2 &&
-                    recent.is_contiguous() && recent.scalar_type() == at::kLong &&
-                    recent.size(0) == logits.size(0),
-                "recent must be a contiguous int64 [", logits.size(0), ", window] beside the logits, got ",
-                recent.sizes(), " ", recent.scalar_type());
+    check_first(logits, "logits", 2, "[rows, vocab]", at::kFloat);
+    TORCH_CHECK(recent.dim() == 2, "recent must be [", logits.size(0), ", window], got ",
+                recent.sizes());
+    check_tensor(recent, "recent", logits.device(), at::kLong, {logits.size(0), recent.size(1)});
     const bool* bannable = nullptr;
     if (bannable_p != nullptr) {
       const auto& b = tensor_arg(bannable_p, "bannable");
@@ -226,14 +229,8 @@ int llmprof_ngram_push(const void* recent_p, const void* next_p) {
 #else
     const auto& recent = tensor_arg(recent_p, "recent");
     const auto& next = tensor_arg(next_p, "next");
-    TORCH_CHECK(recent.is_cuda() && recent.dim() == 2 && recent.is_contiguous() &&
-                    recent.scalar_type() == at::kLong,
-                "recent must be a contiguous int64 [rows, window] on a CUDA device, got ",
-                recent.sizes(), " ", recent.scalar_type());
-    TORCH_CHECK(next.device() == recent.device() && next.scalar_type() == at::kLong &&
-                    next.is_contiguous() && next.numel() == recent.size(0),
-                "next must be a contiguous int64 [", recent.size(0), "], got ", next.sizes(), " ",
-                next.scalar_type());
+    check_first(recent, "recent", 2, "[rows, window]", at::kLong);
+    check_tensor(next, "next", recent.device(), at::kLong, {recent.size(0)});
     TORCH_CHECK(recent.size(1) <= LLMPROF_K_NGRAM_MAX_WINDOW, "an n-gram window of ",
                 recent.size(1), " ids exceeds the kernel's ", LLMPROF_K_NGRAM_MAX_WINDOW);
     c10::cuda::CUDAGuard guard(recent.device());
