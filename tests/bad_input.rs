@@ -248,6 +248,30 @@ fn kernel_switches_without_their_prerequisites_name_the_fix() {
             ),
         "{err}"
     );
+    let err = fails(
+        "rope-kernel-split-projections",
+        &["stage1", "runtime.optim.fused_projections=false"],
+    );
+    assert!(
+        err.contains(
+            "runtime.optim.rope_kv_kernel=true needs runtime.optim.fused_projections=true"
+        ) && err.contains(
+            "fix: set runtime.optim.fused_projections=true, or runtime.optim.rope_kv_kernel=false"
+        ),
+        "{err}"
+    );
+    let err = fails(
+        "combine-kernel-libtorch-routing",
+        &["stage1", "runtime.optim.moe_routing_kernel=false"],
+    );
+    assert!(
+        err.contains(
+            "runtime.optim.moe_combine_kernel=true needs runtime.optim.moe_routing_kernel=true"
+        ) && err.contains(
+            "fix: set runtime.optim.moe_routing_kernel=true, or runtime.optim.moe_combine_kernel=false"
+        ),
+        "{err}"
+    );
 }
 
 #[test]

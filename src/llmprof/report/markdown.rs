@@ -340,6 +340,9 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ("moe_routing_kernel", on(w.moe_routing_kernel).to_string()),
         ("sam_patch_gemm", on(w.sam_patch_gemm).to_string()),
         ("vision_cuda_graph", on(w.vision_cuda_graph).to_string()),
+        ("rope_kv_kernel", on(w.rope_kv_kernel).to_string()),
+        ("moe_combine_kernel", on(w.moe_combine_kernel).to_string()),
+        ("swiglu_kernel", on(w.swiglu_kernel).to_string()),
     ] {
         let _ = writeln!(s, "| {k} | {v} |");
     }

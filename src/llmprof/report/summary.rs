@@ -190,6 +190,9 @@ mod tests {
                 moe_routing_kernel: on,
                 sam_patch_gemm: on,
                 vision_cuda_graph: on,
+                rope_kv_kernel: on,
+                moe_combine_kernel: on,
+                swiglu_kernel: on,
             },
             graphs: on.then(|| GraphStats {
                 graphs_captured: 2,

@@ -309,6 +309,22 @@ pub struct OptimSpec {
     /// pass costs a few launches instead of thousands. Absent: off.
     #[serde(default)]
     pub vision_cuda_graph: bool,
+    /// On a CUDA device with `fused_projections`, each decode step's RoPE on q and k and its
+    /// K/V cache write in llmprof's one CUDA kernel per layer, instead of about eight libtorch
+    /// kernels (RoPE ops, index_copy and the copies of their strided inputs). Absent: off.
+    #[serde(default)]
+    pub rope_kv_kernel: bool,
+    /// On a CUDA device with `moe_routing_kernel`, the MoE combine (the weighted sum of each
+    /// token's expert outputs read from the expert-sorted rows, plus the shared experts) in
+    /// llmprof's one CUDA kernel per layer, instead of the unsort copy, casts, multiply, sum and
+    /// add. Absent: off.
+    #[serde(default)]
+    pub moe_combine_kernel: bool,
+    /// On a CUDA device with `fused_projections`, SwiGLU's activation (silu of the gate half
+    /// times the up half of the fused projection's output) in llmprof's one CUDA kernel,
+    /// instead of silu and a multiply over strided halves. Absent: off.
+    #[serde(default)]
+    pub swiglu_kernel: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -70,6 +70,15 @@ impl RunSpec {
         if o.moe_routing_kernel && !o.grouped_moe {
             bail!("runtime.optim.moe_routing_kernel=true needs runtime.optim.grouped_moe=true: the kernel sorts token slots for the grouped GEMMs\n  fix: set runtime.optim.grouped_moe=true, or runtime.optim.moe_routing_kernel=false");
         }
+        if o.rope_kv_kernel && !o.fused_projections {
+            bail!("runtime.optim.rope_kv_kernel=true needs runtime.optim.fused_projections=true: the kernel reads q, k and v from the one fused projection's output\n  fix: set runtime.optim.fused_projections=true, or runtime.optim.rope_kv_kernel=false");
+        }
+        if o.swiglu_kernel && !o.fused_projections {
+            bail!("runtime.optim.swiglu_kernel=true needs runtime.optim.fused_projections=true: the kernel reads gate and up from the one fused projection's output\n  fix: set runtime.optim.fused_projections=true, or runtime.optim.swiglu_kernel=false");
+        }
+        if o.moe_combine_kernel && !o.moe_routing_kernel {
+            bail!("runtime.optim.moe_combine_kernel=true needs runtime.optim.moe_routing_kernel=true: the combine reads the routing kernel's slot order\n  fix: set runtime.optim.moe_routing_kernel=true, or runtime.optim.moe_combine_kernel=false");
+        }
         if o.cuda_graph && !o.static_kv_cache {
             bail!("runtime.optim.cuda_graph=true needs runtime.optim.static_kv_cache=true: a graph replays fixed addresses, and a growing cache reallocates every step\n  fix: set runtime.optim.static_kv_cache=true, or runtime.optim.cuda_graph=false");
         }

@@ -159,7 +159,7 @@ int llmprof_sam_merge_windows(const void* o_p, int64_t win_h, int64_t win_w, con
 
 int llmprof_moe_route(const void* logits_p, int64_t k, double scaling, const void* weights_p,
                       const void* ids_p, const void* order_p, const void* slot_token_p,
-                      const void* group_ends_p) {
+                      const void* slot_pos_p, const void* group_ends_p) {
   return llmprof::guarded("moe_route", [&] {
 #ifndef LLMPROF_HAVE_KERNELS
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
@@ -182,12 +182,14 @@ int llmprof_moe_route(const void* logits_p, int64_t k, double scaling, const voi
     const auto& ids = check_out(ids_p, "ids", at::kLong, {tokens, k});
     const auto& order = check_out(order_p, "order", at::kLong, {tokens * k});
     const auto& slot_token = check_out(slot_token_p, "slot_token", at::kLong, {tokens * k});
+    const auto& slot_pos = check_out(slot_pos_p, "slot_pos", at::kLong, {tokens * k});
     const auto& group_ends = check_out(group_ends_p, "group_ends", at::kInt, {experts});
     c10::cuda::CUDAGuard guard(logits.device());
     check_launch(
         llmprof_k_moe_route(logits.data_ptr<float>(), tokens, (int)experts, (int)k,
                             (float)scaling, weights.data_ptr<float>(), ids.data_ptr<int64_t>(),
                             order.data_ptr<int64_t>(), slot_token.data_ptr<int64_t>(),
+                            slot_pos.data_ptr<int64_t>(),
                             group_ends.data_ptr<int32_t>(),
                             c10::cuda::getCurrentCUDAStream().stream()),
         "moe_route");
@@ -238,6 +240,110 @@ int llmprof_ngram_push(const void* recent_p, const void* next_p) {
                                       (int)recent.size(1), next.data_ptr<int64_t>(),
                                       c10::cuda::getCurrentCUDAStream().stream()),
                  "ngram_push");
+#endif
+  });
+}
+
+int llmprof_moe_combine(const void* sorted_p, const void* slot_pos_p, const void* weights_p,
+                        const void* shared_p, const void* y_p) {
+  return llmprof::guarded("moe_combine", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& weights = tensor_arg(weights_p, "weights");
+    check_first(weights, "weights", 2, "[tokens, k]", at::kFloat);
+    const int64_t tokens = weights.size(0), k = weights.size(1);
+    TORCH_CHECK(k >= 1 && k <= 64 && tokens >= 1 && tokens <= 65535, tokens, " tokens x top-", k,
+                ": the combine kernel takes 1..65535 tokens and top-1..64");
+    const auto& y = tensor_arg(y_p, "y");
+    check_first(y, "y", 2, "[tokens, hidden]");
+    const int64_t hidden = y.size(1);
+    check_tensor(y, "y", weights.device(), y.scalar_type(), {tokens, hidden});
+    check_like(tensor_arg(sorted_p, "sorted"), y, "sorted", {tokens * k, hidden});
+    const auto& slot_pos = tensor_arg(slot_pos_p, "slot_pos");
+    check_tensor(slot_pos, "slot_pos", weights.device(), at::kLong, {tokens * k});
+    const void* shared = nullptr;
+    if (shared_p != nullptr) {
+      const auto& t = tensor_arg(shared_p, "shared");
+      check_like(t, y, "shared", {tokens, hidden});
+      shared = t.data_ptr();
+    }
+    c10::cuda::CUDAGuard guard(y.device());
+    check_launch(llmprof_k_moe_combine(dtype_code(y), tensor_arg(sorted_p, "sorted").data_ptr(),
+                                       slot_pos.data_ptr<int64_t>(), weights.data_ptr<float>(),
+                                       shared, y.data_ptr(), tokens, hidden, (int)k,
+                                       c10::cuda::getCurrentCUDAStream().stream()),
+                 "moe_combine");
+#endif
+  });
+}
+
+int llmprof_rope_kv(const void* qkv_p, const void* cos_p, const void* sin_p, const void* slot_p,
+                    int64_t heads, int64_t kv_heads, int32_t fused_add, const void* q_p,
+                    const void* k_cache_p, const void* v_cache_p) {
+  return llmprof::guarded("rope_kv", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& qkv = tensor_arg(qkv_p, "qkv");
+    check_first(qkv, "qkv", 3, "[B, 1, (heads + 2 kv_heads) head_dim]");
+    TORCH_CHECK(heads > 0 && kv_heads > 0 && heads % kv_heads == 0, heads, " heads and ", kv_heads,
+                " kv heads: heads must be a positive multiple of kv heads");
+    const int64_t batch = qkv.size(0), width = qkv.size(2);
+    TORCH_CHECK(qkv.size(1) == 1, "qkv must hold one token per row, got ", qkv.sizes());
+    TORCH_CHECK(width % (heads + 2 * kv_heads) == 0, "qkv width ", width, " is not (", heads,
+                " + 2 x ", kv_heads, ") heads");
+    const int64_t hd = width / (heads + 2 * kv_heads);
+    TORCH_CHECK(hd % 2 == 0, "head_dim ", hd, " must be even for rotate-half RoPE");
+    check_like(tensor_arg(cos_p, "cos"), qkv, "cos", {batch, 1, 1, hd});
+    check_like(tensor_arg(sin_p, "sin"), qkv, "sin", {batch, 1, 1, hd});
+    check_like(tensor_arg(q_p, "q"), qkv, "q", {batch, heads, 1, hd});
+    const auto& k_cache = tensor_arg(k_cache_p, "k_cache");
+    TORCH_CHECK(k_cache.dim() == 4, "k_cache must be [B, kv_heads, slots, head_dim], got ",
+                k_cache.sizes());
+    const int64_t slots = k_cache.size(2);
+    check_like(k_cache, qkv, "k_cache", {batch, kv_heads, slots, hd});
+    check_like(tensor_arg(v_cache_p, "v_cache"), qkv, "v_cache", {batch, kv_heads, slots, hd});
+    const auto& slot = tensor_arg(slot_p, "slot");
+    check_tensor(slot, "slot", qkv.device(), at::kLong, {1});
+    llmprof_k_rope_kv_shape s{};
+    s.batch = (int)batch;
+    s.heads = (int)heads;
+    s.kv_heads = (int)kv_heads;
+    s.head_dim = (int)hd;
+    s.slots = slots;
+    s.fused_add = fused_add != 0;
+    c10::cuda::CUDAGuard guard(qkv.device());
+    check_launch(llmprof_k_rope_kv(dtype_code(qkv), qkv.data_ptr(),
+                                   tensor_arg(cos_p, "cos").data_ptr(),
+                                   tensor_arg(sin_p, "sin").data_ptr(), slot.data_ptr<int64_t>(),
+                                   tensor_arg(q_p, "q").data_ptr(), k_cache.data_ptr(),
+                                   tensor_arg(v_cache_p, "v_cache").data_ptr(), s,
+                                   c10::cuda::getCurrentCUDAStream().stream()),
+                 "rope_kv");
+#endif
+  });
+}
+
+int llmprof_silu_mul(const void* gate_up_p, const void* out_p) {
+  return llmprof::guarded("silu_mul", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& gate_up = tensor_arg(gate_up_p, "gate_up");
+    TORCH_CHECK(gate_up.is_cuda() && gate_up.is_contiguous() && gate_up.dim() >= 1,
+                "gate_up must be a contiguous CUDA tensor [.., 2f], got ", gate_up.sizes(), " on ",
+                gate_up.device());
+    const int64_t width = gate_up.size(-1);
+    TORCH_CHECK(width % 2 == 0, "gate_up's last dim ", width, " is not 2f");
+    auto sizes = gate_up.sizes().vec();
+    sizes.back() = width / 2;
+    check_like(tensor_arg(out_p, "out"), gate_up, "out", sizes);
+    c10::cuda::CUDAGuard guard(gate_up.device());
+    check_launch(llmprof_k_silu_mul(dtype_code(gate_up), gate_up.data_ptr(),
+                                    tensor_arg(out_p, "out").data_ptr(), gate_up.numel() / width,
+                                    width / 2, c10::cuda::getCurrentCUDAStream().stream()),
+                 "silu_mul");
 #endif
   });
 }

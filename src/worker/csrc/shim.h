@@ -171,11 +171,26 @@ int llmprof_sam_pack_qkv(const void* qkv, const void* bias, int64_t heads, int64
 int llmprof_sam_merge_windows(const void* o, int64_t win_h, int64_t win_w, const void* out);
 /* DeepSeek MoE routing of fp32 router logits [tokens, experts] in one kernel: weights [tokens, k]
  * fp32 (softmax, top-k, × scaling), ids [tokens, k] int64, the slots sorted stably by expert
- * (order [tokens·k] int64, slot_token [tokens·k] int64) and group_ends [experts] int32.
- * At most 256 experts and 4096 slots. */
+ * (order [tokens·k] int64, slot_token [tokens·k] int64, the inverse permutation slot_pos
+ * [tokens·k] int64) and group_ends [experts] int32. At most 256 experts and 4096 slots. */
 int llmprof_moe_route(const void* logits, int64_t k, double scaling, const void* weights,
                       const void* ids, const void* order, const void* slot_token,
-                      const void* group_ends);
+                      const void* slot_pos, const void* group_ends);
+/* The MoE combine: y [tokens, hidden] = Σ_j weights[t, j]·sorted[slot_pos[t·k + j]] in fp32,
+ * rounded to y's dtype, + shared [tokens, hidden] (or NULL). sorted [tokens·k, hidden] and
+ * shared like y; weights [tokens, k] fp32; slot_pos [tokens·k] int64 from llmprof_moe_route. */
+int llmprof_moe_combine(const void* sorted, const void* slot_pos, const void* weights,
+                        const void* shared, const void* y);
+/* A decode step's RoPE and KV write: qkv [B, 1, (heads + 2·kv_heads)·head_dim] (fused q/k/v
+ * projection), cos and sin [B, 1, 1, head_dim] → q [B, heads, 1, head_dim] rotated, k rotated
+ * and v written into k_cache and v_cache [B, kv_heads, slots, head_dim] at slot *slot ([1]
+ * int64 on the device). fused_add: the second RoPE term added as addcmul does (one FMA). */
+/* SwiGLU's activation: gate_up [.., 2f] (contiguous; gate, then up) → out [.., f] =
+ * silu(gate)·up, rounded to the dtype after the silu and after the product. */
+int llmprof_silu_mul(const void* gate_up, const void* out);
+int llmprof_rope_kv(const void* qkv, const void* cos, const void* sin, const void* slot,
+                    int64_t heads, int64_t kv_heads, int32_t fused_add, const void* q,
+                    const void* k_cache, const void* v_cache);
 /* The windowed n-gram rule: logits [rows, vocab] fp32 set to −∞ in place at the tokens that
  * complete an n-gram of the window recent [rows, window] int64 (bannable [vocab] bool or NULL);
  * then, after the step, recent shifted left by one with next [rows] int64 appended. */

@@ -33,7 +33,28 @@ extern "C" {
         ids: *const c_void,
         order: *const c_void,
         slot_token: *const c_void,
+        slot_pos: *const c_void,
         group_ends: *const c_void,
+    ) -> c_int;
+    fn llmprof_moe_combine(
+        sorted: *const c_void,
+        slot_pos: *const c_void,
+        weights: *const c_void,
+        shared: *const c_void,
+        y: *const c_void,
+    ) -> c_int;
+    fn llmprof_silu_mul(gate_up: *const c_void, out: *const c_void) -> c_int;
+    fn llmprof_rope_kv(
+        qkv: *const c_void,
+        cos: *const c_void,
+        sin: *const c_void,
+        slot: *const c_void,
+        heads: i64,
+        kv_heads: i64,
+        fused_add: i32,
+        q: *const c_void,
+        k_cache: *const c_void,
+        v_cache: *const c_void,
     ) -> c_int;
     fn llmprof_ngram_ban(
         logits: *const c_void,
@@ -81,6 +102,8 @@ pub struct MoeRouting {
     pub order: Tensor,
     /// [tokens·k] int64: the token of each sorted slot (order / k).
     pub slot_token: Tensor,
+    /// [tokens·k] int64: the sorted row of each slot (the inverse of `order`).
+    pub slot_pos: Tensor,
     /// [experts] int32: cumulative slot counts per expert (grouped GEMM group ends).
     pub group_ends: Tensor,
 }
@@ -97,6 +120,7 @@ pub fn moe_route(logits: &Tensor, k: i64, scaling: f64) -> Result<MoeRouting, Sh
         ids: empty(&[n, k], (tch::Kind::Int64, dev))?,
         order: empty(&[n * k], (tch::Kind::Int64, dev))?,
         slot_token: empty(&[n * k], (tch::Kind::Int64, dev))?,
+        slot_pos: empty(&[n * k], (tch::Kind::Int64, dev))?,
         group_ends: empty(&[e], (tch::Kind::Int, dev))?,
     };
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
@@ -109,10 +133,91 @@ pub fn moe_route(logits: &Tensor, k: i64, scaling: f64) -> Result<MoeRouting, Sh
             ptr(&r.ids),
             ptr(&r.order),
             ptr(&r.slot_token),
+            ptr(&r.slot_pos),
             ptr(&r.group_ends),
         )
     })?;
     Ok(r)
+}
+
+/// The MoE combine in one kernel: Σ_j `weights`[t, j] · `sorted`[`slot_pos`[t·k + j]] in fp32,
+/// rounded to `sorted`'s dtype, then + `shared` [tokens, hidden] when given → [tokens, hidden].
+/// `sorted` [tokens·k, hidden] is the grouped GEMM's output in expert-sorted order; `slot_pos`
+/// and `weights` come from [`moe_route`].
+pub fn moe_combine(
+    sorted: &Tensor,
+    slot_pos: &Tensor,
+    weights: &Tensor,
+    shared: Option<&Tensor>,
+) -> Result<Tensor, ShimError> {
+    let (tokens, _) = weights
+        .size2()
+        .map_err(|err| ShimError::new(format!("moe_combine: weights: {err}")))?;
+    let (_, hidden) = sorted
+        .size2()
+        .map_err(|err| ShimError::new(format!("moe_combine: sorted: {err}")))?;
+    let y = empty(&[tokens, hidden], (sorted.kind(), sorted.device()))?;
+    let shared = shared.map_or(std::ptr::null(), ptr);
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe {
+        llmprof_moe_combine(ptr(sorted), ptr(slot_pos), ptr(weights), shared, ptr(&y))
+    })?;
+    Ok(y)
+}
+
+/// A decode step's RoPE and KV-cache write in one kernel. `qkv` [B, 1, (heads + 2·kv_heads)·hd]
+/// is the fused projection's output, `cos`/`sin` [B, 1, 1, hd] the rotate-half tables; q and k
+/// are rotated, k and v written into `k_cache`/`v_cache` [B, kv_heads, slots, hd] at the slot
+/// held by `slot` ([1] int64 on the device). `fused_add`: the second term added as one FMA (as
+/// `addcmul` does), else as a rounded product and an add. Returns q [B, heads, 1, hd].
+pub fn rope_kv(
+    qkv: &Tensor,
+    (cos, sin): (&Tensor, &Tensor),
+    slot: &Tensor,
+    (heads, kv_heads): (i64, i64),
+    fused_add: bool,
+    k_cache: &Tensor,
+    v_cache: &Tensor,
+) -> Result<Tensor, ShimError> {
+    let size = qkv.size();
+    if size.len() != 3 || kv_heads < 1 || size[2] % (heads + 2 * kv_heads) != 0 {
+        return Err(ShimError::new(format!(
+            "rope_kv: qkv {size:?} is not [B, 1, ({heads} + 2 x {kv_heads}) heads x head_dim]"
+        )));
+    }
+    let hd = size[2] / (heads + 2 * kv_heads);
+    let q = empty(&[size[0], heads, 1, hd], (qkv.kind(), qkv.device()))?;
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe {
+        llmprof_rope_kv(
+            ptr(qkv),
+            ptr(cos),
+            ptr(sin),
+            ptr(slot),
+            heads,
+            kv_heads,
+            i32::from(fused_add),
+            ptr(&q),
+            ptr(k_cache),
+            ptr(v_cache),
+        )
+    })?;
+    Ok(q)
+}
+
+/// SwiGLU's activation in one kernel: `gate_up` [.., 2f] (contiguous, CUDA; gate columns then
+/// up columns) → silu(gate)·up [.., f], rounded after the silu and after the product as
+/// libtorch's two ops round.
+pub fn silu_mul(gate_up: &Tensor) -> Result<Tensor, ShimError> {
+    let mut size = gate_up.size();
+    let Some(last) = size.last_mut() else {
+        return Err(ShimError::new("silu_mul: gate_up is a scalar".to_string()));
+    };
+    *last /= 2;
+    let out = empty(&size, (gate_up.kind(), gate_up.device()))?;
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe { llmprof_silu_mul(ptr(gate_up), ptr(&out)) })?;
+    Ok(out)
 }
 
 /// Whether this build carries the kernels.

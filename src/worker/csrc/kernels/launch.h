@@ -51,11 +51,39 @@ int llmprof_k_sam_merge_windows(int dtype, const void* o, const int64_t* o_strid
 /* DeepSeek MoE routing of `tokens` rows of fp32 router logits [tokens, experts]: softmax, greedy
  * top-k (no renormalisation) × scaling → weights [tokens, k] fp32 and ids [tokens, k] int64 (in
  * descending order of weight; equal logits: lower id first); the slots (token·k + j) sorted
- * stably by expert → order [tokens·k] int64 and their tokens slot_token [tokens·k] int64; the
- * cumulative expert counts group_ends [experts] int32. One block; tokens·k ≤ MAX_SLOTS. */
+ * stably by expert → order [tokens·k] int64, their tokens slot_token [tokens·k] int64 and the
+ * inverse permutation slot_pos [tokens·k] int64 (slot → sorted row); the cumulative expert counts
+ * group_ends [experts] int32. One block; tokens·k ≤ MAX_SLOTS. */
 int llmprof_k_moe_route(const float* logits, int64_t tokens, int experts, int k, float scaling,
                         float* weights, int64_t* ids, int64_t* order, int64_t* slot_token,
-                        int32_t* group_ends, void* stream);
+                        int64_t* slot_pos, int32_t* group_ends, void* stream);
+
+/* The MoE combine: y [tokens, hidden] = round(Σ_j weights[t, j] · sorted[slot_pos[t·k + j]])
+ * (+ shared [tokens, hidden] when not NULL, added after the rounding), the sum in fp32 in order
+ * j = 0..k−1. sorted [tokens·k, hidden] holds the expert outputs in expert-sorted order,
+ * weights [tokens, k] fp32, slot_pos [tokens·k] int64 as moe_route writes it; k ≤ 64,
+ * tokens ≤ 65535. */
+int llmprof_k_moe_combine(int dtype, const void* sorted, const int64_t* slot_pos,
+                          const float* weights, const void* shared, void* y, int64_t tokens,
+                          int64_t hidden, int k, void* stream);
+
+/* One decode step's RoPE and KV-cache write for a fused qkv projection. */
+typedef struct llmprof_k_rope_kv_shape {
+  int batch, heads, kv_heads, head_dim;
+  /* Slots of the KV cache per (row, kv head). */
+  int64_t slots;
+  /* 1: the second RoPE term added with one fused multiply-add (libtorch's addcmul); 0: rounded
+   * product, then add. */
+  int fused_add;
+} llmprof_k_rope_kv_shape;
+
+/* qkv [batch, (heads + 2·kv_heads)·head_dim] (one token per row: q heads, k heads, v heads),
+ * cos and sin [batch, head_dim] (NeoX rotate-half tables of each row's position): q rotated →
+ * q [batch, heads, head_dim]; k rotated and v → k_cache and v_cache [batch, kv_heads, slots,
+ * head_dim] at slot *slot (a device int64; out of range: nothing written). */
+int llmprof_k_rope_kv(int dtype, const void* qkv, const void* cos, const void* sin,
+                      const int64_t* slot, void* q, void* k_cache, void* v_cache,
+                      llmprof_k_rope_kv_shape shape, void* stream);
 
 /* The windowed no-repeat-n-gram rule. recent [rows, window] int64: the last `window` generated
  * ids per row, newest last, unwritten slots negative. ngram_ban sets logits [rows, vocab] fp32
@@ -67,6 +95,11 @@ int llmprof_k_ngram_ban(float* logits, int64_t rows, int64_t vocab, const int64_
                         int window, int n, const bool* bannable, void* stream);
 int llmprof_k_ngram_push(int64_t* recent, int64_t rows, int window, const int64_t* next,
                          void* stream);
+
+/* SwiGLU's activation: gate_up [rows, 2f] (gate columns, then up columns) → out [rows, f] =
+ * round(round(silu(gate)) · up). */
+int llmprof_k_silu_mul(int dtype, const void* gate_up, void* out, int64_t rows, int64_t f,
+                       void* stream);
 
 #ifdef __cplusplus
 }

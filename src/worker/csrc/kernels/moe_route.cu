@@ -26,7 +26,7 @@ __device__ __forceinline__ bool beats(float v, int e, float bv, int be) {
 __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int experts, int k,
                           float scaling, float* __restrict__ weights, int64_t* __restrict__ ids,
                           int64_t* __restrict__ order, int64_t* __restrict__ slot_token,
-                          int32_t* __restrict__ group_ends) {
+                          int64_t* __restrict__ slot_pos, int32_t* __restrict__ group_ends) {
   __shared__ int counts[LLMPROF_K_MOE_MAX_EXPERTS];
   __shared__ int starts[LLMPROF_K_MOE_MAX_EXPERTS];
   __shared__ int slot_expert[LLMPROF_K_MOE_MAX_SLOTS];
@@ -115,6 +115,7 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
         const int rank = __popc(ballot & ((1u << lane) - 1u));
         order[pos + rank] = s;
         slot_token[pos + rank] = s / k;
+        slot_pos[s] = pos + rank;
       }
       pos += __popc(ballot);
     }
@@ -125,12 +126,13 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
 
 extern "C" int llmprof_k_moe_route(const float* logits, int64_t tokens, int experts, int k,
                                    float scaling, float* weights, int64_t* ids, int64_t* order,
-                                   int64_t* slot_token, int32_t* group_ends, void* stream) {
+                                   int64_t* slot_token, int64_t* slot_pos, int32_t* group_ends,
+                                   void* stream) {
   if (experts < 1 || experts > LLMPROF_K_MOE_MAX_EXPERTS || k < 1 || k > experts ||
       tokens * k > LLMPROF_K_MOE_MAX_SLOTS) {
     return (int)cudaErrorInvalidValue;
   }
   moe_route<<<1, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      logits, tokens, experts, k, scaling, weights, ids, order, slot_token, group_ends);
+      logits, tokens, experts, k, scaling, weights, ids, order, slot_token, slot_pos, group_ends);
   return (int)cudaGetLastError();
 }

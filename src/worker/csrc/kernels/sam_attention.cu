@@ -3,20 +3,14 @@
 // replace, per block, the pad, window-partition and head-split copies, the key one-hots and the
 // two concatenations; the relative-position products stay cuBLAS GEMMs over the q copies this
 // kernel writes in their layout (docs/performance.md, "Round 2, kernels").
+#include "dtype.cuh"
 #include "launch.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 namespace {
 
-template <typename T> __device__ __forceinline__ T from_f(float x);
-template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) {
-  return __float2bfloat16(x);
-}
-template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half(x); }
+using llmprof_k::from_f;
 
 constexpr int kThreads = 256;
 
@@ -117,29 +111,11 @@ extern "C" int llmprof_k_sam_pack_qkv(int dtype, const void* qkv, const void* bi
                                       void* k_aug, void* v, void* q_rows, void* q_cols,
                                       llmprof_k_sam_shape shape, void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case LLMPROF_K_F32:
-      return launch_pack<float>(qkv, bias, q_aug, k_aug, v, q_rows, q_cols, shape, st);
-    case LLMPROF_K_BF16:
-      return launch_pack<__nv_bfloat16>(qkv, bias, q_aug, k_aug, v, q_rows, q_cols, shape, st);
-    case LLMPROF_K_F16:
-      return launch_pack<__half>(qkv, bias, q_aug, k_aug, v, q_rows, q_cols, shape, st);
-    default:
-      return (int)cudaErrorInvalidValue;
-  }
+  LLMPROF_K_DISPATCH(dtype, launch_pack, qkv, bias, q_aug, k_aug, v, q_rows, q_cols, shape, st)
 }
 
 extern "C" int llmprof_k_sam_merge_windows(int dtype, const void* o, const int64_t* o_strides,
                                            void* out, llmprof_k_sam_shape shape, void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case LLMPROF_K_F32:
-      return launch_merge<float>(o, o_strides, out, shape, st);
-    case LLMPROF_K_BF16:
-      return launch_merge<__nv_bfloat16>(o, o_strides, out, shape, st);
-    case LLMPROF_K_F16:
-      return launch_merge<__half>(o, o_strides, out, shape, st);
-    default:
-      return (int)cudaErrorInvalidValue;
-  }
+  LLMPROF_K_DISPATCH(dtype, launch_merge, o, o_strides, out, shape, st)
 }

@@ -4,6 +4,7 @@
 
 use super::kv_cache::{AttnMask, KvCache};
 use super::tensors::WeightPath;
+use crate::ffi::kernels;
 use anyhow::Result;
 use llmprof::model::dense::RopeScaling;
 use tch::{Kind, Tensor};
@@ -128,6 +129,9 @@ pub struct Attention {
     kv_heads: i64,
     head_dim: i64,
     sdpa: bool,
+    /// Decode steps on a GPU with the fused projection: RoPE and the K/V write in llmprof's
+    /// kernel (`runtime.optim.rope_kv_kernel`).
+    pub rope_kv_kernel: bool,
 }
 
 impl Attention {
@@ -161,6 +165,7 @@ impl Attention {
             kv_heads: shape.kv_heads,
             head_dim: shape.head_dim,
             sdpa,
+            rope_kv_kernel: false,
         })
     }
 
@@ -237,7 +242,7 @@ impl Attention {
             let (m, causal) = match mask {
                 AttnMask::None => (None, false),
                 AttnMask::Causal => (None, true),
-                AttnMask::Explicit(m) => (Some(m), false),
+                AttnMask::Explicit(m) | AttnMask::Additive(m) => (Some(m), false),
             };
             Tensor::f_scaled_dot_product_attention(q, k, v, m, 0.0, causal, None, false)?
         } else {
@@ -282,6 +287,24 @@ impl Attention {
         mask: &AttnMask,
         window: i64,
     ) -> Result<Tensor> {
+        if let (true, true, Qkv::Fused(w, bias)) =
+            (self.rope_kv_kernel, x.device().is_cuda(), &self.qkv)
+        {
+            let y = x.f_linear(w, bias.as_ref())?; // (b, 1, (nh + 2 nkv)·hd)
+            let (k_cache, v_cache, slot) = cache.device_step_buffers(layer);
+            // The eager formula this replaces: addcmul (one FMA) without GQA, else mul + add.
+            let q = kernels::rope_kv(
+                &y,
+                (&cos_sin.0, &cos_sin.1),
+                slot,
+                (self.heads, self.kv_heads),
+                self.heads == self.kv_heads,
+                k_cache,
+                v_cache,
+            )?;
+            let (k_all, v_all) = cache.window(layer, window)?;
+            return self.attend(&q, &k_all, &v_all, mask);
+        }
         let (q, k, v) = self.project(x, cos_sin)?;
         let (k_all, v_all) = cache.append_at_device_len(layer, &k, &v, window)?;
         self.attend(&q, &k_all, &v_all, mask)
@@ -313,6 +336,7 @@ fn math_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result
             )
         }
         AttnMask::Explicit(m) => Some(m.f_logical_not()?),
+        AttnMask::Additive(m) => Some(m.f_isneginf()?),
     };
     let scores = match hidden {
         Some(h) => scores.f_masked_fill(&h, f64::NEG_INFINITY)?,
@@ -323,6 +347,9 @@ fn math_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result
         .f_to_kind(q.kind())?
         .f_matmul(v)?)
 }
+
+#[cfg(test)]
+mod gpu_tests;
 
 #[cfg(test)]
 mod tests {

@@ -2,7 +2,7 @@
 //! RMSNorm, feed-forward), final RMSNorm, lm_head (its own weight or the tied embedding). The
 //! family decides each layer's feed-forward (dense SwiGLU, MoE, ...).
 use super::attention::{Attention, AttnShape, Rope};
-use super::kv_cache::{AttnMask, KvCache, KvDims};
+use super::kv_cache::{KvCache, KvDims};
 use super::layers::{RmsNorm, SwiGlu};
 use super::tensors::WeightPath;
 use crate::models::common::optim::ModelOptim;
@@ -94,17 +94,29 @@ impl Decoder {
         ffn: impl Fn(&WeightPath, i64) -> Result<Box<dyn FeedForward>>,
     ) -> Result<Self> {
         let m = vs.sub("model");
+        if vs.device().is_cuda() {
+            crate::ffi::kernels::require(
+                "rope_kv_kernel",
+                optim.rope_kv_kernel && optim.fused_projections,
+            )?;
+            crate::ffi::kernels::require(
+                "swiglu_kernel",
+                optim.swiglu_kernel && optim.fused_projections,
+            )?;
+        }
         let layers = (0..dims.layers)
             .map(|i| {
                 let l = m.sub("layers").sub(i);
+                let mut attn = Attention::load(
+                    &l.sub("self_attn"),
+                    dims.attn,
+                    optim.fused_projections,
+                    optim.sdpa,
+                )?;
+                attn.rope_kv_kernel = optim.rope_kv_kernel;
                 Ok(DecoderLayer {
                     input_ln: norm(&l.sub("input_layernorm"), dims.rms_norm_eps, optim)?,
-                    attn: Attention::load(
-                        &l.sub("self_attn"),
-                        dims.attn,
-                        optim.fused_projections,
-                        optim.sdpa,
-                    )?,
+                    attn,
                     post_ln: norm(&l.sub("post_attention_layernorm"), dims.rms_norm_eps, optim)?,
                     ffn: ffn(&l.sub("mlp"), i)?,
                 })
@@ -192,7 +204,7 @@ impl Decoder {
         cache.check_device_step(window)?;
         let positions = cache.device_step_positions()?; // (b, 1)
         let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
-        let mask = AttnMask::Explicit(cache.device_step_mask(window)?);
+        let mask = cache.device_step_additive_mask(window, x.kind())?;
         let mut h = x.shallow_clone();
         for (i, layer) in self.layers.iter().enumerate() {
             h = layer.forward(&h, |a, x| {

@@ -52,7 +52,7 @@ pub struct VariantCheck {
 /// `kv_bucket` slots.
 pub fn variants(kv_bucket: i64, moe: bool) -> Vec<(String, ModelOptim, StepPath)> {
     let e = ModelOptim::EAGER;
-    let mut v = vec![
+    let mut v: Vec<(String, ModelOptim, StepPath)> = vec![
         (
             "fused_projections".into(),
             ModelOptim {
@@ -100,16 +100,50 @@ pub fn variants(kv_bucket: i64, moe: bool) -> Vec<(String, ModelOptim, StepPath)
             StepPath::Eager,
         ),
         (
+            "swiglu_kernel".into(),
+            ModelOptim {
+                fused_projections: true,
+                swiglu_kernel: true,
+                ..e
+            },
+            StepPath::Eager,
+        ),
+        (
+            "moe_combine_kernel".into(),
+            ModelOptim {
+                grouped_moe: true,
+                moe_routing_kernel: true,
+                moe_combine_kernel: true,
+                ..e
+            },
+            StepPath::Eager,
+        ),
+        (
+            // The kernel runs in the fixed-shape step only, so this variant takes the graph path
+            // (which needs the static cache, and for a MoE model the grouped dispatch).
+            "rope_kv_kernel+cuda_graph".into(),
+            ModelOptim {
+                fused_projections: true,
+                static_kv_cache: true,
+                grouped_moe: true,
+                rope_kv_kernel: true,
+                ..e
+            },
+            StepPath::Graph { kv_bucket },
+        ),
+        (
             "all+cuda_graph".into(),
             ModelOptim::FAST,
             StepPath::Graph { kv_bucket },
         ),
     ];
     if !moe {
-        v.retain(|(name, _, _)| name != "grouped_moe" && name != "moe_routing_kernel");
+        let moe_only = ["grouped_moe", "moe_routing_kernel", "moe_combine_kernel"];
+        v.retain(|(name, _, _)| !moe_only.contains(&name.as_str()));
         for (_, o, _) in v.iter_mut() {
             o.grouped_moe = false;
             o.moe_routing_kernel = false;
+            o.moe_combine_kernel = false;
         }
     }
     v

@@ -25,6 +25,9 @@ pub enum AttnMask {
     Causal,
     /// Boolean mask [B,1,T,L], true = attend.
     Explicit(Tensor),
+    /// Additive mask [B,1,T,L] in the attention's dtype: 0 = attend, −∞ = hidden. Built once
+    /// per decode step, so that fused attention does not convert a boolean mask in every layer.
+    Additive(Tensor),
 }
 
 #[derive(Debug)]
@@ -201,6 +204,17 @@ impl KvCache {
         let _ = self.v[layer]
             .shallow_clone()
             .f_index_copy_(2, &self.len_t, v)?;
+        self.window(layer, window)
+    }
+
+    /// `layer`'s whole K and V buffers [B, kv_heads, capacity, head_dim] and the device-side slot
+    /// counter [1], for a kernel that writes the step's slot itself.
+    pub fn device_step_buffers(&self, layer: usize) -> (&Tensor, &Tensor, &Tensor) {
+        (&self.k[layer], &self.v[layer], &self.len_t)
+    }
+
+    /// Views of `layer`'s first `window` slots.
+    pub fn window(&self, layer: usize, window: i64) -> Result<(Tensor, Tensor)> {
         Ok((
             self.k[layer].f_narrow(2, 0, window)?,
             self.v[layer].f_narrow(2, 0, window)?,
@@ -223,6 +237,14 @@ impl KvCache {
         let pad = self.pad_t.f_view([self.batch, 1, 1, 1])?;
         Ok(j.f_ge_tensor(&pad)?
             .f_logical_and(&j.f_le_tensor(&self.len_t.f_view([1, 1, 1, 1])?)?)?)
+    }
+
+    /// [`KvCache::device_step_mask`] as an additive mask in `kind` (0 visible, −∞ hidden).
+    pub fn device_step_additive_mask(&self, window: i64, kind: Kind) -> Result<AttnMask> {
+        let visible = self.device_step_mask(window)?;
+        Ok(AttnMask::Additive(
+            Tensor::f_where_scalar(&visible, 0.0, f64::NEG_INFINITY)?.f_to_kind(kind)?,
+        ))
     }
 
     /// Moves the device-side counter by one (inside the captured step).

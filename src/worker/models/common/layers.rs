@@ -1,6 +1,7 @@
 //! Small building blocks shared by the encoders and the decoder: Linear, LayerNorm, RMSNorm,
 //! SwiGLU MLP. Each is loaded by official tensor names from a [`WeightPath`].
 
+use crate::ffi::kernels;
 use crate::models::common::tensors::WeightPath;
 use anyhow::Result;
 use tch::{Kind, Tensor};
@@ -110,14 +111,15 @@ impl GateUp {
         })
     }
 
-    /// `silu(x·gateᵀ) ⊙ x·upᵀ` [..., F].
-    pub fn act(&self, xs: &Tensor) -> Result<Tensor> {
+    /// `silu(x·gateᵀ) ⊙ x·upᵀ` [..., F]; `kernel`: the fused form's activation in llmprof's
+    /// kernel on a GPU.
+    pub fn act(&self, xs: &Tensor, kernel: bool) -> Result<Tensor> {
         match self {
             GateUp::Split { gate, up } => Ok(xs
                 .f_linear::<Tensor>(gate, None)?
                 .f_silu()?
                 .f_mul(&xs.f_linear::<Tensor>(up, None)?)?),
-            GateUp::Fused(w) => silu_mul_halves(&xs.f_linear::<Tensor>(w, None)?, -1),
+            GateUp::Fused(w) => silu_mul_last(&xs.f_linear::<Tensor>(w, None)?, kernel),
         }
     }
 }
@@ -132,11 +134,22 @@ pub fn silu_mul_halves(gu: &Tensor, dim: i64) -> Result<Tensor> {
         .f_mul(&gu.f_narrow(d, f, f)?)?)
 }
 
+/// [`silu_mul_halves`] over the last dim, in llmprof's one kernel when `kernel` is set and `gu`
+/// is a contiguous CUDA tensor (`runtime.optim.swiglu_kernel`).
+pub fn silu_mul_last(gu: &Tensor, kernel: bool) -> Result<Tensor> {
+    if kernel && gu.device().is_cuda() && gu.is_contiguous() {
+        return Ok(kernels::silu_mul(gu)?);
+    }
+    silu_mul_halves(gu, -1)
+}
+
 /// SwiGLU MLP: `down(silu(gate(x)) ⊙ up(x))`, bias-free (dense layer, shared experts).
 #[derive(Debug)]
 pub struct SwiGlu {
     pub gate_up: GateUp,
     pub down: Tensor,
+    /// The activation in llmprof's kernel on a GPU (`runtime.optim.swiglu_kernel`).
+    pub kernel: bool,
 }
 
 impl SwiGlu {
@@ -149,10 +162,43 @@ impl SwiGlu {
                 fused,
             )?,
             down: vs.get("down_proj.weight")?,
+            kernel: false,
         })
     }
 
+    /// This MLP with its activation in llmprof's kernel on a GPU when `on`.
+    pub fn with_kernel(self, on: bool) -> Self {
+        SwiGlu { kernel: on, ..self }
+    }
+
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        Ok(self.gate_up.act(xs)?.f_linear::<Tensor>(&self.down, None)?)
+        Ok(self
+            .gate_up
+            .act(xs, self.kernel)?
+            .f_linear::<Tensor>(&self.down, None)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tch::{Device, Kind};
+
+    /// The SwiGLU kernel against silu and the multiply over the halves in libtorch, bit for bit,
+    /// in fp32 and bf16, for decode-sized and prefill-sized rows.
+    #[test]
+    #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+    fn silu_mul_kernel_equals_libtorch_on_a_gpu() {
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        let dev = Device::Cuda(0);
+        for kind in [Kind::Float, Kind::BFloat16] {
+            for rows in [1i64, 32, 1000] {
+                let gu = Tensor::randn([rows, 2 * 896], (kind, dev)) * 4.0;
+                let got = silu_mul_last(&gu, true).unwrap();
+                let want = silu_mul_halves(&gu, -1).unwrap();
+                let differ = got.ne_tensor(&want).sum(Kind::Int64).int64_value(&[]);
+                assert_eq!(differ, 0, "{kind:?}, {rows} rows: {differ} values differ");
+            }
+        }
     }
 }

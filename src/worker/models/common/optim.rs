@@ -38,6 +38,13 @@ pub struct ModelOptim {
     pub vision_uint8_upload: bool,
     /// Vision (CUDA only): each stage captured as a CUDA graph per input shape and replayed.
     pub vision_cuda_graph: bool,
+    /// Decode steps (CUDA only, with `fused_projections`): RoPE and the K/V cache write in one
+    /// llmprof CUDA kernel per layer.
+    pub rope_kv_kernel: bool,
+    /// MoE (CUDA only, with `moe_routing_kernel`): the combine in one llmprof CUDA kernel.
+    pub moe_combine_kernel: bool,
+    /// SwiGLU MLPs (CUDA only, with `fused_projections`): the activation in one llmprof kernel.
+    pub swiglu_kernel: bool,
 }
 
 impl ModelOptim {
@@ -55,6 +62,9 @@ impl ModelOptim {
         moe_routing_kernel: false,
         sam_patch_gemm: false,
         vision_cuda_graph: false,
+        rope_kv_kernel: false,
+        moe_combine_kernel: false,
+        swiglu_kernel: false,
     };
 
     /// Everything on.
@@ -71,6 +81,9 @@ impl ModelOptim {
         moe_routing_kernel: true,
         sam_patch_gemm: true,
         vision_cuda_graph: true,
+        rope_kv_kernel: true,
+        moe_combine_kernel: true,
+        swiglu_kernel: true,
     };
 }
 
@@ -91,6 +104,9 @@ impl Default for ModelOptim {
             moe_routing_kernel: false,
             sam_patch_gemm: false,
             vision_cuda_graph: false,
+            rope_kv_kernel: false,
+            moe_combine_kernel: false,
+            swiglu_kernel: false,
         }
     }
 }
@@ -111,5 +127,8 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         moe_routing_kernel: o.moe_routing_kernel,
         sam_patch_gemm: o.sam_patch_gemm,
         vision_cuda_graph: o.vision_cuda_graph,
+        rope_kv_kernel: o.rope_kv_kernel,
+        moe_combine_kernel: o.moe_combine_kernel,
+        swiglu_kernel: o.swiglu_kernel,
     }
 }

@@ -91,6 +91,10 @@ impl DeepseekOcr {
                 "moe_routing_kernel",
                 optim.moe_routing_kernel && optim.grouped_moe && has(Part::Decoder),
             )?;
+            crate::ffi::kernels::require(
+                "moe_combine_kernel",
+                optim.moe_combine_kernel && optim.moe_routing_kernel && has(Part::Decoder),
+            )?;
         }
         let weights_on_gpu = weights.device().is_cuda();
         let vs = weights.root();

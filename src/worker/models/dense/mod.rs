@@ -61,7 +61,9 @@ impl DenseLm {
         arch.validate()?;
         let vs = WeightPath::root(tensors, device, kind);
         let decoder = Decoder::load(&vs, &dims(arch), optim, |mlp, _| {
-            Ok(Box::new(SwiGlu::load(mlp, optim.fused_projections)?) as Box<dyn FeedForward>)
+            Ok(Box::new(
+                SwiGlu::load(mlp, optim.fused_projections)?.with_kernel(optim.swiglu_kernel),
+            ) as Box<dyn FeedForward>)
         })?;
         Ok(DenseLm {
             arch: arch.clone(),

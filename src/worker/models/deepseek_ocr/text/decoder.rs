@@ -45,13 +45,16 @@ pub fn kv_dims(cfg: &DecoderConfig) -> KvDims {
 pub fn load(vs: &WeightPath, cfg: &DecoderConfig, o: &ModelOptim) -> Result<Decoder> {
     Decoder::load(vs, &dims(cfg), o, |mlp, i| {
         Ok(if i < cfg.first_k_dense_replace {
-            Box::new(SwiGlu::load(mlp, o.fused_projections)?) as Box<dyn FeedForward>
+            Box::new(SwiGlu::load(mlp, o.fused_projections)?.with_kernel(o.swiglu_kernel))
+                as Box<dyn FeedForward>
         } else {
-            let mut moe = Moe::load(mlp, cfg, o.fused_projections)?;
+            let mut moe =
+                Moe::load(mlp, cfg, o.fused_projections)?.with_swiglu_kernel(o.swiglu_kernel);
             if o.grouped_moe {
                 moe.dispatch = MoeDispatch::Grouped;
             }
             moe.routing_kernel = o.moe_routing_kernel;
+            moe.combine_kernel = o.moe_combine_kernel;
             Box::new(moe)
         })
     })

@@ -2,7 +2,7 @@
 //! routed SwiGLU experts summed in fp32, plus always-on shared experts.
 
 use crate::ffi::kernels;
-use crate::models::common::layers::{silu_mul_halves, GateUp, SwiGlu};
+use crate::models::common::layers::{silu_mul_halves, silu_mul_last, GateUp, SwiGlu};
 use crate::models::common::tensors::WeightPath;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::DecoderConfig;
@@ -42,6 +42,12 @@ pub struct Moe {
     /// slots: softmax, top-k and the expert sort in llmprof's one routing kernel
     /// (`runtime.optim.moe_routing_kernel`).
     pub routing_kernel: bool,
+    /// With the routing kernel: the combine in llmprof's one kernel, reading the expert-sorted
+    /// rows directly (`runtime.optim.moe_combine_kernel`).
+    pub combine_kernel: bool,
+    /// SwiGLU activations (routed and shared experts) in llmprof's kernel on a GPU
+    /// (`runtime.optim.swiglu_kernel`); set with [`Moe::with_swiglu_kernel`].
+    swiglu_kernel: bool,
 }
 
 impl Moe {
@@ -71,7 +77,19 @@ impl Moe {
             scaling: cfg.routed_scaling_factor,
             dispatch: MoeDispatch::Auto,
             routing_kernel: false,
+            combine_kernel: false,
+            swiglu_kernel: false,
         })
+    }
+
+    /// This MoE with its SwiGLU activations (routed and shared experts) in llmprof's kernel on
+    /// a GPU when `on`.
+    pub fn with_swiglu_kernel(self, on: bool) -> Self {
+        Moe {
+            shared: self.shared.map(|s| s.with_kernel(on)),
+            swiglu_kernel: on,
+            ..self
+        }
     }
 
     /// Router logits in fp32: x [N,H] → [N,E].
@@ -111,8 +129,16 @@ impl Moe {
         let xs = x.f_reshape([b * t, h])?; // (n, h)
         if self.uses_routing_kernel(&xs) {
             let r = kernels::moe_route(&self.router_logits(&xs)?, self.top_k, self.scaling)?;
-            let per_slot =
-                self.experts_grouped_sorted(&xs, &r.order, &r.slot_token, &r.group_ends)?;
+            let sorted = self.experts_grouped_sorted(&xs, &r.slot_token, &r.group_ends)?;
+            if self.combine_kernel {
+                let shared = match &self.shared {
+                    Some(s) => Some(s.forward(&xs)?),
+                    None => None,
+                };
+                let y = kernels::moe_combine(&sorted, &r.slot_pos, &r.weights, shared.as_ref())?;
+                return Ok(y.f_view(x.size().as_slice())?);
+            }
+            let per_slot = unsort(&sorted, &r.order, b * t, self.top_k, h)?;
             return self.combine(&per_slot, &r.weights, &xs, x);
         }
         let (w, idx) = self.route(&xs)?;
@@ -182,7 +208,7 @@ impl Moe {
                 },
                 GateUp::Fused(w) => GateUp::Fused(w.f_get(ei)?),
             }
-            .act(&xe)?;
+            .act(&xe, self.swiglu_kernel)?;
             outs.push(act.f_linear::<Tensor>(&self.w_down.f_get(ei)?, None)?);
             start += cnt;
         }
@@ -216,20 +242,19 @@ impl Moe {
         let (order, counts) = self.sort_slots(idx)?;
         let offs = counts.f_cumsum(0, Kind::Int)?; // (e) int32 group ends
         let slot_token = order.f_floor_divide_scalar(self.top_k)?;
-        self.experts_grouped_sorted(xs, &order, &slot_token, &offs)
+        let sorted = self.experts_grouped_sorted(xs, &slot_token, &offs)?;
+        let (n, h) = xs.size2()?;
+        unsort(&sorted, &order, n, self.top_k, h)
     }
 
-    /// Grouped GEMMs over slots already sorted by expert: `order` [N·k] slot indices,
-    /// `slot_token` [N·k] their tokens, `offs` [E] int32 group ends → [N,k,H].
+    /// Grouped GEMMs over slots already sorted by expert: `slot_token` [N·k] the token of each
+    /// sorted slot, `offs` [E] int32 group ends → expert outputs [N·k, H] in sorted order.
     fn experts_grouped_sorted(
         &self,
         xs: &Tensor,
-        order: &Tensor,
         slot_token: &Tensor,
         offs: &Tensor,
     ) -> Result<Tensor> {
-        let (n, h) = xs.size2()?;
-        let k = self.top_k;
         // Tokens in slot order (n·k, h). _grouped_mm takes B as [E, K, N]; the transposed views
         // of [E, N, K] weights are the column-major layout its CUDA kernel wants.
         let sorted_x = xs.f_index_select(0, slot_token)?;
@@ -240,10 +265,9 @@ impl Moe {
             GateUp::Split { gate, up } => gmm(&sorted_x, gate)?
                 .f_silu()?
                 .f_mul(&gmm(&sorted_x, up)?)?,
-            GateUp::Fused(w) => silu_mul_halves(&gmm(&sorted_x, w)?, -1)?,
+            GateUp::Fused(w) => silu_mul_last(&gmm(&sorted_x, w)?, self.swiglu_kernel)?,
         }; // (n·k, f)
-        let outs = gmm(&act, &self.w_down)?; // (n·k, h), sorted order
-        unsort(&outs, order, n, k, h)
+        gmm(&act, &self.w_down) // (n·k, h), sorted order
     }
 }
 
@@ -260,6 +284,9 @@ fn unsort(sorted: &Tensor, order: &Tensor, n: i64, k: i64, h: i64) -> Result<Ten
         .f_index_copy(0, order, sorted)?
         .f_view([n, k, h])?)
 }
+
+#[cfg(test)]
+mod gpu_tests;
 
 #[cfg(test)]
 mod tests {
@@ -337,52 +364,5 @@ mod tests {
             max_sum < 0.999,
             "top-k weights look renormalised: {max_sum}"
         );
-    }
-
-    /// The routing kernel against softmax + top-k + the stable expert sort in libtorch, on the
-    /// GPU: decode-sized (32 tokens) and prefill-sized (600 tokens) calls, 64 experts, top-6.
-    #[test]
-    #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
-    fn routing_kernel_equals_libtorch_routing_on_a_gpu() {
-        assert!(tch::Cuda::is_available(), "no CUDA device");
-        let dev = Device::Cuda(0);
-        let (e, k, scaling) = (64i64, 6i64, 2.5);
-        for n in [1i64, 32, 600] {
-            let logits = Tensor::randn([n, e], (Kind::Float, dev)) * 3.0;
-            let r = kernels::moe_route(&logits, k, scaling).unwrap();
-            // Sorted, as the kernel returns them (the libtorch route leaves them unsorted; the
-            // combine does not depend on the order).
-            let (w, idx) = logits.softmax(-1, Kind::Float).topk(k, -1, true, true);
-            let host = |t: &Tensor| Vec::<i64>::try_from(&t.reshape([-1]).to_device(Device::Cpu));
-            assert!(
-                r.ids.equal(&idx),
-                "n {n}: expert ids differ: kernel {:?} libtorch {:?} logits {:?}",
-                host(&r.ids),
-                host(&idx),
-                Vec::<f32>::try_from(&logits.get(0).to_device(Device::Cpu))
-            );
-            // Relative: the softmax sums 64 exponentials in another order (≤ 64 ulp apart).
-            let want = w * scaling;
-            let dw = ((&r.weights - &want).abs() / want.abs())
-                .max()
-                .double_value(&[]);
-            assert!(
-                dw < 64.0 * f64::from(f32::EPSILON),
-                "n {n}: weights differ by {dw} (relative)"
-            );
-            let flat = idx.reshape([-1]);
-            let order = flat.argsort_stable(true, 0, false);
-            assert!(r.order.equal(&order), "n {n}: slot order differs");
-            assert!(r.slot_token.equal(&order.floor_divide_scalar(k)));
-            let counts = Tensor::zeros([e], (Kind::Int64, dev)).scatter_add(
-                0,
-                &flat,
-                &Tensor::ones([n * k], (Kind::Int64, dev)),
-            );
-            assert!(
-                r.group_ends.equal(&counts.cumsum(0, Kind::Int)),
-                "n {n}: group ends"
-            );
-        }
     }
 }

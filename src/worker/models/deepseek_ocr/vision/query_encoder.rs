@@ -70,7 +70,8 @@ impl QueryEncoder {
                         optim.sdpa,
                     )?,
                     post_ln: norm(&l.sub("post_attention_layernorm"), cfg.rms_norm_eps, optim)?,
-                    mlp: SwiGlu::load(&l.sub("mlp"), optim.fused_projections)?,
+                    mlp: SwiGlu::load(&l.sub("mlp"), optim.fused_projections)?
+                        .with_kernel(optim.swiglu_kernel),
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -1,0 +1,108 @@
+//! GPU-only tests of the MoE's CUDA kernels (routing, combine) against libtorch; run with
+//! `cargo test -- --ignored on_a_gpu` on the GPU machine.
+use super::unsort;
+use crate::ffi::kernels;
+use tch::{Device, Kind, Tensor};
+
+/// The routing kernel against softmax + top-k + the stable expert sort in libtorch, on the
+/// GPU: decode-sized (32 tokens) and prefill-sized (600 tokens) calls, 64 experts, top-6.
+#[test]
+#[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+fn routing_kernel_equals_libtorch_routing_on_a_gpu() {
+    assert!(tch::Cuda::is_available(), "no CUDA device");
+    let dev = Device::Cuda(0);
+    let (e, k, scaling) = (64i64, 6i64, 2.5);
+    for n in [1i64, 32, 600] {
+        let logits = Tensor::randn([n, e], (Kind::Float, dev)) * 3.0;
+        let r = kernels::moe_route(&logits, k, scaling).unwrap();
+        // Sorted, as the kernel returns them (the libtorch route leaves them unsorted; the
+        // combine does not depend on the order).
+        let (w, idx) = logits.softmax(-1, Kind::Float).topk(k, -1, true, true);
+        let host = |t: &Tensor| Vec::<i64>::try_from(&t.reshape([-1]).to_device(Device::Cpu));
+        assert!(
+            r.ids.equal(&idx),
+            "n {n}: expert ids differ: kernel {:?} libtorch {:?} logits {:?}",
+            host(&r.ids),
+            host(&idx),
+            Vec::<f32>::try_from(&logits.get(0).to_device(Device::Cpu))
+        );
+        // Relative: the softmax sums 64 exponentials in another order (≤ 64 ulp apart).
+        let want = w * scaling;
+        let dw = ((&r.weights - &want).abs() / want.abs())
+            .max()
+            .double_value(&[]);
+        assert!(
+            dw < 64.0 * f64::from(f32::EPSILON),
+            "n {n}: weights differ by {dw} (relative)"
+        );
+        let flat = idx.reshape([-1]);
+        let order = flat.argsort_stable(true, 0, false);
+        assert!(r.order.equal(&order), "n {n}: slot order differs");
+        assert!(r.slot_token.equal(&order.floor_divide_scalar(k)));
+        let counts = Tensor::zeros([e], (Kind::Int64, dev)).scatter_add(
+            0,
+            &flat,
+            &Tensor::ones([n * k], (Kind::Int64, dev)),
+        );
+        assert!(
+            r.group_ends.equal(&counts.cumsum(0, Kind::Int)),
+            "n {n}: group ends"
+        );
+        // The inverse permutation the combine reads.
+        let pos = Tensor::zeros([n * k], (Kind::Int64, dev)).index_put(
+            &[Some(&r.order)],
+            &Tensor::arange(n * k, (Kind::Int64, dev)),
+            false,
+        );
+        assert!(
+            r.slot_pos.equal(&pos),
+            "n {n}: slot_pos is not the inverse of order"
+        );
+    }
+}
+
+/// The combine kernel against the libtorch combine it replaces (unsort, fp32 weighted sum,
+/// rounding, + shared experts), in bf16 at decode and prefill sizes, with and without shared
+/// experts. The sums may add in another order, so values may differ by one bf16 ulp (more where
+/// the terms cancel).
+#[test]
+#[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+fn combine_kernel_equals_libtorch_combine_on_a_gpu() {
+    assert!(tch::Cuda::is_available(), "no CUDA device");
+    let dev = Device::Cuda(0);
+    let (e, k, h) = (64i64, 6i64, 1280i64);
+    for (n, with_shared) in [(1i64, true), (32, true), (600, false)] {
+        let logits = Tensor::randn([n, e], (Kind::Float, dev)) * 3.0;
+        let r = kernels::moe_route(&logits, k, 2.5).unwrap();
+        let sorted = Tensor::randn([n * k, h], (Kind::BFloat16, dev));
+        let shared = with_shared.then(|| Tensor::randn([n, h], (Kind::BFloat16, dev)));
+        let got = kernels::moe_combine(&sorted, &r.slot_pos, &r.weights, shared.as_ref()).unwrap();
+        let per_slot = unsort(&sorted, &r.order, n, k, h).unwrap();
+        let mut want = (per_slot.to_kind(Kind::Float) * r.weights.unsqueeze(-1))
+            .sum_dim_intlist(1, false, Kind::Float)
+            .to_kind(Kind::BFloat16);
+        if let Some(s) = &shared {
+            want += s;
+        }
+        let (g, w) = (got.to_kind(Kind::Float), want.to_kind(Kind::Float));
+        let diff = (&g - &w).abs();
+        // Allowed: one bf16 ulp of the result (≤ 2^-7 of it) plus what adding the k fp32
+        // products in another order can move the sum (k·ε₃₂ of the sum of their magnitudes),
+        // which matters where the terms cancel.
+        let magnitudes = (per_slot.to_kind(Kind::Float) * r.weights.unsqueeze(-1))
+            .abs()
+            .sum_dim_intlist(1, false, Kind::Float);
+        let bound = w.abs() * 2f64.powi(-7) + magnitudes * (k as f64 * f64::from(f32::EPSILON));
+        let over = diff.gt_tensor(&bound).sum(Kind::Int64).int64_value(&[]);
+        let differ = diff.gt(0.0).sum(Kind::Int64).int64_value(&[]);
+        assert_eq!(
+            over, 0,
+            "n {n}: {over} values differ by more than one bf16 ulp plus the reordering error"
+        );
+        assert!(
+            differ * 100 <= n * h,
+            "n {n}: {differ} of {} values differ (rounding order alone moves < 1 %)",
+            n * h
+        );
+    }
+}
