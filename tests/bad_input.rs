@@ -261,6 +261,30 @@ fn kernel_switches_without_their_prerequisites_name_the_fix() {
         "{err}"
     );
     let err = fails(
+        "swiglu-kernel-split-projections",
+        &[
+            "stage1",
+            "runtime.optim.fused_projections=false",
+            "runtime.optim.rope_kv_kernel=false",
+        ],
+    );
+    assert!(
+        err.contains("runtime.optim.swiglu_kernel=true needs runtime.optim.fused_projections=true"),
+        "{err}"
+    );
+    let err = fails(
+        "add-norm-kernel-hf-norm",
+        &["stage1", "runtime.optim.fused_rms_norm=false"],
+    );
+    assert!(
+        err.contains(
+            "runtime.optim.add_rms_norm_kernel=true needs runtime.optim.fused_rms_norm=true"
+        ) && err.contains(
+            "fix: set runtime.optim.fused_rms_norm=true, or runtime.optim.add_rms_norm_kernel=false"
+        ),
+        "{err}"
+    );
+    let err = fails(
         "combine-kernel-libtorch-routing",
         &["stage1", "runtime.optim.moe_routing_kernel=false"],
     );

@@ -343,6 +343,7 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ("rope_kv_kernel", on(w.rope_kv_kernel).to_string()),
         ("moe_combine_kernel", on(w.moe_combine_kernel).to_string()),
         ("swiglu_kernel", on(w.swiglu_kernel).to_string()),
+        ("add_rms_norm_kernel", on(w.add_rms_norm_kernel).to_string()),
     ] {
         let _ = writeln!(s, "| {k} | {v} |");
     }

@@ -193,6 +193,7 @@ mod tests {
                 rope_kv_kernel: on,
                 moe_combine_kernel: on,
                 swiglu_kernel: on,
+                add_rms_norm_kernel: on,
             },
             graphs: on.then(|| GraphStats {
                 graphs_captured: 2,

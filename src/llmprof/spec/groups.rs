@@ -295,9 +295,10 @@ pub struct OptimSpec {
     /// off.
     #[serde(default)]
     pub vision_uint8_upload: bool,
-    /// On a CUDA device with `grouped_moe`, MoE routing (softmax, top-k, the stable sort of token
-    /// slots by expert and the group ends) in llmprof's one CUDA kernel for up to 4,096 slots
-    /// (decode), instead of about ten libtorch kernels. Absent: off.
+    /// On a CUDA device with `grouped_moe`, MoE routing (the router logits in one CUDA kernel,
+    /// then softmax, top-k, the stable sort of token slots by expert and the group ends in
+    /// another) by llmprof's kernels for up to 4,096 slots (decode), instead of about a dozen
+    /// libtorch kernels. Absent: off.
     #[serde(default)]
     pub moe_routing_kernel: bool,
     /// SAM's patch embedding (16×16 convolution, stride 16, 3 input channels) as one GEMM over
@@ -325,6 +326,10 @@ pub struct OptimSpec {
     /// instead of silu and a multiply over strided halves. Absent: off.
     #[serde(default)]
     pub swiglu_kernel: bool,
+    /// On a CUDA device with `fused_rms_norm`, each residual add and the RMSNorm after it in
+    /// llmprof's one CUDA kernel, instead of an add and the norm. Absent: off.
+    #[serde(default)]
+    pub add_rms_norm_kernel: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

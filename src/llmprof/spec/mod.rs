@@ -76,6 +76,9 @@ impl RunSpec {
         if o.swiglu_kernel && !o.fused_projections {
             bail!("runtime.optim.swiglu_kernel=true needs runtime.optim.fused_projections=true: the kernel reads gate and up from the one fused projection's output\n  fix: set runtime.optim.fused_projections=true, or runtime.optim.swiglu_kernel=false");
         }
+        if o.add_rms_norm_kernel && !o.fused_rms_norm {
+            bail!("runtime.optim.add_rms_norm_kernel=true needs runtime.optim.fused_rms_norm=true: the kernel computes the fused norm's form (one rounding), not HF's eight-op norm\n  fix: set runtime.optim.fused_rms_norm=true, or runtime.optim.add_rms_norm_kernel=false");
+        }
         if o.moe_combine_kernel && !o.moe_routing_kernel {
             bail!("runtime.optim.moe_combine_kernel=true needs runtime.optim.moe_routing_kernel=true: the combine reads the routing kernel's slot order\n  fix: set runtime.optim.moe_routing_kernel=true, or runtime.optim.moe_combine_kernel=false");
         }

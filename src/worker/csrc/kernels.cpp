@@ -348,4 +348,57 @@ int llmprof_silu_mul(const void* gate_up_p, const void* out_p) {
   });
 }
 
+int llmprof_add_rms_norm(const void* x_p, const void* delta_p, const void* weight_p, double eps,
+                         const void* sum_p, const void* out_p) {
+  return llmprof::guarded("add_rms_norm", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& x = tensor_arg(x_p, "x");
+    TORCH_CHECK(x.is_cuda() && x.is_contiguous() && x.dim() >= 1 && x.numel() > 0,
+                "x must be a non-empty contiguous CUDA tensor [.., hidden], got ", x.sizes(),
+                " on ", x.device());
+    const int64_t hidden = x.size(-1);
+    TORCH_CHECK(hidden <= LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN, "hidden size ", hidden,
+                " exceeds the add + RMSNorm kernel's ", LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN);
+    check_like(tensor_arg(delta_p, "delta"), x, "delta", x.sizes());
+    check_like(tensor_arg(weight_p, "weight"), x, "weight", {hidden});
+    check_like(tensor_arg(sum_p, "sum"), x, "sum", x.sizes());
+    check_like(tensor_arg(out_p, "out"), x, "out", x.sizes());
+    c10::cuda::CUDAGuard guard(x.device());
+    check_launch(llmprof_k_add_rms_norm(dtype_code(x), x.data_ptr(),
+                                        tensor_arg(delta_p, "delta").data_ptr(),
+                                        tensor_arg(weight_p, "weight").data_ptr(),
+                                        tensor_arg(sum_p, "sum").data_ptr(),
+                                        tensor_arg(out_p, "out").data_ptr(), x.numel() / hidden,
+                                        hidden, (float)eps,
+                                        c10::cuda::getCurrentCUDAStream().stream()),
+                 "add_rms_norm");
+#endif
+  });
+}
+
+int llmprof_router_logits(const void* x_p, const void* w_p, const void* logits_p) {
+  return llmprof::guarded("router_logits", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& x = tensor_arg(x_p, "x");
+    check_first(x, "x", 2, "[tokens, hidden]");
+    const auto& w = tensor_arg(w_p, "w");
+    TORCH_CHECK(w.dim() == 2, "w must be [experts, ", x.size(1), "], got ", w.sizes());
+    check_tensor(w, "w", x.device(), at::kFloat, {w.size(0), x.size(1)});
+    const auto& logits = tensor_arg(logits_p, "logits");
+    check_tensor(logits, "logits", x.device(), at::kFloat, {x.size(0), w.size(0)});
+    TORCH_CHECK(x.size(0) >= 1 && x.size(0) <= 65535, x.size(0),
+                " tokens: the router-logits kernel takes 1..65535");
+    c10::cuda::CUDAGuard guard(x.device());
+    check_launch(llmprof_k_router_logits(dtype_code(x), x.data_ptr(), w.data_ptr<float>(),
+                                         logits.data_ptr<float>(), x.size(0), (int)w.size(0),
+                                         x.size(1), c10::cuda::getCurrentCUDAStream().stream()),
+                 "router_logits");
+#endif
+  });
+}
+
 }  // extern "C"

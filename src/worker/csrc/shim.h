@@ -188,6 +188,14 @@ int llmprof_moe_combine(const void* sorted, const void* slot_pos, const void* we
 /* SwiGLU's activation: gate_up [.., 2f] (contiguous; gate, then up) → out [.., f] =
  * silu(gate)·up, rounded to the dtype after the silu and after the product. */
 int llmprof_silu_mul(const void* gate_up, const void* out);
+/* The residual add and RMSNorm in one kernel: x and delta [.., hidden] (contiguous, same dtype),
+ * weight [hidden] → sum = x + delta and out = rms_norm(sum)·weight, rounded once like
+ * libtorch's fused RMSNorm; sum and out allocated by the caller like x. */
+int llmprof_add_rms_norm(const void* x, const void* delta, const void* weight, double eps,
+                         const void* sum, const void* out);
+/* MoE router logits: x [tokens, hidden] (model dtype), w [experts, hidden] fp32 → logits
+ * [tokens, experts] fp32. */
+int llmprof_router_logits(const void* x, const void* w, const void* logits);
 int llmprof_rope_kv(const void* qkv, const void* cos, const void* sin, const void* slot,
                     int64_t heads, int64_t kv_heads, int32_t fused_add, const void* q,
                     const void* k_cache, const void* v_cache);

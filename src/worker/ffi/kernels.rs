@@ -44,6 +44,15 @@ extern "C" {
         y: *const c_void,
     ) -> c_int;
     fn llmprof_silu_mul(gate_up: *const c_void, out: *const c_void) -> c_int;
+    fn llmprof_add_rms_norm(
+        x: *const c_void,
+        delta: *const c_void,
+        weight: *const c_void,
+        eps: f64,
+        sum: *const c_void,
+        out: *const c_void,
+    ) -> c_int;
+    fn llmprof_router_logits(x: *const c_void, w: *const c_void, logits: *const c_void) -> c_int;
     fn llmprof_rope_kv(
         qkv: *const c_void,
         cos: *const c_void,
@@ -218,6 +227,44 @@ pub fn silu_mul(gate_up: &Tensor) -> Result<Tensor, ShimError> {
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
     check(unsafe { llmprof_silu_mul(ptr(gate_up), ptr(&out)) })?;
     Ok(out)
+}
+
+/// The widest row [`add_rms_norm`] takes (a row lives in one block's registers).
+pub const ADD_RMS_NORM_MAX_HIDDEN: i64 = 8192;
+
+/// The residual add and the RMSNorm after it in one kernel: `x` + `delta` [.., hidden]
+/// (contiguous, CUDA, same dtype) → (sum, rms_norm(sum)·`weight`), rounded once after the fp32
+/// product like libtorch's fused RMSNorm.
+pub fn add_rms_norm(
+    x: &Tensor,
+    delta: &Tensor,
+    weight: &Tensor,
+    eps: f64,
+) -> Result<(Tensor, Tensor), ShimError> {
+    let opts = (x.kind(), x.device());
+    let (sum, out) = (empty(&x.size(), opts)?, empty(&x.size(), opts)?);
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe {
+        llmprof_add_rms_norm(ptr(x), ptr(delta), ptr(weight), eps, ptr(&sum), ptr(&out))
+    })?;
+    Ok((sum, out))
+}
+
+/// MoE router logits in one kernel: `x` [tokens, hidden] (model dtype, read as fp32) · `w`ᵀ
+/// ([experts, hidden] fp32) → [tokens, experts] fp32.
+pub fn router_logits(x: &Tensor, w: &Tensor) -> Result<Tensor, ShimError> {
+    let rows = |t: &Tensor, name: &str| {
+        t.size2()
+            .map(|(r, _)| r)
+            .map_err(|err| ShimError::new(format!("router_logits: {name}: {err}")))
+    };
+    let logits = empty(
+        &[rows(x, "x")?, rows(w, "w")?],
+        (tch::Kind::Float, x.device()),
+    )?;
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe { llmprof_router_logits(ptr(x), ptr(w), ptr(&logits)) })?;
+    Ok(logits)
 }
 
 /// Whether this build carries the kernels.

@@ -101,6 +101,19 @@ int llmprof_k_ngram_push(int64_t* recent, int64_t rows, int window, const int64_
 int llmprof_k_silu_mul(int dtype, const void* gate_up, void* out, int64_t rows, int64_t f,
                        void* stream);
 
+/* The residual add and RMSNorm: sum [rows, hidden] = round(x + delta), out = round(sum ·
+ * rsqrt(mean(sum²) + eps) · weight [hidden]) (fp32 inside, one rounding after the product);
+ * hidden ≤ MAX_HIDDEN (a row lives in one block's registers). */
+#define LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN 8192
+int llmprof_k_add_rms_norm(int dtype, const void* x, const void* delta, const void* weight,
+                           void* sum, void* out, int64_t rows, int64_t hidden, float eps,
+                           void* stream);
+
+/* MoE router logits [tokens, experts] fp32 = x [tokens, hidden] (element type, read as fp32) ·
+ * wᵀ ([experts, hidden] fp32); tokens ≤ 65535. */
+int llmprof_k_router_logits(int dtype, const void* x, const float* w, float* logits,
+                            int64_t tokens, int experts, int64_t hidden, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -53,15 +53,20 @@ pub struct DecoderLayer {
 }
 
 impl DecoderLayer {
-    /// Pre-norm residual block; `attn` maps the normed input to the attention output.
+    /// Pre-norm residual block on the residual stream `h` and its norm `normed` (this layer's
+    /// input_ln of `h`); `attn` maps the normed input to the attention output, and `next_ln`
+    /// (the next layer's input norm, or the final norm) normalises the output. Returns the new
+    /// (h, normed). Each residual add is fused with the norm after it
+    /// ([`RmsNorm::add_forward`]).
     fn forward(
         &self,
-        h: &Tensor,
+        (h, normed): (&Tensor, &Tensor),
+        next_ln: &RmsNorm,
         attn: impl FnOnce(&Attention, &Tensor) -> Result<Tensor>,
-    ) -> Result<Tensor> {
-        let h = h.f_add(&attn(&self.attn, &self.input_ln.forward(h)?)?)?;
-        let f = self.ffn.forward(&self.post_ln.forward(&h)?)?;
-        Ok(h.f_add(&f)?)
+    ) -> Result<(Tensor, Tensor)> {
+        let (h, normed) = self.post_ln.add_forward(h, &attn(&self.attn, normed)?)?;
+        let f = self.ffn.forward(&normed)?;
+        next_ln.add_forward(&h, &f)
     }
 }
 
@@ -69,6 +74,7 @@ impl DecoderLayer {
 pub fn norm(vs: &WeightPath, eps: f64, o: &ModelOptim) -> Result<RmsNorm> {
     let mut n = RmsNorm::load(vs, eps)?;
     n.fused = o.fused_rms_norm;
+    n.add_kernel = o.add_rms_norm_kernel;
     Ok(n)
 }
 
@@ -102,6 +108,10 @@ impl Decoder {
             crate::ffi::kernels::require(
                 "swiglu_kernel",
                 optim.swiglu_kernel && optim.fused_projections,
+            )?;
+            crate::ffi::kernels::require(
+                "add_rms_norm_kernel",
+                optim.add_rms_norm_kernel && optim.fused_rms_norm,
             )?;
         }
         let layers = (0..dims.layers)
@@ -177,12 +187,28 @@ impl Decoder {
         let positions = cache.positions(t)?; // (b, t)
         let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
         let mask = cache.attention_mask(t)?;
-        let mut h = x.shallow_clone();
-        for (i, layer) in self.layers.iter().enumerate() {
-            h = layer.forward(&h, |a, x| a.forward(x, &cos_sin, cache, i, &mask))?;
-        }
+        let out = self.run_layers(x, |a, x, i| a.forward(x, &cos_sin, cache, i, &mask))?;
         cache.advance(t)?;
-        self.norm.forward(&h)
+        Ok(out)
+    }
+
+    /// Every layer over embeddings `x`, `attn(layer's attention, normed input, layer index)`
+    /// giving each attention output → the final-normed hidden states.
+    fn run_layers(
+        &self,
+        x: &Tensor,
+        mut attn: impl FnMut(&Attention, &Tensor, usize) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        let Some(first) = self.layers.first() else {
+            return self.norm.forward(x);
+        };
+        let mut h = x.shallow_clone();
+        let mut normed = first.input_ln.forward(&h)?;
+        for (i, layer) in self.layers.iter().enumerate() {
+            let next_ln = self.layers.get(i + 1).map_or(&self.norm, |l| &l.input_ln);
+            (h, normed) = layer.forward((&h, &normed), next_ln, |a, x| attn(a, x, i))?;
+        }
+        Ok(normed)
     }
 
     /// One token per row, x [B,1,H], at the cache's device-side slot counter, attending over
@@ -205,14 +231,11 @@ impl Decoder {
         let positions = cache.device_step_positions()?; // (b, 1)
         let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
         let mask = cache.device_step_additive_mask(window, x.kind())?;
-        let mut h = x.shallow_clone();
-        for (i, layer) in self.layers.iter().enumerate() {
-            h = layer.forward(&h, |a, x| {
-                a.forward_device_step(x, &cos_sin, cache, i, &mask, window)
-            })?;
-        }
+        let out = self.run_layers(x, |a, x, i| {
+            a.forward_device_step(x, &cos_sin, cache, i, &mask, window)
+        })?;
         cache.advance_device_len()?;
-        self.norm.forward(&h)
+        Ok(out)
     }
 
     /// hidden [..., H] → fp32 logits [..., vocab].

@@ -109,6 +109,15 @@ pub fn variants(kv_bucket: i64, moe: bool) -> Vec<(String, ModelOptim, StepPath)
             StepPath::Eager,
         ),
         (
+            "add_rms_norm_kernel".into(),
+            ModelOptim {
+                fused_rms_norm: true,
+                add_rms_norm_kernel: true,
+                ..e
+            },
+            StepPath::Eager,
+        ),
+        (
             "moe_combine_kernel".into(),
             ModelOptim {
                 grouped_moe: true,

@@ -61,6 +61,9 @@ pub struct RmsNorm {
     pub eps: f64,
     /// One `_fused_rms_norm` kernel (fp32 accumulation, the product rounded once) instead.
     pub fused: bool,
+    /// [`RmsNorm::add_forward`] in llmprof's one kernel on a GPU (with `fused`;
+    /// `runtime.optim.add_rms_norm_kernel`).
+    pub add_kernel: bool,
 }
 
 impl RmsNorm {
@@ -69,7 +72,22 @@ impl RmsNorm {
             weight: vs.get("weight")?,
             eps,
             fused: false,
+            add_kernel: false,
         })
+    }
+
+    /// `x + delta` and its norm: (sum, norm(sum)). In llmprof's one kernel on a GPU when
+    /// `add_kernel` and `fused` are set; else an add and [`RmsNorm::forward`].
+    pub fn add_forward(&self, x: &Tensor, delta: &Tensor) -> Result<(Tensor, Tensor)> {
+        let fits = self.weight.size1()? <= kernels::ADD_RMS_NORM_MAX_HIDDEN;
+        if self.add_kernel && self.fused && fits && x.device().is_cuda() && x.kind() == delta.kind()
+        {
+            let (x, delta) = (x.f_contiguous()?, delta.f_contiguous()?);
+            return Ok(kernels::add_rms_norm(&x, &delta, &self.weight, self.eps)?);
+        }
+        let sum = x.f_add(delta)?;
+        let normed = self.forward(&sum)?;
+        Ok((sum, normed))
     }
 
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {
@@ -198,6 +216,45 @@ mod tests {
                 let want = silu_mul_halves(&gu, -1).unwrap();
                 let differ = got.ne_tensor(&want).sum(Kind::Int64).int64_value(&[]);
                 assert_eq!(differ, 0, "{kind:?}, {rows} rows: {differ} values differ");
+            }
+        }
+    }
+
+    /// The add + RMSNorm kernel against an add and libtorch's fused RMSNorm: the sum bit for
+    /// bit; the norm within 4 ulp of the dtype (the mean square adds in another order, which
+    /// moves the fp32 scale by a few ulp; in bf16 that flips at most one rounding), in fp32 and
+    /// bf16.
+    #[test]
+    #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+    fn add_rms_norm_kernel_matches_libtorch_on_a_gpu() {
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        let dev = Device::Cuda(0);
+        for (kind, ulp) in [
+            (Kind::Float, 2f64.powi(-23)),
+            (Kind::BFloat16, 2f64.powi(-7)),
+        ] {
+            for rows in [1i64, 32, 900] {
+                let x = Tensor::randn([rows, 1, 1280], (kind, dev));
+                let delta = Tensor::randn([rows, 1, 1280], (kind, dev)) * 0.5;
+                let norm = RmsNorm {
+                    weight: Tensor::rand([1280], (kind, dev)) + 0.5,
+                    eps: 1e-6,
+                    fused: true,
+                    add_kernel: true,
+                };
+                let (sum, out) = norm.add_forward(&x, &delta).unwrap();
+                let want_sum = &x + &delta;
+                assert!(sum.equal(&want_sum), "{kind:?}, {rows} rows: sums differ");
+                let want = norm.forward(&want_sum).unwrap().to_kind(Kind::Float);
+                let diff = (out.to_kind(Kind::Float) - &want).abs();
+                let over = diff
+                    .gt_tensor(&(want.abs() * (4.0 * ulp) + 1e-30))
+                    .sum(Kind::Int64)
+                    .int64_value(&[]);
+                assert_eq!(
+                    over, 0,
+                    "{kind:?}, {rows} rows: {over} values off by more than 4 ulp"
+                );
             }
         }
     }

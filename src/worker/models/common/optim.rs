@@ -45,6 +45,9 @@ pub struct ModelOptim {
     pub moe_combine_kernel: bool,
     /// SwiGLU MLPs (CUDA only, with `fused_projections`): the activation in one llmprof kernel.
     pub swiglu_kernel: bool,
+    /// Decoders (CUDA only, with `fused_rms_norm`): each residual add and the RMSNorm after it
+    /// in one llmprof kernel.
+    pub add_rms_norm_kernel: bool,
 }
 
 impl ModelOptim {
@@ -65,6 +68,7 @@ impl ModelOptim {
         rope_kv_kernel: false,
         moe_combine_kernel: false,
         swiglu_kernel: false,
+        add_rms_norm_kernel: false,
     };
 
     /// Everything on.
@@ -84,6 +88,7 @@ impl ModelOptim {
         rope_kv_kernel: true,
         moe_combine_kernel: true,
         swiglu_kernel: true,
+        add_rms_norm_kernel: true,
     };
 }
 
@@ -107,6 +112,7 @@ impl Default for ModelOptim {
             rope_kv_kernel: false,
             moe_combine_kernel: false,
             swiglu_kernel: false,
+            add_rms_norm_kernel: false,
         }
     }
 }
@@ -130,5 +136,6 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         rope_kv_kernel: o.rope_kv_kernel,
         moe_combine_kernel: o.moe_combine_kernel,
         swiglu_kernel: o.swiglu_kernel,
+        add_rms_norm_kernel: o.add_rms_norm_kernel,
     }
 }

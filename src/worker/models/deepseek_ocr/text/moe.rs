@@ -39,8 +39,8 @@ pub struct Moe {
     scaling: f64,
     pub dispatch: MoeDispatch,
     /// With `Grouped` dispatch on a CUDA device and at most [`kernels::MOE_ROUTE_MAX_SLOTS`]
-    /// slots: softmax, top-k and the expert sort in llmprof's one routing kernel
-    /// (`runtime.optim.moe_routing_kernel`).
+    /// slots: the router logits in one llmprof kernel, then softmax, top-k and the expert sort
+    /// in llmprof's one routing kernel (`runtime.optim.moe_routing_kernel`).
     pub routing_kernel: bool,
     /// With the routing kernel: the combine in llmprof's one kernel, reading the expert-sorted
     /// rows directly (`runtime.optim.moe_combine_kernel`).
@@ -128,7 +128,8 @@ impl Moe {
         let (b, t, h) = x.size3()?;
         let xs = x.f_reshape([b * t, h])?; // (n, h)
         if self.uses_routing_kernel(&xs) {
-            let r = kernels::moe_route(&self.router_logits(&xs)?, self.top_k, self.scaling)?;
+            let logits = kernels::router_logits(&xs.f_contiguous()?, &self.gate_f32)?;
+            let r = kernels::moe_route(&logits, self.top_k, self.scaling)?;
             let sorted = self.experts_grouped_sorted(&xs, &r.slot_token, &r.group_ends)?;
             if self.combine_kernel {
                 let shared = match &self.shared {

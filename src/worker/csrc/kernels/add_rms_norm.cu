@@ -1,0 +1,78 @@
+// The residual add and the RMSNorm after it in one kernel (launch.h): sum = round(x + delta),
+// out = round(sum · rsqrt(mean(sum²) + eps) · weight), the form of libtorch's fused RMSNorm (one
+// rounding after the fp32 product). It replaces per decoder layer two adds and two norm kernels
+// (docs/performance.md, "Round 2, session 8").
+#include "dtype.cuh"
+#include "launch.h"
+
+#include <cuda_runtime.h>
+
+namespace {
+
+using llmprof_k::from_f;
+using llmprof_k::round_to;
+using llmprof_k::to_f;
+
+constexpr int kThreads = 256;
+constexpr int kPer = LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN / kThreads;
+
+// One block per row; thread j holds channels j, j + 256, ... in registers (the loops unroll over
+// kPer slots), so the row is read once, the weights are loaded before the reduction, and the
+// norm needs no second pass over memory.
+template <typename T>
+__global__ void add_rms_norm(const T* __restrict__ x, const T* __restrict__ delta,
+                             const T* __restrict__ weight, T* __restrict__ sum_out,
+                             T* __restrict__ out, int64_t hidden, float eps) {
+  __shared__ float partial[kThreads / 32];
+  const int64_t base = (int64_t)blockIdx.x * hidden;
+  float s[kPer], w[kPer];
+  float sq = 0.f;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int64_t i = threadIdx.x + (int64_t)j * kThreads;
+    s[j] = 0.f;
+    w[j] = 0.f;
+    if (i < hidden) {
+      s[j] = round_to<T>(__fadd_rn(to_f(x[base + i]), to_f(delta[base + i])));
+      w[j] = to_f(weight[i]);
+      sum_out[base + i] = from_f<T>(s[j]);
+      sq = __fmaf_rn(s[j], s[j], sq);
+    }
+  }
+  for (int o = 16; o > 0; o /= 2) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = sq;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float v = threadIdx.x < kThreads / 32 ? partial[threadIdx.x] : 0.f;
+    for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (threadIdx.x == 0) partial[0] = rsqrtf(v / (float)hidden + eps);
+  }
+  __syncthreads();
+  const float rstd = partial[0];
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int64_t i = threadIdx.x + (int64_t)j * kThreads;
+    if (i < hidden) out[base + i] = from_f<T>(__fmul_rn(__fmul_rn(s[j], rstd), w[j]));
+  }
+}
+
+template <typename T>
+int launch_add_rms_norm(const void* x, const void* delta, const void* weight, void* sum, void* out,
+                        int64_t rows, int64_t hidden, float eps, cudaStream_t stream) {
+  add_rms_norm<T><<<(unsigned)rows, kThreads, 0, stream>>>(
+      static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
+      static_cast<T*>(sum), static_cast<T*>(out), hidden, eps);
+  return (int)cudaGetLastError();
+}
+
+}  // namespace
+
+extern "C" int llmprof_k_add_rms_norm(int dtype, const void* x, const void* delta,
+                                      const void* weight, void* sum, void* out, int64_t rows,
+                                      int64_t hidden, float eps, void* stream) {
+  if (rows < 1 || rows > 0x7fffffff || hidden < 1 || hidden > LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN) {
+    return (int)cudaErrorInvalidValue;
+  }
+  auto st = static_cast<cudaStream_t>(stream);
+  LLMPROF_K_DISPATCH(dtype, launch_add_rms_norm, x, delta, weight, sum, out, rows, hidden, eps, st)
+}
