@@ -1,16 +1,51 @@
 """The rows of scripts/bench_vs_hf.py's table (#14): what each row computes from llmprof's runs,
-the HF reference and the floors, and how the table is rendered. bench_vs_hf.py reads the runs and
-times HF; this module only derives and formats.
+the HF reference and the floors, and how the table is rendered, with the records they are derived
+from (one llmprof run, one HF result). bench_vs_hf.py reads the runs and times HF; this module only
+holds, derives and formats.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Callable
-
-if TYPE_CHECKING:
-    from bench_vs_hf import HfResult, LlmprofRun
+from typing import Any, Callable
 
 MISSING = "—"
+
+
+@dataclasses.dataclass
+class LlmprofRun:
+    batch: int
+    dir: str
+    model: str
+    dtype: str
+    gpu: str | None
+    version: str
+    prompt_tokens: int
+    max_new_tokens: int
+    prefill_ms: float
+    vision_ms: float | None
+    step_ms: float
+    peak_allocated_gib: float | None
+    peak_tflops: float | None
+    peak_bandwidth_gbs: float | None
+    prefill_gflop: float | None
+    step_bytes: float | None
+    switches: dict[str, Any]
+    tpot_ms: float | None = None  # serving.tpot_ms.p50_ms: the step plus the token selection
+    vision_gflop: float | None = None  # flops.vision_gflop: analytic, per request (the batch)
+    e2e_ms: float | None = None  # serving.e2e_ms.p50_ms: request start -> last token
+    kineto_overhead_pct: float | None = None  # kineto.overhead_pct, when the profiler ran
+
+
+@dataclasses.dataclass
+class HfResult:
+    batch: int
+    prefill_ms: float
+    full_ms: float
+    step_ms: float
+    tokens_per_s: float
+    peak_allocated_gib: float | None
+    prefill_runs_ms: list[float]
+    full_runs_ms: list[float]
 
 
 @dataclasses.dataclass

@@ -43,6 +43,8 @@ SCRIPT_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPT_DIR))
 from bench_rows import (  # noqa: E402
     MISSING,
+    HfResult,
+    LlmprofRun,
     default_rule_rows,
     floors,
     kineto_rows,
@@ -59,31 +61,6 @@ def log(msg: str) -> None:
 
 # --------------------------------------------------------------------------------------------
 # llmprof runs
-
-@dataclasses.dataclass
-class LlmprofRun:
-    batch: int
-    dir: str
-    model: str
-    dtype: str
-    gpu: str | None
-    version: str
-    prompt_tokens: int
-    max_new_tokens: int
-    prefill_ms: float
-    vision_ms: float | None
-    step_ms: float
-    peak_allocated_gib: float | None
-    peak_tflops: float | None
-    peak_bandwidth_gbs: float | None
-    prefill_gflop: float | None
-    step_bytes: float | None
-    switches: dict[str, Any]
-    tpot_ms: float | None = None  # serving.tpot_ms.p50_ms: the step plus the token selection
-    vision_gflop: float | None = None  # flops.vision_gflop: analytic, per request (the batch)
-    e2e_ms: float | None = None  # serving.e2e_ms.p50_ms: request start -> last token
-    kineto_overhead_pct: float | None = None  # kineto.overhead_pct, when the profiler ran
-
 
 def get(doc: Any, path: str, src: Path, required: bool = True) -> Any:
     """`doc` at the dotted `path` (list indices as numbers). A missing or null value is None, or
@@ -149,18 +126,6 @@ def parse_run_arg(s: str) -> tuple[int, Path]:
 
 # --------------------------------------------------------------------------------------------
 # HF reference
-
-@dataclasses.dataclass
-class HfResult:
-    batch: int
-    prefill_ms: float
-    full_ms: float
-    step_ms: float
-    tokens_per_s: float
-    peak_allocated_gib: float | None
-    prefill_runs_ms: list[float]
-    full_runs_ms: list[float]
-
 
 def hf_text_lm(arch: str, device: str, dtype: str, seed: int) -> Any:
     """The HF decoder as a causal LM, configured as verify_vs_hf.py's `build_hf_decoder`, random
