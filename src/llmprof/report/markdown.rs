@@ -344,6 +344,14 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ("moe_combine_kernel", on(w.moe_combine_kernel).to_string()),
         ("swiglu_kernel", on(w.swiglu_kernel).to_string()),
         ("add_rms_norm_kernel", on(w.add_rms_norm_kernel).to_string()),
+        (
+            "decode_attention_kernel",
+            on(w.decode_attention_kernel).to_string(),
+        ),
+        (
+            "decode_attention_min_window",
+            w.decode_attention_min_window.to_string(),
+        ),
     ] {
         let _ = writeln!(s, "| {k} | {v} |");
     }

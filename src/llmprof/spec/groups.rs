@@ -330,6 +330,17 @@ pub struct OptimSpec {
     /// llmprof's one CUDA kernel, instead of an add and the norm. Absent: off.
     #[serde(default)]
     pub add_rms_norm_kernel: bool,
+    /// On a CUDA device, the fixed-shape (graph) decode step attends over each row's written
+    /// KV slots only, in llmprof's split-over-slots kernel (head_dim 64 or 128), instead of
+    /// SDPA over the whole KV window with a mask. No effect on eager decode steps. Absent: off.
+    #[serde(default)]
+    pub decode_attention_kernel: bool,
+    /// With `decode_attention_kernel`: the smallest KV window (graph_kv_bucket multiples) whose
+    /// decode steps use the kernel; shorter windows keep SDPA, which was faster at windows of
+    /// 1024 slots on an H100 (docs/performance.md, "Round 2, session 8"). 0: every window.
+    /// Absent: 0.
+    #[serde(default)]
+    pub decode_attention_min_window: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

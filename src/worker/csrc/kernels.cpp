@@ -10,6 +10,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
 
+#include <cmath>
 #include <optional>
 
 #ifdef LLMPROF_HAVE_KERNELS
@@ -397,6 +398,52 @@ int llmprof_router_logits(const void* x_p, const void* w_p, const void* logits_p
                                          logits.data_ptr<float>(), x.size(0), (int)w.size(0),
                                          x.size(1), c10::cuda::getCurrentCUDAStream().stream()),
                  "router_logits");
+#endif
+  });
+}
+
+int llmprof_decode_attention(const void* q_p, const void* k_p, const void* v_p, const void* pad_p,
+                             const void* len_p, int64_t window, const void* out_p) {
+  return llmprof::guarded("decode_attention", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& q = tensor_arg(q_p, "q");
+    check_first(q, "q", 4, "[B, heads, 1, head_dim]");
+    const int64_t batch = q.size(0), heads = q.size(1), hd = q.size(3);
+    TORCH_CHECK(q.size(2) == 1, "q must hold one token per row, got ", q.sizes());
+    TORCH_CHECK(hd == 64 || hd == 128, "decode attention takes head_dim 64 or 128, got ", hd);
+    const auto& k = tensor_arg(k_p, "k_cache");
+    TORCH_CHECK(k.dim() == 4, "k_cache must be [B, kv_heads, slots, head_dim], got ", k.sizes());
+    const int64_t kv_heads = k.size(1), slots = k.size(2);
+    TORCH_CHECK(kv_heads > 0 && heads % kv_heads == 0, heads, " heads on ", kv_heads,
+                " kv heads: heads must be a multiple");
+    check_like(k, q, "k_cache", {batch, kv_heads, slots, hd});
+    check_like(tensor_arg(v_p, "v_cache"), q, "v_cache", {batch, kv_heads, slots, hd});
+    check_tensor(tensor_arg(pad_p, "pad"), "pad", q.device(), at::kLong, {batch});
+    check_tensor(tensor_arg(len_p, "len"), "len", q.device(), at::kLong, {1});
+    check_like(tensor_arg(out_p, "out"), q, "out", {batch, heads, 1, hd});
+    TORCH_CHECK(window >= 1 && window <= slots, "window ", window, " must lie in 1..", slots);
+    llmprof_k_decode_attn_shape s{};
+    s.batch = (int)batch;
+    s.heads = (int)heads;
+    s.kv_heads = (int)kv_heads;
+    s.head_dim = (int)hd;
+    s.slots = slots;
+    s.chunk = 64;
+    s.splits = (int)((window + s.chunk - 1) / s.chunk);
+    s.scale = (float)(1.0 / std::sqrt((double)hd));
+    auto part_o = at::empty({batch * heads, s.splits, hd}, q.options().dtype(at::kFloat));
+    auto part_ml = at::empty({batch * heads, s.splits, 2}, q.options().dtype(at::kFloat));
+    c10::cuda::CUDAGuard guard(q.device());
+    check_launch(llmprof_k_decode_attention(
+                     dtype_code(q), q.data_ptr(), k.data_ptr(),
+                     tensor_arg(v_p, "v_cache").data_ptr(),
+                     tensor_arg(pad_p, "pad").data_ptr<int64_t>(),
+                     tensor_arg(len_p, "len").data_ptr<int64_t>(), part_o.data_ptr<float>(),
+                     part_ml.data_ptr<float>(), tensor_arg(out_p, "out").data_ptr(), s,
+                     c10::cuda::getCurrentCUDAStream().stream()),
+                 "decode_attention");
 #endif
   });
 }

@@ -44,6 +44,15 @@ extern "C" {
         y: *const c_void,
     ) -> c_int;
     fn llmprof_silu_mul(gate_up: *const c_void, out: *const c_void) -> c_int;
+    fn llmprof_decode_attention(
+        q: *const c_void,
+        k_cache: *const c_void,
+        v_cache: *const c_void,
+        pad: *const c_void,
+        len: *const c_void,
+        window: i64,
+        out: *const c_void,
+    ) -> c_int;
     fn llmprof_add_rms_norm(
         x: *const c_void,
         delta: *const c_void,
@@ -265,6 +274,31 @@ pub fn router_logits(x: &Tensor, w: &Tensor) -> Result<Tensor, ShimError> {
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
     check(unsafe { llmprof_router_logits(ptr(x), ptr(w), ptr(&logits)) })?;
     Ok(logits)
+}
+
+/// Decode attention over the written slots of a static KV cache: `q` [B, heads, 1, hd] (hd 64 or
+/// 128), `k_cache`/`v_cache` [B, kv_heads, slots, hd]; row b attends to slots `pad`[b] ..= `len`
+/// (device int64 [B] and [1]), never beyond the first `window` slots. → [B, heads, 1, hd].
+pub fn decode_attention(
+    q: &Tensor,
+    (k_cache, v_cache): (&Tensor, &Tensor),
+    (pad, len): (&Tensor, &Tensor),
+    window: i64,
+) -> Result<Tensor, ShimError> {
+    let out = empty(&q.size(), (q.kind(), q.device()))?;
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe {
+        llmprof_decode_attention(
+            ptr(q),
+            ptr(k_cache),
+            ptr(v_cache),
+            ptr(pad),
+            ptr(len),
+            window,
+            ptr(&out),
+        )
+    })?;
+    Ok(out)
 }
 
 /// Whether this build carries the kernels.

@@ -114,6 +114,25 @@ int llmprof_k_add_rms_norm(int dtype, const void* x, const void* delta, const vo
 int llmprof_k_router_logits(int dtype, const void* x, const float* w, float* logits,
                             int64_t tokens, int experts, int64_t hidden, void* stream);
 
+/* Decode attention for one query token per row over the written slots of a static KV cache. */
+typedef struct llmprof_k_decode_attn_shape {
+  int batch, heads, kv_heads, head_dim;
+  /* Slots of the cache per (row, kv head); slots per split and the number of splits. */
+  int64_t slots;
+  int chunk, splits;
+  /* Score scale (1/sqrt(head_dim)). */
+  float scale;
+} llmprof_k_decode_attn_shape;
+
+/* q [batch, heads, head_dim]; k and v [batch, kv_heads, slots, head_dim]; row b attends to slots
+ * pad[b] ..= *len (both int64 on the device; head h reads kv head h / (heads / kv_heads)).
+ * part_o [batch·heads, splits, head_dim] and part_ml [batch·heads, splits, 2] fp32 are scratch;
+ * out [batch, heads, head_dim]. head_dim 64 or 128; splits · chunk must cover *len + 1. */
+int llmprof_k_decode_attention(int dtype, const void* q, const void* k, const void* v,
+                               const int64_t* pad, const int64_t* len, float* part_o,
+                               float* part_ml, void* out, llmprof_k_decode_attn_shape shape,
+                               void* stream);
+
 #ifdef __cplusplus
 }
 #endif

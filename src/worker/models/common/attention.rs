@@ -132,6 +132,11 @@ pub struct Attention {
     /// Decode steps on a GPU with the fused projection: RoPE and the K/V write in llmprof's
     /// kernel (`runtime.optim.rope_kv_kernel`).
     pub rope_kv_kernel: bool,
+    /// Decode steps on a GPU (head_dim 64 or 128): attention over the written slots in
+    /// llmprof's kernel (`runtime.optim.decode_attention_kernel`).
+    pub decode_attention_kernel: bool,
+    /// ... for windows of at least this many slots.
+    pub decode_attention_min_window: i64,
 }
 
 impl Attention {
@@ -166,6 +171,8 @@ impl Attention {
             head_dim: shape.head_dim,
             sdpa,
             rope_kv_kernel: false,
+            decode_attention_kernel: false,
+            decode_attention_min_window: 0,
         })
     }
 
@@ -276,8 +283,18 @@ impl Attention {
         self.attend(&q, &k_all, &v_all, mask)
     }
 
+    /// Whether decode steps on `device` over `window` KV slots attend through llmprof's kernel
+    /// (then they need no mask).
+    pub fn uses_decode_kernel(&self, device: tch::Device, window: i64) -> bool {
+        self.decode_attention_kernel
+            && window >= self.decode_attention_min_window
+            && device.is_cuda()
+            && matches!(self.head_dim, 64 | 128)
+    }
+
     /// One token per row [B,1,H] at the cache's device-side slot, attending over the first
-    /// `window` slots under `mask` (from [`KvCache::device_step_mask`]). Capturable.
+    /// `window` slots under `mask` (from [`KvCache::device_step_mask`]), or over the written
+    /// slots only through llmprof's kernel. Capturable.
     pub fn forward_device_step(
         &self,
         x: &Tensor,
@@ -287,26 +304,41 @@ impl Attention {
         mask: &AttnMask,
         window: i64,
     ) -> Result<Tensor> {
-        if let (true, true, Qkv::Fused(w, bias)) =
-            (self.rope_kv_kernel, x.device().is_cuda(), &self.qkv)
-        {
-            let y = x.f_linear(w, bias.as_ref())?; // (b, 1, (nh + 2 nkv)·hd)
-            let (k_cache, v_cache, slot) = cache.device_step_buffers(layer);
-            // The eager formula this replaces: addcmul (one FMA) without GQA, else mul + add.
-            let q = kernels::rope_kv(
-                &y,
-                (&cos_sin.0, &cos_sin.1),
-                slot,
-                (self.heads, self.kv_heads),
-                self.heads == self.kv_heads,
-                k_cache,
-                v_cache,
-            )?;
-            let (k_all, v_all) = cache.window(layer, window)?;
-            return self.attend(&q, &k_all, &v_all, mask);
+        let (q, k_all, v_all) = match (self.rope_kv_kernel, x.device().is_cuda(), &self.qkv) {
+            (true, true, Qkv::Fused(w, bias)) => {
+                let y = x.f_linear(w, bias.as_ref())?; // (b, 1, (nh + 2 nkv)·hd)
+                let (k_cache, v_cache, slot) = cache.device_step_buffers(layer);
+                // The eager formula this replaces: addcmul (one FMA) without GQA, else mul + add.
+                let q = kernels::rope_kv(
+                    &y,
+                    (&cos_sin.0, &cos_sin.1),
+                    slot,
+                    (self.heads, self.kv_heads),
+                    self.heads == self.kv_heads,
+                    k_cache,
+                    v_cache,
+                )?;
+                let (k_all, v_all) = cache.window(layer, window)?;
+                (q, k_all, v_all)
+            }
+            _ => {
+                let (q, k, v) = self.project(x, cos_sin)?;
+                let (k_all, v_all) = cache.append_at_device_len(layer, &k, &v, window)?;
+                (q, k_all, v_all)
+            }
+        };
+        if self.uses_decode_kernel(x.device(), window) {
+            let (k_cache, v_cache, len) = cache.device_step_buffers(layer);
+            let o = kernels::decode_attention(
+                &q.f_contiguous()?,
+                (k_cache, v_cache),
+                (cache.device_pad(), len),
+                window,
+            )?; // (b, nh, 1, hd): the heads' outputs already in o_proj's input order
+            let b = o.size()[0];
+            let o = o.f_reshape([b, 1, self.heads * self.head_dim])?;
+            return Ok(o.f_linear::<Tensor>(&self.o, None)?);
         }
-        let (q, k, v) = self.project(x, cos_sin)?;
-        let (k_all, v_all) = cache.append_at_device_len(layer, &k, &v, window)?;
         self.attend(&q, &k_all, &v_all, mask)
     }
 }

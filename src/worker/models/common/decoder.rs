@@ -2,7 +2,7 @@
 //! RMSNorm, feed-forward), final RMSNorm, lm_head (its own weight or the tied embedding). The
 //! family decides each layer's feed-forward (dense SwiGLU, MoE, ...).
 use super::attention::{Attention, AttnShape, Rope};
-use super::kv_cache::{KvCache, KvDims};
+use super::kv_cache::{AttnMask, KvCache, KvDims};
 use super::layers::{RmsNorm, SwiGlu};
 use super::tensors::WeightPath;
 use crate::models::common::optim::ModelOptim;
@@ -109,6 +109,7 @@ impl Decoder {
                 "swiglu_kernel",
                 optim.swiglu_kernel && optim.fused_projections,
             )?;
+            crate::ffi::kernels::require("decode_attention_kernel", optim.decode_attention_kernel)?;
             crate::ffi::kernels::require(
                 "add_rms_norm_kernel",
                 optim.add_rms_norm_kernel && optim.fused_rms_norm,
@@ -124,6 +125,8 @@ impl Decoder {
                     optim.sdpa,
                 )?;
                 attn.rope_kv_kernel = optim.rope_kv_kernel;
+                attn.decode_attention_kernel = optim.decode_attention_kernel;
+                attn.decode_attention_min_window = optim.decode_attention_min_window;
                 Ok(DecoderLayer {
                     input_ln: norm(&l.sub("input_layernorm"), dims.rms_norm_eps, optim)?,
                     attn,
@@ -230,7 +233,15 @@ impl Decoder {
         cache.check_device_step(window)?;
         let positions = cache.device_step_positions()?; // (b, 1)
         let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
-        let mask = cache.device_step_additive_mask(window, x.kind())?;
+        let kernel = self
+            .layers
+            .first()
+            .is_some_and(|l| l.attn.uses_decode_kernel(x.device(), window));
+        let mask = if kernel {
+            AttnMask::None // the kernel reads each row's padding and length itself
+        } else {
+            cache.device_step_additive_mask(window, x.kind())?
+        };
         let out = self.run_layers(x, |a, x, i| {
             a.forward_device_step(x, &cos_sin, cache, i, &mask, window)
         })?;

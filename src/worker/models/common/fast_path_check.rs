@@ -141,6 +141,16 @@ pub fn variants(kv_bucket: i64, moe: bool) -> Vec<(String, ModelOptim, StepPath)
             StepPath::Graph { kv_bucket },
         ),
         (
+            "decode_attention_kernel+cuda_graph".into(),
+            ModelOptim {
+                static_kv_cache: true,
+                grouped_moe: true,
+                decode_attention_kernel: true,
+                ..e
+            },
+            StepPath::Graph { kv_bucket },
+        ),
+        (
             "all+cuda_graph".into(),
             ModelOptim::FAST,
             StepPath::Graph { kv_bucket },

@@ -213,6 +213,11 @@ impl KvCache {
         (&self.k[layer], &self.v[layer], &self.len_t)
     }
 
+    /// Each row's left-padding length [B] on the device.
+    pub fn device_pad(&self) -> &Tensor {
+        &self.pad_t
+    }
+
     /// Views of `layer`'s first `window` slots.
     pub fn window(&self, layer: usize, window: i64) -> Result<(Tensor, Tensor)> {
         Ok((

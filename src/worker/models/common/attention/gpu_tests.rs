@@ -76,3 +76,48 @@ fn rope_kv_kernel_equals_libtorch_on_a_gpu() {
         }
     }
 }
+
+/// The decode-attention kernel against softmax(q·kᵀ/√d)·v in fp32 over exactly the visible slots
+/// (each row's padding ..= the current slot), MHA and GQA, head_dim 64 and 128, fp32 and bf16,
+/// a window larger than the written slots with garbage beyond them: the kernel must read the
+/// visible slots only. fp32 within 1e-5 of the largest output; bf16 within 1 % of it (the
+/// output is rounded to bf16 once; the reference sees the same bf16 inputs).
+#[test]
+#[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+fn decode_attention_kernel_matches_the_reference_on_a_gpu() {
+    assert!(tch::Cuda::is_available(), "no CUDA device");
+    let dev = Device::Cuda(0);
+    let (b, slots, window, len) = (3i64, 320i64, 256i64, 200i64);
+    let pads = [0i64, 17, 150];
+    for (kind, tol) in [(Kind::Float, 1e-5), (Kind::BFloat16, 1e-2)] {
+        for (nh, nkv, hd) in [(10i64, 10i64, 128i64), (8, 2, 64)] {
+            let q = Tensor::randn([b, nh, 1, hd], (kind, dev));
+            let k = Tensor::randn([b, nkv, slots, hd], (kind, dev)) * 2.0;
+            let v = Tensor::randn([b, nkv, slots, hd], (kind, dev));
+            let pad = Tensor::from_slice(&pads).to_device(dev);
+            let len_t = Tensor::from_slice(&[len]).to_device(dev);
+            let got = kernels::decode_attention(&q, (&k, &v), (&pad, &len_t), window)
+                .unwrap()
+                .to_kind(Kind::Float);
+            let what = format!("{kind:?} {nh}/{nkv} heads, hd {hd}");
+            let g = nh / nkv;
+            for (row, &p) in pads.iter().enumerate() {
+                let row = row as i64;
+                let n = len + 1 - p; // visible slots p ..= len
+                let kr = k.get(row).narrow(1, p, n).to_kind(Kind::Float); // (nkv, n, hd)
+                let vr = v.get(row).narrow(1, p, n).to_kind(Kind::Float);
+                let kr = kr.repeat_interleave_self_int(g, 0, None);
+                let vr = vr.repeat_interleave_self_int(g, 0, None);
+                let qr = q.get(row).to_kind(Kind::Float); // (nh, 1, hd)
+                let scores = qr.matmul(&kr.transpose(1, 2)) / (hd as f64).sqrt();
+                let want = scores.softmax(-1, Kind::Float).matmul(&vr); // (nh, 1, hd)
+                let err = (got.get(row) - &want).abs().max().double_value(&[]);
+                let scale = want.abs().max().double_value(&[]);
+                assert!(
+                    err <= tol * scale,
+                    "{what}, row {row}: max error {err} (scale {scale})"
+                );
+            }
+        }
+    }
+}
