@@ -64,30 +64,31 @@ impl RunSpec {
             o.eos_check_interval as i64,
             1,
         )?;
-        if o.sam_cuda_kernels && !o.sam_fused_rel_pos {
-            bail!("runtime.optim.sam_cuda_kernels=true needs runtime.optim.sam_fused_rel_pos=true: the kernels pack the folded relative-position bias, which the materialised-bias attention does not use\n  fix: set runtime.optim.sam_fused_rel_pos=true, or runtime.optim.sam_cuda_kernels=false");
-        }
-        if o.moe_routing_kernel && !o.grouped_moe {
-            bail!("runtime.optim.moe_routing_kernel=true needs runtime.optim.grouped_moe=true: the kernel sorts token slots for the grouped GEMMs\n  fix: set runtime.optim.grouped_moe=true, or runtime.optim.moe_routing_kernel=false");
-        }
-        if o.rope_kv_kernel && !o.fused_projections {
-            bail!("runtime.optim.rope_kv_kernel=true needs runtime.optim.fused_projections=true: the kernel reads q, k and v from the one fused projection's output\n  fix: set runtime.optim.fused_projections=true, or runtime.optim.rope_kv_kernel=false");
-        }
-        if o.swiglu_kernel && !o.fused_projections {
-            bail!("runtime.optim.swiglu_kernel=true needs runtime.optim.fused_projections=true: the kernel reads gate and up from the one fused projection's output\n  fix: set runtime.optim.fused_projections=true, or runtime.optim.swiglu_kernel=false");
-        }
-        if o.add_rms_norm_kernel && !o.fused_rms_norm {
-            bail!("runtime.optim.add_rms_norm_kernel=true needs runtime.optim.fused_rms_norm=true: the kernel computes the fused norm's form (one rounding), not HF's eight-op norm\n  fix: set runtime.optim.fused_rms_norm=true, or runtime.optim.add_rms_norm_kernel=false");
-        }
-        if o.moe_combine_kernel && !o.moe_routing_kernel {
-            bail!("runtime.optim.moe_combine_kernel=true needs runtime.optim.moe_routing_kernel=true: the combine reads the routing kernel's slot order\n  fix: set runtime.optim.moe_routing_kernel=true, or runtime.optim.moe_combine_kernel=false");
-        }
-        if o.cuda_graph && !o.static_kv_cache {
-            bail!("runtime.optim.cuda_graph=true needs runtime.optim.static_kv_cache=true: a graph replays fixed addresses, and a growing cache reallocates every step\n  fix: set runtime.optim.static_kv_cache=true, or runtime.optim.cuda_graph=false");
-        }
-        if o.cuda_graph && !o.grouped_moe && self.model.family == crate::model::Family::DeepseekOcr
-        {
-            bail!("runtime.optim.cuda_graph=true needs runtime.optim.grouped_moe=true: the per-expert loop reads expert counts on the host, which a CUDA graph cannot capture\n  fix: set runtime.optim.grouped_moe=true, or runtime.optim.cuda_graph=false");
+        // (switch, on, the switch it needs, that one on, why): each a switch that only works on
+        // top of another.
+        let deepseek = self.model.family == crate::model::Family::DeepseekOcr;
+        let dependencies = [
+            ("sam_cuda_kernels", o.sam_cuda_kernels, "sam_fused_rel_pos", o.sam_fused_rel_pos,
+             "the kernels pack the folded relative-position bias, which the materialised-bias attention does not use"),
+            ("moe_routing_kernel", o.moe_routing_kernel, "grouped_moe", o.grouped_moe,
+             "the kernel sorts token slots for the grouped GEMMs"),
+            ("rope_kv_kernel", o.rope_kv_kernel, "fused_projections", o.fused_projections,
+             "the kernel reads q, k and v from the one fused projection's output"),
+            ("swiglu_kernel", o.swiglu_kernel, "fused_projections", o.fused_projections,
+             "the kernel reads gate and up from the one fused projection's output"),
+            ("add_rms_norm_kernel", o.add_rms_norm_kernel, "fused_rms_norm", o.fused_rms_norm,
+             "the kernel computes the fused norm's form (one rounding), not HF's eight-op norm"),
+            ("moe_combine_kernel", o.moe_combine_kernel, "moe_routing_kernel", o.moe_routing_kernel,
+             "the combine reads the routing kernel's slot order"),
+            ("cuda_graph", o.cuda_graph, "static_kv_cache", o.static_kv_cache,
+             "a graph replays fixed addresses, and a growing cache reallocates every step"),
+            ("cuda_graph", o.cuda_graph && deepseek, "grouped_moe", o.grouped_moe,
+             "the per-expert loop reads expert counts on the host, which a CUDA graph cannot capture"),
+        ];
+        for (switch, on, needed, needed_on, why) in dependencies {
+            if on && !needed_on {
+                bail!("runtime.optim.{switch}=true needs runtime.optim.{needed}=true: {why}\n  fix: set runtime.optim.{needed}=true, or runtime.optim.{switch}=false");
+            }
         }
         at_least(
             "pipeline.nvml.interval_ms",

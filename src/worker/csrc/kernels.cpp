@@ -254,8 +254,10 @@ int llmprof_moe_combine(const void* sorted_p, const void* slot_pos_p, const void
     const auto& weights = tensor_arg(weights_p, "weights");
     check_first(weights, "weights", 2, "[tokens, k]", at::kFloat);
     const int64_t tokens = weights.size(0), k = weights.size(1);
-    TORCH_CHECK(k >= 1 && k <= 64 && tokens >= 1 && tokens <= 65535, tokens, " tokens x top-", k,
-                ": the combine kernel takes 1..65535 tokens and top-1..64");
+    TORCH_CHECK(k >= 1 && k <= LLMPROF_K_MOE_COMBINE_MAX_K && tokens >= 1 &&
+                    tokens <= LLMPROF_K_MAX_GRID_Y,
+                tokens, " tokens x top-", k, ": the combine kernel takes 1..", LLMPROF_K_MAX_GRID_Y,
+                " tokens and top-1..", LLMPROF_K_MOE_COMBINE_MAX_K);
     const auto& y = tensor_arg(y_p, "y");
     check_first(y, "y", 2, "[tokens, hidden]");
     const int64_t hidden = y.size(1);
@@ -391,8 +393,8 @@ int llmprof_router_logits(const void* x_p, const void* w_p, const void* logits_p
     check_tensor(w, "w", x.device(), at::kFloat, {w.size(0), x.size(1)});
     const auto& logits = tensor_arg(logits_p, "logits");
     check_tensor(logits, "logits", x.device(), at::kFloat, {x.size(0), w.size(0)});
-    TORCH_CHECK(x.size(0) >= 1 && x.size(0) <= 65535, x.size(0),
-                " tokens: the router-logits kernel takes 1..65535");
+    TORCH_CHECK(x.size(0) >= 1 && x.size(0) <= LLMPROF_K_MAX_GRID_Y, x.size(0),
+                " tokens: the router-logits kernel takes 1..", LLMPROF_K_MAX_GRID_Y);
     c10::cuda::CUDAGuard guard(x.device());
     check_launch(llmprof_k_router_logits(dtype_code(x), x.data_ptr(), w.data_ptr<float>(),
                                          logits.data_ptr<float>(), x.size(0), (int)w.size(0),

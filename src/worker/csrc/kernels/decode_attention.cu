@@ -147,7 +147,7 @@ extern "C" int llmprof_k_decode_attention(int dtype, const void* q, const void* 
                                           llmprof_k_decode_attn_shape shape, void* stream) {
   if (shape.batch < 1 || shape.heads < 1 || shape.kv_heads < 1 ||
       shape.heads % shape.kv_heads != 0 || shape.chunk < 1 || shape.splits < 1 ||
-      shape.splits > 65535) {
+      shape.splits > LLMPROF_K_MAX_GRID_Y) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);

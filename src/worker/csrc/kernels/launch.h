@@ -12,6 +12,9 @@
 extern "C" {
 #endif
 
+/* CUDA's largest grid y dimension: kernels that put tokens or splits on y take at most this many. */
+#define LLMPROF_K_MAX_GRID_Y 65535
+
 /* Element types the kernels are instantiated for. */
 enum llmprof_k_dtype { LLMPROF_K_F32 = 0, LLMPROF_K_BF16 = 1, LLMPROF_K_F16 = 2 };
 
@@ -61,8 +64,9 @@ int llmprof_k_moe_route(const float* logits, int64_t tokens, int experts, int k,
 /* The MoE combine: y [tokens, hidden] = round(Σ_j weights[t, j] · sorted[slot_pos[t·k + j]])
  * (+ shared [tokens, hidden] when not NULL, added after the rounding), the sum in fp32 in order
  * j = 0..k−1. sorted [tokens·k, hidden] holds the expert outputs in expert-sorted order,
- * weights [tokens, k] fp32, slot_pos [tokens·k] int64 as moe_route writes it; k ≤ 64,
- * tokens ≤ 65535. */
+ * weights [tokens, k] fp32, slot_pos [tokens·k] int64 as moe_route writes it; k ≤ MAX_K,
+ * tokens ≤ LLMPROF_K_MAX_GRID_Y. */
+#define LLMPROF_K_MOE_COMBINE_MAX_K 64
 int llmprof_k_moe_combine(int dtype, const void* sorted, const int64_t* slot_pos,
                           const float* weights, const void* shared, void* y, int64_t tokens,
                           int64_t hidden, int k, void* stream);
@@ -110,7 +114,7 @@ int llmprof_k_add_rms_norm(int dtype, const void* x, const void* delta, const vo
                            void* stream);
 
 /* MoE router logits [tokens, experts] fp32 = x [tokens, hidden] (element type, read as fp32) ·
- * wᵀ ([experts, hidden] fp32); tokens ≤ 65535. */
+ * wᵀ ([experts, hidden] fp32); tokens ≤ LLMPROF_K_MAX_GRID_Y. */
 int llmprof_k_router_logits(int dtype, const void* x, const float* w, float* logits,
                             int64_t tokens, int experts, int64_t hidden, void* stream);
 

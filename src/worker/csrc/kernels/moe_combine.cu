@@ -15,7 +15,7 @@ using llmprof_k::round_to;
 using llmprof_k::to_f;
 
 constexpr int kThreads = 128;
-constexpr int kMaxK = 64;
+constexpr int kMaxK = LLMPROF_K_MOE_COMBINE_MAX_K;
 
 // Blocks over (channel chunk, token), a thread per channel, so a decode step's few tokens still
 // spread over many SMs; the token's k sorted rows and weights are read once into shared memory.
@@ -56,7 +56,7 @@ int launch_combine(const void* sorted, const int64_t* slot_pos, const float* wei
 extern "C" int llmprof_k_moe_combine(int dtype, const void* sorted, const int64_t* slot_pos,
                                      const float* weights, const void* shared, void* y,
                                      int64_t tokens, int64_t hidden, int k, void* stream) {
-  if (tokens < 1 || tokens > 65535 || hidden < 1 || k < 1 || k > kMaxK) {
+  if (tokens < 1 || tokens > LLMPROF_K_MAX_GRID_Y || hidden < 1 || k < 1 || k > kMaxK) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);

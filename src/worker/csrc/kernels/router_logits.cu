@@ -54,7 +54,7 @@ int launch_router(const void* x, const float* w, float* logits, int64_t tokens, 
 
 extern "C" int llmprof_k_router_logits(int dtype, const void* x, const float* w, float* logits,
                                        int64_t tokens, int experts, int64_t hidden, void* stream) {
-  if (tokens < 1 || tokens > 65535 || experts < 1 || hidden < 1) return (int)cudaErrorInvalidValue;
+  if (tokens < 1 || tokens > LLMPROF_K_MAX_GRID_Y || experts < 1 || hidden < 1) return (int)cudaErrorInvalidValue;
   auto st = static_cast<cudaStream_t>(stream);
   LLMPROF_K_DISPATCH(dtype, launch_router, x, w, logits, tokens, experts, hidden, st)
 }

@@ -227,9 +227,7 @@ impl Attention {
         let g = self.heads / self.kv_heads;
         if g > 1 && t == 1 {
             let qg = q.f_reshape([b, self.kv_heads, g, self.head_dim])?;
-            let o = self.core(&qg, k, v, mask)?; // (b, nkv, g, hd)
-            let o = o.f_reshape([b, 1, self.heads * self.head_dim])?;
-            return Ok(o.f_linear::<Tensor>(&self.o, None)?);
+            return self.out_one_token(&self.core(&qg, k, v, mask)?); // (b, nkv, g, hd)
         }
         let (k, v) = if g > 1 {
             (repeat_kv(k, g)?, repeat_kv(v, g)?)
@@ -240,6 +238,14 @@ impl Attention {
         let o = o
             .f_transpose(1, 2)?
             .f_reshape([b, t, self.heads * self.head_dim])?;
+        Ok(o.f_linear::<Tensor>(&self.o, None)?)
+    }
+
+    /// One query token per row: the heads' outputs (any [B, .., .., hd] layout whose memory order
+    /// is head-major, as [B, heads, 1, hd] or GQA's [B, kv_heads, group, hd]) → o_proj [B,1,H].
+    fn out_one_token(&self, o: &Tensor) -> Result<Tensor> {
+        let b = o.size4()?.0;
+        let o = o.f_reshape([b, 1, self.heads * self.head_dim])?;
         Ok(o.f_linear::<Tensor>(&self.o, None)?)
     }
 
@@ -334,10 +340,8 @@ impl Attention {
                 (k_cache, v_cache),
                 (cache.device_pad(), len),
                 window,
-            )?; // (b, nh, 1, hd): the heads' outputs already in o_proj's input order
-            let b = o.size()[0];
-            let o = o.f_reshape([b, 1, self.heads * self.head_dim])?;
-            return Ok(o.f_linear::<Tensor>(&self.o, None)?);
+            )?; // (b, nh, 1, hd)
+            return self.out_one_token(&o);
         }
         self.attend(&q, &k_all, &v_all, mask)
     }

@@ -101,19 +101,25 @@ impl Decoder {
     ) -> Result<Self> {
         let m = vs.sub("model");
         if vs.device().is_cuda() {
-            crate::ffi::kernels::require(
-                "rope_kv_kernel",
-                optim.rope_kv_kernel && optim.fused_projections,
-            )?;
-            crate::ffi::kernels::require(
-                "swiglu_kernel",
-                optim.swiglu_kernel && optim.fused_projections,
-            )?;
-            crate::ffi::kernels::require("decode_attention_kernel", optim.decode_attention_kernel)?;
-            crate::ffi::kernels::require(
-                "add_rms_norm_kernel",
-                optim.add_rms_norm_kernel && optim.fused_rms_norm,
-            )?;
+            // Each kernel switch, where it takes effect (spec validation enforces the same
+            // dependencies for configured runs; ModelOptim may also be built directly).
+            for (switch, used) in [
+                (
+                    "rope_kv_kernel",
+                    optim.rope_kv_kernel && optim.fused_projections,
+                ),
+                (
+                    "swiglu_kernel",
+                    optim.swiglu_kernel && optim.fused_projections,
+                ),
+                ("decode_attention_kernel", optim.decode_attention_kernel),
+                (
+                    "add_rms_norm_kernel",
+                    optim.add_rms_norm_kernel && optim.fused_rms_norm,
+                ),
+            ] {
+                crate::ffi::kernels::require(switch, used)?;
+            }
         }
         let layers = (0..dims.layers)
             .map(|i| {

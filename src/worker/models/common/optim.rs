@@ -105,24 +105,9 @@ impl Default for ModelOptim {
     /// `MoeDispatch::Auto`, SDPA, static cache, HF's RMSNorm.
     fn default() -> Self {
         ModelOptim {
-            fused_projections: false,
-            grouped_moe: false,
             sdpa: true,
             static_kv_cache: true,
-            fused_rms_norm: false,
-            sam_fused_rel_pos: false,
-            sam_fused_windows: false,
-            sam_cuda_kernels: false,
-            vision_uint8_upload: false,
-            moe_routing_kernel: false,
-            sam_patch_gemm: false,
-            vision_cuda_graph: false,
-            rope_kv_kernel: false,
-            moe_combine_kernel: false,
-            swiglu_kernel: false,
-            add_rms_norm_kernel: false,
-            decode_attention_kernel: false,
-            decode_attention_min_window: 0,
+            ..ModelOptim::EAGER
         }
     }
 }

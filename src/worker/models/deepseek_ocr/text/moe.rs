@@ -132,10 +132,7 @@ impl Moe {
             let r = kernels::moe_route(&logits, self.top_k, self.scaling)?;
             let sorted = self.experts_grouped_sorted(&xs, &r.slot_token, &r.group_ends)?;
             if self.combine_kernel {
-                let shared = match &self.shared {
-                    Some(s) => Some(s.forward(&xs)?),
-                    None => None,
-                };
+                let shared = self.shared.as_ref().map(|s| s.forward(&xs)).transpose()?;
                 let y = kernels::moe_combine(&sorted, &r.slot_pos, &r.weights, shared.as_ref())?;
                 return Ok(y.f_view(x.size().as_slice())?);
             }
