@@ -345,6 +345,10 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ("swiglu_kernel", on(w.swiglu_kernel).to_string()),
         ("add_rms_norm_kernel", on(w.add_rms_norm_kernel).to_string()),
         (
+            "add_layer_norm_kernel",
+            on(w.add_layer_norm_kernel).to_string(),
+        ),
+        (
             "decode_attention_kernel",
             on(w.decode_attention_kernel).to_string(),
         ),

@@ -194,6 +194,7 @@ mod tests {
                 moe_combine_kernel: on,
                 swiglu_kernel: on,
                 add_rms_norm_kernel: on,
+                add_layer_norm_kernel: on,
                 decode_attention_kernel: on,
                 decode_attention_min_window: 1280,
             },

@@ -330,6 +330,11 @@ pub struct OptimSpec {
     /// llmprof's one CUDA kernel, instead of an add and the norm. Absent: off.
     #[serde(default)]
     pub add_rms_norm_kernel: bool,
+    /// On a CUDA device, each residual add and the LayerNorm after it in the vision encoders'
+    /// blocks (SAM, CLIP) in llmprof's one CUDA kernel, instead of an add and the norm. Row
+    /// widths the kernel does not take fall back to the two ops. Absent: off.
+    #[serde(default)]
+    pub add_layer_norm_kernel: bool,
     /// On a CUDA device, the fixed-shape (graph) decode step attends over each row's written
     /// KV slots only, in llmprof's split-over-slots kernel (head_dim 64 or 128), instead of
     /// SDPA over the whole KV window with a mask. No effect on eager decode steps. Absent: off.

@@ -11,6 +11,7 @@
 #include <c10/util/Exception.h>
 
 #include <cmath>
+#include <cstdint>
 #include <optional>
 
 #ifdef LLMPROF_HAVE_KERNELS
@@ -381,6 +382,48 @@ int llmprof_add_rms_norm(const void* x_p, const void* delta_p, const void* weigh
   });
 }
 
+int llmprof_add_layer_norm(const void* x_p, const void* delta_p, const void* weight_p,
+                           const void* bias_p, double eps, const void* sum_p, const void* out_p) {
+  return llmprof::guarded("add_layer_norm", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& x = tensor_arg(x_p, "x");
+    TORCH_CHECK(x.is_cuda() && x.is_contiguous() && x.dim() >= 1 && x.numel() > 0,
+                "x must be a non-empty contiguous CUDA tensor [.., hidden], got ", x.sizes(),
+                " on ", x.device());
+    const int64_t hidden = x.size(-1);
+    const int64_t pass = 32 * (16 / (int64_t)x.element_size());
+    TORCH_CHECK(hidden % pass == 0 && hidden / pass <= LLMPROF_K_ADD_LAYER_NORM_MAX_PASSES,
+                "the add + LayerNorm kernel takes hidden sizes that are multiples of ", pass,
+                " up to ", pass * LLMPROF_K_ADD_LAYER_NORM_MAX_PASSES, " for ", x.scalar_type(),
+                ", got ", hidden);
+    const void* ptrs[] = {x_p, delta_p, weight_p, bias_p, sum_p, out_p};
+    const char* names[] = {"x", "delta", "weight", "bias", "sum", "out"};
+    for (int i = 0; i < 6; ++i) {
+      const auto& t = tensor_arg(ptrs[i], names[i]);
+      if (i == 2 || i == 3) {
+        check_like(t, x, names[i], {hidden});
+      } else if (i > 0) {
+        check_like(t, x, names[i], x.sizes());
+      }
+      TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, names[i],
+                  " must start 16-byte aligned (the kernel reads and writes 16-byte vectors)");
+    }
+    c10::cuda::CUDAGuard guard(x.device());
+    check_launch(llmprof_k_add_layer_norm(dtype_code(x), x.data_ptr(),
+                                          tensor_arg(delta_p, "delta").data_ptr(),
+                                          tensor_arg(weight_p, "weight").data_ptr(),
+                                          tensor_arg(bias_p, "bias").data_ptr(),
+                                          tensor_arg(sum_p, "sum").data_ptr(),
+                                          tensor_arg(out_p, "out").data_ptr(), x.numel() / hidden,
+                                          hidden, (float)eps,
+                                          c10::cuda::getCurrentCUDAStream().stream()),
+                 "add_layer_norm");
+#endif
+  });
+}
+
 int llmprof_router_logits(const void* x_p, const void* w_p, const void* logits_p) {
   return llmprof::guarded("router_logits", [&] {
 #ifndef LLMPROF_HAVE_KERNELS
@@ -405,7 +448,8 @@ int llmprof_router_logits(const void* x_p, const void* w_p, const void* logits_p
 }
 
 int llmprof_decode_attention(const void* q_p, const void* k_p, const void* v_p, const void* pad_p,
-                             const void* len_p, int64_t window, const void* out_p) {
+                             const void* len_p, const void* arrivals_p, int64_t window,
+                             const void* out_p) {
   return llmprof::guarded("decode_attention", [&] {
 #ifndef LLMPROF_HAVE_KERNELS
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
@@ -424,15 +468,27 @@ int llmprof_decode_attention(const void* q_p, const void* k_p, const void* v_p, 
     check_like(tensor_arg(v_p, "v_cache"), q, "v_cache", {batch, kv_heads, slots, hd});
     check_tensor(tensor_arg(pad_p, "pad"), "pad", q.device(), at::kLong, {batch});
     check_tensor(tensor_arg(len_p, "len"), "len", q.device(), at::kLong, {1});
+    const auto& arrivals = tensor_arg(arrivals_p, "arrivals");
+    TORCH_CHECK(arrivals.device() == q.device() && arrivals.scalar_type() == at::kInt &&
+                    arrivals.is_contiguous() && arrivals.numel() >= batch * heads,
+                "arrivals must be a contiguous int32 tensor of at least batch x heads = ",
+                batch * heads, " zeros on ", q.device(), ", got ", arrivals.scalar_type(), " ",
+                arrivals.sizes(), " on ", arrivals.device());
     check_like(tensor_arg(out_p, "out"), q, "out", {batch, heads, 1, hd});
     TORCH_CHECK(window >= 1 && window <= slots, "window ", window, " must lie in 1..", slots);
+    for (const void* p : {q_p, k_p, v_p}) {
+      const auto& t = tensor_arg(p, "q/k_cache/v_cache");
+      TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0,
+                  "decode attention reads q, k_cache and v_cache in 16-byte vectors: their data "
+                  "must start 16-byte aligned (a fresh or contiguous-copied tensor does)");
+    }
     llmprof_k_decode_attn_shape s{};
     s.batch = (int)batch;
     s.heads = (int)heads;
     s.kv_heads = (int)kv_heads;
     s.head_dim = (int)hd;
     s.slots = slots;
-    s.chunk = 64;
+    s.chunk = LLMPROF_K_DECODE_ATTN_CHUNK;
     s.splits = (int)((window + s.chunk - 1) / s.chunk);
     s.scale = (float)(1.0 / std::sqrt((double)hd));
     auto part_o = at::empty({batch * heads, s.splits, hd}, q.options().dtype(at::kFloat));
@@ -443,7 +499,8 @@ int llmprof_decode_attention(const void* q_p, const void* k_p, const void* v_p, 
                      tensor_arg(v_p, "v_cache").data_ptr(),
                      tensor_arg(pad_p, "pad").data_ptr<int64_t>(),
                      tensor_arg(len_p, "len").data_ptr<int64_t>(), part_o.data_ptr<float>(),
-                     part_ml.data_ptr<float>(), tensor_arg(out_p, "out").data_ptr(), s,
+                     part_ml.data_ptr<float>(), arrivals.data_ptr<int>(),
+                     tensor_arg(out_p, "out").data_ptr(), s,
                      c10::cuda::getCurrentCUDAStream().stream()),
                  "decode_attention");
 #endif

@@ -193,15 +193,22 @@ int llmprof_silu_mul(const void* gate_up, const void* out);
  * libtorch's fused RMSNorm; sum and out allocated by the caller like x. */
 int llmprof_add_rms_norm(const void* x, const void* delta, const void* weight, double eps,
                          const void* sum, const void* out);
+/* The residual add and LayerNorm in one kernel: x and delta [.., hidden] (contiguous, same dtype,
+ * 16-byte aligned), weight and bias [hidden] → sum = x + delta and out = layer_norm(sum)·weight +
+ * bias, statistics in fp32; sum and out allocated by the caller like x. hidden: a multiple of
+ * 32 16-byte vectors, at most 8 of those passes. */
+int llmprof_add_layer_norm(const void* x, const void* delta, const void* weight, const void* bias,
+                           double eps, const void* sum, const void* out);
 /* MoE router logits: x [tokens, hidden] (model dtype), w [experts, hidden] fp32 → logits
  * [tokens, experts] fp32. */
 int llmprof_router_logits(const void* x, const void* w, const void* logits);
 /* Decode attention over the written slots: q [B, heads, 1, hd], k_cache and v_cache [B, kv_heads,
  * slots, hd], pad [B] and len [1] int64 on the device (row b attends to slots pad[b] ..= len),
  * the first `window` slots bounding the work → out [B, heads, 1, hd] (allocated by the caller).
- * hd 64 or 128. */
+ * hd 64 or 128. arrivals: ≥ B·heads int32 zeros on the device, left zero (split counters). */
 int llmprof_decode_attention(const void* q, const void* k_cache, const void* v_cache,
-                             const void* pad, const void* len, int64_t window, const void* out);
+                             const void* pad, const void* len, const void* arrivals,
+                             int64_t window, const void* out);
 int llmprof_rope_kv(const void* qkv, const void* cos, const void* sin, const void* slot,
                     int64_t heads, int64_t kv_heads, int32_t fused_add, const void* q,
                     const void* k_cache, const void* v_cache);

@@ -50,6 +50,7 @@ extern "C" {
         v_cache: *const c_void,
         pad: *const c_void,
         len: *const c_void,
+        arrivals: *const c_void,
         window: i64,
         out: *const c_void,
     ) -> c_int;
@@ -57,6 +58,15 @@ extern "C" {
         x: *const c_void,
         delta: *const c_void,
         weight: *const c_void,
+        eps: f64,
+        sum: *const c_void,
+        out: *const c_void,
+    ) -> c_int;
+    fn llmprof_add_layer_norm(
+        x: *const c_void,
+        delta: *const c_void,
+        weight: *const c_void,
+        bias: *const c_void,
         eps: f64,
         sum: *const c_void,
         out: *const c_void,
@@ -259,6 +269,43 @@ pub fn add_rms_norm(
     Ok((sum, out))
 }
 
+/// The widest row [`add_layer_norm`] takes, in 16-byte vectors per lane of a warp.
+const ADD_LAYER_NORM_MAX_PASSES: i64 = 8;
+
+/// Whether [`add_layer_norm`] takes rows of `hidden` elements of `kind`: a multiple of a
+/// warp-wide pass of 16-byte vectors (256 bf16/f16 or 128 f32 channels), at most
+/// [`ADD_LAYER_NORM_MAX_PASSES`] passes.
+pub fn add_layer_norm_fits(kind: tch::Kind, hidden: i64) -> bool {
+    let pass = 32 * (16 / kind.elt_size_in_bytes() as i64);
+    hidden > 0 && hidden % pass == 0 && hidden / pass <= ADD_LAYER_NORM_MAX_PASSES
+}
+
+/// The residual add and the LayerNorm after it in one kernel: `x` + `delta` [.., hidden]
+/// (contiguous, CUDA, same dtype, [`add_layer_norm_fits`]) → (sum, layer_norm(sum)·`weight` +
+/// `bias`), the statistics in fp32 over the rounded sum.
+pub fn add_layer_norm(
+    x: &Tensor,
+    delta: &Tensor,
+    (weight, bias): (&Tensor, &Tensor),
+    eps: f64,
+) -> Result<(Tensor, Tensor), ShimError> {
+    let opts = (x.kind(), x.device());
+    let (sum, out) = (empty(&x.size(), opts)?, empty(&x.size(), opts)?);
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe {
+        llmprof_add_layer_norm(
+            ptr(x),
+            ptr(delta),
+            ptr(weight),
+            ptr(bias),
+            eps,
+            ptr(&sum),
+            ptr(&out),
+        )
+    })?;
+    Ok((sum, out))
+}
+
 /// MoE router logits in one kernel: `x` [tokens, hidden] (model dtype, read as fp32) · `w`ᵀ
 /// ([experts, hidden] fp32) → [tokens, experts] fp32.
 pub fn router_logits(x: &Tensor, w: &Tensor) -> Result<Tensor, ShimError> {
@@ -278,11 +325,14 @@ pub fn router_logits(x: &Tensor, w: &Tensor) -> Result<Tensor, ShimError> {
 
 /// Decode attention over the written slots of a static KV cache: `q` [B, heads, 1, hd] (hd 64 or
 /// 128), `k_cache`/`v_cache` [B, kv_heads, slots, hd]; row b attends to slots `pad`[b] ..= `len`
-/// (device int64 [B] and [1]), never beyond the first `window` slots. → [B, heads, 1, hd].
+/// (device int64 [B] and [1]), never beyond the first `window` slots. `arrivals`: int32 zeros,
+/// at least B·heads, which the kernel counts its split blocks in and leaves zero (one tensor
+/// serves every layer and step on a stream). → [B, heads, 1, hd].
 pub fn decode_attention(
     q: &Tensor,
     (k_cache, v_cache): (&Tensor, &Tensor),
     (pad, len): (&Tensor, &Tensor),
+    arrivals: &Tensor,
     window: i64,
 ) -> Result<Tensor, ShimError> {
     let out = empty(&q.size(), (q.kind(), q.device()))?;
@@ -294,6 +344,7 @@ pub fn decode_attention(
             ptr(v_cache),
             ptr(pad),
             ptr(len),
+            ptr(arrivals),
             window,
             ptr(&out),
         )

@@ -2,8 +2,8 @@
 // token per row, keys and values read from the static cache between the row's left padding and
 // the slot written this step (both read on the device, so a captured graph stays valid as the
 // sequence grows). It replaces SDPA over a whole KV window with a mask (docs/performance.md,
-// "Round 2, session 8"). Softmax in fp32 with the running-max rescaling of flash attention; the
-// probabilities stay fp32 in the value sum.
+// "Round 2, session 8"). Softmax in fp32: each split's maximum and denominator, rescaled to the
+// row's maximum when the splits are combined; the probabilities stay fp32 in the value sum.
 #include "dtype.cuh"
 #include "launch.h"
 
@@ -15,126 +15,217 @@ namespace {
 using llmprof_k::from_f;
 using llmprof_k::to_f;
 
-constexpr int kWarps = 4;
+constexpr int kThreads = 128;
+constexpr int kChunk = LLMPROF_K_DECODE_ATTN_CHUNK;
 
-// Block (row·head, split): its warps take the split's slots in turn; each lane holds HD/32
-// channels of q, of the running output and of each key and value row it reads.
+// The split's partial sums: unnormalised output [HD] and (maximum, denominator), to part_o and
+// part_ml. Scores: kKLanes lanes per key row with kKVec 16-byte loads each; values: kVLanes lanes
+// per value row with one 16-byte load each. All loads of a phase are issued before their use.
 template <typename T, int HD>
-__global__ void attn_partial(const T* __restrict__ q, const T* __restrict__ k,
-                             const T* __restrict__ v, const int64_t* __restrict__ pad,
-                             const int64_t* __restrict__ len_p, float* __restrict__ part_o,
-                             float* __restrict__ part_ml, llmprof_k_decode_attn_shape s) {
-  constexpr int kPer = HD / 32;
-  __shared__ float sm_m[kWarps], sm_l[kWarps];
-  __shared__ float sm_o[kWarps][HD];
-  const int bh = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
-  const int b = bh / s.heads, h = bh % s.heads;
-  const int kvh = h / (s.heads / s.kv_heads);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int64_t last = *len_p;  // inclusive: the slot this step wrote
-  const int64_t start = max(pad[b], (int64_t)split * s.chunk);
-  const int64_t end = min(last + 1, (int64_t)(split + 1) * s.chunk);
-  float qv[kPer], acc[kPer];
-  const T* qr = q + (int64_t)bh * HD + lane * kPer;
+__device__ __forceinline__ void split_partial(const T* __restrict__ q, const T* __restrict__ k,
+                                              const T* __restrict__ v, int64_t start, int64_t end,
+                                              int64_t c0, int bh, int b, int kvh, int64_t slot,
+                                              float* __restrict__ part_o,
+                                              float* __restrict__ part_ml,
+                                              const llmprof_k_decode_attn_shape& s) {
+  constexpr int kKLanes = 8;
+  constexpr int kKE = HD / kKLanes;
+  constexpr int kKVec = kKE * (int)sizeof(T) / 16;
+  constexpr int kKRows = kThreads / kKLanes;
+  constexpr int kKPasses = kChunk / kKRows;
+  constexpr int kVE = 16 / (int)sizeof(T);
+  constexpr int kVLanes = HD / kVE;
+  constexpr int kVRows = kThreads / kVLanes;
+  constexpr int kVPasses = kChunk / kVRows;
+  static_assert(kKVec >= 1 && kKLanes * kKE == HD && kChunk % kKRows == 0, "key layout");
+  static_assert(kVLanes <= 32 && kChunk % kVRows == 0, "value layout");
+  __shared__ float sc[kChunk];
+  __shared__ float red[kVRows * HD];
+  const int64_t base = ((int64_t)b * s.kv_heads + kvh) * s.slots * HD;
+
+  const int g = threadIdx.x / kKLanes, gl = threadIdx.x % kKLanes;
+  float qv[kKE];
+  {
+    uint4 raw[kKVec];
+    const uint4* src = reinterpret_cast<const uint4*>(q + (int64_t)bh * HD + gl * kKE);
 #pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    qv[i] = to_f(qr[i]);
-    acc[i] = 0.f;
+    for (int i = 0; i < kKVec; ++i) raw[i] = src[i];
+    const T* e = reinterpret_cast<const T*>(raw);
+#pragma unroll
+    for (int i = 0; i < kKE; ++i) qv[i] = to_f(e[i]);
   }
-  float m = -INFINITY, l = 0.f;
-  const int64_t base = ((int64_t)b * s.kv_heads + kvh) * s.slots * HD + lane * kPer;
-  for (int64_t j = start + warp; j < end; j += kWarps) {
-    const T* kr = k + base + j * HD;
-    const T* vr = v + base + j * HD;
-    float kv[kPer], vv[kPer];
+  uint4 kr[kKPasses][kKVec];
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      kv[i] = to_f(kr[i]);
-      vv[i] = to_f(vr[i]);
-    }
+  for (int p = 0; p < kKPasses; ++p) {
+    const int64_t j = c0 + p * kKRows + g;
+    const uint4* src = reinterpret_cast<const uint4*>(k + base + j * HD + gl * kKE);
+#pragma unroll
+    for (int i = 0; i < kKVec; ++i) kr[p][i] = (j >= start && j < end) ? src[i] : make_uint4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int p = 0; p < kKPasses; ++p) {
+    const T* e = reinterpret_cast<const T*>(kr[p]);
     float d = 0.f;
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) d = fmaf(qv[i], kv[i], d);
-    for (int o = 16; o > 0; o /= 2) d += __shfl_xor_sync(0xffffffffu, d, o);
-    const float sc = d * s.scale;
-    const float m_new = fmaxf(m, sc);
-    const float corr = expf(m - m_new);  // m = −∞ on the first slot: 0
-    const float p = expf(sc - m_new);
-    l = l * corr + p;
+    for (int i = 0; i < kKE; ++i) d = fmaf(qv[i], to_f(e[i]), d);
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) acc[i] = fmaf(p, vv[i], acc[i] * corr);
-    m = m_new;
+    for (int o = kKLanes / 2; o > 0; o /= 2) d += __shfl_xor_sync(0xffffffffu, d, o);
+    const int64_t j = c0 + p * kKRows + g;
+    if (gl == 0) sc[p * kKRows + g] = (j >= start && j < end) ? d * s.scale : -INFINITY;
   }
-  if (lane == 0) {
-    sm_m[warp] = m;
-    sm_l[warp] = l;
-  }
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) sm_o[warp][lane * kPer + i] = acc[i];
   __syncthreads();
-  // Merge the warps: thread c < HD owns channel c.
-  float mx = -INFINITY;
-  for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, sm_m[w]);
-  const int64_t slot = (int64_t)bh * splits + split;
-  for (int c = threadIdx.x; c < HD; c += blockDim.x) {
+
+  // The split's maximum and denominator, in every warp (kChunk = 64: two scores per lane).
+  const int lane = threadIdx.x % 32;
+  const float s0 = sc[lane], s1 = sc[lane + 32];
+  float m = fmaxf(s0, s1);
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  float l = expf(s0 - m) + expf(s1 - m);  // m is finite: the split has a visible slot
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) l += __shfl_xor_sync(0xffffffffu, l, o);
+
+  const int vr = threadIdx.x / kVLanes, vl = threadIdx.x % kVLanes;
+  uint4 vv[kVPasses];
+#pragma unroll
+  for (int p = 0; p < kVPasses; ++p) {
+    const int64_t j = c0 + p * kVRows + vr;
+    vv[p] = (j >= start && j < end)
+                ? *reinterpret_cast<const uint4*>(v + base + j * HD + vl * kVE)
+                : make_uint4(0, 0, 0, 0);
+  }
+  float acc[kVE];
+#pragma unroll
+  for (int i = 0; i < kVE; ++i) acc[i] = 0.f;
+#pragma unroll
+  for (int p = 0; p < kVPasses; ++p) {
+    const float pr = expf(sc[p * kVRows + vr] - m);  // 0 outside the visible slots
+    const T* e = reinterpret_cast<const T*>(&vv[p]);
+#pragma unroll
+    for (int i = 0; i < kVE; ++i) acc[i] = fmaf(pr, to_f(e[i]), acc[i]);
+  }
+#pragma unroll
+  for (int i = 0; i < kVE; ++i) red[vr * HD + vl * kVE + i] = acc[i];
+  __syncthreads();
+  for (int c = threadIdx.x; c < HD; c += kThreads) {
     float o = 0.f;
-    for (int w = 0; w < kWarps; ++w) {
-      if (sm_m[w] != -INFINITY) o += sm_o[w][c] * expf(sm_m[w] - mx);
-    }
+#pragma unroll
+    for (int r = 0; r < kVRows; ++r) o += red[r * HD + c];
     part_o[slot * HD + c] = o;
   }
   if (threadIdx.x == 0) {
-    float sum = 0.f;
-    for (int w = 0; w < kWarps; ++w) {
-      if (sm_m[w] != -INFINITY) sum += sm_l[w] * expf(sm_m[w] - mx);
-    }
-    part_ml[slot * 2] = mx;
-    part_ml[slot * 2 + 1] = sum;
+    part_ml[slot * 2] = m;
+    part_ml[slot * 2 + 1] = l;
   }
 }
 
-// Block per row·head, thread per channel: the splits' partial sums rescaled to one maximum.
+// The last block of a row·head to arrive combines the splits: each split's partial sums
+// rescaled to the row's maximum, normalised, rounded once. Arrivals are counted per row·head in
+// `arrivals` (zero before the launch); the last block sets its counter back to zero, so the next
+// launch, and a replayed graph, find it zero again.
 template <typename T, int HD>
-__global__ void attn_combine(const float* __restrict__ part_o, const float* __restrict__ part_ml,
-                             int splits, T* __restrict__ out) {
-  const int bh = blockIdx.x;
+__device__ __forceinline__ void combine_if_last(const float* part_o, const float* part_ml,
+                                                int* __restrict__ arrivals, int bh, int splits,
+                                                T* __restrict__ out) {
+  __shared__ bool last;
+  __shared__ float red[kThreads / 32];
+  __threadfence();  // this block's partials are visible before its arrival is counted
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(&arrivals[bh], 1) == splits - 1;
+    if (last) arrivals[bh] = 0;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
   const float* ml = part_ml + (int64_t)bh * splits * 2;
+  const float* po = part_o + (int64_t)bh * splits * HD;
+  // The row's maximum: a strided pass over the splits, then across the block.
   float mx = -INFINITY;
-  for (int sp = 0; sp < splits; ++sp) mx = fmaxf(mx, ml[sp * 2]);
-  for (int c = threadIdx.x; c < HD; c += blockDim.x) {
+  for (int sp = threadIdx.x; sp < splits; sp += kThreads) mx = fmaxf(mx, __ldcg(ml + sp * 2));
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
+  __syncthreads();
+  mx = red[0];
+#pragma unroll
+  for (int w = 1; w < kThreads / 32; ++w) mx = fmaxf(mx, red[w]);
+  // Thread c < HD owns channel c; the loads of four splits are in flight at once.
+  for (int c = threadIdx.x; c < HD; c += kThreads) {
     float o = 0.f, l = 0.f;
-    for (int sp = 0; sp < splits; ++sp) {
-      const float m = ml[sp * 2];
-      if (m == -INFINITY) continue;
-      const float w = expf(m - mx);
-      o += part_o[((int64_t)bh * splits + sp) * HD + c] * w;
-      l += ml[sp * 2 + 1] * w;
+    int sp = 0;
+    for (; sp + 4 <= splits; sp += 4) {
+      float m4[4], l4[4], o4[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        m4[i] = __ldcg(ml + (sp + i) * 2);
+        l4[i] = __ldcg(ml + (sp + i) * 2 + 1);
+        o4[i] = __ldcg(po + (int64_t)(sp + i) * HD + c);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float w = m4[i] == -INFINITY ? 0.f : expf(m4[i] - mx);
+        o = fmaf(o4[i], w, o);
+        l = fmaf(l4[i], w, l);
+      }
+    }
+    for (; sp < splits; ++sp) {
+      const float m = __ldcg(ml + sp * 2);
+      const float w = m == -INFINITY ? 0.f : expf(m - mx);
+      o = fmaf(__ldcg(po + (int64_t)sp * HD + c), w, o);
+      l = fmaf(__ldcg(ml + sp * 2 + 1), w, l);
     }
     out[(int64_t)bh * HD + c] = from_f<T>(o / l);
   }
 }
 
+// Block (row·head, split) over the split's kChunk slots: its partial sums (split_partial), then,
+// in the last block of the row·head to finish, the combine (combine_if_last): one launch per
+// layer. The first version walked the slots one at a time per warp, latency-bound, and combined
+// in a second kernel.
+template <typename T, int HD>
+__global__ void __launch_bounds__(kThreads)
+    attn_split(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+               const int64_t* __restrict__ pad, const int64_t* __restrict__ len_p,
+               float* __restrict__ part_o, float* __restrict__ part_ml, int* __restrict__ arrivals,
+               T* __restrict__ out, llmprof_k_decode_attn_shape s) {
+  const int bh = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
+  const int b = bh / s.heads, h = bh % s.heads;
+  const int kvh = h / (s.heads / s.kv_heads);
+  const int64_t slot = (int64_t)bh * splits + split;
+  const int64_t last = *len_p;  // inclusive: the slot this step wrote
+  const int64_t c0 = (int64_t)split * kChunk;
+  const int64_t start = max(pad[b], c0);
+  const int64_t end = min(last + 1, c0 + kChunk);
+  if (start < end) {  // block-uniform: a split with no visible slot only reports its arrival
+    split_partial<T, HD>(q, k, v, start, end, c0, bh, b, kvh, slot, part_o, part_ml, s);
+  } else if (threadIdx.x == 0) {
+    part_ml[slot * 2] = -INFINITY;
+    part_ml[slot * 2 + 1] = 0.f;
+  }
+  combine_if_last<T, HD>(part_o, part_ml, arrivals, bh, splits, out);
+}
+
 template <typename T, int HD>
 int launch_hd(const void* q, const void* k, const void* v, const int64_t* pad,
-              const int64_t* len, float* part_o, float* part_ml, void* out,
+              const int64_t* len, float* part_o, float* part_ml, int* arrivals, void* out,
               const llmprof_k_decode_attn_shape& s, cudaStream_t stream) {
-  const int bh = s.batch * s.heads;
-  const dim3 grid((unsigned)bh, (unsigned)s.splits);
-  attn_partial<T, HD><<<grid, kWarps * 32, 0, stream>>>(
+  const dim3 grid((unsigned)(s.batch * s.heads), (unsigned)s.splits);
+  attn_split<T, HD><<<grid, kThreads, 0, stream>>>(
       static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), pad, len,
-      part_o, part_ml, s);
-  attn_combine<T, HD><<<(unsigned)bh, HD, 0, stream>>>(part_o, part_ml, s.splits,
-                                                      static_cast<T*>(out));
+      part_o, part_ml, arrivals, static_cast<T*>(out), s);
   return (int)cudaGetLastError();
 }
 
 template <typename T>
 int launch_attn(const void* q, const void* k, const void* v, const int64_t* pad,
-                const int64_t* len, float* part_o, float* part_ml, void* out,
+                const int64_t* len, float* part_o, float* part_ml, int* arrivals, void* out,
                 const llmprof_k_decode_attn_shape& s, cudaStream_t stream) {
   switch (s.head_dim) {
-    case 64: return launch_hd<T, 64>(q, k, v, pad, len, part_o, part_ml, out, s, stream);
-    case 128: return launch_hd<T, 128>(q, k, v, pad, len, part_o, part_ml, out, s, stream);
+    case 64:
+      return launch_hd<T, 64>(q, k, v, pad, len, part_o, part_ml, arrivals, out, s, stream);
+    case 128:
+      return launch_hd<T, 128>(q, k, v, pad, len, part_o, part_ml, arrivals, out, s, stream);
     default: return (int)cudaErrorInvalidValue;
   }
 }
@@ -143,13 +234,14 @@ int launch_attn(const void* q, const void* k, const void* v, const int64_t* pad,
 
 extern "C" int llmprof_k_decode_attention(int dtype, const void* q, const void* k, const void* v,
                                           const int64_t* pad, const int64_t* len, float* part_o,
-                                          float* part_ml, void* out,
+                                          float* part_ml, int* arrivals, void* out,
                                           llmprof_k_decode_attn_shape shape, void* stream) {
   if (shape.batch < 1 || shape.heads < 1 || shape.kv_heads < 1 ||
-      shape.heads % shape.kv_heads != 0 || shape.chunk < 1 || shape.splits < 1 ||
+      shape.heads % shape.kv_heads != 0 || shape.chunk != kChunk || shape.splits < 1 ||
       shape.splits > LLMPROF_K_MAX_GRID_Y) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);
-  LLMPROF_K_DISPATCH(dtype, launch_attn, q, k, v, pad, len, part_o, part_ml, out, shape, st)
+  LLMPROF_K_DISPATCH(dtype, launch_attn, q, k, v, pad, len, part_o, part_ml, arrivals, out, shape,
+                     st)
 }

@@ -113,12 +113,23 @@ int llmprof_k_add_rms_norm(int dtype, const void* x, const void* delta, const vo
                            void* sum, void* out, int64_t rows, int64_t hidden, float eps,
                            void* stream);
 
+/* Residual add + LayerNorm: sum = x + delta (rows × hidden, element type), out =
+ * layer_norm(sum)·weight + bias; a warp per row. hidden must be a multiple of 32 16-byte
+ * vectors (256 bf16/f16 or 128 f32 channels) and at most LLMPROF_K_ADD_LAYER_NORM_MAX_PASSES of
+ * them; all pointers 16-byte aligned. */
+#define LLMPROF_K_ADD_LAYER_NORM_MAX_PASSES 8
+int llmprof_k_add_layer_norm(int dtype, const void* x, const void* delta, const void* weight,
+                             const void* bias, void* sum, void* out, int64_t rows, int64_t hidden,
+                             float eps, void* stream);
+
 /* MoE router logits [tokens, experts] fp32 = x [tokens, hidden] (element type, read as fp32) ·
  * wᵀ ([experts, hidden] fp32); tokens ≤ LLMPROF_K_MAX_GRID_Y. */
 int llmprof_k_router_logits(int dtype, const void* x, const float* w, float* logits,
                             int64_t tokens, int experts, int64_t hidden, void* stream);
 
-/* Decode attention for one query token per row over the written slots of a static KV cache. */
+/* Decode attention for one query token per row over the written slots of a static KV cache, in
+ * splits of LLMPROF_K_DECODE_ATTN_CHUNK slots. */
+#define LLMPROF_K_DECODE_ATTN_CHUNK 64
 typedef struct llmprof_k_decode_attn_shape {
   int batch, heads, kv_heads, head_dim;
   /* Slots of the cache per (row, kv head); slots per split and the number of splits. */
@@ -131,11 +142,13 @@ typedef struct llmprof_k_decode_attn_shape {
 /* q [batch, heads, head_dim]; k and v [batch, kv_heads, slots, head_dim]; row b attends to slots
  * pad[b] ..= *len (both int64 on the device; head h reads kv head h / (heads / kv_heads)).
  * part_o [batch·heads, splits, head_dim] and part_ml [batch·heads, splits, 2] fp32 are scratch;
- * out [batch, heads, head_dim]. head_dim 64 or 128; splits · chunk must cover *len + 1. */
+ * arrivals [batch·heads] int32 must be zero and is left zero (the last split block of a row·head
+ * combines and resets it); out [batch, heads, head_dim]. head_dim 64 or 128; chunk =
+ * LLMPROF_K_DECODE_ATTN_CHUNK; splits · chunk must cover *len + 1; q, k and v 16-byte aligned. */
 int llmprof_k_decode_attention(int dtype, const void* q, const void* k, const void* v,
                                const int64_t* pad, const int64_t* len, float* part_o,
-                               float* part_ml, void* out, llmprof_k_decode_attn_shape shape,
-                               void* stream);
+                               float* part_ml, int* arrivals, void* out,
+                               llmprof_k_decode_attn_shape shape, void* stream);
 
 #ifdef __cplusplus
 }

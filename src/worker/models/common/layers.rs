@@ -36,6 +36,9 @@ pub struct LayerNorm {
     pub weight: Tensor,
     pub bias: Tensor,
     pub eps: f64,
+    /// [`LayerNorm::add_forward`] in llmprof's one kernel on a GPU
+    /// (`runtime.optim.add_layer_norm_kernel`).
+    pub add_kernel: bool,
 }
 
 impl LayerNorm {
@@ -44,7 +47,36 @@ impl LayerNorm {
             weight: vs.get("weight")?,
             bias: vs.get("bias")?,
             eps,
+            add_kernel: false,
         })
+    }
+
+    pub fn with_add_kernel(self, add_kernel: bool) -> Self {
+        LayerNorm { add_kernel, ..self }
+    }
+
+    /// `x + delta` and its norm: (sum, norm(sum)). In llmprof's one kernel when `add_kernel` is
+    /// set and the tensors suit it (CUDA, one dtype, equal shapes, a row width the kernel takes);
+    /// else an add and [`LayerNorm::forward`].
+    pub fn add_forward(&self, x: &Tensor, delta: &Tensor) -> Result<(Tensor, Tensor)> {
+        let kind = x.kind();
+        let fits = self.add_kernel
+            && x.device().is_cuda()
+            && x.size() == delta.size()
+            && [delta.kind(), self.weight.kind(), self.bias.kind()] == [kind; 3]
+            && kernels::add_layer_norm_fits(kind, self.weight.size1()?);
+        if fits {
+            let (x, delta) = (x.f_contiguous()?, delta.f_contiguous()?);
+            return Ok(kernels::add_layer_norm(
+                &x,
+                &delta,
+                (&self.weight, &self.bias),
+                self.eps,
+            )?);
+        }
+        let sum = x.f_add(delta)?;
+        let normed = self.forward(&sum)?;
+        Ok((sum, normed))
     }
 
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {
@@ -216,6 +248,85 @@ mod tests {
                 let want = silu_mul_halves(&gu, -1).unwrap();
                 let differ = got.ne_tensor(&want).sum(Kind::Int64).int64_value(&[]);
                 assert_eq!(differ, 0, "{kind:?}, {rows} rows: {differ} values differ");
+            }
+        }
+    }
+
+    fn layer_norm_on(c: i64, kind: Kind, dev: Device, add_kernel: bool) -> LayerNorm {
+        LayerNorm {
+            weight: Tensor::rand([c], (kind, dev)) + 0.5,
+            bias: Tensor::randn([c], (kind, dev)) * 0.1,
+            eps: 1e-6,
+            add_kernel,
+        }
+    }
+
+    /// Which row widths the add + LayerNorm kernel takes: whole warp-wide passes of 16-byte
+    /// vectors, at most eight.
+    #[test]
+    fn add_layer_norm_kernel_takes_whole_vector_passes() {
+        use crate::ffi::kernels::add_layer_norm_fits;
+        for (kind, hidden, fits) in [
+            (Kind::BFloat16, 768, true),
+            (Kind::BFloat16, 1024, true),
+            (Kind::BFloat16, 2048, true),
+            (Kind::BFloat16, 2304, false),
+            (Kind::BFloat16, 1000, false),
+            (Kind::Float, 768, true),
+            (Kind::Float, 1024, true),
+            (Kind::Float, 1280, false),
+            (Kind::Half, 256, true),
+            (Kind::Float, 0, false),
+        ] {
+            assert_eq!(add_layer_norm_fits(kind, hidden), fits, "{kind:?} {hidden}");
+        }
+    }
+
+    /// Off a GPU the switch changes nothing: add_forward is the add and libtorch's LayerNorm.
+    #[test]
+    fn add_layer_norm_off_a_gpu_is_the_add_and_the_norm() {
+        let ln = layer_norm_on(768, Kind::Float, Device::Cpu, true);
+        let x = Tensor::randn([2, 3, 768], (Kind::Float, Device::Cpu));
+        let delta = Tensor::randn([2, 3, 768], (Kind::Float, Device::Cpu));
+        let (sum, normed) = ln.add_forward(&x, &delta).unwrap();
+        let want_sum = &x + &delta;
+        assert!(sum.equal(&want_sum));
+        assert!(normed.equal(&ln.forward(&want_sum).unwrap()));
+    }
+
+    /// The add + LayerNorm kernel against an add and libtorch's LayerNorm: the sum bit for bit;
+    /// the norm within 4 ulp of the dtype plus 1e-5 (the statistics add in another order; near
+    /// zero, where weight·x̂ and the bias cancel, the fp32 difference is absolute), for SAM's
+    /// and CLIP's widths in fp32 and bf16; a width the kernel does not take falls back.
+    #[test]
+    #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+    fn add_layer_norm_kernel_matches_libtorch_on_a_gpu() {
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        let dev = Device::Cuda(0);
+        for (kind, ulp) in [
+            (Kind::Float, 2f64.powi(-23)),
+            (Kind::BFloat16, 2f64.powi(-7)),
+        ] {
+            for (shape, c) in [
+                (vec![1i64, 768], 768i64),
+                (vec![2, 5, 7, 768], 768),
+                (vec![3000, 768], 768),
+                (vec![9, 101, 1024], 1024),
+                (vec![4, 1280], 1280),
+            ] {
+                let ln = layer_norm_on(c, kind, dev, true);
+                let x = Tensor::randn(shape.as_slice(), (kind, dev)) * 2.0 + 0.3;
+                let delta = Tensor::randn(shape.as_slice(), (kind, dev));
+                let (sum, out) = ln.add_forward(&x, &delta).unwrap();
+                let want_sum = &x + &delta;
+                assert!(sum.equal(&want_sum), "{kind:?} {shape:?}: sums differ");
+                let want = ln.forward(&want_sum).unwrap().to_kind(Kind::Float);
+                let diff = (out.to_kind(Kind::Float) - &want).abs();
+                let over = diff
+                    .gt_tensor(&(want.abs() * (4.0 * ulp) + 1e-5))
+                    .sum(Kind::Int64)
+                    .int64_value(&[]);
+                assert_eq!(over, 0, "{kind:?} {shape:?}: {over} values off");
             }
         }
     }

@@ -48,6 +48,9 @@ pub struct ModelOptim {
     /// Decoders (CUDA only, with `fused_rms_norm`): each residual add and the RMSNorm after it
     /// in one llmprof kernel.
     pub add_rms_norm_kernel: bool,
+    /// Vision encoders (CUDA only): each residual add and the LayerNorm after it in one llmprof
+    /// kernel.
+    pub add_layer_norm_kernel: bool,
     /// Graph decode steps (CUDA only): attention over the written KV slots in llmprof's kernel.
     pub decode_attention_kernel: bool,
     /// ... for KV windows of at least this many slots (0: all).
@@ -73,6 +76,7 @@ impl ModelOptim {
         moe_combine_kernel: false,
         swiglu_kernel: false,
         add_rms_norm_kernel: false,
+        add_layer_norm_kernel: false,
         decode_attention_kernel: false,
         decode_attention_min_window: 0,
     };
@@ -95,6 +99,7 @@ impl ModelOptim {
         moe_combine_kernel: true,
         swiglu_kernel: true,
         add_rms_norm_kernel: true,
+        add_layer_norm_kernel: true,
         decode_attention_kernel: true,
         decode_attention_min_window: 0,
     };
@@ -132,6 +137,7 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         moe_combine_kernel: o.moe_combine_kernel,
         swiglu_kernel: o.swiglu_kernel,
         add_rms_norm_kernel: o.add_rms_norm_kernel,
+        add_layer_norm_kernel: o.add_layer_norm_kernel,
         decode_attention_kernel: o.decode_attention_kernel,
         decode_attention_min_window: o.decode_attention_min_window as i64,
     }

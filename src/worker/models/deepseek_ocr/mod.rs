@@ -88,6 +88,10 @@ impl DeepseekOcr {
                 optim.sam_cuda_kernels && optim.sam_fused_rel_pos && has(Part::Sam),
             )?;
             crate::ffi::kernels::require(
+                "add_layer_norm_kernel",
+                optim.add_layer_norm_kernel && (has(Part::Sam) || has(Part::Encoder)),
+            )?;
+            crate::ffi::kernels::require(
                 "moe_routing_kernel",
                 optim.moe_routing_kernel && optim.grouped_moe && has(Part::Decoder),
             )?;
@@ -105,6 +109,7 @@ impl DeepseekOcr {
                 fused_windows: optim.sam_fused_windows,
                 cuda_kernels: optim.sam_cuda_kernels,
                 patch_gemm: optim.sam_patch_gemm,
+                add_layer_norm_kernel: optim.add_layer_norm_kernel,
             };
             Some(Sam::load(&model.sub("sam_model"), &cfg.sam, sam_optim).context("loading SAM")?)
         } else {
@@ -113,7 +118,8 @@ impl DeepseekOcr {
         let encoder = if weights.has_part(Part::Encoder) {
             Some(match (&cfg.clip, &cfg.query_encoder) {
                 (Some(c), _) => Encoder::Clip(
-                    Clip::load(&model.sub("vision_model"), c).context("loading CLIP")?,
+                    Clip::load(&model.sub("vision_model"), c, optim.add_layer_norm_kernel)
+                        .context("loading CLIP")?,
                 ),
                 (None, Some(q)) => Encoder::Queries(
                     QueryEncoder::load(&model.sub("qwen2_model"), q, cfg.pixels_per_token(), optim)

@@ -80,6 +80,14 @@ pub fn vision_variants() -> Vec<(&'static str, ModelOptim, Option<usize>)> {
             None,
         ),
         (
+            "add_layer_norm_kernel",
+            ModelOptim {
+                add_layer_norm_kernel: true,
+                ..e
+            },
+            None,
+        ),
+        (
             "vision_cuda_graph",
             ModelOptim {
                 vision_cuda_graph: true,

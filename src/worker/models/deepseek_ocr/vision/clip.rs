@@ -20,34 +20,52 @@ pub struct ClipLayer {
 }
 
 impl ClipLayer {
-    pub fn load(vs: &WeightPath, cfg: &ClipConfig) -> Result<Self> {
+    /// `add_kernel`: residual adds and the LayerNorms after them in llmprof's kernel
+    /// (`runtime.optim.add_layer_norm_kernel`).
+    pub fn load(vs: &WeightPath, cfg: &ClipConfig, add_kernel: bool) -> Result<Self> {
+        let norm = |name| -> Result<LayerNorm> {
+            Ok(LayerNorm::load(&vs.sub(name), cfg.layer_norm_eps)?.with_add_kernel(add_kernel))
+        };
         Ok(ClipLayer {
-            ln1: LayerNorm::load(&vs.sub("layer_norm1"), cfg.layer_norm_eps)?,
+            ln1: norm("layer_norm1")?,
             qkv: Linear::load(&vs.sub("self_attn").sub("qkv_proj"), true)?,
             out: Linear::load(&vs.sub("self_attn").sub("out_proj"), true)?,
-            ln2: LayerNorm::load(&vs.sub("layer_norm2"), cfg.layer_norm_eps)?,
+            ln2: norm("layer_norm2")?,
             fc1: Linear::load(&vs.sub("mlp").sub("fc1"), true)?,
             fc2: Linear::load(&vs.sub("mlp").sub("fc2"), true)?,
             heads: cfg.heads,
         })
     }
 
-    /// x [B,T,C] → [B,T,C].
-    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+    /// The layer on `x` [B,T,C] given `normed` = ln1(`x`) → (output, `next`(output)): each
+    /// residual add and the LayerNorm after it run as one step ([`LayerNorm::add_forward`]).
+    pub fn forward(
+        &self,
+        x: &Tensor,
+        normed: &Tensor,
+        next: Option<&LayerNorm>,
+    ) -> Result<(Tensor, Option<Tensor>)> {
         let (b, t, c) = x.size3()?;
         let nh = self.heads;
         let hd = c / nh;
-        let qkv = self.qkv.forward(&self.ln1.forward(x)?)?; // (b, t, 3c), layout [3][nh][hd]
+        let qkv = self.qkv.forward(normed)?; // (b, t, 3c), layout [3][nh][hd]
         let qkv = qkv.f_view([b, t, 3, nh, hd])?.f_permute([2, 0, 3, 1, 4])?; // (3, b, nh, t, hd)
         let (q, k, v) = (qkv.f_get(0)?, qkv.f_get(1)?, qkv.f_get(2)?);
         let o = Tensor::f_scaled_dot_product_attention::<Tensor>(
             &q, &k, &v, None, 0.0, false, None, false,
         )?; // (b, nh, t, hd)
         let o = o.f_transpose(1, 2)?.f_reshape([b, t, c])?; // (b, t, c)
-        let x = x.f_add(&self.out.forward(&o)?)?;
-        let h = self.fc1.forward(&self.ln2.forward(&x)?)?;
+        let (x, n2) = self.ln2.add_forward(x, &self.out.forward(&o)?)?;
+        let h = self.fc1.forward(&n2)?;
         let h = h.f_mul(&h.f_mul_scalar(1.702)?.f_sigmoid()?)?; // quickGELU
-        Ok(x.f_add(&self.fc2.forward(&h)?)?)
+        let m = self.fc2.forward(&h)?;
+        match next {
+            Some(norm) => {
+                let (x, n) = norm.add_forward(&x, &m)?;
+                Ok((x, Some(n)))
+            }
+            None => Ok((x.f_add(&m)?, None)),
+        }
     }
 }
 
@@ -86,9 +104,12 @@ pub fn resize_clip_positions(pos: &Tensor, g: i64) -> Result<Tensor> {
 
 impl Clip {
     /// `vs` points at `model.vision_model`. The unused `embeddings.patch_embedding` is not kept.
-    pub fn load(vs: &WeightPath, cfg: &ClipConfig) -> Result<Self> {
+    pub fn load(vs: &WeightPath, cfg: &ClipConfig, add_layer_norm_kernel: bool) -> Result<Self> {
         let layers = (0..cfg.layers)
-            .map(|i| ClipLayer::load(&vs.sub("transformer").sub("layers").sub(i), cfg))
+            .map(|i| {
+                let layer = vs.sub("transformer").sub("layers").sub(i);
+                ClipLayer::load(&layer, cfg, add_layer_norm_kernel)
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(Clip {
             class_embedding: vs.get("embeddings.class_embedding")?,
@@ -115,8 +136,14 @@ impl Clip {
         let x = Tensor::f_cat(&[cls, patches], 1)?; // (b, 1+h·w, c)
         let pos = resize_clip_positions(&self.position_embedding, h)?.f_unsqueeze(0)?; // (1, 1+h·w, c)
         let mut x = self.pre_ln.forward(&x.f_add(&pos)?)?;
-        for layer in &self.layers {
-            x = layer.forward(&x)?;
+        if let Some(first) = self.layers.first() {
+            let mut normed = first.ln1.forward(&x)?;
+            for (i, layer) in self.layers.iter().enumerate() {
+                let next = self.layers.get(i + 1).map(|l| &l.ln1);
+                let (out, next_normed) = layer.forward(&x, &normed, next)?;
+                x = out;
+                normed = next_normed.unwrap_or(normed);
+            }
         }
         Ok(x)
     }

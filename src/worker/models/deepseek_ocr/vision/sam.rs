@@ -21,30 +21,42 @@ pub struct SamBlock {
 
 impl SamBlock {
     pub fn load(vs: &WeightPath, cfg: &SamConfig, window: i64, optim: SamOptim) -> Result<Self> {
+        let norm = |name| -> Result<LayerNorm> {
+            Ok(LayerNorm::load(&vs.sub(name), cfg.layer_norm_eps)?
+                .with_add_kernel(optim.add_layer_norm_kernel))
+        };
         Ok(SamBlock {
-            norm1: LayerNorm::load(&vs.sub("norm1"), cfg.layer_norm_eps)?,
+            norm1: norm("norm1")?,
             attn: SamAttention::load(&vs.sub("attn"), cfg, optim)?,
-            norm2: LayerNorm::load(&vs.sub("norm2"), cfg.layer_norm_eps)?,
+            norm2: norm("norm2")?,
             lin1: Linear::load(&vs.sub("mlp").sub("lin1"), true)?,
             lin2: Linear::load(&vs.sub("mlp").sub("lin2"), true)?,
             window,
         })
     }
 
-    /// x [B,H,W,C] → [B,H,W,C].
-    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+    /// The block on `x` [B,H,W,C] given `normed` = norm1(`x`) → (output, `next`(output)): the
+    /// MLP's residual add and the next block's norm1 run as one step ([`LayerNorm::add_forward`]),
+    /// as do the attention's residual add and norm2.
+    pub fn forward(
+        &self,
+        x: &Tensor,
+        normed: &Tensor,
+        next: Option<&LayerNorm>,
+    ) -> Result<(Tensor, Option<Tensor>)> {
         // Padded after norm1; padded zero tokens are not masked (docs/deepseek-ocr.md §3.1).
-        let y = self
-            .attn
-            .forward_block(&self.norm1.forward(x)?, self.window)?;
-        let x = x.f_add(&y)?;
-        let m = self.lin2.forward(
-            &self
-                .lin1
-                .forward(&self.norm2.forward(&x)?)?
-                .f_gelu("none")?,
-        )?;
-        Ok(x.f_add(&m)?)
+        let y = self.attn.forward_block(normed, self.window)?;
+        let (x, n2) = self.norm2.add_forward(x, &y)?;
+        let m = self
+            .lin2
+            .forward(&self.lin1.forward(&n2)?.f_gelu("none")?)?;
+        match next {
+            Some(norm) => {
+                let (x, n) = norm.add_forward(&x, &m)?;
+                Ok((x, Some(n)))
+            }
+            None => Ok((x.f_add(&m)?, None)),
+        }
     }
 }
 
@@ -161,8 +173,14 @@ impl Sam {
         };
         let g = s / p;
         let mut x = x.f_add(&resize_pos_grid(&self.pos_embed, g)?)?;
-        for blk in &self.blocks {
-            x = blk.forward(&x)?;
+        if let Some(first) = self.blocks.first() {
+            let mut normed = first.norm1.forward(&x)?;
+            for (i, blk) in self.blocks.iter().enumerate() {
+                let next = self.blocks.get(i + 1).map(|b| &b.norm1);
+                let (out, next_normed) = blk.forward(&x, &normed, next)?;
+                x = out;
+                normed = next_normed.unwrap_or(normed);
+            }
         }
         let x = x.f_permute([0, 3, 1, 2])?; // (b, w, g, g)
         let x = x.f_conv2d::<Tensor>(&self.neck0, None, [1, 1], [0, 0], [1, 1], 1)?;

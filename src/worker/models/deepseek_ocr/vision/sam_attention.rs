@@ -31,6 +31,8 @@ pub struct SamOptim {
     /// The patch embedding as one GEMM over unfolded 16×16 patches instead of a convolution
     /// (cuDNN has no tensor-core kernel for its 3 input channels).
     pub patch_gemm: bool,
+    /// On a CUDA device: each residual add and the LayerNorm after it in one llmprof kernel.
+    pub add_layer_norm_kernel: bool,
 }
 
 /// The two decomposed terms for q [B', h·w, C] (unscaled) on an h×w grid:

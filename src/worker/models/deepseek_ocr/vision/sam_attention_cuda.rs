@@ -132,6 +132,7 @@ mod tests {
                 fused_windows: true,
                 cuda_kernels: true,
                 patch_gemm: false,
+                add_layer_norm_kernel: false,
             };
             let fast = attention_on(&w, heads, kernels, Kind::Float, dev);
             for window in [0, 4] {

@@ -134,6 +134,7 @@ fn fused_formulations_equal_the_reference_in_fp32() {
             // On the CPU the kernels are not used: the fused formulation runs.
             cuda_kernels: true,
             patch_gemm: false,
+            add_layer_norm_kernel: false,
         },
     ] {
         let fast = attention(&w, 2, optim, Kind::Float);
@@ -163,6 +164,7 @@ fn folded_bias_is_no_less_accurate_in_bf16() {
         fused_windows: true,
         cuda_kernels: false,
         patch_gemm: false,
+        add_layer_norm_kernel: false,
     };
     let fast = attention(&w, 2, fused, Kind::BFloat16)
         .forward_block(&yb, 0)
