@@ -448,8 +448,7 @@ int llmprof_router_logits(const void* x_p, const void* w_p, const void* logits_p
 }
 
 int llmprof_decode_attention(const void* q_p, const void* k_p, const void* v_p, const void* pad_p,
-                             const void* len_p, const void* arrivals_p, int64_t window,
-                             const void* out_p) {
+                             const void* len_p, int64_t window, const void* out_p) {
   return llmprof::guarded("decode_attention", [&] {
 #ifndef LLMPROF_HAVE_KERNELS
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
@@ -468,12 +467,6 @@ int llmprof_decode_attention(const void* q_p, const void* k_p, const void* v_p, 
     check_like(tensor_arg(v_p, "v_cache"), q, "v_cache", {batch, kv_heads, slots, hd});
     check_tensor(tensor_arg(pad_p, "pad"), "pad", q.device(), at::kLong, {batch});
     check_tensor(tensor_arg(len_p, "len"), "len", q.device(), at::kLong, {1});
-    const auto& arrivals = tensor_arg(arrivals_p, "arrivals");
-    TORCH_CHECK(arrivals.device() == q.device() && arrivals.scalar_type() == at::kInt &&
-                    arrivals.is_contiguous() && arrivals.numel() >= batch * heads,
-                "arrivals must be a contiguous int32 tensor of at least batch x heads = ",
-                batch * heads, " zeros on ", q.device(), ", got ", arrivals.scalar_type(), " ",
-                arrivals.sizes(), " on ", arrivals.device());
     check_like(tensor_arg(out_p, "out"), q, "out", {batch, heads, 1, hd});
     TORCH_CHECK(window >= 1 && window <= slots, "window ", window, " must lie in 1..", slots);
     for (const void* p : {q_p, k_p, v_p}) {
@@ -499,8 +492,7 @@ int llmprof_decode_attention(const void* q_p, const void* k_p, const void* v_p, 
                      tensor_arg(v_p, "v_cache").data_ptr(),
                      tensor_arg(pad_p, "pad").data_ptr<int64_t>(),
                      tensor_arg(len_p, "len").data_ptr<int64_t>(), part_o.data_ptr<float>(),
-                     part_ml.data_ptr<float>(), arrivals.data_ptr<int>(),
-                     tensor_arg(out_p, "out").data_ptr(), s,
+                     part_ml.data_ptr<float>(), tensor_arg(out_p, "out").data_ptr(), s,
                      c10::cuda::getCurrentCUDAStream().stream()),
                  "decode_attention");
 #endif

@@ -205,10 +205,9 @@ int llmprof_router_logits(const void* x, const void* w, const void* logits);
 /* Decode attention over the written slots: q [B, heads, 1, hd], k_cache and v_cache [B, kv_heads,
  * slots, hd], pad [B] and len [1] int64 on the device (row b attends to slots pad[b] ..= len),
  * the first `window` slots bounding the work → out [B, heads, 1, hd] (allocated by the caller).
- * hd 64 or 128. arrivals: ≥ B·heads int32 zeros on the device, left zero (split counters). */
+ * hd 64 or 128. */
 int llmprof_decode_attention(const void* q, const void* k_cache, const void* v_cache,
-                             const void* pad, const void* len, const void* arrivals,
-                             int64_t window, const void* out);
+                             const void* pad, const void* len, int64_t window, const void* out);
 int llmprof_rope_kv(const void* qkv, const void* cos, const void* sin, const void* slot,
                     int64_t heads, int64_t kv_heads, int32_t fused_add, const void* q,
                     const void* k_cache, const void* v_cache);

@@ -50,7 +50,6 @@ extern "C" {
         v_cache: *const c_void,
         pad: *const c_void,
         len: *const c_void,
-        arrivals: *const c_void,
         window: i64,
         out: *const c_void,
     ) -> c_int;
@@ -325,14 +324,11 @@ pub fn router_logits(x: &Tensor, w: &Tensor) -> Result<Tensor, ShimError> {
 
 /// Decode attention over the written slots of a static KV cache: `q` [B, heads, 1, hd] (hd 64 or
 /// 128), `k_cache`/`v_cache` [B, kv_heads, slots, hd]; row b attends to slots `pad`[b] ..= `len`
-/// (device int64 [B] and [1]), never beyond the first `window` slots. `arrivals`: int32 zeros,
-/// at least B·heads, which the kernel counts its split blocks in and leaves zero (one tensor
-/// serves every layer and step on a stream). → [B, heads, 1, hd].
+/// (device int64 [B] and [1]), never beyond the first `window` slots. → [B, heads, 1, hd].
 pub fn decode_attention(
     q: &Tensor,
     (k_cache, v_cache): (&Tensor, &Tensor),
     (pad, len): (&Tensor, &Tensor),
-    arrivals: &Tensor,
     window: i64,
 ) -> Result<Tensor, ShimError> {
     let out = empty(&q.size(), (q.kind(), q.device()))?;
@@ -344,7 +340,6 @@ pub fn decode_attention(
             ptr(v_cache),
             ptr(pad),
             ptr(len),
-            ptr(arrivals),
             window,
             ptr(&out),
         )

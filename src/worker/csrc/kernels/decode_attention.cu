@@ -119,30 +119,21 @@ __device__ __forceinline__ void split_partial(const T* __restrict__ q, const T* 
   }
 }
 
-// The last block of a row·head to arrive combines the splits: each split's partial sums
-// rescaled to the row's maximum, normalised, rounded once. Arrivals are counted per row·head in
-// `arrivals` (zero before the launch); the last block sets its counter back to zero, so the next
-// launch, and a replayed graph, find it zero again.
+// Block per row·head: each split's partial sums rescaled to the row's maximum, normalised,
+// rounded once; the loads of four splits are in flight at once. A split with no visible slot
+// (maximum −∞) wrote no partial output: its part_o is whatever the scratch held, possibly NaN,
+// so it is skipped, never multiplied by a zero weight.
 template <typename T, int HD>
-__device__ __forceinline__ void combine_if_last(const float* part_o, const float* part_ml,
-                                                int* __restrict__ arrivals, int bh, int splits,
-                                                T* __restrict__ out) {
-  __shared__ bool last;
+__global__ void __launch_bounds__(kThreads)
+    attn_combine(const float* __restrict__ part_o, const float* __restrict__ part_ml, int splits,
+                 T* __restrict__ out) {
   __shared__ float red[kThreads / 32];
-  __threadfence();  // this block's partials are visible before its arrival is counted
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    last = atomicAdd(&arrivals[bh], 1) == splits - 1;
-    if (last) arrivals[bh] = 0;
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
+  const int bh = blockIdx.x;
   const float* ml = part_ml + (int64_t)bh * splits * 2;
   const float* po = part_o + (int64_t)bh * splits * HD;
   // The row's maximum: a strided pass over the splits, then across the block.
   float mx = -INFINITY;
-  for (int sp = threadIdx.x; sp < splits; sp += kThreads) mx = fmaxf(mx, __ldcg(ml + sp * 2));
+  for (int sp = threadIdx.x; sp < splits; sp += kThreads) mx = fmaxf(mx, ml[sp * 2]);
 #pragma unroll
   for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
   if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
@@ -150,7 +141,7 @@ __device__ __forceinline__ void combine_if_last(const float* part_o, const float
   mx = red[0];
 #pragma unroll
   for (int w = 1; w < kThreads / 32; ++w) mx = fmaxf(mx, red[w]);
-  // Thread c < HD owns channel c; the loads of four splits are in flight at once.
+  // Thread c < HD owns channel c.
   for (int c = threadIdx.x; c < HD; c += kThreads) {
     float o = 0.f, l = 0.f;
     int sp = 0;
@@ -158,37 +149,37 @@ __device__ __forceinline__ void combine_if_last(const float* part_o, const float
       float m4[4], l4[4], o4[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        m4[i] = __ldcg(ml + (sp + i) * 2);
-        l4[i] = __ldcg(ml + (sp + i) * 2 + 1);
-        o4[i] = __ldcg(po + (int64_t)(sp + i) * HD + c);
+        m4[i] = ml[(sp + i) * 2];
+        l4[i] = ml[(sp + i) * 2 + 1];
+        o4[i] = po[(int64_t)(sp + i) * HD + c];
       }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const float w = m4[i] == -INFINITY ? 0.f : expf(m4[i] - mx);
+        if (m4[i] == -INFINITY) continue;
+        const float w = expf(m4[i] - mx);
         o = fmaf(o4[i], w, o);
         l = fmaf(l4[i], w, l);
       }
     }
     for (; sp < splits; ++sp) {
-      const float m = __ldcg(ml + sp * 2);
-      const float w = m == -INFINITY ? 0.f : expf(m - mx);
-      o = fmaf(__ldcg(po + (int64_t)sp * HD + c), w, o);
-      l = fmaf(__ldcg(ml + sp * 2 + 1), w, l);
+      const float m = ml[sp * 2];
+      if (m == -INFINITY) continue;
+      const float w = expf(m - mx);
+      o = fmaf(po[(int64_t)sp * HD + c], w, o);
+      l = fmaf(ml[sp * 2 + 1], w, l);
     }
     out[(int64_t)bh * HD + c] = from_f<T>(o / l);
   }
 }
 
-// Block (row·head, split) over the split's kChunk slots: its partial sums (split_partial), then,
-// in the last block of the row·head to finish, the combine (combine_if_last): one launch per
-// layer. The first version walked the slots one at a time per warp, latency-bound, and combined
-// in a second kernel.
+// Block (row·head, split) over the split's kChunk slots: its partial sums (split_partial). The
+// first version walked the slots one at a time per warp and was latency-bound.
 template <typename T, int HD>
 __global__ void __launch_bounds__(kThreads)
     attn_split(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                const int64_t* __restrict__ pad, const int64_t* __restrict__ len_p,
-               float* __restrict__ part_o, float* __restrict__ part_ml, int* __restrict__ arrivals,
-               T* __restrict__ out, llmprof_k_decode_attn_shape s) {
+               float* __restrict__ part_o, float* __restrict__ part_ml,
+               llmprof_k_decode_attn_shape s) {
   const int bh = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
   const int b = bh / s.heads, h = bh % s.heads;
   const int kvh = h / (s.heads / s.kv_heads);
@@ -197,35 +188,37 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t c0 = (int64_t)split * kChunk;
   const int64_t start = max(pad[b], c0);
   const int64_t end = min(last + 1, c0 + kChunk);
-  if (start < end) {  // block-uniform: a split with no visible slot only reports its arrival
+  if (start < end) {  // block-uniform
     split_partial<T, HD>(q, k, v, start, end, c0, bh, b, kvh, slot, part_o, part_ml, s);
   } else if (threadIdx.x == 0) {
     part_ml[slot * 2] = -INFINITY;
     part_ml[slot * 2 + 1] = 0.f;
   }
-  combine_if_last<T, HD>(part_o, part_ml, arrivals, bh, splits, out);
 }
 
 template <typename T, int HD>
 int launch_hd(const void* q, const void* k, const void* v, const int64_t* pad,
-              const int64_t* len, float* part_o, float* part_ml, int* arrivals, void* out,
+              const int64_t* len, float* part_o, float* part_ml, void* out,
               const llmprof_k_decode_attn_shape& s, cudaStream_t stream) {
-  const dim3 grid((unsigned)(s.batch * s.heads), (unsigned)s.splits);
+  const int bh = s.batch * s.heads;
+  const dim3 grid((unsigned)bh, (unsigned)s.splits);
   attn_split<T, HD><<<grid, kThreads, 0, stream>>>(
       static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), pad, len,
-      part_o, part_ml, arrivals, static_cast<T*>(out), s);
+      part_o, part_ml, s);
+  attn_combine<T, HD><<<(unsigned)bh, kThreads, 0, stream>>>(part_o, part_ml, s.splits,
+                                                            static_cast<T*>(out));
   return (int)cudaGetLastError();
 }
 
 template <typename T>
 int launch_attn(const void* q, const void* k, const void* v, const int64_t* pad,
-                const int64_t* len, float* part_o, float* part_ml, int* arrivals, void* out,
+                const int64_t* len, float* part_o, float* part_ml, void* out,
                 const llmprof_k_decode_attn_shape& s, cudaStream_t stream) {
   switch (s.head_dim) {
     case 64:
-      return launch_hd<T, 64>(q, k, v, pad, len, part_o, part_ml, arrivals, out, s, stream);
+      return launch_hd<T, 64>(q, k, v, pad, len, part_o, part_ml, out, s, stream);
     case 128:
-      return launch_hd<T, 128>(q, k, v, pad, len, part_o, part_ml, arrivals, out, s, stream);
+      return launch_hd<T, 128>(q, k, v, pad, len, part_o, part_ml, out, s, stream);
     default: return (int)cudaErrorInvalidValue;
   }
 }
@@ -234,7 +227,7 @@ int launch_attn(const void* q, const void* k, const void* v, const int64_t* pad,
 
 extern "C" int llmprof_k_decode_attention(int dtype, const void* q, const void* k, const void* v,
                                           const int64_t* pad, const int64_t* len, float* part_o,
-                                          float* part_ml, int* arrivals, void* out,
+                                          float* part_ml, void* out,
                                           llmprof_k_decode_attn_shape shape, void* stream) {
   if (shape.batch < 1 || shape.heads < 1 || shape.kv_heads < 1 ||
       shape.heads % shape.kv_heads != 0 || shape.chunk != kChunk || shape.splits < 1 ||
@@ -242,6 +235,5 @@ extern "C" int llmprof_k_decode_attention(int dtype, const void* q, const void* 
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);
-  LLMPROF_K_DISPATCH(dtype, launch_attn, q, k, v, pad, len, part_o, part_ml, arrivals, out, shape,
-                     st)
+  LLMPROF_K_DISPATCH(dtype, launch_attn, q, k, v, pad, len, part_o, part_ml, out, shape, st)
 }

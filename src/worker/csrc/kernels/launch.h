@@ -141,14 +141,14 @@ typedef struct llmprof_k_decode_attn_shape {
 
 /* q [batch, heads, head_dim]; k and v [batch, kv_heads, slots, head_dim]; row b attends to slots
  * pad[b] ..= *len (both int64 on the device; head h reads kv head h / (heads / kv_heads)).
- * part_o [batch·heads, splits, head_dim] and part_ml [batch·heads, splits, 2] fp32 are scratch;
- * arrivals [batch·heads] int32 must be zero and is left zero (the last split block of a row·head
- * combines and resets it); out [batch, heads, head_dim]. head_dim 64 or 128; chunk =
- * LLMPROF_K_DECODE_ATTN_CHUNK; splits · chunk must cover *len + 1; q, k and v 16-byte aligned. */
+ * part_o [batch·heads, splits, head_dim] and part_ml [batch·heads, splits, 2] fp32 are scratch
+ * (a split with no visible slot writes only its part_ml, maximum −∞); out [batch, heads,
+ * head_dim]. head_dim 64 or 128; chunk = LLMPROF_K_DECODE_ATTN_CHUNK; splits · chunk must cover
+ * *len + 1; q, k and v 16-byte aligned. */
 int llmprof_k_decode_attention(int dtype, const void* q, const void* k, const void* v,
                                const int64_t* pad, const int64_t* len, float* part_o,
-                               float* part_ml, int* arrivals, void* out,
-                               llmprof_k_decode_attn_shape shape, void* stream);
+                               float* part_ml, void* out, llmprof_k_decode_attn_shape shape,
+                               void* stream);
 
 #ifdef __cplusplus
 }

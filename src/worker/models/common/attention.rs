@@ -339,7 +339,6 @@ impl Attention {
                 &q.f_contiguous()?,
                 (k_cache, v_cache),
                 (cache.device_pad(), len),
-                cache.device_split_arrivals(),
                 window,
             )?; // (b, nh, 1, hd)
             return self.out_one_token(&o);

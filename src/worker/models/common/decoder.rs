@@ -38,7 +38,6 @@ impl DecoderDims {
     pub fn kv(&self) -> KvDims {
         KvDims {
             layers: self.layers,
-            heads: self.attn.heads,
             kv_heads: self.attn.kv_heads,
             head_dim: self.attn.head_dim,
         }

@@ -12,8 +12,6 @@ use tch::{Device, Kind, Tensor};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KvDims {
     pub layers: i64,
-    /// Query heads (the decode-attention kernel counts its split blocks per row and head).
-    pub heads: i64,
     pub kv_heads: i64,
     pub head_dim: i64,
 }
@@ -45,9 +43,6 @@ pub struct KvCache {
     pad_t: Tensor,
     /// Slots written, on the device ([1] int64); equals `len` between steps.
     len_t: Tensor,
-    /// [B·heads] int32 zeros for the decode-attention kernel's split counters (it leaves them
-    /// zero).
-    split_arrivals: Tensor,
 }
 
 impl KvCache {
@@ -83,7 +78,6 @@ impl KvCache {
             pad: vec![0; batch as usize],
             pad_t: Tensor::f_zeros([batch], (Kind::Int64, device))?,
             len_t: Tensor::f_zeros([1], (Kind::Int64, device))?,
-            split_arrivals: Tensor::f_zeros([batch * cfg.heads.max(1)], (Kind::Int, device))?,
         })
     }
 
@@ -222,11 +216,6 @@ impl KvCache {
     /// Each row's left-padding length [B] on the device.
     pub fn device_pad(&self) -> &Tensor {
         &self.pad_t
-    }
-
-    /// The decode-attention kernel's split counters ([B·heads] int32, zero between launches).
-    pub fn device_split_arrivals(&self) -> &Tensor {
-        &self.split_arrivals
     }
 
     /// Views of `layer`'s first `window` slots.

@@ -80,9 +80,9 @@ fn rope_kv_kernel_equals_libtorch_on_a_gpu() {
 /// The decode-attention kernel against softmax(q·kᵀ/√d)·v in fp32 over exactly the visible slots
 /// (each row's padding ..= the current slot), MHA and GQA, head_dim 64 and 128, fp32 and bf16,
 /// a window larger than the written slots with garbage beyond them: the kernel must read the
-/// visible slots only. fp32 within 1e-5 of the largest output; bf16 within 1 % of it (the
-/// output is rounded to bf16 once; the reference sees the same bf16 inputs). The kernel's split
-/// counters are zero again after it, and a second launch returns the same output.
+/// visible slots only, and splits with no visible slot must not use their (NaN-poisoned)
+/// scratch. fp32 within 1e-5 of the largest output; bf16 within 1 % of it (the output is rounded
+/// to bf16 once; the reference sees the same bf16 inputs).
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn decode_attention_kernel_matches_the_reference_on_a_gpu() {
@@ -97,18 +97,19 @@ fn decode_attention_kernel_matches_the_reference_on_a_gpu() {
             let v = Tensor::randn([b, nkv, slots, hd], (kind, dev));
             let pad = Tensor::from_slice(&pads).to_device(dev);
             let len_t = Tensor::from_slice(&[len]).to_device(dev);
-            let arrivals = Tensor::zeros([b * nh], (Kind::Int, dev));
-            let attend = || {
-                kernels::decode_attention(&q, (&k, &v), (&pad, &len_t), &arrivals, window)
-                    .unwrap()
-                    .to_kind(Kind::Float)
-            };
-            let got = attend();
+            // The kernel's scratch comes from the caching allocator: leave a NaN-filled block of
+            // its partial-output size behind, so splits that see no slot (row 2's first two)
+            // must not read theirs.
+            let splits = (window + 63) / 64;
+            drop(Tensor::full(
+                [b * nh, splits, hd],
+                f64::NAN,
+                (Kind::Float, dev),
+            ));
+            let got = kernels::decode_attention(&q, (&k, &v), (&pad, &len_t), window)
+                .unwrap()
+                .to_kind(Kind::Float);
             let what = format!("{kind:?} {nh}/{nkv} heads, hd {hd}");
-            // The split counters are left at zero, so a second launch combines the same way.
-            let left = arrivals.abs().sum(Kind::Int64).int64_value(&[]);
-            assert_eq!(left, 0, "{what}: split counters left non-zero");
-            assert!(attend().equal(&got), "{what}: a second launch differs");
             let g = nh / nkv;
             for (row, &p) in pads.iter().enumerate() {
                 let row = row as i64;
