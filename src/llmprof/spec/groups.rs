@@ -341,8 +341,9 @@ pub struct OptimSpec {
     #[serde(default)]
     pub decode_attention_kernel: bool,
     /// With `decode_attention_kernel`: the smallest KV window (graph_kv_bucket multiples) whose
-    /// decode steps use the kernel; shorter windows keep SDPA, which was faster at windows of
-    /// 1024 slots on an H100 (docs/performance.md, "Round 2, session 8"). 0: every window.
+    /// decode steps use the kernel; shorter windows keep SDPA (the kernel's first version was
+    /// slower than SDPA at windows of 1024 slots; since session 9 it is not,
+    /// docs/performance.md). 0: every window.
     /// Absent: 0.
     #[serde(default)]
     pub decode_attention_min_window: u64,
