@@ -57,6 +57,8 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     println!("cargo:rerun-if-changed=csrc/shim.h");
     println!("cargo:rerun-if-changed=csrc/shim_guard.h");
     println!("cargo:rerun-if-changed=csrc/kernels.cpp");
+    println!("cargo:rerun-if-changed=csrc/kernels_vision.cpp");
+    println!("cargo:rerun-if-changed=csrc/kernel_args.h");
     println!("cargo:rerun-if-changed=csrc/kernels");
     println!("cargo:rerun-if-env-changed=LLMPROF_CUDA_INCLUDE");
     println!("cargo:rerun-if-env-changed=CUDA_HOME");
@@ -87,6 +89,7 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
         .pic(true)
         .file("csrc/shim.cpp")
         .file("csrc/kernels.cpp")
+        .file("csrc/kernels_vision.cpp")
         .include("csrc")
         .include(&torch_include)
         .include(torch_include.join("torch/csrc/api/include"))

@@ -1,0 +1,149 @@
+// Tensor-checking wrappers over llmprof's own CUDA kernels for the vision encoders: SAM's
+// attention glue (sam_attention.cu) and the residual add + LayerNorm (add_layer_norm.cu); the
+// decoder's are in kernels.cpp, the shared argument checks in kernel_args.h. Built without nvcc
+// (LLMPROF_HAVE_KERNELS undefined), every entry point fails with a message saying how to get the
+// kernels.
+#include "kernel_args.h"
+#include "shim.h"
+#include "shim_guard.h"
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/util/Exception.h>
+
+#include <cstdint>
+
+using namespace llmprof_kargs;
+
+namespace {
+
+#ifdef LLMPROF_HAVE_KERNELS
+llmprof_k_sam_shape sam_shape(int64_t batch, int64_t grid_h, int64_t grid_w, int64_t heads,
+                              int64_t head_dim, int64_t win_h, int64_t win_w) {
+  TORCH_CHECK(win_h > 0 && win_w > 0, "window ", win_h, "x", win_w, " must be positive");
+  llmprof_k_sam_shape s{};
+  s.batch = batch;
+  s.grid_h = grid_h;
+  s.grid_w = grid_w;
+  s.pad_h = (grid_h + win_h - 1) / win_h * win_h;
+  s.pad_w = (grid_w + win_w - 1) / win_w * win_w;
+  s.win_h = win_h;
+  s.win_w = win_w;
+  s.heads = heads;
+  s.head_dim = head_dim;
+  s.aug_dim = (head_dim + win_h + win_w + 7) / 8 * 8;
+  return s;
+}
+#endif
+
+}  // namespace
+
+extern "C" {
+
+int llmprof_sam_pack_qkv(const void* qkv_p, const void* bias_p, int64_t heads, int64_t win_h,
+                         int64_t win_w, const void* q_aug_p, const void* k_aug_p, const void* v_p,
+                         const void* q_rows_p, const void* q_cols_p) {
+  return llmprof::guarded("sam_pack_qkv", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& qkv = tensor_arg(qkv_p, "qkv");
+    check_first(qkv, "qkv", 4, "[B,H,W,3C]");
+    TORCH_CHECK(heads > 0, "heads must be positive, got ", heads);
+    const int64_t c3 = qkv.size(3);
+    TORCH_CHECK(c3 % (3 * heads) == 0, "qkv width ", c3, " is not 3 x ", heads, " heads");
+    const int64_t head_dim = c3 / 3 / heads;
+    auto s = sam_shape(qkv.size(0), qkv.size(1), qkv.size(2), heads, head_dim, win_h, win_w);
+    check_like(tensor_arg(bias_p, "bias"), qkv, "bias", {c3});
+    const int64_t windows = s.batch * (s.pad_h / win_h) * (s.pad_w / win_w);
+    const int64_t tokens = win_h * win_w;
+    const auto& q_aug = tensor_arg(q_aug_p, "q_aug");
+    const auto& k_aug = tensor_arg(k_aug_p, "k_aug");
+    const auto& v = tensor_arg(v_p, "v");
+    const auto& q_rows = tensor_arg(q_rows_p, "q_rows");
+    const auto& q_cols = tensor_arg(q_cols_p, "q_cols");
+    check_like(q_aug, qkv, "q_aug", {windows, heads, tokens, s.aug_dim});
+    check_like(k_aug, qkv, "k_aug", {windows, heads, tokens, s.aug_dim});
+    check_like(v, qkv, "v", {windows, heads, tokens, head_dim});
+    check_like(q_rows, qkv, "q_rows", {win_h, windows * heads, win_w, head_dim});
+    check_like(q_cols, qkv, "q_cols", {win_w, windows * heads, win_h, head_dim});
+    c10::cuda::CUDAGuard guard(qkv.device());
+    check_launch(llmprof_k_sam_pack_qkv(dtype_code(qkv), qkv.data_ptr(),
+                                        tensor_arg(bias_p, "bias").data_ptr(), q_aug.data_ptr(),
+                                        k_aug.data_ptr(), v.data_ptr(), q_rows.data_ptr(),
+                                        q_cols.data_ptr(), s,
+                                        c10::cuda::getCurrentCUDAStream().stream()),
+                 "sam_pack_qkv");
+#endif
+  });
+}
+
+int llmprof_sam_merge_windows(const void* o_p, int64_t win_h, int64_t win_w, const void* out_p) {
+  return llmprof::guarded("sam_merge_windows", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& o = tensor_arg(o_p, "o");
+    const auto& out = tensor_arg(out_p, "out");
+    TORCH_CHECK(o.is_cuda(), "o must be on a CUDA device, got ", o.device());
+    TORCH_CHECK(o.dim() == 4, "o must be [B*windows, heads, tokens, head_dim], got ", o.sizes());
+    TORCH_CHECK(out.dim() == 4, "out must be [B,H,W,C], got ", out.sizes());
+    const int64_t heads = o.size(1), head_dim = o.size(3);
+    auto s = sam_shape(out.size(0), out.size(1), out.size(2), heads, head_dim, win_h, win_w);
+    const int64_t windows = s.batch * (s.pad_h / win_h) * (s.pad_w / win_w);
+    TORCH_CHECK(o.size(0) == windows && o.size(2) == win_h * win_w, "o has shape ", o.sizes(),
+                ", expected [", windows, ", ", heads, ", ", win_h * win_w, ", ", head_dim, "]");
+    check_like(out, o, "out", {s.batch, s.grid_h, s.grid_w, heads * head_dim});
+    const int64_t strides[4] = {o.stride(0), o.stride(1), o.stride(2), o.stride(3)};
+    c10::cuda::CUDAGuard guard(o.device());
+    check_launch(llmprof_k_sam_merge_windows(dtype_code(o), o.data_ptr(), strides, out.data_ptr(),
+                                             s, c10::cuda::getCurrentCUDAStream().stream()),
+                 "sam_merge_windows");
+#endif
+  });
+}
+
+int llmprof_add_layer_norm(const void* x_p, const void* delta_p, const void* weight_p,
+                           const void* bias_p, double eps, const void* sum_p, const void* out_p) {
+  return llmprof::guarded("add_layer_norm", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& x = tensor_arg(x_p, "x");
+    TORCH_CHECK(x.is_cuda() && x.is_contiguous() && x.dim() >= 1 && x.numel() > 0,
+                "x must be a non-empty contiguous CUDA tensor [.., hidden], got ", x.sizes(),
+                " on ", x.device());
+    const int64_t hidden = x.size(-1);
+    const int64_t pass = 32 * (16 / (int64_t)x.element_size());
+    TORCH_CHECK(hidden % pass == 0 && hidden / pass <= LLMPROF_K_ADD_LAYER_NORM_MAX_PASSES,
+                "the add + LayerNorm kernel takes hidden sizes that are multiples of ", pass,
+                " up to ", pass * LLMPROF_K_ADD_LAYER_NORM_MAX_PASSES, " for ", x.scalar_type(),
+                ", got ", hidden);
+    const void* ptrs[] = {x_p, delta_p, weight_p, bias_p, sum_p, out_p};
+    const char* names[] = {"x", "delta", "weight", "bias", "sum", "out"};
+    for (int i = 0; i < 6; ++i) {
+      const auto& t = tensor_arg(ptrs[i], names[i]);
+      if (i == 2 || i == 3) {
+        check_like(t, x, names[i], {hidden});
+      } else if (i > 0) {
+        check_like(t, x, names[i], x.sizes());
+      }
+      TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, names[i],
+                  " must start 16-byte aligned (the kernel reads and writes 16-byte vectors)");
+    }
+    c10::cuda::CUDAGuard guard(x.device());
+    check_launch(llmprof_k_add_layer_norm(dtype_code(x), x.data_ptr(),
+                                          tensor_arg(delta_p, "delta").data_ptr(),
+                                          tensor_arg(weight_p, "weight").data_ptr(),
+                                          tensor_arg(bias_p, "bias").data_ptr(),
+                                          tensor_arg(sum_p, "sum").data_ptr(),
+                                          tensor_arg(out_p, "out").data_ptr(), x.numel() / hidden,
+                                          hidden, (float)eps,
+                                          c10::cuda::getCurrentCUDAStream().stream()),
+                 "add_layer_norm");
+#endif
+  });
+}
+
+}  // extern "C"
