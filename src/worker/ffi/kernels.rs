@@ -1,5 +1,6 @@
-//! llmprof's own CUDA kernels (`csrc/kernels/*.cu` behind `csrc/kernels.cpp` and `csrc/kernels_vision.cpp`):
-//! allocate the outputs, pass libtorch tensors to the shim and turn its status into errors.
+//! llmprof's own CUDA kernels (`csrc/kernels/*.cu` behind `csrc/kernels.cpp` and
+//! `csrc/kernels_vision.cpp`): safe wrappers that allocate the outputs, pass libtorch tensors to
+//! the shim and turn its status into errors.
 //! [`available`] says whether this build has them (nvcc was found when it was built).
 use super::{check, ShimError};
 use std::ffi::{c_int, c_void};
