@@ -34,8 +34,8 @@ inline int dtype_code(const at::Tensor& t) {
 }
 
 // `t` must be a contiguous `dtype` tensor of `sizes` on `device`.
-inline void check_tensor(const at::Tensor& t, const char* name, c10::Device device, at::ScalarType dtype,
-                  at::IntArrayRef sizes) {
+inline void check_tensor(const at::Tensor& t, const char* name, c10::Device device,
+                         at::ScalarType dtype, at::IntArrayRef sizes) {
   TORCH_CHECK(t.device() == device, name, " is on ", t.device(), ", not ", device);
   TORCH_CHECK(t.scalar_type() == dtype, name, " is ", t.scalar_type(), ", not ", dtype);
   TORCH_CHECK(t.sizes() == sizes, name, " has shape ", t.sizes(), ", expected ", sizes);
@@ -45,7 +45,7 @@ inline void check_tensor(const at::Tensor& t, const char* name, c10::Device devi
 // The argument the others are checked against: a contiguous `dims`-dimensional tensor on a CUDA
 // device (`shape` names its dimensions in the message), of `dtype` when one is given.
 inline void check_first(const at::Tensor& t, const char* name, int64_t dims, const char* shape,
-                 std::optional<at::ScalarType> dtype = std::nullopt) {
+                        std::optional<at::ScalarType> dtype = std::nullopt) {
   TORCH_CHECK(t.is_cuda(), name, " must be on a CUDA device, got ", t.device());
   TORCH_CHECK(t.dim() == dims && t.is_contiguous(), name, " must be a contiguous ", shape, ", got ",
               t.sizes());
@@ -56,8 +56,23 @@ inline void check_first(const at::Tensor& t, const char* name, int64_t dims, con
 
 // `t` like `like` (device, dtype), contiguous, of `sizes`.
 inline void check_like(const at::Tensor& t, const at::Tensor& like, const char* name,
-                at::IntArrayRef sizes) {
+                       at::IntArrayRef sizes) {
   check_tensor(t, name, like.device(), like.scalar_type(), sizes);
+}
+
+// The row-wise kernels' input: a non-empty contiguous CUDA tensor [.., hidden]; returns hidden.
+inline int64_t check_rows(const at::Tensor& x, const char* name) {
+  TORCH_CHECK(x.is_cuda() && x.is_contiguous() && x.dim() >= 1 && x.numel() > 0, name,
+              " must be a non-empty contiguous CUDA tensor [.., hidden], got ", x.sizes(), " on ",
+              x.device());
+  return x.size(-1);
+}
+
+// For kernels that read or write `t` in 16-byte vectors.
+inline void check_aligned16(const at::Tensor& t, const char* name) {
+  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, name,
+              " must start 16-byte aligned (the kernel reads and writes it in 16-byte vectors; a "
+              "fresh or contiguous-copied tensor is)");
 }
 
 inline void check_launch(int rc, const char* kernel) {

@@ -228,10 +228,7 @@ int llmprof_add_rms_norm(const void* x_p, const void* delta_p, const void* weigh
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
 #else
     const auto& x = tensor_arg(x_p, "x");
-    TORCH_CHECK(x.is_cuda() && x.is_contiguous() && x.dim() >= 1 && x.numel() > 0,
-                "x must be a non-empty contiguous CUDA tensor [.., hidden], got ", x.sizes(),
-                " on ", x.device());
-    const int64_t hidden = x.size(-1);
+    const int64_t hidden = check_rows(x, "x");
     TORCH_CHECK(hidden <= LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN, "hidden size ", hidden,
                 " exceeds the add + RMSNorm kernel's ", LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN);
     check_like(tensor_arg(delta_p, "delta"), x, "delta", x.sizes());
@@ -296,12 +293,9 @@ int llmprof_decode_attention(const void* q_p, const void* k_p, const void* v_p, 
     check_tensor(tensor_arg(len_p, "len"), "len", q.device(), at::kLong, {1});
     check_like(tensor_arg(out_p, "out"), q, "out", {batch, heads, 1, hd});
     TORCH_CHECK(window >= 1 && window <= slots, "window ", window, " must lie in 1..", slots);
-    for (const void* p : {q_p, k_p, v_p}) {
-      const auto& t = tensor_arg(p, "q/k_cache/v_cache");
-      TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0,
-                  "decode attention reads q, k_cache and v_cache in 16-byte vectors: their data "
-                  "must start 16-byte aligned (a fresh or contiguous-copied tensor does)");
-    }
+    check_aligned16(q, "q");
+    check_aligned16(k, "k_cache");
+    check_aligned16(tensor_arg(v_p, "v_cache"), "v_cache");
     llmprof_k_decode_attn_shape s{};
     s.batch = (int)batch;
     s.heads = (int)heads;

@@ -111,35 +111,32 @@ int llmprof_add_layer_norm(const void* x_p, const void* delta_p, const void* wei
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
 #else
     const auto& x = tensor_arg(x_p, "x");
-    TORCH_CHECK(x.is_cuda() && x.is_contiguous() && x.dim() >= 1 && x.numel() > 0,
-                "x must be a non-empty contiguous CUDA tensor [.., hidden], got ", x.sizes(),
-                " on ", x.device());
-    const int64_t hidden = x.size(-1);
+    const int64_t hidden = check_rows(x, "x");
     const int64_t pass = 32 * (16 / (int64_t)x.element_size());
     TORCH_CHECK(hidden % pass == 0 && hidden / pass <= LLMPROF_K_ADD_LAYER_NORM_MAX_PASSES,
                 "the add + LayerNorm kernel takes hidden sizes that are multiples of ", pass,
                 " up to ", pass * LLMPROF_K_ADD_LAYER_NORM_MAX_PASSES, " for ", x.scalar_type(),
                 ", got ", hidden);
-    const void* ptrs[] = {x_p, delta_p, weight_p, bias_p, sum_p, out_p};
-    const char* names[] = {"x", "delta", "weight", "bias", "sum", "out"};
-    for (int i = 0; i < 6; ++i) {
-      const auto& t = tensor_arg(ptrs[i], names[i]);
-      if (i == 2 || i == 3) {
-        check_like(t, x, names[i], {hidden});
-      } else if (i > 0) {
-        check_like(t, x, names[i], x.sizes());
-      }
-      TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, names[i],
-                  " must start 16-byte aligned (the kernel reads and writes 16-byte vectors)");
-    }
+    const auto& delta = tensor_arg(delta_p, "delta");
+    const auto& weight = tensor_arg(weight_p, "weight");
+    const auto& bias = tensor_arg(bias_p, "bias");
+    const auto& sum = tensor_arg(sum_p, "sum");
+    const auto& out = tensor_arg(out_p, "out");
+    check_like(delta, x, "delta", x.sizes());
+    check_like(weight, x, "weight", {hidden});
+    check_like(bias, x, "bias", {hidden});
+    check_like(sum, x, "sum", x.sizes());
+    check_like(out, x, "out", x.sizes());
+    check_aligned16(x, "x");
+    check_aligned16(delta, "delta");
+    check_aligned16(weight, "weight");
+    check_aligned16(bias, "bias");
+    check_aligned16(sum, "sum");
+    check_aligned16(out, "out");
     c10::cuda::CUDAGuard guard(x.device());
-    check_launch(llmprof_k_add_layer_norm(dtype_code(x), x.data_ptr(),
-                                          tensor_arg(delta_p, "delta").data_ptr(),
-                                          tensor_arg(weight_p, "weight").data_ptr(),
-                                          tensor_arg(bias_p, "bias").data_ptr(),
-                                          tensor_arg(sum_p, "sum").data_ptr(),
-                                          tensor_arg(out_p, "out").data_ptr(), x.numel() / hidden,
-                                          hidden, (float)eps,
+    check_launch(llmprof_k_add_layer_norm(dtype_code(x), x.data_ptr(), delta.data_ptr(),
+                                          weight.data_ptr(), bias.data_ptr(), sum.data_ptr(),
+                                          out.data_ptr(), x.numel() / hidden, hidden, (float)eps,
                                           c10::cuda::getCurrentCUDAStream().stream()),
                  "add_layer_norm");
 #endif

@@ -1,7 +1,8 @@
 //! What every decoder LLM family shares (tensor code): checkpoint reading under official names,
 //! the building blocks (RMSNorm, SwiGLU, GQA attention with RoPE), the decoder stack over the
 //! KV cache, greedy generation and the decode-step paths (eager or CUDA graphs), and the
-//! fast-path correctness check; also tensor functions captured as CUDA graphs per input shape.
+//! fast-path correctness check; also tensor functions captured as CUDA graphs per input shape,
+//! and the pre-LayerNorm block stack the vision encoders share.
 //! A family supplies its layer feed-forward, prefill and weights.
 pub mod attention;
 pub mod causal_lm;
@@ -12,6 +13,7 @@ pub mod graph_decode;
 pub mod kv_cache;
 pub mod layers;
 pub mod optim;
+pub mod pre_norm;
 pub mod safetensors;
 pub mod shape_graphs;
 pub mod tensors;

@@ -2,6 +2,7 @@
 //! SAM map [B,C,h,w] → [B, h·w+1, C] (CLS first, no post-LayerNorm).
 
 use crate::models::common::layers::{LayerNorm, Linear};
+use crate::models::common::pre_norm::{add_into_next, run_blocks};
 use crate::models::common::tensors::WeightPath;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ClipConfig;
@@ -58,14 +59,7 @@ impl ClipLayer {
         let (x, n2) = self.ln2.add_forward(x, &self.out.forward(&o)?)?;
         let h = self.fc1.forward(&n2)?;
         let h = h.f_mul(&h.f_mul_scalar(1.702)?.f_sigmoid()?)?; // quickGELU
-        let m = self.fc2.forward(&h)?;
-        match next {
-            Some(norm) => {
-                let (x, n) = norm.add_forward(&x, &m)?;
-                Ok((x, Some(n)))
-            }
-            None => Ok((x.f_add(&m)?, None)),
-        }
+        add_into_next(&x, &self.fc2.forward(&h)?, next)
     }
 }
 
@@ -135,16 +129,7 @@ impl Clip {
             .f_expand([b, 1, c], false)?;
         let x = Tensor::f_cat(&[cls, patches], 1)?; // (b, 1+h·w, c)
         let pos = resize_clip_positions(&self.position_embedding, h)?.f_unsqueeze(0)?; // (1, 1+h·w, c)
-        let mut x = self.pre_ln.forward(&x.f_add(&pos)?)?;
-        if let Some(first) = self.layers.first() {
-            let mut normed = first.ln1.forward(&x)?;
-            for (i, layer) in self.layers.iter().enumerate() {
-                let next = self.layers.get(i + 1).map(|l| &l.ln1);
-                let (out, next_normed) = layer.forward(&x, &normed, next)?;
-                x = out;
-                normed = next_normed.unwrap_or(normed);
-            }
-        }
-        Ok(x)
+        let x = self.pre_ln.forward(&x.f_add(&pos)?)?;
+        run_blocks(&self.layers, x, |l| &l.ln1, ClipLayer::forward)
     }
 }

@@ -3,6 +3,7 @@
 
 use super::sam_attention::{SamAttention, SamOptim};
 use crate::models::common::layers::{LayerNorm, Linear};
+use crate::models::common::pre_norm::{add_into_next, run_blocks};
 use crate::models::common::tensors::WeightPath;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::SamConfig;
@@ -50,13 +51,7 @@ impl SamBlock {
         let m = self
             .lin2
             .forward(&self.lin1.forward(&n2)?.f_gelu("none")?)?;
-        match next {
-            Some(norm) => {
-                let (x, n) = norm.add_forward(&x, &m)?;
-                Ok((x, Some(n)))
-            }
-            None => Ok((x.f_add(&m)?, None)),
-        }
+        add_into_next(&x, &m, next)
     }
 }
 
@@ -172,16 +167,8 @@ impl Sam {
             x.f_permute([0, 2, 3, 1])?.f_contiguous()? // (b, g, g, w)
         };
         let g = s / p;
-        let mut x = x.f_add(&resize_pos_grid(&self.pos_embed, g)?)?;
-        if let Some(first) = self.blocks.first() {
-            let mut normed = first.norm1.forward(&x)?;
-            for (i, blk) in self.blocks.iter().enumerate() {
-                let next = self.blocks.get(i + 1).map(|b| &b.norm1);
-                let (out, next_normed) = blk.forward(&x, &normed, next)?;
-                x = out;
-                normed = next_normed.unwrap_or(normed);
-            }
-        }
+        let x = x.f_add(&resize_pos_grid(&self.pos_embed, g)?)?;
+        let x = run_blocks(&self.blocks, x, |b| &b.norm1, SamBlock::forward)?;
         let x = x.f_permute([0, 3, 1, 2])?; // (b, w, g, g)
         let x = x.f_conv2d::<Tensor>(&self.neck0, None, [1, 1], [0, 0], [1, 1], 1)?;
         let x = layer_norm_2d(&x, &self.neck1)?;
