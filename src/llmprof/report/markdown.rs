@@ -336,6 +336,8 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ("sam_fused_rel_pos", on(w.sam_fused_rel_pos).to_string()),
         ("sam_fused_windows", on(w.sam_fused_windows).to_string()),
         ("sam_cuda_kernels", on(w.sam_cuda_kernels).to_string()),
+        ("sam_rel_pos_gemm", on(w.sam_rel_pos_gemm).to_string()),
+        ("sam_proj_in_windows", on(w.sam_proj_in_windows).to_string()),
         ("vision_uint8_upload", on(w.vision_uint8_upload).to_string()),
         ("moe_routing_kernel", on(w.moe_routing_kernel).to_string()),
         ("sam_patch_gemm", on(w.sam_patch_gemm).to_string()),

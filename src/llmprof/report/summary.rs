@@ -186,6 +186,8 @@ mod tests {
                 sam_fused_rel_pos: on,
                 sam_fused_windows: on,
                 sam_cuda_kernels: on,
+                sam_rel_pos_gemm: on,
+                sam_proj_in_windows: on,
                 vision_uint8_upload: on,
                 moe_routing_kernel: on,
                 sam_patch_gemm: on,

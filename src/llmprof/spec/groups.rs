@@ -290,6 +290,19 @@ pub struct OptimSpec {
     /// `sam_fused_rel_pos`; no effect on the CPU). Absent: off.
     #[serde(default)]
     pub sam_cuda_kernels: bool,
+    /// With `sam_cuda_kernels`, SAM's relative-position products as one GEMM of q with both
+    /// axes' resized tables (each relative offset once) and one llmprof kernel gathering them
+    /// into q′, instead of two batched GEMMs over copies of q per window row and column and
+    /// strided copies into q′. Absent: off.
+    #[serde(default)]
+    pub sam_rel_pos_gemm: bool,
+    /// With `sam_cuda_kernels`, SAM's windowed blocks run the attention's output projection on
+    /// the windows and the add + LayerNorm kernel (`add_layer_norm_kernel`) reads each token's
+    /// row where its window put it, instead of a merge copy back to the grid before the
+    /// projection. Without the add + LayerNorm kernel the windows are merged after the
+    /// projection. Absent: off.
+    #[serde(default)]
+    pub sam_proj_in_windows: bool,
     /// Page pixels go to the GPU as uint8 from pinned memory and are normalised there, instead
     /// of normalised to fp32 on the CPU and copied from pageable memory (4x the bytes). Absent:
     /// off.

@@ -70,6 +70,10 @@ impl RunSpec {
         let dependencies = [
             ("sam_cuda_kernels", o.sam_cuda_kernels, "sam_fused_rel_pos", o.sam_fused_rel_pos,
              "the kernels pack the folded relative-position bias, which the materialised-bias attention does not use"),
+            ("sam_rel_pos_gemm", o.sam_rel_pos_gemm, "sam_cuda_kernels", o.sam_cuda_kernels,
+             "the products are gathered into the q′ that the kernels pack"),
+            ("sam_proj_in_windows", o.sam_proj_in_windows, "sam_cuda_kernels", o.sam_cuda_kernels,
+             "the projection runs on the windows that the kernels' attention writes"),
             ("moe_routing_kernel", o.moe_routing_kernel, "grouped_moe", o.grouped_moe,
              "the kernel sorts token slots for the grouped GEMMs"),
             ("rope_kv_kernel", o.rope_kv_kernel, "fused_projections", o.fused_projections,

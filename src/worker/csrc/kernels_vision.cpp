@@ -13,6 +13,7 @@
 #include <c10/util/Exception.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 using namespace llmprof_kargs;
 
@@ -34,6 +35,20 @@ llmprof_k_sam_shape sam_shape(int64_t batch, int64_t grid_h, int64_t grid_w, int
   s.head_dim = head_dim;
   s.aug_dim = (head_dim + win_h + win_w + 7) / 8 * 8;
   return s;
+}
+
+// Whether a kernel may move 16-byte vectors: every element count in `counts` a multiple of a
+// vector's elements and every tensor 16-byte aligned.
+bool vec16_ok(const at::Tensor& like, std::initializer_list<int64_t> counts,
+              std::initializer_list<const at::Tensor*> tensors) {
+  const int64_t per = 16 / (int64_t)like.element_size();
+  for (int64_t c : counts) {
+    if (c % per != 0) return false;
+  }
+  for (const at::Tensor* t : tensors) {
+    if (reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 != 0) return false;
+  }
+  return true;
 }
 #endif
 
@@ -61,20 +76,57 @@ int llmprof_sam_pack_qkv(const void* qkv_p, const void* bias_p, int64_t heads, i
     const auto& q_aug = tensor_arg(q_aug_p, "q_aug");
     const auto& k_aug = tensor_arg(k_aug_p, "k_aug");
     const auto& v = tensor_arg(v_p, "v");
-    const auto& q_rows = tensor_arg(q_rows_p, "q_rows");
-    const auto& q_cols = tensor_arg(q_cols_p, "q_cols");
-    check_like(q_aug, qkv, "q_aug", {windows, heads, tokens, s.aug_dim});
-    check_like(k_aug, qkv, "k_aug", {windows, heads, tokens, s.aug_dim});
-    check_like(v, qkv, "v", {windows, heads, tokens, head_dim});
-    check_like(q_rows, qkv, "q_rows", {win_h, windows * heads, win_w, head_dim});
-    check_like(q_cols, qkv, "q_cols", {win_w, windows * heads, win_h, head_dim});
+    TORCH_CHECK((q_rows_p == nullptr) == (q_cols_p == nullptr),
+                "q_rows and q_cols are given together or not at all");
+    check_like(q_aug, qkv, "q_aug", {windows, tokens, heads, s.aug_dim});
+    check_like(k_aug, qkv, "k_aug", {windows, tokens, heads, s.aug_dim});
+    check_like(v, qkv, "v", {windows, tokens, heads, head_dim});
+    const at::Tensor* q_rows = nullptr;
+    const at::Tensor* q_cols = nullptr;
+    if (q_rows_p != nullptr) {
+      q_rows = &tensor_arg(q_rows_p, "q_rows");
+      q_cols = &tensor_arg(q_cols_p, "q_cols");
+      check_like(*q_rows, qkv, "q_rows", {win_h, windows * heads, win_w, head_dim});
+      check_like(*q_cols, qkv, "q_cols", {win_w, windows * heads, win_h, head_dim});
+    }
+    const auto& bias = tensor_arg(bias_p, "bias");
+    const bool vec = vec16_ok(qkv, {head_dim, s.aug_dim}, {&qkv, &bias, &q_aug, &k_aug, &v}) &&
+                     (q_rows == nullptr || vec16_ok(qkv, {}, {q_rows, q_cols}));
     c10::cuda::CUDAGuard guard(qkv.device());
-    check_launch(llmprof_k_sam_pack_qkv(dtype_code(qkv), qkv.data_ptr(),
-                                        tensor_arg(bias_p, "bias").data_ptr(), q_aug.data_ptr(),
-                                        k_aug.data_ptr(), v.data_ptr(), q_rows.data_ptr(),
-                                        q_cols.data_ptr(), s,
-                                        c10::cuda::getCurrentCUDAStream().stream()),
+    check_launch(llmprof_k_sam_pack_qkv(
+                     dtype_code(qkv), qkv.data_ptr(), bias.data_ptr(), q_aug.data_ptr(),
+                     k_aug.data_ptr(), v.data_ptr(), q_rows ? q_rows->data_ptr() : nullptr,
+                     q_cols ? q_cols->data_ptr() : nullptr, s, vec ? 1 : 0,
+                     c10::cuda::getCurrentCUDAStream().stream()),
                  "sam_pack_qkv");
+#endif
+  });
+}
+
+int llmprof_sam_fill_rel_pos(const void* prod_p, int64_t head_dim, int64_t win_h, int64_t win_w,
+                             const void* q_aug_p) {
+  return llmprof::guarded("sam_fill_rel_pos", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& q_aug = tensor_arg(q_aug_p, "q_aug");
+    check_first(q_aug, "q_aug", 4, "[B*windows, tokens, heads, aug]");
+    const auto& prod = tensor_arg(prod_p, "prod");
+    TORCH_CHECK(head_dim > 0, "head_dim must be positive, got ", head_dim);
+    auto s = sam_shape(1, win_h, win_w, q_aug.size(2), head_dim, win_h, win_w);
+    TORCH_CHECK(q_aug.size(1) == win_h * win_w && q_aug.size(3) == s.aug_dim, "q_aug has shape ",
+                q_aug.sizes(), ", expected [.., ", win_h * win_w, ", ", q_aug.size(2), ", ",
+                s.aug_dim, "] for ", win_h, "x", win_w, " windows of head_dim ", head_dim);
+    const int64_t rows = q_aug.size(0) * q_aug.size(1) * q_aug.size(2);
+    TORCH_CHECK(prod.dim() == 2 && prod.size(0) == rows && prod.size(1) >= 2 * (win_h + win_w - 1),
+                "prod must be [", rows, ", >= ", 2 * (win_h + win_w - 1), "], got ", prod.sizes());
+    check_like(prod, q_aug, "prod", prod.sizes());
+    const bool vec = vec16_ok(q_aug, {head_dim, s.aug_dim}, {&q_aug});
+    c10::cuda::CUDAGuard guard(q_aug.device());
+    check_launch(llmprof_k_sam_fill_rel_pos(dtype_code(q_aug), prod.data_ptr(), prod.size(1),
+                                            q_aug.data_ptr(), rows, s, vec ? 1 : 0,
+                                            c10::cuda::getCurrentCUDAStream().stream()),
+                 "sam_fill_rel_pos");
 #endif
   });
 }
@@ -96,16 +148,20 @@ int llmprof_sam_merge_windows(const void* o_p, int64_t win_h, int64_t win_w, con
                 ", expected [", windows, ", ", heads, ", ", win_h * win_w, ", ", head_dim, "]");
     check_like(out, o, "out", {s.batch, s.grid_h, s.grid_w, heads * head_dim});
     const int64_t strides[4] = {o.stride(0), o.stride(1), o.stride(2), o.stride(3)};
+    const bool vec = strides[3] == 1 &&
+                     vec16_ok(o, {head_dim, strides[0], strides[1], strides[2]}, {&o, &out});
     c10::cuda::CUDAGuard guard(o.device());
     check_launch(llmprof_k_sam_merge_windows(dtype_code(o), o.data_ptr(), strides, out.data_ptr(),
-                                             s, c10::cuda::getCurrentCUDAStream().stream()),
+                                             s, vec ? 1 : 0,
+                                             c10::cuda::getCurrentCUDAStream().stream()),
                  "sam_merge_windows");
 #endif
   });
 }
 
 int llmprof_add_layer_norm(const void* x_p, const void* delta_p, const void* weight_p,
-                           const void* bias_p, double eps, const void* sum_p, const void* out_p) {
+                           const void* bias_p, double eps, int64_t delta_win_h,
+                           int64_t delta_win_w, const void* sum_p, const void* out_p) {
   return llmprof::guarded("add_layer_norm", [&] {
 #ifndef LLMPROF_HAVE_KERNELS
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
@@ -122,7 +178,18 @@ int llmprof_add_layer_norm(const void* x_p, const void* delta_p, const void* wei
     const auto& bias = tensor_arg(bias_p, "bias");
     const auto& sum = tensor_arg(sum_p, "sum");
     const auto& out = tensor_arg(out_p, "out");
-    check_like(delta, x, "delta", x.sizes());
+    llmprof_k_window_rows delta_rows{0, 0, 0, 0};
+    if (delta_win_h > 0 || delta_win_w > 0) {
+      TORCH_CHECK(delta_win_h > 0 && delta_win_w > 0, "delta's window ", delta_win_h, "x",
+                  delta_win_w, " must be positive");
+      TORCH_CHECK(x.dim() == 4, "with a windowed delta, x must be [B,H,W,C], got ", x.sizes());
+      delta_rows = {x.size(1), x.size(2), delta_win_h, delta_win_w};
+      const int64_t windows = x.size(0) * ((x.size(1) + delta_win_h - 1) / delta_win_h) *
+                              ((x.size(2) + delta_win_w - 1) / delta_win_w);
+      check_like(delta, x, "delta", {windows, delta_win_h * delta_win_w, hidden});
+    } else {
+      check_like(delta, x, "delta", x.sizes());
+    }
     check_like(weight, x, "weight", {hidden});
     check_like(bias, x, "bias", {hidden});
     check_like(sum, x, "sum", x.sizes());
@@ -137,7 +204,7 @@ int llmprof_add_layer_norm(const void* x_p, const void* delta_p, const void* wei
     check_launch(llmprof_k_add_layer_norm(dtype_code(x), x.data_ptr(), delta.data_ptr(),
                                           weight.data_ptr(), bias.data_ptr(), sum.data_ptr(),
                                           out.data_ptr(), x.numel() / hidden, hidden, (float)eps,
-                                          c10::cuda::getCurrentCUDAStream().stream()),
+                                          delta_rows, c10::cuda::getCurrentCUDAStream().stream()),
                  "add_layer_norm");
 #endif
   });

@@ -159,13 +159,19 @@ void llmprof_cuda_graph_destroy(llmprof_cuda_graph* graph);
 /* 1 when this build has the kernels (nvcc was found at build time), else 0. */
 int llmprof_kernels_available(void);
 /* SAM attention with the relative-position bias folded into q·k: from the qkv Linear's output
- * [B,H,W,3C] (padded tokens take `bias`), q′ and k′ [B·windows, heads, win_h·win_w, aug]
- * (q′'s relative-position columns left to the caller), v [.., head_dim], and q again as
- * q_rows [win_h, B·windows·heads, win_w, head_dim] and q_cols [win_w, .., win_h, head_dim];
- * aug = head_dim + win_h + win_w rounded up to 8. */
+ * [B,H,W,3C] (padded tokens take `bias`), q′ and k′ [B·windows, win_h·win_w, heads, aug]
+ * (q′'s relative-position columns left to the caller), v [.., head_dim], and, unless both are
+ * NULL, q again as q_rows [win_h, B·windows·heads, win_w, head_dim] and q_cols [win_w, ..,
+ * win_h, head_dim]; aug = head_dim + win_h + win_w rounded up to 8. */
 int llmprof_sam_pack_qkv(const void* qkv, const void* bias, int64_t heads, int64_t win_h,
                          int64_t win_w, const void* q_aug, const void* k_aug, const void* v,
                          const void* q_rows, const void* q_cols);
+/* q′'s columns after head_dim from prod [rows of q′, ≥ 2·(win_h + win_w − 1)], each q′ row's q
+ * times the resized, scaled relative-position tables of the row axis (2·win_h − 1 rows), then of
+ * the column axis: q′[r, head_dim + kh] = prod[r, qh − kh + win_h − 1], q′[r, head_dim + win_h +
+ * kw] = prod[r, 2·win_h − 1 + qw − kw + win_w − 1], zeros after. */
+int llmprof_sam_fill_rel_pos(const void* prod, int64_t head_dim, int64_t win_h, int64_t win_w,
+                             const void* q_aug);
 /* Attention output o [B·windows, heads, win_h·win_w, head_dim] (any strides) → out [B,H,W,C],
  * contiguous, windows merged and the padding cropped. */
 int llmprof_sam_merge_windows(const void* o, int64_t win_h, int64_t win_w, const void* out);
@@ -196,9 +202,12 @@ int llmprof_add_rms_norm(const void* x, const void* delta, const void* weight, d
 /* The residual add and LayerNorm in one kernel: x and delta [.., hidden] (contiguous, same dtype,
  * 16-byte aligned), weight and bias [hidden] → sum = x + delta and out = layer_norm(sum)·weight +
  * bias, statistics in fp32; sum and out allocated by the caller like x. hidden: a multiple of
- * 32 16-byte vectors, at most 8 of those passes. */
+ * 32 16-byte vectors, at most 8 of those passes. delta_win_h, delta_win_w > 0: x is a grid
+ * [B,H,W,C] and delta the same tokens cut into windows of that size over the grid padded to their
+ * multiples, [B·windows, delta_win_h·delta_win_w, C] (padding rows unread); 0, 0: delta like x. */
 int llmprof_add_layer_norm(const void* x, const void* delta, const void* weight, const void* bias,
-                           double eps, const void* sum, const void* out);
+                           double eps, int64_t delta_win_h, int64_t delta_win_w, const void* sum,
+                           const void* out);
 /* MoE router logits: x [tokens, hidden] (model dtype), w [experts, hidden] fp32 → logits
  * [tokens, experts] fp32. */
 int llmprof_router_logits(const void* x, const void* w, const void* logits);

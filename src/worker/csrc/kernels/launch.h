@@ -31,21 +31,34 @@ typedef struct llmprof_k_sam_shape {
  * (worker/models/deepseek_ocr/vision/sam_attention_cuda.rs):
  *   qkv      [batch, grid_h, grid_w, 3, heads, head_dim], contiguous (the qkv Linear's output)
  *   bias     [3·heads·head_dim]: the qkv Linear's bias, the value of padded tokens
- *   q_aug, k_aug [batch·windows, heads, win_h·win_w, aug_dim]; v [.., head_dim] (outputs):
- *            q′ = [q, (left for the caller: s·q·Rh, s·q·Rw), 0…], k′ = [k, onehot(row),
- *            onehot(col), 0…]
+ *   q_aug, k_aug [batch·windows, win_h·win_w, heads, aug_dim]; v [.., head_dim] (outputs):
+ *            q′ = [q, (left for the caller), …], k′ = [k, onehot(row), onehot(col), 0…]
  *   q_rows   [win_h, batch·windows·heads, win_w, head_dim] and q_cols [win_w, .., win_h,
  *            head_dim]: q again, batched by row and by column of the window, the layouts of the
- *            two relative-position GEMMs. */
+ *            two batched relative-position GEMMs; q′'s columns after head_dim are then zeroed.
+ *            Both NULL: neither is written and q′'s columns after head_dim are left for
+ *            llmprof_k_sam_fill_rel_pos.
+ * vec16: move 16-byte vectors (head_dim and aug_dim multiples of 16 / element size, every pointer
+ * 16-byte aligned), else single elements. */
 int llmprof_k_sam_pack_qkv(int dtype, const void* qkv, const void* bias, void* q_aug, void* k_aug,
                            void* v, void* q_rows, void* q_cols, llmprof_k_sam_shape shape,
-                           void* stream);
+                           int vec16, void* stream);
+
+/* q′'s columns after head_dim (q_aug as above, `rows` = batch·windows·win_h·win_w·heads rows)
+ * from prod [rows, prod_cols], the products of each row's q with the resized, scaled
+ * relative-position tables of both axes: columns [0, 2·win_h − 1) the row axis', then
+ * 2·win_w − 1 of the column axis'. q′[r, head_dim + kh] = prod[r, qh − kh + win_h − 1],
+ * q′[r, head_dim + win_h + kw] = prod[r, 2·win_h − 1 + qw − kw + win_w − 1], zeros after.
+ * vec16 as for the packing (q_aug 16-byte aligned). */
+int llmprof_k_sam_fill_rel_pos(int dtype, const void* prod, int64_t prod_cols, void* q_aug,
+                               int64_t rows, llmprof_k_sam_shape shape, int vec16, void* stream);
 
 /* The attention output o [batch·windows, heads, win_h·win_w, head_dim] (element strides
  * o_strides[4]) merged back to the grid and cropped: out [batch, grid_h, grid_w, heads·head_dim],
- * contiguous. */
+ * contiguous. vec16: o_strides[3] == 1, head_dim and the other strides multiples of
+ * 16 / element size, both pointers 16-byte aligned. */
 int llmprof_k_sam_merge_windows(int dtype, const void* o, const int64_t* o_strides, void* out,
-                                llmprof_k_sam_shape shape, void* stream);
+                                llmprof_k_sam_shape shape, int vec16, void* stream);
 
 /* Limits of the one-block MoE router: experts per layer and token slots (tokens × k) per call. */
 #define LLMPROF_K_MOE_MAX_EXPERTS 256
@@ -113,14 +126,22 @@ int llmprof_k_add_rms_norm(int dtype, const void* x, const void* delta, const vo
                            void* sum, void* out, int64_t rows, int64_t hidden, float eps,
                            void* stream);
 
+/* Where row r of a [batch, grid_h, grid_w] token grid is in a tensor cut into win_h×win_w
+ * windows over the grid padded to their multiples ([batch·windows, win_h·win_w], windows and
+ * their tokens row-major, as SAM's attention writes them). win_h == 0: row r itself. */
+typedef struct llmprof_k_window_rows {
+  int64_t grid_h, grid_w, win_h, win_w;
+} llmprof_k_window_rows;
+
 /* Residual add + LayerNorm: sum = x + delta (rows × hidden, element type), out =
- * layer_norm(sum)·weight + bias; a warp per row. hidden must be a multiple of 32 16-byte
- * vectors (256 bf16/f16 or 128 f32 channels) and at most LLMPROF_K_ADD_LAYER_NORM_MAX_PASSES of
- * them; all pointers 16-byte aligned. */
+ * layer_norm(sum)·weight + bias; a warp per row. delta's row for row r is given by
+ * `delta_rows` (windowed, or r). hidden must be a multiple of 32 16-byte vectors (256 bf16/f16
+ * or 128 f32 channels) and at most LLMPROF_K_ADD_LAYER_NORM_MAX_PASSES of them; all pointers
+ * 16-byte aligned. */
 #define LLMPROF_K_ADD_LAYER_NORM_MAX_PASSES 8
 int llmprof_k_add_layer_norm(int dtype, const void* x, const void* delta, const void* weight,
                              const void* bias, void* sum, void* out, int64_t rows, int64_t hidden,
-                             float eps, void* stream);
+                             float eps, llmprof_k_window_rows delta_rows, void* stream);
 
 /* MoE router logits [tokens, experts] fp32 = x [tokens, hidden] (element type, read as fp32) ·
  * wᵀ ([experts, hidden] fp32); tokens ≤ LLMPROF_K_MAX_GRID_Y. */

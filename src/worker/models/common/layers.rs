@@ -59,24 +59,53 @@ impl LayerNorm {
     /// set and the tensors suit it (CUDA, one dtype, equal shapes, a row width the kernel takes);
     /// else an add and [`LayerNorm::forward`].
     pub fn add_forward(&self, x: &Tensor, delta: &Tensor) -> Result<(Tensor, Tensor)> {
-        let kind = x.kind();
-        let fits = self.add_kernel
-            && x.device().is_cuda()
-            && x.size() == delta.size()
-            && [delta.kind(), self.weight.kind(), self.bias.kind()] == [kind; 3]
-            && kernels::add_layer_norm_fits(kind, self.weight.size1()?);
-        if fits {
+        if self.add_kernel_takes(x, delta)? && x.size() == delta.size() {
             let (x, delta) = (x.f_contiguous()?, delta.f_contiguous()?);
             return Ok(kernels::add_layer_norm(
                 &x,
                 &delta,
                 (&self.weight, &self.bias),
                 self.eps,
+                None,
             )?);
         }
         let sum = x.f_add(delta)?;
         let normed = self.forward(&sum)?;
         Ok((sum, normed))
+    }
+
+    /// Whether [`LayerNorm::add_forward`] and [`LayerNorm::add_windows_forward`] run llmprof's
+    /// kernel for these tensors: `add_kernel` set, CUDA, one dtype, a row width it takes.
+    pub fn add_kernel_takes(&self, x: &Tensor, delta: &Tensor) -> Result<bool> {
+        let kind = x.kind();
+        Ok(self.add_kernel
+            && x.device().is_cuda()
+            && [delta.kind(), self.weight.kind(), self.bias.kind()] == [kind; 3]
+            && kernels::add_layer_norm_fits(kind, self.weight.size1()?))
+    }
+
+    /// [`LayerNorm::add_forward`] of the grid `x` [B,H,W,C] and `delta` holding the same tokens
+    /// cut into `win` windows over the grid padded to their multiples, [B·windows, win_h·win_w,
+    /// C]: the kernel reads each row's delta where the window put it, so the windows need no
+    /// merge copy. Only where [`LayerNorm::add_kernel_takes`] holds.
+    pub fn add_windows_forward(
+        &self,
+        x: &Tensor,
+        delta: &Tensor,
+        win: (i64, i64),
+    ) -> Result<(Tensor, Tensor)> {
+        anyhow::ensure!(
+            self.add_kernel_takes(x, delta)?,
+            "a windowed residual add needs the add + LayerNorm kernel (runtime.optim.add_layer_norm_kernel on a GPU)"
+        );
+        let (x, delta) = (x.f_contiguous()?, delta.f_contiguous()?);
+        Ok(kernels::add_layer_norm(
+            &x,
+            &delta,
+            (&self.weight, &self.bias),
+            self.eps,
+            Some(win),
+        )?)
     }
 
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {

@@ -32,6 +32,12 @@ pub struct ModelOptim {
     pub moe_routing_kernel: bool,
     /// Vision (SAM, CUDA only): q′/k′/v packing and window merging by llmprof's CUDA kernels.
     pub sam_cuda_kernels: bool,
+    /// Vision (SAM, with `sam_cuda_kernels`): the relative-position products as one GEMM with
+    /// both axes' resized tables, gathered into q′ by an llmprof kernel.
+    pub sam_rel_pos_gemm: bool,
+    /// Vision (SAM, with `sam_cuda_kernels`): windowed blocks project on the windows; the
+    /// add + LayerNorm kernel reads them in place.
+    pub sam_proj_in_windows: bool,
     /// Vision (SAM): the patch embedding as one GEMM over unfolded patches.
     pub sam_patch_gemm: bool,
     /// Vision (CUDA only): pixels uploaded as uint8 from pinned memory, normalised on the GPU.
@@ -68,6 +74,8 @@ impl ModelOptim {
         sam_fused_rel_pos: false,
         sam_fused_windows: false,
         sam_cuda_kernels: false,
+        sam_rel_pos_gemm: false,
+        sam_proj_in_windows: false,
         vision_uint8_upload: false,
         moe_routing_kernel: false,
         sam_patch_gemm: false,
@@ -91,6 +99,8 @@ impl ModelOptim {
         sam_fused_rel_pos: true,
         sam_fused_windows: true,
         sam_cuda_kernels: true,
+        sam_rel_pos_gemm: true,
+        sam_proj_in_windows: true,
         vision_uint8_upload: true,
         moe_routing_kernel: true,
         sam_patch_gemm: true,
@@ -129,6 +139,8 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         sam_fused_rel_pos: o.sam_fused_rel_pos,
         sam_fused_windows: o.sam_fused_windows,
         sam_cuda_kernels: o.sam_cuda_kernels,
+        sam_rel_pos_gemm: o.sam_rel_pos_gemm,
+        sam_proj_in_windows: o.sam_proj_in_windows,
         vision_uint8_upload: o.vision_uint8_upload,
         moe_routing_kernel: o.moe_routing_kernel,
         sam_patch_gemm: o.sam_patch_gemm,

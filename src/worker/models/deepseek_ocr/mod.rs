@@ -108,6 +108,8 @@ impl DeepseekOcr {
                 fused_rel_pos: optim.sam_fused_rel_pos,
                 fused_windows: optim.sam_fused_windows,
                 cuda_kernels: optim.sam_cuda_kernels,
+                rel_pos_gemm: optim.sam_rel_pos_gemm,
+                proj_in_windows: optim.sam_proj_in_windows,
                 patch_gemm: optim.sam_patch_gemm,
                 add_layer_norm_kernel: optim.add_layer_norm_kernel,
             };

@@ -64,6 +64,28 @@ pub fn vision_variants() -> Vec<(&'static str, ModelOptim, Option<usize>)> {
             None,
         ),
         (
+            "sam_rel_pos_gemm",
+            ModelOptim {
+                sam_fused_rel_pos: true,
+                sam_cuda_kernels: true,
+                sam_rel_pos_gemm: true,
+                ..e
+            },
+            None,
+        ),
+        (
+            // With the add + LayerNorm kernel, which reads the windows in place.
+            "sam_proj_in_windows",
+            ModelOptim {
+                sam_fused_rel_pos: true,
+                sam_cuda_kernels: true,
+                sam_proj_in_windows: true,
+                add_layer_norm_kernel: true,
+                ..e
+            },
+            None,
+        ),
+        (
             "vision_uint8_upload",
             ModelOptim {
                 vision_uint8_upload: true,

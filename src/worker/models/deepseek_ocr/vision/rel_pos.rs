@@ -18,7 +18,7 @@ pub fn rel_pos_table(table: &Tensor, l: i64) -> Result<Tensor> {
 
 /// A relative-position table [len, C] at the length a side of `l` tokens needs, [2·l−1, C]:
 /// itself, or resized with 1-D linear interpolation (fp32, align_corners=false).
-fn resized_rel_table(table: &Tensor, l: i64) -> Result<Tensor> {
+pub fn resized_rel_table(table: &Tensor, l: i64) -> Result<Tensor> {
     let (len, _) = table.size2()?;
     let want = 2 * l - 1;
     Ok(if len != want {

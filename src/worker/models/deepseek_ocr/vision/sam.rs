@@ -1,7 +1,7 @@
 //! SAM ViT-B image encoder with windowed/global attention, decomposed relative-position bias,
 //! neck and the 16x stride-2 compressor (docs/deepseek-ocr.md §3.1): pixels [B,3,S,S] → [B,1024,S/64,S/64].
 
-use super::sam_attention::{SamAttention, SamOptim};
+use super::sam_attention::{AttnOut, SamAttention, SamOptim};
 use crate::models::common::layers::{LayerNorm, Linear};
 use crate::models::common::pre_norm::{add_into_next, run_blocks};
 use crate::models::common::tensors::WeightPath;
@@ -46,8 +46,12 @@ impl SamBlock {
         next: Option<&LayerNorm>,
     ) -> Result<(Tensor, Option<Tensor>)> {
         // Padded after norm1; padded zero tokens are not masked (docs/deepseek-ocr.md §3.1).
-        let y = self.attn.forward_block(normed, self.window)?;
-        let (x, n2) = self.norm2.add_forward(x, &y)?;
+        let (x, n2) = match self.attn.forward_block_out(normed, self.window)? {
+            AttnOut::Windows { y, win, .. } if self.norm2.add_kernel_takes(x, &y)? => {
+                self.norm2.add_windows_forward(x, &y, win)?
+            }
+            out => self.norm2.add_forward(x, &out.into_grid()?)?,
+        };
         let m = self
             .lin2
             .forward(&self.lin1.forward(&n2)?.f_gelu("none")?)?;

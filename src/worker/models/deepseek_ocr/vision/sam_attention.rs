@@ -9,6 +9,7 @@
 //! (q'·k')/√d = q·k/√d + q·Rh[qh,kh] + q·Rw[qw,kw], which fused attention computes with no mask.
 
 use super::rel_pos::rel_pos_table;
+pub use super::sam_attention_cuda::AttnOut;
 use crate::models::common::layers::Linear;
 use crate::models::common::tensors::WeightPath;
 use anyhow::{ensure, Result};
@@ -28,6 +29,12 @@ pub struct SamOptim {
     /// output and the windows merged back by llmprof's CUDA kernels
     /// ([`super::sam_attention_cuda`]), with no pad, partition or concatenation copies.
     pub cuda_kernels: bool,
+    /// With `cuda_kernels`: the relative-position products as one GEMM with both axes' resized
+    /// tables, gathered into q′ by a kernel (instead of batched GEMMs over copies of q).
+    pub rel_pos_gemm: bool,
+    /// With `cuda_kernels`: windowed blocks run the output projection on the windows and leave
+    /// them for the add + LayerNorm kernel to read in place (no merge copy).
+    pub proj_in_windows: bool,
     /// The patch embedding as one GEMM over unfolded 16×16 patches instead of a convolution
     /// (cuDNN has no tensor-core kernel for its 3 input channels).
     pub patch_gemm: bool,
@@ -154,6 +161,12 @@ impl SamAttention {
     /// windows (zero padding after the norm, padded tokens not masked), or globally when
     /// `window == 0`. → [B,H,W,C].
     pub fn forward_block(&self, y: &Tensor, window: i64) -> Result<Tensor> {
+        self.forward_block_out(y, window)?.into_grid()
+    }
+
+    /// [`SamAttention::forward_block`], leaving a windowed output in its windows where
+    /// `proj_in_windows` applies.
+    pub fn forward_block_out(&self, y: &Tensor, window: i64) -> Result<AttnOut> {
         let (_, h, w, _) = y.size4()?;
         if self.optim.cuda_kernels && self.optim.fused_rel_pos && y.device().is_cuda() {
             let win = if window == 0 {
@@ -163,6 +176,12 @@ impl SamAttention {
             };
             return super::sam_attention_cuda::forward(self.parts(), y, win);
         }
+        self.forward_block_eager(y, window).map(AttnOut::Grid)
+    }
+
+    /// The libtorch formulations of [`SamAttention::forward_block`].
+    fn forward_block_eager(&self, y: &Tensor, window: i64) -> Result<Tensor> {
+        let (_, h, w, _) = y.size4()?;
         if window == 0 {
             return self.forward(y);
         }
@@ -182,6 +201,8 @@ impl SamAttention {
             rel_pos_w: &self.rel_pos_w,
             heads: self.heads,
             tables: &self.kernel_tables,
+            rel_pos_gemm: self.optim.rel_pos_gemm,
+            proj_in_windows: self.optim.proj_in_windows,
         }
     }
 

@@ -1,13 +1,19 @@
 //! SAM's folded-bias attention (`runtime.optim.sam_cuda_kernels`) with llmprof's CUDA kernels
 //! (`csrc/kernels/sam_attention.cu`): the qkv Linear runs on the unpadded grid; one kernel packs
 //! k′ = [k, onehot(row), onehot(col)], v and the q part of q′ per window and head (padded tokens
-//! take the Linear's bias, as zero inputs would), plus q batched by window row and by column;
-//! two cuBLAS batched GEMMs give √d·q·Rh and √d·q·Rw, copied into q′'s remaining columns;
-//! cuDNN's fused attention runs with no mask; one kernel merges the windows back into the grid.
-//! Same mathematics as [`super::sam_attention::SamAttention`] with `fused_rel_pos` (√d folded
-//! into the tables: exact for SAM's 64 channels, a power of two); `llmprof debug fast-path`
-//! holds it to the reference on the GPU.
-use super::rel_pos::rel_pos_table;
+//! take the Linear's bias, as zero inputs would). q′'s relative-position columns √d·q·Rh and
+//! √d·q·Rw come, with `runtime.optim.sam_rel_pos_gemm`, from one GEMM of q′'s q columns with
+//! both axes' resized tables (2·l − 1 rows each, every relative offset once) and one kernel that
+//! gathers each query's offsets into q′; without it, from two cuBLAS batched GEMMs over copies
+//! of q batched by window row and by column, copied into q′. cuDNN's fused attention runs with
+//! no mask over token-major q′/k′/v, so it writes its output token-major: for global attention
+//! merging the heads is a view; windowed outputs are projected in their windows and read in
+//! place by the add + LayerNorm kernel (`runtime.optim.sam_proj_in_windows`), or merged back
+//! into the grid by one kernel. Same mathematics as
+//! [`super::sam_attention::SamAttention`] with `fused_rel_pos` (√d folded into the tables: exact
+//! for SAM's 64 channels, a power of two); `llmprof debug fast-path` holds it to the reference
+//! on the GPU.
+use super::rel_pos::{rel_pos_table, resized_rel_table};
 use crate::ffi::kernels;
 use crate::models::common::layers::Linear;
 use anyhow::{Context, Result};
@@ -15,8 +21,19 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use tch::Tensor;
 
-/// √d·Rh [wh, wh, d] and √d·Rw [ww, ww, d] per window size, built on first use.
-pub type TableCache = Mutex<HashMap<(i64, i64), (Tensor, Tensor)>>;
+/// The scaled relative-position matrices of one window size, built on first use.
+#[derive(Debug)]
+pub struct WindowTables {
+    /// √d·Rh [wh, wh, d] and √d·Rw [ww, ww, d] (the batched GEMMs' operands).
+    pub rh: Tensor,
+    pub rw: Tensor,
+    /// [d, prod_cols]: the transposed resized tables √d·table_h [2·wh − 1, d] and √d·table_w
+    /// [2·ww − 1, d] side by side, zero columns up to a multiple of 8 (one GEMM's operand).
+    pub both_t: Tensor,
+}
+
+/// [`WindowTables`] per window size.
+pub type TableCache = Mutex<HashMap<(i64, i64), WindowTables>>;
 
 /// The weights of one attention the kernels need.
 pub struct AttentionParts<'a> {
@@ -26,28 +43,80 @@ pub struct AttentionParts<'a> {
     pub rel_pos_w: &'a Tensor,
     pub heads: i64,
     pub tables: &'a TableCache,
+    /// `runtime.optim.sam_rel_pos_gemm`.
+    pub rel_pos_gemm: bool,
+    /// `runtime.optim.sam_proj_in_windows`.
+    pub proj_in_windows: bool,
 }
 
-/// √d·Rh and √d·Rw for a `win` window, from the cache.
-fn scaled_tables(p: &AttentionParts<'_>, win: (i64, i64), scale: f64) -> Result<(Tensor, Tensor)> {
+/// SAM attention's output: on the grid, or, for windowed attention with
+/// `runtime.optim.sam_proj_in_windows`, projected in the windows the attention ran in (the
+/// add + LayerNorm kernel after it reads the rows where they are; [`AttnOut::into_grid`] merges
+/// them for anything else).
+#[derive(Debug)]
+pub enum AttnOut {
+    /// [B,H,W,C].
+    Grid(Tensor),
+    /// [B·windows, win_h·win_w, C]: the grid `grid` = (H, W) padded to multiples of `win`, cut
+    /// into windows (row-major windows, row-major tokens in each).
+    Windows {
+        y: Tensor,
+        grid: (i64, i64),
+        win: (i64, i64),
+    },
+}
+
+impl AttnOut {
+    /// The output on the grid, [B,H,W,C]: windows merged and padding cropped.
+    pub fn into_grid(self) -> Result<Tensor> {
+        match self {
+            AttnOut::Grid(t) => Ok(t),
+            // One "head" as wide as the channels: the merge kernel's [B·windows, heads, n, hd].
+            AttnOut::Windows { y, grid, win } => {
+                Ok(kernels::sam_merge_windows(&y.f_unsqueeze(1)?, grid, win)?)
+            }
+        }
+    }
+}
+
+/// The matrices for a `win` window, from the cache.
+fn scaled_tables(p: &AttentionParts<'_>, win: (i64, i64), scale: f64) -> Result<WindowTables> {
     let mut cache = p
         .tables
         .lock()
         .map_err(|_| anyhow::anyhow!("SAM's relative-position table cache was poisoned"))?;
-    if let Some((h, w)) = cache.get(&win) {
-        return Ok((h.shallow_clone(), w.shallow_clone()));
+    let copy = |t: &WindowTables| WindowTables {
+        rh: t.rh.shallow_clone(),
+        rw: t.rw.shallow_clone(),
+        both_t: t.both_t.shallow_clone(),
+    };
+    if let Some(t) = cache.get(&win) {
+        return Ok(copy(t));
     }
-    let rh = rel_pos_table(&p.rel_pos_h.f_mul_scalar(scale)?, win.0)?;
-    let rw = rel_pos_table(&p.rel_pos_w.f_mul_scalar(scale)?, win.1)?;
-    cache.insert(win, (rh.shallow_clone(), rw.shallow_clone()));
-    Ok((rh, rw))
+    let table_h = p.rel_pos_h.f_mul_scalar(scale)?;
+    let table_w = p.rel_pos_w.f_mul_scalar(scale)?;
+    let resized_h = resized_rel_table(&table_h, win.0)?;
+    let resized_w = resized_rel_table(&table_w, win.1)?;
+    let cols = resized_h.size()[0] + resized_w.size()[0];
+    let pad = (8 - cols % 8) % 8;
+    let d = resized_h.size()[1];
+    let zeros = Tensor::f_zeros([pad, d], (resized_h.kind(), resized_h.device()))?;
+    let tables = WindowTables {
+        rh: rel_pos_table(&table_h, win.0)?,
+        rw: rel_pos_table(&table_w, win.1)?,
+        both_t: Tensor::f_cat(&[resized_h, resized_w, zeros], 0)?
+            .f_transpose(0, 1)?
+            .f_contiguous()?,
+    };
+    let out = copy(&tables);
+    cache.insert(win, tables);
+    Ok(out)
 }
 
 /// Attention of a block over the normalised grid `y` [B,H,W,C] on a CUDA device, in windows of
-/// `win` (the whole grid for global attention) → [B,H,W,C].
-pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Tensor> {
+/// `win` (the whole grid for global attention): [B,H,W,C], or the windows (`proj_in_windows`).
+pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<AttnOut> {
     let (_, h, w, c) = y.size4()?;
-    let (wh, ww) = win;
     let hd = c / p.heads;
     let scale = (hd as f64).sqrt();
     let bias = p
@@ -56,52 +125,83 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Ten
         .as_ref()
         .context("SAM's qkv projection has no bias")?;
     let qkv = p.qkv.forward(y)?.f_contiguous()?; // (b, h, w, 3c)
-    let pk = kernels::sam_pack_qkv(&qkv, bias, p.heads, win)?;
-    let (windows, heads, n, aug) = pk.q_aug.size4()?;
-    let nb = windows * heads;
-    let (rh, rw) = scaled_tables(&p, win, scale)?;
-    // √d·q·Rh: per window row qh, [(window·head, qw), d] × [d, kh] → (qh, nb·ww, kh).
-    let bh = pk
-        .q_rows
-        .f_view([wh, nb * ww, hd])?
-        .f_bmm(&rh.f_transpose(1, 2)?)?;
-    // √d·q·Rw: per window column qw, [(window·head, qh), d] × [d, kw] → (qw, nb·wh, kw).
-    let bw = pk
-        .q_cols
-        .f_view([ww, nb * wh, hd])?
-        .f_bmm(&rw.f_transpose(1, 2)?)?;
-    let q_grid = pk.q_aug.f_view([nb, wh, ww, aug])?; // (window·head, qh, qw, aug)
-    q_grid
-        .f_narrow(3, hd, wh)?
-        .f_permute([1, 0, 2, 3])? // (qh, nb, qw, kh)
-        .f_copy_(&bh.f_view([wh, nb, ww, wh])?)?;
-    q_grid
-        .f_narrow(3, hd + wh, ww)?
-        .f_permute([2, 0, 1, 3])? // (qw, nb, qh, kw)
-        .f_copy_(&bw.f_view([ww, nb, wh, ww])?)?;
-    debug_assert_eq!(n, wh * ww);
+    let pk = kernels::sam_pack_qkv(&qkv, bias, p.heads, win, !p.rel_pos_gemm)?;
+    let tables = scaled_tables(&p, win, scale)?;
+    match &pk.q_rows_cols {
+        None => rel_pos_by_one_gemm(&pk.q_aug, &tables, hd, win)?,
+        Some((q_rows, q_cols)) => {
+            rel_pos_by_batched_gemms(&pk.q_aug, q_rows, q_cols, &tables, hd, win)?
+        }
+    }
+    // Token-major inputs: cuDNN writes the output in their layout.
     let o = Tensor::f_scaled_dot_product_attention(
-        &pk.q_aug,
-        &pk.k_aug,
-        &pk.v,
+        &pk.q_aug.f_transpose(1, 2)?,
+        &pk.k_aug.f_transpose(1, 2)?,
+        &pk.v.f_transpose(1, 2)?,
         None::<&Tensor>,
         0.0,
         false,
         Some(1.0 / scale),
         false,
     )?; // (b·windows, heads, n, hd)
-    let grid = if win == (h, w) {
-        // One window: merging heads is a view when the attention wrote [b, n, heads, hd].
-        let merged = o.f_transpose(1, 2)?;
-        if merged.is_contiguous() {
-            merged.f_view([-1, h, w, c])?
-        } else {
-            kernels::sam_merge_windows(&o, (h, w), win)?
-        }
+        // Merging heads is a view when the attention wrote [b·windows, n, heads, hd].
+    let tokens = o.f_transpose(1, 2)?;
+    let grid = if win == (h, w) && tokens.is_contiguous() {
+        tokens.f_view([-1, h, w, c])?
+    } else if p.proj_in_windows && tokens.is_contiguous() {
+        let y = p.proj.forward(&tokens.f_view([-1, win.0 * win.1, c])?)?;
+        return Ok(AttnOut::Windows {
+            y,
+            grid: (h, w),
+            win,
+        });
     } else {
         kernels::sam_merge_windows(&o, (h, w), win)?
     };
-    p.proj.forward(&grid)
+    Ok(AttnOut::Grid(p.proj.forward(&grid)?))
+}
+
+/// q′'s relative-position columns from one GEMM: every row's q (q′'s first `hd` columns, read
+/// in place) times both resized tables, [rows, prod_cols]; the kernel gathers each query
+/// position's offsets into q′.
+fn rel_pos_by_one_gemm(q_aug: &Tensor, t: &WindowTables, hd: i64, win: (i64, i64)) -> Result<()> {
+    let aug = q_aug.size()[3];
+    let q = q_aug.f_view([-1, aug])?.f_narrow(1, 0, hd)?; // (rows, hd), row stride aug
+    let prod = q.f_mm(&t.both_t)?; // (rows, prod_cols)
+    kernels::sam_fill_rel_pos(&prod, hd, win, q_aug)?;
+    Ok(())
+}
+
+/// q′'s relative-position columns from two batched GEMMs over q copied per window row and per
+/// window column, then strided copies into q′.
+fn rel_pos_by_batched_gemms(
+    q_aug: &Tensor,
+    q_rows: &Tensor,
+    q_cols: &Tensor,
+    t: &WindowTables,
+    hd: i64,
+    (wh, ww): (i64, i64),
+) -> Result<()> {
+    let (windows, _, heads, aug) = q_aug.size4()?;
+    let nb = windows * heads;
+    // √d·q·Rh: per window row qh, [(window·head, qw), d] × [d, kh] → (qh, nb·ww, kh).
+    let bh = q_rows
+        .f_view([wh, nb * ww, hd])?
+        .f_bmm(&t.rh.f_transpose(1, 2)?)?;
+    // √d·q·Rw: per window column qw, [(window·head, qh), d] × [d, kw] → (qw, nb·wh, kw).
+    let bw = q_cols
+        .f_view([ww, nb * wh, hd])?
+        .f_bmm(&t.rw.f_transpose(1, 2)?)?;
+    let q_grid = q_aug.f_view([windows, wh, ww, heads, aug])?; // (window, qh, qw, head, aug)
+    q_grid
+        .f_narrow(4, hd, wh)?
+        .f_permute([1, 0, 3, 2, 4])? // (qh, window, head, qw, kh)
+        .f_copy_(&bh.f_view([wh, windows, heads, ww, wh])?)?;
+    q_grid
+        .f_narrow(4, hd + wh, ww)?
+        .f_permute([2, 0, 3, 1, 4])? // (qw, window, head, qh, kw)
+        .f_copy_(&bw.f_view([ww, windows, heads, wh, ww])?)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -111,8 +211,11 @@ mod tests {
     use tch::{Device, Kind, Tensor};
 
     /// The kernels against the libtorch formulation of the folded bias and the reference, on the
-    /// GPU: a 9×7 grid (windows of 4 need padding both ways), global layers with resized tables,
-    /// heads of 64 channels (SAM's) and of 12 (√d not a power of two). fp32, TF32 off.
+    /// GPU, with the relative-position products from batched GEMMs and from one GEMM: a 9×7 grid
+    /// (windows of 4 need padding both ways), global layers with resized tables, heads of 64
+    /// channels (SAM's; 16-byte vectors) and of 12 (√d not a power of two; single elements in
+    /// bf16). fp32 with TF32 off within 1e-5; bf16 no further from fp32 than libtorch's bf16
+    /// folded-bias formulation, doubled.
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn kernels_equal_the_reference_on_a_gpu() {
@@ -123,25 +226,91 @@ mod tests {
         );
         crate::ffi::set_allow_tf32(false, false).unwrap();
         let dev = Device::Cuda(0);
+        let libtorch_fused = SamOptim {
+            fused_rel_pos: true,
+            fused_windows: true,
+            ..SamOptim::default()
+        };
         for (c, heads) in [(128, 2), (24, 2)] {
             let y = Tensor::randn([2, 9, 7, c], (Kind::Float, dev));
+            let yb = y.to_kind(Kind::BFloat16);
             let w = weights(c, heads, 13);
             let reference = attention_on(&w, heads, SamOptim::default(), Kind::Float, dev);
-            let kernels = SamOptim {
-                fused_rel_pos: true,
-                fused_windows: true,
-                cuda_kernels: true,
-                patch_gemm: false,
-                add_layer_norm_kernel: false,
-            };
-            let fast = attention_on(&w, heads, kernels, Kind::Float, dev);
-            for window in [0, 4] {
-                let want = reference.forward_block(&y, window).unwrap();
-                let got = fast.forward_block(&y, window).unwrap();
-                assert_eq!(got.size(), vec![2, 9, 7, c]);
-                let e = rel_err(&got, &want);
-                assert!(e < 1e-5, "c {c} window {window}: {e}");
+            let bf16_libtorch = attention_on(&w, heads, libtorch_fused, Kind::BFloat16, dev);
+            for (rel_pos_gemm, proj_in_windows) in [(false, false), (true, false), (true, true)] {
+                let kernels = SamOptim {
+                    cuda_kernels: true,
+                    rel_pos_gemm,
+                    proj_in_windows,
+                    ..libtorch_fused
+                };
+                let fast = attention_on(&w, heads, kernels, Kind::Float, dev);
+                let fast_bf16 = attention_on(&w, heads, kernels, Kind::BFloat16, dev);
+                for window in [0, 4] {
+                    let want = reference.forward_block(&y, window).unwrap();
+                    let got = fast.forward_block(&y, window).unwrap();
+                    assert_eq!(got.size(), vec![2, 9, 7, c]);
+                    let e = rel_err(&got, &want);
+                    assert!(
+                        e < 1e-5,
+                        "c {c} window {window} one GEMM {rel_pos_gemm}: {e}"
+                    );
+                    let e_lib = rel_err(&bf16_libtorch.forward_block(&yb, window).unwrap(), &want);
+                    let e_fast = rel_err(&fast_bf16.forward_block(&yb, window).unwrap(), &want);
+                    assert!(
+                        e_lib > 1e-4 && e_fast <= 2.0 * e_lib,
+                        "bf16, c {c} window {window} one GEMM {rel_pos_gemm}: {e_fast} vs libtorch {e_lib}"
+                    );
+                }
             }
+        }
+    }
+
+    /// A windowed attention output read in place by the add + LayerNorm kernel equals the grid
+    /// add bit for bit, and merging it gives the grid back exactly: a 9×7 grid in windows of 4
+    /// (padding rows in the windows hold garbage the kernel must not read), fp32 and bf16.
+    #[test]
+    #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+    fn windowed_rows_add_like_the_grid_on_a_gpu() {
+        use super::super::sam_attention::window_partition;
+        use super::AttnOut;
+        use crate::models::common::layers::LayerNorm;
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        let dev = Device::Cuda(0);
+        for (kind, c) in [(Kind::Float, 256i64), (Kind::BFloat16, 768)] {
+            let ln = LayerNorm {
+                weight: Tensor::rand([c], (kind, dev)) + 0.5,
+                bias: Tensor::randn([c], (kind, dev)) * 0.1,
+                eps: 1e-6,
+                add_kernel: true,
+            };
+            let x = Tensor::randn([2, 9, 7, c], (kind, dev));
+            let delta = Tensor::randn([2, 9, 7, c], (kind, dev));
+            let (windows, _) = window_partition(&delta, 4).unwrap(); // (2·6, 4, 4, c)
+            let windows = windows.view([-1, 16, c]);
+            // What padding rows hold must not matter: fill them with NaN.
+            let pad = Tensor::ones([2, 9, 7, 1], (kind, dev));
+            let (pad, _) = window_partition(&pad, 4).unwrap();
+            let windows = windows.where_self(
+                &pad.view([-1, 16, 1]).ne(0),
+                &Tensor::from(f64::NAN).to_kind(kind).to_device(dev),
+            );
+            assert!(ln.add_kernel_takes(&x, &windows).unwrap());
+            let (sum, out) = ln.add_windows_forward(&x, &windows, (4, 4)).unwrap();
+            let (want_sum, want) = ln.add_forward(&x, &delta).unwrap();
+            assert!(sum.equal(&want_sum), "{kind:?}: sums differ");
+            assert!(out.equal(&want), "{kind:?}: norms differ");
+            let grid = AttnOut::Windows {
+                y: windows,
+                grid: (9, 7),
+                win: (4, 4),
+            }
+            .into_grid()
+            .unwrap();
+            assert!(
+                grid.equal(&delta),
+                "{kind:?}: merged windows differ from the grid"
+            );
         }
     }
 }

@@ -133,6 +133,8 @@ fn fused_formulations_equal_the_reference_in_fp32() {
             fused_windows: true,
             // On the CPU the kernels are not used: the fused formulation runs.
             cuda_kernels: true,
+            rel_pos_gemm: true,
+            proj_in_windows: true,
             patch_gemm: false,
             add_layer_norm_kernel: false,
         },
@@ -163,6 +165,8 @@ fn folded_bias_is_no_less_accurate_in_bf16() {
         fused_rel_pos: true,
         fused_windows: true,
         cuda_kernels: false,
+        rel_pos_gemm: false,
+        proj_in_windows: false,
         patch_gemm: false,
         add_layer_norm_kernel: false,
     };
