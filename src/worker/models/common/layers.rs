@@ -1,7 +1,7 @@
 //! Small building blocks shared by the encoders and the decoder: Linear, LayerNorm, RMSNorm,
 //! SwiGLU MLP. Each is loaded by official tensor names from a [`WeightPath`].
 
-use crate::ffi::kernels;
+use crate::ffi::{kernels, kernels_vision};
 use crate::models::common::tensors::WeightPath;
 use anyhow::Result;
 use tch::{Kind, Tensor};
@@ -61,7 +61,7 @@ impl LayerNorm {
     pub fn add_forward(&self, x: &Tensor, delta: &Tensor) -> Result<(Tensor, Tensor)> {
         if self.add_kernel_takes(x, delta)? && x.size() == delta.size() {
             let (x, delta) = (x.f_contiguous()?, delta.f_contiguous()?);
-            return Ok(kernels::add_layer_norm(
+            return Ok(kernels_vision::add_layer_norm(
                 &x,
                 &delta,
                 (&self.weight, &self.bias),
@@ -81,7 +81,7 @@ impl LayerNorm {
         Ok(self.add_kernel
             && x.device().is_cuda()
             && [delta.kind(), self.weight.kind(), self.bias.kind()] == [kind; 3]
-            && kernels::add_layer_norm_fits(kind, self.weight.size1()?))
+            && kernels_vision::add_layer_norm_fits(kind, self.weight.size1()?))
     }
 
     /// [`LayerNorm::add_forward`] of the grid `x` [B,H,W,C] and `delta` holding the same tokens
@@ -99,7 +99,7 @@ impl LayerNorm {
             "a windowed residual add needs the add + LayerNorm kernel (runtime.optim.add_layer_norm_kernel on a GPU)"
         );
         let (x, delta) = (x.f_contiguous()?, delta.f_contiguous()?);
-        Ok(kernels::add_layer_norm(
+        Ok(kernels_vision::add_layer_norm(
             &x,
             &delta,
             (&self.weight, &self.bias),
@@ -294,7 +294,7 @@ mod tests {
     /// vectors, at most eight.
     #[test]
     fn add_layer_norm_kernel_takes_whole_vector_passes() {
-        use crate::ffi::kernels::add_layer_norm_fits;
+        use crate::ffi::kernels_vision::add_layer_norm_fits;
         for (kind, hidden, fits) in [
             (Kind::BFloat16, 768, true),
             (Kind::BFloat16, 1024, true),

@@ -14,7 +14,7 @@
 //! for SAM's 64 channels, a power of two); `llmprof debug fast-path` holds it to the reference
 //! on the GPU.
 use super::rel_pos::{rel_pos_table, resized_rel_table};
-use crate::ffi::kernels;
+use crate::ffi::kernels_vision;
 use crate::models::common::layers::Linear;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
@@ -72,9 +72,11 @@ impl AttnOut {
         match self {
             AttnOut::Grid(t) => Ok(t),
             // One "head" as wide as the channels: the merge kernel's [B·windows, heads, n, hd].
-            AttnOut::Windows { y, grid, win } => {
-                Ok(kernels::sam_merge_windows(&y.f_unsqueeze(1)?, grid, win)?)
-            }
+            AttnOut::Windows { y, grid, win } => Ok(kernels_vision::sam_merge_windows(
+                &y.f_unsqueeze(1)?,
+                grid,
+                win,
+            )?),
         }
     }
 }
@@ -125,7 +127,7 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Att
         .as_ref()
         .context("SAM's qkv projection has no bias")?;
     let qkv = p.qkv.forward(y)?.f_contiguous()?; // (b, h, w, 3c)
-    let pk = kernels::sam_pack_qkv(&qkv, bias, p.heads, win, !p.rel_pos_gemm)?;
+    let pk = kernels_vision::sam_pack_qkv(&qkv, bias, p.heads, win, !p.rel_pos_gemm)?;
     let tables = scaled_tables(&p, win, scale)?;
     match &pk.q_rows_cols {
         None => rel_pos_by_one_gemm(&pk.q_aug, &tables, hd, win)?,
@@ -156,7 +158,7 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Att
             win,
         });
     } else {
-        kernels::sam_merge_windows(&o, (h, w), win)?
+        kernels_vision::sam_merge_windows(&o, (h, w), win)?
     };
     Ok(AttnOut::Grid(p.proj.forward(&grid)?))
 }
@@ -168,7 +170,7 @@ fn rel_pos_by_one_gemm(q_aug: &Tensor, t: &WindowTables, hd: i64, win: (i64, i64
     let aug = q_aug.size()[3];
     let q = q_aug.f_view([-1, aug])?.f_narrow(1, 0, hd)?; // (rows, hd), row stride aug
     let prod = q.f_mm(&t.both_t)?; // (rows, prod_cols)
-    kernels::sam_fill_rel_pos(&prod, hd, win, q_aug)?;
+    kernels_vision::sam_fill_rel_pos(&prod, hd, win, q_aug)?;
     Ok(())
 }
 
