@@ -126,6 +126,25 @@ def default_rule_rows(defaults: list[LlmprofRun], by_batch: dict[int, LlmprofRun
     return rows, notes
 
 
+def distinct_rows(distinct: list[LlmprofRun], by_batch: dict[int, LlmprofRun]) -> tuple[list[Row], list[str]]:
+    """Decode over distinct pages: every row its own token stream, hence its own experts, where the
+    main rows' batch repeats one page and every row routes to the same experts. The floor (uniform
+    routing) is the same; a note compares the step with the copies' run of the same batch size."""
+    rows, notes = [], []
+    for d in distinct:
+        f = floors(d)
+        tok_s = d.batch * 1000.0 / d.step_ms
+        rows.append(Row(f"decode tok/s, batch {d.batch}, {d.batch} distinct pages", "tok_s", tok_s, None, None,
+                        f.decode_tok_s_ceiling, div(tok_s, f.decode_tok_s_ceiling)))
+        same = by_batch.get(d.batch)
+        if same is not None:
+            notes.append(f"- {d.batch} distinct pages vs {d.batch} copies of one page at batch {d.batch}: decode step "
+                         f"{d.step_ms:.3f} vs {same.step_ms:.3f} ms ({(d.step_ms / same.step_ms - 1) * 100:+.1f} %); "
+                         "copies route every row to the same experts, distinct pages spread the routing as "
+                         "the floor assumes")
+    return rows, notes
+
+
 def vision_rows(runs: list[LlmprofRun], hf_vision: dict[int, float | None]) -> list[Row]:
     """Vision per page (SAM + CLIP + projector) at each batch size: llmprof's vision region ÷ pages,
     HF's SAM encoder + CLIP-L on the same views, floor = analytic vision FLOPs ÷ peak TFLOP/s."""

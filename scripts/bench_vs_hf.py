@@ -7,7 +7,8 @@ scripts/bench_vs_hf.sh runs `llmprof stage1` once per batch size, then calls
         [--new-tokens 128] [--prompt-len N] [--arch full|tiny] [--device cuda|cpu] \\
         [--dtype bf16|fp32] [--seed 0] [--repeats 3] [--skip-hf] [--out-md PATH] [--out-json PATH] \\
         [--llmprof-default-run 32=DIR] [--hf-vision-json PATH] \\
-        [--llmprof-long-run 32=DIR --llmprof-long-default-run 32=DIR]
+        [--llmprof-long-run 32=DIR --llmprof-long-default-run 32=DIR] \\
+        [--llmprof-distinct-run 32=DIR]
 
 It reads each run's metrics.json (docs/metrics-schema.md), times the HF reference decoder at the
 same batch sizes, and prints one markdown table: llmprof, HF, their ratio (how many times better
@@ -17,7 +18,9 @@ default-config decode row: its TPOT against the rule-free run's at that batch si
 `--hf-vision-json` (scripts/bench_vision_hf.py's output) the vision rows get HF's figure; long runs
 (`--llmprof-long-run`, `--llmprof-long-default-run`: ~1,000-token pages, without and with the
 default n-gram rule) add pages/s and the n-gram rule's TPOT cost over long pages; a run whose
-Kineto pass ran adds the profiled ÷ timed row.
+Kineto pass ran adds the profiled ÷ timed row. A `--llmprof-distinct-run` (the batch over as many
+distinct pages, each row its own token stream and experts) adds its decode tok/s against the
+same floor, and a note comparing its step with the copies' run.
 
 The reference is transformers 5.17's DeepSeek-OCR-2 text decoder (same design as DeepSeek-OCR's:
 MHA + DeepSeek-V2 MoE) with random weights, wrapped as a causal LM (transformers has no text-only
@@ -46,6 +49,7 @@ from bench_rows import (  # noqa: E402
     HfResult,
     LlmprofRun,
     default_rule_rows,
+    distinct_rows,
     floors,
     kineto_rows,
     long_rows,
@@ -289,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="a stage1 run over long pages (e.g. 1,000 tokens) without the n-gram rule; repeatable")
     ap.add_argument("--llmprof-long-default-run", type=parse_run_arg, action="append", default=[],
                     metavar="BATCH=DIR", help="the same long pages with the model's default n-gram rule; repeatable")
+    ap.add_argument("--llmprof-distinct-run", type=parse_run_arg, action="append", default=[],
+                    metavar="BATCH=DIR", help="stage-1 run of the batch over as many distinct pages")
     ap.add_argument("--hf-vision-json", type=Path, default=None,
                     help="scripts/bench_vision_hf.py --out-json output: HF's vision figure per batch size")
     ap.add_argument("--new-tokens", type=int, default=128, help="HF tokens generated per timed run (>= 2)")
@@ -350,8 +356,10 @@ def main(argv: list[str] | None = None) -> int:
     long_off = [read_run(b, d) for b, d in a.llmprof_long_run]
     long_on = [read_run(b, d) for b, d in a.llmprof_long_default_run]
     more_rows, long_notes = long_rows(long_off, long_on)
-    rows = vision_rows(runs, hf_vision) + rows + more_rows + kineto_rows(runs)
-    default_notes += long_notes
+    distinct_runs = [read_run(b, d) for b, d in a.llmprof_distinct_run]
+    spread_rows, distinct_notes = distinct_rows(distinct_runs, by_batch)
+    rows = vision_rows(runs, hf_vision) + rows + spread_rows + more_rows + kineto_rows(runs)
+    default_notes += distinct_notes + long_notes
     env = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "gpu": distinct([r.gpu for r in runs]),
@@ -406,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
             "llmprof_default_ngram": [dataclasses.asdict(r) for r in defaults],
             "llmprof_long": [dataclasses.asdict(r) for r in long_off],
             "llmprof_long_default_ngram": [dataclasses.asdict(r) for r in long_on],
+            "llmprof_distinct": [dataclasses.asdict(r) for r in distinct_runs],
             "hf_vision_ms_per_page": hf_vision,
             "hf": [dataclasses.asdict(h) for h in hf.values()],
             "floors": {b: dataclasses.asdict(f) for b, f in fl.items()},

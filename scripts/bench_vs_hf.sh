@@ -18,6 +18,10 @@
 #   LONG_TOKENS=1000          DeepSeek-OCR only: the largest batch over pages of this many forced
 #                             tokens, without and with the default n-gram rule (pages/s, the rule's
 #                             TPOT cost over long pages); 0 skips them
+#   DISTINCT_ROW=0            DeepSeek-OCR only: no distinct-pages row (by default the largest
+#                             batch once more over as many distinct pages, page-01 shifted per row
+#                             by scripts/make_distinct_pages.py: decode tok/s with every row routing
+#                             to its own experts; skipped with a message where Pillow is missing)
 #   KINETO_ROW=0              no Kineto row (by default the first batch size's run also runs its
 #                             Kineto pass with the default profiler settings: profiled ÷ timed)
 #   MODEL=llama3_1_8b         a dense decoder preset instead (qwen2_5_7b, qwen2_5_0_5b): stage1 on
@@ -110,6 +114,20 @@ if [[ -z "$model" && "$long_tokens" != 0 ]]; then
   done
 fi
 
+# Distinct pages (DeepSeek-OCR): the largest batch over as many distinct pages of the same size.
+distinct=()
+if [[ -z "$model" && "${DISTINCT_ROW:-1}" != 0 ]]; then
+  b=${batches##* }
+  if "$python" scripts/make_distinct_pages.py "$page" "$b" "$out_abs/distinct-pages"; then
+    echo "== llmprof stage1, batch $b, $b distinct pages" >&2
+    ocr_run "llmprof-b$b-distinct" "$b" "$new_tokens" 3 false infer.no_repeat_ngram_size=0 \
+      "dataset.root=$out_abs/distinct-pages" dataset.sampling.num_epochs=1
+    distinct+=(--llmprof-distinct-run "$b=$out_abs/llmprof-b$b-distinct")
+  else
+    echo "bench_vs_hf: no distinct-pages row (scripts/make_distinct_pages.py failed)" >&2
+  fi
+fi
+
 vision=()
 if [[ -z "$model" && -z "${SKIP_HF:-}" ]]; then
   echo "== HF vision reference" >&2
@@ -126,6 +144,7 @@ else
   echo "== HF reference and table" >&2
 fi
 arch=(); [[ -n "$model" ]] && arch=(--arch "$model")
-"$python" scripts/bench_vs_hf.py "${runs[@]}" "${defaults[@]}" "${long[@]}" "${vision[@]}" "${hf[@]}" \
+"$python" scripts/bench_vs_hf.py "${runs[@]}" "${defaults[@]}" "${long[@]}" "${distinct[@]}" \
+  "${vision[@]}" "${hf[@]}" \
   "${arch[@]}" --new-tokens "$new_tokens" \
   --out-md "$out_abs/table.md" --out-json "$out_abs/table.json"

@@ -1,7 +1,7 @@
 //! scripts/bench_vs_hf.py (the table of scripts/bench_vs_hf.sh) on real stage-1 runs of the tiny
 //! model: the vision row takes HF's figure from bench_vision_hf.py's JSON, the long-page rows
-//! (pages/s, TPOT without and with the n-gram rule) and the Kineto row come from the runs'
-//! metrics.json. The HF reference itself needs a GPU and transformers (--skip-hf here).
+//! (pages/s, TPOT without and with the n-gram rule), the distinct-pages row and the Kineto row
+//! come from the runs' metrics.json. The HF reference itself needs a GPU and transformers (--skip-hf here).
 use crate::support::{repo_root, scratch, short_stage1};
 use std::process::Command;
 
@@ -55,6 +55,8 @@ fn bench_table_reads_vision_long_page_and_kineto_rows_from_stage1_runs() {
         .args(["--llmprof-run", &run(&plain)])
         .args(["--llmprof-long-run", &run(&plain)])
         .args(["--llmprof-long-default-run", &run(&ruled)])
+        // Another run stands in for the distinct pages: its step must be the one compared.
+        .args(["--llmprof-distinct-run", &run(&ruled)])
         .args(["--hf-vision-json", &hf_json.display().to_string()])
         .args(["--skip-hf", "--new-tokens", "6"])
         .output()
@@ -79,6 +81,18 @@ fn bench_table_reads_vision_long_page_and_kineto_rows_from_stage1_runs() {
     assert!(
         text.contains(&format!(
             "over 6 tokens: TPOT {tpot_rule:.3} vs {tpot:.3} ms ({pct:+.1} %)"
+        )),
+        "{text}"
+    );
+    let distinct = row(&text, "decode tok/s, batch 1, 1 distinct pages");
+    assert_ne!(distinct[1], "—", "{distinct:?}");
+    let (step, step_rule) = (
+        m.stages["decode_step"].p50_ms,
+        m_rule.stages["decode_step"].p50_ms,
+    );
+    assert!(
+        text.contains(&format!(
+            "1 distinct pages vs 1 copies of one page at batch 1: decode step {step_rule:.3} vs {step:.3} ms"
         )),
         "{text}"
     );

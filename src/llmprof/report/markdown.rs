@@ -350,6 +350,7 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
             "add_layer_norm_kernel",
             on(w.add_layer_norm_kernel).to_string(),
         ),
+        ("quick_gelu_kernel", on(w.quick_gelu_kernel).to_string()),
         (
             "decode_attention_kernel",
             on(w.decode_attention_kernel).to_string(),

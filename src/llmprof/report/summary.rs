@@ -197,6 +197,7 @@ mod tests {
                 swiglu_kernel: on,
                 add_rms_norm_kernel: on,
                 add_layer_norm_kernel: on,
+                quick_gelu_kernel: on,
                 decode_attention_kernel: on,
                 decode_attention_min_window: 1280,
             },

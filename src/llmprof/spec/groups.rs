@@ -348,6 +348,10 @@ pub struct OptimSpec {
     /// widths the kernel does not take fall back to the two ops. Absent: off.
     #[serde(default)]
     pub add_layer_norm_kernel: bool,
+    /// On a CUDA device, CLIP's quickGELU (x·sigmoid(1.702·x)) in llmprof's one CUDA kernel,
+    /// instead of a multiply by the scalar, a sigmoid and a multiply. Absent: off.
+    #[serde(default)]
+    pub quick_gelu_kernel: bool,
     /// On a CUDA device, the fixed-shape (graph) decode step attends over each row's written
     /// KV slots only, in llmprof's split-over-slots kernel (head_dim 64 or 128), instead of
     /// SDPA over the whole KV window with a mask. No effect on eager decode steps. Absent: off.

@@ -1,5 +1,6 @@
 // Tensor-checking wrappers over llmprof's own CUDA kernels for the vision encoders: SAM's
-// attention glue (sam_attention.cu) and the residual add + LayerNorm (add_layer_norm.cu); the
+// attention glue (sam_attention.cu), the residual add + LayerNorm (add_layer_norm.cu) and CLIP's
+// quickGELU (quick_gelu.cu); the
 // decoder's are in kernels.cpp, the shared argument checks in kernel_args.h. Built without nvcc
 // (LLMPROF_HAVE_KERNELS undefined), every entry point fails with a message saying how to get the
 // kernels.
@@ -206,6 +207,23 @@ int llmprof_add_layer_norm(const void* x_p, const void* delta_p, const void* wei
                                           out.data_ptr(), x.numel() / hidden, hidden, (float)eps,
                                           delta_rows, c10::cuda::getCurrentCUDAStream().stream()),
                  "add_layer_norm");
+#endif
+  });
+}
+
+int llmprof_quick_gelu(const void* x_p, const void* out_p) {
+  return llmprof::guarded("quick_gelu", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& x = tensor_arg(x_p, "x");
+    check_rows(x, "x");
+    const auto& out = tensor_arg(out_p, "out");
+    check_like(out, x, "out", x.sizes());
+    c10::cuda::CUDAGuard guard(x.device());
+    check_launch(llmprof_k_quick_gelu(dtype_code(x), x.data_ptr(), out.data_ptr(), x.numel(),
+                                      c10::cuda::getCurrentCUDAStream().stream()),
+                 "quick_gelu");
 #endif
   });
 }

@@ -208,6 +208,9 @@ int llmprof_add_rms_norm(const void* x, const void* delta, const void* weight, d
 int llmprof_add_layer_norm(const void* x, const void* delta, const void* weight, const void* bias,
                            double eps, int64_t delta_win_h, int64_t delta_win_w, const void* sum,
                            const void* out);
+/* CLIP's quickGELU x·sigmoid(1.702·x) in one kernel, rounded where libtorch's three ops round:
+ * x contiguous on a CUDA device, out allocated by the caller like x. */
+int llmprof_quick_gelu(const void* x, const void* out);
 /* MoE router logits: x [tokens, hidden] (model dtype), w [experts, hidden] fp32 → logits
  * [tokens, experts] fp32. */
 int llmprof_router_logits(const void* x, const void* w, const void* logits);

@@ -1,12 +1,13 @@
-//! The vision encoders' CUDA kernels (`csrc/kernels/sam_attention.cu` and `add_layer_norm.cu`
-//! behind `csrc/kernels_vision.cpp`): SAM's attention glue and the residual add + LayerNorm, as
-//! safe wrappers like [`super::kernels`]'s.
+//! The vision encoders' CUDA kernels (`csrc/kernels/sam_attention.cu`, `add_layer_norm.cu` and
+//! `quick_gelu.cu` behind `csrc/kernels_vision.cpp`): SAM's attention glue, the residual add +
+//! LayerNorm and CLIP's quickGELU, as safe wrappers like [`super::kernels`]'s.
 use super::kernels::{ceil_div, empty, ptr};
 use super::{check, ShimError};
 use std::ffi::{c_int, c_void};
 use tch::Tensor;
 
 extern "C" {
+    fn llmprof_quick_gelu(x: *const c_void, out: *const c_void) -> c_int;
     fn llmprof_sam_pack_qkv(
         qkv: *const c_void,
         bias: *const c_void,
@@ -193,5 +194,14 @@ pub fn sam_merge_windows(
     let out = empty(&[b, h, w, heads * head_dim], (o.kind(), o.device()))?;
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
     check(unsafe { llmprof_sam_merge_windows(ptr(o), win_h, win_w, ptr(&out)) })?;
+    Ok(out)
+}
+
+/// CLIP's quickGELU, `x`·sigmoid(1.702·`x`), in one kernel (`x` contiguous on a CUDA device),
+/// rounded where libtorch's multiply, sigmoid and multiply round.
+pub fn quick_gelu(x: &Tensor) -> Result<Tensor, ShimError> {
+    let out = empty(&x.size(), (x.kind(), x.device()))?;
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe { llmprof_quick_gelu(ptr(x), ptr(&out)) })?;
     Ok(out)
 }

@@ -118,6 +118,9 @@ int llmprof_k_ngram_push(int64_t* recent, int64_t rows, int window, const int64_
 int llmprof_k_silu_mul(int dtype, const void* gate_up, void* out, int64_t rows, int64_t f,
                        void* stream);
 
+/* CLIP's quickGELU over n elements: out = round(x · round(sigmoid(round(1.702 · x)))). */
+int llmprof_k_quick_gelu(int dtype, const void* x, void* out, int64_t n, void* stream);
+
 /* The residual add and RMSNorm: sum [rows, hidden] = round(x + delta), out = round(sum ·
  * rsqrt(mean(sum²) + eps) · weight [hidden]) (fp32 inside, one rounding after the product);
  * hidden ≤ MAX_HIDDEN (a row lives in one block's registers). */

@@ -16,6 +16,7 @@ namespace {
 using llmprof_k::from_f;
 
 constexpr int kThreads = 256;
+constexpr int kPackWarps = 8;  // tokens per pack_qkv block, a warp each
 
 // `V` elements of T moved as one access (16 bytes when V = 16 / sizeof(T)).
 template <typename T, int V>
@@ -23,8 +24,9 @@ struct alignas(sizeof(T) * V) Vec {
   T e[V];
 };
 
-// One block per (window, token of the window), a block-stride loop over V-element vectors of
-// the token's q, k and v (head_dim a multiple of V, so a vector never crosses a head); q′, k′
+// One warp per (window, token of the window), kPackWarps tokens per block, a warp-stride loop
+// over V-element vectors of the token's q, k and v (head_dim a multiple of V, so a vector never
+// crosses a head), unrolled so that several loads are in flight per lane; q′, k′
 // and v are [windows, tokens, heads, width] (the layout that makes the attention write its
 // output token-major, so merging heads is a view). Writes the
 // token's q into q′ (first head_dim columns), k′ whole (k, the one-hot row and column, zero
@@ -32,15 +34,18 @@ struct alignas(sizeof(T) * V) Vec {
 // products), q also goes there and q′'s other columns are zeroed for the caller's copies; without
 // them, q′'s other columns are left to fill_rel_pos.
 template <typename T, int V>
-__global__ void pack_qkv(const T* __restrict__ qkv, const T* __restrict__ bias,
-                         T* __restrict__ q_aug, T* __restrict__ k_aug, T* __restrict__ v_out,
-                         T* __restrict__ q_rows, T* __restrict__ q_cols, llmprof_k_sam_shape s) {
+__global__ void __launch_bounds__(kPackWarps * 32)
+    pack_qkv(const T* __restrict__ qkv, const T* __restrict__ bias, T* __restrict__ q_aug,
+             T* __restrict__ k_aug, T* __restrict__ v_out, T* __restrict__ q_rows,
+             T* __restrict__ q_cols, llmprof_k_sam_shape s, int64_t all_tokens) {
   using VT = Vec<T, V>;
   const int64_t channels = s.heads * s.head_dim;
   const int64_t tokens = s.win_h * s.win_w;
-  const int64_t block = blockIdx.x;
-  const int64_t n = block % tokens;  // token within the window
-  const int64_t bw = block / tokens; // (view, window row, window col)
+  const int64_t token = (int64_t)blockIdx.x * kPackWarps + threadIdx.x / 32;
+  if (token >= all_tokens) return;
+  const int lane = threadIdx.x % 32;
+  const int64_t n = token % tokens;  // token within the window
+  const int64_t bw = token / tokens; // (view, window row, window col)
   const int64_t nww = s.pad_w / s.win_w;
   const int64_t nwh = s.pad_h / s.win_h;
   const int64_t windows = s.batch * nwh * nww;
@@ -56,7 +61,8 @@ __global__ void pack_qkv(const T* __restrict__ qkv, const T* __restrict__ bias,
   const bool copies = q_rows != nullptr;
 
   const int64_t part_vecs = channels / V;
-  for (int64_t i = threadIdx.x; i < 3 * part_vecs; i += blockDim.x) {
+#pragma unroll 4
+  for (int64_t i = lane; i < 3 * part_vecs; i += 32) {
     const int64_t part = i / part_vecs, c = (i % part_vecs) * V;
     const int64_t head = c / s.head_dim, d = c % s.head_dim;
     const int64_t bh = bw * s.heads + head;              // (window, head)
@@ -79,7 +85,7 @@ __global__ void pack_qkv(const T* __restrict__ qkv, const T* __restrict__ bias,
   }
   const int64_t extra_vecs = (s.aug_dim - s.head_dim) / V;
   const int64_t rel_end = s.win_h + s.win_w;
-  for (int64_t idx = threadIdx.x; idx < s.heads * extra_vecs; idx += blockDim.x) {
+  for (int64_t idx = lane; idx < s.heads * extra_vecs; idx += 32) {
     const int64_t head = idx / extra_vecs, j0 = (idx % extra_vecs) * V;
     const int64_t o = ((bw * tokens + n) * s.heads + head) * s.aug_dim + s.head_dim + j0;
     VT key, zero;
@@ -160,7 +166,8 @@ template <typename T>
 int launch_pack(const void* qkv, const void* bias, void* q, void* k, void* v, void* q_rows,
                 void* q_cols, const llmprof_k_sam_shape& s, bool vec16, cudaStream_t stream) {
   const int64_t windows = (s.pad_h / s.win_h) * (s.pad_w / s.win_w);
-  const int64_t blocks = s.batch * windows * s.win_h * s.win_w;
+  const int64_t all_tokens = s.batch * windows * s.win_h * s.win_w;
+  const int64_t blocks = (all_tokens + kPackWarps - 1) / kPackWarps;
   constexpr int V = 16 / sizeof(T);
   auto in = static_cast<const T*>(qkv);
   auto b = static_cast<const T*>(bias);
@@ -170,9 +177,11 @@ int launch_pack(const void* qkv, const void* bias, void* q, void* k, void* v, vo
   auto rows = static_cast<T*>(q_rows);
   auto cols = static_cast<T*>(q_cols);
   if (vec16) {
-    pack_qkv<T, V><<<(unsigned)blocks, kThreads, 0, stream>>>(in, b, qo, ko, vo, rows, cols, s);
+    pack_qkv<T, V><<<(unsigned)blocks, kPackWarps * 32, 0, stream>>>(in, b, qo, ko, vo, rows, cols,
+                                                                      s, all_tokens);
   } else {
-    pack_qkv<T, 1><<<(unsigned)blocks, kThreads, 0, stream>>>(in, b, qo, ko, vo, rows, cols, s);
+    pack_qkv<T, 1><<<(unsigned)blocks, kPackWarps * 32, 0, stream>>>(in, b, qo, ko, vo, rows, cols,
+                                                                      s, all_tokens);
   }
   return (int)cudaGetLastError();
 }

@@ -57,6 +57,8 @@ pub struct ModelOptim {
     /// Vision encoders (CUDA only): each residual add and the LayerNorm after it in one llmprof
     /// kernel.
     pub add_layer_norm_kernel: bool,
+    /// CLIP (CUDA only): quickGELU in one llmprof kernel.
+    pub quick_gelu_kernel: bool,
     /// Graph decode steps (CUDA only): attention over the written KV slots in llmprof's kernel.
     pub decode_attention_kernel: bool,
     /// ... for KV windows of at least this many slots (0: all).
@@ -85,6 +87,7 @@ impl ModelOptim {
         swiglu_kernel: false,
         add_rms_norm_kernel: false,
         add_layer_norm_kernel: false,
+        quick_gelu_kernel: false,
         decode_attention_kernel: false,
         decode_attention_min_window: 0,
     };
@@ -110,6 +113,7 @@ impl ModelOptim {
         swiglu_kernel: true,
         add_rms_norm_kernel: true,
         add_layer_norm_kernel: true,
+        quick_gelu_kernel: true,
         decode_attention_kernel: true,
         decode_attention_min_window: 0,
     };
@@ -150,6 +154,7 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         swiglu_kernel: o.swiglu_kernel,
         add_rms_norm_kernel: o.add_rms_norm_kernel,
         add_layer_norm_kernel: o.add_layer_norm_kernel,
+        quick_gelu_kernel: o.quick_gelu_kernel,
         decode_attention_kernel: o.decode_attention_kernel,
         decode_attention_min_window: o.decode_attention_min_window as i64,
     }

@@ -92,6 +92,10 @@ impl DeepseekOcr {
                 optim.add_layer_norm_kernel && (has(Part::Sam) || has(Part::Encoder)),
             )?;
             crate::ffi::kernels::require(
+                "quick_gelu_kernel",
+                optim.quick_gelu_kernel && cfg.clip.is_some() && has(Part::Encoder),
+            )?;
+            crate::ffi::kernels::require(
                 "moe_routing_kernel",
                 optim.moe_routing_kernel && optim.grouped_moe && has(Part::Decoder),
             )?;
@@ -120,8 +124,15 @@ impl DeepseekOcr {
         let encoder = if weights.has_part(Part::Encoder) {
             Some(match (&cfg.clip, &cfg.query_encoder) {
                 (Some(c), _) => Encoder::Clip(
-                    Clip::load(&model.sub("vision_model"), c, optim.add_layer_norm_kernel)
-                        .context("loading CLIP")?,
+                    Clip::load(
+                        &model.sub("vision_model"),
+                        c,
+                        vision::clip::ClipOptim {
+                            add_layer_norm_kernel: optim.add_layer_norm_kernel,
+                            quick_gelu_kernel: optim.quick_gelu_kernel,
+                        },
+                    )
+                    .context("loading CLIP")?,
                 ),
                 (None, Some(q)) => Encoder::Queries(
                     QueryEncoder::load(&model.sub("qwen2_model"), q, cfg.pixels_per_token(), optim)

@@ -110,6 +110,14 @@ pub fn vision_variants() -> Vec<(&'static str, ModelOptim, Option<usize>)> {
             None,
         ),
         (
+            "quick_gelu_kernel",
+            ModelOptim {
+                quick_gelu_kernel: true,
+                ..e
+            },
+            None,
+        ),
+        (
             "vision_cuda_graph",
             ModelOptim {
                 vision_cuda_graph: true,

@@ -18,14 +18,34 @@ pub struct ClipLayer {
     fc1: Linear,
     fc2: Linear,
     heads: i64,
+    /// quickGELU in llmprof's one kernel on a GPU (`runtime.optim.quick_gelu_kernel`).
+    quick_gelu_kernel: bool,
+}
+
+/// How CLIP is computed (the `runtime.optim` switches that reach it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClipOptim {
+    /// Residual adds and the LayerNorms after them in llmprof's kernel
+    /// (`runtime.optim.add_layer_norm_kernel`).
+    pub add_layer_norm_kernel: bool,
+    /// quickGELU in llmprof's kernel (`runtime.optim.quick_gelu_kernel`).
+    pub quick_gelu_kernel: bool,
+}
+
+/// quickGELU, x·sigmoid(1.702·x): llmprof's one kernel on a GPU when `kernel`, else three
+/// libtorch ops (the same roundings).
+pub fn quick_gelu(h: &Tensor, kernel: bool) -> Result<Tensor> {
+    if kernel && h.device().is_cuda() {
+        return Ok(crate::ffi::kernels_vision::quick_gelu(&h.f_contiguous()?)?);
+    }
+    Ok(h.f_mul(&h.f_mul_scalar(1.702)?.f_sigmoid()?)?)
 }
 
 impl ClipLayer {
-    /// `add_kernel`: residual adds and the LayerNorms after them in llmprof's kernel
-    /// (`runtime.optim.add_layer_norm_kernel`).
-    pub fn load(vs: &WeightPath, cfg: &ClipConfig, add_kernel: bool) -> Result<Self> {
+    pub fn load(vs: &WeightPath, cfg: &ClipConfig, optim: ClipOptim) -> Result<Self> {
         let norm = |name| -> Result<LayerNorm> {
-            Ok(LayerNorm::load(&vs.sub(name), cfg.layer_norm_eps)?.with_add_kernel(add_kernel))
+            Ok(LayerNorm::load(&vs.sub(name), cfg.layer_norm_eps)?
+                .with_add_kernel(optim.add_layer_norm_kernel))
         };
         Ok(ClipLayer {
             ln1: norm("layer_norm1")?,
@@ -35,6 +55,7 @@ impl ClipLayer {
             fc1: Linear::load(&vs.sub("mlp").sub("fc1"), true)?,
             fc2: Linear::load(&vs.sub("mlp").sub("fc2"), true)?,
             heads: cfg.heads,
+            quick_gelu_kernel: optim.quick_gelu_kernel,
         })
     }
 
@@ -58,7 +79,7 @@ impl ClipLayer {
         let o = o.f_transpose(1, 2)?.f_reshape([b, t, c])?; // (b, t, c)
         let (x, n2) = self.ln2.add_forward(x, &self.out.forward(&o)?)?;
         let h = self.fc1.forward(&n2)?;
-        let h = h.f_mul(&h.f_mul_scalar(1.702)?.f_sigmoid()?)?; // quickGELU
+        let h = quick_gelu(&h, self.quick_gelu_kernel)?;
         add_into_next(&x, &self.fc2.forward(&h)?, next)
     }
 }
@@ -98,11 +119,11 @@ pub fn resize_clip_positions(pos: &Tensor, g: i64) -> Result<Tensor> {
 
 impl Clip {
     /// `vs` points at `model.vision_model`. The unused `embeddings.patch_embedding` is not kept.
-    pub fn load(vs: &WeightPath, cfg: &ClipConfig, add_layer_norm_kernel: bool) -> Result<Self> {
+    pub fn load(vs: &WeightPath, cfg: &ClipConfig, optim: ClipOptim) -> Result<Self> {
         let layers = (0..cfg.layers)
             .map(|i| {
                 let layer = vs.sub("transformer").sub("layers").sub(i);
-                ClipLayer::load(&layer, cfg, add_layer_norm_kernel)
+                ClipLayer::load(&layer, cfg, optim)
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Clip {
@@ -131,5 +152,42 @@ impl Clip {
         let pos = resize_clip_positions(&self.position_embedding, h)?.f_unsqueeze(0)?; // (1, 1+h·w, c)
         let x = self.pre_ln.forward(&x.f_add(&pos)?)?;
         run_blocks(&self.layers, x, |l| &l.ln1, ClipLayer::forward)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quick_gelu;
+    use tch::{Device, Kind, Tensor};
+
+    /// Off a GPU the switch changes nothing: the three libtorch ops run.
+    #[test]
+    fn quick_gelu_off_a_gpu_is_the_three_ops() {
+        let h = Tensor::randn([3, 4096], (Kind::Float, Device::Cpu)) * 3.0;
+        let want = &h * (&h * 1.702).sigmoid();
+        assert!(quick_gelu(&h, true).unwrap().equal(&want));
+        assert!(quick_gelu(&h, false).unwrap().equal(&want));
+    }
+
+    /// The quickGELU kernel against libtorch's multiply, sigmoid and multiply, bit for bit, in
+    /// fp32 and bf16, over CLIP's MLP width (16-byte vectors) and an odd width (single
+    /// elements), large |x| included, where the sigmoid saturates.
+    #[test]
+    #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+    fn quick_gelu_kernel_equals_libtorch_on_a_gpu() {
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        let dev = Device::Cuda(0);
+        for kind in [Kind::Float, Kind::BFloat16] {
+            for (rows, width) in [(1i64, 4096i64), (257, 4096), (1000, 4096), (3, 1001)] {
+                let h = Tensor::randn([rows, width], (kind, dev)) * 6.0;
+                let got = quick_gelu(&h, true).unwrap();
+                let want = quick_gelu(&h, false).unwrap();
+                let differ = got.ne_tensor(&want).sum(Kind::Int64).int64_value(&[]);
+                assert_eq!(
+                    differ, 0,
+                    "{kind:?}, {rows}x{width}: {differ} values differ"
+                );
+            }
+        }
     }
 }
