@@ -233,6 +233,37 @@ fn kernel_switches_without_their_prerequisites_name_the_fix() {
         ),
         "{err}"
     );
+    // Both refinements of the SAM kernels' path name the switch they need, one at a time.
+    let err = fails(
+        "sam-refinements-without-kernels",
+        &[
+            "stage1",
+            "runtime.optim.sam_cuda_kernels=false",
+            "runtime.optim.sam_proj_in_windows=false",
+        ],
+    );
+    assert!(
+        err.contains(
+            "runtime.optim.sam_rel_pos_gemm=true needs runtime.optim.sam_cuda_kernels=true"
+        ) && err.contains(
+            "fix: set runtime.optim.sam_cuda_kernels=true, or runtime.optim.sam_rel_pos_gemm=false"
+        ),
+        "{err}"
+    );
+    let err = fails(
+        "sam-windowed-projection-without-kernels",
+        &[
+            "stage1",
+            "runtime.optim.sam_cuda_kernels=false",
+            "runtime.optim.sam_rel_pos_gemm=false",
+        ],
+    );
+    assert!(
+        err.contains(
+            "runtime.optim.sam_proj_in_windows=true needs runtime.optim.sam_cuda_kernels=true"
+        ),
+        "{err}"
+    );
     let err = fails(
         "routing-kernel-expert-loop",
         &[
