@@ -16,6 +16,7 @@ pub mod optim;
 pub mod pre_norm;
 pub mod safetensors;
 pub mod shape_graphs;
+pub mod size_cache;
 pub mod tensors;
 
 #[cfg(test)]

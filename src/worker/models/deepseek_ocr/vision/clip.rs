@@ -3,6 +3,7 @@
 
 use crate::models::common::layers::{LayerNorm, Linear};
 use crate::models::common::pre_norm::{add_into_next, run_blocks};
+use crate::models::common::size_cache::SizeCache;
 use crate::models::common::tensors::WeightPath;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ClipConfig;
@@ -91,6 +92,8 @@ pub struct Clip {
     position_embedding: Tensor,
     pre_ln: LayerNorm,
     layers: Vec<ClipLayer>,
+    /// `position_embedding` resized per grid side, built on first use.
+    pos_by_side: SizeCache,
 }
 
 /// Position table [1+G², C] (CLS first) resized to [1+g², C]: grid part bicubic with antialias in
@@ -131,6 +134,7 @@ impl Clip {
             position_embedding: vs.get("embeddings.position_embedding.weight")?,
             pre_ln: LayerNorm::load(&vs.sub("pre_layrnorm"), cfg.layer_norm_eps)?,
             layers,
+            pos_by_side: SizeCache::default(),
         })
     }
 
@@ -149,7 +153,10 @@ impl Clip {
             .f_view([1, 1, c])?
             .f_expand([b, 1, c], false)?;
         let x = Tensor::f_cat(&[cls, patches], 1)?; // (b, 1+h·w, c)
-        let pos = resize_clip_positions(&self.position_embedding, h)?.f_unsqueeze(0)?; // (1, 1+h·w, c)
+        let pos = self
+            .pos_by_side
+            .get_or_build(h, || resize_clip_positions(&self.position_embedding, h))?
+            .f_unsqueeze(0)?; // (1, 1+h·w, c)
         let x = self.pre_ln.forward(&x.f_add(&pos)?)?;
         run_blocks(&self.layers, x, |l| &l.ln1, ClipLayer::forward)
     }

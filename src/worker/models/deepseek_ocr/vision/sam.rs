@@ -4,6 +4,7 @@
 use super::sam_attention::{AttnOut, SamAttention, SamOptim};
 use crate::models::common::layers::{LayerNorm, Linear};
 use crate::models::common::pre_norm::{add_into_next, run_blocks};
+use crate::models::common::size_cache::SizeCache;
 use crate::models::common::tensors::WeightPath;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::SamConfig;
@@ -91,6 +92,8 @@ pub struct Sam {
     downsample: Vec<Tensor>,
     patch: i64,
     patch_gemm: bool,
+    /// `pos_embed` resized per grid side, built on first use.
+    pos_by_side: SizeCache,
 }
 
 impl Sam {
@@ -121,6 +124,7 @@ impl Sam {
                 .collect::<Result<Vec<_>>>()?,
             patch: cfg.patch_size,
             patch_gemm: optim.patch_gemm,
+            pos_by_side: SizeCache::default(),
         })
     }
 
@@ -171,7 +175,10 @@ impl Sam {
             x.f_permute([0, 2, 3, 1])?.f_contiguous()? // (b, g, g, w)
         };
         let g = s / p;
-        let x = x.f_add(&resize_pos_grid(&self.pos_embed, g)?)?;
+        let pos = self
+            .pos_by_side
+            .get_or_build(g, || resize_pos_grid(&self.pos_embed, g))?;
+        let x = x.f_add(&pos)?;
         let x = run_blocks(&self.blocks, x, |b| &b.norm1, SamBlock::forward)?;
         let x = x.f_permute([0, 3, 1, 2])?; // (b, w, g, g)
         let x = x.f_conv2d::<Tensor>(&self.neck0, None, [1, 1], [0, 0], [1, 1], 1)?;
