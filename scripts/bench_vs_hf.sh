@@ -118,6 +118,7 @@ fi
 distinct=()
 if [[ -z "$model" && "${DISTINCT_ROW:-1}" != 0 ]]; then
   b=${batches##* }
+  rm -rf "$out_abs/distinct-pages"  # an OUT_DIR reused after a larger batch keeps no extra pages
   if "$python" scripts/make_distinct_pages.py "$page" "$b" "$out_abs/distinct-pages"; then
     echo "== llmprof stage1, batch $b, $b distinct pages" >&2
     ocr_run "llmprof-b$b-distinct" "$b" "$new_tokens" 3 false infer.no_repeat_ngram_size=0 \

@@ -299,8 +299,8 @@ pub struct OptimSpec {
     /// With `sam_cuda_kernels`, SAM's windowed blocks run the attention's output projection on
     /// the windows and the add + LayerNorm kernel (`add_layer_norm_kernel`) reads each token's
     /// row where its window put it, instead of a merge copy back to the grid before the
-    /// projection. Without the add + LayerNorm kernel the windows are merged after the
-    /// projection. Absent: off.
+    /// projection. Without the add + LayerNorm kernel it has no effect (the windows are merged
+    /// before the projection, as with the switch off). Absent: off.
     #[serde(default)]
     pub sam_proj_in_windows: bool,
     /// Page pixels go to the GPU as uint8 from pinned memory and are normalised there, instead

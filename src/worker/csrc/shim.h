@@ -160,9 +160,10 @@ void llmprof_cuda_graph_destroy(llmprof_cuda_graph* graph);
 int llmprof_kernels_available(void);
 /* SAM attention with the relative-position bias folded into q·k: from the qkv Linear's output
  * [B,H,W,3C] (padded tokens take `bias`), q′ and k′ [B·windows, win_h·win_w, heads, aug]
- * (q′'s relative-position columns left to the caller), v [.., head_dim], and, unless both are
- * NULL, q again as q_rows [win_h, B·windows·heads, win_w, head_dim] and q_cols [win_w, ..,
- * win_h, head_dim]; aug = head_dim + win_h + win_w rounded up to 8. */
+ * (q′'s relative-position columns: left for llmprof_sam_fill_rel_pos without the q copies, zeroed
+ * for the caller's with them), v [.., head_dim], and, unless both are NULL, q again as q_rows
+ * [win_h, B·windows·heads, win_w, head_dim] and q_cols [win_w, .., win_h, head_dim]; aug =
+ * head_dim + win_h + win_w rounded up to 8. */
 int llmprof_sam_pack_qkv(const void* qkv, const void* bias, int64_t heads, int64_t win_h,
                          int64_t win_w, const void* q_aug, const void* k_aug, const void* v,
                          const void* q_rows, const void* q_cols);

@@ -168,6 +168,7 @@ int launch_pack(const void* qkv, const void* bias, void* q, void* k, void* v, vo
   const int64_t windows = (s.pad_h / s.win_h) * (s.pad_w / s.win_w);
   const int64_t all_tokens = s.batch * windows * s.win_h * s.win_w;
   const int64_t blocks = (all_tokens + kPackWarps - 1) / kPackWarps;
+  if (blocks == 0) return 0;
   constexpr int V = 16 / sizeof(T);
   auto in = static_cast<const T*>(qkv);
   auto b = static_cast<const T*>(bias);
@@ -207,6 +208,7 @@ template <typename T>
 int launch_merge(const void* o, const int64_t* st, void* out, const llmprof_k_sam_shape& s,
                  bool vec16, cudaStream_t stream) {
   const int64_t blocks = s.batch * s.grid_h * s.grid_w;
+  if (blocks == 0) return 0;
   constexpr int V = 16 / sizeof(T);
   auto in = static_cast<const T*>(o);
   auto dst = static_cast<T*>(out);

@@ -32,8 +32,9 @@ pub struct SamOptim {
     /// With `cuda_kernels`: the relative-position products as one GEMM with both axes' resized
     /// tables, gathered into q′ by a kernel (instead of batched GEMMs over copies of q).
     pub rel_pos_gemm: bool,
-    /// With `cuda_kernels`: windowed blocks run the output projection on the windows and leave
-    /// them for the add + LayerNorm kernel to read in place (no merge copy).
+    /// With `cuda_kernels` and `add_layer_norm_kernel`: windowed blocks run the output
+    /// projection on the windows and leave them for the add + LayerNorm kernel to read in place
+    /// (no merge copy); without the add + LayerNorm kernel it has no effect.
     pub proj_in_windows: bool,
     /// The patch embedding as one GEMM over unfolded 16×16 patches instead of a convolution
     /// (cuDNN has no tensor-core kernel for its 3 input channels).
@@ -202,7 +203,9 @@ impl SamAttention {
             heads: self.heads,
             tables: &self.kernel_tables,
             rel_pos_gemm: self.optim.rel_pos_gemm,
-            proj_in_windows: self.optim.proj_in_windows,
+            // Projecting on the padded windows only pays when the add + LayerNorm kernel reads
+            // them in place; merged afterwards it would cost more rows and the same copy.
+            proj_in_windows: self.optim.proj_in_windows && self.optim.add_layer_norm_kernel,
         }
     }
 

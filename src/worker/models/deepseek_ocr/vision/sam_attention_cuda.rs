@@ -145,8 +145,9 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Att
         false,
         Some(1.0 / scale),
         false,
-    )?; // (b·windows, heads, n, hd)
-        // Merging heads is a view when the attention wrote [b·windows, n, heads, hd].
+    )?;
+    // o is (b·windows, heads, n, hd); merging heads is a view when the attention wrote it
+    // token-major, [b·windows, n, heads, hd] in memory.
     let tokens = o.f_transpose(1, 2)?;
     let grid = if win == (h, w) && tokens.is_contiguous() {
         tokens.f_view([-1, h, w, c])?
@@ -244,6 +245,8 @@ mod tests {
                     cuda_kernels: true,
                     rel_pos_gemm,
                     proj_in_windows,
+                    // The windowed projection needs it (forward_block merges its windows).
+                    add_layer_norm_kernel: proj_in_windows,
                     ..libtorch_fused
                 };
                 let fast = attention_on(&w, heads, kernels, Kind::Float, dev);
