@@ -221,8 +221,9 @@ int llmprof_quick_gelu(const void* x_p, const void* out_p) {
     const auto& out = tensor_arg(out_p, "out");
     check_like(out, x, "out", x.sizes());
     c10::cuda::CUDAGuard guard(x.device());
+    const bool vec = vec16_ok(x, {x.numel()}, {&x, &out});
     check_launch(llmprof_k_quick_gelu(dtype_code(x), x.data_ptr(), out.data_ptr(), x.numel(),
-                                      c10::cuda::getCurrentCUDAStream().stream()),
+                                      vec ? 1 : 0, c10::cuda::getCurrentCUDAStream().stream()),
                  "quick_gelu");
 #endif
   });

@@ -9,6 +9,12 @@
 
 namespace llmprof_k {
 
+// `V` elements of T moved as one access (16 bytes when V = 16 / sizeof(T)).
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T e[V];
+};
+
 template <typename T> __device__ __forceinline__ T from_f(float x);
 template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) {

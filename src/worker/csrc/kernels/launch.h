@@ -118,8 +118,9 @@ int llmprof_k_ngram_push(int64_t* recent, int64_t rows, int window, const int64_
 int llmprof_k_silu_mul(int dtype, const void* gate_up, void* out, int64_t rows, int64_t f,
                        void* stream);
 
-/* CLIP's quickGELU over n elements: out = round(x · round(sigmoid(round(1.702 · x)))). */
-int llmprof_k_quick_gelu(int dtype, const void* x, void* out, int64_t n, void* stream);
+/* CLIP's quickGELU over n elements: out = round(x · round(sigmoid(round(1.702 · x)))). vec16: n
+ * a multiple of 16 / element size and both pointers 16-byte aligned (16-byte vectors). */
+int llmprof_k_quick_gelu(int dtype, const void* x, void* out, int64_t n, int vec16, void* stream);
 
 /* The residual add and RMSNorm: sum [rows, hidden] = round(x + delta), out = round(sum ·
  * rsqrt(mean(sum²) + eps) · weight [hidden]) (fp32 inside, one rounding after the product);

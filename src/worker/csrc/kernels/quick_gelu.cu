@@ -8,13 +8,13 @@
 
 #include <cuda_runtime.h>
 #include <math.h>
-#include <stdint.h>
 
 namespace {
 
 using llmprof_k::from_f;
 using llmprof_k::round_to;
 using llmprof_k::to_f;
+using llmprof_k::Vec;
 
 constexpr int kThreads = 256;
 
@@ -25,19 +25,17 @@ __device__ __forceinline__ float quick_gelu_of(float v) {
   return __fmul_rn(v, sig);
 }
 
-// A thread per V elements (V = 16 / sizeof(T) when n is a multiple and both pointers 16-byte
-// aligned, else 1), one V-element load and store each.
+// A thread per V elements (V = 16 / sizeof(T) with vec16, else 1), one V-element load and
+// store each.
 template <typename T, int V>
 __global__ void quick_gelu(const T* __restrict__ x, T* __restrict__ out, int64_t vectors) {
-  struct alignas(sizeof(T) * V) Vec {
-    T e[V];
-  };
-  const Vec* xv = reinterpret_cast<const Vec*>(x);
-  Vec* ov = reinterpret_cast<Vec*>(out);
+  using VT = Vec<T, V>;
+  const VT* xv = reinterpret_cast<const VT*>(x);
+  VT* ov = reinterpret_cast<VT*>(out);
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < vectors;
        i += (int64_t)gridDim.x * blockDim.x) {
-    const Vec in = xv[i];
-    Vec y;
+    const VT in = xv[i];
+    VT y;
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       y.e[e] = from_f<T>(quick_gelu_of<T>(to_f(in.e[e])));
@@ -47,10 +45,8 @@ __global__ void quick_gelu(const T* __restrict__ x, T* __restrict__ out, int64_t
 }
 
 template <typename T>
-int launch_quick_gelu(const void* x, void* out, int64_t n, cudaStream_t stream) {
+int launch_quick_gelu(const void* x, void* out, int64_t n, bool vec, cudaStream_t stream) {
   constexpr int V = 16 / sizeof(T);
-  const bool vec = n % V == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
-                   reinterpret_cast<uintptr_t>(out) % 16 == 0;
   const int64_t vectors = vec ? n / V : n;
   const int64_t blocks = (vectors + kThreads - 1) / kThreads;
   const unsigned grid = (unsigned)(blocks < 65535 * 8 ? blocks : 65535 * 8);
@@ -66,8 +62,9 @@ int launch_quick_gelu(const void* x, void* out, int64_t n, cudaStream_t stream) 
 
 }  // namespace
 
-extern "C" int llmprof_k_quick_gelu(int dtype, const void* x, void* out, int64_t n, void* stream) {
+extern "C" int llmprof_k_quick_gelu(int dtype, const void* x, void* out, int64_t n, int vec16,
+                                    void* stream) {
   if (n < 1) return (int)cudaErrorInvalidValue;
   auto st = static_cast<cudaStream_t>(stream);
-  LLMPROF_K_DISPATCH(dtype, launch_quick_gelu, x, out, n, st)
+  LLMPROF_K_DISPATCH(dtype, launch_quick_gelu, x, out, n, vec16 != 0, st)
 }

@@ -14,23 +14,17 @@
 namespace {
 
 using llmprof_k::from_f;
+using llmprof_k::Vec;
 
 constexpr int kThreads = 256;
 constexpr int kPackWarps = 8;  // tokens per pack_qkv block, a warp each
 
-// `V` elements of T moved as one access (16 bytes when V = 16 / sizeof(T)).
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Vec {
-  T e[V];
-};
-
 // One warp per (window, token of the window), kPackWarps tokens per block, a warp-stride loop
 // over V-element vectors of the token's q, k and v (head_dim a multiple of V, so a vector never
-// crosses a head), unrolled so that several loads are in flight per lane; q′, k′
-// and v are [windows, tokens, heads, width] (the layout that makes the attention write its
-// output token-major, so merging heads is a view). Writes the
-// token's q into q′ (first head_dim columns), k′ whole (k, the one-hot row and column, zero
-// padding) and v. With `q_rows`/`q_cols` (the batched-GEMM layout of the relative-position
+// crosses a head), unrolled so that several loads are in flight per lane; q′, k′ and v are
+// [windows, tokens, heads, width] (the layout that makes the attention write its output
+// token-major, so merging heads is a view). Writes the token's q into q′ (first head_dim
+// columns), k′ whole (k, the one-hot row and column, zero padding) and v. With `q_rows`/`q_cols` (the batched-GEMM layout of the relative-position
 // products), q also goes there and q′'s other columns are zeroed for the caller's copies; without
 // them, q′'s other columns are left to fill_rel_pos.
 template <typename T, int V>

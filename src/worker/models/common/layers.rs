@@ -60,14 +60,7 @@ impl LayerNorm {
     /// else an add and [`LayerNorm::forward`].
     pub fn add_forward(&self, x: &Tensor, delta: &Tensor) -> Result<(Tensor, Tensor)> {
         if self.add_kernel_takes(x, delta)? && x.size() == delta.size() {
-            let (x, delta) = (x.f_contiguous()?, delta.f_contiguous()?);
-            return Ok(kernels_vision::add_layer_norm(
-                &x,
-                &delta,
-                (&self.weight, &self.bias),
-                self.eps,
-                None,
-            )?);
+            return self.add_kernel(x, delta, None);
         }
         let sum = x.f_add(delta)?;
         let normed = self.forward(&sum)?;
@@ -98,13 +91,24 @@ impl LayerNorm {
             self.add_kernel_takes(x, delta)?,
             "a windowed residual add needs the add + LayerNorm kernel (runtime.optim.add_layer_norm_kernel on a GPU)"
         );
+        self.add_kernel(x, delta, Some(win))
+    }
+
+    /// The add + LayerNorm kernel on contiguous `x` and `delta` (`delta_windows`: see
+    /// [`kernels_vision::add_layer_norm`]).
+    fn add_kernel(
+        &self,
+        x: &Tensor,
+        delta: &Tensor,
+        delta_windows: Option<(i64, i64)>,
+    ) -> Result<(Tensor, Tensor)> {
         let (x, delta) = (x.f_contiguous()?, delta.f_contiguous()?);
         Ok(kernels_vision::add_layer_norm(
             &x,
             &delta,
             (&self.weight, &self.bias),
             self.eps,
-            Some(win),
+            delta_windows,
         )?)
     }
 

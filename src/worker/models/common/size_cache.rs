@@ -1,31 +1,47 @@
-//! Tensors derived from weights once per input size (a position table resized to a grid side),
-//! kept for the next call of that size instead of recomputed on every call.
+//! Tensors derived from weights once per input size (a position table resized to a grid side,
+//! relative-position tables for a window), kept for the next call of that size instead of
+//! recomputed on every call.
 use anyhow::Result;
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::Mutex;
 use tch::Tensor;
 
-/// A tensor per size, built on first use.
-#[derive(Debug, Default)]
-pub struct SizeCache(Mutex<HashMap<i64, Tensor>>);
+/// A cached value handed out as a view of the same storage (tch tensors are not `Clone`).
+pub trait Shared {
+    fn share(&self) -> Self;
+}
 
-impl SizeCache {
-    /// The tensor for `size`: the cached one, or `build()`'s, which is kept.
-    pub fn get_or_build(
-        &self,
-        size: i64,
-        build: impl FnOnce() -> Result<Tensor>,
-    ) -> Result<Tensor> {
+impl Shared for Tensor {
+    fn share(&self) -> Self {
+        self.shallow_clone()
+    }
+}
+
+/// A value per size (`K`: a side, a window shape), built on first use.
+#[derive(Debug)]
+pub struct SizeCache<K = i64, V = Tensor>(Mutex<HashMap<K, V>>);
+
+impl<K, V> Default for SizeCache<K, V> {
+    fn default() -> Self {
+        SizeCache(Mutex::new(HashMap::new()))
+    }
+}
+
+impl<K: Eq + Hash, V: Shared> SizeCache<K, V> {
+    /// The value for `size`: the cached one, or `build()`'s, which is kept.
+    pub fn get_or_build(&self, size: K, build: impl FnOnce() -> Result<V>) -> Result<V> {
         let mut map = self
             .0
             .lock()
             .map_err(|_| anyhow::anyhow!("a size cache was poisoned by a panic"))?;
-        if let Some(t) = map.get(&size) {
-            return Ok(t.shallow_clone());
+        if let Some(v) = map.get(&size) {
+            return Ok(v.share());
         }
-        let t = build()?;
-        map.insert(size, t.shallow_clone());
-        Ok(t)
+        let v = build()?;
+        let out = v.share();
+        map.insert(size, v);
+        Ok(out)
     }
 }
 
@@ -36,7 +52,7 @@ mod tests {
 
     #[test]
     fn builds_once_per_size_and_returns_the_same_tensor() {
-        let cache = SizeCache::default();
+        let cache: SizeCache = SizeCache::default();
         let builds = std::cell::Cell::new(0);
         let get = |size: i64| {
             cache

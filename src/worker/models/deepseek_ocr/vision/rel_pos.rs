@@ -6,8 +6,12 @@ use tch::{Kind, Tensor};
 /// Resizes a relative-position table [len, C] to [2·l−1, C] with 1-D linear interpolation
 /// (fp32, align_corners=false) when needed, then gathers R[i,j] = table[i−j+l−1] → [l, l, C].
 pub fn rel_pos_table(table: &Tensor, l: i64) -> Result<Tensor> {
-    let resized = resized_rel_table(table, l)?;
-    let dev = table.device();
+    gather_rel_table(&resized_rel_table(table, l)?, l)
+}
+
+/// R[i,j] = `resized`[i−j+l−1] from a table already at [2·l−1, C] → [l, l, C].
+pub fn gather_rel_table(resized: &Tensor, l: i64) -> Result<Tensor> {
+    let dev = resized.device();
     let q = Tensor::f_arange(l, (Kind::Int64, dev))?.f_unsqueeze(1)?;
     let k = Tensor::f_arange(l, (Kind::Int64, dev))?.f_unsqueeze(0)?;
     let idx = q.f_sub(&k)?.f_add_scalar(l - 1)?; // (l, l)

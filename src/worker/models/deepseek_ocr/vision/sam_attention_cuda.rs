@@ -13,12 +13,11 @@
 //! [`super::sam_attention::SamAttention`] with `fused_rel_pos` (√d folded into the tables: exact
 //! for SAM's 64 channels, a power of two); `llmprof debug fast-path` holds it to the reference
 //! on the GPU.
-use super::rel_pos::{rel_pos_table, resized_rel_table};
+use super::rel_pos::{gather_rel_table, resized_rel_table};
 use crate::ffi::kernels_vision;
 use crate::models::common::layers::Linear;
+use crate::models::common::size_cache::{Shared, SizeCache};
 use anyhow::{Context, Result};
-use std::collections::HashMap;
-use std::sync::Mutex;
 use tch::Tensor;
 
 /// The scaled relative-position matrices of one window size, built on first use.
@@ -32,8 +31,18 @@ pub struct WindowTables {
     pub both_t: Tensor,
 }
 
+impl Shared for WindowTables {
+    fn share(&self) -> Self {
+        WindowTables {
+            rh: self.rh.shallow_clone(),
+            rw: self.rw.shallow_clone(),
+            both_t: self.both_t.shallow_clone(),
+        }
+    }
+}
+
 /// [`WindowTables`] per window size.
-pub type TableCache = Mutex<HashMap<(i64, i64), WindowTables>>;
+pub type TableCache = SizeCache<(i64, i64), WindowTables>;
 
 /// The weights of one attention the kernels need.
 pub struct AttentionParts<'a> {
@@ -81,38 +90,22 @@ impl AttnOut {
     }
 }
 
-/// The matrices for a `win` window, from the cache.
+/// The matrices for a `win` window (√d folded into the tables), from the cache.
 fn scaled_tables(p: &AttentionParts<'_>, win: (i64, i64), scale: f64) -> Result<WindowTables> {
-    let mut cache = p
-        .tables
-        .lock()
-        .map_err(|_| anyhow::anyhow!("SAM's relative-position table cache was poisoned"))?;
-    let copy = |t: &WindowTables| WindowTables {
-        rh: t.rh.shallow_clone(),
-        rw: t.rw.shallow_clone(),
-        both_t: t.both_t.shallow_clone(),
-    };
-    if let Some(t) = cache.get(&win) {
-        return Ok(copy(t));
-    }
-    let table_h = p.rel_pos_h.f_mul_scalar(scale)?;
-    let table_w = p.rel_pos_w.f_mul_scalar(scale)?;
-    let resized_h = resized_rel_table(&table_h, win.0)?;
-    let resized_w = resized_rel_table(&table_w, win.1)?;
-    let cols = resized_h.size()[0] + resized_w.size()[0];
-    let pad = (8 - cols % 8) % 8;
-    let d = resized_h.size()[1];
-    let zeros = Tensor::f_zeros([pad, d], (resized_h.kind(), resized_h.device()))?;
-    let tables = WindowTables {
-        rh: rel_pos_table(&table_h, win.0)?,
-        rw: rel_pos_table(&table_w, win.1)?,
-        both_t: Tensor::f_cat(&[resized_h, resized_w, zeros], 0)?
-            .f_transpose(0, 1)?
-            .f_contiguous()?,
-    };
-    let out = copy(&tables);
-    cache.insert(win, tables);
-    Ok(out)
+    p.tables.get_or_build(win, || {
+        let resized_h = resized_rel_table(&p.rel_pos_h.f_mul_scalar(scale)?, win.0)?;
+        let resized_w = resized_rel_table(&p.rel_pos_w.f_mul_scalar(scale)?, win.1)?;
+        let (len_h, d) = resized_h.size2()?;
+        let pad = (8 - (len_h + resized_w.size2()?.0) % 8) % 8;
+        let zeros = Tensor::f_zeros([pad, d], (resized_h.kind(), resized_h.device()))?;
+        Ok(WindowTables {
+            rh: gather_rel_table(&resized_h, win.0)?,
+            rw: gather_rel_table(&resized_w, win.1)?,
+            both_t: Tensor::f_cat(&[&resized_h, &resized_w, &zeros], 0)?
+                .f_transpose(0, 1)?
+                .f_contiguous()?,
+        })
+    })
 }
 
 /// Attention of a block over the normalised grid `y` [B,H,W,C] on a CUDA device, in windows of
