@@ -310,8 +310,8 @@ pub struct OptimSpec {
     pub vision_uint8_upload: bool,
     /// On a CUDA device with `grouped_moe`, MoE routing (the router logits in one CUDA kernel,
     /// then softmax, top-k, the stable sort of token slots by expert and the group ends in
-    /// another) by llmprof's kernels for up to 4,096 slots (decode), instead of about a dozen
-    /// libtorch kernels. Absent: off.
+    /// another, or three over many blocks for a prefill) by llmprof's kernels, instead of about a
+    /// dozen libtorch kernels. Absent: off.
     #[serde(default)]
     pub moe_routing_kernel: bool,
     /// SAM's patch embedding (16×16 convolution, stride 16, 3 input channels) as one GEMM over
@@ -323,9 +323,10 @@ pub struct OptimSpec {
     /// pass costs a few launches instead of thousands. Absent: off.
     #[serde(default)]
     pub vision_cuda_graph: bool,
-    /// On a CUDA device with `fused_projections`, each decode step's RoPE on q and k and its
-    /// K/V cache write in llmprof's one CUDA kernel per layer, instead of about eight libtorch
-    /// kernels (RoPE ops, index_copy and the copies of their strided inputs). Absent: off.
+    /// On a CUDA device with `fused_projections`, the RoPE on q and k and the K/V cache write of
+    /// each decode step and prefill in llmprof's one CUDA kernel per layer, instead of six to
+    /// eight libtorch kernels (RoPE ops, the cache writes and the copies of their strided
+    /// inputs). Absent: off.
     #[serde(default)]
     pub rope_kv_kernel: bool,
     /// On a CUDA device with `moe_routing_kernel`, the MoE combine (the weighted sum of each

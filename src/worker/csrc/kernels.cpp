@@ -39,10 +39,10 @@ int llmprof_moe_route(const void* logits_p, int64_t k, double scaling, const voi
     check_first(logits, "logits", 2, "[tokens, experts]", at::kFloat);
     const int64_t tokens = logits.size(0), experts = logits.size(1);
     TORCH_CHECK(experts >= 1 && experts <= LLMPROF_K_MOE_MAX_EXPERTS, experts,
-                " experts: the one-block router takes 1..", LLMPROF_K_MOE_MAX_EXPERTS);
+                " experts: the router takes 1..", LLMPROF_K_MOE_MAX_EXPERTS);
     TORCH_CHECK(k >= 1 && k <= experts, "top-k ", k, " with ", experts, " experts");
-    TORCH_CHECK(tokens * k <= LLMPROF_K_MOE_MAX_SLOTS, tokens, " tokens x top-", k,
-                " exceed the one-block router's ", LLMPROF_K_MOE_MAX_SLOTS, " slots");
+    TORCH_CHECK(tokens >= 1 && tokens * k <= INT32_MAX, tokens, " tokens x top-", k,
+                ": the router takes 1 token to 2^31 - 1 slots");
     auto check_out = [&](const void* p, const char* name, at::ScalarType dtype,
                          at::IntArrayRef sizes) -> const at::Tensor& {
       const auto& t = tensor_arg(p, name);
@@ -56,14 +56,25 @@ int llmprof_moe_route(const void* logits_p, int64_t k, double scaling, const voi
     const auto& slot_pos = check_out(slot_pos_p, "slot_pos", at::kLong, {tokens * k});
     const auto& group_ends = check_out(group_ends_p, "group_ends", at::kInt, {experts});
     c10::cuda::CUDAGuard guard(logits.device());
-    check_launch(
-        llmprof_k_moe_route(logits.data_ptr<float>(), tokens, (int)experts, (int)k,
-                            (float)scaling, weights.data_ptr<float>(), ids.data_ptr<int64_t>(),
-                            order.data_ptr<int64_t>(), slot_token.data_ptr<int64_t>(),
-                            slot_pos.data_ptr<int64_t>(),
-                            group_ends.data_ptr<int32_t>(),
-                            c10::cuda::getCurrentCUDAStream().stream()),
-        "moe_route");
+    auto stream = c10::cuda::getCurrentCUDAStream().stream();
+    if (tokens * k <= LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS) {  // decode: one launch
+      check_launch(llmprof_k_moe_route_one_block(
+                       logits.data_ptr<float>(), tokens, (int)experts, (int)k, (float)scaling,
+                       weights.data_ptr<float>(), ids.data_ptr<int64_t>(),
+                       order.data_ptr<int64_t>(), slot_token.data_ptr<int64_t>(),
+                       slot_pos.data_ptr<int64_t>(), group_ends.data_ptr<int32_t>(), stream),
+                   "moe_route");
+    } else {  // a prefill: many blocks
+      auto scratch = at::empty({llmprof_k_moe_route_scratch(tokens, (int)experts)},
+                               logits.options().dtype(at::kInt));
+      check_launch(llmprof_k_moe_route_many(
+                       logits.data_ptr<float>(), tokens, (int)experts, (int)k, (float)scaling,
+                       weights.data_ptr<float>(), ids.data_ptr<int64_t>(),
+                       order.data_ptr<int64_t>(), slot_token.data_ptr<int64_t>(),
+                       slot_pos.data_ptr<int64_t>(), group_ends.data_ptr<int32_t>(),
+                       scratch.data_ptr<int32_t>(), stream),
+                   "moe_route");
+    }
 #endif
   });
 }
@@ -159,18 +170,19 @@ int llmprof_rope_kv(const void* qkv_p, const void* cos_p, const void* sin_p, con
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
 #else
     const auto& qkv = tensor_arg(qkv_p, "qkv");
-    check_first(qkv, "qkv", 3, "[B, 1, (heads + 2 kv_heads) head_dim]");
+    check_first(qkv, "qkv", 3, "[B, T, (heads + 2 kv_heads) head_dim]");
     TORCH_CHECK(heads > 0 && kv_heads > 0 && heads % kv_heads == 0, heads, " heads and ", kv_heads,
                 " kv heads: heads must be a positive multiple of kv heads");
-    const int64_t batch = qkv.size(0), width = qkv.size(2);
-    TORCH_CHECK(qkv.size(1) == 1, "qkv must hold one token per row, got ", qkv.sizes());
+    const int64_t batch = qkv.size(0), tokens = qkv.size(1), width = qkv.size(2);
+    TORCH_CHECK(batch * tokens <= LLMPROF_K_MAX_GRID_Y, "rope_kv takes at most ",
+                LLMPROF_K_MAX_GRID_Y, " tokens per call (batch x tokens), got ", qkv.sizes());
     TORCH_CHECK(width % (heads + 2 * kv_heads) == 0, "qkv width ", width, " is not (", heads,
                 " + 2 x ", kv_heads, ") heads");
     const int64_t hd = width / (heads + 2 * kv_heads);
     TORCH_CHECK(hd % 2 == 0, "head_dim ", hd, " must be even for rotate-half RoPE");
-    check_like(tensor_arg(cos_p, "cos"), qkv, "cos", {batch, 1, 1, hd});
-    check_like(tensor_arg(sin_p, "sin"), qkv, "sin", {batch, 1, 1, hd});
-    check_like(tensor_arg(q_p, "q"), qkv, "q", {batch, heads, 1, hd});
+    check_like(tensor_arg(cos_p, "cos"), qkv, "cos", {batch, 1, tokens, hd});
+    check_like(tensor_arg(sin_p, "sin"), qkv, "sin", {batch, 1, tokens, hd});
+    check_like(tensor_arg(q_p, "q"), qkv, "q", {batch, heads, tokens, hd});
     const auto& k_cache = tensor_arg(k_cache_p, "k_cache");
     TORCH_CHECK(k_cache.dim() == 4, "k_cache must be [B, kv_heads, slots, head_dim], got ",
                 k_cache.sizes());
@@ -181,6 +193,7 @@ int llmprof_rope_kv(const void* qkv_p, const void* cos_p, const void* sin_p, con
     check_tensor(slot, "slot", qkv.device(), at::kLong, {1});
     llmprof_k_rope_kv_shape s{};
     s.batch = (int)batch;
+    s.tokens = (int)tokens;
     s.heads = (int)heads;
     s.kv_heads = (int)kv_heads;
     s.head_dim = (int)hd;

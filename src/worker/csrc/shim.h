@@ -176,10 +176,11 @@ int llmprof_sam_fill_rel_pos(const void* prod, int64_t head_dim, int64_t win_h, 
 /* Attention output o [B·windows, heads, win_h·win_w, head_dim] (any strides) → out [B,H,W,C],
  * contiguous, windows merged and the padding cropped. */
 int llmprof_sam_merge_windows(const void* o, int64_t win_h, int64_t win_w, const void* out);
-/* DeepSeek MoE routing of fp32 router logits [tokens, experts] in one kernel: weights [tokens, k]
+/* DeepSeek MoE routing of fp32 router logits [tokens, experts] in llmprof's kernels: weights [tokens, k]
  * fp32 (softmax, top-k, × scaling), ids [tokens, k] int64, the slots sorted stably by expert
  * (order [tokens·k] int64, slot_token [tokens·k] int64, the inverse permutation slot_pos
- * [tokens·k] int64) and group_ends [experts] int32. At most 256 experts and 4096 slots. */
+ * [tokens·k] int64) and group_ends [experts] int32. At most 256 experts; up to 1024 slots
+ * (decode) one launch, above three over many blocks. */
 int llmprof_moe_route(const void* logits, int64_t k, double scaling, const void* weights,
                       const void* ids, const void* order, const void* slot_token,
                       const void* slot_pos, const void* group_ends);
@@ -221,6 +222,10 @@ int llmprof_router_logits(const void* x, const void* w, const void* logits);
  * hd 64 or 128. */
 int llmprof_decode_attention(const void* q, const void* k_cache, const void* v_cache,
                              const void* pad, const void* len, int64_t window, const void* out);
+/* RoPE on q and k and the K/V cache write: qkv [B, T, (heads + 2 kv_heads) hd], cos and sin
+ * [B, 1, T, hd], slot [1] int64 on the device (the first slot written) → q [B, heads, T, hd]
+ * (allocated by the caller), k and v written at slots slot .. slot + T − 1 of k_cache and v_cache
+ * [B, kv_heads, slots, hd]. fused_add: the second RoPE term as one FMA (addcmul). */
 int llmprof_rope_kv(const void* qkv, const void* cos, const void* sin, const void* slot,
                     int64_t heads, int64_t kv_heads, int32_t fused_add, const void* q,
                     const void* k_cache, const void* v_cache);

@@ -89,9 +89,12 @@ pub fn ngram_push(recent: &Tensor, next: &Tensor) -> Result<(), ShimError> {
     check(unsafe { llmprof_ngram_push(ptr(recent), ptr(next)) })
 }
 
-/// Limits of the one-block MoE router (csrc/kernels/launch.h).
+/// Experts per layer the MoE routers take (csrc/kernels/launch.h).
 pub const MOE_ROUTE_MAX_EXPERTS: i64 = 256;
-pub const MOE_ROUTE_MAX_SLOTS: i64 = 4096;
+/// Tokens per [`moe_combine`] call (CUDA's largest grid y: csrc/kernels/launch.h).
+pub const MOE_COMBINE_MAX_TOKENS: i64 = 65535;
+/// Tokens (batch × tokens per row) per [`rope_kv`] call (the same grid limit).
+pub const ROPE_KV_MAX_TOKENS: i64 = 65535;
 
 /// What [`moe_route`] returns.
 pub struct MoeRouting {
@@ -109,8 +112,9 @@ pub struct MoeRouting {
     pub group_ends: Tensor,
 }
 
-/// DeepSeek MoE routing of fp32 router logits [tokens, experts] on a CUDA device in one kernel;
-/// tokens·k ≤ [`MOE_ROUTE_MAX_SLOTS`], experts ≤ [`MOE_ROUTE_MAX_EXPERTS`].
+/// DeepSeek MoE routing of fp32 router logits [tokens, experts] on a CUDA device in llmprof's
+/// kernels; experts ≤ [`MOE_ROUTE_MAX_EXPERTS`]. Up to 1,024 slots (tokens·k: decode steps) one block does
+/// it all; above (a prefill), three launches over many blocks.
 pub fn moe_route(logits: &Tensor, k: i64, scaling: f64) -> Result<MoeRouting, ShimError> {
     let (n, e) = logits
         .size2()
@@ -166,11 +170,12 @@ pub fn moe_combine(
     Ok(y)
 }
 
-/// A decode step's RoPE and KV-cache write in one kernel. `qkv` [B, 1, (heads + 2·kv_heads)·hd]
-/// is the fused projection's output, `cos`/`sin` [B, 1, 1, hd] the rotate-half tables; q and k
-/// are rotated, k and v written into `k_cache`/`v_cache` [B, kv_heads, slots, hd] at the slot
-/// held by `slot` ([1] int64 on the device). `fused_add`: the second term added as one FMA (as
-/// `addcmul` does), else as a rounded product and an add. Returns q [B, heads, 1, hd].
+/// RoPE and the KV-cache write in one kernel, for a decode step (T = 1) or a prefill. `qkv`
+/// [B, T, (heads + 2·kv_heads)·hd] is the fused projection's output, `cos`/`sin` [B, 1, T, hd]
+/// the rotate-half tables; q and k are rotated, k and v written into `k_cache`/`v_cache` [B,
+/// kv_heads, slots, hd] at slots s … s + T − 1, s held by `slot` ([1] int64 on the device).
+/// `fused_add`: the second term added as one FMA (as `addcmul` does), else as a rounded product
+/// and an add. B·T ≤ [`ROPE_KV_MAX_TOKENS`]. Returns q [B, heads, T, hd].
 pub fn rope_kv(
     qkv: &Tensor,
     (cos, sin): (&Tensor, &Tensor),
@@ -183,11 +188,11 @@ pub fn rope_kv(
     let size = qkv.size();
     if size.len() != 3 || kv_heads < 1 || size[2] % (heads + 2 * kv_heads) != 0 {
         return Err(ShimError::new(format!(
-            "rope_kv: qkv {size:?} is not [B, 1, ({heads} + 2 x {kv_heads}) heads x head_dim]"
+            "rope_kv: qkv {size:?} is not [B, T, ({heads} + 2 x {kv_heads}) heads x head_dim]"
         )));
     }
     let hd = size[2] / (heads + 2 * kv_heads);
-    let q = empty(&[size[0], heads, 1, hd], (qkv.kind(), qkv.device()))?;
+    let q = empty(&[size[0], heads, size[1], hd], (qkv.kind(), qkv.device()))?;
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
     check(unsafe {
         llmprof_rope_kv(

@@ -1,11 +1,13 @@
 // The residual add and the RMSNorm after it in one kernel (launch.h): sum = round(x + delta),
 // out = round(sum · rsqrt(mean(sum²) + eps) · weight), the form of libtorch's fused RMSNorm (one
 // rounding after the fp32 product). It replaces per decoder layer two adds and two norm kernels
-// (docs/performance.md, "Round 2, session 8").
+// (docs/performance.md, "Round 2, session 8"); a prefill's many rows take a warp-per-row variant
+// ("session 11").
 #include "dtype.cuh"
 #include "launch.h"
 
 #include <cuda_runtime.h>
+#include <stdint.h>
 
 namespace {
 
@@ -56,9 +58,86 @@ __global__ void add_rms_norm(const T* __restrict__ x, const T* __restrict__ delt
   }
 }
 
+// Many rows (a prefill): a warp per row, kRowsPerBlock rows per block, 16-byte vectors. Lane l
+// holds vectors l, l + 32, ... of the row (at most kVecs each) in registers, as the rounded sums
+// the norm reads anyway, so the row is read once and written twice, at full width.
+constexpr int kRowsPerBlock = 8;
+constexpr int64_t kWarpKernelMinRows = 64;
+
+template <typename T, int kVecs>
+__global__ void add_rms_norm_rows(const T* __restrict__ x, const T* __restrict__ delta,
+                                  const T* __restrict__ weight, T* __restrict__ sum_out,
+                                  T* __restrict__ out, int64_t rows, int64_t hidden, float eps) {
+  constexpr int V = 16 / sizeof(T);
+  using Vt = llmprof_k::Vec<T, V>;
+  const int lane = threadIdx.x % 32;
+  const int64_t row = (int64_t)blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int64_t nvec = hidden / V;
+  const Vt* xr = reinterpret_cast<const Vt*>(x + row * hidden);
+  const Vt* dr = reinterpret_cast<const Vt*>(delta + row * hidden);
+  Vt* sr = reinterpret_cast<Vt*>(sum_out + row * hidden);
+  Vt s[kVecs];
+  float sq = 0.f;
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int64_t i = lane + 32 * j;
+    if (i < nvec) {
+      const Vt a = xr[i], d = dr[i];
+#pragma unroll
+      for (int c = 0; c < V; ++c) {
+        const float v = round_to<T>(__fadd_rn(to_f(a.e[c]), to_f(d.e[c])));
+        s[j].e[c] = from_f<T>(v);
+        sq = __fmaf_rn(v, v, sq);
+      }
+      sr[i] = s[j];
+    }
+  }
+  for (int o = 16; o > 0; o /= 2) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+  const float rstd = rsqrtf(sq / (float)hidden + eps);
+  const Vt* wr = reinterpret_cast<const Vt*>(weight);
+  Vt* orow = reinterpret_cast<Vt*>(out + row * hidden);
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int64_t i = lane + 32 * j;
+    if (i < nvec) {
+      const Vt w = wr[i];
+      Vt o;
+#pragma unroll
+      for (int c = 0; c < V; ++c) {
+        o.e[c] = from_f<T>(__fmul_rn(__fmul_rn(to_f(s[j].e[c]), rstd), to_f(w.e[c])));
+      }
+      orow[i] = o;
+    }
+  }
+}
+
+template <typename T, int kVecs>
+int launch_rows(const void* x, const void* delta, const void* weight, void* sum, void* out,
+                int64_t rows, int64_t hidden, float eps, cudaStream_t stream) {
+  const unsigned blocks = (unsigned)((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  add_rms_norm_rows<T, kVecs><<<blocks, 32 * kRowsPerBlock, 0, stream>>>(
+      static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
+      static_cast<T*>(sum), static_cast<T*>(out), rows, hidden, eps);
+  return (int)cudaGetLastError();
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 template <typename T>
 int launch_add_rms_norm(const void* x, const void* delta, const void* weight, void* sum, void* out,
                         int64_t rows, int64_t hidden, float eps, cudaStream_t stream) {
+  constexpr int V = 16 / sizeof(T);
+  const int64_t per_lane = (hidden / V + 31) / 32;  // vectors per lane
+  const bool vec16 = hidden % V == 0 && aligned16(x) && aligned16(delta) && aligned16(weight) &&
+                     aligned16(sum) && aligned16(out);
+  if (rows >= kWarpKernelMinRows && vec16 && per_lane <= 16) {
+    auto* launch = per_lane <= 2   ? launch_rows<T, 2>
+                   : per_lane <= 4 ? launch_rows<T, 4>
+                   : per_lane <= 8 ? launch_rows<T, 8>
+                                   : launch_rows<T, 16>;
+    return launch(x, delta, weight, sum, out, rows, hidden, eps, stream);
+  }
   add_rms_norm<T><<<(unsigned)rows, kThreads, 0, stream>>>(
       static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
       static_cast<T*>(sum), static_cast<T*>(out), hidden, eps);

@@ -60,19 +60,32 @@ int llmprof_k_sam_fill_rel_pos(int dtype, const void* prod, int64_t prod_cols, v
 int llmprof_k_sam_merge_windows(int dtype, const void* o, const int64_t* o_strides, void* out,
                                 llmprof_k_sam_shape shape, int vec16, void* stream);
 
-/* Limits of the one-block MoE router: experts per layer and token slots (tokens × k) per call. */
+/* Limits of the MoE routers: experts per layer (both), token slots (tokens × k) per call of the
+ * one-block router, and the slots up to which the shim picks it (decode steps; above, the
+ * many-block router: on an H100 the one block took 247 µs for a 914-token prefill). */
 #define LLMPROF_K_MOE_MAX_EXPERTS 256
 #define LLMPROF_K_MOE_MAX_SLOTS 4096
+#define LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS 1024
 
 /* DeepSeek MoE routing of `tokens` rows of fp32 router logits [tokens, experts]: softmax, greedy
  * top-k (no renormalisation) × scaling → weights [tokens, k] fp32 and ids [tokens, k] int64 (in
  * descending order of weight; equal logits: lower id first); the slots (token·k + j) sorted
  * stably by expert → order [tokens·k] int64, their tokens slot_token [tokens·k] int64 and the
  * inverse permutation slot_pos [tokens·k] int64 (slot → sorted row); the cumulative expert counts
- * group_ends [experts] int32. One block; tokens·k ≤ MAX_SLOTS. */
-int llmprof_k_moe_route(const float* logits, int64_t tokens, int experts, int k, float scaling,
-                        float* weights, int64_t* ids, int64_t* order, int64_t* slot_token,
-                        int64_t* slot_pos, int32_t* group_ends, void* stream);
+ * group_ends [experts] int32. The one-block router: one launch, tokens·k ≤ MAX_SLOTS. */
+int llmprof_k_moe_route_one_block(const float* logits, int64_t tokens, int experts, int k,
+                                  float scaling, float* weights, int64_t* ids, int64_t* order,
+                                  int64_t* slot_token, int64_t* slot_pos, int32_t* group_ends,
+                                  void* stream);
+
+/* The same outputs from three launches over many blocks (any number of tokens): route the tokens
+ * and count experts per block of tokens, scan the counts, place each block's slots. scratch:
+ * llmprof_k_moe_route_scratch(tokens, experts) int32 values of device memory. */
+int64_t llmprof_k_moe_route_scratch(int64_t tokens, int experts);
+int llmprof_k_moe_route_many(const float* logits, int64_t tokens, int experts, int k,
+                             float scaling, float* weights, int64_t* ids, int64_t* order,
+                             int64_t* slot_token, int64_t* slot_pos, int32_t* group_ends,
+                             int32_t* scratch, void* stream);
 
 /* The MoE combine: y [tokens, hidden] = round(Σ_j weights[t, j] · sorted[slot_pos[t·k + j]])
  * (+ shared [tokens, hidden] when not NULL, added after the rounding), the sum in fp32 in order
@@ -84,9 +97,9 @@ int llmprof_k_moe_combine(int dtype, const void* sorted, const int64_t* slot_pos
                           const float* weights, const void* shared, void* y, int64_t tokens,
                           int64_t hidden, int k, void* stream);
 
-/* One decode step's RoPE and KV-cache write for a fused qkv projection. */
+/* RoPE and the KV-cache write of a fused qkv projection: `tokens` per row (1 for a decode step). */
 typedef struct llmprof_k_rope_kv_shape {
-  int batch, heads, kv_heads, head_dim;
+  int batch, tokens, heads, kv_heads, head_dim;
   /* Slots of the KV cache per (row, kv head). */
   int64_t slots;
   /* 1: the second RoPE term added with one fused multiply-add (libtorch's addcmul); 0: rounded
@@ -94,10 +107,11 @@ typedef struct llmprof_k_rope_kv_shape {
   int fused_add;
 } llmprof_k_rope_kv_shape;
 
-/* qkv [batch, (heads + 2·kv_heads)·head_dim] (one token per row: q heads, k heads, v heads),
- * cos and sin [batch, head_dim] (NeoX rotate-half tables of each row's position): q rotated →
- * q [batch, heads, head_dim]; k rotated and v → k_cache and v_cache [batch, kv_heads, slots,
- * head_dim] at slot *slot (a device int64; out of range: nothing written). */
+/* qkv [batch, tokens, (heads + 2·kv_heads)·head_dim] (per token: q heads, k heads, v heads), cos
+ * and sin [batch, tokens, head_dim] (NeoX rotate-half tables of each token's position): q rotated
+ * → q [batch, heads, tokens, head_dim]; k rotated and v → k_cache and v_cache [batch, kv_heads,
+ * slots, head_dim] at slots *slot + token (*slot a device int64; a slot out of range: nothing
+ * written). batch·tokens ≤ MAX_GRID_Y. */
 int llmprof_k_rope_kv(int dtype, const void* qkv, const void* cos, const void* sin,
                       const int64_t* slot, void* q, void* k_cache, void* v_cache,
                       llmprof_k_rope_kv_shape shape, void* stream);

@@ -1,24 +1,21 @@
-// DeepSeek MoE routing for a few tokens (decode) in one kernel (launch.h): fp32 softmax over the
-// router logits, greedy top-k (not renormalised, × scaling), then the token slots sorted stably
-// by expert with the group ends that the grouped GEMMs take. It replaces softmax, top-k, the
-// scaling, the expert counts (scatter_add), the stable argsort, the cumulative sum and the
-// slot → token division: about ten launches per MoE layer (docs/performance.md, "MoE routing").
+// DeepSeek MoE routing for a few tokens (decode) in one kernel of one block (launch.h; a prefill's
+// many tokens take moe_route_many.cu's kernels): fp32 softmax over the router logits, greedy
+// top-k (not renormalised, × scaling), then the token slots sorted stably by expert with the
+// group ends that the grouped GEMMs take. It replaces softmax, top-k, the scaling, the expert
+// counts (scatter_add), the stable argsort, the cumulative sum and the slot → token division:
+// about ten launches per MoE layer (docs/performance.md, "MoE routing").
 #include "launch.h"
+#include "moe_route_token.cuh"
 
 #include <cuda_runtime.h>
 
 namespace {
 
+using llmprof_k::route_token;
+
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
-// Router logits per lane: expert e lives in lane e % 32, register e / 32.
-constexpr int kPerLane = LLMPROF_K_MOE_MAX_EXPERTS / 32;
-
-// (value, expert) that wins a top-k round: the larger value, on equal values the lower expert
-// (the order a serial strictly-greater scan over increasing experts gives).
-__device__ __forceinline__ bool beats(float v, int e, float bv, int be) {
-  return v > bv || (v == bv && e < be);
-}
+static_assert(LLMPROF_K_MOE_MAX_EXPERTS <= 256, "slot_expert holds an expert id in one byte");
 
 // One block of kWarps warps. Warp w routes tokens w, w + kWarps, ...: the token's logits spread
 // over the lanes, max, sum and each top-k round as warp reductions. Then warp 0 turns the
@@ -29,57 +26,19 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
                           int64_t* __restrict__ slot_pos, int32_t* __restrict__ group_ends) {
   __shared__ int counts[LLMPROF_K_MOE_MAX_EXPERTS];
   __shared__ int starts[LLMPROF_K_MOE_MAX_EXPERTS];
-  __shared__ int slot_expert[LLMPROF_K_MOE_MAX_SLOTS];
+  __shared__ unsigned char slot_expert[LLMPROF_K_MOE_MAX_SLOTS];  // one byte: experts ≤ 256
   for (int e = threadIdx.x; e < experts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int64_t t = warp; t < tokens; t += kWarps) {
-    const float* row = logits + t * experts;
-    float v[kPerLane];
-    float mx = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int e = lane + 32 * i;
-      v[i] = e < experts ? row[e] : -INFINITY;
-      mx = fmaxf(mx, v[i]);
-    }
-    for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    float sum = 0.f;
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      if (lane + 32 * i < experts) sum += expf(v[i] - mx);
-    }
-    for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    unsigned taken = 0;  // bit i: this lane's expert lane + 32 i is taken
-    for (int j = 0; j < k; ++j) {
-      float bv = -INFINITY;
-      int be = experts;  // no candidate yet: loses to every real expert
-#pragma unroll
-      for (int i = 0; i < kPerLane; ++i) {
-        const int e = lane + 32 * i;
-        if (e < experts && !((taken >> i) & 1u) && beats(v[i], e, bv, be)) {
-          bv = v[i];
-          be = e;
-        }
-      }
-      for (int o = 16; o > 0; o /= 2) {
-        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-        const int oe = __shfl_xor_sync(0xffffffffu, be, o);
-        if (beats(ov, oe, bv, be)) {
-          bv = ov;
-          be = oe;
-        }
-      }
-      if (be % 32 == lane) taken |= 1u << (be / 32);
-      if (lane == 0) {
-        const int64_t slot = t * k + j;
-        weights[slot] = expf(bv - mx) / sum * scaling;
-        ids[slot] = be;
-        slot_expert[slot] = be;
-        atomicAdd(&counts[be], 1);
-      }
-    }
+    route_token(logits + t * experts, experts, k, scaling, lane, [&](int j, int e, float w) {
+      const int64_t slot = t * k + j;
+      weights[slot] = w;
+      ids[slot] = e;
+      slot_expert[slot] = (unsigned char)e;
+      atomicAdd(&counts[e], 1);
+    });
   }
   __syncthreads();
 
@@ -124,10 +83,11 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
 
 }  // namespace
 
-extern "C" int llmprof_k_moe_route(const float* logits, int64_t tokens, int experts, int k,
-                                   float scaling, float* weights, int64_t* ids, int64_t* order,
-                                   int64_t* slot_token, int64_t* slot_pos, int32_t* group_ends,
-                                   void* stream) {
+extern "C" int llmprof_k_moe_route_one_block(const float* logits, int64_t tokens, int experts,
+                                             int k, float scaling, float* weights, int64_t* ids,
+                                             int64_t* order, int64_t* slot_token,
+                                             int64_t* slot_pos, int32_t* group_ends,
+                                             void* stream) {
   if (experts < 1 || experts > LLMPROF_K_MOE_MAX_EXPERTS || k < 1 || k > experts ||
       tokens * k > LLMPROF_K_MOE_MAX_SLOTS) {
     return (int)cudaErrorInvalidValue;

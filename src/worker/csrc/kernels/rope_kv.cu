@@ -1,9 +1,10 @@
-// One decode step's RoPE and KV-cache write in one kernel (launch.h), replacing per layer the
-// RoPE ops on q and k (mul, neg, two copies for the rotate-half concatenation, addcmul), the two
-// index_copy launches into the cache and the copies libtorch makes of their strided sources
-// (docs/performance.md, "Round 2, session 8"). It rounds where those ops round: x·cos is stored
-// in the element type first, then the second term is added as libtorch's addcmul does (one fused
-// multiply-add) or as a separate rounded product and add (the unfused formula).
+// RoPE and the KV-cache write of a fused qkv projection in one kernel (launch.h), for a decode
+// step's one token per row or a prefill's T tokens. It replaces per layer the RoPE ops on q and k
+// (mul, neg, two copies for the rotate-half concatenation, addcmul), the two writes into the
+// cache and the copies libtorch makes of their strided sources (docs/performance.md, "Round 2,
+// session 8" and "session 11"). It rounds where those ops round: x·cos is stored in the element
+// type first, then the second term is added as libtorch's addcmul does (one fused multiply-add)
+// or as a separate rounded product and add (the unfused formula).
 #include "dtype.cuh"
 #include "launch.h"
 
@@ -15,23 +16,25 @@ using llmprof_k::from_f;
 using llmprof_k::round_to;
 using llmprof_k::to_f;
 
-// One block per (head of q, k and v in the qkv row, batch row); threads over the head's channels.
-// q heads go to q_out, k heads (rotated) and v heads (copied) to the cache slot `*slot`.
+// One block per (head of q, k and v in the qkv row, token of a batch row); threads over the head's
+// channels. q heads go to q_out [batch, heads, tokens, head_dim], k heads (rotated) and v heads
+// (copied) to the cache slot `*slot` + the token's index.
 template <typename T>
 __global__ void rope_kv(const T* __restrict__ qkv, const T* __restrict__ cos,
                         const T* __restrict__ sin, const int64_t* __restrict__ slot_p,
                         T* __restrict__ q_out, T* __restrict__ k_cache, T* __restrict__ v_cache,
                         llmprof_k_rope_kv_shape s) {
   const int hh = blockIdx.x;
-  const int64_t b = blockIdx.y;
+  const int64_t row = blockIdx.y;  // b · tokens + token
+  const int64_t b = row / s.tokens, token = row % s.tokens;
   const int hd = s.head_dim;
   const int64_t width = (int64_t)(s.heads + 2 * s.kv_heads) * hd;
-  const T* x = qkv + b * width + (int64_t)hh * hd;
-  const int64_t slot = *slot_p;
+  const T* x = qkv + row * width + (int64_t)hh * hd;
+  const int64_t slot = *slot_p + token;
   if (hh >= s.heads && (slot < 0 || slot >= s.slots)) return;  // the caller checks; never write out
   T* dst;
   if (hh < s.heads) {
-    dst = q_out + (b * s.heads + hh) * hd;
+    dst = q_out + ((b * s.heads + hh) * s.tokens + token) * hd;
   } else {
     const int kv = hh < s.heads + s.kv_heads ? hh - s.heads : hh - s.heads - s.kv_heads;
     T* cache = hh < s.heads + s.kv_heads ? k_cache : v_cache;
@@ -41,8 +44,8 @@ __global__ void rope_kv(const T* __restrict__ qkv, const T* __restrict__ cos,
     for (int i = threadIdx.x; i < hd; i += blockDim.x) dst[i] = x[i];
     return;
   }
-  const T* c = cos + b * hd;
-  const T* sn = sin + b * hd;
+  const T* c = cos + row * hd;
+  const T* sn = sin + row * hd;
   const int half = hd / 2;
   for (int i = threadIdx.x; i < hd; i += blockDim.x) {
     const float rot = i < half ? -to_f(x[i + half]) : to_f(x[i - half]);
@@ -57,7 +60,7 @@ template <typename T>
 int launch_rope_kv(const void* qkv, const void* cos, const void* sin, const int64_t* slot,
                    void* q, void* k_cache, void* v_cache, const llmprof_k_rope_kv_shape& s,
                    cudaStream_t stream) {
-  const dim3 grid((unsigned)(s.heads + 2 * s.kv_heads), (unsigned)s.batch);
+  const dim3 grid((unsigned)(s.heads + 2 * s.kv_heads), (unsigned)(s.batch * s.tokens));
   const int threads = s.head_dim < 128 ? s.head_dim : 128;
   rope_kv<T><<<grid, threads, 0, stream>>>(
       static_cast<const T*>(qkv), static_cast<const T*>(cos), static_cast<const T*>(sin), slot,
@@ -70,8 +73,9 @@ int launch_rope_kv(const void* qkv, const void* cos, const void* sin, const int6
 extern "C" int llmprof_k_rope_kv(int dtype, const void* qkv, const void* cos, const void* sin,
                                  const int64_t* slot, void* q, void* k_cache, void* v_cache,
                                  llmprof_k_rope_kv_shape shape, void* stream) {
-  if (shape.batch < 1 || shape.heads < 1 || shape.kv_heads < 1 || shape.head_dim < 2 ||
-      shape.head_dim % 2 != 0 || shape.slots < 1) {
+  if (shape.batch < 1 || shape.tokens < 1 ||
+      (int64_t)shape.batch * shape.tokens > LLMPROF_K_MAX_GRID_Y || shape.heads < 1 ||
+      shape.kv_heads < 1 || shape.head_dim < 2 || shape.head_dim % 2 != 0 || shape.slots < 1) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);

@@ -275,7 +275,9 @@ impl Attention {
         self.attend(&q, &k, &v, mask)
     }
 
-    /// x [B,T,H] → [B,T,H]; writes this call's K/V into `cache` for `layer`.
+    /// x [B,T,H] → [B,T,H]; writes this call's K/V into `cache` for `layer`. On a GPU with the
+    /// fused projection and a static cache, RoPE and the K/V write run as llmprof's kernel
+    /// (`runtime.optim.rope_kv_kernel`), as in the decode step.
     pub fn forward(
         &self,
         x: &Tensor,
@@ -284,6 +286,27 @@ impl Attention {
         layer: usize,
         mask: &AttnMask,
     ) -> Result<Tensor> {
+        let (b, t, _) = x.size3()?;
+        if let (true, true, Qkv::Fused(w, bias)) = (
+            self.rope_kv_kernel && b * t <= kernels::ROPE_KV_MAX_TOKENS,
+            x.device().is_cuda(),
+            &self.qkv,
+        ) {
+            if let Some((k_cache, v_cache, slot)) = cache.static_buffers_for(layer, t)? {
+                let y = x.f_linear(w, bias.as_ref())?; // (b, t, (nh + 2 nkv)·hd)
+                let q = kernels::rope_kv(
+                    &y,
+                    (&cos_sin.0, &cos_sin.1),
+                    slot,
+                    (self.heads, self.kv_heads),
+                    self.heads == self.kv_heads,
+                    k_cache,
+                    v_cache,
+                )?; // (b, nh, t, hd)
+                let (k_all, v_all) = cache.window(layer, cache.len() + t)?;
+                return self.attend(&q, &k_all, &v_all, mask);
+            }
+        }
         let (q, k, v) = self.project(x, cos_sin)?;
         let (k_all, v_all) = cache.append(layer, &k, &v)?; // (b, nh, l, hd)
         self.attend(&q, &k_all, &v_all, mask)

@@ -164,6 +164,27 @@ impl KvCache {
         ))
     }
 
+    /// For a kernel that writes `t` new slots [len, len + t) of `layer` itself: the whole K and
+    /// V buffers [B, kv_heads, capacity, head_dim] and the device-side counter [1] (= len), or
+    /// `None` for a growing cache. Errors where the slots do not fit. Afterwards
+    /// [`KvCache::window`] with len + t views the written slots.
+    pub fn static_buffers_for(
+        &self,
+        layer: usize,
+        t: i64,
+    ) -> Result<Option<(&Tensor, &Tensor, &Tensor)>> {
+        if self.growing {
+            return Ok(None);
+        }
+        ensure!(
+            self.len + t <= self.capacity,
+            "KV cache overflow: {} + {t} > capacity {}",
+            self.len,
+            self.capacity
+        );
+        Ok(Some(self.device_step_buffers(layer)))
+    }
+
     /// Marks `t` more slots as written (after all layers ran), on the host and the device.
     pub fn advance(&mut self, t: i64) -> Result<()> {
         self.len += t;

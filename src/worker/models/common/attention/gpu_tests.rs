@@ -1,12 +1,14 @@
-//! GPU-only test of the decode step's RoPE + KV-write kernel against the libtorch ops it
-//! replaces; run with `cargo test -- --ignored on_a_gpu` on the GPU machine.
+//! GPU-only tests of the RoPE + KV-write kernel (decode steps and prefill) and the decode
+//! attention kernel against the libtorch ops they replace; run with
+//! `cargo test -- --ignored on_a_gpu` on the GPU machine.
 use super::{apply_rope, apply_rope_fma, Rope};
 use crate::ffi::kernels;
 use tch::{Device, Kind, Tensor};
 
 /// MHA (DeepSeek-OCR: 10 heads, the addcmul formula) and GQA (8 query heads on 2 K/V heads, the
-/// mul + add formula), fp32 and bf16, two rows at different positions: q and the written cache
-/// slot must equal libtorch's RoPE and index_copy bit for bit; every other slot stays untouched.
+/// mul + add formula), fp32 and bf16, two rows at different positions, one token per row (a
+/// decode step) and five (a prefill): q and the written cache slots must equal libtorch's RoPE
+/// and cache write bit for bit; every other slot stays untouched.
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn rope_kv_kernel_equals_libtorch_on_a_gpu() {
@@ -15,12 +17,18 @@ fn rope_kv_kernel_equals_libtorch_on_a_gpu() {
     let (b, hd, slots, slot) = (2i64, 128i64, 16i64, 5i64);
     let rope = Rope::new(hd, 10_000.0, dev).unwrap();
     for kind in [Kind::Float, Kind::BFloat16] {
-        for (nh, nkv) in [(10i64, 10i64), (8, 2)] {
-            let qkv = Tensor::randn([b, 1, (nh + 2 * nkv) * hd], (kind, dev));
-            let positions = Tensor::from_slice(&[900i64, 37])
-                .to_device(dev)
-                .view([b, 1]);
-            let (cos, sin) = rope.cos_sin(&positions, kind).unwrap();
+        for ((nh, nkv), t) in [
+            ((10i64, 10i64), 1i64),
+            ((8, 2), 1),
+            ((10, 10), 5),
+            ((8, 2), 5),
+        ] {
+            let qkv = Tensor::randn([b, t, (nh + 2 * nkv) * hd], (kind, dev));
+            let positions = Tensor::arange(t, (Kind::Int64, dev)).view([1, t])
+                + Tensor::from_slice(&[900i64, 37])
+                    .to_device(dev)
+                    .view([b, 1]);
+            let (cos, sin) = rope.cos_sin(&positions, kind).unwrap(); // (b, 1, t, hd)
             let k_cache = Tensor::randn([b, nkv, slots, hd], (kind, dev));
             let v_cache = Tensor::randn([b, nkv, slots, hd], (kind, dev));
             let (k0, v0) = (k_cache.copy(), v_cache.copy());
@@ -38,9 +46,9 @@ fn rope_kv_kernel_equals_libtorch_on_a_gpu() {
             .unwrap();
             let heads = |from: i64, n: i64| {
                 qkv.narrow(2, from * hd, n * hd)
-                    .view([b, 1, n, hd])
+                    .view([b, t, n, hd])
                     .transpose(1, 2)
-            };
+            }; // (b, n, t, hd)
             let rot = |x: &Tensor| {
                 if mha {
                     apply_rope_fma(x, &cos, &sin).unwrap()
@@ -48,21 +56,19 @@ fn rope_kv_kernel_equals_libtorch_on_a_gpu() {
                     apply_rope(x, &cos, &sin).unwrap()
                 }
             };
-            let what = format!("{kind:?} {nh}/{nkv} heads");
+            let what = format!("{kind:?} {nh}/{nkv} heads, {t} tokens");
             assert!(q.equal(&rot(&heads(0, nh))), "{what}: q differs");
-            let k_want = rot(&heads(nh, nkv)).squeeze_dim(2);
             assert!(
-                k_cache.select(2, slot).equal(&k_want),
-                "{what}: k slot differs"
+                k_cache.narrow(2, slot, t).equal(&rot(&heads(nh, nkv))),
+                "{what}: k slots differ"
             );
             assert!(
-                v_cache
-                    .select(2, slot)
-                    .equal(&heads(nh + nkv, nkv).squeeze_dim(2)),
-                "{what}: v slot differs"
+                v_cache.narrow(2, slot, t).equal(&heads(nh + nkv, nkv)),
+                "{what}: v slots differ"
             );
+            let written = Tensor::arange_start(slot, slot + t, (Kind::Int64, dev));
             let others = Tensor::ones([slots], (Kind::Bool, dev))
-                .index_fill(0, &slot_t, 0)
+                .index_fill(0, &written, 0)
                 .nonzero()
                 .squeeze_dim(1);
             let kept = |t: &Tensor, t0: &Tensor| {

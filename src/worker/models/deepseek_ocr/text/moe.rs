@@ -27,6 +27,11 @@ pub enum MoeDispatch {
 /// Token count up to which `Auto` picks `Gathered`.
 pub const GATHER_MAX_TOKENS: i64 = 4;
 
+/// Token count up to which the routing-kernel path computes the router logits in llmprof's
+/// kernel (a block per token and expert, built for decode steps); above, a prefill's logits come
+/// from the fp32 GEMM, which reads each token's row once instead of once per expert.
+pub const ROUTER_LOGITS_KERNEL_MAX_TOKENS: i64 = 256;
+
 #[derive(Debug)]
 pub struct Moe {
     /// Router weight [E,H], kept in fp32 (docs/deepseek-ocr.md §2: logits computed in fp32).
@@ -38,12 +43,14 @@ pub struct Moe {
     top_k: i64,
     scaling: f64,
     pub dispatch: MoeDispatch,
-    /// With `Grouped` dispatch on a CUDA device and at most [`kernels::MOE_ROUTE_MAX_SLOTS`]
-    /// slots: the router logits in one llmprof kernel, then softmax, top-k and the expert sort
-    /// in llmprof's one routing kernel (`runtime.optim.moe_routing_kernel`).
+    /// With `Grouped` dispatch on a CUDA device: the router logits in one llmprof kernel (up to
+    /// [`ROUTER_LOGITS_KERNEL_MAX_TOKENS`]), then softmax, top-k and the expert sort in llmprof's
+    /// routing kernel (one block for a decode step, many for a prefill;
+    /// `runtime.optim.moe_routing_kernel`).
     pub routing_kernel: bool,
     /// With the routing kernel: the combine in llmprof's one kernel, reading the expert-sorted
-    /// rows directly (`runtime.optim.moe_combine_kernel`).
+    /// rows directly, for up to [`kernels::MOE_COMBINE_MAX_TOKENS`] tokens
+    /// (`runtime.optim.moe_combine_kernel`).
     pub combine_kernel: bool,
     /// SwiGLU activations (routed and shared experts) in llmprof's kernel on a GPU
     /// (`runtime.optim.swiglu_kernel`); set with [`Moe::with_swiglu_kernel`].
@@ -113,14 +120,13 @@ impl Moe {
         Ok((w, idx))
     }
 
-    /// Whether this call routes with the CUDA kernel: grouped dispatch, bf16 on a GPU, few slots.
+    /// Whether this call routes with the CUDA kernels: grouped dispatch, bf16 on a GPU.
     fn uses_routing_kernel(&self, xs: &Tensor) -> bool {
         self.routing_kernel
             && self.dispatch == MoeDispatch::Grouped
             && xs.device().is_cuda()
             && grouped_mm_supported(xs)
             && self.num_experts() <= kernels::MOE_ROUTE_MAX_EXPERTS
-            && xs.size()[0] * self.top_k <= kernels::MOE_ROUTE_MAX_SLOTS
     }
 
     /// x [B,T,H] → [B,T,H].
@@ -128,10 +134,14 @@ impl Moe {
         let (b, t, h) = x.size3()?;
         let xs = x.f_reshape([b * t, h])?; // (n, h)
         if self.uses_routing_kernel(&xs) {
-            let logits = kernels::router_logits(&xs.f_contiguous()?, &self.gate_f32)?;
+            let logits = if b * t <= ROUTER_LOGITS_KERNEL_MAX_TOKENS {
+                kernels::router_logits(&xs.f_contiguous()?, &self.gate_f32)?
+            } else {
+                self.router_logits(&xs)? // a prefill: cuBLAS's fp32 GEMM beats the GEMV kernel
+            };
             let r = kernels::moe_route(&logits, self.top_k, self.scaling)?;
             let sorted = self.experts_grouped_sorted(&xs, &r.slot_token, &r.group_ends)?;
-            if self.combine_kernel {
+            if self.combine_kernel && b * t <= kernels::MOE_COMBINE_MAX_TOKENS {
                 let shared = self.shared.as_ref().map(|s| s.forward(&xs)).transpose()?;
                 let y = kernels::moe_combine(&sorted, &r.slot_pos, &r.weights, shared.as_ref())?;
                 return Ok(y.f_view(x.size().as_slice())?);

@@ -4,15 +4,17 @@ use super::unsort;
 use crate::ffi::kernels;
 use tch::{Device, Kind, Tensor};
 
-/// The routing kernel against softmax + top-k + the stable expert sort in libtorch, on the
-/// GPU: decode-sized (32 tokens) and prefill-sized (600 tokens) calls, 64 experts, top-6.
+/// The routing kernels against softmax + top-k + the stable expert sort in libtorch, on the
+/// GPU, 64 experts, top-6: the one-block router at decode sizes (1, 32 and 170 tokens: up to
+/// 1,020 slots) and the many-block router at prefill sizes (171 tokens, just above; a 914-token
+/// page; 32 such pages).
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn routing_kernel_equals_libtorch_routing_on_a_gpu() {
     assert!(tch::Cuda::is_available(), "no CUDA device");
     let dev = Device::Cuda(0);
     let (e, k, scaling) = (64i64, 6i64, 2.5);
-    for n in [1i64, 32, 600] {
+    for n in [1i64, 32, 170, 171, 914, 32 * 914] {
         let logits = Tensor::randn([n, e], (Kind::Float, dev)) * 3.0;
         let r = kernels::moe_route(&logits, k, scaling).unwrap();
         // Sorted, as the kernel returns them (the libtorch route leaves them unsorted; the
@@ -130,6 +132,51 @@ fn combine_kernel_equals_libtorch_combine_on_a_gpu() {
             over, 0,
             "n {n}: {over} values differ by more than two bf16 roundings plus the reordering error"
         );
+        assert!(
+            differ * 100 <= n * h,
+            "n {n}: {differ} of {} values differ (rounding order alone moves < 1 %)",
+            n * h
+        );
+    }
+}
+
+/// A whole MoE layer with the routing kernels and the combine kernel against the same layer
+/// with the libtorch combine, at a decode size (the one-block router) and at a prefill size (the
+/// many-block router).
+#[test]
+#[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+fn moe_layer_with_the_combine_kernel_matches_the_libtorch_combine_on_a_gpu() {
+    use super::{Moe, MoeDispatch};
+    use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
+    use llmprof::model::deepseek_ocr::arch::ArchConfig;
+    assert!(tch::Cuda::is_available(), "no CUDA device");
+    let dev = Device::Cuda(0);
+    let cfg = ArchConfig::tiny();
+    let w = Weights::synthetic(&cfg, &[Part::Decoder], 5, dev, Kind::BFloat16).unwrap();
+    let vs = w.root().sub("model.layers.1.mlp");
+    let h = cfg.decoder.hidden_size;
+    let k = cfg.decoder.num_experts_per_tok;
+    for n in [3i64, 4000 / k] {
+        let x = Tensor::randn([1, n, h], (Kind::BFloat16, dev));
+        let run = |combine_kernel: bool| {
+            let mut moe = Moe::load(&vs, &cfg.decoder, true).unwrap();
+            moe.dispatch = MoeDispatch::Grouped;
+            moe.routing_kernel = true;
+            moe.combine_kernel = combine_kernel;
+            moe.forward(&x).unwrap().to_kind(Kind::Float)
+        };
+        let (got, want) = (run(true), run(false));
+        assert_eq!(got.size(), want.size());
+        let diff = (&got - &want).abs();
+        // Only the order of the k fp32 additions and so a rounding may differ: a value moves by
+        // at most about one bf16 ulp of the largest values; a wrong row moves it by O(1).
+        let scale = want.abs().max().double_value(&[]);
+        let worst = diff.max().double_value(&[]);
+        assert!(
+            worst <= scale * 2f64.powi(-6),
+            "n {n}: largest difference {worst} against values up to {scale}"
+        );
+        let differ = diff.gt(0.0).sum(Kind::Int64).int64_value(&[]);
         assert!(
             differ * 100 <= n * h,
             "n {n}: {differ} of {} values differ (rounding order alone moves < 1 %)",
