@@ -9,6 +9,7 @@
 #include "launch.h"
 
 #include <cuda_runtime.h>
+#include <stdint.h>
 
 namespace {
 
@@ -56,11 +57,83 @@ __global__ void rope_kv(const T* __restrict__ qkv, const T* __restrict__ cos,
   }
 }
 
+// The same with 16-byte vectors (V elements): thread x of a block moves channels [x·V, x·V + V) of
+// one head (blockDim.x = head_dim / V), the block's y threads take consecutive tokens, so a
+// prefill moves whole vectors instead of one element per thread (0.155 ms per layer at batch-8
+// prefill on the H100 with the element kernel). Needs head_dim / 2 a multiple of V and 16-byte
+// aligned pointers: a vector never straddles the rotate-half boundary.
+template <typename T, int V>
+__global__ void rope_kv_vec(const T* __restrict__ qkv, const T* __restrict__ cos,
+                            const T* __restrict__ sin, const int64_t* __restrict__ slot_p,
+                            T* __restrict__ q_out, T* __restrict__ k_cache,
+                            T* __restrict__ v_cache, llmprof_k_rope_kv_shape s) {
+  using Vt = llmprof_k::Vec<T, V>;
+  const int hh = blockIdx.x;
+  const int64_t row = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;  // b · tokens + token
+  if (row >= (int64_t)s.batch * s.tokens) return;
+  const int64_t b = row / s.tokens, token = row % s.tokens;
+  const int hd = s.head_dim;
+  const int64_t width = (int64_t)(s.heads + 2 * s.kv_heads) * hd;
+  const T* x = qkv + row * width + (int64_t)hh * hd;
+  const int64_t slot = *slot_p + token;
+  if (hh >= s.heads && (slot < 0 || slot >= s.slots)) return;  // the caller checks; never write out
+  T* dst;
+  if (hh < s.heads) {
+    dst = q_out + ((b * s.heads + hh) * s.tokens + token) * hd;
+  } else {
+    const int kv = hh < s.heads + s.kv_heads ? hh - s.heads : hh - s.heads - s.kv_heads;
+    T* cache = hh < s.heads + s.kv_heads ? k_cache : v_cache;
+    dst = cache + ((b * s.kv_heads + kv) * s.slots + slot) * hd;
+  }
+  const int i0 = threadIdx.x * V;
+  const Vt xv = *reinterpret_cast<const Vt*>(x + i0);
+  if (hh >= s.heads + s.kv_heads) {  // v: copied
+    *reinterpret_cast<Vt*>(dst + i0) = xv;
+    return;
+  }
+  const int half = hd / 2;
+  const bool low = i0 < half;  // the whole vector lies on one side of the boundary
+  const Vt pv = *reinterpret_cast<const Vt*>(x + (low ? i0 + half : i0 - half));
+  const Vt cv = *reinterpret_cast<const Vt*>(cos + row * hd + i0);
+  const Vt sv = *reinterpret_cast<const Vt*>(sin + row * hd + i0);
+  Vt o;
+#pragma unroll
+  for (int c = 0; c < V; ++c) {
+    const float rot = low ? -to_f(pv.e[c]) : to_f(pv.e[c]);
+    const float xc = round_to<T>(__fmul_rn(to_f(xv.e[c]), to_f(cv.e[c])));
+    const float out = s.fused_add ? __fmaf_rn(rot, to_f(sv.e[c]), xc)
+                                  : __fadd_rn(xc, round_to<T>(__fmul_rn(rot, to_f(sv.e[c]))));
+    o.e[c] = from_f<T>(out);
+  }
+  *reinterpret_cast<Vt*>(dst + i0) = o;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+constexpr int64_t kVectorMinRows = 64;
+
 template <typename T>
 int launch_rope_kv(const void* qkv, const void* cos, const void* sin, const int64_t* slot,
                    void* q, void* k_cache, void* v_cache, const llmprof_k_rope_kv_shape& s,
                    cudaStream_t stream) {
-  const dim3 grid((unsigned)(s.heads + 2 * s.kv_heads), (unsigned)(s.batch * s.tokens));
+  constexpr int V = 16 / sizeof(T);
+  const unsigned heads = (unsigned)(s.heads + 2 * s.kv_heads);
+  const int64_t rows = (int64_t)s.batch * s.tokens;
+  const bool vec16 = (s.head_dim / 2) % V == 0 && aligned16(qkv) && aligned16(cos) &&
+                     aligned16(sin) && aligned16(q) && aligned16(k_cache) && aligned16(v_cache);
+  // Vectors for a prefill's many tokens; a decode step's few rows keep the element kernel (2.1 vs
+  // 1.9 µs per call at batch 1 on the H100: one 16-lane row per block leaves most lanes idle).
+  if (vec16 && rows >= kVectorMinRows && s.head_dim / V <= 128) {
+    const int per_head = s.head_dim / V;
+    const int rows_per_block = per_head >= 128 ? 1 : 128 / per_head;
+    const dim3 block((unsigned)per_head, (unsigned)rows_per_block);
+    const dim3 grid(heads, (unsigned)((rows + rows_per_block - 1) / rows_per_block));
+    rope_kv_vec<T, V><<<grid, block, 0, stream>>>(
+        static_cast<const T*>(qkv), static_cast<const T*>(cos), static_cast<const T*>(sin), slot,
+        static_cast<T*>(q), static_cast<T*>(k_cache), static_cast<T*>(v_cache), s);
+    return (int)cudaGetLastError();
+  }
+  const dim3 grid(heads, (unsigned)rows);
   const int threads = s.head_dim < 128 ? s.head_dim : 128;
   rope_kv<T><<<grid, threads, 0, stream>>>(
       static_cast<const T*>(qkv), static_cast<const T*>(cos), static_cast<const T*>(sin), slot,

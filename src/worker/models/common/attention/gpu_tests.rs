@@ -7,22 +7,27 @@ use tch::{Device, Kind, Tensor};
 
 /// MHA (DeepSeek-OCR: 10 heads, the addcmul formula) and GQA (8 query heads on 2 K/V heads, the
 /// mul + add formula), fp32 and bf16, two rows at different positions, one token per row (a
-/// decode step) and five (a prefill): q and the written cache slots must equal libtorch's RoPE
-/// and cache write bit for bit; every other slot stays untouched.
+/// decode step) and 40 (a prefill), head_dim 128 and 72 (the vector and the element kernel):
+/// q and the written cache slots must equal libtorch's RoPE and cache write bit for bit; every
+/// other slot stays untouched.
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn rope_kv_kernel_equals_libtorch_on_a_gpu() {
     assert!(tch::Cuda::is_available(), "no CUDA device");
     let dev = Device::Cuda(0);
-    let (b, hd, slots, slot) = (2i64, 128i64, 16i64, 5i64);
-    let rope = Rope::new(hd, 10_000.0, dev).unwrap();
+    let (b, slots, slot) = (2i64, 64i64, 5i64);
+    // 1 token per row: the element kernel; 40 (80 rows): 16-byte vectors at head_dim 128, at 72
+    // in fp32 only (36 channels are not a multiple of 8 bf16) and the element kernel in bf16.
+    let cases = [
+        (128i64, (10i64, 10i64), 1i64),
+        (128, (8, 2), 1),
+        (128, (10, 10), 40),
+        (128, (8, 2), 40),
+        (72, (4, 4), 40),
+    ];
     for kind in [Kind::Float, Kind::BFloat16] {
-        for ((nh, nkv), t) in [
-            ((10i64, 10i64), 1i64),
-            ((8, 2), 1),
-            ((10, 10), 5),
-            ((8, 2), 5),
-        ] {
+        for (hd, (nh, nkv), t) in cases {
+            let rope = Rope::new(hd, 10_000.0, dev).unwrap();
             let qkv = Tensor::randn([b, t, (nh + 2 * nkv) * hd], (kind, dev));
             let positions = Tensor::arange(t, (Kind::Int64, dev)).view([1, t])
                 + Tensor::from_slice(&[900i64, 37])
@@ -56,7 +61,7 @@ fn rope_kv_kernel_equals_libtorch_on_a_gpu() {
                     apply_rope(x, &cos, &sin).unwrap()
                 }
             };
-            let what = format!("{kind:?} {nh}/{nkv} heads, {t} tokens");
+            let what = format!("{kind:?} {nh}/{nkv} heads of {hd}, {t} tokens");
             assert!(q.equal(&rot(&heads(0, nh))), "{what}: q differs");
             assert!(
                 k_cache.narrow(2, slot, t).equal(&rot(&heads(nh, nkv))),
