@@ -179,11 +179,14 @@ int llmprof_sam_merge_windows(const void* o, int64_t win_h, int64_t win_w, const
 /* DeepSeek MoE routing of fp32 router logits [tokens, experts] in llmprof's kernels: weights [tokens, k]
  * fp32 (softmax, top-k, × scaling), ids [tokens, k] int64, the slots sorted stably by expert
  * (order [tokens·k] int64, slot_token [tokens·k] int64, the inverse permutation slot_pos
- * [tokens·k] int64) and group_ends [experts] int32. At most 256 experts; up to 1024 slots
- * (decode) one launch, above three over many blocks. */
-int llmprof_moe_route(const void* logits, int64_t k, double scaling, const void* weights,
-                      const void* ids, const void* order, const void* slot_token,
-                      const void* slot_pos, const void* group_ends);
+ * [tokens·k] int64), group_ends [experts] int32 and x [tokens, hidden]'s rows in sorted order,
+ * sorted_x [tokens·k, hidden]. At most 256 experts; up to 1024 slots (decode) one launch (the
+ * gather in it up to 4 tokens, else an index_select after), above three over many blocks and an
+ * index_select. */
+int llmprof_moe_route(const void* logits, const void* x, int64_t k, double scaling,
+                      const void* weights, const void* ids, const void* order,
+                      const void* slot_token, const void* slot_pos, const void* group_ends,
+                      const void* sorted_x);
 /* The MoE combine: y [tokens, hidden] = Σ_j weights[t, j]·sorted[slot_pos[t·k + j]] in fp32,
  * rounded to y's dtype, + shared [tokens, hidden] (or NULL). sorted [tokens·k, hidden] and
  * shared like y; weights [tokens, k] fp32; slot_pos [tokens·k] int64 from llmprof_moe_route. */

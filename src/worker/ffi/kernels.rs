@@ -10,6 +10,7 @@ extern "C" {
     fn llmprof_kernels_available() -> c_int;
     fn llmprof_moe_route(
         logits: *const c_void,
+        x: *const c_void,
         k: i64,
         scaling: f64,
         weights: *const c_void,
@@ -18,6 +19,7 @@ extern "C" {
         slot_token: *const c_void,
         slot_pos: *const c_void,
         group_ends: *const c_void,
+        sorted_x: *const c_void,
     ) -> c_int;
     fn llmprof_moe_combine(
         sorted: *const c_void,
@@ -110,15 +112,25 @@ pub struct MoeRouting {
     pub slot_pos: Tensor,
     /// [experts] int32: cumulative slot counts per expert (grouped GEMM group ends).
     pub group_ends: Tensor,
+    /// [tokens·k, hidden]: the token rows of `x` in sorted slot order (the expert GEMMs' input).
+    pub sorted_x: Tensor,
 }
 
-/// DeepSeek MoE routing of fp32 router logits [tokens, experts] on a CUDA device in llmprof's
-/// kernels; experts ≤ [`MOE_ROUTE_MAX_EXPERTS`]. Up to 1,024 slots (tokens·k: decode steps) one block does
-/// it all; above (a prefill), three launches over many blocks.
-pub fn moe_route(logits: &Tensor, k: i64, scaling: f64) -> Result<MoeRouting, ShimError> {
+/// DeepSeek MoE routing of fp32 router logits [tokens, experts] of the token rows `x` [tokens,
+/// hidden] (contiguous) on a CUDA device in llmprof's kernels; experts ≤
+/// [`MOE_ROUTE_MAX_EXPERTS`]. Up to 1,024 slots (tokens·k: decode steps) one block does it all,
+/// for up to 4 tokens the gather of `x`'s rows included (else an index_select); above (a
+/// prefill), three launches over many blocks and an index_select.
+pub fn moe_route(
+    logits: &Tensor,
+    x: &Tensor,
+    k: i64,
+    scaling: f64,
+) -> Result<MoeRouting, ShimError> {
     let (n, e) = logits
         .size2()
         .map_err(|err| ShimError::new(format!("moe_route: logits: {err}")))?;
+    let hidden = x.size().last().copied().unwrap_or(0);
     let dev = logits.device();
     let r = MoeRouting {
         weights: empty(&[n, k], (tch::Kind::Float, dev))?,
@@ -127,11 +139,13 @@ pub fn moe_route(logits: &Tensor, k: i64, scaling: f64) -> Result<MoeRouting, Sh
         slot_token: empty(&[n * k], (tch::Kind::Int64, dev))?,
         slot_pos: empty(&[n * k], (tch::Kind::Int64, dev))?,
         group_ends: empty(&[e], (tch::Kind::Int, dev))?,
+        sorted_x: empty(&[n * k, hidden], (x.kind(), x.device()))?,
     };
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
     check(unsafe {
         llmprof_moe_route(
             ptr(logits),
+            ptr(x),
             k,
             scaling,
             ptr(&r.weights),
@@ -140,6 +154,7 @@ pub fn moe_route(logits: &Tensor, k: i64, scaling: f64) -> Result<MoeRouting, Sh
             ptr(&r.slot_token),
             ptr(&r.slot_pos),
             ptr(&r.group_ends),
+            ptr(&r.sorted_x),
         )
     })?;
     Ok(r)

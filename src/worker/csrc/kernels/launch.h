@@ -66,17 +66,21 @@ int llmprof_k_sam_merge_windows(int dtype, const void* o, const int64_t* o_strid
 #define LLMPROF_K_MOE_MAX_EXPERTS 256
 #define LLMPROF_K_MOE_MAX_SLOTS 4096
 #define LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS 1024
+/* Tokens up to which the one-block router also gathers x's rows (csrc/kernels.cpp). */
+#define LLMPROF_K_MOE_GATHER_MAX_TOKENS 4
 
 /* DeepSeek MoE routing of `tokens` rows of fp32 router logits [tokens, experts]: softmax, greedy
  * top-k (no renormalisation) × scaling → weights [tokens, k] fp32 and ids [tokens, k] int64 (in
  * descending order of weight; equal logits: lower id first); the slots (token·k + j) sorted
  * stably by expert → order [tokens·k] int64, their tokens slot_token [tokens·k] int64 and the
  * inverse permutation slot_pos [tokens·k] int64 (slot → sorted row); the cumulative expert counts
- * group_ends [experts] int32. The one-block router: one launch, tokens·k ≤ MAX_SLOTS. */
+ * group_ends [experts] int32. The one-block router: one launch, tokens·k ≤ MAX_SLOTS; with x
+ * [tokens, row_bytes] (not NULL) it also copies each sorted slot's token row to sorted_x
+ * [tokens·k, row_bytes], the expert GEMMs' input. */
 int llmprof_k_moe_route_one_block(const float* logits, int64_t tokens, int experts, int k,
                                   float scaling, float* weights, int64_t* ids, int64_t* order,
                                   int64_t* slot_token, int64_t* slot_pos, int32_t* group_ends,
-                                  void* stream);
+                                  const void* x, int64_t row_bytes, void* sorted_x, void* stream);
 
 /* The same outputs from three launches over many blocks (any number of tokens): route the tokens
  * and count experts per block of tokens, scan the counts, place each block's slots. scratch:

@@ -8,6 +8,7 @@
 #include "moe_route_token.cuh"
 
 #include <cuda_runtime.h>
+#include <stdint.h>
 
 namespace {
 
@@ -23,7 +24,9 @@ static_assert(LLMPROF_K_MOE_MAX_EXPERTS <= 256, "slot_expert holds an expert id 
 __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int experts, int k,
                           float scaling, float* __restrict__ weights, int64_t* __restrict__ ids,
                           int64_t* __restrict__ order, int64_t* __restrict__ slot_token,
-                          int64_t* __restrict__ slot_pos, int32_t* __restrict__ group_ends) {
+                          int64_t* __restrict__ slot_pos, int32_t* __restrict__ group_ends,
+                          const unsigned char* __restrict__ x, int64_t row_bytes,
+                          unsigned char* __restrict__ sorted_x) {
   __shared__ int counts[LLMPROF_K_MOE_MAX_EXPERTS];
   __shared__ int starts[LLMPROF_K_MOE_MAX_EXPERTS];
   __shared__ unsigned char slot_expert[LLMPROF_K_MOE_MAX_SLOTS];  // one byte: experts ≤ 256
@@ -79,6 +82,23 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
       pos += __popc(ballot);
     }
   }
+
+  // The expert GEMMs' input rows in sorted order (replaces an index_select launch per layer).
+  if (x == nullptr) return;
+  __syncthreads();  // every warp's slot_token writes
+  const bool vec16 = row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                     reinterpret_cast<uintptr_t>(sorted_x) % 16 == 0;
+  for (int64_t pos = warp; pos < slots; pos += kWarps) {
+    const unsigned char* src = x + slot_token[pos] * row_bytes;
+    unsigned char* dst = sorted_x + pos * row_bytes;
+    if (vec16) {
+      for (int64_t i = lane; i < row_bytes / 16; i += 32) {
+        reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
+      }
+    } else {
+      for (int64_t i = lane; i < row_bytes; i += 32) dst[i] = src[i];
+    }
+  }
 }
 
 }  // namespace
@@ -87,12 +107,14 @@ extern "C" int llmprof_k_moe_route_one_block(const float* logits, int64_t tokens
                                              int k, float scaling, float* weights, int64_t* ids,
                                              int64_t* order, int64_t* slot_token,
                                              int64_t* slot_pos, int32_t* group_ends,
+                                             const void* x, int64_t row_bytes, void* sorted_x,
                                              void* stream) {
   if (experts < 1 || experts > LLMPROF_K_MOE_MAX_EXPERTS || k < 1 || k > experts ||
       tokens * k > LLMPROF_K_MOE_MAX_SLOTS) {
     return (int)cudaErrorInvalidValue;
   }
   moe_route<<<1, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      logits, tokens, experts, k, scaling, weights, ids, order, slot_token, slot_pos, group_ends);
+      logits, tokens, experts, k, scaling, weights, ids, order, slot_token, slot_pos, group_ends,
+      static_cast<const unsigned char*>(x), row_bytes, static_cast<unsigned char*>(sorted_x));
   return (int)cudaGetLastError();
 }

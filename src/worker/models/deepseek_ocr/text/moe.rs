@@ -134,13 +134,14 @@ impl Moe {
         let (b, t, h) = x.size3()?;
         let xs = x.f_reshape([b * t, h])?; // (n, h)
         if self.uses_routing_kernel(&xs) {
+            let xs = xs.f_contiguous()?;
             let logits = if b * t <= ROUTER_LOGITS_KERNEL_MAX_TOKENS {
-                kernels::router_logits(&xs.f_contiguous()?, &self.gate_f32)?
+                kernels::router_logits(&xs, &self.gate_f32)?
             } else {
                 self.router_logits(&xs)? // a prefill: cuBLAS's fp32 GEMM beats the GEMV kernel
             };
-            let r = kernels::moe_route(&logits, self.top_k, self.scaling)?;
-            let sorted = self.experts_grouped_sorted(&xs, &r.slot_token, &r.group_ends)?;
+            let r = kernels::moe_route(&logits, &xs, self.top_k, self.scaling)?;
+            let sorted = self.experts_on_sorted_rows(&r.sorted_x, &r.group_ends)?;
             if self.combine_kernel && b * t <= kernels::MOE_COMBINE_MAX_TOKENS {
                 let shared = self.shared.as_ref().map(|s| s.forward(&xs)).transpose()?;
                 let y = kernels::moe_combine(&sorted, &r.slot_pos, &r.weights, shared.as_ref())?;
@@ -250,30 +251,24 @@ impl Moe {
         let (order, counts) = self.sort_slots(idx)?;
         let offs = counts.f_cumsum(0, Kind::Int)?; // (e) int32 group ends
         let slot_token = order.f_floor_divide_scalar(self.top_k)?;
-        let sorted = self.experts_grouped_sorted(xs, &slot_token, &offs)?;
+        let sorted = self.experts_on_sorted_rows(&xs.f_index_select(0, &slot_token)?, &offs)?;
         let (n, h) = xs.size2()?;
         unsort(&sorted, &order, n, self.top_k, h)
     }
 
-    /// Grouped GEMMs over slots already sorted by expert: `slot_token` [N·k] the token of each
-    /// sorted slot, `offs` [E] int32 group ends → expert outputs [N·k, H] in sorted order.
-    fn experts_grouped_sorted(
-        &self,
-        xs: &Tensor,
-        slot_token: &Tensor,
-        offs: &Tensor,
-    ) -> Result<Tensor> {
-        // Tokens in slot order (n·k, h). _grouped_mm takes B as [E, K, N]; the transposed views
-        // of [E, N, K] weights are the column-major layout its CUDA kernel wants.
-        let sorted_x = xs.f_index_select(0, slot_token)?;
+    /// Grouped GEMMs over the token rows of the slots sorted by expert, `sorted_x` [N·k, H], with
+    /// `offs` [E] int32 group ends → expert outputs [N·k, H] in sorted order.
+    fn experts_on_sorted_rows(&self, sorted_x: &Tensor, offs: &Tensor) -> Result<Tensor> {
+        // _grouped_mm takes B as [E, K, N]; the transposed views of [E, N, K] weights are the
+        // column-major layout its CUDA kernel wants.
         let gmm = |a: &Tensor, w: &Tensor| -> Result<Tensor> {
             Ok(a.f_internal_grouped_mm::<&Tensor>(&w.f_transpose(1, 2)?, Some(offs), None, None)?)
         };
         let act = match &self.gate_up {
-            GateUp::Split { gate, up } => gmm(&sorted_x, gate)?
-                .f_silu()?
-                .f_mul(&gmm(&sorted_x, up)?)?,
-            GateUp::Fused(w) => silu_mul_last(&gmm(&sorted_x, w)?, self.swiglu_kernel)?,
+            GateUp::Split { gate, up } => {
+                gmm(sorted_x, gate)?.f_silu()?.f_mul(&gmm(sorted_x, up)?)?
+            }
+            GateUp::Fused(w) => silu_mul_last(&gmm(sorted_x, w)?, self.swiglu_kernel)?,
         }; // (n·k, f)
         gmm(&act, &self.w_down) // (n·k, h), sorted order
     }

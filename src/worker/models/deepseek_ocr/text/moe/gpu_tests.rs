@@ -5,18 +5,20 @@ use crate::ffi::kernels;
 use tch::{Device, Kind, Tensor};
 
 /// The routing kernels against softmax + top-k + the stable expert sort in libtorch, on the
-/// GPU, 64 experts, top-6: the one-block router at decode sizes (1, 32 and 170 tokens: up to
-/// 1,020 slots) and the many-block router at prefill sizes (171 tokens, just above; a 914-token
-/// page; 32 such pages).
+/// GPU, 64 experts, top-6: the one-block router at decode sizes (1 and 4 tokens: the gather of
+/// the expert inputs in the kernel; 5 and 170 tokens: an index_select after, up to 1,020 slots)
+/// and the many-block router at prefill sizes (171 tokens, just above; a 914-token page; 32 such
+/// pages).
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn routing_kernel_equals_libtorch_routing_on_a_gpu() {
     assert!(tch::Cuda::is_available(), "no CUDA device");
     let dev = Device::Cuda(0);
     let (e, k, scaling) = (64i64, 6i64, 2.5);
-    for n in [1i64, 32, 170, 171, 914, 32 * 914] {
+    for n in [1i64, 4, 5, 170, 171, 914, 32 * 914] {
         let logits = Tensor::randn([n, e], (Kind::Float, dev)) * 3.0;
-        let r = kernels::moe_route(&logits, k, scaling).unwrap();
+        let x = Tensor::randn([n, 1280], (Kind::BFloat16, dev));
+        let r = kernels::moe_route(&logits, &x, k, scaling).unwrap();
         // Sorted, as the kernel returns them (the libtorch route leaves them unsorted; the
         // combine does not depend on the order).
         let (w, idx) = logits.softmax(-1, Kind::Float).topk(k, -1, true, true);
@@ -41,6 +43,10 @@ fn routing_kernel_equals_libtorch_routing_on_a_gpu() {
         let order = flat.argsort_stable(true, 0, false);
         assert!(r.order.equal(&order), "n {n}: slot order differs");
         assert!(r.slot_token.equal(&order.floor_divide_scalar(k)));
+        assert!(
+            r.sorted_x.equal(&x.index_select(0, &r.slot_token)),
+            "n {n}: sorted rows differ from x's rows in slot order"
+        );
         let counts = Tensor::zeros([e], (Kind::Int64, dev)).scatter_add(
             0,
             &flat,
@@ -103,7 +109,8 @@ fn combine_kernel_equals_libtorch_combine_on_a_gpu() {
     let (e, k, h) = (64i64, 6i64, 1280i64);
     for (n, with_shared) in [(1i64, true), (32, true), (600, false)] {
         let logits = Tensor::randn([n, e], (Kind::Float, dev)) * 3.0;
-        let r = kernels::moe_route(&logits, k, 2.5).unwrap();
+        let x = Tensor::randn([n, h], (Kind::BFloat16, dev));
+        let r = kernels::moe_route(&logits, &x, k, 2.5).unwrap();
         let sorted = Tensor::randn([n * k, h], (Kind::BFloat16, dev));
         let shared = with_shared.then(|| Tensor::randn([n, h], (Kind::BFloat16, dev)));
         let got = kernels::moe_combine(&sorted, &r.slot_pos, &r.weights, shared.as_ref()).unwrap();
