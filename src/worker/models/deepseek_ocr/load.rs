@@ -1,0 +1,135 @@
+//! Building a [`DeepseekOcr`] from weights: each part the weights hold, with the implementation
+//! choices of `runtime.optim`, after checking that the kernels those choices need were built.
+
+use super::{text, vision, ArchConfig, DeepseekOcr, Encoder, Part, Weights};
+use crate::models::common::optim::ModelOptim;
+use crate::models::common::shape_graphs::ShapeGraphs;
+use anyhow::{Context, Result};
+use std::path::Path;
+use tch::{Device, Kind};
+use vision::clip::Clip;
+use vision::projector::Projector;
+use vision::query_encoder::QueryEncoder;
+use vision::sam::Sam;
+
+impl DeepseekOcr {
+    /// Builds every part `weights` holds. Consumes the weights so per-expert tensors that the MoE
+    /// restacks are freed.
+    pub fn load(weights: Weights, cfg: &ArchConfig) -> Result<Self> {
+        Self::load_with(weights, cfg, &ModelOptim::default())
+    }
+
+    /// [`DeepseekOcr::load`] with explicit decoder implementation choices.
+    pub fn load_with(weights: Weights, cfg: &ArchConfig, optim: &ModelOptim) -> Result<Self> {
+        cfg.validate()?;
+        if weights.device().is_cuda() {
+            let has = |p| weights.has_part(p);
+            crate::ffi::kernels::require(
+                "sam_cuda_kernels",
+                optim.sam_cuda_kernels && optim.sam_fused_rel_pos && has(Part::Sam),
+            )?;
+            crate::ffi::kernels::require(
+                "add_layer_norm_kernel",
+                optim.add_layer_norm_kernel && (has(Part::Sam) || has(Part::Encoder)),
+            )?;
+            crate::ffi::kernels::require(
+                "quick_gelu_kernel",
+                optim.quick_gelu_kernel && cfg.clip.is_some() && has(Part::Encoder),
+            )?;
+            crate::ffi::kernels::require(
+                "moe_routing_kernel",
+                optim.moe_routing_kernel && optim.grouped_moe && has(Part::Decoder),
+            )?;
+            crate::ffi::kernels::require(
+                "moe_combine_kernel",
+                optim.moe_combine_kernel && optim.moe_routing_kernel && has(Part::Decoder),
+            )?;
+        }
+        let weights_on_gpu = weights.device().is_cuda();
+        let vs = weights.root();
+        let model = vs.sub("model");
+        let sam = if weights.has_part(Part::Sam) {
+            let sam_optim = vision::sam_attention::SamOptim {
+                fused_rel_pos: optim.sam_fused_rel_pos,
+                fused_windows: optim.sam_fused_windows,
+                cuda_kernels: optim.sam_cuda_kernels,
+                rel_pos_gemm: optim.sam_rel_pos_gemm,
+                proj_in_windows: optim.sam_proj_in_windows,
+                patch_gemm: optim.sam_patch_gemm,
+                add_layer_norm_kernel: optim.add_layer_norm_kernel,
+            };
+            Some(Sam::load(&model.sub("sam_model"), &cfg.sam, sam_optim).context("loading SAM")?)
+        } else {
+            None
+        };
+        let encoder = if weights.has_part(Part::Encoder) {
+            Some(match (&cfg.clip, &cfg.query_encoder) {
+                (Some(c), _) => Encoder::Clip(
+                    Clip::load(
+                        &model.sub("vision_model"),
+                        c,
+                        vision::clip::ClipOptim {
+                            add_layer_norm_kernel: optim.add_layer_norm_kernel,
+                            quick_gelu_kernel: optim.quick_gelu_kernel,
+                        },
+                    )
+                    .context("loading CLIP")?,
+                ),
+                (None, Some(q)) => Encoder::Queries(
+                    QueryEncoder::load(&model.sub("qwen2_model"), q, cfg.pixels_per_token(), optim)
+                        .context("loading the query encoder")?,
+                ),
+                (None, None) => anyhow::bail!("the architecture has no encoder after SAM"),
+            })
+        } else {
+            None
+        };
+        let projector = if weights.has_part(Part::Projector) {
+            Some(
+                Projector::load(&model, &cfg.projector, cfg.token_layout())
+                    .context("loading projector")?,
+            )
+        } else {
+            None
+        };
+        let decoder = if weights.has_part(Part::Decoder) {
+            Some(text::decoder::load(&vs, &cfg.decoder, optim).context("loading decoder")?)
+        } else {
+            None
+        };
+        Ok(DeepseekOcr {
+            cfg: cfg.clone(),
+            sam,
+            encoder,
+            projector,
+            decoder,
+            device: weights.device(),
+            kind: weights.kind(),
+            vision_batch: None,
+            uint8_upload: optim.vision_uint8_upload,
+            vision_graphs: ShapeGraphs::new(
+                optim.vision_cuda_graph && weights_on_gpu,
+                "runtime.optim.vision_cuda_graph",
+            ),
+        })
+    }
+
+    /// Loads `parts` from a checkpoint file or folder.
+    pub fn from_checkpoint(
+        path: &Path,
+        cfg: &ArchConfig,
+        parts: &[Part],
+        device: Device,
+        kind: Kind,
+    ) -> Result<Self> {
+        Self::load(Weights::load(path, cfg, parts, device, kind)?, cfg)
+    }
+
+    /// Seeded random weights for all parts, built on the device.
+    pub fn synthetic(cfg: &ArchConfig, seed: i64, device: Device, kind: Kind) -> Result<Self> {
+        Self::load(
+            Weights::synthetic(cfg, &Part::ALL, seed, device, kind)?,
+            cfg,
+        )
+    }
+}
