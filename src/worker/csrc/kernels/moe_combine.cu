@@ -7,6 +7,7 @@
 #include "launch.h"
 
 #include <cuda_runtime.h>
+#include <stdint.h>
 
 namespace {
 
@@ -40,10 +41,60 @@ __global__ void moe_combine(const T* __restrict__ sorted, const int64_t* __restr
   y[t * hidden + d] = from_f<T>(out);
 }
 
+// A prefill's many tokens: 16-byte vectors (V elements), the block's x threads over a token's
+// channels, its y threads over tokens; the same sums in the same order as the element kernel
+// (0.138 ms per layer at batch-8 prefill on the H100 with one element per thread).
+template <typename T, int V>
+__global__ void moe_combine_vec(const T* __restrict__ sorted, const int64_t* __restrict__ slot_pos,
+                                const float* __restrict__ weights, const T* __restrict__ shared,
+                                T* __restrict__ y, int64_t tokens, int64_t hidden, int k) {
+  using Vt = llmprof_k::Vec<T, V>;
+  const int64_t t = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
+  if (t >= tokens) return;
+  for (int64_t i = threadIdx.x; i < hidden / V; i += blockDim.x) {
+    float acc[V];
+#pragma unroll
+    for (int c = 0; c < V; ++c) acc[c] = 0.f;
+    for (int j = 0; j < k; ++j) {
+      const float w = weights[t * k + j];
+      const Vt x = reinterpret_cast<const Vt*>(sorted + slot_pos[t * k + j] * hidden)[i];
+#pragma unroll
+      for (int c = 0; c < V; ++c) acc[c] = __fadd_rn(acc[c], __fmul_rn(to_f(x.e[c]), w));
+    }
+    Vt sh;
+    if (shared != nullptr) sh = reinterpret_cast<const Vt*>(shared + t * hidden)[i];
+    Vt o;
+#pragma unroll
+    for (int c = 0; c < V; ++c) {
+      float out = round_to<T>(acc[c]);
+      if (shared != nullptr) out = __fadd_rn(out, to_f(sh.e[c]));
+      o.e[c] = from_f<T>(out);
+    }
+    reinterpret_cast<Vt*>(y + t * hidden)[i] = o;
+  }
+}
+
+constexpr int64_t kVectorMinTokens = 64;
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 template <typename T>
 int launch_combine(const void* sorted, const int64_t* slot_pos, const float* weights,
                    const void* shared, void* y, int64_t tokens, int64_t hidden, int k,
                    cudaStream_t stream) {
+  constexpr int V = 16 / sizeof(T);
+  if (tokens >= kVectorMinTokens && hidden % V == 0 && aligned16(sorted) && aligned16(y) &&
+      (shared == nullptr || aligned16(shared))) {
+    const int64_t vecs = hidden / V;
+    const unsigned bx = (unsigned)(vecs < 256 ? vecs : 256);
+    const unsigned by = 256 / bx > 0 ? 256 / bx : 1;
+    const dim3 block(bx, by);
+    const unsigned blocks = (unsigned)((tokens + by - 1) / by);
+    moe_combine_vec<T, V><<<blocks, block, 0, stream>>>(
+        static_cast<const T*>(sorted), slot_pos, weights, static_cast<const T*>(shared),
+        static_cast<T*>(y), tokens, hidden, k);
+    return (int)cudaGetLastError();
+  }
   const dim3 grid((unsigned)((hidden + kThreads - 1) / kThreads), (unsigned)tokens);
   moe_combine<T><<<grid, kThreads, 0, stream>>>(
       static_cast<const T*>(sorted), slot_pos, weights, static_cast<const T*>(shared),

@@ -98,8 +98,8 @@ fn router_logits_kernel_matches_the_fp32_gemm_on_a_gpu() {
 }
 
 /// The combine kernel against the libtorch combine it replaces (unsort, fp32 weighted sum,
-/// rounding, + shared experts), in bf16 at decode and prefill sizes, with and without shared
-/// experts. The sums may add in another order, so a rounding may go the other way: values may
+/// rounding, + shared experts), in bf16 at decode sizes (the element kernel) and prefill sizes
+/// (600 and 2,000 tokens: the vector kernel), with and without shared experts. The sums may add in another order, so a rounding may go the other way: values may
 /// differ by one bf16 ulp of the routed sum and one of the result.
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
@@ -107,7 +107,7 @@ fn combine_kernel_equals_libtorch_combine_on_a_gpu() {
     assert!(tch::Cuda::is_available(), "no CUDA device");
     let dev = Device::Cuda(0);
     let (e, k, h) = (64i64, 6i64, 1280i64);
-    for (n, with_shared) in [(1i64, true), (32, true), (600, false)] {
+    for (n, with_shared) in [(1i64, true), (32, true), (600, false), (2000, true)] {
         let logits = Tensor::randn([n, e], (Kind::Float, dev)) * 3.0;
         let x = Tensor::randn([n, h], (Kind::BFloat16, dev));
         let r = kernels::moe_route(&logits, &x, k, 2.5).unwrap();
