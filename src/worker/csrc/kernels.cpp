@@ -191,6 +191,7 @@ int llmprof_rope_kv(const void* qkv_p, const void* cos_p, const void* sin_p, con
     TORCH_CHECK(heads > 0 && kv_heads > 0 && heads % kv_heads == 0, heads, " heads and ", kv_heads,
                 " kv heads: heads must be a positive multiple of kv heads");
     const int64_t batch = qkv.size(0), tokens = qkv.size(1), width = qkv.size(2);
+    TORCH_CHECK(batch >= 1 && tokens >= 1, "qkv must hold at least one token, got ", qkv.sizes());
     TORCH_CHECK(batch * tokens <= LLMPROF_K_MAX_GRID_Y, "rope_kv takes at most ",
                 LLMPROF_K_MAX_GRID_Y, " tokens per call (batch x tokens), got ", qkv.sizes());
     TORCH_CHECK(width % (heads + 2 * kv_heads) == 0, "qkv width ", width, " is not (", heads,
@@ -204,6 +205,7 @@ int llmprof_rope_kv(const void* qkv_p, const void* cos_p, const void* sin_p, con
     TORCH_CHECK(k_cache.dim() == 4, "k_cache must be [B, kv_heads, slots, head_dim], got ",
                 k_cache.sizes());
     const int64_t slots = k_cache.size(2);
+    TORCH_CHECK(slots >= 1, "k_cache has no slots, got ", k_cache.sizes());
     check_like(k_cache, qkv, "k_cache", {batch, kv_heads, slots, hd});
     check_like(tensor_arg(v_cache_p, "v_cache"), qkv, "v_cache", {batch, kv_heads, slots, hd});
     const auto& slot = tensor_arg(slot_p, "slot");

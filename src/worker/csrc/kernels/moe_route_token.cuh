@@ -1,7 +1,9 @@
 // One token's DeepSeek MoE routing by one warp, shared by the one-block router (moe_route.cu) and
 // the many-block one (moe_route_many.cu): fp32 softmax over the router logits spread over the
 // lanes (expert e in lane e % 32, register e / 32), then k greedy top-1 rounds as warp
-// reductions; ties go to the lower expert (the order a serial strictly-greater scan gives).
+// reductions; ties go to the lower expert (the order a serial strictly-greater scan gives). A NaN
+// logit counts as +∞, so every round has a winner below `experts` (its weights come out NaN, as
+// libtorch's softmax gives them) and no slot is left unsorted.
 #ifndef LLMPROF_KERNELS_MOE_ROUTE_TOKEN_CUH
 #define LLMPROF_KERNELS_MOE_ROUTE_TOKEN_CUH
 #include "launch.h"
@@ -28,6 +30,7 @@ __device__ __forceinline__ void route_token(const float* __restrict__ row, int e
   for (int i = 0; i < kRoutePerLane; ++i) {
     const int e = lane + 32 * i;
     v[i] = e < experts ? row[e] : -INFINITY;
+    if (isnan(v[i])) v[i] = INFINITY;  // NaN ranks highest, as in torch.topk; never no winner
     mx = fmaxf(mx, v[i]);
   }
   for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));

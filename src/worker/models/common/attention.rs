@@ -129,8 +129,8 @@ pub struct Attention {
     kv_heads: i64,
     head_dim: i64,
     sdpa: bool,
-    /// Decode steps on a GPU with the fused projection: RoPE and the K/V write in llmprof's
-    /// kernel (`runtime.optim.rope_kv_kernel`).
+    /// Decode steps and prefills on a GPU with the fused projection (a static cache): RoPE and
+    /// the K/V write in llmprof's kernel (`runtime.optim.rope_kv_kernel`).
     pub rope_kv_kernel: bool,
     /// Decode steps on a GPU (head_dim 64 or 128): attention over the written slots in
     /// llmprof's kernel (`runtime.optim.decode_attention_kernel`).

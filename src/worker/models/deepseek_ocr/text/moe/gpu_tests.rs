@@ -69,6 +69,43 @@ fn routing_kernel_equals_libtorch_routing_on_a_gpu() {
     }
 }
 
+/// A token whose router logits are NaN (a NaN hidden row) must not break the sort: both routers
+/// rank NaN highest, as torch.topk does, so every slot gets an expert below 64 and a sorted row.
+#[test]
+#[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+fn routing_kernels_keep_a_nan_token_in_range_on_a_gpu() {
+    assert!(tch::Cuda::is_available(), "no CUDA device");
+    let dev = Device::Cuda(0);
+    let (e, k) = (64i64, 6i64);
+    for n in [1i64, 4, 914] {
+        let logits = Tensor::randn([n, e], (Kind::Float, dev));
+        let _ = logits.get(0).fill_(f64::NAN);
+        let x = Tensor::randn([n, 1280], (Kind::BFloat16, dev));
+        let r = kernels::moe_route(&logits, &x, k, 1.0).unwrap();
+        let ids = r.ids.reshape([-1]);
+        assert!(
+            bool::try_from(ids.ge(0).logical_and(&ids.lt(e)).all()).unwrap(),
+            "n {n}: expert ids out of range"
+        );
+        let pos = Tensor::zeros([n * k], (Kind::Int64, dev)).index_put(
+            &[Some(&r.order)],
+            &Tensor::arange(n * k, (Kind::Int64, dev)),
+            false,
+        );
+        assert!(
+            r.slot_pos.equal(&pos),
+            "n {n}: slot_pos is not the inverse of order"
+        );
+        let sorted = r.order.sort(0, false).0;
+        assert!(
+            sorted.equal(&Tensor::arange(n * k, (Kind::Int64, dev))),
+            "n {n}: order is not a permutation of the slots"
+        );
+        let ends = Vec::<i32>::try_from(&r.group_ends.to_device(Device::Cpu)).unwrap();
+        assert_eq!(*ends.last().unwrap() as i64, n * k, "n {n}: group ends");
+    }
+}
+
 /// The router-logits kernel against the fp32 GEMM of x cast to fp32, within what adding the
 /// hidden products in another order can move a sum (hidden·ε₃₂ of the sum of magnitudes).
 #[test]
