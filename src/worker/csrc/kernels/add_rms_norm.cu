@@ -7,10 +7,10 @@
 #include "launch.h"
 
 #include <cuda_runtime.h>
-#include <stdint.h>
 
 namespace {
 
+using llmprof_k::aligned16;
 using llmprof_k::from_f;
 using llmprof_k::round_to;
 using llmprof_k::to_f;
@@ -121,8 +121,6 @@ int launch_rows(const void* x, const void* delta, const void* weight, void* sum,
       static_cast<T*>(sum), static_cast<T*>(out), rows, hidden, eps);
   return (int)cudaGetLastError();
 }
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <typename T>
 int launch_add_rms_norm(const void* x, const void* delta, const void* weight, void* sum, void* out,

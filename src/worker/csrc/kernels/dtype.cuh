@@ -6,6 +6,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <stdint.h>
 
 namespace llmprof_k {
 
@@ -25,6 +26,11 @@ template <> __device__ __forceinline__ __half from_f<__half>(float x) { return _
 __device__ __forceinline__ float to_f(float x) { return x; }
 __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+
+// Whether `p` may be read or written as 16-byte vectors (host launchers and device code alike).
+__host__ __device__ __forceinline__ bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 // `x` rounded to T and back: the value libtorch stores after an op in T.
 template <typename T> __device__ __forceinline__ float round_to(float x) {

@@ -60,11 +60,10 @@ int llmprof_k_sam_fill_rel_pos(int dtype, const void* prod, int64_t prod_cols, v
 int llmprof_k_sam_merge_windows(int dtype, const void* o, const int64_t* o_strides, void* out,
                                 llmprof_k_sam_shape shape, int vec16, void* stream);
 
-/* Limits of the MoE routers: experts per layer (both), token slots (tokens × k) per call of the
- * one-block router, and the slots up to which the shim picks it (decode steps; above, the
- * many-block router: on an H100 the one block took 247 µs for a 914-token prefill). */
+/* Limits of the MoE routers: experts per layer (both), and token slots (tokens × k) per call of
+ * the one-block router, which the shim picks up to there (decode steps; above, the many-block
+ * router: on an H100 the one block took 247 µs for a 914-token prefill). */
 #define LLMPROF_K_MOE_MAX_EXPERTS 256
-#define LLMPROF_K_MOE_MAX_SLOTS 4096
 #define LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS 1024
 /* Tokens up to which the one-block router also gathers x's rows (csrc/kernels.cpp). */
 #define LLMPROF_K_MOE_GATHER_MAX_TOKENS 4
@@ -74,8 +73,8 @@ int llmprof_k_sam_merge_windows(int dtype, const void* o, const int64_t* o_strid
  * descending order of weight; equal logits: lower id first); the slots (token·k + j) sorted
  * stably by expert → order [tokens·k] int64, their tokens slot_token [tokens·k] int64 and the
  * inverse permutation slot_pos [tokens·k] int64 (slot → sorted row); the cumulative expert counts
- * group_ends [experts] int32. The one-block router: one launch, tokens·k ≤ MAX_SLOTS; with x
- * [tokens, row_bytes] (not NULL) it also copies each sorted slot's token row to sorted_x
+ * group_ends [experts] int32. The one-block router: one launch, tokens·k ≤ ONE_BLOCK_MAX_SLOTS;
+ * with x [tokens, row_bytes] (not NULL) it also copies each sorted slot's token row to sorted_x
  * [tokens·k, row_bytes], the expert GEMMs' input. */
 int llmprof_k_moe_route_one_block(const float* logits, int64_t tokens, int experts, int k,
                                   float scaling, float* weights, int64_t* ids, int64_t* order,

@@ -7,10 +7,10 @@
 #include "launch.h"
 
 #include <cuda_runtime.h>
-#include <stdint.h>
 
 namespace {
 
+using llmprof_k::aligned16;
 using llmprof_k::from_f;
 using llmprof_k::round_to;
 using llmprof_k::to_f;
@@ -75,8 +75,6 @@ __global__ void moe_combine_vec(const T* __restrict__ sorted, const int64_t* __r
 }
 
 constexpr int64_t kVectorMinTokens = 64;
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <typename T>
 int launch_combine(const void* sorted, const int64_t* slot_pos, const float* weights,

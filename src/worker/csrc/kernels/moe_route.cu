@@ -4,11 +4,11 @@
 // group ends that the grouped GEMMs take. It replaces softmax, top-k, the scaling, the expert
 // counts (scatter_add), the stable argsort, the cumulative sum and the slot → token division:
 // about ten launches per MoE layer (docs/performance.md, "MoE routing").
+#include "dtype.cuh"
 #include "launch.h"
 #include "moe_route_token.cuh"
 
 #include <cuda_runtime.h>
-#include <stdint.h>
 
 namespace {
 
@@ -29,7 +29,7 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
                           unsigned char* __restrict__ sorted_x) {
   __shared__ int counts[LLMPROF_K_MOE_MAX_EXPERTS];
   __shared__ int starts[LLMPROF_K_MOE_MAX_EXPERTS];
-  __shared__ unsigned char slot_expert[LLMPROF_K_MOE_MAX_SLOTS];  // one byte: experts ≤ 256
+  __shared__ unsigned char slot_expert[LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS];  // one byte: experts ≤ 256
   for (int e = threadIdx.x; e < experts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
 
@@ -86,8 +86,8 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
   // The expert GEMMs' input rows in sorted order (replaces an index_select launch per layer).
   if (x == nullptr) return;
   __syncthreads();  // every warp's slot_token writes
-  const bool vec16 = row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
-                     reinterpret_cast<uintptr_t>(sorted_x) % 16 == 0;
+  const bool vec16 =
+      row_bytes % 16 == 0 && llmprof_k::aligned16(x) && llmprof_k::aligned16(sorted_x);
   for (int64_t pos = warp; pos < slots; pos += kWarps) {
     const unsigned char* src = x + slot_token[pos] * row_bytes;
     unsigned char* dst = sorted_x + pos * row_bytes;
@@ -110,7 +110,7 @@ extern "C" int llmprof_k_moe_route_one_block(const float* logits, int64_t tokens
                                              const void* x, int64_t row_bytes, void* sorted_x,
                                              void* stream) {
   if (experts < 1 || experts > LLMPROF_K_MOE_MAX_EXPERTS || k < 1 || k > experts ||
-      tokens * k > LLMPROF_K_MOE_MAX_SLOTS) {
+      tokens * k > LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS) {
     return (int)cudaErrorInvalidValue;
   }
   moe_route<<<1, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(

@@ -9,17 +9,41 @@
 #include "launch.h"
 
 #include <cuda_runtime.h>
-#include <stdint.h>
 
 namespace {
 
+using llmprof_k::aligned16;
 using llmprof_k::from_f;
 using llmprof_k::round_to;
 using llmprof_k::to_f;
 
+// Where head hh (of q, k and v in the qkv row) of row `row` (b · tokens + token) goes: q heads to
+// q_out [batch, heads, tokens, head_dim], k and v heads to the cache slot `*slot_p` + token;
+// nullptr for a cache slot out of range (the caller checks; never write out).
+template <typename T>
+__device__ __forceinline__ T* rope_kv_dst(const llmprof_k_rope_kv_shape& s, int hh, int64_t row,
+                                          const int64_t* slot_p, T* q_out, T* k_cache,
+                                          T* v_cache) {
+  const int64_t b = row / s.tokens, token = row % s.tokens;
+  if (hh < s.heads) return q_out + ((b * s.heads + hh) * s.tokens + token) * s.head_dim;
+  const int64_t slot = *slot_p + token;
+  if (slot < 0 || slot >= s.slots) return nullptr;
+  const int kv = hh < s.heads + s.kv_heads ? hh - s.heads : hh - s.heads - s.kv_heads;
+  T* cache = hh < s.heads + s.kv_heads ? k_cache : v_cache;
+  return cache + ((b * s.kv_heads + kv) * s.slots + slot) * s.head_dim;
+}
+
+// One rotated element: x·cos stored in T, then + rot·sin as one FMA (addcmul) or as a rounded
+// product and an add.
+template <typename T>
+__device__ __forceinline__ T rope_element(float x, float rot, float c, float sn, bool fused_add) {
+  const float xc = round_to<T>(__fmul_rn(x, c));
+  return from_f<T>(fused_add ? __fmaf_rn(rot, sn, xc)
+                             : __fadd_rn(xc, round_to<T>(__fmul_rn(rot, sn))));
+}
+
 // One block per (head of q, k and v in the qkv row, token of a batch row); threads over the head's
-// channels. q heads go to q_out [batch, heads, tokens, head_dim], k heads (rotated) and v heads
-// (copied) to the cache slot `*slot` + the token's index.
+// channels. k heads are rotated like q heads, v heads copied.
 template <typename T>
 __global__ void rope_kv(const T* __restrict__ qkv, const T* __restrict__ cos,
                         const T* __restrict__ sin, const int64_t* __restrict__ slot_p,
@@ -27,20 +51,11 @@ __global__ void rope_kv(const T* __restrict__ qkv, const T* __restrict__ cos,
                         llmprof_k_rope_kv_shape s) {
   const int hh = blockIdx.x;
   const int64_t row = blockIdx.y;  // b · tokens + token
-  const int64_t b = row / s.tokens, token = row % s.tokens;
   const int hd = s.head_dim;
   const int64_t width = (int64_t)(s.heads + 2 * s.kv_heads) * hd;
   const T* x = qkv + row * width + (int64_t)hh * hd;
-  const int64_t slot = *slot_p + token;
-  if (hh >= s.heads && (slot < 0 || slot >= s.slots)) return;  // the caller checks; never write out
-  T* dst;
-  if (hh < s.heads) {
-    dst = q_out + ((b * s.heads + hh) * s.tokens + token) * hd;
-  } else {
-    const int kv = hh < s.heads + s.kv_heads ? hh - s.heads : hh - s.heads - s.kv_heads;
-    T* cache = hh < s.heads + s.kv_heads ? k_cache : v_cache;
-    dst = cache + ((b * s.kv_heads + kv) * s.slots + slot) * hd;
-  }
+  T* dst = rope_kv_dst(s, hh, row, slot_p, q_out, k_cache, v_cache);
+  if (dst == nullptr) return;
   if (hh >= s.heads + s.kv_heads) {  // v: copied
     for (int i = threadIdx.x; i < hd; i += blockDim.x) dst[i] = x[i];
     return;
@@ -50,10 +65,7 @@ __global__ void rope_kv(const T* __restrict__ qkv, const T* __restrict__ cos,
   const int half = hd / 2;
   for (int i = threadIdx.x; i < hd; i += blockDim.x) {
     const float rot = i < half ? -to_f(x[i + half]) : to_f(x[i - half]);
-    const float xc = round_to<T>(__fmul_rn(to_f(x[i]), to_f(c[i])));
-    const float out = s.fused_add ? __fmaf_rn(rot, to_f(sn[i]), xc)
-                            : __fadd_rn(xc, round_to<T>(__fmul_rn(rot, to_f(sn[i]))));
-    dst[i] = from_f<T>(out);
+    dst[i] = rope_element<T>(to_f(x[i]), rot, to_f(c[i]), to_f(sn[i]), s.fused_add);
   }
 }
 
@@ -71,20 +83,11 @@ __global__ void rope_kv_vec(const T* __restrict__ qkv, const T* __restrict__ cos
   const int hh = blockIdx.x;
   const int64_t row = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;  // b · tokens + token
   if (row >= (int64_t)s.batch * s.tokens) return;
-  const int64_t b = row / s.tokens, token = row % s.tokens;
   const int hd = s.head_dim;
   const int64_t width = (int64_t)(s.heads + 2 * s.kv_heads) * hd;
   const T* x = qkv + row * width + (int64_t)hh * hd;
-  const int64_t slot = *slot_p + token;
-  if (hh >= s.heads && (slot < 0 || slot >= s.slots)) return;  // the caller checks; never write out
-  T* dst;
-  if (hh < s.heads) {
-    dst = q_out + ((b * s.heads + hh) * s.tokens + token) * hd;
-  } else {
-    const int kv = hh < s.heads + s.kv_heads ? hh - s.heads : hh - s.heads - s.kv_heads;
-    T* cache = hh < s.heads + s.kv_heads ? k_cache : v_cache;
-    dst = cache + ((b * s.kv_heads + kv) * s.slots + slot) * hd;
-  }
+  T* dst = rope_kv_dst(s, hh, row, slot_p, q_out, k_cache, v_cache);
+  if (dst == nullptr) return;
   const int i0 = threadIdx.x * V;
   const Vt xv = *reinterpret_cast<const Vt*>(x + i0);
   if (hh >= s.heads + s.kv_heads) {  // v: copied
@@ -100,15 +103,10 @@ __global__ void rope_kv_vec(const T* __restrict__ qkv, const T* __restrict__ cos
 #pragma unroll
   for (int c = 0; c < V; ++c) {
     const float rot = low ? -to_f(pv.e[c]) : to_f(pv.e[c]);
-    const float xc = round_to<T>(__fmul_rn(to_f(xv.e[c]), to_f(cv.e[c])));
-    const float out = s.fused_add ? __fmaf_rn(rot, to_f(sv.e[c]), xc)
-                                  : __fadd_rn(xc, round_to<T>(__fmul_rn(rot, to_f(sv.e[c]))));
-    o.e[c] = from_f<T>(out);
+    o.e[c] = rope_element<T>(to_f(xv.e[c]), rot, to_f(cv.e[c]), to_f(sv.e[c]), s.fused_add);
   }
   *reinterpret_cast<Vt*>(dst + i0) = o;
 }
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 constexpr int64_t kVectorMinRows = 64;
 

@@ -292,17 +292,8 @@ impl Attention {
             x.device().is_cuda(),
             &self.qkv,
         ) {
-            if let Some((k_cache, v_cache, slot)) = cache.static_buffers_for(layer, t)? {
-                let y = x.f_linear(w, bias.as_ref())?; // (b, t, (nh + 2 nkv)·hd)
-                let q = kernels::rope_kv(
-                    &y,
-                    (&cos_sin.0, &cos_sin.1),
-                    slot,
-                    (self.heads, self.kv_heads),
-                    self.heads == self.kv_heads,
-                    k_cache,
-                    v_cache,
-                )?; // (b, nh, t, hd)
+            if let Some(buffers) = cache.static_buffers_for(layer, t)? {
+                let q = self.project_rope_kv(x, (w, bias.as_ref()), cos_sin, buffers)?;
                 let (k_all, v_all) = cache.window(layer, cache.len() + t)?;
                 return self.attend(&q, &k_all, &v_all, mask);
             }
@@ -310,6 +301,28 @@ impl Attention {
         let (q, k, v) = self.project(x, cos_sin)?;
         let (k_all, v_all) = cache.append(layer, &k, &v)?; // (b, nh, l, hd)
         self.attend(&q, &k_all, &v_all, mask)
+    }
+
+    /// The fused projection of x [B,T,H], then RoPE and the K/V write in llmprof's kernel into
+    /// `(k_cache, v_cache, slot)` at slots slot … slot + T − 1 → q [B, heads, T, hd]. The eager
+    /// formula it replaces: addcmul (one FMA) without GQA, else mul + add.
+    fn project_rope_kv(
+        &self,
+        x: &Tensor,
+        (w, bias): (&Tensor, Option<&Tensor>),
+        cos_sin: &(Tensor, Tensor),
+        (k_cache, v_cache, slot): (&Tensor, &Tensor, &Tensor),
+    ) -> Result<Tensor> {
+        let y = x.f_linear(w, bias)?; // (b, t, (nh + 2 nkv)·hd)
+        Ok(kernels::rope_kv(
+            &y,
+            (&cos_sin.0, &cos_sin.1),
+            slot,
+            (self.heads, self.kv_heads),
+            self.heads == self.kv_heads,
+            k_cache,
+            v_cache,
+        )?)
     }
 
     /// Whether decode steps on `device` over `window` KV slots attend through llmprof's kernel
@@ -335,18 +348,8 @@ impl Attention {
     ) -> Result<Tensor> {
         let (q, k_all, v_all) = match (self.rope_kv_kernel, x.device().is_cuda(), &self.qkv) {
             (true, true, Qkv::Fused(w, bias)) => {
-                let y = x.f_linear(w, bias.as_ref())?; // (b, 1, (nh + 2 nkv)·hd)
-                let (k_cache, v_cache, slot) = cache.device_step_buffers(layer);
-                // The eager formula this replaces: addcmul (one FMA) without GQA, else mul + add.
-                let q = kernels::rope_kv(
-                    &y,
-                    (&cos_sin.0, &cos_sin.1),
-                    slot,
-                    (self.heads, self.kv_heads),
-                    self.heads == self.kv_heads,
-                    k_cache,
-                    v_cache,
-                )?;
+                let buffers = cache.device_step_buffers(layer);
+                let q = self.project_rope_kv(x, (w, bias.as_ref()), cos_sin, buffers)?;
                 let (k_all, v_all) = cache.window(layer, window)?;
                 (q, k_all, v_all)
             }

@@ -4,6 +4,14 @@ use super::unsort;
 use crate::ffi::kernels;
 use tch::{Device, Kind, Tensor};
 
+/// The inverse of the permutation `order` [S]: the sorted position of each slot, as `slot_pos`
+/// must hold it.
+fn inverse_permutation(order: &Tensor) -> Tensor {
+    let s = order.size()[0];
+    let positions = Tensor::arange(s, (Kind::Int64, order.device()));
+    Tensor::zeros([s], (Kind::Int64, order.device())).index_put(&[Some(order)], &positions, false)
+}
+
 /// The routing kernels against softmax + top-k + the stable expert sort in libtorch, on the
 /// GPU, 64 experts, top-6: the one-block router at decode sizes (1 and 4 tokens: the gather of
 /// the expert inputs in the kernel; 5 and 170 tokens: an index_select after, up to 1,020 slots)
@@ -57,11 +65,7 @@ fn routing_kernel_equals_libtorch_routing_on_a_gpu() {
             "n {n}: group ends"
         );
         // The inverse permutation the combine reads.
-        let pos = Tensor::zeros([n * k], (Kind::Int64, dev)).index_put(
-            &[Some(&r.order)],
-            &Tensor::arange(n * k, (Kind::Int64, dev)),
-            false,
-        );
+        let pos = inverse_permutation(&r.order);
         assert!(
             r.slot_pos.equal(&pos),
             "n {n}: slot_pos is not the inverse of order"
@@ -87,11 +91,7 @@ fn routing_kernels_keep_a_nan_token_in_range_on_a_gpu() {
             bool::try_from(ids.ge(0).logical_and(&ids.lt(e)).all()).unwrap(),
             "n {n}: expert ids out of range"
         );
-        let pos = Tensor::zeros([n * k], (Kind::Int64, dev)).index_put(
-            &[Some(&r.order)],
-            &Tensor::arange(n * k, (Kind::Int64, dev)),
-            false,
-        );
+        let pos = inverse_permutation(&r.order);
         assert!(
             r.slot_pos.equal(&pos),
             "n {n}: slot_pos is not the inverse of order"
