@@ -58,6 +58,7 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     println!("cargo:rerun-if-changed=csrc/shim_guard.h");
     println!("cargo:rerun-if-changed=csrc/kernels.cpp");
     println!("cargo:rerun-if-changed=csrc/kernels_vision.cpp");
+    println!("cargo:rerun-if-changed=csrc/kernels_gemm.cpp");
     println!("cargo:rerun-if-changed=csrc/kernel_args.h");
     println!("cargo:rerun-if-changed=csrc/kernels");
     println!("cargo:rerun-if-env-changed=LLMPROF_CUDA_INCLUDE");
@@ -78,11 +79,15 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     }
     let cuda = find_cuda_runtime(torch_root).unwrap_or_else(|why| panic!("{why}"));
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let kernel_objects = kernels::compile(torch_root, &out_dir);
+    let kernels = kernels::compile(torch_root, &out_dir);
+    let kernel_objects = kernels.objects;
 
     let mut build = cc::Build::new();
     if !kernel_objects.is_empty() {
         build.define("LLMPROF_HAVE_KERNELS", "1");
+    }
+    if kernels.sm90a {
+        build.define("LLMPROF_HAVE_SM90A_GEMM", "1");
     }
     build
         .cpp(true)
@@ -90,6 +95,7 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
         .file("csrc/shim.cpp")
         .file("csrc/kernels.cpp")
         .file("csrc/kernels_vision.cpp")
+        .file("csrc/kernels_gemm.cpp")
         .include("csrc")
         .include(&torch_include)
         .include(torch_include.join("torch/csrc/api/include"))

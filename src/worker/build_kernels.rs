@@ -3,6 +3,11 @@
 //! (`nvidia-cuda-nvcc`, which bootstrap.sh installs), `$CUDA_HOME`, `/usr/local/cuda` or PATH.
 //! Without nvcc (or with `LLMPROF_NO_KERNELS=1`) the build goes on without kernels and says so;
 //! the switches that need them then fail with a message naming the fix.
+//!
+//! `csrc/kernels/sm90a/*.cu` are Hopper-only GEMMs built on CUTLASS 3's TMA warp-specialized
+//! kernels: compiled for sm_90a alone, with the CUTLASS headers from `LLMPROF_CUTLASS` or the
+//! `nvidia-cutlass` wheel next to torch (bootstrap.sh installs it). Without those headers the build
+//! goes on without them and the shim falls back to cuBLAS.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -15,13 +20,25 @@ const GENCODE: &[&str] = &[
     "arch=compute_120,code=[sm_120,compute_120]",
 ];
 
-/// Compiles every `.cu` in `csrc/kernels`; returns the object paths (empty without nvcc).
-pub fn compile(torch_root: &Path, out_dir: &Path) -> Vec<PathBuf> {
+/// The compiled kernel objects.
+#[derive(Default)]
+pub struct Kernels {
+    /// Every object, for the shim's link line (empty without nvcc).
+    pub objects: Vec<PathBuf>,
+    /// Whether the Hopper GEMMs (`csrc/kernels/sm90a`) are among them.
+    pub sm90a: bool,
+}
+
+/// Compiles every `.cu` in `csrc/kernels` for [`GENCODE`], and those in `csrc/kernels/sm90a` for
+/// sm_90a when the CUTLASS headers are found.
+pub fn compile(torch_root: &Path, out_dir: &Path) -> Kernels {
     println!("cargo:rerun-if-env-changed=LLMPROF_NVCC");
     println!("cargo:rerun-if-env-changed=LLMPROF_NO_KERNELS");
+    println!("cargo:rerun-if-env-changed=LLMPROF_CUTLASS");
+    println!("cargo:rerun-if-changed=csrc/kernels/sm90a");
     if std::env::var("LLMPROF_NO_KERNELS").is_ok_and(|v| v == "1") {
         println!("cargo:warning=LLMPROF_NO_KERNELS=1: building without llmprof's CUDA kernels");
-        return Vec::new();
+        return Kernels::default();
     }
     let Some(nvcc) = find_nvcc(torch_root) else {
         println!(
@@ -29,40 +46,99 @@ pub fn compile(torch_root: &Path, out_dir: &Path) -> Vec<PathBuf> {
              CUDA_HOME, /usr/local/cuda, PATH): building without llmprof's CUDA kernels; \
              ./bootstrap.sh --yes installs it"
         );
-        return Vec::new();
+        return Kernels::default();
     };
-    let mut sources: Vec<PathBuf> = std::fs::read_dir("csrc/kernels")
-        .expect("csrc/kernels exists")
+    let mut objects: Vec<PathBuf> = cu_files("csrc/kernels")
+        .iter()
+        .map(|src| nvcc_compile(&nvcc, src, out_dir, GENCODE, &[]))
+        .collect();
+    let sm90a = match find_cutlass(torch_root) {
+        Some(include) => {
+            let extra = [
+                "-DNDEBUG".to_string(),
+                "--expt-relaxed-constexpr".to_string(),
+                format!("-I{}", include.display()),
+                format!("-I{}", include.join("../tools/util/include").display()),
+            ];
+            objects.extend(cu_files("csrc/kernels/sm90a").iter().map(|src| {
+                nvcc_compile(
+                    &nvcc,
+                    src,
+                    out_dir,
+                    &["arch=compute_90a,code=sm_90a"],
+                    &extra,
+                )
+            }));
+            true
+        }
+        None => {
+            println!(
+                "cargo:warning=CUTLASS headers not found (LLMPROF_CUTLASS, the nvidia-cutlass wheel \
+                 next to torch): building without the Hopper GEMMs (SAM's MLP falls back to cuBLAS \
+                 + GELU); ./bootstrap.sh --yes installs them"
+            );
+            false
+        }
+    };
+    Kernels { objects, sm90a }
+}
+
+/// The `.cu` files directly in `dir`, sorted.
+fn cu_files(dir: &str) -> Vec<PathBuf> {
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {dir}: {e}"))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "cu"))
         .collect();
     sources.sort();
     sources
-        .iter()
-        .map(|src| {
-            let stem = src.file_stem().expect("a .cu file has a stem");
-            let obj = out_dir.join(stem).with_extension("cu.o");
-            let mut cmd = Command::new(&nvcc);
-            cmd.args(["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-c"])
-                .arg(src)
-                .arg("-o")
-                .arg(&obj);
-            for g in GENCODE {
-                cmd.arg("-gencode").arg(g);
-            }
-            let status = cmd
-                .status()
-                .unwrap_or_else(|e| panic!("running {}: {e}", nvcc.display()));
-            if !status.success() {
-                panic!(
-                    "nvcc failed on {} ({status}); set LLMPROF_NO_KERNELS=1 to build without the \
-                     kernels",
-                    src.display()
-                );
-            }
-            obj
-        })
-        .collect()
+}
+
+/// nvcc `src` → `out_dir/<stem>.cu.o` for `gencodes`, with `extra` flags.
+fn nvcc_compile(
+    nvcc: &Path,
+    src: &Path,
+    out_dir: &Path,
+    gencodes: &[&str],
+    extra: &[String],
+) -> PathBuf {
+    let stem = src.file_stem().expect("a .cu file has a stem");
+    let obj = out_dir.join(stem).with_extension("cu.o");
+    let mut cmd = Command::new(nvcc);
+    cmd.args(["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-c"])
+        .args(extra)
+        .arg(src)
+        .arg("-o")
+        .arg(&obj);
+    for g in gencodes {
+        cmd.arg("-gencode").arg(g);
+    }
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("running {}: {e}", nvcc.display()));
+    if !status.success() {
+        panic!(
+            "nvcc failed on {} ({status}); set LLMPROF_NO_KERNELS=1 to build without the kernels",
+            src.display()
+        );
+    }
+    obj
+}
+
+/// CUTLASS's `include` folder: `LLMPROF_CUTLASS`, else the `nvidia-cutlass` wheel's copy next to
+/// torch (`site-packages/cutlass_library/source/include`).
+fn find_cutlass(torch_root: &Path) -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Ok(p) = std::env::var("LLMPROF_CUTLASS") {
+        candidates.push(PathBuf::from(p));
+    }
+    if let Some(site_packages) = torch_root.parent() {
+        candidates.push(site_packages.join("cutlass_library/source/include"));
+    }
+    candidates.into_iter().find(|p| {
+        p.join("cutlass/gemm/collective/collective_builder.hpp")
+            .is_file()
+    })
 }
 
 fn find_nvcc(torch_root: &Path) -> Option<PathBuf> {

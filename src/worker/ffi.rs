@@ -8,6 +8,7 @@ use std::path::Path;
 use std::ptr::NonNull;
 
 pub mod kernels;
+pub mod kernels_gemm;
 pub mod kernels_vision;
 pub mod versions;
 

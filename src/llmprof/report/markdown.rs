@@ -342,6 +342,10 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ("moe_routing_kernel", on(w.moe_routing_kernel).to_string()),
         ("sam_patch_gemm", on(w.sam_patch_gemm).to_string()),
         ("vision_cuda_graph", on(w.vision_cuda_graph).to_string()),
+        (
+            "vision_cuda_graph_max_pages",
+            w.vision_cuda_graph_max_pages.to_string(),
+        ),
         ("rope_kv_kernel", on(w.rope_kv_kernel).to_string()),
         ("moe_combine_kernel", on(w.moe_combine_kernel).to_string()),
         ("swiglu_kernel", on(w.swiglu_kernel).to_string()),
@@ -351,6 +355,7 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
             on(w.add_layer_norm_kernel).to_string(),
         ),
         ("quick_gelu_kernel", on(w.quick_gelu_kernel).to_string()),
+        ("sam_gelu_epilogue", on(w.sam_gelu_epilogue).to_string()),
         (
             "decode_attention_kernel",
             on(w.decode_attention_kernel).to_string(),

@@ -323,6 +323,11 @@ pub struct OptimSpec {
     /// pass costs a few launches instead of thousands. Absent: off.
     #[serde(default)]
     pub vision_cuda_graph: bool,
+    /// With `vision_cuda_graph`: the most pages a vision call may hold for its stages to replay
+    /// graphs; larger calls launch op by op (their launches are amortised, and graphs at batch
+    /// 32 slowed the decode steps after them, docs/performance.md). 0: every call. Absent: 0.
+    #[serde(default)]
+    pub vision_cuda_graph_max_pages: u64,
     /// On a CUDA device with `fused_projections`, the RoPE on q and k and the K/V cache write of
     /// each decode step and prefill in llmprof's one CUDA kernel per layer, instead of six to
     /// eight libtorch kernels (RoPE ops, the cache writes and the copies of their strided
@@ -353,6 +358,13 @@ pub struct OptimSpec {
     /// instead of a multiply by the scalar, a sigmoid and a multiply. Absent: off.
     #[serde(default)]
     pub quick_gelu_kernel: bool,
+    /// On a Hopper GPU (compute capability 9.0) with bf16 weights, the first Linear of SAM's MLP
+    /// and its erf-form GELU (erf within 1.5e-7) in one CUTLASS GEMM whose epilogue adds the
+    /// bias and applies GELU to the fp32 accumulator, instead of the GEMM and a separate GELU
+    /// pass over the 3,072-wide activations. Elsewhere (other GPUs, fp32, a build without the CUTLASS
+    /// headers) the two ops run as with the switch off. Absent: off.
+    #[serde(default)]
+    pub sam_gelu_epilogue: bool,
     /// On a CUDA device, the fixed-shape (graph) decode step attends over each row's written
     /// KV slots only, in llmprof's split-over-slots kernel (head_dim 64 or 128), instead of
     /// SDPA over the whole KV window with a mask. No effect on eager decode steps. Absent: off.

@@ -216,6 +216,13 @@ int llmprof_add_layer_norm(const void* x, const void* delta, const void* weight,
 /* CLIP's quickGELU x·sigmoid(1.702·x) in one kernel, rounded where libtorch's three ops round:
  * x contiguous on a CUDA device, out allocated by the caller like x. */
 int llmprof_quick_gelu(const void* x, const void* out);
+/* Whether llmprof_linear_gelu runs on CUDA device `device`: the Hopper GEMMs were built and the
+ * device is compute capability 9.0. 1 or 0; a negative number when the query failed. */
+int llmprof_linear_gelu_on_device(int64_t device);
+/* y = GELU(x·wᵀ + b) in one Hopper GEMM, the erf-form GELU (erf within 1.5e-7) on the fp32 accumulator plus bias,
+ * rounded once: x [.., k], w [n, k], b [n], out [.., n], all bf16, contiguous, 16-byte aligned,
+ * on a device where llmprof_linear_gelu_on_device says 1; n and k multiples of 8. */
+int llmprof_linear_gelu(const void* x, const void* w, const void* b, const void* out);
 /* MoE router logits: x [tokens, hidden] (model dtype), w [experts, hidden] fp32 → logits
  * [tokens, experts] fp32. */
 int llmprof_router_logits(const void* x, const void* w, const void* logits);

@@ -44,6 +44,8 @@ pub struct ModelOptim {
     pub vision_uint8_upload: bool,
     /// Vision (CUDA only): each stage captured as a CUDA graph per input shape and replayed.
     pub vision_cuda_graph: bool,
+    /// ... for vision calls of at most this many pages (0: all).
+    pub vision_cuda_graph_max_pages: usize,
     /// Decode steps (CUDA only, with `fused_projections`): RoPE and the K/V cache write in one
     /// llmprof CUDA kernel per layer.
     pub rope_kv_kernel: bool,
@@ -59,6 +61,8 @@ pub struct ModelOptim {
     pub add_layer_norm_kernel: bool,
     /// CLIP (CUDA only): quickGELU in one llmprof kernel.
     pub quick_gelu_kernel: bool,
+    /// SAM (Hopper, bf16): the MLP's first Linear and its GELU in one CUTLASS GEMM.
+    pub sam_gelu_epilogue: bool,
     /// Graph decode steps (CUDA only): attention over the written KV slots in llmprof's kernel.
     pub decode_attention_kernel: bool,
     /// ... for KV windows of at least this many slots (0: all).
@@ -82,12 +86,14 @@ impl ModelOptim {
         moe_routing_kernel: false,
         sam_patch_gemm: false,
         vision_cuda_graph: false,
+        vision_cuda_graph_max_pages: 0,
         rope_kv_kernel: false,
         moe_combine_kernel: false,
         swiglu_kernel: false,
         add_rms_norm_kernel: false,
         add_layer_norm_kernel: false,
         quick_gelu_kernel: false,
+        sam_gelu_epilogue: false,
         decode_attention_kernel: false,
         decode_attention_min_window: 0,
     };
@@ -108,12 +114,14 @@ impl ModelOptim {
         moe_routing_kernel: true,
         sam_patch_gemm: true,
         vision_cuda_graph: true,
+        vision_cuda_graph_max_pages: 0,
         rope_kv_kernel: true,
         moe_combine_kernel: true,
         swiglu_kernel: true,
         add_rms_norm_kernel: true,
         add_layer_norm_kernel: true,
         quick_gelu_kernel: true,
+        sam_gelu_epilogue: true,
         decode_attention_kernel: true,
         decode_attention_min_window: 0,
     };
@@ -149,12 +157,14 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         moe_routing_kernel: o.moe_routing_kernel,
         sam_patch_gemm: o.sam_patch_gemm,
         vision_cuda_graph: o.vision_cuda_graph,
+        vision_cuda_graph_max_pages: o.vision_cuda_graph_max_pages as usize,
         rope_kv_kernel: o.rope_kv_kernel,
         moe_combine_kernel: o.moe_combine_kernel,
         swiglu_kernel: o.swiglu_kernel,
         add_rms_norm_kernel: o.add_rms_norm_kernel,
         add_layer_norm_kernel: o.add_layer_norm_kernel,
         quick_gelu_kernel: o.quick_gelu_kernel,
+        sam_gelu_epilogue: o.sam_gelu_epilogue,
         decode_attention_kernel: o.decode_attention_kernel,
         decode_attention_min_window: o.decode_attention_min_window as i64,
     }

@@ -57,6 +57,7 @@ impl DeepseekOcr {
                 proj_in_windows: optim.sam_proj_in_windows,
                 patch_gemm: optim.sam_patch_gemm,
                 add_layer_norm_kernel: optim.add_layer_norm_kernel,
+                gelu_epilogue: optim.sam_gelu_epilogue,
             };
             Some(Sam::load(&model.sub("sam_model"), &cfg.sam, sam_optim).context("loading SAM")?)
         } else {
@@ -111,6 +112,7 @@ impl DeepseekOcr {
                 optim.vision_cuda_graph && weights_on_gpu,
                 "runtime.optim.vision_cuda_graph",
             ),
+            vision_graph_max_pages: optim.vision_cuda_graph_max_pages,
         })
     }
 

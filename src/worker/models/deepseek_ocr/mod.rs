@@ -68,6 +68,9 @@ pub struct DeepseekOcr {
     uint8_upload: bool,
     /// Vision stages captured per input shape (`runtime.optim.vision_cuda_graph`, GPU only).
     vision_graphs: ShapeGraphs,
+    /// Vision calls of more pages than this run without the graphs (0: no limit;
+    /// `runtime.optim.vision_cuda_graph_max_pages`).
+    vision_graph_max_pages: usize,
 }
 
 impl DeepseekOcr {
@@ -150,6 +153,15 @@ impl DeepseekOcr {
             .as_ref()
             .context("projector weights were not loaded")?;
         let graphs = &self.vision_graphs;
+        let max_pages = self.vision_graph_max_pages;
+        let use_graphs = max_pages == 0 || imgs.len() <= max_pages;
+        let call = |stage: &'static str, x: &[Tensor], f: &dyn Fn(&[Tensor]) -> Result<Tensor>| {
+            if use_graphs {
+                graphs.call(stage, x, f)
+            } else {
+                f(x)
+            }
+        };
         let _v = obs.enter(VISION);
         let to_dev = |t: &Tensor| preprocess::upload(t, self.device, self.kind, self.uint8_upload);
         // Views in a fixed order: page 0 global, page 0 tiles, page 1 global, ...
@@ -166,7 +178,7 @@ impl DeepseekOcr {
         let sam_out = {
             let _g = obs.enter(SAM);
             vision::batch::run_grouped(&one_input(&views), max_views, &|x| {
-                graphs.call("sam", x, &|x| sam.forward(&x[0]))
+                call("sam", x, &|x| sam.forward(&x[0]))
             })?
         };
         // The projector region also covers the arrangement below.
@@ -175,7 +187,7 @@ impl DeepseekOcr {
                 let clip_out = {
                     let _g = obs.enter(CLIP);
                     vision::batch::run_grouped(&one_input(&sam_out), max_views, &|x| {
-                        graphs.call("clip", x, &|x| clip.forward(&x[0]))
+                        call("clip", x, &|x| clip.forward(&x[0]))
                     })?
                 };
                 let g = obs.enter(PROJECTOR);
@@ -185,7 +197,7 @@ impl DeepseekOcr {
                     .map(|(c, s)| vec![c, s])
                     .collect();
                 let p = vision::batch::run_grouped(&pairs, 0, &|x| {
-                    graphs.call("projector", x, &|x| proj.forward(&x[0], &x[1]))
+                    call("projector", x, &|x| proj.forward(&x[0], &x[1]))
                 })?;
                 (p, g)
             }
@@ -193,12 +205,12 @@ impl DeepseekOcr {
                 let queries = {
                     let _g = obs.enter(QUERY_ENCODER);
                     vision::batch::run_grouped(&one_input(&sam_out), max_views, &|x| {
-                        graphs.call("query_encoder", x, &|x| enc.forward(&x[0]))
+                        call("query_encoder", x, &|x| enc.forward(&x[0]))
                     })?
                 };
                 let g = obs.enter(PROJECTOR);
                 let p = vision::batch::run_grouped(&one_input(&queries), 0, &|x| {
-                    graphs.call("projector", x, &|x| proj.forward_queries(&x[0]))
+                    call("projector", x, &|x| proj.forward_queries(&x[0]))
                 })?;
                 (p, g)
             }

@@ -118,6 +118,14 @@ pub fn vision_variants() -> Vec<(&'static str, ModelOptim, Option<usize>)> {
             None,
         ),
         (
+            "sam_gelu_epilogue",
+            ModelOptim {
+                sam_gelu_epilogue: true,
+                ..e
+            },
+            None,
+        ),
+        (
             "vision_cuda_graph",
             ModelOptim {
                 vision_cuda_graph: true,

@@ -2,6 +2,7 @@
 //! neck and the 16x stride-2 compressor (docs/deepseek-ocr.md §3.1): pixels [B,3,S,S] → [B,1024,S/64,S/64].
 
 use super::sam_attention::{AttnOut, SamAttention, SamOptim};
+use crate::ffi::kernels_gemm;
 use crate::models::common::layers::{LayerNorm, Linear};
 use crate::models::common::pre_norm::{add_into_next, run_blocks};
 use crate::models::common::size_cache::SizeCache;
@@ -19,6 +20,9 @@ pub struct SamBlock {
     lin1: Linear,
     lin2: Linear,
     window: i64,
+    /// The MLP's first Linear and GELU in one Hopper GEMM where it runs
+    /// ([`SamOptim::gelu_epilogue`]).
+    gelu_epilogue: bool,
 }
 
 impl SamBlock {
@@ -34,6 +38,7 @@ impl SamBlock {
             lin1: Linear::load(&vs.sub("mlp").sub("lin1"), true)?,
             lin2: Linear::load(&vs.sub("mlp").sub("lin2"), true)?,
             window,
+            gelu_epilogue: optim.gelu_epilogue,
         })
     }
 
@@ -53,10 +58,22 @@ impl SamBlock {
             }
             out => self.norm2.add_forward(x, &out.into_grid()?)?,
         };
-        let m = self
-            .lin2
-            .forward(&self.lin1.forward(&n2)?.f_gelu("none")?)?;
+        let m = self.lin2.forward(&self.mlp_hidden(&n2)?)?;
         add_into_next(&x, &m, next)
+    }
+
+    /// GELU(lin1(`x`)), the erf-form GELU: in one Hopper GEMM when the switch is on and it
+    /// takes these tensors, else the Linear and a GELU pass.
+    fn mlp_hidden(&self, x: &Tensor) -> Result<Tensor> {
+        if self.gelu_epilogue {
+            if let Some(bias) = &self.lin1.bias {
+                let x = x.f_contiguous()?;
+                if kernels_gemm::linear_gelu_fits(&x, &self.lin1.weight, bias) {
+                    return Ok(kernels_gemm::linear_gelu(&x, &self.lin1.weight, bias)?);
+                }
+            }
+        }
+        Ok(self.lin1.forward(x)?.f_gelu("none")?)
     }
 }
 

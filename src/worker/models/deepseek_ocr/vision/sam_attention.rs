@@ -41,6 +41,9 @@ pub struct SamOptim {
     pub patch_gemm: bool,
     /// On a CUDA device: each residual add and the LayerNorm after it in one llmprof kernel.
     pub add_layer_norm_kernel: bool,
+    /// On a Hopper GPU in bf16: the MLP's first Linear and its GELU in one CUTLASS GEMM
+    /// ([`crate::ffi::kernels_gemm::linear_gelu`]).
+    pub gelu_epilogue: bool,
 }
 
 /// The two decomposed terms for q [B', h·w, C] (unscaled) on an h×w grid:

@@ -137,6 +137,7 @@ fn fused_formulations_equal_the_reference_in_fp32() {
             proj_in_windows: true,
             patch_gemm: false,
             add_layer_norm_kernel: false,
+            gelu_epilogue: false,
         },
     ] {
         let fast = attention(&w, 2, optim, Kind::Float);
@@ -169,6 +170,7 @@ fn folded_bias_is_no_less_accurate_in_bf16() {
         proj_in_windows: false,
         patch_gemm: false,
         add_layer_norm_kernel: false,
+        gelu_epilogue: false,
     };
     let fast = attention(&w, 2, fused, Kind::BFloat16)
         .forward_block(&yb, 0)

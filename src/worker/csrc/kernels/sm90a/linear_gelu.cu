@@ -1,0 +1,181 @@
+// y = GELU(x·Wᵀ + b) in one Hopper GEMM (CUTLASS 3's TMA warp-specialized kernel with an epilogue
+// that adds the bias to the fp32 accumulator and applies the erf-form GELU before rounding once
+// to bf16): SAM's MLP without the separate GELU pass over its 3,072-wide activations
+// (docs/performance.md "Round 2, session 12"). Built for sm_90a only (build_kernels.rs); the
+// shim uses it on compute capability 9.0 and falls back to cuBLAS + libtorch's GELU elsewhere.
+//
+// The epilogue's GELU is not overlapped with the tensor cores (the cooperative schedule runs it
+// in the warps that issue the MMAs), so its instruction count is the kernel's cost: erf from
+// Abramowitz & Stegun 7.1.26 (5 FMAs, one reciprocal, one exponential; |Δerf| ≤ 1.5e-7, below
+// bf16's rounding by four orders) took 248 µs where CUDA's erff took 263, the GEMM alone 189.
+#include "../launch.h"
+
+#include <cuda_runtime.h>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/thread/activation.h"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "cutlass/util/packed_stride.hpp"
+
+namespace {
+
+using namespace cute;
+
+using Element = cutlass::bfloat16_t;
+using Accumulator = float;
+// x [m, k] row-major is A (k-major); W [n, k] row-major is B "column-major" (k-major as well);
+// y [m, n] row-major.
+using LayoutA = cutlass::layout::RowMajor;
+using LayoutB = cutlass::layout::ColumnMajor;
+using LayoutD = cutlass::layout::RowMajor;
+constexpr int kAlign = 16 / sizeof(Element);
+
+// GELU(v) = v·Φ(v) with erf from Abramowitz & Stegun 7.1.26 (|error| ≤ 1.5e-7):
+// erfc(z) = t·(a1 + t·(a2 + … a5·t))·e^(−z²), t = 1 / (1 + p·z), z = |v|/√2 ≥ 0.
+__host__ __device__ inline float gelu_as(float v) {
+  const float z = fabsf(v) * 0.70710678118654752f;
+#ifdef __CUDA_ARCH__
+  const float t = __fdividef(1.f, fmaf(0.3275911f, z, 1.f));
+  const float e = __expf(-z * z);
+#else
+  const float t = 1.f / fmaf(0.3275911f, z, 1.f);
+  const float e = expf(-z * z);
+#endif
+  float poly = fmaf(1.061405429f, t, -1.453152027f);
+  poly = fmaf(poly, t, 1.421413741f);
+  poly = fmaf(poly, t, -0.284496736f);
+  poly = fmaf(poly, t, 0.254829592f);
+  const float tail = 0.5f * poly * t * e;  // Φ(−|v|)
+  return v * (v >= 0.f ? 1.f - tail : tail);
+}
+
+template <typename T>
+struct GeluAS {
+  static const bool kIsHeavy = true;
+  CUTLASS_HOST_DEVICE T operator()(T const& v) const { return T(gelu_as(float(v))); }
+};
+
+template <typename T, int N>
+struct GeluAS<cutlass::Array<T, N>> {
+  static const bool kIsHeavy = true;
+  CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& v) const {
+    cutlass::Array<T, N> y;
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < N; ++i) y[i] = T(gelu_as(float(v[i])));
+    return y;
+  }
+};
+
+// A GEMM whose epilogue computes GeluAS(alpha·acc + bias) in fp32 and stores bf16 (beta = 0, no
+// source tensor).
+template <class TileShape, class ClusterShape, class MainSchedule, class EpiSchedule>
+struct Config {
+  using Fusion = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<
+      GeluAS, Element, Accumulator, Element, Element, Accumulator>;
+
+  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, Accumulator, Accumulator, void, LayoutD,
+      kAlign, Element, LayoutD, kAlign, EpiSchedule, Fusion>::CollectiveOp;
+
+  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, LayoutA, kAlign, Element,
+      LayoutB, kAlign, Accumulator, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename Epilogue::SharedStorage))>,
+      MainSchedule>::CollectiveOp;
+
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop,
+                                                      Epilogue, cutlass::gemm::PersistentScheduler>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+};
+
+// 128×256 tiles over 2×1 clusters, two consumer warp groups sharing each tile (cooperative): of
+// the schedules tried on an H100 (docs/performance.md, session 12) the fastest with this epilogue,
+// together with 256×128 over 1×2.
+using Gemm128x256 = Config<Shape<_128, _256, _64>, Shape<_2, _1, _1>,
+                           cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+                           cutlass::epilogue::TmaWarpSpecializedCooperative>;
+
+int sm_count_of(int device) {
+  // The SM count is the same for every call on a device: ask the driver once.
+  static int sm_count[64] = {};
+  int n = 0;
+  if (device >= 0 && device < 64 && sm_count[device] != 0) return sm_count[device];
+  cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device);
+  if (device >= 0 && device < 64) sm_count[device] = n;
+  return n;
+}
+
+template <class C>
+typename C::Gemm::Arguments arguments(const void* x, const void* w, const void* b, void* y, int m,
+                                      int n, int k) {
+  using Kernel = typename C::Kernel;
+  using StrideA = typename Kernel::StrideA;
+  using StrideB = typename Kernel::StrideB;
+  using StrideC = typename Kernel::StrideC;
+  using StrideD = typename Kernel::StrideD;
+  int device = 0;
+  cudaGetDevice(&device);
+  cutlass::KernelHardwareInfo hw{};
+  hw.device_id = device;
+  hw.sm_count = sm_count_of(device);
+  typename C::Gemm::Arguments args{
+      cutlass::gemm::GemmUniversalMode::kGemm,
+      {m, n, k, 1},
+      {static_cast<const Element*>(x), cutlass::make_cute_packed_stride(StrideA{}, {m, k, 1}),
+       static_cast<const Element*>(w), cutlass::make_cute_packed_stride(StrideB{}, {n, k, 1})},
+      {{},
+       nullptr,
+       cutlass::make_cute_packed_stride(StrideC{}, {m, n, 1}),
+       static_cast<Element*>(y),
+       cutlass::make_cute_packed_stride(StrideD{}, {m, n, 1})},
+      hw};
+  args.epilogue.thread.alpha = 1.f;
+  args.epilogue.thread.beta = 0.f;
+  args.epilogue.thread.bias_ptr = static_cast<const Element*>(b);
+  return args;
+}
+
+template <class C>
+int64_t workspace_of(int64_t m, int64_t n, int64_t k) {
+  return (int64_t)C::Gemm::get_workspace_size(
+      arguments<C>(nullptr, nullptr, nullptr, nullptr, (int)m, (int)n, (int)k));
+}
+
+template <class C>
+int run(const void* x, const void* w, const void* b, void* y, int64_t m, int64_t n, int64_t k,
+        void* workspace, cudaStream_t stream) {
+  auto args = arguments<C>(x, w, b, y, (int)m, (int)n, (int)k);
+  typename C::Gemm gemm;
+  if (gemm.can_implement(args) != cutlass::Status::kSuccess) return (int)cudaErrorInvalidValue;
+  if (gemm.initialize(args, workspace, stream) != cutlass::Status::kSuccess) {
+    return (int)cudaErrorInvalidValue;
+  }
+  if (gemm.run(stream) != cutlass::Status::kSuccess) {
+    const cudaError_t e = cudaGetLastError();
+    return e != cudaSuccess ? (int)e : (int)cudaErrorLaunchFailure;
+  }
+  return (int)cudaGetLastError();
+}
+
+}  // namespace
+
+extern "C" int64_t llmprof_k_sm90_linear_gelu_workspace(int64_t m, int64_t n, int64_t k) {
+  return workspace_of<Gemm128x256>(m, n, k);
+}
+
+extern "C" int llmprof_k_sm90_linear_gelu(const void* x, const void* w, const void* b, void* y,
+                                          int64_t m, int64_t n, int64_t k, void* workspace,
+                                          void* stream) {
+  if (m < 1 || n < 1 || k < 1 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX ||
+      n % kAlign != 0 || k % kAlign != 0) {
+    return (int)cudaErrorInvalidValue;
+  }
+  auto st = static_cast<cudaStream_t>(stream);
+  return run<Gemm128x256>(x, w, b, y, m, n, k, workspace, st);
+}

@@ -1,0 +1,77 @@
+// Tensor-checking wrappers over llmprof's Hopper GEMMs (csrc/kernels/sm90a, CUTLASS): the
+// Linear + exact GELU of SAM's MLP. Built without them (no nvcc or no CUTLASS headers,
+// LLMPROF_HAVE_SM90A_GEMM undefined), llmprof_linear_gelu_on_device says 0 and the entry point
+// fails with a message saying how to get them.
+#include "kernel_args.h"
+#include "shim.h"
+#include "shim_guard.h"
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/util/Exception.h>
+
+#include <cstdint>
+
+using namespace llmprof_kargs;
+
+extern "C" {
+
+int llmprof_linear_gelu_on_device(int64_t device) {
+#ifndef LLMPROF_HAVE_SM90A_GEMM
+  (void)device;
+  return 0;
+#else
+  int answer = -1;
+  const int rc = llmprof::guarded("linear_gelu_on_device", [&] {
+    TORCH_CHECK(device >= 0 && device < at::cuda::device_count(), "no CUDA device ", device);
+    const auto* prop = at::cuda::getDeviceProperties((c10::DeviceIndex)device);
+    answer = prop->major == 9 && prop->minor == 0 ? 1 : 0;
+  });
+  return rc == 0 ? answer : -1;
+#endif
+}
+
+int llmprof_linear_gelu(const void* x_p, const void* w_p, const void* b_p, const void* out_p) {
+  return llmprof::guarded("linear_gelu", [&] {
+#ifndef LLMPROF_HAVE_SM90A_GEMM
+    TORCH_CHECK(false,
+                "this llmprof-worker was built without llmprof's Hopper GEMMs (no nvcc or no "
+                "CUTLASS headers at build time); run ./bootstrap.sh --yes and rebuild, or set "
+                "runtime.optim.sam_gelu_epilogue=false");
+#else
+    const auto& x = tensor_arg(x_p, "x");
+    const int64_t k = check_rows(x, "x");
+    TORCH_CHECK(x.scalar_type() == at::kBFloat16, "x is ", x.scalar_type(), ", not bfloat16");
+    const auto& w = tensor_arg(w_p, "w");
+    TORCH_CHECK(w.dim() == 2 && w.size(1) == k, "w must be [n, ", k, "], got ", w.sizes());
+    const int64_t n = w.size(0);
+    check_like(w, x, "w", {n, k});
+    check_like(tensor_arg(b_p, "b"), x, "b", {n});
+    const auto& out = tensor_arg(out_p, "out");
+    auto out_sizes = x.sizes().vec();
+    out_sizes.back() = n;
+    check_like(out, x, "out", out_sizes);
+    TORCH_CHECK(n % 8 == 0 && k % 8 == 0, "n (", n, ") and k (", k,
+                ") must be multiples of 8 (16-byte rows for TMA)");
+    const int64_t m = x.numel() / k;
+    TORCH_CHECK(m < INT32_MAX && n < INT32_MAX && k < INT32_MAX, "sizes ", m, "x", n, "x", k,
+                " exceed the GEMM's 32-bit sizes");
+    for (const auto* t : {&x, &w, &tensor_arg(b_p, "b"), &out}) check_aligned16(*t, "an operand");
+    c10::cuda::CUDAGuard guard(x.device());
+    TORCH_CHECK(llmprof_linear_gelu_on_device(x.device().index()) == 1, "linear_gelu needs a "
+                "compute capability 9.0 GPU (H100/H200), got ", x.device());
+    const int64_t ws_bytes = llmprof_k_sm90_linear_gelu_workspace(m, n, k);
+    at::Tensor ws;
+    if (ws_bytes > 0) ws = at::empty({ws_bytes}, x.options().dtype(at::kByte));
+    check_launch(llmprof_k_sm90_linear_gelu(x.data_ptr(), w.data_ptr(), tensor_arg(b_p, "b").data_ptr(),
+                                            out.data_ptr(), m, n, k,
+                                            ws_bytes > 0 ? ws.data_ptr() : nullptr,
+                                            c10::cuda::getCurrentCUDAStream().stream()),
+                 "linear_gelu");
+#endif
+  });
+}
+
+}  // extern "C"
