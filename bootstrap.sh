@@ -23,6 +23,8 @@ TORCH_VERSION=2.11.0
 # torch's CUDA 13.0.
 CUDA_CRT=nvidia-cuda-crt==13.0.88
 CUDA_NVCC="nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-cccl==13.0.85"
+# CUTLASS's C++ headers (the wheel carries them under cutlass_library/source) for the Hopper GEMMs.
+CUTLASS=nvidia-cutlass==4.2.0.0
 
 # 1. System packages: libclang for nvtx-sys (bindgen), a font for plot labels, binutils for checks.
 APT_PKGS="libclang-dev fonts-dejavu-core binutils g++ python3-venv procps"
@@ -69,6 +71,10 @@ else
      || [ ! -d "$site/nvidia/cu13/include/nv" ]; then
     say "pip install $CUDA_NVCC (nvcc for llmprof's CUDA kernels)"
     "$PY" -m pip install -q --no-deps $CUDA_NVCC
+  fi
+  if [ ! -f "$site/cutlass_library/source/include/cutlass/gemm/collective/collective_builder.hpp" ]; then
+    say "pip install $CUTLASS (CUTLASS headers for llmprof's Hopper GEMMs)"
+    "$PY" -m pip install -q --no-deps "$CUTLASS"
   fi
   export LIBTORCH_USE_PYTORCH=1
   export PATH="$ROOT/.venv/bin:$PATH"
