@@ -5,6 +5,7 @@
 pub mod checkpoint;
 pub mod checks;
 pub mod decode;
+mod encode;
 pub mod hf_tokenizer;
 pub mod interface;
 mod load;
@@ -19,7 +20,6 @@ use crate::models::common::causal_lm::{left_pad, CausalLm};
 use crate::models::common::kv_cache::KvCache;
 use crate::models::common::shape_graphs::{ShapeGraphStats, ShapeGraphs};
 use anyhow::{ensure, Context, Result};
-use llmprof::model::deepseek_ocr::{CLIP, PROJECTOR, QUERY_ENCODER, SAM, VISION};
 use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};
 use preprocess::PreparedImage;
 use tch::{Device, Kind, Tensor};
@@ -28,11 +28,6 @@ use vision::clip::Clip;
 use vision::projector::Projector;
 use vision::query_encoder::QueryEncoder;
 use vision::sam::Sam;
-
-/// Views with one input each, as [`vision::batch::run_grouped`] takes them.
-fn one_input(views: &[Tensor]) -> Vec<Vec<&Tensor>> {
-    views.iter().map(|t| vec![t]).collect()
-}
 
 /// The encoder after SAM.
 #[derive(Debug)]
@@ -134,107 +129,6 @@ impl DeepseekOcr {
         self.vision_batch = max_views;
     }
 
-    /// Vision for several pages at once ([`vision::batch`]): every view of every page through
-    /// SAM, CLIP and the projector in calls grouped by view size, then each page's embeddings
-    /// arranged as [`DeepseekOcr::encode_images`] does. Same result per page as alone.
-    pub fn encode_batch(
-        &self,
-        imgs: &[&PreparedImage],
-        max_views: usize,
-        obs: &dyn RegionObserver,
-    ) -> Result<Vec<Tensor>> {
-        let sam = self.sam()?;
-        let encoder = self
-            .encoder
-            .as_ref()
-            .context("the vision encoder's weights were not loaded")?;
-        let proj = self
-            .projector
-            .as_ref()
-            .context("projector weights were not loaded")?;
-        let graphs = &self.vision_graphs;
-        let max_pages = self.vision_graph_max_pages;
-        let use_graphs = max_pages == 0 || imgs.len() <= max_pages;
-        let call = |stage: &'static str, x: &[Tensor], f: &dyn Fn(&[Tensor]) -> Result<Tensor>| {
-            if use_graphs {
-                graphs.call(stage, x, f)
-            } else {
-                f(x)
-            }
-        };
-        let _v = obs.enter(VISION);
-        let to_dev = |t: &Tensor| preprocess::upload(t, self.device, self.kind, self.uint8_upload);
-        // Views in a fixed order: page 0 global, page 0 tiles, page 1 global, ...
-        let mut views = Vec::new();
-        let mut owner = Vec::new(); // (page, is_global)
-        for (p, img) in imgs.iter().enumerate() {
-            views.push(to_dev(&img.global)?);
-            owner.push((p, true));
-            if let Some(t) = &img.tiles {
-                views.push(to_dev(t)?);
-                owner.push((p, false));
-            }
-        }
-        let sam_out = {
-            let _g = obs.enter(SAM);
-            vision::batch::run_grouped(&one_input(&views), max_views, &|x| {
-                call("sam", x, &|x| sam.forward(&x[0]))
-            })?
-        };
-        // The projector region also covers the arrangement below.
-        let (projected, _projector) = match encoder {
-            Encoder::Clip(clip) => {
-                let clip_out = {
-                    let _g = obs.enter(CLIP);
-                    vision::batch::run_grouped(&one_input(&sam_out), max_views, &|x| {
-                        call("clip", x, &|x| clip.forward(&x[0]))
-                    })?
-                };
-                let g = obs.enter(PROJECTOR);
-                let pairs: Vec<Vec<&Tensor>> = clip_out
-                    .iter()
-                    .zip(&sam_out)
-                    .map(|(c, s)| vec![c, s])
-                    .collect();
-                let p = vision::batch::run_grouped(&pairs, 0, &|x| {
-                    call("projector", x, &|x| proj.forward(&x[0], &x[1]))
-                })?;
-                (p, g)
-            }
-            Encoder::Queries(enc) => {
-                let queries = {
-                    let _g = obs.enter(QUERY_ENCODER);
-                    vision::batch::run_grouped(&one_input(&sam_out), max_views, &|x| {
-                        call("query_encoder", x, &|x| enc.forward(&x[0]))
-                    })?
-                };
-                let g = obs.enter(PROJECTOR);
-                let p = vision::batch::run_grouped(&one_input(&queries), 0, &|x| {
-                    call("projector", x, &|x| proj.forward_queries(&x[0]))
-                })?;
-                (p, g)
-            }
-        };
-        let mut out = Vec::with_capacity(imgs.len());
-        for (p, img) in imgs.iter().enumerate() {
-            let mine = |global: bool| owner.iter().position(|&o| o == (p, global));
-            let glob = &projected[mine(true).context("page without a global view")?];
-            let local = mine(false).map(|i| &projected[i]);
-            let grid = img.grid;
-            out.push(proj.arrange(glob, local.map(|l| (l, grid.rows as i64, grid.cols as i64)))?);
-        }
-        Ok(out)
-    }
-
-    /// Vision path for one image → embeddings [N_img, hidden] in the order they replace the
-    /// `<image>` ids (local mosaic, global grid, separator): [`DeepseekOcr::encode_batch`] of
-    /// one page (its tiles in one call, its global view in another).
-    pub fn encode_images(&self, img: &PreparedImage, obs: &dyn RegionObserver) -> Result<Tensor> {
-        self.encode_batch(&[img], 0, obs)?
-            .pop()
-            .context("vision returned no embeddings for the page")
-    }
-
     /// Prefill: vision for rows with images, left-padded embeddings with image vectors written
     /// at the `<image>` positions, decoder over the whole prompt into an empty `cache`.
     /// Returns fp32 logits of the last prompt position [B, vocab].
@@ -261,7 +155,33 @@ impl DeepseekOcr {
             .f_view([rows.len() as i64, t])?
             .f_to_device(self.device)?; // (b, t)
         let emb = dec.embed(&ids)?; // (b, t, H)
+                                    // Everything the decoder needs from the host goes to the device before vision: a
+                                    // blocking upload after vision's launches would wait for vision to finish, and the
+                                    // decoder's prefill would then be launched onto an idle GPU instead of queueing behind
+                                    // vision (with vision CUDA graphs the host is ~10 ms ahead there; docs/performance.md,
+                                    // "Round 2, session 12").
         let image_id = self.cfg.tokens.image_token_id;
+        let slots: Vec<Vec<i64>> = rows
+            .iter()
+            .enumerate()
+            .map(|(b, r)| {
+                r.ids
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &id)| id == image_id)
+                    .map(|(i, _)| i as i64 + pads[b])
+                    .collect()
+            })
+            .collect();
+        for (b, (r, s)) in rows.iter().zip(&slots).enumerate() {
+            ensure!(
+                r.image.is_some() || s.is_empty(),
+                "row {b} has {} `<image>` ids but no image",
+                s.len()
+            );
+        }
+        let slots_dev = Tensor::f_from_slice(&slots.concat())?.f_to_device(self.device)?;
+        cache.set_left_padding(&pads)?;
         let batched = match self.vision_batch {
             Some(max_views) => {
                 let imgs: Vec<&PreparedImage> = rows.iter().filter_map(|r| r.image).collect();
@@ -274,41 +194,28 @@ impl DeepseekOcr {
             None => Vec::new(),
         };
         let mut batched = batched.into_iter();
-        for (b, r) in rows.iter().enumerate() {
-            let slots: Vec<i64> = r
-                .ids
-                .iter()
-                .enumerate()
-                .filter(|(_, &id)| id == image_id)
-                .map(|(i, _)| i as i64 + pads[b])
-                .collect();
-            match r.image {
-                Some(img) => {
-                    let feats = match self.vision_batch {
-                        Some(_) => batched.next().context("batched vision lost a page")?,
-                        None => self.encode_images(img, obs)?,
-                    }; // (n_img, H)
-                    ensure!(
-                        feats.size()[0] == slots.len() as i64,
-                        "row {b}: {} image vectors for {} `<image>` ids",
-                        feats.size()[0],
-                        slots.len()
-                    );
-                    let idx = Tensor::f_from_slice(&slots)?.f_to_device(self.device)?;
-                    let _ = emb.f_select(0, b as i64)?.f_index_copy_(
-                        0,
-                        &idx,
-                        &feats.f_to_kind(self.kind)?,
-                    )?;
-                }
-                None => ensure!(
-                    slots.is_empty(),
-                    "row {b} has {} `<image>` ids but no image",
-                    slots.len()
-                ),
+        let mut first_slot = 0i64;
+        for (b, (r, s)) in rows.iter().zip(&slots).enumerate() {
+            let n = s.len() as i64;
+            if let Some(img) = r.image {
+                let feats = match self.vision_batch {
+                    Some(_) => batched.next().context("batched vision lost a page")?,
+                    None => self.encode_images(img, obs)?,
+                }; // (n_img, H)
+                ensure!(
+                    feats.size()[0] == n,
+                    "row {b}: {} image vectors for {n} `<image>` ids",
+                    feats.size()[0]
+                );
+                let idx = slots_dev.f_narrow(0, first_slot, n)?;
+                let _ = emb.f_select(0, b as i64)?.f_index_copy_(
+                    0,
+                    &idx,
+                    &feats.f_to_kind(self.kind)?,
+                )?;
             }
+            first_slot += n;
         }
-        cache.set_left_padding(&pads)?;
         let hidden = dec.forward(&emb, cache)?; // (b, t, H)
         dec.logits(&hidden.f_select(1, t - 1)?) // (b, vocab)
     }
