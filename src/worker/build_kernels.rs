@@ -7,7 +7,7 @@
 //! `csrc/kernels/sm90a/*.cu` are Hopper-only GEMMs built on CUTLASS 3's TMA warp-specialized
 //! kernels: compiled for sm_90a alone, with the CUTLASS headers from `LLMPROF_CUTLASS` or the
 //! `nvidia-cutlass` wheel next to torch (bootstrap.sh installs it). Without those headers the build
-//! goes on without them and the shim falls back to cuBLAS.
+//! goes on without them (`LLMPROF_CUTLASS=0` asks for that) and SAM's MLP uses cuBLAS + GELU.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -125,20 +125,33 @@ fn nvcc_compile(
     obj
 }
 
-/// CUTLASS's `include` folder: `LLMPROF_CUTLASS`, else the `nvidia-cutlass` wheel's copy next to
-/// torch (`site-packages/cutlass_library/source/include`).
+/// CUTLASS's `include` folder: `LLMPROF_CUTLASS` (`0`: build without the Hopper GEMMs), else
+/// the `nvidia-cutlass` wheel's copy next to torch (`site-packages/cutlass_library/source/include`).
+/// A folder counts when it has the collective builder and, beside it, the `tools/util` headers.
 fn find_cutlass(torch_root: &Path) -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Ok(p) = std::env::var("LLMPROF_CUTLASS") {
-        candidates.push(PathBuf::from(p));
-    }
-    if let Some(site_packages) = torch_root.parent() {
-        candidates.push(site_packages.join("cutlass_library/source/include"));
-    }
-    candidates.into_iter().find(|p| {
+    let usable = |p: &Path| {
         p.join("cutlass/gemm/collective/collective_builder.hpp")
             .is_file()
-    })
+            && p.join("../tools/util/include/cutlass/util/packed_stride.hpp")
+                .is_file()
+    };
+    if let Ok(p) = std::env::var("LLMPROF_CUTLASS") {
+        if p == "0" {
+            return None;
+        }
+        let p = PathBuf::from(p);
+        if usable(&p) {
+            return Some(p);
+        }
+        println!(
+            "cargo:warning=LLMPROF_CUTLASS={} is not a CUTLASS include folder (with \
+             cutlass/gemm/collective/collective_builder.hpp and ../tools/util/include beside it); \
+             looking next to torch",
+            p.display()
+        );
+    }
+    let wheel = torch_root.parent()?.join("cutlass_library/source/include");
+    usable(&wheel).then_some(wheel)
 }
 
 fn find_nvcc(torch_root: &Path) -> Option<PathBuf> {

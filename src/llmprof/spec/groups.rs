@@ -323,9 +323,10 @@ pub struct OptimSpec {
     /// pass costs a few launches instead of thousands. Absent: off.
     #[serde(default)]
     pub vision_cuda_graph: bool,
-    /// With `vision_cuda_graph`: the most pages a vision call may hold for its stages to replay
-    /// graphs; larger calls launch op by op (their launches are amortised, and graphs at batch
-    /// 32 slowed the decode steps after them, docs/performance.md). 0: every call. Absent: 0.
+    /// With `vision_cuda_graph`: the most pages a prefill may hold for its vision stages to
+    /// replay graphs; larger batches launch op by op (their launches are amortised, and graphs
+    /// at batch 32 slowed the decode steps after them, docs/performance.md). 0: every batch.
+    /// Absent: 0.
     #[serde(default)]
     pub vision_cuda_graph_max_pages: u64,
     /// On a CUDA device with `fused_projections`, the RoPE on q and k and the K/V cache write of

@@ -1,5 +1,5 @@
 // Argument checks shared by the tensor-checking kernel wrappers (kernels.cpp,
-// kernels_vision.cpp): tch passes at::Tensor*; each wrapper checks device, dtype, shape and
+// kernels_vision.cpp, kernels_gemm.cpp): tch passes at::Tensor*; each wrapper checks device, dtype, shape and
 // layout before launching on the current stream.
 #ifndef LLMPROF_KERNEL_ARGS_H
 #define LLMPROF_KERNEL_ARGS_H

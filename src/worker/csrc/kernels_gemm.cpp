@@ -48,7 +48,8 @@ int llmprof_linear_gelu(const void* x_p, const void* w_p, const void* b_p, const
     TORCH_CHECK(w.dim() == 2 && w.size(1) == k, "w must be [n, ", k, "], got ", w.sizes());
     const int64_t n = w.size(0);
     check_like(w, x, "w", {n, k});
-    check_like(tensor_arg(b_p, "b"), x, "b", {n});
+    const auto& b = tensor_arg(b_p, "b");
+    check_like(b, x, "b", {n});
     const auto& out = tensor_arg(out_p, "out");
     auto out_sizes = x.sizes().vec();
     out_sizes.back() = n;
@@ -58,18 +59,23 @@ int llmprof_linear_gelu(const void* x_p, const void* w_p, const void* b_p, const
     const int64_t m = x.numel() / k;
     TORCH_CHECK(m < INT32_MAX && n < INT32_MAX && k < INT32_MAX, "sizes ", m, "x", n, "x", k,
                 " exceed the GEMM's 32-bit sizes");
-    for (const auto* t : {&x, &w, &tensor_arg(b_p, "b"), &out}) check_aligned16(*t, "an operand");
+    check_aligned16(x, "x");
+    check_aligned16(w, "w");
+    check_aligned16(b, "b");
+    check_aligned16(out, "out");
     c10::cuda::CUDAGuard guard(x.device());
     TORCH_CHECK(llmprof_linear_gelu_on_device(x.device().index()) == 1, "linear_gelu needs a "
                 "compute capability 9.0 GPU (H100/H200), got ", x.device());
     const int64_t ws_bytes = llmprof_k_sm90_linear_gelu_workspace(m, n, k);
     at::Tensor ws;
     if (ws_bytes > 0) ws = at::empty({ws_bytes}, x.options().dtype(at::kByte));
-    check_launch(llmprof_k_sm90_linear_gelu(x.data_ptr(), w.data_ptr(), tensor_arg(b_p, "b").data_ptr(),
-                                            out.data_ptr(), m, n, k,
-                                            ws_bytes > 0 ? ws.data_ptr() : nullptr,
-                                            c10::cuda::getCurrentCUDAStream().stream()),
-                 "linear_gelu");
+    const int rc = llmprof_k_sm90_linear_gelu(x.data_ptr(), w.data_ptr(), b.data_ptr(),
+                                              out.data_ptr(), m, n, k,
+                                              ws_bytes > 0 ? ws.data_ptr() : nullptr,
+                                              c10::cuda::getCurrentCUDAStream().stream());
+    TORCH_CHECK(rc >= 0, "linear_gelu: CUTLASS refused ", m, "x", n, "x", k, ": ",
+                llmprof_k_sm90_status_string(-rc));
+    check_launch(rc, "linear_gelu");
 #endif
   });
 }

@@ -25,23 +25,30 @@ pub fn linear_gelu_on(device: Device) -> bool {
     }
 }
 
-/// Whether [`linear_gelu`] takes `x` [.., k] with `weight` [n, k] and `bias` [n]: all bf16,
-/// contiguous and 16-byte aligned on a device where [`linear_gelu_on`] holds, n and k multiples
-/// of 8.
+/// Whether [`linear_gelu`] takes `x` [.., k] with `weight` [n, k] and `bias` [n]
+/// ([`linear_gelu_operands_fit`]) on a device where [`linear_gelu_on`] holds.
 pub fn linear_gelu_fits(x: &Tensor, weight: &Tensor, bias: &Tensor) -> bool {
+    linear_gelu_operands_fit(x, weight, bias) && linear_gelu_on(x.device())
+}
+
+/// The GEMM's operand rules, wherever the tensors are: all bf16 on one device, contiguous, their
+/// data 16-byte aligned (TMA), `x` non-empty [.., k], `weight` [n, k], `bias` [n], n and k
+/// multiples of 8.
+pub fn linear_gelu_operands_fit(x: &Tensor, weight: &Tensor, bias: &Tensor) -> bool {
     let (n, k) = match weight.size2() {
         Ok(nk) => nk,
         Err(_) => return false,
     };
-    let operands = [x, weight, bias];
-    operands
-        .iter()
-        .all(|t| t.kind() == Kind::BFloat16 && t.is_contiguous() && ptr(t) as usize % 16 == 0)
+    [x, weight, bias].iter().all(|t| {
+        t.kind() == Kind::BFloat16
+            && t.device() == x.device()
+            && t.is_contiguous()
+            && t.data_ptr() as usize % 16 == 0
+    }) && x.numel() > 0
         && x.size().last() == Some(&k)
         && bias.size() == [n]
         && n % 8 == 0
         && k % 8 == 0
-        && linear_gelu_on(x.device())
 }
 
 /// GELU(`x`·`weight`ᵀ + `bias`) in one GEMM, the erf-form GELU (erf within 1.5e-7) applied to
@@ -59,7 +66,7 @@ pub fn linear_gelu(x: &Tensor, weight: &Tensor, bias: &Tensor) -> Result<Tensor,
 
 #[cfg(test)]
 mod tests {
-    use super::{linear_gelu, linear_gelu_fits, linear_gelu_on};
+    use super::{linear_gelu, linear_gelu_fits, linear_gelu_on, linear_gelu_operands_fit};
     use tch::{Device, Kind, Tensor};
 
     /// Off a GPU nothing takes the Hopper GEMM: the caller falls back to the Linear and GELU.
@@ -70,6 +77,51 @@ mod tests {
         let w = Tensor::randn([32, 64], (Kind::BFloat16, Device::Cpu));
         let b = Tensor::randn([32], (Kind::BFloat16, Device::Cpu));
         assert!(!linear_gelu_fits(&x, &w, &b));
+    }
+
+    /// The operand rules the Hopper GEMM needs, checked where the data is: a view two bytes
+    /// into its storage is refused (TMA needs 16-byte aligned rows), as are other dtypes,
+    /// widths off a multiple of 8, an empty `x`, a bias of the wrong length and non-contiguous
+    /// inputs; SAM's shapes fit.
+    #[test]
+    fn linear_gelu_operand_rules() {
+        let bf = (Kind::BFloat16, Device::Cpu);
+        let x = Tensor::randn([4, 64], bf);
+        let w = Tensor::randn([32, 64], bf);
+        let b = Tensor::randn([32], bf);
+        assert!(linear_gelu_operands_fit(&x, &w, &b));
+        let sam = (
+            Tensor::randn([2, 5, 768], bf),
+            Tensor::randn([3072, 768], bf),
+        );
+        assert!(linear_gelu_operands_fit(
+            &sam.0,
+            &sam.1,
+            &Tensor::randn([3072], bf)
+        ));
+        let shifted = Tensor::randn([4 * 64 + 1], bf)
+            .narrow(0, 1, 4 * 64)
+            .view([4, 64]);
+        assert!(shifted.is_contiguous());
+        assert!(!linear_gelu_operands_fit(&shifted, &w, &b));
+        assert!(!linear_gelu_operands_fit(&x.to_kind(Kind::Float), &w, &b));
+        let odd = Tensor::randn([4, 36], bf);
+        assert!(!linear_gelu_operands_fit(
+            &odd,
+            &Tensor::randn([32, 36], bf),
+            &b
+        ));
+        assert!(!linear_gelu_operands_fit(
+            &Tensor::randn([0, 64], bf),
+            &w,
+            &b
+        ));
+        assert!(!linear_gelu_operands_fit(&x, &w, &Tensor::randn([16], bf)));
+        assert!(!linear_gelu_operands_fit(
+            &Tensor::randn([64, 4], bf).tr(),
+            &w,
+            &b
+        ));
     }
 
     /// Mean and largest absolute difference of `got` from `want` (fp32).

@@ -44,7 +44,7 @@ pub struct ModelOptim {
     pub vision_uint8_upload: bool,
     /// Vision (CUDA only): each stage captured as a CUDA graph per input shape and replayed.
     pub vision_cuda_graph: bool,
-    /// ... for vision calls of at most this many pages (0: all).
+    /// ... for prefills of at most this many pages (0: all).
     pub vision_cuda_graph_max_pages: usize,
     /// Decode steps (CUDA only, with `fused_projections`): RoPE and the K/V cache write in one
     /// llmprof CUDA kernel per layer.

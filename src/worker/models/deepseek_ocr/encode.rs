@@ -19,6 +19,20 @@ impl DeepseekOcr {
         max_views: usize,
         obs: &dyn RegionObserver,
     ) -> Result<Vec<Tensor>> {
+        self.encode_pages(imgs, max_views, imgs.len(), obs)
+    }
+
+    /// [`DeepseekOcr::encode_batch`] as part of a request of `request_pages` pages (more than
+    /// `imgs` when the pages of a prefill go through vision one by one): the vision graphs'
+    /// page limit applies to the request, since what it guards against (slower decode steps
+    /// after graphed vision at large batches) depends on the batch, not on the call.
+    pub(super) fn encode_pages(
+        &self,
+        imgs: &[&PreparedImage],
+        max_views: usize,
+        request_pages: usize,
+        obs: &dyn RegionObserver,
+    ) -> Result<Vec<Tensor>> {
         let sam = self.sam()?;
         let encoder = self
             .encoder
@@ -29,8 +43,7 @@ impl DeepseekOcr {
             .as_ref()
             .context("projector weights were not loaded")?;
         let graphs = &self.vision_graphs;
-        let max_pages = self.vision_graph_max_pages;
-        let use_graphs = max_pages == 0 || imgs.len() <= max_pages;
+        let use_graphs = graphs_allowed(self.vision_graph_max_pages, request_pages);
         let call = |stage: &'static str, x: &[Tensor], f: &dyn Fn(&[Tensor]) -> Result<Tensor>| {
             if use_graphs {
                 graphs.call(stage, x, f)
@@ -115,4 +128,22 @@ impl DeepseekOcr {
 /// Views with one input each, as [`vision::batch::run_grouped`] takes them.
 fn one_input(views: &[Tensor]) -> Vec<Vec<&Tensor>> {
     views.iter().map(|t| vec![t]).collect()
+}
+
+/// Whether a request of `pages` pages replays vision graphs under the page limit `max_pages`
+/// (`runtime.optim.vision_cuda_graph_max_pages`; 0: no limit).
+fn graphs_allowed(max_pages: usize, pages: usize) -> bool {
+    max_pages == 0 || pages <= max_pages
+}
+
+#[cfg(test)]
+mod tests {
+    use super::graphs_allowed;
+
+    #[test]
+    fn the_page_limit_counts_pages_of_the_request() {
+        assert!(graphs_allowed(0, 1) && graphs_allowed(0, 32));
+        assert!(graphs_allowed(8, 1) && graphs_allowed(8, 8));
+        assert!(!graphs_allowed(8, 9) && !graphs_allowed(8, 32));
+    }
 }

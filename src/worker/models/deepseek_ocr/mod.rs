@@ -63,7 +63,7 @@ pub struct DeepseekOcr {
     uint8_upload: bool,
     /// Vision stages captured per input shape (`runtime.optim.vision_cuda_graph`, GPU only).
     vision_graphs: ShapeGraphs,
-    /// Vision calls of more pages than this run without the graphs (0: no limit;
+    /// Prefills of more pages than this run vision without the graphs (0: no limit;
     /// `runtime.optim.vision_cuda_graph_max_pages`).
     vision_graph_max_pages: usize,
 }
@@ -155,11 +155,12 @@ impl DeepseekOcr {
             .f_view([rows.len() as i64, t])?
             .f_to_device(self.device)?; // (b, t)
         let emb = dec.embed(&ids)?; // (b, t, H)
-                                    // Everything the decoder needs from the host goes to the device before vision: a
-                                    // blocking upload after vision's launches would wait for vision to finish, and the
-                                    // decoder's prefill would then be launched onto an idle GPU instead of queueing behind
-                                    // vision (with vision CUDA graphs the host is ~10 ms ahead there; docs/performance.md,
-                                    // "Round 2, session 12").
+
+        // Everything the decoder needs from the host goes to the device before vision: a
+        // blocking upload after vision's launches would wait for vision to finish, and the
+        // decoder's prefill would then be launched onto an idle GPU instead of queueing behind
+        // vision (with vision CUDA graphs the host is ~10 ms ahead there; docs/performance.md,
+        // "Round 2, session 12").
         let image_id = self.cfg.tokens.image_token_id;
         let slots: Vec<Vec<i64>> = rows
             .iter()
@@ -180,8 +181,14 @@ impl DeepseekOcr {
                 s.len()
             );
         }
-        let slots_dev = Tensor::f_from_slice(&slots.concat())?.f_to_device(self.device)?;
+        let all_slots = slots.concat();
+        let slots_dev = match all_slots.is_empty() {
+            true => None,
+            false => Some(Tensor::f_from_slice(&all_slots)?.f_to_device(self.device)?),
+        };
+        // Set before vision too; if vision fails the cache stays empty (length 0) all the same.
         cache.set_left_padding(&pads)?;
+        let image_rows = rows.iter().filter(|r| r.image.is_some()).count();
         let batched = match self.vision_batch {
             Some(max_views) => {
                 let imgs: Vec<&PreparedImage> = rows.iter().filter_map(|r| r.image).collect();
@@ -200,14 +207,20 @@ impl DeepseekOcr {
             if let Some(img) = r.image {
                 let feats = match self.vision_batch {
                     Some(_) => batched.next().context("batched vision lost a page")?,
-                    None => self.encode_images(img, obs)?,
+                    None => self
+                        .encode_pages(&[img], 0, image_rows, obs)?
+                        .pop()
+                        .context("vision returned no embeddings for the page")?,
                 }; // (n_img, H)
                 ensure!(
                     feats.size()[0] == n,
                     "row {b}: {} image vectors for {n} `<image>` ids",
                     feats.size()[0]
                 );
-                let idx = slots_dev.f_narrow(0, first_slot, n)?;
+                let idx = slots_dev
+                    .as_ref()
+                    .context("image rows without `<image>` ids")?
+                    .f_narrow(0, first_slot, n)?;
                 let _ = emb.f_select(0, b as i64)?.f_index_copy_(
                     0,
                     &idx,

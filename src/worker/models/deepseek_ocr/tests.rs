@@ -269,3 +269,55 @@ fn real_dims_vision_path_on_a_small_view() {
     assert_eq!(feats.size(), vec![3, 1280]);
     assert!(bool::try_from(feats.isfinite().all()).unwrap());
 }
+
+/// A batch of an image row, a text row and another image row of other lengths (so their left
+/// padding differs): each row's logits as alone, with vision batched and page by page. A row
+/// with `<image>` ids but no image is refused.
+#[test]
+fn mixed_image_and_text_batch_equals_rows_alone() {
+    let mut m = tiny();
+    let (prep, n) = tiny_crop_page(&m);
+    let tok = tokenizer::ByteTokenizer::tiny();
+    let first = prompt::build_prompt_ids(&tok, "<image>\nFree OCR.", &[n]).unwrap();
+    let third = prompt::build_prompt_ids(&tok, "<image>\nOCR the page, please.", &[n]).unwrap();
+    let text = ids(9, 4);
+    let rows = [
+        PromptRow {
+            ids: &first,
+            image: Some(&prep),
+        },
+        PromptRow {
+            ids: &text,
+            image: None,
+        },
+        PromptRow {
+            ids: &third,
+            image: Some(&prep),
+        },
+    ];
+    for vision_batch in [None, Some(16)] {
+        m.set_vision_batch(vision_batch);
+        let together = m
+            .prefill(&rows, &mut m.new_cache(3, 64).unwrap(), &NoopObserver)
+            .unwrap();
+        for (b, row) in rows.iter().enumerate() {
+            let alone = m
+                .prefill(
+                    std::slice::from_ref(row),
+                    &mut m.new_cache(1, 64).unwrap(),
+                    &NoopObserver,
+                )
+                .unwrap();
+            let err = max_diff(&together.get(b as i64), &alone.get(0));
+            assert!(err < 1e-4, "row {b}, vision batch {vision_batch:?}: {err}");
+        }
+    }
+    let no_image = [PromptRow {
+        ids: &first,
+        image: None,
+    }];
+    let err = m
+        .prefill(&no_image, &mut m.new_cache(1, 64).unwrap(), &NoopObserver)
+        .unwrap_err();
+    assert!(format!("{err:#}").contains("but no image"), "{err:#}");
+}

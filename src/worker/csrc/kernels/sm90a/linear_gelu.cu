@@ -2,7 +2,8 @@
 // that adds the bias to the fp32 accumulator and applies the erf-form GELU before rounding once
 // to bf16): SAM's MLP without the separate GELU pass over its 3,072-wide activations
 // (docs/performance.md "Round 2, session 12"). Built for sm_90a only (build_kernels.rs); the
-// shim uses it on compute capability 9.0 and falls back to cuBLAS + libtorch's GELU elsewhere.
+// model calls it on compute capability 9.0 only (ffi/kernels_gemm.rs says where it runs) and uses
+// cuBLAS + libtorch's GELU elsewhere.
 //
 // The epilogue's GELU is not overlapped with the tensor cores (the cooperative schedule runs it
 // in the warps that issue the MMAs), so its instruction count is the kernel's cost: erf from
@@ -147,26 +148,33 @@ int64_t workspace_of(int64_t m, int64_t n, int64_t k) {
       arguments<C>(nullptr, nullptr, nullptr, nullptr, (int)m, (int)n, (int)k));
 }
 
+// CUTLASS's own failures come back as −(its status), CUDA's as the cudaError_t; a failed setup
+// leaves no CUDA error pending for the next launch to report.
 template <class C>
 int run(const void* x, const void* w, const void* b, void* y, int64_t m, int64_t n, int64_t k,
         void* workspace, cudaStream_t stream) {
   auto args = arguments<C>(x, w, b, y, (int)m, (int)n, (int)k);
   typename C::Gemm gemm;
-  if (gemm.can_implement(args) != cutlass::Status::kSuccess) return (int)cudaErrorInvalidValue;
-  if (gemm.initialize(args, workspace, stream) != cutlass::Status::kSuccess) {
-    return (int)cudaErrorInvalidValue;
-  }
-  if (gemm.run(stream) != cutlass::Status::kSuccess) {
+  cutlass::Status status = gemm.can_implement(args);
+  if (status == cutlass::Status::kSuccess) status = gemm.initialize(args, workspace, stream);
+  if (status != cutlass::Status::kSuccess) {
     const cudaError_t e = cudaGetLastError();
-    return e != cudaSuccess ? (int)e : (int)cudaErrorLaunchFailure;
+    return e != cudaSuccess ? (int)e : -(int)status;
   }
-  return (int)cudaGetLastError();
+  status = gemm.run(stream);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return (int)e;
+  return status == cutlass::Status::kSuccess ? 0 : -(int)status;
 }
 
 }  // namespace
 
 extern "C" int64_t llmprof_k_sm90_linear_gelu_workspace(int64_t m, int64_t n, int64_t k) {
   return workspace_of<Gemm128x256>(m, n, k);
+}
+
+extern "C" const char* llmprof_k_sm90_status_string(int status) {
+  return cutlass::cutlassGetStatusString(static_cast<cutlass::Status>(status));
 }
 
 extern "C" int llmprof_k_sm90_linear_gelu(const void* x, const void* w, const void* b, void* y,

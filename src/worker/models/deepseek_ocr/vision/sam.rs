@@ -65,12 +65,9 @@ impl SamBlock {
     /// GELU(lin1(`x`)), the erf-form GELU: in one Hopper GEMM when the switch is on and it
     /// takes these tensors, else the Linear and a GELU pass.
     fn mlp_hidden(&self, x: &Tensor) -> Result<Tensor> {
-        if self.gelu_epilogue {
-            if let Some(bias) = &self.lin1.bias {
-                let x = x.f_contiguous()?;
-                if kernels_gemm::linear_gelu_fits(&x, &self.lin1.weight, bias) {
-                    return Ok(kernels_gemm::linear_gelu(&x, &self.lin1.weight, bias)?);
-                }
+        if let (true, Some(bias)) = (self.gelu_epilogue, &self.lin1.bias) {
+            if kernels_gemm::linear_gelu_fits(x, &self.lin1.weight, bias) {
+                return Ok(kernels_gemm::linear_gelu(x, &self.lin1.weight, bias)?);
             }
         }
         Ok(self.lin1.forward(x)?.f_gelu("none")?)
