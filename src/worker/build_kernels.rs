@@ -73,9 +73,9 @@ pub fn compile(torch_root: &Path, out_dir: &Path) -> Kernels {
         }
         None => {
             println!(
-                "cargo:warning=CUTLASS headers not found (LLMPROF_CUTLASS, the nvidia-cutlass wheel \
-                 next to torch): building without the Hopper GEMMs (SAM's MLP falls back to cuBLAS \
-                 + GELU); ./bootstrap.sh --yes installs them"
+                "cargo:warning=building without the Hopper GEMMs (SAM's MLP falls back to cuBLAS + \
+                 GELU): LLMPROF_CUTLASS=0, or no CUTLASS headers at LLMPROF_CUTLASS or in the \
+                 nvidia-cutlass wheel next to torch; ./bootstrap.sh --yes installs them"
             );
             false
         }

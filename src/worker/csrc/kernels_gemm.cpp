@@ -1,5 +1,5 @@
 // Tensor-checking wrappers over llmprof's Hopper GEMMs (csrc/kernels/sm90a, CUTLASS): the
-// Linear + exact GELU of SAM's MLP. Built without them (no nvcc or no CUTLASS headers,
+// Linear + erf-form GELU of SAM's MLP. Built without them (no nvcc or no CUTLASS headers,
 // LLMPROF_HAVE_SM90A_GEMM undefined), llmprof_linear_gelu_on_device says 0 and the entry point
 // fails with a message saying how to get them.
 #include "kernel_args.h"

@@ -40,17 +40,6 @@ impl DeepseekOcr {
                 "moe_routing_kernel",
                 optim.moe_routing_kernel && optim.grouped_moe && has(Part::Decoder),
             )?;
-            if optim.sam_gelu_epilogue
-                && has(Part::Sam)
-                && !(weights.kind() == Kind::BFloat16
-                    && crate::ffi::kernels_gemm::linear_gelu_on(weights.device()))
-            {
-                tracing::info!(
-                    "runtime.optim.sam_gelu_epilogue: SAM's MLP runs cuBLAS + GELU here (the fused \
-                     GEMM needs bf16 weights on a compute capability 9.0 GPU and a build with the \
-                     CUTLASS headers)"
-                );
-            }
             crate::ffi::kernels::require(
                 "moe_combine_kernel",
                 optim.moe_combine_kernel && optim.moe_routing_kernel && has(Part::Decoder),
@@ -70,7 +59,16 @@ impl DeepseekOcr {
                 add_layer_norm_kernel: optim.add_layer_norm_kernel,
                 gelu_epilogue: optim.sam_gelu_epilogue,
             };
-            Some(Sam::load(&model.sub("sam_model"), &cfg.sam, sam_optim).context("loading SAM")?)
+            let sam =
+                Sam::load(&model.sub("sam_model"), &cfg.sam, sam_optim).context("loading SAM")?;
+            if weights_on_gpu && optim.sam_gelu_epilogue && !sam.gelu_epilogue() {
+                tracing::info!(
+                    "runtime.optim.sam_gelu_epilogue: SAM's MLP runs cuBLAS + GELU here (the fused \
+                     GEMM needs bf16 weights on a compute capability 9.0 GPU and a build with the \
+                     CUTLASS headers)"
+                );
+            }
+            Some(sam)
         } else {
             None
         };

@@ -20,8 +20,8 @@ pub struct SamBlock {
     lin1: Linear,
     lin2: Linear,
     window: i64,
-    /// The MLP's first Linear and GELU in one Hopper GEMM where it runs
-    /// ([`SamOptim::gelu_epilogue`]).
+    /// The MLP's first Linear and GELU in one Hopper GEMM ([`SamOptim::gelu_epilogue`]), where
+    /// the weights' device and dtype allow it (decided at load).
     gelu_epilogue: bool,
 }
 
@@ -31,14 +31,18 @@ impl SamBlock {
             Ok(LayerNorm::load(&vs.sub(name), cfg.layer_norm_eps)?
                 .with_add_kernel(optim.add_layer_norm_kernel))
         };
+        let lin1 = Linear::load(&vs.sub("mlp").sub("lin1"), true)?;
+        let gelu_epilogue = optim.gelu_epilogue
+            && lin1.weight.kind() == Kind::BFloat16
+            && kernels_gemm::linear_gelu_on(lin1.weight.device());
         Ok(SamBlock {
             norm1: norm("norm1")?,
             attn: SamAttention::load(&vs.sub("attn"), cfg, optim)?,
             norm2: norm("norm2")?,
-            lin1: Linear::load(&vs.sub("mlp").sub("lin1"), true)?,
+            lin1,
             lin2: Linear::load(&vs.sub("mlp").sub("lin2"), true)?,
             window,
-            gelu_epilogue: optim.gelu_epilogue,
+            gelu_epilogue,
         })
     }
 
@@ -62,11 +66,11 @@ impl SamBlock {
         add_into_next(&x, &m, next)
     }
 
-    /// GELU(lin1(`x`)), the erf-form GELU: in one Hopper GEMM when the switch is on and it
-    /// takes these tensors, else the Linear and a GELU pass.
+    /// GELU(lin1(`x`)), the erf-form GELU: in one Hopper GEMM where it runs and takes these
+    /// tensors, else the Linear and a GELU pass.
     fn mlp_hidden(&self, x: &Tensor) -> Result<Tensor> {
         if let (true, Some(bias)) = (self.gelu_epilogue, &self.lin1.bias) {
-            if kernels_gemm::linear_gelu_fits(x, &self.lin1.weight, bias) {
+            if kernels_gemm::linear_gelu_operands_fit(x, &self.lin1.weight, bias) {
                 return Ok(kernels_gemm::linear_gelu(x, &self.lin1.weight, bias)?);
             }
         }
@@ -156,6 +160,12 @@ impl Sam {
             .f_reshape([b, g, g, c * p * p])?;
         let w = self.patch_w.f_reshape([width, c * p * p])?;
         Ok(patches.f_linear(&w, Some(&self.patch_b))?)
+    }
+
+    /// Whether the MLPs run the fused Linear + GELU GEMM
+    /// (`runtime.optim.sam_gelu_epilogue` on, bf16 weights on a device that has it).
+    pub fn gelu_epilogue(&self) -> bool {
+        self.blocks.iter().any(|b| b.gelu_epilogue)
     }
 
     /// pixels [B,3,S,S] (S a multiple of 64) → [B, C_out, S/64, S/64].

@@ -136,8 +136,9 @@ fn router_logits_kernel_matches_the_fp32_gemm_on_a_gpu() {
 
 /// The combine kernel against the libtorch combine it replaces (unsort, fp32 weighted sum,
 /// rounding, + shared experts), in bf16 at decode sizes (the element kernel) and prefill sizes
-/// (600 and 2,000 tokens: the vector kernel), with and without shared experts. The sums may add in another order, so a rounding may go the other way: values may
-/// differ by one bf16 ulp of the routed sum and one of the result.
+/// (600 and 2,000 tokens: the vector kernel), with and without shared experts. The sums may add
+/// in another order, so a rounding may go the other way: values may differ by one bf16 ulp of the
+/// routed sum and one of the result.
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn combine_kernel_equals_libtorch_combine_on_a_gpu() {
