@@ -172,6 +172,13 @@ impl Drop for RegionGuard<'_> {
 pub trait RegionObserver {
     /// Marks the start of `region`; the returned guard marks its end.
     fn enter(&self, region: Region) -> RegionGuard<'_>;
+
+    /// Marks `region` where its work overlaps other work queued on another CUDA stream:
+    /// observers keep its ranges and scopes (Nsight, Kineto) but do not time it, since a
+    /// stream's clock cannot tell its work from what runs beside it. By default, `enter`.
+    fn enter_overlapped(&self, region: Region) -> RegionGuard<'_> {
+        self.enter(region)
+    }
 }
 
 /// Observer that records nothing.

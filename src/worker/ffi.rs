@@ -10,6 +10,7 @@ use std::ptr::NonNull;
 pub mod kernels;
 pub mod kernels_gemm;
 pub mod kernels_vision;
+pub mod streams;
 pub mod versions;
 
 /// Mirrors `llmprof_profiler_config`.

@@ -193,6 +193,7 @@ mod tests {
                 sam_patch_gemm: on,
                 vision_cuda_graph: on,
                 vision_cuda_graph_max_pages: 4,
+                vision_streams: on,
                 rope_kv_kernel: on,
                 moe_combine_kernel: on,
                 swiglu_kernel: on,

@@ -329,6 +329,13 @@ pub struct OptimSpec {
     /// Absent: 0.
     #[serde(default)]
     pub vision_cuda_graph_max_pages: u64,
+    /// On a CUDA device, when the views of a prefill make several vision calls (views of one
+    /// size per call), every second call runs SAM, the encoder and the projector on a second
+    /// CUDA stream, overlapping the others. The vision sub-stages then get no times of their own
+    /// (a stream's clock cannot separate them from the work beside them); Kineto's tables still
+    /// attribute their kernels. Absent: off.
+    #[serde(default)]
+    pub vision_streams: bool,
     /// On a CUDA device with `fused_projections`, the RoPE on q and k and the K/V cache write of
     /// each decode step and prefill in llmprof's one CUDA kernel per layer, instead of six to
     /// eight libtorch kernels (RoPE ops, the cache writes and the copies of their strided

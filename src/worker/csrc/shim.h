@@ -152,6 +152,23 @@ int llmprof_cuda_graph_capture_end(llmprof_cuda_graph* graph);
 int llmprof_cuda_graph_replay(llmprof_cuda_graph* graph);
 void llmprof_cuda_graph_destroy(llmprof_cuda_graph* graph);
 
+/* ---- A side stream (csrc/streams.cpp): work that may overlap the current stream's ---------- */
+typedef struct llmprof_side_stream llmprof_side_stream;
+/* A new non-blocking stream on the current device. */
+int llmprof_side_stream_create(llmprof_side_stream** out);
+/* The side stream waits for everything the current stream has queued so far. */
+int llmprof_side_stream_fork(llmprof_side_stream* s);
+/* The side stream becomes the current stream (libtorch's and llmprof's kernels launch on it). */
+int llmprof_side_stream_enter(llmprof_side_stream* s);
+/* The stream that was current before enter is current again. */
+int llmprof_side_stream_leave(llmprof_side_stream* s);
+/* The current stream waits for everything the side stream has queued so far. */
+int llmprof_side_stream_join(llmprof_side_stream* s);
+/* 1 in *out when the current stream is capturing a CUDA graph, else 0. */
+int llmprof_cuda_stream_capturing(int* out);
+/* Waits for the side stream's work, then frees it. */
+void llmprof_side_stream_destroy(llmprof_side_stream* s);
+
 /* ---- llmprof's own CUDA kernels (csrc/kernels.cpp over the .cu files in csrc/kernels/) ---
  * Tensors are passed as the at::Tensor* that tch hands out; outputs are allocated by the caller.
  * Built without nvcc, every kernel entry point fails and says how to get the kernels. */

@@ -66,6 +66,17 @@ impl NvtxObserver {
 
 impl RegionObserver for NvtxObserver {
     fn enter(&self, region: Region) -> RegionGuard<'_> {
+        self.enter_timed(region, true)
+    }
+
+    fn enter_overlapped(&self, region: Region) -> RegionGuard<'_> {
+        self.enter_timed(region, false)
+    }
+}
+
+impl NvtxObserver {
+    /// A range and scope for `region`, timed when `time` and this observer times regions.
+    fn enter_timed(&self, region: Region, time: bool) -> RegionGuard<'_> {
         let name = region.nvtx_name();
         // ASCII, not the crate's default wide string: Nsight Compute's --nvtx-include matches
         // push/pop ranges by their ASCII message (a wide message never matched, seen on an H100
@@ -86,13 +97,13 @@ impl RegionObserver for NvtxObserver {
             None
         };
         let timed = match &self.timer {
-            Some(timer) => {
+            Some(timer) if time => {
                 let began = timer.borrow_mut().begin(name);
                 let ok = began.is_ok();
                 self.defer(began);
                 ok
             }
-            None => false,
+            _ => false,
         };
         RegionGuard::on_exit(move || {
             if self.options.sync_on_exit {
@@ -130,6 +141,22 @@ mod tests {
         let times = obs.finish().unwrap();
         let names: Vec<&str> = times.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["decode_step", "decode_step", "decode"]);
+    }
+
+    /// An overlapped region keeps its range but gets no time; regions around it still do.
+    #[test]
+    fn overlapped_regions_are_not_timed() {
+        let obs = NvtxObserver::new(NvtxOptions {
+            timing: Some(ClockKind::Host),
+            ..NvtxOptions::default()
+        });
+        {
+            let _prefill = obs.enter(llmprof::region::PREFILL);
+            let _side = obs.enter_overlapped(llmprof::region::DECODE_STEP);
+        }
+        let times = obs.finish().unwrap();
+        let names: Vec<&str> = times.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["prefill"]);
     }
 
     #[test]

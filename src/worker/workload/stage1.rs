@@ -49,6 +49,10 @@ impl RegionObserver for StageWindows<'_> {
             }
         })
     }
+
+    fn enter_overlapped(&self, region: Region) -> RegionGuard<'_> {
+        self.inner.enter_overlapped(region)
+    }
 }
 
 /// Stage 1 on the model `spec` names.

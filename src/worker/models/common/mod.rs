@@ -11,6 +11,7 @@ pub mod fast_path_check;
 pub mod generate;
 pub mod graph_decode;
 pub mod kv_cache;
+pub mod lanes;
 pub mod layers;
 pub mod optim;
 pub mod pre_norm;

@@ -46,6 +46,8 @@ pub struct ModelOptim {
     pub vision_cuda_graph: bool,
     /// ... for prefills of at most this many pages (0: all).
     pub vision_cuda_graph_max_pages: usize,
+    /// Vision (CUDA only): every second vision call on a second CUDA stream.
+    pub vision_streams: bool,
     /// Decode steps (CUDA only, with `fused_projections`): RoPE and the K/V cache write in one
     /// llmprof CUDA kernel per layer.
     pub rope_kv_kernel: bool,
@@ -87,6 +89,7 @@ impl ModelOptim {
         sam_patch_gemm: false,
         vision_cuda_graph: false,
         vision_cuda_graph_max_pages: 0,
+        vision_streams: false,
         rope_kv_kernel: false,
         moe_combine_kernel: false,
         swiglu_kernel: false,
@@ -115,6 +118,7 @@ impl ModelOptim {
         sam_patch_gemm: true,
         vision_cuda_graph: true,
         vision_cuda_graph_max_pages: 0,
+        vision_streams: true,
         rope_kv_kernel: true,
         moe_combine_kernel: true,
         swiglu_kernel: true,
@@ -158,6 +162,7 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         sam_patch_gemm: o.sam_patch_gemm,
         vision_cuda_graph: o.vision_cuda_graph,
         vision_cuda_graph_max_pages: o.vision_cuda_graph_max_pages as usize,
+        vision_streams: o.vision_streams,
         rope_kv_kernel: o.rope_kv_kernel,
         moe_combine_kernel: o.moe_combine_kernel,
         swiglu_kernel: o.swiglu_kernel,

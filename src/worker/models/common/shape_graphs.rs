@@ -32,7 +32,7 @@ struct Key {
 struct Captured {
     graph: CudaGraph,
     inputs: Vec<Tensor>,
-    output: Tensor,
+    outputs: Vec<Tensor>,
 }
 
 /// Capture and replay counters, for the run's report.
@@ -92,6 +92,17 @@ impl ShapeGraphs {
         inputs: &[Tensor],
         f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
     ) -> Result<Tensor> {
+        let mut outputs = self.call_many(stage, inputs, &|x| Ok(vec![f(x)?]))?;
+        outputs.pop().context("a graph call returned no output")
+    }
+
+    /// [`ShapeGraphs::call`] for a function with several outputs.
+    pub fn call_many(
+        &self,
+        stage: &'static str,
+        inputs: &[Tensor],
+        f: &dyn Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+    ) -> Result<Vec<Tensor>> {
         if !self.enabled {
             return f(inputs);
         }
@@ -107,13 +118,13 @@ impl ShapeGraphs {
                 .replay()
                 .with_context(|| format!("replaying the {stage} CUDA graph"))?;
             self.stats.borrow_mut().replays += 1;
-            return copy_of(&c.output);
+            return c.outputs.iter().map(copy_of).collect();
         }
         let eager = f(inputs)?;
         let started = std::time::Instant::now();
         let statics: Vec<Tensor> = inputs.iter().map(copy_of).collect::<Result<_>>()?;
         let mut graph = CudaGraph::new().context("creating a CUDA graph")?;
-        let output = {
+        let outputs = {
             let graphs = self.graphs.borrow();
             let share = graphs.values().next().map(|c| &c.graph);
             graph.capture(share, || f(&statics)).with_context(|| {
@@ -128,7 +139,7 @@ impl ShapeGraphs {
             Captured {
                 graph,
                 inputs: statics,
-                output,
+                outputs,
             },
         );
         let mut stats = self.stats.borrow_mut();

@@ -1,6 +1,7 @@
 //! The vision pass of a batch of pages: every view through SAM, the encoder after it and the
-//! projector, grouped by view size and replayed from CUDA graphs where they are on, then each
-//! page's embeddings in the order they replace its `<image>` ids.
+//! projector, one call per group of equal-size views, replayed from CUDA graphs where they are
+//! on and overlapped on two CUDA streams where those are, then each page's embeddings in the
+//! order they replace its `<image>` ids.
 
 use super::{preprocess, vision, DeepseekOcr, Encoder};
 use anyhow::{Context, Result};
@@ -42,15 +43,7 @@ impl DeepseekOcr {
             .projector
             .as_ref()
             .context("projector weights were not loaded")?;
-        let graphs = &self.vision_graphs;
         let use_graphs = graphs_allowed(self.vision_graph_max_pages, request_pages);
-        let call = |stage: &'static str, x: &[Tensor], f: &dyn Fn(&[Tensor]) -> Result<Tensor>| {
-            if use_graphs {
-                graphs.call(stage, x, f)
-            } else {
-                f(x)
-            }
-        };
         let _v = obs.enter(VISION);
         let to_dev = |t: &Tensor| preprocess::upload(t, self.device, self.kind, self.uint8_upload);
         // Views in a fixed order: page 0 global, page 0 tiles, page 1 global, ...
@@ -64,46 +57,67 @@ impl DeepseekOcr {
                 owner.push((p, false));
             }
         }
-        let sam_out = {
-            let _g = obs.enter(SAM);
-            vision::batch::run_grouped(&one_input(&views), max_views, &|x| {
-                call("sam", x, &|x| sam.forward(&x[0]))
+        // One call per group of equal-size views (at most `max_views` each): SAM, the encoder
+        // and the projector.
+        let grouping = vision::batch::Grouping::new(&one_input(&views), max_views)?;
+        let calls = grouping.calls();
+        let lanes = &self.vision_lanes;
+        // With `runtime.optim.vision_streams` and graphs, the whole pass is one graph whose
+        // capture runs every second call on a side stream, so calls overlap in its replays; its
+        // stages then get no times of their own. Otherwise each stage is its own graph.
+        let whole_pass = use_graphs && lanes.overlaps(calls.len());
+        let stage_graphs = use_graphs && !whole_pass;
+        let chain = |x: &Tensor| -> Result<Tensor> {
+            let enter = |r| match whole_pass {
+                true => obs.enter_overlapped(r),
+                false => obs.enter(r),
+            };
+            let call =
+                |stage, x: &[Tensor], f: &dyn Fn(&[Tensor]) -> Result<Tensor>| match stage_graphs {
+                    true => lanes.graphs().call(stage, x, f),
+                    false => f(x),
+                };
+            let features = {
+                let _g = enter(SAM);
+                call("sam", &[x.shallow_clone()], &|x| sam.forward(&x[0]))?
+            };
+            match encoder {
+                Encoder::Clip(clip) => {
+                    let clip_out = {
+                        let _g = enter(CLIP);
+                        call("clip", &[features.shallow_clone()], &|x| {
+                            clip.forward(&x[0])
+                        })?
+                    };
+                    let _g = enter(PROJECTOR);
+                    call("projector", &[clip_out, features], &|x| {
+                        proj.forward(&x[0], &x[1])
+                    })
+                }
+                Encoder::Queries(enc) => {
+                    let queries = {
+                        let _g = enter(QUERY_ENCODER);
+                        call("query_encoder", &[features], &|x| enc.forward(&x[0]))?
+                    };
+                    let _g = enter(PROJECTOR);
+                    call("projector", &[queries], &|x| proj.forward_queries(&x[0]))
+                }
+            }
+        };
+        let outputs = if whole_pass {
+            let inputs: Vec<Tensor> = calls.iter().map(|c| c[0].shallow_clone()).collect();
+            lanes.graphs().call_many("vision", &inputs, &|x| {
+                lanes.run(x.len(), &|i| chain(&x[i]))
             })?
+        } else {
+            calls
+                .iter()
+                .map(|c| chain(&c[0]))
+                .collect::<Result<Vec<_>>>()?
         };
-        // The projector region also covers the arrangement below.
-        let (projected, _projector) = match encoder {
-            Encoder::Clip(clip) => {
-                let clip_out = {
-                    let _g = obs.enter(CLIP);
-                    vision::batch::run_grouped(&one_input(&sam_out), max_views, &|x| {
-                        call("clip", x, &|x| clip.forward(&x[0]))
-                    })?
-                };
-                let g = obs.enter(PROJECTOR);
-                let pairs: Vec<Vec<&Tensor>> = clip_out
-                    .iter()
-                    .zip(&sam_out)
-                    .map(|(c, s)| vec![c, s])
-                    .collect();
-                let p = vision::batch::run_grouped(&pairs, 0, &|x| {
-                    call("projector", x, &|x| proj.forward(&x[0], &x[1]))
-                })?;
-                (p, g)
-            }
-            Encoder::Queries(enc) => {
-                let queries = {
-                    let _g = obs.enter(QUERY_ENCODER);
-                    vision::batch::run_grouped(&one_input(&sam_out), max_views, &|x| {
-                        call("query_encoder", x, &|x| enc.forward(&x[0]))
-                    })?
-                };
-                let g = obs.enter(PROJECTOR);
-                let p = vision::batch::run_grouped(&one_input(&queries), 0, &|x| {
-                    call("projector", x, &|x| proj.forward_queries(&x[0]))
-                })?;
-                (p, g)
-            }
-        };
+        let projected = grouping.split(&outputs)?;
+        // The arrangement counts as the projector's when the stages are timed.
+        let _projector = (!whole_pass).then(|| obs.enter(PROJECTOR));
         let mut out = Vec::with_capacity(imgs.len());
         for (p, img) in imgs.iter().enumerate() {
             let mine = |global: bool| owner.iter().position(|&o| o == (p, global));

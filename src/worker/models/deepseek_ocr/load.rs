@@ -2,8 +2,8 @@
 //! choices of `runtime.optim`, after checking that the kernels those choices need were built.
 
 use super::{text, vision, ArchConfig, DeepseekOcr, Encoder, Part, Weights};
+use crate::models::common::lanes::Lanes;
 use crate::models::common::optim::ModelOptim;
-use crate::models::common::shape_graphs::ShapeGraphs;
 use anyhow::{Context, Result};
 use std::path::Path;
 use tch::{Device, Kind};
@@ -117,10 +117,11 @@ impl DeepseekOcr {
             kind: weights.kind(),
             vision_batch: None,
             uint8_upload: optim.vision_uint8_upload,
-            vision_graphs: ShapeGraphs::new(
+            vision_lanes: Lanes::new(
                 optim.vision_cuda_graph && weights_on_gpu,
                 "runtime.optim.vision_cuda_graph",
-            ),
+                optim.vision_streams && weights_on_gpu,
+            )?,
             vision_graph_max_pages: optim.vision_cuda_graph_max_pages,
         })
     }

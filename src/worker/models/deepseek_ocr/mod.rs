@@ -18,7 +18,8 @@ pub use llmprof::model::deepseek_ocr::ArchConfig;
 
 use crate::models::common::causal_lm::{left_pad, CausalLm};
 use crate::models::common::kv_cache::KvCache;
-use crate::models::common::shape_graphs::{ShapeGraphStats, ShapeGraphs};
+use crate::models::common::lanes::Lanes;
+use crate::models::common::shape_graphs::ShapeGraphStats;
 use anyhow::{ensure, Context, Result};
 use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};
 use preprocess::PreparedImage;
@@ -61,8 +62,9 @@ pub struct DeepseekOcr {
     vision_batch: Option<usize>,
     /// Pixels go to a GPU as uint8 and are normalised there (`runtime.optim.vision_uint8_upload`).
     uint8_upload: bool,
-    /// Vision stages captured per input shape (`runtime.optim.vision_cuda_graph`, GPU only).
-    vision_graphs: ShapeGraphs,
+    /// Vision stages captured per input shape (`runtime.optim.vision_cuda_graph`, GPU only), on
+    /// one stream or two (`runtime.optim.vision_streams`).
+    vision_lanes: Lanes,
     /// Prefills of more pages than this run vision without the graphs (0: no limit;
     /// `runtime.optim.vision_cuda_graph_max_pages`).
     vision_graph_max_pages: usize,
@@ -118,9 +120,8 @@ impl DeepseekOcr {
     /// What the vision graphs did so far (`runtime.optim.vision_cuda_graph`); `None` when they
     /// are off or there is no GPU.
     pub fn vision_graph_stats(&self) -> Option<ShapeGraphStats> {
-        self.vision_graphs
-            .enabled()
-            .then(|| self.vision_graphs.stats())
+        let graphs = self.vision_lanes.graphs();
+        graphs.enabled().then(|| graphs.stats())
     }
 
     /// Pages of a prefill batch go through vision together, at most `max_views` views per call

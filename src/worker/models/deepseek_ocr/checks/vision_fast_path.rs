@@ -133,6 +133,15 @@ pub fn vision_variants() -> Vec<(&'static str, ModelOptim, Option<usize>)> {
             },
             None,
         ),
+        (
+            "vision_streams",
+            ModelOptim {
+                vision_cuda_graph: true,
+                vision_streams: true,
+                ..e
+            },
+            Some(16),
+        ),
         ("batched_vision", e, Some(16)),
         ("all", ModelOptim::FAST, Some(16)),
     ]

@@ -14,59 +14,126 @@ pub fn run_grouped(
     max_views: usize,
     f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
 ) -> Result<Vec<Tensor>> {
-    let arity = views.first().map(Vec::len).unwrap_or(0);
-    ensure!(
-        views.iter().all(|v| v.len() == arity && arity > 0),
-        "every view needs the same, non-zero number of inputs"
-    );
-    // Groups by the shapes of the inputs without their row count, in order of first appearance.
-    let mut groups: Vec<(Vec<Vec<i64>>, Vec<usize>)> = Vec::new();
-    for (i, v) in views.iter().enumerate() {
-        let key: Vec<Vec<i64>> = v.iter().map(|t| t.size()[1..].to_vec()).collect();
-        let rows = v[0].size()[0];
+    let grouping = Grouping::new(views, max_views)?;
+    let outputs = grouping
+        .calls()
+        .iter()
+        .map(|inputs| f(inputs))
+        .collect::<Result<Vec<_>>>()?;
+    grouping.split(&outputs)
+}
+
+/// The calls [`run_grouped`] makes, for callers that queue them on their own (on several CUDA
+/// streams, say) before [`Grouping::split`] reads the outputs.
+pub struct Grouping {
+    /// Per group, its member views in order.
+    groups: Vec<Vec<usize>>,
+    /// Per call: its inputs and the group it belongs to.
+    calls: Vec<(Vec<Tensor>, usize)>,
+    /// Rows of each view.
+    rows: Vec<i64>,
+}
+
+impl Grouping {
+    /// Groups `views` by the shapes of their inputs without the row count (in order of first
+    /// appearance), concatenates each group and cuts it into calls of at most `max_views` rows.
+    pub fn new(views: &[Vec<&Tensor>], max_views: usize) -> Result<Self> {
+        let arity = views.first().map(Vec::len).unwrap_or(0);
         ensure!(
-            v.iter().all(|t| t.size()[0] == rows),
-            "view {i}: inputs with different row counts"
+            views.iter().all(|v| v.len() == arity && arity > 0),
+            "every view needs the same, non-zero number of inputs"
         );
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, members)) => members.push(i),
-            None => groups.push((key, vec![i])),
+        let mut keys: Vec<Vec<Vec<i64>>> = Vec::new();
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut rows = Vec::with_capacity(views.len());
+        for (i, v) in views.iter().enumerate() {
+            let key: Vec<Vec<i64>> = v.iter().map(|t| t.size()[1..].to_vec()).collect();
+            let n = v[0].size()[0];
+            ensure!(
+                v.iter().all(|t| t.size()[0] == n),
+                "view {i}: inputs with different row counts"
+            );
+            rows.push(n);
+            match keys.iter().position(|k| *k == key) {
+                Some(g) => groups[g].push(i),
+                None => {
+                    keys.push(key);
+                    groups.push(vec![i]);
+                }
+            }
         }
-    }
-    let mut out: Vec<Option<Tensor>> = (0..views.len()).map(|_| None).collect();
-    for (_, members) in &groups {
-        let inputs: Vec<Tensor> = (0..arity)
-            .map(|a| Tensor::f_cat(&members.iter().map(|&m| views[m][a]).collect::<Vec<_>>(), 0))
-            .collect::<Result<_, _>>()?;
-        let total = inputs[0].size()[0];
-        let chunk = if max_views == 0 {
-            total
-        } else {
-            max_views as i64
-        };
-        let mut pieces = Vec::new();
-        let mut start = 0;
-        while start < total {
-            let len = chunk.min(total - start);
-            let part: Vec<Tensor> = inputs
-                .iter()
-                .map(|t| t.f_narrow(0, start, len))
+        let mut calls = Vec::new();
+        for (g, members) in groups.iter().enumerate() {
+            let inputs: Vec<Tensor> = (0..arity)
+                .map(|a| {
+                    Tensor::f_cat(&members.iter().map(|&m| views[m][a]).collect::<Vec<_>>(), 0)
+                })
                 .collect::<Result<_, _>>()?;
-            pieces.push(f(&part)?);
-            start += len;
+            let total = inputs[0].size()[0];
+            let chunk = if max_views == 0 {
+                total
+            } else {
+                max_views as i64
+            };
+            let mut start = 0;
+            while start < total {
+                let len = chunk.min(total - start);
+                let part: Vec<Tensor> = inputs
+                    .iter()
+                    .map(|t| t.f_narrow(0, start, len))
+                    .collect::<Result<_, _>>()?;
+                calls.push((part, g));
+                start += len;
+            }
         }
-        let all = Tensor::f_cat(&pieces, 0)?;
-        let mut offset = 0;
-        for &m in members {
-            let rows = views[m][0].size()[0];
-            out[m] = Some(all.f_narrow(0, offset, rows)?);
-            offset += rows;
-        }
+        Ok(Grouping {
+            groups,
+            calls,
+            rows,
+        })
     }
-    out.into_iter()
-        .enumerate()
-        .map(|(i, t)| t.ok_or_else(|| anyhow::anyhow!("view {i} has no output")))
-        .collect()
+
+    /// Each call's inputs, in the order the outputs go to [`Grouping::split`].
+    pub fn calls(&self) -> Vec<&[Tensor]> {
+        self.calls
+            .iter()
+            .map(|(inputs, _)| inputs.as_slice())
+            .collect()
+    }
+
+    /// One output per call (rows in the call's order) → one output per view, in the order of
+    /// the views.
+    pub fn split(&self, outputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        ensure!(
+            outputs.len() == self.calls.len(),
+            "{} outputs for {} calls",
+            outputs.len(),
+            self.calls.len()
+        );
+        let mut out: Vec<Option<Tensor>> = (0..self.rows.len()).map(|_| None).collect();
+        for (g, members) in self.groups.iter().enumerate() {
+            let pieces: Vec<&Tensor> = self
+                .calls
+                .iter()
+                .zip(outputs)
+                .filter(|((_, group), _)| *group == g)
+                .map(|(_, o)| o)
+                .collect();
+            let all = match pieces.as_slice() {
+                [one] => one.shallow_clone(),
+                _ => Tensor::f_cat(&pieces, 0)?,
+            };
+            let mut offset = 0;
+            for &m in members {
+                out[m] = Some(all.f_narrow(0, offset, self.rows[m])?);
+                offset += self.rows[m];
+            }
+        }
+        out.into_iter()
+            .enumerate()
+            .map(|(i, t)| t.ok_or_else(|| anyhow::anyhow!("view {i} has no output")))
+            .collect()
+    }
 }
 
 #[cfg(test)]
