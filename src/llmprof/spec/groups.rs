@@ -329,11 +329,12 @@ pub struct OptimSpec {
     /// Absent: 0.
     #[serde(default)]
     pub vision_cuda_graph_max_pages: u64,
-    /// On a CUDA device, when the views of a prefill make several vision calls (views of one
-    /// size per call), every second call runs SAM, the encoder and the projector on a second
-    /// CUDA stream, overlapping the others. The vision sub-stages then get no times of their own
-    /// (a stream's clock cannot separate them from the work beside them); Kineto's tables still
-    /// attribute their kernels. Absent: off.
+    /// With `vision_cuda_graph` on a CUDA device, when the views of a prefill make several vision
+    /// calls (views of one size per call), the whole vision pass is one CUDA graph whose capture
+    /// runs every second call (SAM, the encoder, the projector) on a second stream, so the calls
+    /// overlap in its replays. The vision sub-stages then get no times of their own and Kineto
+    /// attributes their kernels to the vision stage. Where vision runs op by op it has no
+    /// effect (eager work on a second stream slows later graph replays). Absent: off.
     #[serde(default)]
     pub vision_streams: bool,
     /// On a CUDA device with `fused_projections`, the RoPE on q and k and the K/V cache write of
