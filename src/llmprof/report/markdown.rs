@@ -347,6 +347,11 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
             w.vision_cuda_graph_max_pages.to_string(),
         ),
         ("vision_streams", on(w.vision_streams).to_string()),
+        ("prefill_cuda_graph", on(w.prefill_cuda_graph).to_string()),
+        (
+            "prefill_cuda_graph_max_batch",
+            w.prefill_cuda_graph_max_batch.to_string(),
+        ),
         ("rope_kv_kernel", on(w.rope_kv_kernel).to_string()),
         ("moe_combine_kernel", on(w.moe_combine_kernel).to_string()),
         ("swiglu_kernel", on(w.swiglu_kernel).to_string()),

@@ -194,6 +194,8 @@ mod tests {
                 vision_cuda_graph: on,
                 vision_cuda_graph_max_pages: 4,
                 vision_streams: on,
+                prefill_cuda_graph: on,
+                prefill_cuda_graph_max_batch: 8,
                 rope_kv_kernel: on,
                 moe_combine_kernel: on,
                 swiglu_kernel: on,

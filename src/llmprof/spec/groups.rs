@@ -337,6 +337,16 @@ pub struct OptimSpec {
     /// effect (eager work on a second stream slows later graph replays). Absent: off.
     #[serde(default)]
     pub vision_streams: bool,
+    /// On a CUDA device with a static KV cache and grouped MoE, the text decoder's prefill is
+    /// captured as a CUDA graph per prompt shape, left padding and KV cache on its second use
+    /// and replayed after (its kernels then run without the GPU's gaps between separately
+    /// launched kernels). Absent: off.
+    #[serde(default)]
+    pub prefill_cuda_graph: bool,
+    /// With `prefill_cuda_graph`: the most rows a prefill may have to be captured (0: any).
+    /// Absent: 0.
+    #[serde(default)]
+    pub prefill_cuda_graph_max_batch: u64,
     /// On a CUDA device with `fused_projections`, the RoPE on q and k and the K/V cache write of
     /// each decode step and prefill in llmprof's one CUDA kernel per layer, instead of six to
     /// eight libtorch kernels (RoPE ops, the cache writes and the copies of their strided

@@ -179,7 +179,7 @@ impl DecodeSession {
                 let _s = obs.enter(DECODE_STEP);
                 graph.replay().context("replaying the decode CUDA graph")?;
             }
-            state.cache.advance_host_len();
+            state.cache.advance_host_len(1);
             self.stats.replays += 1;
             return Ok(logits.shallow_clone());
         }
@@ -187,7 +187,7 @@ impl DecodeSession {
             let _s = obs.enter(DECODE_STEP);
             model.decode_step_device(&state.tokens, &state.cache, window)?
         };
-        state.cache.advance_host_len();
+        state.cache.advance_host_len(1);
         self.stats.eager_steps += 1;
         if capture && state.cache.len() < window {
             let started = std::time::Instant::now();

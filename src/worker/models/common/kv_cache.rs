@@ -43,7 +43,12 @@ pub struct KvCache {
     pad_t: Tensor,
     /// Slots written, on the device ([1] int64); equals `len` between steps.
     len_t: Tensor,
+    /// Unique per cache in the process: what captured graphs that baked in its buffers key on.
+    id: u64,
 }
+
+/// The next [`KvCache`] id.
+static NEXT_CACHE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl KvCache {
     /// Allocates `layers × 2 × [batch, heads, capacity, head_dim]` zeros on `device` as `kind`
@@ -78,6 +83,7 @@ impl KvCache {
             pad: vec![0; batch as usize],
             pad_t: Tensor::f_zeros([batch], (Kind::Int64, device))?,
             len_t: Tensor::f_zeros([1], (Kind::Int64, device))?,
+            id: NEXT_CACHE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         })
     }
 
@@ -130,6 +136,17 @@ impl KvCache {
 
     pub fn left_padding(&self) -> &[i64] {
         &self.pad
+    }
+
+    /// Whether the cache grows by concatenation (no fixed buffers to capture).
+    pub fn is_growing(&self) -> bool {
+        self.growing
+    }
+
+    /// This cache's id, unique in the process (another cache never reuses it, even at the
+    /// same addresses).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Bytes held by the cache.
@@ -279,9 +296,23 @@ impl KvCache {
         Ok(())
     }
 
-    /// Moves the host-side counter by one after a step that advanced the device side itself.
-    pub fn advance_host_len(&mut self) {
-        self.len += 1;
+    /// Moves the host-side counter back by `t`, leaving the slots and the device-side counter
+    /// as they are: before capturing a graph of work that already ran (the capture runs only
+    /// its host side, which moves the host counter forward again).
+    pub fn rewind_host_len(&mut self, t: i64) -> Result<()> {
+        ensure!(
+            (0..=self.len).contains(&t),
+            "cannot move the KV cache's counter back by {t} from {}",
+            self.len
+        );
+        self.len -= t;
+        Ok(())
+    }
+
+    /// Moves the host-side counter by `t` after work that advanced the device side itself (a
+    /// replayed decode step or prefill).
+    pub fn advance_host_len(&mut self, t: i64) {
+        self.len += t;
     }
 
     /// RoPE positions [B,T] of the next `t` slots: slot − pad, clamped at 0 for pad slots.

@@ -15,6 +15,7 @@ pub mod lanes;
 pub mod layers;
 pub mod optim;
 pub mod pre_norm;
+pub mod prefill_graphs;
 pub mod safetensors;
 pub mod shape_graphs;
 pub mod size_cache;

@@ -46,8 +46,13 @@ pub struct ModelOptim {
     pub vision_cuda_graph: bool,
     /// ... for prefills of at most this many pages (0: all).
     pub vision_cuda_graph_max_pages: usize,
-    /// Vision (CUDA only): every second vision call on a second CUDA stream.
+    /// Vision (CUDA only, with `vision_cuda_graph`): a pass's calls overlapped on two streams
+    /// in one graph.
     pub vision_streams: bool,
+    /// The decoder's prefill (CUDA only, static cache, grouped MoE) as a CUDA graph per shape.
+    pub prefill_cuda_graph: bool,
+    /// ... for prefills of at most this many rows (0: all).
+    pub prefill_cuda_graph_max_batch: usize,
     /// Decode steps (CUDA only, with `fused_projections`): RoPE and the K/V cache write in one
     /// llmprof CUDA kernel per layer.
     pub rope_kv_kernel: bool,
@@ -90,6 +95,8 @@ impl ModelOptim {
         vision_cuda_graph: false,
         vision_cuda_graph_max_pages: 0,
         vision_streams: false,
+        prefill_cuda_graph: false,
+        prefill_cuda_graph_max_batch: 0,
         rope_kv_kernel: false,
         moe_combine_kernel: false,
         swiglu_kernel: false,
@@ -119,6 +126,8 @@ impl ModelOptim {
         vision_cuda_graph: true,
         vision_cuda_graph_max_pages: 0,
         vision_streams: true,
+        prefill_cuda_graph: true,
+        prefill_cuda_graph_max_batch: 0,
         rope_kv_kernel: true,
         moe_combine_kernel: true,
         swiglu_kernel: true,
@@ -163,6 +172,8 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         vision_cuda_graph: o.vision_cuda_graph,
         vision_cuda_graph_max_pages: o.vision_cuda_graph_max_pages as usize,
         vision_streams: o.vision_streams,
+        prefill_cuda_graph: o.prefill_cuda_graph,
+        prefill_cuda_graph_max_batch: o.prefill_cuda_graph_max_batch as usize,
         rope_kv_kernel: o.rope_kv_kernel,
         moe_combine_kernel: o.moe_combine_kernel,
         swiglu_kernel: o.swiglu_kernel,

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use tch::Tensor;
 
 /// A new tensor (normal allocator, same layout) holding `t`'s values.
-fn copy_of(t: &Tensor) -> Result<Tensor> {
+pub(super) fn copy_of(t: &Tensor) -> Result<Tensor> {
     let mut c = t.f_empty_like()?;
     c.f_copy_(t)?;
     Ok(c)

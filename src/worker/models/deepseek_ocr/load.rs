@@ -4,6 +4,7 @@
 use super::{text, vision, ArchConfig, DeepseekOcr, Encoder, Part, Weights};
 use crate::models::common::lanes::Lanes;
 use crate::models::common::optim::ModelOptim;
+use crate::models::common::prefill_graphs::PrefillGraphs;
 use anyhow::{Context, Result};
 use std::path::Path;
 use tch::{Device, Kind};
@@ -123,6 +124,10 @@ impl DeepseekOcr {
                 optim.vision_streams && weights_on_gpu,
             )?,
             vision_graph_max_pages: optim.vision_cuda_graph_max_pages,
+            prefill_graphs: PrefillGraphs::new(
+                prefill_graphs_apply(optim, weights_on_gpu, weights.kind()),
+                optim.prefill_cuda_graph_max_batch,
+            ),
         })
     }
 
@@ -144,4 +149,19 @@ impl DeepseekOcr {
             cfg,
         )
     }
+}
+
+/// Whether the decoder's prefill is captured (`runtime.optim.prefill_cuda_graph`): on a GPU with
+/// a static KV cache and grouped MoE in bf16 (in other dtypes grouped MoE falls back to a
+/// per-expert loop that reads expert counts on the host, which a capture cannot).
+fn prefill_graphs_apply(optim: &ModelOptim, weights_on_gpu: bool, kind: Kind) -> bool {
+    let apply = optim.prefill_cuda_graph && weights_on_gpu;
+    if apply && !(optim.static_kv_cache && optim.grouped_moe && kind == Kind::BFloat16) {
+        tracing::info!(
+            "runtime.optim.prefill_cuda_graph: the prefill runs op by op (a graph needs \
+             static_kv_cache and grouped_moe with bf16 weights)"
+        );
+        return false;
+    }
+    apply
 }

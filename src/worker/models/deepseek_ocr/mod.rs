@@ -19,6 +19,7 @@ pub use llmprof::model::deepseek_ocr::ArchConfig;
 use crate::models::common::causal_lm::{left_pad, CausalLm};
 use crate::models::common::kv_cache::KvCache;
 use crate::models::common::lanes::Lanes;
+use crate::models::common::prefill_graphs::PrefillGraphs;
 use crate::models::common::shape_graphs::ShapeGraphStats;
 use anyhow::{ensure, Context, Result};
 use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};
@@ -65,6 +66,8 @@ pub struct DeepseekOcr {
     /// Vision stages captured per input shape (`runtime.optim.vision_cuda_graph`, GPU only), on
     /// one stream or two (`runtime.optim.vision_streams`).
     vision_lanes: Lanes,
+    /// The decoder's prefill captured per shape (`runtime.optim.prefill_cuda_graph`).
+    prefill_graphs: PrefillGraphs,
     /// Prefills of more pages than this run vision without the graphs (0: no limit;
     /// `runtime.optim.vision_cuda_graph_max_pages`).
     vision_graph_max_pages: usize,
@@ -230,8 +233,10 @@ impl DeepseekOcr {
             }
             first_slot += n;
         }
-        let hidden = dec.forward(&emb, cache)?; // (b, t, H)
-        dec.logits(&hidden.f_select(1, t - 1)?) // (b, vocab)
+        self.prefill_graphs.run(&emb, cache, &|x, cache| {
+            let hidden = dec.forward(x, cache)?; // (b, t, H)
+            dec.logits(&hidden.f_select(1, t - 1)?) // (b, vocab)
+        })
     }
 
     /// One decode step: tokens [B] (int64, on the model device) → fp32 logits [B, vocab].

@@ -321,3 +321,56 @@ fn mixed_image_and_text_batch_equals_rows_alone() {
         .unwrap_err();
     assert!(format!("{err:#}").contains("but no image"), "{err:#}");
 }
+
+/// Prefill graphs (`runtime.optim.prefill_cuda_graph`) on a GPU: the tiny model in bf16 with
+/// grouped MoE, three left-padded two-row prefills with new tokens but the same lengths into
+/// one reused KV cache. The first runs eagerly, the second captures and replays, the third
+/// replays; each one's logits, and a decode step after it (which reads the written slots and
+/// the cache's counter), equal the same prefill with the graphs off.
+#[test]
+#[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+fn prefill_graphs_equal_eager_on_a_gpu() {
+    use crate::models::common::optim::ModelOptim;
+    assert!(tch::Cuda::is_available(), "no CUDA device");
+    let cfg = ArchConfig::tiny();
+    let dev = Device::Cuda(0);
+    let weights = Weights::synthetic(&cfg, &Part::ALL, 5, dev, Kind::BFloat16).unwrap();
+    let load = |graphs: bool| {
+        let optim = ModelOptim {
+            grouped_moe: true,
+            prefill_cuda_graph: graphs,
+            ..ModelOptim::default()
+        };
+        DeepseekOcr::load_with(weights.shallow_clone(), &cfg, &optim).unwrap()
+    };
+    let (graphed, eager) = (load(true), load(false));
+    let obs = NoopObserver;
+    let mut cache = graphed.new_cache(2, 32).unwrap();
+    for round in 0..3 {
+        let (a, b) = (ids(11, round), ids(6, round + 7));
+        let rows = [
+            PromptRow {
+                ids: &a,
+                image: None,
+            },
+            PromptRow {
+                ids: &b,
+                image: None,
+            },
+        ];
+        cache.reset().unwrap();
+        let got = graphed.prefill(&rows, &mut cache, &obs).unwrap();
+        let mut fresh = eager.new_cache(2, 32).unwrap();
+        let want = eager.prefill(&rows, &mut fresh, &obs).unwrap();
+        // The same kernels in and out of the graph: equal up to reduction order.
+        let close = |a: &Tensor, b: &Tensor| max_diff(a, b) <= 1e-3 * max_diff(b, &b.zeros_like());
+        assert!(close(&got, &want), "round {round}: prefill logits");
+        assert_eq!(cache.len(), 11, "round {round}: host counter");
+        let tokens = Tensor::from_slice(&[5i64, 8]).to_device(dev);
+        let step = graphed.decode_step(&tokens, &mut cache, &obs).unwrap();
+        let want_step = eager.decode_step(&tokens, &mut fresh, &obs).unwrap();
+        assert!(close(&step, &want_step), "round {round}: decode step");
+    }
+    assert_eq!(graphed.prefill_graphs.stats(), (1, 2));
+    assert_eq!(eager.prefill_graphs.stats(), (0, 0));
+}

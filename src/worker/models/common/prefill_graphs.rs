@@ -1,0 +1,142 @@
+//! The decoder's prefill as one CUDA graph per (embeddings' shape, left padding, KV cache)
+//! (`runtime.optim.prefill_cuda_graph`). A page's prefill launches ≈ 300 kernels; launched one by
+//! one they leave ≈ 1.7 µs between kernels on an H100 even with the host far ahead, 0.5 ms per
+//! batch-1 prefill, while a graph's replay leaves ≈ 0.13 µs (docs/performance.md, session 13).
+//!
+//! The first prefill with a key runs eagerly and is then captured; later ones replay. The KV
+//! cache's buffers are baked into a graph, so the key holds the cache's id and the graph
+//! writes the same slots [0, T) of the same cache every time. OCR prompts repeat their length
+//! (it depends on the crop grid only), so few keys recur. Graphs share one memory pool: they
+//! replay one at a time and each output is copied out before the next replay.
+use super::kv_cache::KvCache;
+use super::shape_graphs::copy_of;
+use crate::ffi::CudaGraph;
+use anyhow::{ensure, Context, Result};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use tch::{Kind, Tensor};
+
+/// What a captured prefill is valid for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    shape: Vec<i64>,
+    kind: Kind,
+    left_padding: Vec<i64>,
+    cache: u64,
+}
+
+struct Captured {
+    graph: CudaGraph,
+    input: Tensor,
+    output: Tensor,
+}
+
+/// Prefill graphs of one model.
+pub struct PrefillGraphs {
+    enabled: bool,
+    /// Prefills of more rows than this run eagerly (0: no limit).
+    max_batch: usize,
+    graphs: RefCell<HashMap<Key, Captured>>,
+    replays: RefCell<u64>,
+}
+
+impl std::fmt::Debug for PrefillGraphs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrefillGraphs")
+            .field("enabled", &self.enabled)
+            .field("max_batch", &self.max_batch)
+            .field("graphs", &self.graphs.borrow().len())
+            .finish()
+    }
+}
+
+impl PrefillGraphs {
+    /// Graphs that capture when `enabled` (a CUDA device is required then), for prefills of at
+    /// most `max_batch` rows (0: any).
+    pub fn new(enabled: bool, max_batch: usize) -> Self {
+        PrefillGraphs {
+            enabled,
+            max_batch,
+            graphs: RefCell::new(HashMap::new()),
+            replays: RefCell::new(0),
+        }
+    }
+
+    /// (graphs captured, replays).
+    pub fn stats(&self) -> (usize, u64) {
+        (self.graphs.borrow().len(), *self.replays.borrow())
+    }
+
+    /// `prefill(x, cache)`: the decoder over embeddings `x` [B,T,H] into the empty `cache`,
+    /// advancing it by T, returning one tensor computed on the device only (no host reads).
+    /// From a replayed graph where one was captured for this key.
+    pub fn run(
+        &self,
+        x: &Tensor,
+        cache: &mut KvCache,
+        prefill: &dyn Fn(&Tensor, &mut KvCache) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        let (b, t, _) = x.size3()?;
+        let applies = self.enabled
+            && x.device().is_cuda()
+            && !cache.is_growing()
+            && (self.max_batch == 0 || b as usize <= self.max_batch);
+        if !applies {
+            return prefill(x, cache);
+        }
+        ensure!(
+            cache.is_empty(),
+            "a graphed prefill needs an empty KV cache"
+        );
+        let key = Key {
+            shape: x.size(),
+            kind: x.kind(),
+            left_padding: cache.left_padding().to_vec(),
+            cache: cache.id(),
+        };
+        if let Some(c) = self.graphs.borrow_mut().get_mut(&key) {
+            c.input.f_copy_(x)?;
+            c.graph
+                .replay()
+                .context("replaying the prefill CUDA graph")?;
+            // The graph advanced the cache's device-side counter; the host side follows.
+            cache.advance_host_len(t);
+            *self.replays.borrow_mut() += 1;
+            return copy_of(&c.output);
+        }
+        // First use: eagerly (it also initialises cuBLAS, cuDNN plans and lazily built tables,
+        // which a capture cannot), then capture the same work. The eager call wrote the slots
+        // and moved both of the cache's counters; the capture runs only the host side, so it
+        // starts from the host counter moved back and leaves it at T again.
+        let eager = prefill(x, cache)?;
+        let input = copy_of(x)?;
+        cache.rewind_host_len(t)?;
+        let mut graph = CudaGraph::new().context("creating a CUDA graph")?;
+        let output = {
+            let graphs = self.graphs.borrow();
+            let share = graphs.values().next().map(|c| &c.graph);
+            graph
+                .capture(share, || prefill(&input, cache))
+                .with_context(|| {
+                    format!(
+                        "capturing the prefill of {b} x {t} tokens as a CUDA graph\n  fix: \
+                         runtime.optim.prefill_cuda_graph=false runs it op by op"
+                    )
+                })?
+        };
+        ensure!(
+            cache.len() == t,
+            "the captured prefill moved the KV cache to {} slots, not {t}",
+            cache.len()
+        );
+        self.graphs.borrow_mut().insert(
+            key,
+            Captured {
+                graph,
+                input,
+                output,
+            },
+        );
+        Ok(eager)
+    }
+}
