@@ -99,7 +99,7 @@ impl KvCache {
         self.pad = pad.to_vec();
         // In place: captured decode graphs read this tensor's storage.
         self.pad_t
-            .f_copy_(&Tensor::f_from_slice(pad)?.f_to_device(self.pad_t.device())?)?;
+            .f_copy_(&super::upload::ints_to_device(pad, self.pad_t.device())?)?;
         Ok(())
     }
 

@@ -20,6 +20,7 @@ pub mod safetensors;
 pub mod shape_graphs;
 pub mod size_cache;
 pub mod tensors;
+pub mod upload;
 
 #[cfg(test)]
 pub(crate) mod test_util {

@@ -21,6 +21,7 @@ use crate::models::common::kv_cache::KvCache;
 use crate::models::common::lanes::Lanes;
 use crate::models::common::prefill_graphs::PrefillGraphs;
 use crate::models::common::shape_graphs::ShapeGraphStats;
+use crate::models::common::upload::ints_to_device;
 use anyhow::{ensure, Context, Result};
 use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};
 use preprocess::PreparedImage;
@@ -155,16 +156,6 @@ impl DeepseekOcr {
         let ids: Vec<&[i64]> = rows.iter().map(|r| r.ids).collect();
         let (flat, t, pads) = left_pad(&ids, self.cfg.tokens.pad_token_id);
         ensure!(t > 0, "empty prompt");
-        let ids = Tensor::f_from_slice(&flat)?
-            .f_view([rows.len() as i64, t])?
-            .f_to_device(self.device)?; // (b, t)
-        let emb = dec.embed(&ids)?; // (b, t, H)
-
-        // Everything the decoder needs from the host goes to the device before vision: a
-        // blocking upload after vision's launches would wait for vision to finish, and the
-        // decoder's prefill would then be launched onto an idle GPU instead of queueing behind
-        // vision (with vision CUDA graphs the host is ~10 ms ahead there; docs/performance.md,
-        // "Round 2, session 12").
         let image_id = self.cfg.tokens.image_token_id;
         let slots: Vec<Vec<i64>> = rows
             .iter()
@@ -185,13 +176,11 @@ impl DeepseekOcr {
                 s.len()
             );
         }
-        let all_slots = slots.concat();
-        let slots_dev = match all_slots.is_empty() {
-            true => None,
-            false => Some(Tensor::f_from_slice(&all_slots)?.f_to_device(self.device)?),
-        };
-        // Set before vision too; if vision fails the cache stays empty (length 0) all the same.
-        cache.set_left_padding(&pads)?;
+        // Vision is launched first, so the GPU starts on it at once; the decoder's inputs then
+        // go up as asynchronous copies from page-locked memory, queued behind vision without
+        // holding the host (a copy from pageable memory would wait for vision to finish, and
+        // the decoder's launches after it would reach an idle GPU; docs/performance.md, "Round
+        // 2, session 13").
         let image_rows = rows.iter().filter(|r| r.image.is_some()).count();
         let batched = match self.vision_batch {
             Some(max_views) => {
@@ -204,6 +193,15 @@ impl DeepseekOcr {
             }
             None => Vec::new(),
         };
+        let ids = ints_to_device(&flat, self.device)?.f_view([rows.len() as i64, t])?; // (b, t)
+        let emb = dec.embed(&ids)?; // (b, t, H)
+        let all_slots = slots.concat();
+        let slots_dev = match all_slots.is_empty() {
+            true => None,
+            false => Some(ints_to_device(&all_slots, self.device)?),
+        };
+        // Only once vision has been launched: if it fails, the cache is left as it was.
+        cache.set_left_padding(&pads)?;
         let mut batched = batched.into_iter();
         let mut first_slot = 0i64;
         for (b, (r, s)) in rows.iter().zip(&slots).enumerate() {
