@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 use std::path::Path;
 use std::ptr::NonNull;
 
+pub mod host_memory;
 pub mod kernels;
 pub mod kernels_gemm;
 pub mod kernels_vision;

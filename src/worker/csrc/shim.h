@@ -169,6 +169,10 @@ int llmprof_cuda_stream_capturing(int* out);
 /* Waits for the side stream's work, then frees it. */
 void llmprof_side_stream_destroy(llmprof_side_stream* s);
 
+/* ---- Host memory (csrc/host_memory.cpp) ---- */
+/* *out = a new page-locked copy of the CPU tensor `tensor` (an at::Tensor*). */
+int llmprof_pin_memory(const void* tensor, void** out);
+
 /* ---- llmprof's own CUDA kernels (csrc/kernels.cpp over the .cu files in csrc/kernels/) ---
  * Tensors are passed as the at::Tensor* that tch hands out; outputs are allocated by the caller.
  * Built without nvcc, every kernel entry point fails and says how to get the kernels. */

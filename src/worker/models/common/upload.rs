@@ -13,9 +13,7 @@ pub fn ints_to_device(values: &[i64], device: Device) -> Result<Tensor> {
     if !device.is_cuda() {
         return Ok(host.f_to_device(device)?);
     }
-    Ok(host
-        .f_pin_memory(device)?
-        .f_to_device_(device, Kind::Int64, true, false)?)
+    Ok(crate::ffi::host_memory::pinned(&host)?.f_to_device_(device, Kind::Int64, true, false)?)
 }
 
 #[cfg(test)]

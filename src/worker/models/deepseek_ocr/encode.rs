@@ -45,7 +45,8 @@ impl DeepseekOcr {
             .context("projector weights were not loaded")?;
         let use_graphs = graphs_allowed(self.vision_graph_max_pages, request_pages);
         let _v = obs.enter(VISION);
-        let to_dev = |t: &Tensor| preprocess::upload(t, self.device, self.kind, self.uint8_upload);
+        // The pixels as uploaded; each call normalises its own (inside its graph).
+        let to_dev = |t: &Tensor| preprocess::upload(t, self.device, self.uint8_upload);
         // Views in a fixed order: page 0 global, page 0 tiles, page 1 global, ...
         let mut views = Vec::new();
         let mut owner = Vec::new(); // (page, is_global)
@@ -79,7 +80,9 @@ impl DeepseekOcr {
                 };
             let features = {
                 let _g = enter(SAM);
-                call("sam", &[x.shallow_clone()], &|x| sam.forward(&x[0]))?
+                call("sam", &[x.shallow_clone()], &|x| {
+                    sam.forward(&preprocess::model_input(&x[0], self.kind)?)
+                })?
             };
             match encoder {
                 Encoder::Clip(clip) => {

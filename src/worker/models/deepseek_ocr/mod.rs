@@ -88,7 +88,7 @@ impl DeepseekOcr {
     /// normalised to fp32 on the CPU now, so that the vision region only copies them.
     pub fn ready_pixels(&self, image: &mut PreparedImage) -> Result<()> {
         if self.uint8_upload && self.device.is_cuda() {
-            image.pin(self.device)
+            image.pin()
         } else {
             image.normalise_on_cpu()
         }

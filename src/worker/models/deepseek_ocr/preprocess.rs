@@ -82,16 +82,21 @@ pub fn normalise(pixels: &Tensor) -> Result<Tensor> {
         .f_div_scalar(0.5)?)
 }
 
-/// uint8 pixels → the model's input on `device` in `kind`. With `on_device` and a CUDA
-/// `device`, the uint8 tensor is copied (without blocking the host when it is pinned) and
-/// normalised on the GPU; otherwise it is normalised in fp32 on the CPU and the fp32 copied.
-pub fn upload(pixels: &Tensor, device: Device, kind: Kind, on_device: bool) -> Result<Tensor> {
-    let fp32 = if on_device && device.is_cuda() {
-        normalise(&pixels.f_to_device_(device, pixels.kind(), true, false)?)?
+/// uint8 pixels → `device`, for [`model_input`]. With `on_device` and a CUDA `device`, the
+/// uint8 tensor itself (copied without blocking the host when it is pinned), normalised later
+/// on the GPU, inside the vision pass's CUDA graph where there is one; otherwise normalised in
+/// fp32 on the CPU and the fp32 copied.
+pub fn upload(pixels: &Tensor, device: Device, on_device: bool) -> Result<Tensor> {
+    if on_device && device.is_cuda() {
+        Ok(pixels.f_to_device_(device, pixels.kind(), true, false)?)
     } else {
-        normalise(pixels)?.f_to_device(device)?
-    };
-    Ok(fp32.f_to_kind(kind)?)
+        Ok(normalise(pixels)?.f_to_device(device)?)
+    }
+}
+
+/// Uploaded pixels ([`upload`]) → the model's input in `kind`.
+pub fn model_input(uploaded: &Tensor, kind: Kind) -> Result<Tensor> {
+    Ok(normalise(uploaded)?.f_to_kind(kind)?)
 }
 
 impl PreparedImage {
@@ -103,8 +108,8 @@ impl PreparedImage {
 
     /// Moves the views into page-locked memory so that [`upload`] copies them asynchronously
     /// (what a data loader's `pin_memory` does, outside the timed regions).
-    pub fn pin(&mut self, device: Device) -> Result<()> {
-        self.map_views(|t| Ok(t.f_pin_memory(device)?))
+    pub fn pin(&mut self) -> Result<()> {
+        self.map_views(|t| Ok(crate::ffi::host_memory::pinned(t)?))
     }
 
     /// Replaces the global view and the tiles by `f` of each.
@@ -210,10 +215,15 @@ mod tests {
         assert_eq!(want.double_value(&[0, 0, 0, 0]), -1.0);
         // Without a GPU the uint8 switch normalises on the CPU: same values either way.
         for on_device in [false, true] {
-            let got = upload(&p.global, Device::Cpu, Kind::Float, on_device).unwrap();
+            let up = upload(&p.global, Device::Cpu, on_device).unwrap();
+            let got = model_input(&up, Kind::Float).unwrap();
             assert!(got.equal(&want), "on_device {on_device}");
         }
-        let bf = upload(&p.global, Device::Cpu, Kind::BFloat16, true).unwrap();
+        let bf = model_input(
+            &upload(&p.global, Device::Cpu, true).unwrap(),
+            Kind::BFloat16,
+        )
+        .unwrap();
         assert_eq!(bf.kind(), Kind::BFloat16);
     }
 

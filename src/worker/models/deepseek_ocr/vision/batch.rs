@@ -64,9 +64,13 @@ impl Grouping {
         }
         let mut calls = Vec::new();
         for (g, members) in groups.iter().enumerate() {
+            // A group of one view is that view (no copy).
             let inputs: Vec<Tensor> = (0..arity)
-                .map(|a| {
-                    Tensor::f_cat(&members.iter().map(|&m| views[m][a]).collect::<Vec<_>>(), 0)
+                .map(|a| match members.as_slice() {
+                    [one] => Ok(views[*one][a].shallow_clone()),
+                    _ => {
+                        Tensor::f_cat(&members.iter().map(|&m| views[m][a]).collect::<Vec<_>>(), 0)
+                    }
                 })
                 .collect::<Result<_, _>>()?;
             let total = inputs[0].size()[0];

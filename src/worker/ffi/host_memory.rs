@@ -1,0 +1,22 @@
+//! Page-locked host copies of tensors (`csrc/host_memory.cpp`): tch's `pin_memory` passes a
+//! device, which libtorch 2.11 deprecates with a warning on every call.
+use super::{check, ShimError};
+use std::ffi::{c_int, c_void};
+use tch::Tensor;
+
+extern "C" {
+    fn llmprof_pin_memory(tensor: *const c_void, out: *mut *mut c_void) -> c_int;
+}
+
+/// A page-locked copy of the CPU tensor `t` (needs a CUDA build of libtorch).
+pub fn pinned(t: &Tensor) -> Result<Tensor, ShimError> {
+    let mut out: *mut c_void = std::ptr::null_mut();
+    // SAFETY: `t` is a live tensor handle; on success `out` is a new at::Tensor* that the
+    // returned Tensor owns (tch frees it on drop).
+    check(unsafe { llmprof_pin_memory(t.as_ptr().cast(), &mut out) })?;
+    if out.is_null() {
+        return Err(ShimError::new("pin_memory returned no tensor"));
+    }
+    // SAFETY: `out` is a heap-allocated at::Tensor, which is what tch's handles are.
+    Ok(unsafe { Tensor::from_ptr(out.cast()) })
+}
