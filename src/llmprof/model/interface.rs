@@ -100,6 +100,13 @@ pub struct GraphStats {
     /// Vision stage calls served by replaying a captured graph.
     #[serde(default)]
     pub vision_replays: u64,
+    /// Decoder prefills captured as graphs, one per prompt shape, left padding and KV cache
+    /// (`runtime.optim.prefill_cuda_graph`); 0 in runs recorded before the switch existed.
+    #[serde(default)]
+    pub prefill_graphs_captured: usize,
+    /// Prefills served by replaying a captured graph.
+    #[serde(default)]
+    pub prefill_replays: u64,
 }
 
 /// A document model's reading of its output for one page: markdown and layout elements with

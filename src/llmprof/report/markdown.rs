@@ -393,8 +393,15 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         if g.vision_graphs_captured > 0 {
             let _ = writeln!(
                 s,
-                "\nVision CUDA graphs: {} captured (one per stage and input shape) in {:.1} ms, {} stage calls replayed; the first call of each shape ran eagerly. The Kineto operator table has no vision operators for replayed calls, only their kernels.",
+                "\nVision CUDA graphs: {} captured (one per stage and input shape, or one per pass with vision_streams) in {:.1} ms, {} calls replayed; the first call of each shape ran eagerly. The Kineto operator table has no vision operators for replayed calls, only their kernels.",
                 g.vision_graphs_captured, g.vision_capture_ms_total, g.vision_replays
+            );
+        }
+        if g.prefill_graphs_captured > 0 {
+            let _ = writeln!(
+                s,
+                "\nPrefill CUDA graphs: {} captured (one per prompt shape, left padding and KV cache), {} prefills replayed; the first prefill of each ran eagerly.",
+                g.prefill_graphs_captured, g.prefill_replays
             );
         }
     }

@@ -334,7 +334,8 @@ impl Model for DeepseekOcrModel {
     fn graph_stats(&self) -> Option<GraphStats> {
         let d = self.decode.borrow();
         let vision = self.model.vision_graph_stats();
-        if !d.captures_graphs() && vision.is_none() {
+        let (prefill_captured, prefill_replays) = self.model.prefill_graph_stats();
+        if !d.captures_graphs() && vision.is_none() && prefill_captured == 0 {
             return None;
         }
         let mut stats = if d.captures_graphs() {
@@ -347,6 +348,8 @@ impl Model for DeepseekOcrModel {
             stats.vision_capture_ms_total = v.capture_ms_total;
             stats.vision_replays = v.replays;
         }
+        stats.prefill_graphs_captured = prefill_captured;
+        stats.prefill_replays = prefill_replays;
         Some(stats)
     }
 

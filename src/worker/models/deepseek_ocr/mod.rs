@@ -128,6 +128,11 @@ impl DeepseekOcr {
         graphs.enabled().then(|| graphs.stats())
     }
 
+    /// (prefill graphs captured, prefills replayed) (`runtime.optim.prefill_cuda_graph`).
+    pub fn prefill_graph_stats(&self) -> (usize, u64) {
+        self.prefill_graphs.stats()
+    }
+
     /// Pages of a prefill batch go through vision together, at most `max_views` views per call
     /// (0: no limit); `None`: one page at a time.
     pub fn set_vision_batch(&mut self, max_views: Option<usize>) {
