@@ -86,6 +86,12 @@ impl<P: AllocatorProbe> RegionObserver for AllocatorPeaks<'_, P> {
             }
         })
     }
+
+    /// Forwarded as overlapped, so no timing event is recorded inside a CUDA graph capture; no
+    /// allocator peak of its own (it would mix both streams' allocations).
+    fn enter_overlapped(&self, region: Region) -> RegionGuard<'_> {
+        self.inner.enter_overlapped(region)
+    }
 }
 
 #[cfg(test)]

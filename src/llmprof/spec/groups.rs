@@ -337,9 +337,10 @@ pub struct OptimSpec {
     /// effect (eager work on a second stream slows later graph replays). Absent: off.
     #[serde(default)]
     pub vision_streams: bool,
-    /// On a CUDA device with a static KV cache and grouped MoE, the text decoder's prefill is
-    /// captured as a CUDA graph per prompt shape, left padding and KV cache on its second use
-    /// and replayed after (its kernels then run without the GPU's gaps between separately
+    /// On a CUDA device with a static KV cache and grouped MoE in bf16, the text decoder's
+    /// prefill into a KV cache used before (as graph decode reuses them) is captured as a CUDA
+    /// graph per prompt shape, left padding and KV cache after its first, eager run and replayed
+    /// after (its kernels then run without the GPU's gaps between separately
     /// launched kernels). Absent: off.
     #[serde(default)]
     pub prefill_cuda_graph: bool,

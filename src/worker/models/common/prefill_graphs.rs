@@ -3,10 +3,11 @@
 //! one they leave ≈ 1.7 µs between kernels on an H100 even with the host far ahead, 0.5 ms per
 //! batch-1 prefill, while a graph's replay leaves ≈ 0.13 µs (docs/performance.md, session 13).
 //!
-//! The first prefill with a key runs eagerly and is then captured; later ones replay. The KV
-//! cache's buffers are baked into a graph, so the key holds the cache's id and the graph
+//! The first prefill with a key on a KV cache used before runs eagerly and is then captured;
+//! later ones replay (a cache met for the first time, as on the eager decode path where every
+//! request has its own, only runs eagerly). The KV cache's buffers are baked into a graph, so the key holds the cache's id and the graph
 //! writes the same slots [0, T) of the same cache every time. OCR prompts repeat their length
-//! (it depends on the crop grid only), so few keys recur. Graphs share one memory pool: they
+//! (it depends on the crop grid only), so few distinct keys occur. Graphs share one memory pool: they
 //! replay one at a time and each output is copied out before the next replay.
 use super::kv_cache::KvCache;
 use super::shape_graphs::copy_of;
@@ -38,6 +39,8 @@ pub struct PrefillGraphs {
     max_batch: usize,
     graphs: RefCell<HashMap<Key, Captured>>,
     replays: RefCell<u64>,
+    /// The id of the KV cache the last prefill used.
+    last_cache: std::cell::Cell<Option<u64>>,
 }
 
 impl std::fmt::Debug for PrefillGraphs {
@@ -59,6 +62,7 @@ impl PrefillGraphs {
             max_batch,
             graphs: RefCell::new(HashMap::new()),
             replays: RefCell::new(0),
+            last_cache: std::cell::Cell::new(None),
         }
     }
 
@@ -94,6 +98,13 @@ impl PrefillGraphs {
             left_padding: cache.left_padding().to_vec(),
             cache: cache.id(),
         };
+        // A cache met for the first time (each request's own cache on the eager decode path)
+        // runs eagerly: capturing for it would never be replayed. Meeting another cache drops
+        // the graphs that baked in the previous one's buffers.
+        if self.last_cache.replace(Some(key.cache)) != Some(key.cache) {
+            self.graphs.borrow_mut().clear();
+            return prefill(x, cache);
+        }
         if let Some(c) = self.graphs.borrow_mut().get_mut(&key) {
             c.input.f_copy_(x)?;
             c.graph

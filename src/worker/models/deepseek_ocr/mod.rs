@@ -84,7 +84,7 @@ impl DeepseekOcr {
     }
 
     /// Readies a page's views at data-loading time: with `runtime.optim.vision_uint8_upload` on
-    /// a GPU, pinned uint8 (normalised on the GPU by [`preprocess::upload`]); otherwise
+    /// a GPU, pinned uint8 (normalised on the GPU inside the SAM call, [`preprocess::model_input`]); otherwise
     /// normalised to fp32 on the CPU now, so that the vision region only copies them.
     pub fn ready_pixels(&self, image: &mut PreparedImage) -> Result<()> {
         if self.uint8_upload && self.device.is_cuda() {
@@ -205,7 +205,7 @@ impl DeepseekOcr {
             true => None,
             false => Some(ints_to_device(&all_slots, self.device)?),
         };
-        // Only once vision has been launched: if it fails, the cache is left as it was.
+        // After batched vision's launches (page-by-page vision runs in the loop below).
         cache.set_left_padding(&pads)?;
         let mut batched = batched.into_iter();
         let mut first_slot = 0i64;

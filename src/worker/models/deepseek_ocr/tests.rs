@@ -323,9 +323,9 @@ fn mixed_image_and_text_batch_equals_rows_alone() {
 }
 
 /// Prefill graphs (`runtime.optim.prefill_cuda_graph`) on a GPU: the tiny model in bf16 with
-/// grouped MoE, three left-padded two-row prefills with new tokens but the same lengths into
-/// one reused KV cache. The first runs eagerly, the second captures and replays, the third
-/// replays; each one's logits, and a decode step after it (which reads the written slots and
+/// grouped MoE, four left-padded two-row prefills with new tokens but the same lengths into
+/// one reused KV cache. The first runs eagerly (a cache not seen before), the second runs
+/// eagerly and is captured, the others replay; each one's logits, and a decode step after it (which reads the written slots and
 /// the cache's counter), equal the same prefill with the graphs off.
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
@@ -346,7 +346,7 @@ fn prefill_graphs_equal_eager_on_a_gpu() {
     let (graphed, eager) = (load(true), load(false));
     let obs = NoopObserver;
     let mut cache = graphed.new_cache(2, 32).unwrap();
-    for round in 0..3 {
+    for round in 0..4 {
         let (a, b) = (ids(11, round), ids(6, round + 7));
         let rows = [
             PromptRow {
