@@ -175,10 +175,9 @@ pub trait RegionObserver {
 
     /// Marks `region` where its work overlaps other work queued on another CUDA stream:
     /// observers keep its ranges and scopes (Nsight, Kineto) but do not time it, since a
-    /// stream's clock cannot tell its work from what runs beside it. By default, `enter`.
-    fn enter_overlapped(&self, region: Region) -> RegionGuard<'_> {
-        self.enter(region)
-    }
+    /// stream's clock cannot tell its work from what runs beside it. No default: an observer
+    /// that wraps another must forward it as overlapped, or it would time the region after all.
+    fn enter_overlapped(&self, region: Region) -> RegionGuard<'_>;
 }
 
 /// Observer that records nothing.
@@ -187,6 +186,10 @@ pub struct NoopObserver;
 
 impl RegionObserver for NoopObserver {
     fn enter(&self, _region: Region) -> RegionGuard<'_> {
+        RegionGuard::noop()
+    }
+
+    fn enter_overlapped(&self, _region: Region) -> RegionGuard<'_> {
         RegionGuard::noop()
     }
 }
@@ -205,6 +208,10 @@ mod tests {
         fn enter(&self, region: Region) -> RegionGuard<'_> {
             self.0.borrow_mut().push(format!("+{region}"));
             RegionGuard::on_exit(move || self.0.borrow_mut().push(format!("-{region}")))
+        }
+
+        fn enter_overlapped(&self, region: Region) -> RegionGuard<'_> {
+            self.enter(region)
         }
     }
 

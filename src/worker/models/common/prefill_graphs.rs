@@ -5,15 +5,16 @@
 //!
 //! The first prefill with a key on a KV cache used before runs eagerly and is then captured;
 //! later ones replay (a cache met for the first time, as on the eager decode path where every
-//! request has its own, only runs eagerly). The KV cache's buffers are baked into a graph, so the key holds the cache's id and the graph
-//! writes the same slots [0, T) of the same cache every time. OCR prompts repeat their length
-//! (it depends on the crop grid only), so few distinct keys occur. Graphs share one memory pool: they
-//! replay one at a time and each output is copied out before the next replay.
+//! request has its own, only runs eagerly). The KV cache's buffers are baked into a graph, so
+//! the key holds the cache's id and the graph writes the same slots [0, T) of the same cache
+//! every time. OCR prompts repeat their length (it depends on the crop grid only), so few
+//! distinct keys occur. Graphs share one memory pool: they replay one at a time and each output
+//! is copied out before the next replay.
 use super::kv_cache::KvCache;
 use super::shape_graphs::copy_of;
 use crate::ffi::CudaGraph;
 use anyhow::{ensure, Context, Result};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use tch::{Kind, Tensor};
 
@@ -38,9 +39,9 @@ pub struct PrefillGraphs {
     /// Prefills of more rows than this run eagerly (0: no limit).
     max_batch: usize,
     graphs: RefCell<HashMap<Key, Captured>>,
-    replays: RefCell<u64>,
+    replays: Cell<u64>,
     /// The id of the KV cache the last prefill used.
-    last_cache: std::cell::Cell<Option<u64>>,
+    last_cache: Cell<Option<u64>>,
 }
 
 impl std::fmt::Debug for PrefillGraphs {
@@ -61,14 +62,14 @@ impl PrefillGraphs {
             enabled,
             max_batch,
             graphs: RefCell::new(HashMap::new()),
-            replays: RefCell::new(0),
-            last_cache: std::cell::Cell::new(None),
+            replays: Cell::new(0),
+            last_cache: Cell::new(None),
         }
     }
 
     /// (graphs captured, replays).
     pub fn stats(&self) -> (usize, u64) {
-        (self.graphs.borrow().len(), *self.replays.borrow())
+        (self.graphs.borrow().len(), self.replays.get())
     }
 
     /// `prefill(x, cache)`: the decoder over embeddings `x` [B,T,H] into the empty `cache`,
@@ -112,7 +113,7 @@ impl PrefillGraphs {
                 .context("replaying the prefill CUDA graph")?;
             // The graph advanced the cache's device-side counter; the host side follows.
             cache.advance_host_len(t);
-            *self.replays.borrow_mut() += 1;
+            self.replays.set(self.replays.get() + 1);
             return copy_of(&c.output);
         }
         // First use: eagerly (it also initialises cuBLAS, cuDNN plans and lazily built tables,

@@ -142,7 +142,7 @@ impl DeepseekOcr {
     }
 }
 
-/// Views with one input each, as [`vision::batch::run_grouped`] takes them.
+/// Views with one input each, as [`vision::batch::Grouping::new`] takes them.
 fn one_input(views: &[Tensor]) -> Vec<Vec<&Tensor>> {
     views.iter().map(|t| vec![t]).collect()
 }

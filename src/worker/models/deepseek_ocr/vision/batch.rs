@@ -6,25 +6,10 @@
 use anyhow::{ensure, Result};
 use tch::Tensor;
 
-/// Runs `f` over `views` (each `[n_i, ...]`; several inputs per view, all with `n_i` rows),
-/// grouping views of equal shape, at most `max_views` rows per call (0: no limit). Returns one
-/// output per view, `[n_i, ...]`, in the order of `views`.
-pub fn run_grouped(
-    views: &[Vec<&Tensor>],
-    max_views: usize,
-    f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
-) -> Result<Vec<Tensor>> {
-    let grouping = Grouping::new(views, max_views)?;
-    let outputs = grouping
-        .calls()
-        .iter()
-        .map(|inputs| f(inputs))
-        .collect::<Result<Vec<_>>>()?;
-    grouping.split(&outputs)
-}
-
-/// The calls [`run_grouped`] makes, for callers that queue them on their own (on several CUDA
-/// streams, say) before [`Grouping::split`] reads the outputs.
+/// The calls a batch of views makes: `views` (each `[n_i, ...]`; several inputs per view, all
+/// with `n_i` rows) grouped by shape, at most `max_views` rows per call (0: no limit). The caller
+/// runs [`Grouping::calls`] as it likes (on several CUDA streams, say), then
+/// [`Grouping::split`] gives one output per view, `[n_i, ...]`, in the order of `views`.
 pub struct Grouping {
     /// Per group, its member views in order.
     groups: Vec<Vec<usize>>,
@@ -157,7 +142,9 @@ mod tests {
             Ok(&x[0] * 2.0 + x[0].sum_dim_intlist(1, true, Kind::Float))
         };
         let views = vec![vec![&a], vec![&b], vec![&c]];
-        let out = run_grouped(&views, 2, &f).unwrap();
+        let grouping = Grouping::new(&views, 2).unwrap();
+        let outputs: Vec<Tensor> = grouping.calls().iter().map(|x| f(x).unwrap()).collect();
+        let out = grouping.split(&outputs).unwrap();
         for (v, o) in views.iter().zip(&out) {
             let alone = f(&[v[0].shallow_clone()]).unwrap();
             assert!(alone.equal(o), "{o:?}");
