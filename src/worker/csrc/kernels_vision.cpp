@@ -59,7 +59,7 @@ extern "C" {
 
 int llmprof_sam_pack_qkv(const void* qkv_p, const void* bias_p, int64_t heads, int64_t win_h,
                          int64_t win_w, const void* q_aug_p, const void* k_aug_p, const void* v_p,
-                         const void* q_rows_p, const void* q_cols_p) {
+                         const void* q_rows_p, const void* q_cols_p, int keys_ready) {
   return llmprof::guarded("sam_pack_qkv", [&] {
 #ifndef LLMPROF_HAVE_KERNELS
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
@@ -97,8 +97,8 @@ int llmprof_sam_pack_qkv(const void* qkv_p, const void* bias_p, int64_t heads, i
     check_launch(llmprof_k_sam_pack_qkv(
                      dtype_code(qkv), qkv.data_ptr(), bias.data_ptr(), q_aug.data_ptr(),
                      k_aug.data_ptr(), v.data_ptr(), q_rows ? q_rows->data_ptr() : nullptr,
-                     q_cols ? q_cols->data_ptr() : nullptr, s, vec ? 1 : 0,
-                     c10::cuda::getCurrentCUDAStream().stream()),
+                     q_cols ? q_cols->data_ptr() : nullptr, s, keys_ready != 0 ? 1 : 0,
+                     vec ? 1 : 0, c10::cuda::getCurrentCUDAStream().stream()),
                  "sam_pack_qkv");
 #endif
   });
@@ -207,6 +207,37 @@ int llmprof_add_layer_norm(const void* x_p, const void* delta_p, const void* wei
                                           out.data_ptr(), x.numel() / hidden, hidden, (float)eps,
                                           delta_rows, c10::cuda::getCurrentCUDAStream().stream()),
                  "add_layer_norm");
+#endif
+  });
+}
+
+int llmprof_sam_patches(const void* pixels_p, int64_t patch, const void* out_p) {
+  return llmprof::guarded("sam_patches", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& px = tensor_arg(pixels_p, "pixels");
+    TORCH_CHECK(px.is_cuda() && px.dim() == 4 && px.scalar_type() == at::kByte,
+                "pixels must be uint8 [B,3,S,S] on a CUDA device, got ", px.scalar_type(), " ",
+                px.sizes(), " on ", px.device());
+    const int64_t b = px.size(0), side = px.size(2);
+    TORCH_CHECK(px.size(1) == 3 && px.size(3) == side, "pixels must be [B,3,S,S], got ",
+                px.sizes());
+    TORCH_CHECK(patch > 0 && patch <= 1024 && side % patch == 0, "the side ", side,
+                " is not a multiple of the patch ", patch);
+    const int64_t g = side / patch;
+    const auto& out = tensor_arg(out_p, "out");
+    TORCH_CHECK(out.device() == px.device(), "out is on ", out.device(), ", not ", px.device());
+    check_tensor(out, "out", px.device(), out.scalar_type(), {b, g, g, 3 * patch * patch});
+    const int elem = (int)out.element_size();
+    const bool vec = patch % (16 / elem) == 0 &&
+                     reinterpret_cast<uintptr_t>(out.data_ptr()) % 16 == 0;
+    const llmprof_k_pixel_strides st{px.stride(0), px.stride(1), px.stride(2), px.stride(3)};
+    c10::cuda::CUDAGuard guard(px.device());
+    check_launch(llmprof_k_sam_patches(dtype_code(out), px.data_ptr(), st, out.data_ptr(), b, side,
+                                       (int)patch, vec ? 1 : 0,
+                                       c10::cuda::getCurrentCUDAStream().stream()),
+                 "sam_patches");
 #endif
   });
 }

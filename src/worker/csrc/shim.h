@@ -154,8 +154,8 @@ void llmprof_cuda_graph_destroy(llmprof_cuda_graph* graph);
 
 /* ---- A side stream (csrc/streams.cpp): work that may overlap the current stream's ---------- */
 typedef struct llmprof_side_stream llmprof_side_stream;
-/* A new non-blocking stream on the current device. */
-int llmprof_side_stream_create(llmprof_side_stream** out);
+/* A new non-blocking stream on CUDA device `device`. */
+int llmprof_side_stream_create(int64_t device, llmprof_side_stream** out);
 /* The side stream waits for everything the current stream has queued so far. */
 int llmprof_side_stream_fork(llmprof_side_stream* s);
 /* The side stream becomes the current stream (libtorch's and llmprof's kernels launch on it). */
@@ -184,10 +184,11 @@ int llmprof_kernels_available(void);
  * (q′'s relative-position columns: left for llmprof_sam_fill_rel_pos without the q copies, zeroed
  * for the caller's with them), v [.., head_dim], and, unless both are NULL, q again as q_rows
  * [win_h, B·windows·heads, win_w, head_dim] and q_cols [win_w, .., win_h, head_dim]; aug =
- * head_dim + win_h + win_w rounded up to 8. */
+ * head_dim + win_h + win_w rounded up to 8. keys_ready: k_aug holds the one-hot and zero
+ * columns from an earlier pack of the same shape, and only its k columns are written. */
 int llmprof_sam_pack_qkv(const void* qkv, const void* bias, int64_t heads, int64_t win_h,
                          int64_t win_w, const void* q_aug, const void* k_aug, const void* v,
-                         const void* q_rows, const void* q_cols);
+                         const void* q_rows, const void* q_cols, int keys_ready);
 /* q′'s columns after head_dim from prod [rows of q′, ≥ 2·(win_h + win_w − 1)], each q′ row's q
  * times the resized, scaled relative-position tables of the row axis (2·win_h − 1 rows), then of
  * the column axis: q′[r, head_dim + kh] = prod[r, qh − kh + win_h − 1], q′[r, head_dim + win_h +
@@ -237,6 +238,10 @@ int llmprof_add_layer_norm(const void* x, const void* delta, const void* weight,
 /* CLIP's quickGELU x·sigmoid(1.702·x) in one kernel, rounded where libtorch's three ops round:
  * x contiguous on a CUDA device, out allocated by the caller like x. */
 int llmprof_quick_gelu(const void* x, const void* out);
+/* SAM's patch-embedding operand out [B, S/patch, S/patch, 3·patch²] (float, bfloat16 or half,
+ * contiguous) from uint8 pixels [B,3,S,S] (any strides) on the same device, normalised as
+ * (x/255 − 0.5)/0.5 with libtorch's fp32 roundings. */
+int llmprof_sam_patches(const void* pixels, int64_t patch, const void* out);
 /* Whether llmprof_linear_gelu runs on CUDA device `device`: the Hopper GEMMs were built and the
  * device is compute capability 9.0. 1 or 0; a negative number when the query failed. */
 int llmprof_linear_gelu_on_device(int64_t device);

@@ -56,14 +56,14 @@ void order(cudaEvent_t event, cudaStream_t signaller, cudaStream_t waiter) {
 
 extern "C" {
 
-int llmprof_side_stream_create(llmprof_side_stream** out) {
+int llmprof_side_stream_create(int64_t device, llmprof_side_stream** out) {
   return guarded("side_stream_create", [&] {
     TORCH_CHECK(out != nullptr, "out is NULL");
     *out = nullptr;
-    TORCH_CHECK(c10::cuda::device_count() > 0, "no CUDA device");
+    TORCH_CHECK(device >= 0 && device < c10::cuda::device_count(), "no CUDA device ", device);
     auto* s = new llmprof_side_stream();
     try {
-      s->device = c10::cuda::current_device();
+      s->device = static_cast<c10::DeviceIndex>(device);
       c10::cuda::CUDAGuard guard(s->device);
       C10_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
       C10_CUDA_CHECK(cudaEventCreateWithFlags(&s->fork_event, cudaEventDisableTiming));

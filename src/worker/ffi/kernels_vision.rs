@@ -8,6 +8,7 @@ use tch::Tensor;
 
 extern "C" {
     fn llmprof_quick_gelu(x: *const c_void, out: *const c_void) -> c_int;
+    fn llmprof_sam_patches(pixels: *const c_void, patch: i64, out: *const c_void) -> c_int;
     fn llmprof_sam_pack_qkv(
         qkv: *const c_void,
         bias: *const c_void,
@@ -19,6 +20,7 @@ extern "C" {
         v: *const c_void,
         q_rows: *const c_void,
         q_cols: *const c_void,
+        keys_ready: c_int,
     ) -> c_int;
     fn llmprof_sam_fill_rel_pos(
         prod: *const c_void,
@@ -113,13 +115,16 @@ pub struct SamPacked {
 /// SAM's folded-bias attention inputs from the qkv Linear's output `qkv` [B,H,W,3C]
 /// (contiguous, on a CUDA device), in windows of `win_h`×`win_w` over the grid padded to their
 /// multiple (padded tokens take `bias`); `q_copies`: q also in the two batched layouts of
-/// per-window-row and per-column relative-position GEMMs.
+/// per-window-row and per-column relative-position GEMMs. `keys`: the `k_aug` of an earlier pack
+/// of the same shape, reused (its one-hot and zero columns, the same for every layer, are not
+/// written again; only its k columns are).
 pub fn sam_pack_qkv(
     qkv: &Tensor,
     bias: &Tensor,
     heads: i64,
     (win_h, win_w): (i64, i64),
     q_copies: bool,
+    keys: Option<&Tensor>,
 ) -> Result<SamPacked, ShimError> {
     let (b, h, w, c3) = qkv
         .size4()
@@ -139,7 +144,10 @@ pub fn sam_pack_qkv(
     };
     let p = SamPacked {
         q_aug: empty(&[windows, n, heads, aug], opts)?,
-        k_aug: empty(&[windows, n, heads, aug], opts)?,
+        k_aug: match keys {
+            Some(k) => k.shallow_clone(),
+            None => empty(&[windows, n, heads, aug], opts)?,
+        },
         v: empty(&[windows, n, heads, head_dim], opts)?,
         q_rows_cols,
     };
@@ -161,6 +169,7 @@ pub fn sam_pack_qkv(
             ptr(&p.v),
             q_rows,
             q_cols,
+            c_int::from(keys.is_some()),
         )
     })?;
     Ok(p)
@@ -194,6 +203,27 @@ pub fn sam_merge_windows(
     let out = empty(&[b, h, w, heads * head_dim], (o.kind(), o.device()))?;
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
     check(unsafe { llmprof_sam_merge_windows(ptr(o), win_h, win_w, ptr(&out)) })?;
+    Ok(out)
+}
+
+/// SAM's patch-embedding operand [B, S/`patch`, S/`patch`, 3·`patch`²] in `kind` (columns in
+/// the convolution weight's (channel, row, column) order) from uint8 `pixels` [B,3,S,S] on a
+/// CUDA device (any strides), normalised as (x/255 − 0.5)/0.5: the same values as libtorch's
+/// conversion, scalar ops and cast, bit for bit.
+pub fn sam_patches(pixels: &Tensor, patch: i64, kind: tch::Kind) -> Result<Tensor, ShimError> {
+    let size = pixels.size();
+    let (b, side) = match size[..] {
+        [b, 3, s, s2] if s == s2 && patch > 0 && s % patch == 0 => (b, s),
+        _ => {
+            return Err(ShimError::new(format!(
+                "sam_patches: pixels must be [B,3,S,S] with S a multiple of {patch}, got {size:?}"
+            )))
+        }
+    };
+    let g = side / patch;
+    let out = empty(&[b, g, g, 3 * patch * patch], (kind, pixels.device()))?;
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe { llmprof_sam_patches(ptr(pixels), patch, ptr(&out)) })?;
     Ok(out)
 }
 

@@ -16,7 +16,7 @@ pub struct RawSideStream {
 }
 
 extern "C" {
-    fn llmprof_side_stream_create(out: *mut *mut RawSideStream) -> c_int;
+    fn llmprof_side_stream_create(device: i64, out: *mut *mut RawSideStream) -> c_int;
     fn llmprof_side_stream_fork(s: *mut RawSideStream) -> c_int;
     fn llmprof_side_stream_enter(s: *mut RawSideStream) -> c_int;
     fn llmprof_side_stream_leave(s: *mut RawSideStream) -> c_int;
@@ -33,7 +33,7 @@ pub fn capturing() -> Result<bool, ShimError> {
     Ok(out == 1)
 }
 
-/// A non-blocking stream on the current CUDA device.
+/// A non-blocking stream on one CUDA device.
 pub struct SideStream {
     handle: NonNull<RawSideStream>,
     _not_send: NotSend,
@@ -46,10 +46,11 @@ impl std::fmt::Debug for SideStream {
 }
 
 impl SideStream {
-    pub fn new() -> Result<Self, ShimError> {
+    /// A new stream on CUDA device `device`.
+    pub fn new(device: usize) -> Result<Self, ShimError> {
         let mut out = std::ptr::null_mut();
-        // SAFETY: valid out-pointer.
-        let rc = unsafe { llmprof_side_stream_create(&mut out) };
+        // SAFETY: valid out-pointer; the shim checks the index.
+        let rc = unsafe { llmprof_side_stream_create(device as i64, &mut out) };
         Ok(SideStream {
             handle: take_handle(rc, out)?,
             _not_send: PhantomData,

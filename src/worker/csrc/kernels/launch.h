@@ -38,11 +38,27 @@ typedef struct llmprof_k_sam_shape {
  *            two batched relative-position GEMMs; q′'s columns after head_dim are then zeroed.
  *            Both NULL: neither is written and q′'s columns after head_dim are left for
  *            llmprof_k_sam_fill_rel_pos.
+ * keys_ready: k_aug already holds its one-hot and zero columns (an earlier pack of this shape
+ *            wrote them; they do not depend on the layer): only its first head_dim columns are
+ *            written.
  * vec16: move 16-byte vectors (head_dim and aug_dim multiples of 16 / element size, every pointer
  * 16-byte aligned), else single elements. */
 int llmprof_k_sam_pack_qkv(int dtype, const void* qkv, const void* bias, void* q_aug, void* k_aug,
                            void* v, void* q_rows, void* q_cols, llmprof_k_sam_shape shape,
-                           int vec16, void* stream);
+                           int keys_ready, int vec16, void* stream);
+
+/* Element strides of uint8 pixels [B,3,S,S]. */
+typedef struct llmprof_k_pixel_strides {
+  int64_t b, c, y, x;
+} llmprof_k_pixel_strides;
+
+/* SAM's patch-embedding operand from uint8 pixels [batch, 3, side, side] (`strides`): out
+ * [batch, g, g, 3·patch·patch] contiguous (g = side / patch; columns (channel, row, column)),
+ * (x/255 − 0.5)/0.5 in fp32 rounded once to the element type. vec16: 16-byte stores (patch a
+ * multiple of 16 / element size, `out` 16-byte aligned). */
+int llmprof_k_sam_patches(int dtype, const void* pixels, llmprof_k_pixel_strides strides,
+                          void* out, int64_t batch, int64_t side, int patch, int vec16,
+                          void* stream);
 
 /* q′'s columns after head_dim (q_aug as above, `rows` = batch·windows·win_h·win_w·heads rows)
  * from prod [rows, prod_cols], the products of each row's q with the resized, scaled

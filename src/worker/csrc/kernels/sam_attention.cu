@@ -31,7 +31,7 @@ template <typename T, int V>
 __global__ void __launch_bounds__(kPackWarps * 32)
     pack_qkv(const T* __restrict__ qkv, const T* __restrict__ bias, T* __restrict__ q_aug,
              T* __restrict__ k_aug, T* __restrict__ v_out, T* __restrict__ q_rows,
-             T* __restrict__ q_cols, llmprof_k_sam_shape s, int64_t all_tokens) {
+             T* __restrict__ q_cols, llmprof_k_sam_shape s, int64_t all_tokens, bool keys_ready) {
   using VT = Vec<T, V>;
   const int64_t channels = s.heads * s.head_dim;
   const int64_t tokens = s.win_h * s.win_w;
@@ -77,6 +77,9 @@ __global__ void __launch_bounds__(kPackWarps * 32)
       *reinterpret_cast<VT*>(v_out + row * s.head_dim + d) = x;
     }
   }
+  // k′'s one-hot columns are the same for every layer of a shape: with `keys_ready` k_aug holds
+  // them from an earlier pack and only its first head_dim columns are written here.
+  if (keys_ready && !copies) return;
   const int64_t extra_vecs = (s.aug_dim - s.head_dim) / V;
   const int64_t rel_end = s.win_h + s.win_w;
   for (int64_t idx = lane; idx < s.heads * extra_vecs; idx += 32) {
@@ -90,7 +93,7 @@ __global__ void __launch_bounds__(kPackWarps * 32)
       key.e[e] = from_f<T>(one ? 1.f : 0.f);
       zero.e[e] = from_f<T>(0.f);
     }
-    *reinterpret_cast<VT*>(k_aug + o) = key;
+    if (!keys_ready) *reinterpret_cast<VT*>(k_aug + o) = key;
     if (copies) *reinterpret_cast<VT*>(q_aug + o) = zero;
   }
 }
@@ -158,7 +161,8 @@ __global__ void merge_windows(const T* __restrict__ o, int64_t s0, int64_t s1, i
 // 16-byte vectors when every row offset allows them (`vec16`), else one element at a time.
 template <typename T>
 int launch_pack(const void* qkv, const void* bias, void* q, void* k, void* v, void* q_rows,
-                void* q_cols, const llmprof_k_sam_shape& s, bool vec16, cudaStream_t stream) {
+                void* q_cols, const llmprof_k_sam_shape& s, bool keys_ready, bool vec16,
+                cudaStream_t stream) {
   const int64_t windows = (s.pad_h / s.win_h) * (s.pad_w / s.win_w);
   const int64_t all_tokens = s.batch * windows * s.win_h * s.win_w;
   const int64_t blocks = (all_tokens + kPackWarps - 1) / kPackWarps;
@@ -173,10 +177,10 @@ int launch_pack(const void* qkv, const void* bias, void* q, void* k, void* v, vo
   auto cols = static_cast<T*>(q_cols);
   if (vec16) {
     pack_qkv<T, V><<<(unsigned)blocks, kPackWarps * 32, 0, stream>>>(in, b, qo, ko, vo, rows, cols,
-                                                                      s, all_tokens);
+                                                                      s, all_tokens, keys_ready);
   } else {
     pack_qkv<T, 1><<<(unsigned)blocks, kPackWarps * 32, 0, stream>>>(in, b, qo, ko, vo, rows, cols,
-                                                                      s, all_tokens);
+                                                                      s, all_tokens, keys_ready);
   }
   return (int)cudaGetLastError();
 }
@@ -220,10 +224,11 @@ int launch_merge(const void* o, const int64_t* st, void* out, const llmprof_k_sa
 
 extern "C" int llmprof_k_sam_pack_qkv(int dtype, const void* qkv, const void* bias, void* q_aug,
                                       void* k_aug, void* v, void* q_rows, void* q_cols,
-                                      llmprof_k_sam_shape shape, int vec16, void* stream) {
+                                      llmprof_k_sam_shape shape, int keys_ready, int vec16,
+                                      void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
   LLMPROF_K_DISPATCH(dtype, launch_pack, qkv, bias, q_aug, k_aug, v, q_rows, q_cols, shape,
-                     vec16 != 0, st)
+                     keys_ready != 0, vec16 != 0, st)
 }
 
 extern "C" int llmprof_k_sam_fill_rel_pos(int dtype, const void* prod, int64_t prod_cols,

@@ -21,12 +21,14 @@ pub struct Lanes {
 
 impl Lanes {
     /// Lanes whose graphs capture when `graphs` (`switch` names the setting), with a side stream
-    /// for captures when `streams` (a CUDA device is required then).
-    pub fn new(graphs: bool, switch: &'static str, streams: bool) -> Result<Self> {
-        let side = if streams {
-            Some(SideStream::new().context("creating the side CUDA stream")?)
-        } else {
-            None
+    /// on CUDA device `side_device` for captures, if given (the device the model's work runs on).
+    pub fn new(graphs: bool, switch: &'static str, side_device: Option<usize>) -> Result<Self> {
+        let side = match side_device {
+            Some(d) => Some(
+                SideStream::new(d)
+                    .with_context(|| format!("creating a side CUDA stream on cuda:{d}"))?,
+            ),
+            None => None,
         };
         Ok(Lanes {
             graphs: ShapeGraphs::new(graphs, switch),
@@ -62,9 +64,15 @@ impl Lanes {
                 _ => call(i),
             })
             .collect::<Result<Vec<_>>>();
-        side.join()
-            .context("joining the side stream back into the capture")?;
-        outputs
+        let joined = side
+            .join()
+            .context("joining the side stream back into the capture");
+        match (outputs, joined) {
+            (Ok(outputs), Ok(())) => Ok(outputs),
+            // The call's failure is the cause; a join that failed after it is said with it.
+            (Err(e), Err(j)) => Err(e.context(format!("a call of the pass failed (below); {j:#}"))),
+            (Err(e), Ok(())) | (Ok(_), Err(e)) => Err(e),
+        }
     }
 }
 
@@ -76,7 +84,7 @@ mod tests {
     /// Without graphs or a side stream the calls run in order on the current stream.
     #[test]
     fn without_streams_calls_run_in_order() {
-        let lanes = Lanes::new(false, "test.switch", false).unwrap();
+        let lanes = Lanes::new(false, "test.switch", None).unwrap();
         assert!(!lanes.overlaps(2));
         let seen = std::cell::RefCell::new(Vec::new());
         let out = lanes
@@ -104,7 +112,7 @@ mod tests {
             }
             Ok(h)
         };
-        let lanes = Lanes::new(true, "test.switch", true).unwrap();
+        let lanes = Lanes::new(true, "test.switch", Some(0)).unwrap();
         assert!(lanes.overlaps(2) && !lanes.overlaps(1));
         for round in 0..4 {
             let first = if round < 2 { 256 } else { 320 };

@@ -8,15 +8,20 @@
 //! request has its own, only runs eagerly). The KV cache's buffers are baked into a graph, so
 //! the key holds the cache's id and the graph writes the same slots [0, T) of the same cache
 //! every time. OCR prompts repeat their length (it depends on the crop grid only), so few
-//! distinct keys occur. Graphs share one memory pool: they replay one at a time and each output
-//! is copied out before the next replay.
+//! distinct keys occur; at most [`KEPT_PREFILLS`] graphs are kept ([`KeptGraphs`]). Graphs
+//! share one memory pool: they replay one at a time and each output is copied out before the
+//! next replay.
+use super::kept_graphs::KeptGraphs;
 use super::kv_cache::KvCache;
 use super::shape_graphs::copy_of;
 use crate::ffi::CudaGraph;
 use anyhow::{ensure, Context, Result};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use tch::{Kind, Tensor};
+
+/// How many prefill graphs (prompt shape, left padding) one model keeps; beyond it the least
+/// recently used is dropped.
+pub const KEPT_PREFILLS: usize = 8;
 
 /// What a captured prefill is valid for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -38,7 +43,7 @@ pub struct PrefillGraphs {
     enabled: bool,
     /// Prefills of more rows than this run eagerly (0: no limit).
     max_batch: usize,
-    graphs: RefCell<HashMap<Key, Captured>>,
+    graphs: RefCell<KeptGraphs<Key, Captured>>,
     replays: Cell<u64>,
     /// The id of the KV cache the last prefill used.
     last_cache: Cell<Option<u64>>,
@@ -61,15 +66,16 @@ impl PrefillGraphs {
         PrefillGraphs {
             enabled,
             max_batch,
-            graphs: RefCell::new(HashMap::new()),
+            graphs: RefCell::new(KeptGraphs::new(KEPT_PREFILLS)),
             replays: Cell::new(0),
             last_cache: Cell::new(None),
         }
     }
 
-    /// (graphs captured, replays).
+    /// (graphs captured, dropped ones included; replays).
     pub fn stats(&self) -> (usize, u64) {
-        (self.graphs.borrow().len(), self.replays.get())
+        let graphs = self.graphs.borrow();
+        (graphs.len() + graphs.dropped() as usize, self.replays.get())
     }
 
     /// `prefill(x, cache)`: the decoder over embeddings `x` [B,T,H] into the empty `cache`,
@@ -126,15 +132,18 @@ impl PrefillGraphs {
         let mut graph = CudaGraph::new().context("creating a CUDA graph")?;
         let output = {
             let graphs = self.graphs.borrow();
-            let share = graphs.values().next().map(|c| &c.graph);
-            graph
-                .capture(share, || prefill(&input, cache))
-                .with_context(|| {
-                    format!(
-                        "capturing the prefill of {b} x {t} tokens as a CUDA graph\n  fix: \
-                         runtime.optim.prefill_cuda_graph=false runs it op by op"
-                    )
-                })?
+            let share = graphs.any().map(|c| &c.graph);
+            let captured = graph.capture(share, || prefill(&input, cache));
+            if captured.is_err() && cache.len() < t {
+                // The eager prefill filled the cache: its host counter says so again.
+                cache.advance_host_len(t - cache.len());
+            }
+            captured.with_context(|| {
+                format!(
+                    "capturing the prefill of {b} x {t} tokens as a CUDA graph\n  fix: \
+                     runtime.optim.prefill_cuda_graph=false runs it op by op"
+                )
+            })?
         };
         ensure!(
             cache.len() == t,

@@ -7,13 +7,19 @@
 //!
 //! All graphs of one [`ShapeGraphs`] share a memory pool: they replay one at a time, and every
 //! output is copied out of the pool before the next replay, so no graph's scratch memory can
-//! overwrite a result still in use. Static inputs live outside the pool.
+//! overwrite a result still in use. Static inputs live outside the pool. At most
+//! [`KEPT_SHAPES`] graphs are kept ([`KeptGraphs`]).
 
+use super::kept_graphs::KeptGraphs;
 use crate::ffi::CudaGraph;
 use anyhow::{Context, Result};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use tch::Tensor;
+
+/// How many (stage, input shapes) graphs one [`ShapeGraphs`] keeps: a vision pass of one page
+/// mix needs one graph (`vision_streams`) or six (a stage per view size); beyond the bound the
+/// least recently used graph is dropped and its shapes are captured again when they recur.
+pub const KEPT_SHAPES: usize = 16;
 
 /// A new tensor (normal allocator, same layout) holding `t`'s values.
 pub(super) fn copy_of(t: &Tensor) -> Result<Tensor> {
@@ -49,7 +55,7 @@ pub struct ShapeGraphs {
     enabled: bool,
     /// The config switch that turns these graphs off, named in capture errors.
     switch: &'static str,
-    graphs: RefCell<HashMap<Key, Captured>>,
+    graphs: RefCell<KeptGraphs<Key, Captured>>,
     stats: RefCell<ShapeGraphStats>,
 }
 
@@ -70,7 +76,7 @@ impl ShapeGraphs {
         ShapeGraphs {
             enabled,
             switch,
-            graphs: RefCell::new(HashMap::new()),
+            graphs: RefCell::new(KeptGraphs::new(KEPT_SHAPES)),
             stats: RefCell::new(ShapeGraphStats::default()),
         }
     }
@@ -126,7 +132,7 @@ impl ShapeGraphs {
         let mut graph = CudaGraph::new().context("creating a CUDA graph")?;
         let outputs = {
             let graphs = self.graphs.borrow();
-            let share = graphs.values().next().map(|c| &c.graph);
+            let share = graphs.any().map(|c| &c.graph);
             graph.capture(share, || f(&statics)).with_context(|| {
                 format!(
                     "capturing {stage} as a CUDA graph (inputs {:?})\n  fix: {}=false runs it op by op",
@@ -134,7 +140,9 @@ impl ShapeGraphs {
                 )
             })?
         };
-        self.graphs.borrow_mut().insert(
+        let mut graphs = self.graphs.borrow_mut();
+        let dropped = graphs.dropped();
+        graphs.insert(
             key,
             Captured {
                 graph,
@@ -142,6 +150,13 @@ impl ShapeGraphs {
                 outputs,
             },
         );
+        if dropped == 0 && graphs.dropped() > 0 {
+            tracing::warn!(
+                "more than {KEPT_SHAPES} input shapes met CUDA graphs ({}): the least recently \
+                 used graph was dropped and is captured again if its shapes recur",
+                self.switch
+            );
+        }
         let mut stats = self.stats.borrow_mut();
         stats.captured += 1;
         stats.capture_ms_total += started.elapsed().as_secs_f64() * 1e3;

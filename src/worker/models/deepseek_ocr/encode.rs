@@ -80,9 +80,14 @@ impl DeepseekOcr {
                 };
             let features = {
                 let _g = enter(SAM);
-                call("sam", &[x.shallow_clone()], &|x| {
-                    sam.forward(&preprocess::model_input(&x[0], self.kind)?)
-                })?
+                call(
+                    "sam",
+                    &[x.shallow_clone()],
+                    &|x| match sam.takes_uint8(&x[0]) {
+                        true => sam.forward_uint8(&x[0], self.kind),
+                        false => sam.forward(&preprocess::model_input(&x[0], self.kind)?),
+                    },
+                )?
             };
             match encoder {
                 Encoder::Clip(clip) => {

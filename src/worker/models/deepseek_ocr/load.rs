@@ -121,7 +121,10 @@ impl DeepseekOcr {
             vision_lanes: Lanes::new(
                 optim.vision_cuda_graph && weights_on_gpu,
                 "runtime.optim.vision_cuda_graph",
-                optim.vision_streams && weights_on_gpu,
+                match weights.device() {
+                    tch::Device::Cuda(d) if optim.vision_streams => Some(d),
+                    _ => None,
+                },
             )?,
             vision_graph_max_pages: optim.vision_cuda_graph_max_pages,
             prefill_graphs: PrefillGraphs::new(

@@ -2,7 +2,8 @@
 //! neck and the 16x stride-2 compressor (docs/deepseek-ocr.md §3.1): pixels [B,3,S,S] → [B,1024,S/64,S/64].
 
 use super::sam_attention::{AttnOut, SamAttention, SamOptim};
-use crate::ffi::kernels_gemm;
+use super::sam_attention_cuda::KeyBuffers;
+use crate::ffi::{kernels_gemm, kernels_vision};
 use crate::models::common::layers::{LayerNorm, Linear};
 use crate::models::common::pre_norm::{add_into_next, run_blocks};
 use crate::models::common::size_cache::SizeCache;
@@ -48,15 +49,19 @@ impl SamBlock {
 
     /// The block on `x` [B,H,W,C] given `normed` = norm1(`x`) → (output, `next`(output)): the
     /// MLP's residual add and the next block's norm1 run as one step ([`LayerNorm::add_forward`]),
-    /// as do the attention's residual add and norm2.
+    /// as do the attention's residual add and norm2. `keys`: the pass's k′ buffers.
     pub fn forward(
         &self,
         x: &Tensor,
         normed: &Tensor,
         next: Option<&LayerNorm>,
+        keys: &KeyBuffers,
     ) -> Result<(Tensor, Option<Tensor>)> {
         // Padded after norm1; padded zero tokens are not masked (docs/deepseek-ocr.md §3.1).
-        let (x, n2) = match self.attn.forward_block_out(normed, self.window)? {
+        let (x, n2) = match self
+            .attn
+            .forward_block_out(normed, self.window, Some(keys))?
+        {
             AttnOut::Windows { y, win, .. } if self.norm2.add_kernel_takes(x, &y)? => {
                 self.norm2.add_windows_forward(x, &y, win)?
             }
@@ -110,6 +115,9 @@ pub struct Sam {
     downsample: Vec<Tensor>,
     patch: i64,
     patch_gemm: bool,
+    /// uint8 pixels on a GPU become the patch GEMM's operand in one llmprof kernel
+    /// (`sam_patch_gemm` and `sam_cuda_kernels`).
+    patch_kernel: bool,
     /// `pos_embed` resized per grid side, built on first use.
     pos_by_side: SizeCache,
 }
@@ -142,6 +150,7 @@ impl Sam {
                 .collect::<Result<Vec<_>>>()?,
             patch: cfg.patch_size,
             patch_gemm: optim.patch_gemm,
+            patch_kernel: optim.patch_gemm && optim.cuda_kernels,
             pos_by_side: SizeCache::default(),
         })
     }
@@ -153,23 +162,37 @@ impl Sam {
         let (b, c, s, _) = pixels.size4()?;
         let p = self.patch;
         let g = s / p;
-        let width = self.patch_w.size()[0];
         let patches = pixels
             .f_view([b, c, g, p, g, p])?
             .f_permute([0, 2, 4, 1, 3, 5])? // (b, gy, gx, c, ky, kx)
             .f_reshape([b, g, g, c * p * p])?;
-        let w = self.patch_w.f_reshape([width, c * p * p])?;
+        self.embed_patches(&patches)
+    }
+
+    /// Patches [B, g, g, 3·p·p] → [B, g, g, width].
+    fn embed_patches(&self, patches: &Tensor) -> Result<Tensor> {
+        let width = self.patch_w.size()[0];
+        let w = self.patch_w.f_reshape([width, -1])?;
         Ok(patches.f_linear(&w, Some(&self.patch_b))?)
     }
 
-    /// Whether the MLPs run the fused Linear + GELU GEMM
-    /// (`runtime.optim.sam_gelu_epilogue` on, bf16 weights on a device that has it).
-    pub fn gelu_epilogue(&self) -> bool {
-        self.blocks.iter().any(|b| b.gelu_epilogue)
+    /// Whether [`Sam::forward_uint8`] takes `pixels`: uint8 on a CUDA device, with the patch
+    /// GEMM and SAM's kernels on.
+    pub fn takes_uint8(&self, pixels: &Tensor) -> bool {
+        self.patch_kernel && pixels.kind() == Kind::Uint8 && pixels.device().is_cuda()
     }
 
-    /// pixels [B,3,S,S] (S a multiple of 64) → [B, C_out, S/64, S/64].
-    pub fn forward(&self, pixels: &Tensor) -> Result<Tensor> {
+    /// [`Sam::forward`] on uint8 `pixels` [B,3,S,S] ([`Sam::takes_uint8`]) with weights in
+    /// `kind`: one kernel normalises them into the patch GEMM's operand, with the values
+    /// normalising in fp32, casting to `kind` and cutting patches would give.
+    pub fn forward_uint8(&self, pixels: &Tensor, kind: Kind) -> Result<Tensor> {
+        let s = self.checked_side(pixels)?;
+        let patches = kernels_vision::sam_patches(pixels, self.patch, kind)?;
+        self.trunk(self.embed_patches(&patches)?, s / self.patch)
+    }
+
+    /// The side S of pixels [B,3,S,S] that SAM takes (a multiple of its total stride).
+    fn checked_side(&self, pixels: &Tensor) -> Result<i64> {
         let (_, c, s, s2) = pixels.size4()?;
         ensure!(
             c == 3 && s == s2,
@@ -181,6 +204,18 @@ impl Sam {
             "SAM view side {s} not a multiple of {}",
             self.patch << self.downsample.len()
         );
+        Ok(s)
+    }
+
+    /// Whether the MLPs run the fused Linear + GELU GEMM
+    /// (`runtime.optim.sam_gelu_epilogue` on, bf16 weights on a device that has it).
+    pub fn gelu_epilogue(&self) -> bool {
+        self.blocks.iter().any(|b| b.gelu_epilogue)
+    }
+
+    /// pixels [B,3,S,S] (S a multiple of 64) → [B, C_out, S/64, S/64].
+    pub fn forward(&self, pixels: &Tensor) -> Result<Tensor> {
+        let s = self.checked_side(pixels)?;
         let p = self.patch;
         let x = if self.patch_gemm {
             self.patch_embed_gemm(pixels)?
@@ -198,12 +233,23 @@ impl Sam {
                 // a strided copy, and the neck's convolutions would see NCHW, not channels-last.
             x.f_permute([0, 2, 3, 1])?.f_contiguous()? // (b, g, g, w)
         };
-        let g = s / p;
+        self.trunk(x, s / p)
+    }
+
+    /// The patch embeddings [B, g, g, width] → [B, C_out, g/4, g/4]: positions, blocks, neck and
+    /// compressor.
+    fn trunk(&self, x: Tensor, g: i64) -> Result<Tensor> {
         let pos = self
             .pos_by_side
             .get_or_build(g, || resize_pos_grid(&self.pos_embed, g))?;
         let x = x.f_add(&pos)?;
-        let x = run_blocks(&self.blocks, x, |b| &b.norm1, SamBlock::forward)?;
+        let keys = KeyBuffers::default();
+        let x = run_blocks(
+            &self.blocks,
+            x,
+            |b| &b.norm1,
+            |b, x, n, next| b.forward(x, n, next, &keys),
+        )?;
         let x = x.f_permute([0, 3, 1, 2])?; // (b, w, g, g)
         let x = x.f_conv2d::<Tensor>(&self.neck0, None, [1, 1], [0, 0], [1, 1], 1)?;
         let x = layer_norm_2d(&x, &self.neck1)?;
@@ -213,5 +259,54 @@ impl Sam {
             x = x.f_conv2d::<Tensor>(w, None, [2, 2], [1, 1], [1, 1], 1)?; // stride 2, pad 1
         }
         Ok(x) // (b, c_out, s/64, s/64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ffi::kernels_vision::sam_patches;
+    use crate::models::deepseek_ocr::preprocess::model_input;
+    use tch::{Device, Kind, Tensor};
+
+    /// The patch kernel against libtorch's normalisation, cast and patch copy (what
+    /// `Sam::forward` runs on uploaded pixels), bit for bit: channels-last and contiguous
+    /// uint8 views, SAM's 16-pixel patches at both view sizes (16-byte stores) and 6-pixel
+    /// patches (single elements), bf16 and fp32; every byte value occurs.
+    #[test]
+    #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+    fn patch_kernel_equals_libtorch_on_a_gpu() {
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        let dev = Device::Cuda(0);
+        for kind in [Kind::BFloat16, Kind::Float] {
+            for (b, side, p) in [(2i64, 1024i64, 16i64), (3, 640, 16), (2, 96, 6)] {
+                let hwc = Tensor::randint(256, [b, side, side, 3], (Kind::Uint8, dev));
+                // Every byte value in the first pixel row (side ≥ 86: 258 values).
+                hwc.get(0)
+                    .get(0)
+                    .narrow(0, 0, 86)
+                    .view([-1])
+                    .narrow(0, 0, 256)
+                    .copy_(&Tensor::arange(256, (Kind::Int64, dev)).to_kind(Kind::Uint8));
+                for px in [
+                    hwc.permute([0, 3, 1, 2]),
+                    hwc.permute([0, 3, 1, 2]).contiguous(),
+                ] {
+                    let g = side / p;
+                    let want = model_input(&px, kind)
+                        .unwrap()
+                        .view([b, 3, g, p, g, p])
+                        .permute([0, 2, 4, 1, 3, 5])
+                        .reshape([b, g, g, 3 * p * p]);
+                    let got = sam_patches(&px, p, kind).unwrap();
+                    assert_eq!(got.kind(), kind);
+                    let differ = got.ne_tensor(&want).sum(Kind::Int64).int64_value(&[]);
+                    assert_eq!(differ, 0, "{kind:?} {b}x{side} patch {p}: {differ} differ");
+                }
+            }
+        }
+        // Not [B,3,S,S] with S a multiple of the patch: refused.
+        let px = Tensor::zeros([1, 3, 40, 40], (Kind::Uint8, dev));
+        assert!(sam_patches(&px, 16, Kind::BFloat16).is_err());
+        assert!(sam_patches(&px.to_kind(Kind::Float), 8, Kind::BFloat16).is_err());
     }
 }

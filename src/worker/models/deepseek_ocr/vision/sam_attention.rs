@@ -165,12 +165,18 @@ impl SamAttention {
     /// windows (zero padding after the norm, padded tokens not masked), or globally when
     /// `window == 0`. → [B,H,W,C].
     pub fn forward_block(&self, y: &Tensor, window: i64) -> Result<Tensor> {
-        self.forward_block_out(y, window)?.into_grid()
+        self.forward_block_out(y, window, None)?.into_grid()
     }
 
     /// [`SamAttention::forward_block`], leaving a windowed output in its windows where
-    /// `proj_in_windows` applies.
-    pub fn forward_block_out(&self, y: &Tensor, window: i64) -> Result<AttnOut> {
+    /// `proj_in_windows` applies; the CUDA-kernel path reuses `keys`' k′ buffers of its shape
+    /// (one per encoder pass).
+    pub fn forward_block_out(
+        &self,
+        y: &Tensor,
+        window: i64,
+        keys: Option<&super::sam_attention_cuda::KeyBuffers>,
+    ) -> Result<AttnOut> {
         let (_, h, w, _) = y.size4()?;
         if self.optim.cuda_kernels && self.optim.fused_rel_pos && y.device().is_cuda() {
             let win = if window == 0 {
@@ -178,7 +184,7 @@ impl SamAttention {
             } else {
                 (window, window)
             };
-            return super::sam_attention_cuda::forward(self.parts(), y, win);
+            return super::sam_attention_cuda::forward(self.parts(keys), y, win);
         }
         self.forward_block_eager(y, window).map(AttnOut::Grid)
     }
@@ -197,7 +203,10 @@ impl SamAttention {
         window_unpartition(&o, window, pad_hw, (h, w))
     }
 
-    fn parts(&self) -> super::sam_attention_cuda::AttentionParts<'_> {
+    fn parts<'a>(
+        &'a self,
+        keys: Option<&'a super::sam_attention_cuda::KeyBuffers>,
+    ) -> super::sam_attention_cuda::AttentionParts<'a> {
         super::sam_attention_cuda::AttentionParts {
             qkv: &self.qkv,
             proj: &self.proj,
@@ -209,6 +218,7 @@ impl SamAttention {
             // Projecting on the padded windows only pays when the add + LayerNorm kernel reads
             // them in place; merged afterwards it would cost more rows and the same copy.
             proj_in_windows: self.optim.proj_in_windows && self.optim.add_layer_norm_kernel,
+            keys,
         }
     }
 

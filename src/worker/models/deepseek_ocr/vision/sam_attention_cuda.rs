@@ -18,7 +18,31 @@ use crate::ffi::kernels_vision;
 use crate::models::common::layers::Linear;
 use crate::models::common::size_cache::{Shared, SizeCache};
 use anyhow::{Context, Result};
+use std::cell::RefCell;
 use tch::Tensor;
+
+/// The k′ buffers of one encoder pass, one per shape: k′'s one-hot and zero columns depend only
+/// on the window shape, so every later layer of that shape reuses the first layer's buffer and
+/// the pack writes only its k columns (a third of k′ for global attention). One per pass (per
+/// stream): two passes of one shape may overlap on two streams, and must not share a buffer.
+#[derive(Debug, Default)]
+pub struct KeyBuffers(RefCell<Vec<Tensor>>);
+
+impl KeyBuffers {
+    /// The buffer of a [windows, tokens, heads, aug] k′, if an earlier layer of this pass made
+    /// one.
+    fn find(&self, size: &[i64]) -> Option<Tensor> {
+        self.0
+            .borrow()
+            .iter()
+            .find(|k| k.size() == size)
+            .map(Tensor::shallow_clone)
+    }
+
+    fn keep(&self, k: &Tensor) {
+        self.0.borrow_mut().push(k.shallow_clone());
+    }
+}
 
 /// The scaled relative-position matrices of one window size, built on first use.
 #[derive(Debug)]
@@ -56,6 +80,8 @@ pub struct AttentionParts<'a> {
     pub rel_pos_gemm: bool,
     /// `runtime.optim.sam_proj_in_windows`.
     pub proj_in_windows: bool,
+    /// The pass's k′ buffers to reuse, if any.
+    pub keys: Option<&'a KeyBuffers>,
 }
 
 /// SAM attention's output: on the grid, or, for windowed attention with
@@ -120,7 +146,19 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Att
         .as_ref()
         .context("SAM's qkv projection has no bias")?;
     let qkv = p.qkv.forward(y)?.f_contiguous()?; // (b, h, w, 3c)
-    let pk = kernels_vision::sam_pack_qkv(&qkv, bias, p.heads, win, !p.rel_pos_gemm)?;
+    let (b, _, _, _) = y.size4()?;
+    let key_size = [
+        b * ((h + win.0 - 1) / win.0) * ((w + win.1 - 1) / win.1),
+        win.0 * win.1,
+        p.heads,
+        kernels_vision::sam_aug_dim(hd, win.0, win.1),
+    ];
+    let reused = p.keys.and_then(|k| k.find(&key_size));
+    let pk =
+        kernels_vision::sam_pack_qkv(&qkv, bias, p.heads, win, !p.rel_pos_gemm, reused.as_ref())?;
+    if let (Some(keys), None) = (p.keys, &reused) {
+        keys.keep(&pk.k_aug);
+    }
     let tables = scaled_tables(&p, win, scale)?;
     match &pk.q_rows_cols {
         None => rel_pos_by_one_gemm(&pk.q_aug, &tables, hd, win)?,
@@ -261,6 +299,45 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// Layers that reuse a pass's k′ buffer (only k written, the one-hot columns left from the
+    /// first layer of the shape) give exactly what a fresh pack gives: two attentions with
+    /// different weights after each other on one buffer, global and windowed, bf16 (16-byte
+    /// vectors) and fp32 with heads of 12 (single elements); one buffer per shape is kept.
+    #[test]
+    #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+    fn reused_key_buffers_equal_fresh_packs_on_a_gpu() {
+        use super::KeyBuffers;
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        let dev = Device::Cuda(0);
+        let kernels = SamOptim {
+            cuda_kernels: true,
+            fused_rel_pos: true,
+            fused_windows: true,
+            rel_pos_gemm: true,
+            ..SamOptim::default()
+        };
+        for (kind, c, heads) in [(Kind::BFloat16, 128i64, 2i64), (Kind::Float, 24, 2)] {
+            let y = Tensor::randn([2, 9, 7, c], (kind, dev));
+            let layers = [
+                attention_on(&weights(c, heads, 13), heads, kernels, kind, dev),
+                attention_on(&weights(c, heads, 13), heads, kernels, kind, dev),
+            ];
+            let keys = KeyBuffers::default();
+            for window in [0, 4, 0, 4] {
+                for layer in &layers {
+                    let got = layer
+                        .forward_block_out(&y, window, Some(&keys))
+                        .unwrap()
+                        .into_grid()
+                        .unwrap();
+                    let want = layer.forward_block(&y, window).unwrap();
+                    assert!(got.equal(&want), "{kind:?} window {window}: differs");
+                }
+            }
+            assert_eq!(keys.0.borrow().len(), 2, "one buffer per shape");
         }
     }
 
