@@ -104,6 +104,7 @@ extern "C" {
 
     pub fn llmprof_cuda_device_count() -> c_int;
     pub fn llmprof_cuda_current_device(out: *mut i32) -> c_int;
+    pub fn llmprof_cuda_set_current_device(device: i32) -> c_int;
     pub fn llmprof_cuda_sm_count(device: i32, out: *mut i32) -> c_int;
     pub fn llmprof_cuda_clock_rate_khz(device: i32, out: *mut i32) -> c_int;
     pub fn llmprof_cuda_stream_synchronize() -> c_int;
@@ -330,7 +331,13 @@ pub fn cuda_current_device() -> Result<i32, ShimError> {
     Ok(out)
 }
 
-/// Streaming multiprocessor count of `device`.
+/// Makes `device` the current CUDA device: libtorch's current stream there is where the
+/// worker's kernels, CUDA events and graph captures go.
+pub fn set_current_cuda_device(device: usize) -> Result<(), ShimError> {
+    // SAFETY: a plain value; the shim checks the index.
+    check(unsafe { llmprof_cuda_set_current_device(device as i32) })
+}
+
 /// The CUDA clock-rate attribute of `device`, in MHz.
 pub fn cuda_clock_rate_mhz(device: i32) -> Result<f64, ShimError> {
     let mut out = 0;

@@ -289,6 +289,13 @@ int llmprof_cuda_current_device(int32_t* out) {
   });
 }
 
+int llmprof_cuda_set_current_device(int32_t device) {
+  return guarded("cuda_set_current_device", [&] {
+    TORCH_CHECK(device >= 0 && device < c10::cuda::device_count(), "invalid CUDA device ", device);
+    c10::cuda::set_device(static_cast<c10::DeviceIndex>(device));
+  });
+}
+
 int llmprof_cuda_sm_count(int32_t device, int32_t* out) {
   return guarded("cuda_sm_count", [&] {
     TORCH_CHECK(out != nullptr, "out is NULL");

@@ -103,6 +103,9 @@ const char* llmprof_cuda_error_string(int32_t code);
 /* Number of visible CUDA devices (0 without a GPU or driver; never an error). */
 int llmprof_cuda_device_count(void);
 int llmprof_cuda_current_device(int32_t* out);
+/* Makes `device` the current CUDA device (its current stream is where kernels, events and graph
+ * captures go). */
+int llmprof_cuda_set_current_device(int32_t device);
 /* Streaming multiprocessor count of `device` (cudaDevAttrMultiProcessorCount). */
 int llmprof_cuda_sm_count(int32_t device, int32_t* out);
 /* cudaDevAttrClockRate of `device`, in kHz (the rated-clock fallback for peak FLOP/s). */

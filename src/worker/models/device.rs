@@ -5,8 +5,18 @@ use llmprof::dtype::Dtype;
 use llmprof::spec::{DtypeChoice, RunSpec};
 use tch::{Device, Kind};
 
-/// The device `spec.device` names; `auto` is the first GPU when libtorch sees one.
+/// The device `spec.device` names; `auto` is the first GPU when libtorch sees one. A GPU is also
+/// made the current CUDA device: streams, CUDA events and graph captures use the current one.
 pub fn device_from_spec(spec: &RunSpec) -> Result<Device> {
+    let device = named_device(spec)?;
+    if let Device::Cuda(i) = device {
+        crate::ffi::set_current_cuda_device(i)?;
+    }
+    Ok(device)
+}
+
+/// The device `spec.device` names.
+fn named_device(spec: &RunSpec) -> Result<Device> {
     let cuda = tch::Cuda::is_available();
     Ok(match spec.device.as_str() {
         "auto" => {

@@ -24,8 +24,9 @@ constexpr int kPackWarps = 8;  // tokens per pack_qkv block, a warp each
 // crosses a head), unrolled so that several loads are in flight per lane; q′, k′ and v are
 // [windows, tokens, heads, width] (the layout that makes the attention write its output
 // token-major, so merging heads is a view). Writes the token's q into q′ (first head_dim
-// columns), k′ whole (k, the one-hot row and column, zero padding) and v. With `q_rows`/`q_cols` (the batched-GEMM layout of the relative-position
-// products), q also goes there and q′'s other columns are zeroed for the caller's copies; without
+// columns), k′ whole (k, the one-hot row and column, zero padding; only k with `keys_ready`)
+// and v. With `q_rows`/`q_cols` (the batched-GEMM layout of the relative-position products), q
+// also goes there and q′'s other columns are zeroed for the caller's copies; without
 // them, q′'s other columns are left to fill_rel_pos.
 template <typename T, int V>
 __global__ void __launch_bounds__(kPackWarps * 32)

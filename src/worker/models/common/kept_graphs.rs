@@ -47,8 +47,8 @@ impl<K: Hash + Eq + Clone, V> KeptGraphs<K, V> {
         self.entries.values().next().map(|(v, _)| v)
     }
 
-    /// Keeps `value` for `key`, first dropping the least recently used value if the set is
-    /// full.
+    /// Keeps `value` for `key` (a value kept for `key` before is dropped), first dropping the
+    /// least recently used value if the set is full.
     pub fn insert(&mut self, key: K, value: V) {
         if !self.entries.contains_key(&key) && self.entries.len() >= self.capacity {
             let oldest = self
@@ -62,7 +62,9 @@ impl<K: Hash + Eq + Clone, V> KeptGraphs<K, V> {
             }
         }
         let now = self.tick();
-        self.entries.insert(key, (value, now));
+        if self.entries.insert(key, (value, now)).is_some() {
+            self.dropped += 1;
+        }
     }
 
     /// Drops every value.
@@ -103,14 +105,14 @@ mod tests {
         assert_eq!(kept.get_mut(&"a"), Some(&mut 1));
         assert_eq!(kept.get_mut(&"c"), Some(&mut 3));
         assert_eq!(kept.dropped(), 1);
-        kept.insert("c", 4);
-        assert_eq!((kept.len(), kept.dropped()), (2, 1));
+        kept.insert("c", 4); // replaces (and drops) the value kept for "c"
+        assert_eq!((kept.len(), kept.dropped()), (2, 2));
         assert_eq!(kept.get_mut(&"c"), Some(&mut 4));
         kept.insert("d", 5); // "a" now
         assert!(kept.get_mut(&"a").is_none());
         kept.clear();
         assert!(kept.is_empty() && kept.any().is_none());
-        assert_eq!(kept.dropped(), 4);
+        assert_eq!(kept.dropped(), 5);
     }
 
     /// A bound of zero keeps one value.

@@ -116,7 +116,8 @@ pub struct Sam {
     patch: i64,
     patch_gemm: bool,
     /// uint8 pixels on a GPU become the patch GEMM's operand in one llmprof kernel
-    /// (`sam_patch_gemm` and `sam_cuda_kernels`).
+    /// (`sam_patch_gemm` and `sam_cuda_kernels`, which acts with `sam_fused_rel_pos`: where
+    /// model load checks that the build has the kernels).
     patch_kernel: bool,
     /// `pos_embed` resized per grid side, built on first use.
     pos_by_side: SizeCache,
@@ -150,7 +151,7 @@ impl Sam {
                 .collect::<Result<Vec<_>>>()?,
             patch: cfg.patch_size,
             patch_gemm: optim.patch_gemm,
-            patch_kernel: optim.patch_gemm && optim.cuda_kernels,
+            patch_kernel: optim.patch_gemm && optim.cuda_kernels && optim.fused_rel_pos,
             pos_by_side: SizeCache::default(),
         })
     }
@@ -250,6 +251,7 @@ impl Sam {
             |b| &b.norm1,
             |b, x, n, next| b.forward(x, n, next, &keys),
         )?;
+        drop(keys); // not held through the neck
         let x = x.f_permute([0, 3, 1, 2])?; // (b, w, g, g)
         let x = x.f_conv2d::<Tensor>(&self.neck0, None, [1, 1], [0, 0], [1, 1], 1)?;
         let x = layer_norm_2d(&x, &self.neck1)?;

@@ -26,21 +26,22 @@ use tch::Tensor;
 /// the pack writes only its k columns (a third of k′ for global attention). One per pass (per
 /// stream): two passes of one shape may overlap on two streams, and must not share a buffer.
 #[derive(Debug, Default)]
-pub struct KeyBuffers(RefCell<Vec<Tensor>>);
+pub struct KeyBuffers(RefCell<Vec<((i64, i64), Tensor)>>);
 
 impl KeyBuffers {
-    /// The buffer of a [windows, tokens, heads, aug] k′, if an earlier layer of this pass made
-    /// one.
-    fn find(&self, size: &[i64]) -> Option<Tensor> {
+    /// The buffer of a k′ of `size` [windows, tokens, heads, aug] for windows of `win` (the
+    /// one-hot layout depends on the window's sides, not only on its size), if an earlier layer
+    /// of this pass made one.
+    fn find(&self, win: (i64, i64), size: &[i64]) -> Option<Tensor> {
         self.0
             .borrow()
             .iter()
-            .find(|k| k.size() == size)
-            .map(Tensor::shallow_clone)
+            .find(|(w, k)| *w == win && k.size() == size)
+            .map(|(_, k)| k.shallow_clone())
     }
 
-    fn keep(&self, k: &Tensor) {
-        self.0.borrow_mut().push(k.shallow_clone());
+    fn keep(&self, win: (i64, i64), k: &Tensor) {
+        self.0.borrow_mut().push((win, k.shallow_clone()));
     }
 }
 
@@ -153,11 +154,11 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Att
         p.heads,
         kernels_vision::sam_aug_dim(hd, win.0, win.1),
     ];
-    let reused = p.keys.and_then(|k| k.find(&key_size));
+    let reused = p.keys.and_then(|k| k.find(win, &key_size));
     let pk =
         kernels_vision::sam_pack_qkv(&qkv, bias, p.heads, win, !p.rel_pos_gemm, reused.as_ref())?;
     if let (Some(keys), None) = (p.keys, &reused) {
-        keys.keep(&pk.k_aug);
+        keys.keep(win, &pk.k_aug);
     }
     let tables = scaled_tables(&p, win, scale)?;
     match &pk.q_rows_cols {
@@ -304,8 +305,9 @@ mod tests {
 
     /// Layers that reuse a pass's k′ buffer (only k written, the one-hot columns left from the
     /// first layer of the shape) give exactly what a fresh pack gives: two attentions with
-    /// different weights after each other on one buffer, global and windowed, bf16 (16-byte
-    /// vectors) and fp32 with heads of 12 (single elements); one buffer per shape is kept.
+    /// different weights after each other on one buffer, global and windowed, bf16 with heads
+    /// of 64 (16-byte vectors) and of 12 (single elements) and fp32; one buffer per shape is
+    /// kept.
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn reused_key_buffers_equal_fresh_packs_on_a_gpu() {
@@ -319,7 +321,11 @@ mod tests {
             rel_pos_gemm: true,
             ..SamOptim::default()
         };
-        for (kind, c, heads) in [(Kind::BFloat16, 128i64, 2i64), (Kind::Float, 24, 2)] {
+        for (kind, c, heads) in [
+            (Kind::BFloat16, 128i64, 2i64),
+            (Kind::BFloat16, 24, 2),
+            (Kind::Float, 24, 2),
+        ] {
             let y = Tensor::randn([2, 9, 7, c], (kind, dev));
             let layers = [
                 attention_on(&weights(c, heads, 13), heads, kernels, kind, dev),
