@@ -25,8 +25,9 @@ impl DeepseekOcr {
 
     /// [`DeepseekOcr::encode_batch`] as part of a request of `request_pages` pages (more than
     /// `imgs` when the pages of a prefill go through vision one by one): the vision graphs'
-    /// page limit applies to the request, since what it guards against (slower decode steps
-    /// after graphed vision at large batches) depends on the batch, not on the call.
+    /// page limit counts the request's pages (it was introduced against slower decode steps
+    /// after graphed vision at large batches, gone since session 14 of docs/performance.md;
+    /// what it bounds now is the memory the graphs keep).
     pub(super) fn encode_pages(
         &self,
         imgs: &[&PreparedImage],
