@@ -32,4 +32,9 @@ pub(crate) mod test_util {
         std::fs::create_dir_all(&d).unwrap();
         d
     }
+
+    /// How many elements of `got` differ from `want` (same shape): 0 for bit-equal tensors.
+    pub fn values_differing(got: &tch::Tensor, want: &tch::Tensor) -> i64 {
+        got.ne_tensor(want).sum(tch::Kind::Int64).int64_value(&[])
+    }
 }

@@ -165,6 +165,7 @@ impl Clip {
 #[cfg(test)]
 mod tests {
     use super::quick_gelu;
+    use crate::models::common::test_util::values_differing;
     use tch::{Device, Kind, Tensor};
 
     /// Off a GPU the switch changes nothing: the three libtorch ops run.
@@ -189,7 +190,7 @@ mod tests {
                 let h = Tensor::randn([rows, width], (kind, dev)) * 6.0;
                 let got = quick_gelu(&h, true).unwrap();
                 let want = quick_gelu(&h, false).unwrap();
-                let differ = got.ne_tensor(&want).sum(Kind::Int64).int64_value(&[]);
+                let differ = values_differing(&got, &want);
                 assert_eq!(
                     differ, 0,
                     "{kind:?}, {rows}x{width}: {differ} values differ"

@@ -89,6 +89,17 @@ fn layer_norm_2d(x: &Tensor, ln: &LayerNorm) -> Result<Tensor> {
     Ok(y.f_permute([0, 3, 1, 2])?) // (b, c, h, w)
 }
 
+/// Pixels [B,C,S,S] → patches [B, g, g, C·p·p] (g = S/p) in the patch-embedding convolution
+/// weight's (channel, row, column) order.
+fn cut_patches(pixels: &Tensor, p: i64) -> Result<Tensor> {
+    let (b, c, s, _) = pixels.size4()?;
+    let g = s / p;
+    Ok(pixels
+        .f_view([b, c, g, p, g, p])?
+        .f_permute([0, 2, 4, 1, 3, 5])? // (b, gy, gx, c, ky, kx)
+        .f_reshape([b, g, g, c * p * p])?)
+}
+
 /// Resizes a [1,G,G,C] position grid to [1,g,g,C]: bicubic, antialias, fp32, align_corners=false.
 pub fn resize_pos_grid(pos: &Tensor, g: i64) -> Result<Tensor> {
     let (_, gh, gw, _) = pos.size4()?;
@@ -160,14 +171,7 @@ impl Sam {
     /// patches [B, g, g, 3·p·p] in the weight's (channel, row, column) order → [B, g, g, width],
     /// contiguous.
     fn patch_embed_gemm(&self, pixels: &Tensor) -> Result<Tensor> {
-        let (b, c, s, _) = pixels.size4()?;
-        let p = self.patch;
-        let g = s / p;
-        let patches = pixels
-            .f_view([b, c, g, p, g, p])?
-            .f_permute([0, 2, 4, 1, 3, 5])? // (b, gy, gx, c, ky, kx)
-            .f_reshape([b, g, g, c * p * p])?;
-        self.embed_patches(&patches)
+        self.embed_patches(&cut_patches(pixels, self.patch)?)
     }
 
     /// Patches [B, g, g, 3·p·p] → [B, g, g, width].
@@ -266,7 +270,9 @@ impl Sam {
 
 #[cfg(test)]
 mod tests {
+    use super::cut_patches;
     use crate::ffi::kernels_vision::sam_patches;
+    use crate::models::common::test_util::values_differing;
     use crate::models::deepseek_ocr::preprocess::model_input;
     use tch::{Device, Kind, Tensor};
 
@@ -293,15 +299,11 @@ mod tests {
                     hwc.permute([0, 3, 1, 2]),
                     hwc.permute([0, 3, 1, 2]).contiguous(),
                 ] {
-                    let g = side / p;
-                    let want = model_input(&px, kind)
-                        .unwrap()
-                        .view([b, 3, g, p, g, p])
-                        .permute([0, 2, 4, 1, 3, 5])
-                        .reshape([b, g, g, 3 * p * p]);
+                    let want = cut_patches(&model_input(&px, kind).unwrap(), p).unwrap();
                     let got = sam_patches(&px, p, kind).unwrap();
                     assert_eq!(got.kind(), kind);
-                    let differ = got.ne_tensor(&want).sum(Kind::Int64).int64_value(&[]);
+                    assert_eq!(got.size(), [b, side / p, side / p, 3 * p * p]);
+                    let differ = values_differing(&got, &want);
                     assert_eq!(differ, 0, "{kind:?} {b}x{side} patch {p}: {differ} differ");
                 }
             }
