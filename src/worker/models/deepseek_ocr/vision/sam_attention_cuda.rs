@@ -26,22 +26,24 @@ use tch::Tensor;
 /// the pack writes only its k columns (a third of k′ for global attention). One per pass (per
 /// stream): two passes of one shape may overlap on two streams, and must not share a buffer.
 #[derive(Debug, Default)]
-pub struct KeyBuffers(RefCell<Vec<((i64, i64), Tensor)>>);
+pub struct KeyBuffers(RefCell<Vec<(KeyShape, Tensor)>>);
+
+/// What a k′ is packed for: the qkv Linear's output shape [B,H,W,3C], the heads and the window
+/// (the one-hot layout depends on the window's sides, not only on its size).
+type KeyShape = (Vec<i64>, i64, (i64, i64));
 
 impl KeyBuffers {
-    /// The buffer of a k′ of `size` [windows, tokens, heads, aug] for windows of `win` (the
-    /// one-hot layout depends on the window's sides, not only on its size), if an earlier layer
-    /// of this pass made one.
-    fn find(&self, win: (i64, i64), size: &[i64]) -> Option<Tensor> {
+    /// The k′ an earlier layer of this pass packed for `shape`, if any.
+    fn find(&self, shape: &KeyShape) -> Option<Tensor> {
         self.0
             .borrow()
             .iter()
-            .find(|(w, k)| *w == win && k.size() == size)
+            .find(|(s, _)| s == shape)
             .map(|(_, k)| k.shallow_clone())
     }
 
-    fn keep(&self, win: (i64, i64), k: &Tensor) {
-        self.0.borrow_mut().push((win, k.shallow_clone()));
+    fn keep(&self, shape: KeyShape, k: &Tensor) {
+        self.0.borrow_mut().push((shape, k.shallow_clone()));
     }
 }
 
@@ -147,18 +149,12 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Att
         .as_ref()
         .context("SAM's qkv projection has no bias")?;
     let qkv = p.qkv.forward(y)?.f_contiguous()?; // (b, h, w, 3c)
-    let (b, _, _, _) = y.size4()?;
-    let key_size = [
-        b * ((h + win.0 - 1) / win.0) * ((w + win.1 - 1) / win.1),
-        win.0 * win.1,
-        p.heads,
-        kernels_vision::sam_aug_dim(hd, win.0, win.1),
-    ];
-    let reused = p.keys.and_then(|k| k.find(win, &key_size));
+    let key_shape = (qkv.size(), p.heads, win);
+    let reused = p.keys.and_then(|k| k.find(&key_shape));
     let pk =
         kernels_vision::sam_pack_qkv(&qkv, bias, p.heads, win, !p.rel_pos_gemm, reused.as_ref())?;
     if let (Some(keys), None) = (p.keys, &reused) {
-        keys.keep(win, &pk.k_aug);
+        keys.keep(key_shape, &pk.k_aug);
     }
     let tables = scaled_tables(&p, win, scale)?;
     match &pk.q_rows_cols {
