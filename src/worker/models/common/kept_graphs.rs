@@ -92,7 +92,7 @@ mod tests {
     use super::KeptGraphs;
 
     /// The bound holds; the value used longest ago goes first, a lookup counting as a use;
-    /// replacing a kept key drops nothing.
+    /// replacing a kept key's value drops only that value.
     #[test]
     fn drops_the_least_recently_used_beyond_the_bound() {
         let mut kept = KeptGraphs::new(2);
