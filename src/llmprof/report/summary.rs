@@ -203,6 +203,7 @@ mod tests {
                 add_layer_norm_kernel: on,
                 quick_gelu_kernel: on,
                 sam_gelu_epilogue: on,
+                sam_window_attention_kernel: on,
                 decode_attention_kernel: on,
                 decode_attention_min_window: 1280,
             },

@@ -385,6 +385,13 @@ pub struct OptimSpec {
     /// headers) the two ops run as with the switch off. Absent: off.
     #[serde(default)]
     pub sam_gelu_epilogue: bool,
+    /// With `sam_cuda_kernels`, in bf16 on a GPU: SAM's windowed attention in one llmprof kernel
+    /// that reads q, k and v from the qkv Linear's output and adds the decomposed
+    /// relative-position bias to each score (q·k 64 wide), instead of packing q′/k′ with the
+    /// bias folded in (q·k 128 wide) for cuDNN's attention. fp32, other head sizes and windows
+    /// other than SAM's 14×14 keep the folded path. Absent: off.
+    #[serde(default)]
+    pub sam_window_attention_kernel: bool,
     /// On a CUDA device, the fixed-shape (graph) decode step attends over each row's written
     /// KV slots only, in llmprof's split-over-slots kernel (head_dim 64 or 128), instead of
     /// SDPA over the whole KV window with a mask. No effect on eager decode steps. Absent: off.

@@ -160,6 +160,48 @@ int llmprof_sam_merge_windows(const void* o_p, int64_t win_h, int64_t win_w, con
   });
 }
 
+int llmprof_sam_window_attention(const void* qkv_p, const void* bias_p, const void* prod_p,
+                                 int64_t heads, int64_t win_h, int64_t win_w,
+                                 const void* out_p) {
+  return llmprof::guarded("sam_window_attention", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& qkv = tensor_arg(qkv_p, "qkv");
+    TORCH_CHECK(qkv.is_cuda() && qkv.scalar_type() == at::kBFloat16,
+                "qkv must be bfloat16 on a CUDA device, got ", qkv.scalar_type(), " on ",
+                qkv.device());
+    TORCH_CHECK(qkv.dim() == 4 && qkv.is_contiguous() && heads > 0 &&
+                    qkv.size(3) == 3 * heads * 64,
+                "qkv must be a contiguous [B,H,W,3*heads*64] with heads ", heads, ", got ",
+                qkv.sizes());
+    const int64_t channels = heads * 64;
+    auto s = sam_shape(qkv.size(0), qkv.size(1), qkv.size(2), heads, 64, win_h, win_w);
+    TORCH_CHECK((win_h == 14 && win_w == 14) || (win_h == 4 && win_w == 4),
+                "the windowed attention kernel takes windows of 14x14 (SAM's) or 4x4, got ", win_h,
+                "x", win_w);
+    const auto& bias = tensor_arg(bias_p, "bias");
+    check_like(bias, qkv, "bias", {3 * channels});
+    const auto& prod = tensor_arg(prod_p, "prod");
+    TORCH_CHECK(prod.dim() == 3, "prod must be [heads, tokens, cols], got ", prod.sizes());
+    const int64_t prod_cols = prod.size(2);
+    check_like(prod, qkv, "prod", {heads, s.batch * s.grid_h * s.grid_w, prod_cols});
+    TORCH_CHECK(prod_cols >= 2 * (win_h + win_w) - 2, "prod has ", prod_cols,
+                " columns, fewer than the window's ", 2 * (win_h + win_w) - 2, " offsets");
+    const auto& out = tensor_arg(out_p, "out");
+    const int64_t windows = s.batch * (s.pad_h / win_h) * (s.pad_w / win_w);
+    check_like(out, qkv, "out", {windows, win_h * win_w, channels});
+    check_aligned16(qkv, "qkv");
+    check_aligned16(bias, "bias");
+    c10::cuda::CUDAGuard guard(qkv.device());
+    check_launch(llmprof_k_sam_window_attention(qkv.data_ptr(), bias.data_ptr(), prod.data_ptr(),
+                                                prod_cols, out.data_ptr(), s,
+                                                c10::cuda::getCurrentCUDAStream().stream()),
+                 "sam_window_attention");
+#endif
+  });
+}
+
 int llmprof_add_layer_norm(const void* x_p, const void* delta_p, const void* weight_p,
                            const void* bias_p, double eps, int64_t delta_win_h,
                            int64_t delta_win_w, const void* sum_p, const void* out_p) {

@@ -201,6 +201,12 @@ int llmprof_sam_fill_rel_pos(const void* prod, int64_t head_dim, int64_t win_h, 
 /* Attention output o [B·windows, heads, win_h·win_w, head_dim] (any strides) → out [B,H,W,C],
  * contiguous, windows merged and the padding cropped. */
 int llmprof_sam_merge_windows(const void* o, int64_t win_h, int64_t win_w, const void* out);
+/* SAM's windowed attention in one kernel (bf16, head_dim 64, windows of 14×14 or 4×4):
+ * qkv [B,H,W,3·heads·64] and bias [3·heads·64] as for llmprof_sam_pack_qkv, prod [heads, B·H·W,
+ * cols] each token's q times the √64-scaled resized tables (row offsets, then column offsets)
+ * → out [B·windows, win_h·win_w, heads·64], contiguous, allocated by the caller. */
+int llmprof_sam_window_attention(const void* qkv, const void* bias, const void* prod,
+                                 int64_t heads, int64_t win_h, int64_t win_w, const void* out);
 /* DeepSeek MoE routing of fp32 router logits [tokens, experts] in llmprof's kernels: weights [tokens, k]
  * fp32 (softmax, top-k, × scaling), ids [tokens, k] int64, the slots sorted stably by expert
  * (order [tokens·k] int64, slot_token [tokens·k] int64, the inverse permutation slot_pos

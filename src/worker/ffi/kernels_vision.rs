@@ -35,6 +35,15 @@ extern "C" {
         win_w: i64,
         out: *const c_void,
     ) -> c_int;
+    fn llmprof_sam_window_attention(
+        qkv: *const c_void,
+        bias: *const c_void,
+        prod: *const c_void,
+        heads: i64,
+        win_h: i64,
+        win_w: i64,
+        out: *const c_void,
+    ) -> c_int;
     fn llmprof_add_layer_norm(
         x: *const c_void,
         delta: *const c_void,
@@ -203,6 +212,48 @@ pub fn sam_merge_windows(
     let out = empty(&[b, h, w, heads * head_dim], (o.kind(), o.device()))?;
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
     check(unsafe { llmprof_sam_merge_windows(ptr(o), win_h, win_w, ptr(&out)) })?;
+    Ok(out)
+}
+
+/// Whether [`sam_window_attention`] takes windows of `win` with heads of `head_dim` channels in
+/// `kind`: bf16, head_dim 64, windows of 14×14 (SAM's) or 4×4 (the tests'), the window's sides
+/// being the kernel's template arguments.
+pub fn sam_window_attention_fits(kind: tch::Kind, head_dim: i64, win: (i64, i64)) -> bool {
+    kind == tch::Kind::BFloat16 && head_dim == 64 && matches!(win, (14, 14) | (4, 4))
+}
+
+/// SAM's windowed attention in one kernel: `qkv` [B,H,W,3·heads·64] (the qkv Linear's output,
+/// contiguous, bf16) in `win` windows over the grid padded to their multiples (padded tokens take
+/// `bias`, the Linear's), the decomposed relative-position bias from `prod` [heads, B·H·W, cols]
+/// (each token's q times the √64-scaled resized tables: row offsets, then column offsets) →
+/// [B·windows, win_h·win_w, heads·64], token-major in each window.
+pub fn sam_window_attention(
+    qkv: &Tensor,
+    bias: &Tensor,
+    prod: &Tensor,
+    heads: i64,
+    (win_h, win_w): (i64, i64),
+) -> Result<Tensor, ShimError> {
+    let (b, h, w, _) = qkv
+        .size4()
+        .map_err(|e| ShimError::new(format!("sam_window_attention: qkv: {e}")))?;
+    let windows = b * ceil_div(h, win_h) * ceil_div(w, win_w);
+    let out = empty(
+        &[windows, win_h * win_w, heads * 64],
+        (qkv.kind(), qkv.device()),
+    )?;
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe {
+        llmprof_sam_window_attention(
+            ptr(qkv),
+            ptr(bias),
+            ptr(prod),
+            heads,
+            win_h,
+            win_w,
+            ptr(&out),
+        )
+    })?;
     Ok(out)
 }
 

@@ -47,6 +47,17 @@ int llmprof_k_sam_pack_qkv(int dtype, const void* qkv, const void* bias, void* q
                            void* v, void* q_rows, void* q_cols, llmprof_k_sam_shape shape,
                            int keys_ready, int vec16, void* stream);
 
+/* SAM's windowed attention in one kernel, bf16, head_dim 64, windows of 14×14 (SAM's) or 4×4:
+ *   qkv   [batch, grid_h, grid_w, 3, heads, 64] (the qkv Linear's output), 16-byte aligned
+ *   bias  [3·heads·64]: the value of padded tokens (the Linear's bias)
+ *   prod  [heads, batch·grid_h·grid_w, prod_cols]: each grid token's q times the √64-scaled
+ *         resized tables, the 2·win_h − 1 row offsets then the 2·win_w − 1 column offsets
+ *   out   [batch·windows, win_h·win_w, heads·64] (rows of padded tokens written too)
+ * out = softmax((q·kᵀ + prod_h + prod_w)/√64)·v per window and head; prod_cols ≤ 256. */
+int llmprof_k_sam_window_attention(const void* qkv, const void* bias, const void* prod,
+                                   int64_t prod_cols, void* out, llmprof_k_sam_shape shape,
+                                   void* stream);
+
 /* Element strides of uint8 pixels [B,3,S,S]. */
 typedef struct llmprof_k_pixel_strides {
   int64_t b, c, y, x;

@@ -70,6 +70,8 @@ pub struct ModelOptim {
     pub quick_gelu_kernel: bool,
     /// SAM (Hopper, bf16): the MLP's first Linear and its GELU in one CUTLASS GEMM.
     pub sam_gelu_epilogue: bool,
+    /// SAM (bf16, CUDA kernels): windowed attention in one llmprof kernel.
+    pub sam_window_attention_kernel: bool,
     /// Graph decode steps (CUDA only): attention over the written KV slots in llmprof's kernel.
     pub decode_attention_kernel: bool,
     /// ... for KV windows of at least this many slots (0: all).
@@ -104,6 +106,7 @@ impl ModelOptim {
         add_layer_norm_kernel: false,
         quick_gelu_kernel: false,
         sam_gelu_epilogue: false,
+        sam_window_attention_kernel: false,
         decode_attention_kernel: false,
         decode_attention_min_window: 0,
     };
@@ -135,6 +138,7 @@ impl ModelOptim {
         add_layer_norm_kernel: true,
         quick_gelu_kernel: true,
         sam_gelu_epilogue: true,
+        sam_window_attention_kernel: true,
         decode_attention_kernel: true,
         decode_attention_min_window: 0,
     };
@@ -181,6 +185,7 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         add_layer_norm_kernel: o.add_layer_norm_kernel,
         quick_gelu_kernel: o.quick_gelu_kernel,
         sam_gelu_epilogue: o.sam_gelu_epilogue,
+        sam_window_attention_kernel: o.sam_window_attention_kernel,
         decode_attention_kernel: o.decode_attention_kernel,
         decode_attention_min_window: o.decode_attention_min_window as i64,
     }

@@ -126,6 +126,20 @@ pub fn vision_variants() -> Vec<(&'static str, ModelOptim, Option<usize>)> {
             None,
         ),
         (
+            // With SAM's kernels and the windowed projection it feeds.
+            "sam_window_attention_kernel",
+            ModelOptim {
+                sam_fused_rel_pos: true,
+                sam_cuda_kernels: true,
+                sam_rel_pos_gemm: true,
+                sam_proj_in_windows: true,
+                add_layer_norm_kernel: true,
+                sam_window_attention_kernel: true,
+                ..e
+            },
+            None,
+        ),
+        (
             "vision_cuda_graph",
             ModelOptim {
                 vision_cuda_graph: true,

@@ -8,3 +8,4 @@ pub mod rel_pos;
 pub mod sam;
 pub mod sam_attention;
 pub mod sam_attention_cuda;
+pub mod sam_window_attention;

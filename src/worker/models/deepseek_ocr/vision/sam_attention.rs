@@ -44,6 +44,10 @@ pub struct SamOptim {
     /// On a Hopper GPU in bf16: the MLP's first Linear and its GELU in one CUTLASS GEMM
     /// ([`crate::ffi::kernels_gemm::linear_gelu`]).
     pub gelu_epilogue: bool,
+    /// With `cuda_kernels`, in bf16 with heads of 64 channels: windowed attention in one
+    /// llmprof kernel, the relative-position bias added per score (no q′/k′ packing, q·k 64
+    /// wide), instead of the pack and cuDNN's attention over the folded bias.
+    pub window_kernel: bool,
 }
 
 /// The two decomposed terms for q [B', h·w, C] (unscaled) on an h×w grid:
@@ -218,6 +222,7 @@ impl SamAttention {
             // Projecting on the padded windows only pays when the add + LayerNorm kernel reads
             // them in place; merged afterwards it would cost more rows and the same copy.
             proj_in_windows: self.optim.proj_in_windows && self.optim.add_layer_norm_kernel,
+            window_kernel: self.optim.window_kernel,
             keys,
         }
     }

@@ -83,6 +83,9 @@ pub struct AttentionParts<'a> {
     pub rel_pos_gemm: bool,
     /// `runtime.optim.sam_proj_in_windows`.
     pub proj_in_windows: bool,
+    /// `runtime.optim.sam_window_attention_kernel`: windowed attention in one kernel where it
+    /// takes the shapes ([`super::sam_window_attention`]).
+    pub window_kernel: bool,
     /// The pass's k′ buffers to reuse, if any.
     pub keys: Option<&'a KeyBuffers>,
 }
@@ -120,7 +123,11 @@ impl AttnOut {
 }
 
 /// The matrices for a `win` window (√d folded into the tables), from the cache.
-fn scaled_tables(p: &AttentionParts<'_>, win: (i64, i64), scale: f64) -> Result<WindowTables> {
+pub(super) fn scaled_tables(
+    p: &AttentionParts<'_>,
+    win: (i64, i64),
+    scale: f64,
+) -> Result<WindowTables> {
     p.tables.get_or_build(win, || {
         let resized_h = resized_rel_table(&p.rel_pos_h.f_mul_scalar(scale)?, win.0)?;
         let resized_w = resized_rel_table(&p.rel_pos_w.f_mul_scalar(scale)?, win.1)?;
@@ -149,6 +156,12 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Att
         .as_ref()
         .context("SAM's qkv projection has no bias")?;
     let qkv = p.qkv.forward(y)?.f_contiguous()?; // (b, h, w, 3c)
+    if p.window_kernel
+        && win != (h, w)
+        && kernels_vision::sam_window_attention_fits(qkv.kind(), hd, win)
+    {
+        return super::sam_window_attention::forward(&p, &qkv, bias, win, scale);
+    }
     let key_shape = (qkv.size(), p.heads, win);
     let reused = p.keys.and_then(|k| k.find(&key_shape));
     let pk =
