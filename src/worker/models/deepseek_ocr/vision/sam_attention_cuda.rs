@@ -14,6 +14,7 @@
 //! for SAM's 64 channels, a power of two); `llmprof debug fast-path` holds it to the reference
 //! on the GPU.
 use super::rel_pos::{gather_rel_table, resized_rel_table};
+use super::sam_window_attention;
 use crate::ffi::kernels_vision;
 use crate::models::common::layers::Linear;
 use crate::models::common::size_cache::{Shared, SizeCache};
@@ -123,11 +124,7 @@ impl AttnOut {
 }
 
 /// The matrices for a `win` window (√d folded into the tables), from the cache.
-pub(super) fn scaled_tables(
-    p: &AttentionParts<'_>,
-    win: (i64, i64),
-    scale: f64,
-) -> Result<WindowTables> {
+fn scaled_tables(p: &AttentionParts<'_>, win: (i64, i64), scale: f64) -> Result<WindowTables> {
     p.tables.get_or_build(win, || {
         let resized_h = resized_rel_table(&p.rel_pos_h.f_mul_scalar(scale)?, win.0)?;
         let resized_w = resized_rel_table(&p.rel_pos_w.f_mul_scalar(scale)?, win.1)?;
@@ -160,7 +157,13 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Att
         && win != (h, w)
         && kernels_vision::sam_window_attention_fits(qkv.kind(), hd, win)
     {
-        return super::sam_window_attention::forward(&p, &qkv, bias, win, scale);
+        let tables = scaled_tables(&p, win, scale)?;
+        let y = sam_window_attention::forward(&qkv, bias, &tables.both_t, p.heads, p.proj, win)?;
+        return Ok(AttnOut::Windows {
+            y,
+            grid: (h, w),
+            win,
+        });
     }
     let key_shape = (qkv.size(), p.heads, win);
     let reused = p.keys.and_then(|k| k.find(&key_shape));

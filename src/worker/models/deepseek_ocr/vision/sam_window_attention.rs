@@ -3,39 +3,36 @@
 //! decomposed relative-position bias added to each score inside the kernel, so q·k stays 64 wide
 //! and no q′/k′ is packed. The bias comes from each token's q times both resized tables (√d folded
 //! in, as [`super::sam_attention_cuda`]'s one-GEMM path computes them): one batched GEMM over the
-//! heads that reads q in place. The output is projected in its windows, for the add + LayerNorm
-//! kernel to read there ([`AttnOut::Windows`]).
-use super::sam_attention_cuda::{scaled_tables, AttentionParts, AttnOut};
+//! heads that reads q in place. The output, [B·windows, win_h·win_w, C], is projected in its
+//! windows, for the add + LayerNorm kernel to read there.
 use crate::ffi::kernels_vision;
+use crate::models::common::layers::Linear;
 use anyhow::Result;
 use tch::Tensor;
 
-/// Windowed attention of `qkv` [B,H,W,3C] (contiguous bf16, heads of 64 channels:
-/// [`kernels_vision::sam_window_attention_fits`]) in `win` windows; `bias`: the qkv Linear's,
-/// the value of padded tokens; `scale` = √head_dim.
+/// Windowed attention of `qkv` [B,H,W,3C] (contiguous bf16, `heads` of 64 channels:
+/// [`kernels_vision::sam_window_attention_fits`]) in `win` windows, projected by `proj`:
+/// [B·windows, win_h·win_w, C]. `bias`: the qkv Linear's, the value of padded tokens;
+/// `tables_t` [head_dim, cols]: both resized tables, √head_dim folded in, transposed.
 pub fn forward(
-    p: &AttentionParts<'_>,
     qkv: &Tensor,
     bias: &Tensor,
+    tables_t: &Tensor,
+    heads: i64,
+    proj: &Linear,
     win: (i64, i64),
-    scale: f64,
-) -> Result<AttnOut> {
+) -> Result<Tensor> {
     let (b, h, w, c3) = qkv.size4()?;
-    let hd = c3 / 3 / p.heads;
-    let tables = scaled_tables(p, win, scale)?;
-    let cols = tables.both_t.size2()?.1;
+    let hd = c3 / 3 / heads;
+    let cols = tables_t.size2()?.1;
     // q of every grid token per head: [heads, tokens, hd], rows 3C apart in qkv.
     let q = qkv
-        .f_view([b * h * w, 3, p.heads, hd])?
+        .f_view([b * h * w, 3, heads, hd])?
         .f_select(1, 0)?
         .f_transpose(0, 1)?;
-    let prod = q.f_bmm(&tables.both_t.f_expand([p.heads, hd, cols], false)?)?;
-    let o = kernels_vision::sam_window_attention(qkv, bias, &prod.f_contiguous()?, p.heads, win)?;
-    Ok(AttnOut::Windows {
-        y: p.proj.forward(&o)?,
-        grid: (h, w),
-        win,
-    })
+    let prod = q.f_bmm(&tables_t.f_expand([heads, hd, cols], false)?)?;
+    let o = kernels_vision::sam_window_attention(qkv, bias, &prod.f_contiguous()?, heads, win)?;
+    proj.forward(&o)
 }
 
 #[cfg(test)]
