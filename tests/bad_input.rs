@@ -265,6 +265,20 @@ fn kernel_switches_without_their_prerequisites_name_the_fix() {
         "{err}"
     );
     let err = fails(
+        "window-kernel-without-windowed-projection",
+        &[
+            "stage1",
+            "runtime.optim.sam_window_attention_kernel=true",
+            "runtime.optim.sam_proj_in_windows=false",
+        ],
+    );
+    assert!(
+        err.contains(
+            "runtime.optim.sam_window_attention_kernel=true needs runtime.optim.sam_proj_in_windows=true"
+        ),
+        "{err}"
+    );
+    let err = fails(
         "routing-kernel-expert-loop",
         &[
             "stage1",

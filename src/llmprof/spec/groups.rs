@@ -385,11 +385,12 @@ pub struct OptimSpec {
     /// headers) the two ops run as with the switch off. Absent: off.
     #[serde(default)]
     pub sam_gelu_epilogue: bool,
-    /// With `sam_cuda_kernels`, in bf16 on a GPU: SAM's windowed attention in one llmprof kernel
-    /// that reads q, k and v from the qkv Linear's output and adds the decomposed
-    /// relative-position bias to each score (q·k 64 wide), instead of packing q′/k′ with the
-    /// bias folded in (q·k 128 wide) for cuDNN's attention. fp32, other head sizes and windows
-    /// other than SAM's 14×14 keep the folded path. Absent: off.
+    /// With `sam_proj_in_windows` (and so `sam_cuda_kernels`), in bf16 on a GPU: SAM's windowed
+    /// attention in one llmprof kernel that reads q, k and v from the qkv Linear's output and
+    /// folds the decomposed relative-position bias into q·k inside the kernel (96 wide, no q′/k′
+    /// in memory), instead of packing q′/k′ for cuDNN's attention (which runs them 128 wide).
+    /// fp32, other head sizes and windows other than 14×14 (SAM's) and 4×4 keep the folded path.
+    /// Absent: off.
     #[serde(default)]
     pub sam_window_attention_kernel: bool,
     /// On a CUDA device, the fixed-shape (graph) decode step attends over each row's written

@@ -74,6 +74,8 @@ impl RunSpec {
              "the products are gathered into the q′ that the kernels pack"),
             ("sam_proj_in_windows", o.sam_proj_in_windows, "sam_cuda_kernels", o.sam_cuda_kernels,
              "the projection runs on the windows that the kernels' attention writes"),
+            ("sam_window_attention_kernel", o.sam_window_attention_kernel, "sam_proj_in_windows",
+             o.sam_proj_in_windows, "the kernel writes its output in the windows, projected there"),
             ("moe_routing_kernel", o.moe_routing_kernel, "grouped_moe", o.grouped_moe,
              "the kernel sorts token slots for the grouped GEMMs"),
             ("rope_kv_kernel", o.rope_kv_kernel, "fused_projections", o.fused_projections,

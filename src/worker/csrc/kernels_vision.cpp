@@ -191,8 +191,11 @@ int llmprof_sam_window_attention(const void* qkv_p, const void* bias_p, const vo
     const auto& out = tensor_arg(out_p, "out");
     const int64_t windows = s.batch * (s.pad_h / win_h) * (s.pad_w / win_w);
     check_like(out, qkv, "out", {windows, win_h * win_w, channels});
+    TORCH_CHECK(heads <= 65535, "the windowed attention kernel takes at most 65535 heads, got ",
+                heads);
     check_aligned16(qkv, "qkv");
     check_aligned16(bias, "bias");
+    check_aligned16(out, "out");
     c10::cuda::CUDAGuard guard(qkv.device());
     check_launch(llmprof_k_sam_window_attention(qkv.data_ptr(), bias.data_ptr(), prod.data_ptr(),
                                                 prod_cols, out.data_ptr(), s,

@@ -53,7 +53,7 @@ int llmprof_k_sam_pack_qkv(int dtype, const void* qkv, const void* bias, void* q
  *   prod  [heads, batch·grid_h·grid_w, prod_cols]: each grid token's q times the √64-scaled
  *         resized tables, the 2·win_h − 1 row offsets then the 2·win_w − 1 column offsets
  *   out   [batch·windows, win_h·win_w, heads·64] (rows of padded tokens written too)
- * out = softmax((q·kᵀ + prod_h + prod_w)/√64)·v per window and head; prod_cols ≤ 256. */
+ * out = softmax((q·kᵀ + prod_h + prod_w)/√64)·v per window and head. */
 int llmprof_k_sam_window_attention(const void* qkv, const void* bias, const void* prod,
                                    int64_t prod_cols, void* out, llmprof_k_sam_shape shape,
                                    void* stream);

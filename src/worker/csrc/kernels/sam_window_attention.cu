@@ -7,8 +7,8 @@
 // (docs/performance.md, "Round 2, session 15").
 //
 // One block per (window, head), four warps; the window's sides are template arguments (SAM's 14
-// and the tests' 4). The window's q, k and vᵀ (tokens padded to a multiple of 16, padding zero)
-// sit in shared memory; each warp takes strips of 16 queries and keeps everything of a strip in
+// and the tests' 4). The window's k′ and vᵀ (tokens padded to a multiple of 16, padding zero)
+// sit in shared memory, q is read into registers per strip; each warp takes strips of 16 queries and keeps everything of a strip in
 // registers, FlashAttention-2's way but over the whole window at once (no running maximum):
 // S = q′·k′ᵀ with mma.sync (bf16 in, fp32 accumulators), the bias folded in as in the folded
 // path, but only inside the kernel (q′'s WH + WW extra columns gathered per strip from the
@@ -257,7 +257,7 @@ extern "C" int llmprof_k_sam_window_attention(const void* qkv, const void* bias,
                                               int64_t prod_cols, void* out,
                                               llmprof_k_sam_shape shape, void* stream) {
   if (shape.head_dim != kHd || prod_cols < 2 * (shape.win_h + shape.win_w) - 2 ||
-      prod_cols > 256 || !llmprof_k::aligned16(qkv) || !llmprof_k::aligned16(bias)) {
+      prod_cols > INT32_MAX || !llmprof_k::aligned16(qkv) || !llmprof_k::aligned16(bias)) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);

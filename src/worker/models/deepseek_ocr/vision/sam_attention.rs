@@ -44,9 +44,9 @@ pub struct SamOptim {
     /// On a Hopper GPU in bf16: the MLP's first Linear and its GELU in one CUTLASS GEMM
     /// ([`crate::ffi::kernels_gemm::linear_gelu`]).
     pub gelu_epilogue: bool,
-    /// With `cuda_kernels`, in bf16 with heads of 64 channels: windowed attention in one
-    /// llmprof kernel, the relative-position bias added per score (no q′/k′ packing, q·k 64
-    /// wide), instead of the pack and cuDNN's attention over the folded bias.
+    /// With `cuda_kernels` and `proj_in_windows`, in bf16 with heads of 64 channels: windowed
+    /// attention in one llmprof kernel, the relative-position columns folded into q·k inside it
+    /// (no q′/k′ in memory), instead of the pack and cuDNN's attention over the folded bias.
     pub window_kernel: bool,
 }
 

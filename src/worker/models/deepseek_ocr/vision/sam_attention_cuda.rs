@@ -85,7 +85,7 @@ pub struct AttentionParts<'a> {
     /// `runtime.optim.sam_proj_in_windows`.
     pub proj_in_windows: bool,
     /// `runtime.optim.sam_window_attention_kernel`: windowed attention in one kernel where it
-    /// takes the shapes ([`super::sam_window_attention`]).
+    /// takes the shapes and `proj_in_windows` holds ([`super::sam_window_attention`]).
     pub window_kernel: bool,
     /// The pass's k′ buffers to reuse, if any.
     pub keys: Option<&'a KeyBuffers>,
@@ -153,7 +153,10 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Att
         .as_ref()
         .context("SAM's qkv projection has no bias")?;
     let qkv = p.qkv.forward(y)?.f_contiguous()?; // (b, h, w, 3c)
+                                                 // The kernel's output is projected in its windows: only where the add + LayerNorm kernel
+                                                 // reads them there (`proj_in_windows`); otherwise the folded path.
     if p.window_kernel
+        && p.proj_in_windows
         && win != (h, w)
         && kernels_vision::sam_window_attention_fits(qkv.kind(), hd, win)
     {

@@ -1,7 +1,8 @@
 //! SAM's windowed attention in one llmprof kernel (`runtime.optim.sam_window_attention_kernel`,
 //! `csrc/kernels/sam_window_attention.cu`): q, k and v read where the qkv Linear wrote them, the
-//! decomposed relative-position bias added to each score inside the kernel, so q·k stays 64 wide
-//! and no q′/k′ is packed. The bias comes from each token's q times both resized tables (√d folded
+//! decomposed relative-position bias folded into q·k inside the kernel (the products gathered
+//! into q′'s extra columns per strip of queries, k′'s one-hot columns built per block), so no
+//! q′/k′ is packed in memory. The bias comes from each token's q times both resized tables (√d folded
 //! in, as [`super::sam_attention_cuda`]'s one-GEMM path computes them): one batched GEMM over the
 //! heads that reads q in place. The output, [B·windows, win_h·win_w, C], is projected in its
 //! windows, for the add + LayerNorm kernel to read there.
