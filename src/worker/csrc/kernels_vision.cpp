@@ -168,13 +168,9 @@ int llmprof_sam_window_attention(const void* qkv_p, const void* bias_p, const vo
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
 #else
     const auto& qkv = tensor_arg(qkv_p, "qkv");
-    TORCH_CHECK(qkv.is_cuda() && qkv.scalar_type() == at::kBFloat16,
-                "qkv must be bfloat16 on a CUDA device, got ", qkv.scalar_type(), " on ",
-                qkv.device());
-    TORCH_CHECK(qkv.dim() == 4 && qkv.is_contiguous() && heads > 0 &&
-                    qkv.size(3) == 3 * heads * 64,
-                "qkv must be a contiguous [B,H,W,3*heads*64] with heads ", heads, ", got ",
-                qkv.sizes());
+    check_first(qkv, "qkv", 4, "[B,H,W,3*heads*64]", at::kBFloat16);
+    TORCH_CHECK(heads > 0 && qkv.size(3) == 3 * heads * 64, "qkv must be [B,H,W,3*heads*64] with "
+                "heads ", heads, ", got ", qkv.sizes());
     const int64_t channels = heads * 64;
     auto s = sam_shape(qkv.size(0), qkv.size(1), qkv.size(2), heads, 64, win_h, win_w);
     TORCH_CHECK((win_h == 14 && win_w == 14) || (win_h == 4 && win_w == 4),

@@ -256,7 +256,7 @@ fn rel_pos_by_batched_gemms(
 
 #[cfg(test)]
 mod tests {
-    use super::super::sam_attention::tests::{attention_on, rel_err, weights};
+    use super::super::sam_attention::tests::{attention_on, kernels_gpu, rel_err, weights};
     use super::super::sam_attention::SamOptim;
     use tch::{Device, Kind, Tensor};
 
@@ -269,13 +269,7 @@ mod tests {
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn kernels_equal_the_reference_on_a_gpu() {
-        assert!(tch::Cuda::is_available(), "no CUDA device");
-        assert!(
-            crate::ffi::kernels::available(),
-            "this build has no kernels"
-        );
-        crate::ffi::set_allow_tf32(false, false).unwrap();
-        let dev = Device::Cuda(0);
+        let dev = kernels_gpu();
         let libtorch_fused = SamOptim {
             fused_rel_pos: true,
             fused_windows: true,

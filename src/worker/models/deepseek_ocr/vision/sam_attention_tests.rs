@@ -106,6 +106,18 @@ pub(crate) fn attention_on(
     SamAttention::load(&vs, &cfg, optim).unwrap()
 }
 
+/// CUDA device 0 for the GPU tests of SAM's kernels, with TF32 off: panics when there is no
+/// GPU or this build has no kernels.
+pub(crate) fn kernels_gpu() -> Device {
+    assert!(tch::Cuda::is_available(), "no CUDA device");
+    assert!(
+        crate::ffi::kernels::available(),
+        "this build has no kernels"
+    );
+    crate::ffi::set_allow_tf32(false, false).unwrap();
+    Device::Cuda(0)
+}
+
 pub(crate) fn rel_err(a: &Tensor, b: &Tensor) -> f64 {
     let a = a.to_kind(Kind::Double);
     let b = b.to_kind(Kind::Double);

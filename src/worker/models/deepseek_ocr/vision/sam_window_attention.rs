@@ -38,10 +38,10 @@ pub fn forward(
 
 #[cfg(test)]
 mod tests {
-    use super::super::sam_attention::tests::{attention_on, rel_err, weights};
+    use super::super::sam_attention::tests::{attention_on, kernels_gpu, rel_err, weights};
     use super::super::sam_attention::SamOptim;
     use crate::ffi::kernels_vision::sam_window_attention_fits;
-    use tch::{Device, Kind, Tensor};
+    use tch::{Kind, Tensor};
 
     /// What the kernel takes: bf16, heads of 64, windows of 14×14 and 4×4.
     #[test]
@@ -62,13 +62,7 @@ mod tests {
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn window_kernel_is_as_accurate_as_the_folded_path_on_a_gpu() {
-        assert!(tch::Cuda::is_available(), "no CUDA device");
-        assert!(
-            crate::ffi::kernels::available(),
-            "this build has no kernels"
-        );
-        crate::ffi::set_allow_tf32(false, false).unwrap();
-        let dev = Device::Cuda(0);
+        let dev = kernels_gpu();
         let folded = SamOptim {
             fused_rel_pos: true,
             fused_windows: true,
