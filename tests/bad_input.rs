@@ -265,6 +265,21 @@ fn kernel_switches_without_their_prerequisites_name_the_fix() {
         "{err}"
     );
     let err = fails(
+        "global-kernel-without-kernels",
+        &[
+            "stage1",
+            "runtime.optim.sam_cuda_kernels=false",
+            "runtime.optim.sam_rel_pos_gemm=false",
+            "runtime.optim.sam_proj_in_windows=false",
+        ],
+    );
+    assert!(
+        err.contains(
+            "runtime.optim.sam_global_attention_kernel=true needs runtime.optim.sam_cuda_kernels=true"
+        ) && err.contains("or runtime.optim.sam_global_attention_kernel=false"),
+        "{err}"
+    );
+    let err = fails(
         "window-kernel-without-windowed-projection",
         &[
             "stage1",

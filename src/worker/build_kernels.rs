@@ -4,10 +4,12 @@
 //! Without nvcc (or with `LLMPROF_NO_KERNELS=1`) the build goes on without kernels and says so;
 //! the switches that need them then fail with a message naming the fix.
 //!
-//! `csrc/kernels/sm90a/*.cu` are Hopper-only GEMMs built on CUTLASS 3's TMA warp-specialized
-//! kernels: compiled for sm_90a alone, with the CUTLASS headers from `LLMPROF_CUTLASS` or the
-//! `nvidia-cutlass` wheel next to torch (bootstrap.sh installs it). Without those headers the build
-//! goes on without them (`LLMPROF_CUTLASS=0` asks for that) and SAM's MLP uses cuBLAS + GELU.
+//! `csrc/kernels/sm90a/*.cu` are Hopper-only kernels built on CUTLASS 3's TMA warp-specialized
+//! kernels (a GEMM, and SAM's global attention on the Hopper FMHA of CUTLASS's example 88):
+//! compiled for sm_90a alone, with the CUTLASS headers (and examples) from `LLMPROF_CUTLASS` or
+//! the `nvidia-cutlass` wheel next to torch (bootstrap.sh installs it). Without those headers the
+//! build goes on without them (`LLMPROF_CUTLASS=0` asks for that) and SAM uses cuBLAS + GELU and
+//! the folded-bias attention.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -59,6 +61,7 @@ pub fn compile(torch_root: &Path, out_dir: &Path) -> Kernels {
                 "--expt-relaxed-constexpr".to_string(),
                 format!("-I{}", include.display()),
                 format!("-I{}", include.join("../tools/util/include").display()),
+                format!("-I{}", include.join("../examples").display()),
             ];
             objects.extend(cu_files("csrc/kernels/sm90a").iter().map(|src| {
                 nvcc_compile(
@@ -127,12 +130,15 @@ fn nvcc_compile(
 
 /// CUTLASS's `include` folder: `LLMPROF_CUTLASS` (`0`: build without the Hopper GEMMs), else
 /// the `nvidia-cutlass` wheel's copy next to torch (`site-packages/cutlass_library/source/include`).
-/// A folder counts when it has the collective builder and, beside it, the `tools/util` headers.
+/// A folder counts when it has the collective builder and, beside it, the `tools/util` headers
+/// and the Hopper FMHA example.
 fn find_cutlass(torch_root: &Path) -> Option<PathBuf> {
     let usable = |p: &Path| {
         p.join("cutlass/gemm/collective/collective_builder.hpp")
             .is_file()
             && p.join("../tools/util/include/cutlass/util/packed_stride.hpp")
+                .is_file()
+            && p.join("../examples/88_hopper_fmha/kernel/fmha_kernel_builder.hpp")
                 .is_file()
     };
     if let Ok(p) = std::env::var("LLMPROF_CUTLASS") {
@@ -145,8 +151,8 @@ fn find_cutlass(torch_root: &Path) -> Option<PathBuf> {
         }
         println!(
             "cargo:warning=LLMPROF_CUTLASS={} is not a CUTLASS include folder (with \
-             cutlass/gemm/collective/collective_builder.hpp and ../tools/util/include beside it); \
-             looking next to torch",
+             cutlass/gemm/collective/collective_builder.hpp, and ../tools/util/include and \
+             ../examples/88_hopper_fmha beside it); looking next to torch",
             p.display()
         );
     }

@@ -204,6 +204,7 @@ mod tests {
                 quick_gelu_kernel: on,
                 sam_gelu_epilogue: on,
                 sam_window_attention_kernel: on,
+                sam_global_attention_kernel: on,
                 decode_attention_kernel: on,
                 decode_attention_min_window: 1280,
             },

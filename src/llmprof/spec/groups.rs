@@ -393,6 +393,14 @@ pub struct OptimSpec {
     /// Absent: off.
     #[serde(default)]
     pub sam_window_attention_kernel: bool,
+    /// With `sam_cuda_kernels`, in bf16 on a Hopper GPU (compute capability 9.0) and a build
+    /// with the CUTLASS headers: SAM's global attention in one flash-attention kernel (CUTLASS's
+    /// Hopper FMHA) that reads q, k and v from the qkv Linear's output and adds the decomposed
+    /// relative-position bias to each score inside it (q·k 64 wide), instead of packing q′/k′
+    /// for cuDNN's attention (192 wide). Grids of 32, 40, 64 and 80 tokens a side (SAM at 512,
+    /// 640, 1024 and 1280 pixels); others, fp32 and other GPUs keep the folded path. Absent: off.
+    #[serde(default)]
+    pub sam_global_attention_kernel: bool,
     /// On a CUDA device, the fixed-shape (graph) decode step attends over each row's written
     /// KV slots only, in llmprof's split-over-slots kernel (head_dim 64 or 128), instead of
     /// SDPA over the whole KV window with a mask. No effect on eager decode steps. Absent: off.

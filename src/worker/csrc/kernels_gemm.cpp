@@ -1,5 +1,6 @@
-// Tensor-checking wrappers over llmprof's Hopper GEMMs (csrc/kernels/sm90a, CUTLASS): the
-// Linear + erf-form GELU of SAM's MLP. Built without them (no nvcc or no CUTLASS headers,
+// Tensor-checking wrappers over llmprof's Hopper kernels (csrc/kernels/sm90a, CUTLASS): the
+// Linear + erf-form GELU of SAM's MLP and SAM's global attention with its relative-position bias
+// inside. Built without them (no nvcc or no CUTLASS headers,
 // LLMPROF_HAVE_SM90A_GEMM undefined), llmprof_linear_gelu_on_device says 0 and the entry point
 // fails with a message saying how to get them.
 #include "kernel_args.h"
@@ -76,6 +77,48 @@ int llmprof_linear_gelu(const void* x_p, const void* w_p, const void* b_p, const
     TORCH_CHECK(rc >= 0, "linear_gelu: CUTLASS refused ", m, "x", n, "x", k, ": ",
                 llmprof_k_sm90_status_string(-rc));
     check_launch(rc, "linear_gelu");
+#endif
+  });
+}
+
+int llmprof_sam_global_attention(const void* qkv_p, const void* prod_p, const void* out_p) {
+  return llmprof::guarded("sam_global_attention", [&] {
+#ifndef LLMPROF_HAVE_SM90A_GEMM
+    TORCH_CHECK(false,
+                "this llmprof-worker was built without llmprof's Hopper kernels (no nvcc or no "
+                "CUTLASS headers at build time); run ./bootstrap.sh --yes and rebuild, or set "
+                "runtime.optim.sam_global_attention_kernel=false");
+#else
+    const auto& qkv = tensor_arg(qkv_p, "qkv");
+    check_first(qkv, "qkv", 4, "[batch, grid, grid, 3·heads·64]", at::kBFloat16);
+    const int64_t batch = qkv.size(0), grid = qkv.size(1), c3 = qkv.size(3);
+    TORCH_CHECK(qkv.size(2) == grid && c3 % (3 * 64) == 0,
+                "qkv must be [batch, grid, grid, 3·heads·64] (a square grid, heads of 64), got ",
+                qkv.sizes());
+    TORCH_CHECK(llmprof_k_sm90_sam_global_attention_fits(grid, 64) == 1,
+                "sam_global_attention takes grids of 32, 40, 64 or 80 tokens a side, got ", grid);
+    const int64_t heads = c3 / (3 * 64);
+    const auto& prod = tensor_arg(prod_p, "prod");
+    TORCH_CHECK(prod.dim() == 3, "prod must be [heads, batch·tokens, cols], got ", prod.sizes());
+    const int64_t cols = prod.size(2);
+    check_like(prod, qkv, "prod", {heads, batch * grid * grid, cols});
+    TORCH_CHECK(cols >= 4 * grid - 2, "prod has ", cols, " columns, fewer than the ", 4 * grid - 2,
+                " relative offsets of both axes");
+    const auto& out = tensor_arg(out_p, "out");
+    check_like(out, qkv, "out", {batch, grid, grid, heads * 64});
+    check_aligned16(qkv, "qkv");
+    check_aligned16(out, "out");
+    c10::cuda::CUDAGuard guard(qkv.device());
+    TORCH_CHECK(llmprof_linear_gelu_on_device(qkv.device().index()) == 1,
+                "sam_global_attention needs a compute capability 9.0 GPU (H100/H200), got ",
+                qkv.device());
+    const auto lse = at::empty({batch, heads, grid * grid}, qkv.options().dtype(at::kFloat));
+    const int rc = llmprof_k_sm90_sam_global_attention(
+        qkv.data_ptr(), prod.data_ptr(), cols, out.data_ptr(), lse.data_ptr(), batch, grid, heads,
+        c10::cuda::getCurrentCUDAStream().stream());
+    TORCH_CHECK(rc >= 0, "sam_global_attention: CUTLASS refused batch ", batch, ", grid ", grid,
+                ", heads ", heads, ": ", llmprof_k_sm90_status_string(-rc));
+    check_launch(rc, "sam_global_attention");
 #endif
   });
 }

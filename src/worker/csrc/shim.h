@@ -258,6 +258,11 @@ int llmprof_linear_gelu_on_device(int64_t device);
  * rounded once: x [.., k], w [n, k], b [n], out [.., n], all bf16, contiguous, 16-byte aligned,
  * on a device where llmprof_linear_gelu_on_device says 1; n and k multiples of 8. */
 int llmprof_linear_gelu(const void* x, const void* w, const void* b, const void* out);
+/* SAM's global attention with its decomposed relative-position bias inside a Hopper
+ * flash-attention kernel: qkv [batch, grid, grid, 3·heads·64] bf16 (grid 32, 40, 64 or 80),
+ * prod [heads, batch·grid², cols] (each token's q times both √64-scaled resized tables),
+ * out [batch, grid, grid, heads·64], on a device where llmprof_linear_gelu_on_device says 1. */
+int llmprof_sam_global_attention(const void* qkv, const void* prod, const void* out);
 /* MoE router logits: x [tokens, hidden] (model dtype), w [experts, hidden] fp32 → logits
  * [tokens, experts] fp32. */
 int llmprof_router_logits(const void* x, const void* w, const void* logits);

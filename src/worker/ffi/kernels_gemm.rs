@@ -1,5 +1,6 @@
-//! llmprof's Hopper GEMMs (`csrc/kernels/sm90a`, CUTLASS, behind `csrc/kernels_gemm.cpp`): a
-//! Linear whose epilogue applies the erf-form GELU, as safe wrappers like [`super::kernels`]'s.
+//! llmprof's Hopper kernels (`csrc/kernels/sm90a`, CUTLASS, behind `csrc/kernels_gemm.cpp`): a
+//! Linear whose epilogue applies the erf-form GELU, and SAM's global attention with its
+//! relative-position bias inside, as safe wrappers like [`super::kernels`]'s.
 use super::kernels::{empty, ptr};
 use super::{check, ShimError};
 use std::ffi::{c_int, c_void};
@@ -13,6 +14,46 @@ extern "C" {
         b: *const c_void,
         out: *const c_void,
     ) -> c_int;
+    fn llmprof_sam_global_attention(
+        qkv: *const c_void,
+        prod: *const c_void,
+        out: *const c_void,
+    ) -> c_int;
+}
+
+/// Grid sides the global-attention kernel is built for: SAM at 512, 640, 1024 and 1280 pixels.
+pub const SAM_GLOBAL_ATTENTION_GRIDS: [i64; 4] = [32, 40, 64, 80];
+
+/// Whether [`sam_global_attention`] takes `qkv` [B, grid, grid, 3·heads·64] with `heads`:
+/// bf16, contiguous and 16-byte aligned, heads of 64 channels, a square grid it is built for
+/// ([`SAM_GLOBAL_ATTENTION_GRIDS`]), on a device where [`linear_gelu_on`] holds.
+pub fn sam_global_attention_fits(qkv: &Tensor, heads: i64) -> bool {
+    let size = qkv.size();
+    size.len() == 4
+        && heads > 0
+        && size[1] == size[2]
+        && SAM_GLOBAL_ATTENTION_GRIDS.contains(&size[1])
+        && size[3] == 3 * heads * 64
+        && qkv.kind() == Kind::BFloat16
+        && qkv.is_contiguous()
+        && qkv.data_ptr() as usize % 16 == 0
+        && linear_gelu_on(qkv.device())
+}
+
+/// SAM's global attention over `qkv` [B, grid, grid, 3·heads·64] (the qkv Linear's output) in
+/// one flash-attention kernel: softmax((q·kᵀ + Ph + Pw)/8)·v per head, the decomposed bias taken
+/// from `prod` [heads, B·grid², cols] (each token's q times both resized tables, √64 folded in:
+/// the 2·grid − 1 row offsets, then the 2·grid − 1 column offsets). Output [B, grid, grid,
+/// heads·64], heads merged ([`sam_global_attention_fits`]).
+pub fn sam_global_attention(qkv: &Tensor, prod: &Tensor) -> Result<Tensor, ShimError> {
+    let mut size = qkv.size();
+    if let Some(last) = size.last_mut() {
+        *last /= 3;
+    }
+    let out = empty(&size, (qkv.kind(), qkv.device()))?;
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe { llmprof_sam_global_attention(ptr(qkv), ptr(prod), ptr(&out)) })?;
+    Ok(out)
 }
 
 /// Whether [`linear_gelu`] runs on `device`: this build has the Hopper GEMMs and the device is

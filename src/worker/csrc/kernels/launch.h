@@ -236,6 +236,21 @@ int64_t llmprof_k_sm90_linear_gelu_workspace(int64_t m, int64_t n, int64_t k);
 int llmprof_k_sm90_linear_gelu(const void* x, const void* w, const void* b, void* y, int64_t m,
                                int64_t n, int64_t k, void* workspace, void* stream);
 
+/* Whether llmprof_k_sm90_sam_global_attention takes a grid side and head width. */
+int llmprof_k_sm90_sam_global_attention_fits(int64_t grid, int64_t head_dim);
+
+/* SAM's global attention over `batch` grids of grid×grid tokens (grid 32, 40, 64 or 80), bf16,
+ * heads of 64, the decomposed relative-position bias added to each score inside a Hopper
+ * flash-attention kernel (sm90a/sam_global_attention.cu):
+ *   qkv   [batch, grid, grid, 3, heads, 64] (the qkv Linear's output), 16-byte aligned
+ *   prod  [heads, batch·grid·grid, prod_cols]: each token's q times the √64-scaled resized
+ *         tables, the 2·grid − 1 row offsets then the 2·grid − 1 column offsets
+ *   out   [batch, grid, grid, heads·64]; lse [batch, heads, grid·grid] fp32 (scratch)
+ * out = softmax((q·kᵀ + prod_h + prod_w)/√64)·v. Returns 0, a cudaError_t, or −(CUTLASS status). */
+int llmprof_k_sm90_sam_global_attention(const void* qkv, const void* prod, int64_t prod_cols,
+                                        void* out, void* lse, int64_t batch, int64_t grid,
+                                        int64_t heads, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

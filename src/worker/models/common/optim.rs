@@ -72,6 +72,9 @@ pub struct ModelOptim {
     pub sam_gelu_epilogue: bool,
     /// SAM (bf16, CUDA kernels): windowed attention in one llmprof kernel.
     pub sam_window_attention_kernel: bool,
+    /// SAM (bf16, CUDA kernels, Hopper): global attention in one flash-attention kernel with
+    /// the relative-position bias inside.
+    pub sam_global_attention_kernel: bool,
     /// Graph decode steps (CUDA only): attention over the written KV slots in llmprof's kernel.
     pub decode_attention_kernel: bool,
     /// ... for KV windows of at least this many slots (0: all).
@@ -107,6 +110,7 @@ impl ModelOptim {
         quick_gelu_kernel: false,
         sam_gelu_epilogue: false,
         sam_window_attention_kernel: false,
+        sam_global_attention_kernel: false,
         decode_attention_kernel: false,
         decode_attention_min_window: 0,
     };
@@ -139,6 +143,7 @@ impl ModelOptim {
         quick_gelu_kernel: true,
         sam_gelu_epilogue: true,
         sam_window_attention_kernel: true,
+        sam_global_attention_kernel: true,
         decode_attention_kernel: true,
         decode_attention_min_window: 0,
     };
@@ -186,6 +191,7 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         quick_gelu_kernel: o.quick_gelu_kernel,
         sam_gelu_epilogue: o.sam_gelu_epilogue,
         sam_window_attention_kernel: o.sam_window_attention_kernel,
+        sam_global_attention_kernel: o.sam_global_attention_kernel,
         decode_attention_kernel: o.decode_attention_kernel,
         decode_attention_min_window: o.decode_attention_min_window as i64,
     }

@@ -60,6 +60,7 @@ impl DeepseekOcr {
                 add_layer_norm_kernel: optim.add_layer_norm_kernel,
                 gelu_epilogue: optim.sam_gelu_epilogue,
                 window_kernel: optim.sam_window_attention_kernel,
+                global_kernel: optim.sam_global_attention_kernel,
             };
             let sam =
                 Sam::load(&model.sub("sam_model"), &cfg.sam, sam_optim).context("loading SAM")?;

@@ -8,4 +8,6 @@ pub mod rel_pos;
 pub mod sam;
 pub mod sam_attention;
 pub mod sam_attention_cuda;
+#[cfg(test)]
+mod sam_global_attention_tests;
 pub mod sam_window_attention;

@@ -20,6 +20,22 @@ pub fn gather_rel_table(resized: &Tensor, l: i64) -> Result<Tensor> {
         .f_view([l, l, -1])?) // (l, l, c)
 }
 
+/// Each token's q times both resized tables, per head: `qkv` [B,H,W,3C] (the qkv Linear's output,
+/// q read in place) and `tables_t` [head_dim, cols] (both resized tables transposed, side by
+/// side) → [heads, B·H·W, cols], one batched GEMM over the heads. The kernels that add the
+/// decomposed bias inside attention gather each score's two terms from it.
+pub fn products_per_head(qkv: &Tensor, tables_t: &Tensor, heads: i64) -> Result<Tensor> {
+    let (b, h, w, c3) = qkv.size4()?;
+    let (hd, cols) = tables_t.size2()?;
+    // q of every grid token per head: [heads, tokens, hd], rows 3C apart in qkv.
+    let q = qkv
+        .f_view([b * h * w, 3, heads, c3 / 3 / heads])?
+        .f_select(1, 0)?
+        .f_transpose(0, 1)?;
+    Ok(q.f_bmm(&tables_t.f_expand([heads, hd, cols], false)?)?
+        .f_contiguous()?)
+}
+
 /// A relative-position table [len, C] at the length a side of `l` tokens needs, [2·l−1, C]:
 /// itself, or resized with 1-D linear interpolation (fp32, align_corners=false).
 pub fn resized_rel_table(table: &Tensor, l: i64) -> Result<Tensor> {

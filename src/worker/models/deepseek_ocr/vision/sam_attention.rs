@@ -48,6 +48,11 @@ pub struct SamOptim {
     /// attention in one llmprof kernel, the relative-position columns folded into q·k inside it
     /// (no q′/k′ in memory), instead of the pack and cuDNN's attention over the folded bias.
     pub window_kernel: bool,
+    /// With `cuda_kernels`, in bf16 on a Hopper GPU: global attention in one flash-attention
+    /// kernel with the relative-position bias added to each score inside it
+    /// ([`crate::ffi::kernels_gemm::sam_global_attention`]), instead of the pack and cuDNN's
+    /// attention over the folded bias.
+    pub global_kernel: bool,
 }
 
 /// The two decomposed terms for q [B', h·w, C] (unscaled) on an h×w grid:
@@ -223,6 +228,7 @@ impl SamAttention {
             // them in place; merged afterwards it would cost more rows and the same copy.
             proj_in_windows: self.optim.proj_in_windows && self.optim.add_layer_norm_kernel,
             window_kernel: self.optim.window_kernel,
+            global_kernel: self.optim.global_kernel,
             keys,
         }
     }

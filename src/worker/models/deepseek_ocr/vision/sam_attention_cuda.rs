@@ -13,9 +13,10 @@
 //! [`super::sam_attention::SamAttention`] with `fused_rel_pos` (√d folded into the tables: exact
 //! for SAM's 64 channels, a power of two); `llmprof debug fast-path` holds it to the reference
 //! on the GPU.
+use super::rel_pos::products_per_head;
 use super::rel_pos::{gather_rel_table, resized_rel_table};
 use super::sam_window_attention;
-use crate::ffi::kernels_vision;
+use crate::ffi::{kernels_gemm, kernels_vision};
 use crate::models::common::layers::Linear;
 use crate::models::common::size_cache::{Shared, SizeCache};
 use anyhow::{Context, Result};
@@ -87,6 +88,9 @@ pub struct AttentionParts<'a> {
     /// `runtime.optim.sam_window_attention_kernel`: windowed attention in one kernel where it
     /// takes the shapes and `proj_in_windows` holds ([`super::sam_window_attention`]).
     pub window_kernel: bool,
+    /// `runtime.optim.sam_global_attention_kernel`: global attention in one Hopper kernel with
+    /// the bias inside, where it takes the shape ([`kernels_gemm::sam_global_attention_fits`]).
+    pub global_kernel: bool,
     /// The pass's k′ buffers to reuse, if any.
     pub keys: Option<&'a KeyBuffers>,
 }
@@ -167,6 +171,12 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Att
             grid: (h, w),
             win,
         });
+    }
+    if p.global_kernel && win == (h, w) && kernels_gemm::sam_global_attention_fits(&qkv, p.heads) {
+        let tables = scaled_tables(&p, win, scale)?;
+        let prod = products_per_head(&qkv, &tables.both_t, p.heads)?;
+        let o = kernels_gemm::sam_global_attention(&qkv, &prod)?;
+        return Ok(AttnOut::Grid(p.proj.forward(&o)?));
     }
     let key_shape = (qkv.size(), p.heads, win);
     let reused = p.keys.and_then(|k| k.find(&key_shape));

@@ -151,6 +151,7 @@ fn fused_formulations_equal_the_reference_in_fp32() {
             add_layer_norm_kernel: false,
             gelu_epilogue: false,
             window_kernel: false,
+            global_kernel: false,
         },
     ] {
         let fast = attention(&w, 2, optim, Kind::Float);
@@ -185,6 +186,7 @@ fn folded_bias_is_no_less_accurate_in_bf16() {
         add_layer_norm_kernel: false,
         gelu_epilogue: false,
         window_kernel: false,
+        global_kernel: false,
     };
     let fast = attention(&w, 2, fused, Kind::BFloat16)
         .forward_block(&yb, 0)

@@ -6,6 +6,7 @@
 //! in, as [`super::sam_attention_cuda`]'s one-GEMM path computes them): one batched GEMM over the
 //! heads that reads q in place. The output, [B·windows, win_h·win_w, C], is projected in its
 //! windows, for the add + LayerNorm kernel to read there.
+use super::rel_pos::products_per_head;
 use crate::ffi::kernels_vision;
 use crate::models::common::layers::Linear;
 use anyhow::Result;
@@ -23,16 +24,8 @@ pub fn forward(
     proj: &Linear,
     win: (i64, i64),
 ) -> Result<Tensor> {
-    let (b, h, w, c3) = qkv.size4()?;
-    let hd = c3 / 3 / heads;
-    let cols = tables_t.size2()?.1;
-    // q of every grid token per head: [heads, tokens, hd], rows 3C apart in qkv.
-    let q = qkv
-        .f_view([b * h * w, 3, heads, hd])?
-        .f_select(1, 0)?
-        .f_transpose(0, 1)?;
-    let prod = q.f_bmm(&tables_t.f_expand([heads, hd, cols], false)?)?;
-    let o = kernels_vision::sam_window_attention(qkv, bias, &prod.f_contiguous()?, heads, win)?;
+    let prod = products_per_head(qkv, tables_t, heads)?;
+    let o = kernels_vision::sam_window_attention(qkv, bias, &prod, heads, win)?;
     proj.forward(&o)
 }
 

@@ -1,0 +1,143 @@
+//! GPU tests of SAM's global attention in the Hopper kernel
+//! (`runtime.optim.sam_global_attention_kernel`, `csrc/kernels/sm90a/sam_global_attention.cu`).
+use super::sam_attention::tests::{attention_on, kernels_gpu, rel_err, weights};
+use super::sam_attention::SamOptim;
+use crate::ffi::kernels_gemm::{linear_gelu_on, sam_global_attention_fits};
+use tch::{Kind, Tensor};
+
+const FOLDED: SamOptim = SamOptim {
+    fused_rel_pos: true,
+    fused_windows: true,
+    cuda_kernels: true,
+    rel_pos_gemm: true,
+    proj_in_windows: false,
+    patch_gemm: false,
+    add_layer_norm_kernel: false,
+    gelu_epilogue: false,
+    window_kernel: false,
+    global_kernel: false,
+};
+
+/// What the kernel takes: bf16 qkv of a square grid it is built for, heads of 64, contiguous;
+/// never a CPU tensor.
+#[test]
+fn the_kernel_takes_bf16_heads_of_64_on_its_grids_only_on_a_hopper_gpu() {
+    let cpu = Tensor::zeros([1, 64, 64, 3 * 768], (Kind::BFloat16, tch::Device::Cpu));
+    assert!(!sam_global_attention_fits(&cpu, 12));
+    if !tch::Cuda::is_available() || !linear_gelu_on(tch::Device::Cuda(0)) {
+        return;
+    }
+    let dev = tch::Device::Cuda(0);
+    let qkv =
+        |b: i64, h: i64, w: i64, c3: i64, kind: Kind| Tensor::zeros([b, h, w, c3], (kind, dev));
+    for grid in [32, 40, 64, 80] {
+        assert!(sam_global_attention_fits(
+            &qkv(2, grid, grid, 3 * 768, Kind::BFloat16),
+            12
+        ));
+    }
+    assert!(!sam_global_attention_fits(
+        &qkv(1, 14, 14, 3 * 768, Kind::BFloat16),
+        12
+    ));
+    assert!(!sam_global_attention_fits(
+        &qkv(1, 64, 40, 3 * 768, Kind::BFloat16),
+        12
+    ));
+    assert!(!sam_global_attention_fits(
+        &qkv(1, 64, 64, 3 * 768, Kind::Float),
+        12
+    ));
+    assert!(!sam_global_attention_fits(
+        &qkv(1, 64, 64, 3 * 768, Kind::BFloat16),
+        24
+    ));
+}
+
+/// The kernel against the fp32 reference on every grid it is built for (one and two grid rows a
+/// key tile, a partial last query tile at 40 and 80): SAM's width (768 channels, 12 heads) and
+/// two heads of 64, resized tables; no further from the reference than the folded path in bf16
+/// (cuDNN over q′·k′), doubled. fp32 keeps the folded path, bit for bit.
+#[test]
+#[ignore = "needs a Hopper GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+fn global_kernel_is_as_accurate_as_the_folded_path_on_a_gpu() {
+    let dev = kernels_gpu();
+    assert!(
+        linear_gelu_on(dev),
+        "not a compute capability 9.0 GPU, or no Hopper kernels"
+    );
+    let kernel = SamOptim {
+        global_kernel: true,
+        ..FOLDED
+    };
+    for (b, grid, c, heads) in [
+        (2i64, 64i64, 768i64, 12i64),
+        (3, 40, 768, 12),
+        (2, 32, 128, 2),
+        (1, 80, 128, 2),
+    ] {
+        let y = Tensor::randn([b, grid, grid, c], (Kind::Float, dev));
+        let yb = y.to_kind(Kind::BFloat16);
+        let w = weights(c, heads, 27);
+        let reference = attention_on(&w, heads, SamOptim::default(), Kind::Float, dev);
+        let want = reference.forward_block(&y, 0).unwrap();
+        let old = attention_on(&w, heads, FOLDED, Kind::BFloat16, dev);
+        let new = attention_on(&w, heads, kernel, Kind::BFloat16, dev);
+        let got = new.forward_block(&yb, 0).unwrap();
+        assert_eq!(got.size(), vec![b, grid, grid, c]);
+        let e_old = rel_err(&old.forward_block(&yb, 0).unwrap(), &want);
+        let e_new = rel_err(&got, &want);
+        assert!(
+            e_old > 1e-4 && e_new <= 2.0 * e_old,
+            "grid {grid} c {c}: kernel {e_new:.3e}, folded {e_old:.3e}"
+        );
+    }
+    let w = weights(128, 2, 27);
+    let y = Tensor::randn([1, 32, 32, 128], (Kind::Float, dev));
+    let got = attention_on(&w, 2, kernel, Kind::Float, dev)
+        .forward_block(&y, 0)
+        .unwrap();
+    let want = attention_on(&w, 2, FOLDED, Kind::Float, dev)
+        .forward_block(&y, 0)
+        .unwrap();
+    assert!(got.equal(&want), "fp32 differs from the folded path");
+}
+
+/// Times one global-attention block (qkv Linear, attention, projection) with the kernel and with
+/// the folded path at SAM's batch-8 shapes (8 global views at 1024², 48 crops at 640²); prints
+/// the milliseconds per call (measurement, not a check: run with --nocapture).
+#[test]
+#[ignore = "timing on a Hopper GPU: cargo test -- --ignored --nocapture global_attention_timing"]
+fn global_attention_timing_on_a_gpu() {
+    let dev = kernels_gpu();
+    let w = weights(768, 12, 127);
+    for (b, grid) in [(8i64, 64i64), (48, 40)] {
+        let y = Tensor::randn([b, grid, grid, 768], (Kind::BFloat16, dev));
+        for (name, optim) in [
+            ("folded", FOLDED),
+            (
+                "kernel",
+                SamOptim {
+                    global_kernel: true,
+                    ..FOLDED
+                },
+            ),
+        ] {
+            let a = attention_on(&w, 12, optim, Kind::BFloat16, dev);
+            let run = || a.forward_block(&y, 0).unwrap();
+            for _ in 0..3 {
+                let _ = run();
+            }
+            tch::Cuda::synchronize(0);
+            let t = std::time::Instant::now();
+            for _ in 0..20 {
+                let _ = run();
+            }
+            tch::Cuda::synchronize(0);
+            eprintln!(
+                "global attention block b{b} grid {grid} {name}: {:.3} ms",
+                t.elapsed().as_secs_f64() * 1e3 / 20.0
+            );
+        }
+    }
+}
