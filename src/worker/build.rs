@@ -91,6 +91,9 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     if kernels.sm90a {
         build.define("LLMPROF_HAVE_SM90A_GEMM", "1");
     }
+    if kernels.sm90a_fmha {
+        build.define("LLMPROF_HAVE_SM90A_FMHA", "1");
+    }
     build
         .cpp(true)
         .pic(true)

@@ -29,7 +29,13 @@ pub struct Kernels {
     pub objects: Vec<PathBuf>,
     /// Whether the Hopper GEMMs (`csrc/kernels/sm90a`) are among them.
     pub sm90a: bool,
+    /// Whether SAM's Hopper global attention (`csrc/kernels/sm90a/sam_global_attention.cu`,
+    /// which also needs CUTLASS's `examples/88_hopper_fmha`) is among them.
+    pub sm90a_fmha: bool,
 }
+
+/// The sm90a source built on CUTLASS's Hopper FMHA example rather than its library headers.
+const FMHA_SOURCE: &str = "sam_global_attention.cu";
 
 /// Compiles every `.cu` in `csrc/kernels` for [`GENCODE`], and those in `csrc/kernels/sm90a` for
 /// sm_90a when the CUTLASS headers are found.
@@ -54,8 +60,17 @@ pub fn compile(torch_root: &Path, out_dir: &Path) -> Kernels {
         .iter()
         .map(|src| nvcc_compile(&nvcc, src, out_dir, GENCODE, &[]))
         .collect();
-    let sm90a = match find_cutlass(torch_root) {
+    let (sm90a, sm90a_fmha) = match find_cutlass(torch_root) {
         Some(include) => {
+            let fmha = has_fmha_example(&include);
+            if !fmha {
+                println!(
+                    "cargo:warning=building without SAM's Hopper global attention (it falls back \
+                     to the folded-bias attention): no examples/88_hopper_fmha beside the CUTLASS \
+                     headers at {}; the nvidia-cutlass wheel has it",
+                    include.display()
+                );
+            }
             let extra = [
                 "-DNDEBUG".to_string(),
                 "--expt-relaxed-constexpr".to_string(),
@@ -63,27 +78,37 @@ pub fn compile(torch_root: &Path, out_dir: &Path) -> Kernels {
                 format!("-I{}", include.join("../tools/util/include").display()),
                 format!("-I{}", include.join("../examples").display()),
             ];
-            objects.extend(cu_files("csrc/kernels/sm90a").iter().map(|src| {
-                nvcc_compile(
-                    &nvcc,
-                    src,
-                    out_dir,
-                    &["arch=compute_90a,code=sm_90a"],
-                    &extra,
-                )
-            }));
-            true
+            objects.extend(
+                cu_files("csrc/kernels/sm90a")
+                    .iter()
+                    .filter(|src| fmha || !src.ends_with(FMHA_SOURCE))
+                    .map(|src| {
+                        nvcc_compile(
+                            &nvcc,
+                            src,
+                            out_dir,
+                            &["arch=compute_90a,code=sm_90a"],
+                            &extra,
+                        )
+                    }),
+            );
+            (true, fmha)
         }
         None => {
             println!(
-                "cargo:warning=building without the Hopper GEMMs (SAM's MLP falls back to cuBLAS + \
-                 GELU): LLMPROF_CUTLASS=0, or no CUTLASS headers at LLMPROF_CUTLASS or in the \
-                 nvidia-cutlass wheel next to torch; ./bootstrap.sh --yes installs them"
+                "cargo:warning=building without the Hopper kernels (SAM's MLP falls back to cuBLAS \
+                 + GELU, its global attention to the folded-bias attention): LLMPROF_CUTLASS=0, or \
+                 no CUTLASS headers at LLMPROF_CUTLASS or in the nvidia-cutlass wheel next to \
+                 torch; ./bootstrap.sh --yes installs them"
             );
-            false
+            (false, false)
         }
     };
-    Kernels { objects, sm90a }
+    Kernels {
+        objects,
+        sm90a,
+        sm90a_fmha,
+    }
 }
 
 /// The `.cu` files directly in `dir`, sorted.
@@ -131,14 +156,12 @@ fn nvcc_compile(
 /// CUTLASS's `include` folder: `LLMPROF_CUTLASS` (`0`: build without the Hopper GEMMs), else
 /// the `nvidia-cutlass` wheel's copy next to torch (`site-packages/cutlass_library/source/include`).
 /// A folder counts when it has the collective builder and, beside it, the `tools/util` headers
-/// and the Hopper FMHA example.
+/// (the Hopper FMHA example beside them is optional: [`has_fmha_example`]).
 fn find_cutlass(torch_root: &Path) -> Option<PathBuf> {
     let usable = |p: &Path| {
         p.join("cutlass/gemm/collective/collective_builder.hpp")
             .is_file()
             && p.join("../tools/util/include/cutlass/util/packed_stride.hpp")
-                .is_file()
-            && p.join("../examples/88_hopper_fmha/kernel/fmha_kernel_builder.hpp")
                 .is_file()
     };
     if let Ok(p) = std::env::var("LLMPROF_CUTLASS") {
@@ -151,13 +174,20 @@ fn find_cutlass(torch_root: &Path) -> Option<PathBuf> {
         }
         println!(
             "cargo:warning=LLMPROF_CUTLASS={} is not a CUTLASS include folder (with \
-             cutlass/gemm/collective/collective_builder.hpp, and ../tools/util/include and \
-             ../examples/88_hopper_fmha beside it); looking next to torch",
+             cutlass/gemm/collective/collective_builder.hpp and ../tools/util/include beside it); \
+             looking next to torch",
             p.display()
         );
     }
     let wheel = torch_root.parent()?.join("cutlass_library/source/include");
     usable(&wheel).then_some(wheel)
+}
+
+/// Whether CUTLASS's Hopper FMHA example sits beside the `include` folder (the wheel has it).
+fn has_fmha_example(include: &Path) -> bool {
+    include
+        .join("../examples/88_hopper_fmha/kernel/fmha_kernel_builder.hpp")
+        .is_file()
 }
 
 fn find_nvcc(torch_root: &Path) -> Option<PathBuf> {

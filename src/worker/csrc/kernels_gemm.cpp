@@ -1,8 +1,9 @@
 // Tensor-checking wrappers over llmprof's Hopper kernels (csrc/kernels/sm90a, CUTLASS): the
 // Linear + erf-form GELU of SAM's MLP and SAM's global attention with its relative-position bias
-// inside. Built without them (no nvcc or no CUTLASS headers,
-// LLMPROF_HAVE_SM90A_GEMM undefined), llmprof_linear_gelu_on_device says 0 and the entry point
-// fails with a message saying how to get them.
+// inside. Built without them (no nvcc or no CUTLASS headers: LLMPROF_HAVE_SM90A_GEMM undefined;
+// no CUTLASS FMHA example: LLMPROF_HAVE_SM90A_FMHA undefined), llmprof_linear_gelu_on_device /
+// llmprof_sam_global_attention_on_device say 0 and the entry points fail with a message saying
+// how to get them.
 #include "kernel_args.h"
 #include "shim.h"
 #include "shim_guard.h"
@@ -81,12 +82,22 @@ int llmprof_linear_gelu(const void* x_p, const void* w_p, const void* b_p, const
   });
 }
 
+int llmprof_sam_global_attention_on_device(int64_t device) {
+#ifndef LLMPROF_HAVE_SM90A_FMHA
+  (void)device;
+  return 0;
+#else
+  return llmprof_linear_gelu_on_device(device);
+#endif
+}
+
 int llmprof_sam_global_attention(const void* qkv_p, const void* prod_p, const void* out_p) {
   return llmprof::guarded("sam_global_attention", [&] {
-#ifndef LLMPROF_HAVE_SM90A_GEMM
+#ifndef LLMPROF_HAVE_SM90A_FMHA
     TORCH_CHECK(false,
-                "this llmprof-worker was built without llmprof's Hopper kernels (no nvcc or no "
-                "CUTLASS headers at build time); run ./bootstrap.sh --yes and rebuild, or set "
+                "this llmprof-worker was built without SAM's Hopper global attention (no nvcc, or "
+                "no CUTLASS headers with examples/88_hopper_fmha, at build time); run "
+                "./bootstrap.sh --yes and rebuild, or set "
                 "runtime.optim.sam_global_attention_kernel=false");
 #else
     const auto& qkv = tensor_arg(qkv_p, "qkv");
@@ -108,16 +119,20 @@ int llmprof_sam_global_attention(const void* qkv_p, const void* prod_p, const vo
     check_like(out, qkv, "out", {batch, grid, grid, heads * 64});
     check_aligned16(qkv, "qkv");
     check_aligned16(out, "out");
+    TORCH_CHECK(batch <= 65535 && heads <= 65535 && qkv.numel() <= INT32_MAX,
+                "sam_global_attention takes at most 65535 views and 2^31 - 1 elements of qkv "
+                "(the kernel's 32-bit strides), got ", qkv.sizes(), "; lower "
+                "runtime.optim.vision_max_views");
     c10::cuda::CUDAGuard guard(qkv.device());
-    TORCH_CHECK(llmprof_linear_gelu_on_device(qkv.device().index()) == 1,
+    TORCH_CHECK(llmprof_sam_global_attention_on_device(qkv.device().index()) == 1,
                 "sam_global_attention needs a compute capability 9.0 GPU (H100/H200), got ",
                 qkv.device());
     const auto lse = at::empty({batch, heads, grid * grid}, qkv.options().dtype(at::kFloat));
     const int rc = llmprof_k_sm90_sam_global_attention(
         qkv.data_ptr(), prod.data_ptr(), cols, out.data_ptr(), lse.data_ptr(), batch, grid, heads,
         c10::cuda::getCurrentCUDAStream().stream());
-    TORCH_CHECK(rc >= 0, "sam_global_attention: CUTLASS refused batch ", batch, ", grid ", grid,
-                ", heads ", heads, ": ", llmprof_k_sm90_status_string(-rc));
+    TORCH_CHECK(rc >= 0, "sam_global_attention: CUTLASS failed for batch ", batch, ", grid ",
+                grid, ", heads ", heads, ": ", llmprof_k_sm90_status_string(-rc));
     check_launch(rc, "sam_global_attention");
 #endif
   });

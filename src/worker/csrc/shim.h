@@ -261,8 +261,12 @@ int llmprof_linear_gelu(const void* x, const void* w, const void* b, const void*
 /* SAM's global attention with its decomposed relative-position bias inside a Hopper
  * flash-attention kernel: qkv [batch, grid, grid, 3·heads·64] bf16 (grid 32, 40, 64 or 80),
  * prod [heads, batch·grid², cols] (each token's q times both √64-scaled resized tables),
- * out [batch, grid, grid, heads·64], on a device where llmprof_linear_gelu_on_device says 1. */
+ * out [batch, grid, grid, heads·64], on a device where llmprof_sam_global_attention_on_device
+ * says 1; batch ≤ 65535 and qkv under 2³¹ elements. */
 int llmprof_sam_global_attention(const void* qkv, const void* prod, const void* out);
+/* Whether llmprof_sam_global_attention runs on CUDA device `device`: it was built (CUTLASS's
+ * FMHA example found) and the device is compute capability 9.0. 1 or 0; negative on failure. */
+int llmprof_sam_global_attention_on_device(int64_t device);
 /* MoE router logits: x [tokens, hidden] (model dtype), w [experts, hidden] fp32 → logits
  * [tokens, experts] fp32. */
 int llmprof_router_logits(const void* x, const void* w, const void* logits);

@@ -14,6 +14,7 @@ extern "C" {
         b: *const c_void,
         out: *const c_void,
     ) -> c_int;
+    fn llmprof_sam_global_attention_on_device(device: i64) -> c_int;
     fn llmprof_sam_global_attention(
         qkv: *const c_void,
         prod: *const c_void,
@@ -24,20 +25,33 @@ extern "C" {
 /// Grid sides the global-attention kernel is built for: SAM at 512, 640, 1024 and 1280 pixels.
 pub const SAM_GLOBAL_ATTENTION_GRIDS: [i64; 4] = [32, 40, 64, 80];
 
+/// Whether [`sam_global_attention`] runs on `device`: this build has it (CUTLASS's FMHA example
+/// was found) and the device is compute capability 9.0 (H100, H200).
+pub fn sam_global_attention_on(device: Device) -> bool {
+    match device {
+        // SAFETY: a plain query; the shim checks the index.
+        Device::Cuda(i) => unsafe { llmprof_sam_global_attention_on_device(i as i64) == 1 },
+        _ => false,
+    }
+}
+
 /// Whether [`sam_global_attention`] takes `qkv` [B, grid, grid, 3·heads·64] with `heads`:
 /// bf16, contiguous and 16-byte aligned, heads of 64 channels, a square grid it is built for
-/// ([`SAM_GLOBAL_ATTENTION_GRIDS`]), on a device where [`linear_gelu_on`] holds.
+/// ([`SAM_GLOBAL_ATTENTION_GRIDS`]), at most 65,535 views and 2³¹ − 1 elements (the kernel's
+/// 32-bit strides), on a device where [`sam_global_attention_on`] holds.
 pub fn sam_global_attention_fits(qkv: &Tensor, heads: i64) -> bool {
     let size = qkv.size();
     size.len() == 4
         && heads > 0
+        && size[0] <= 65_535
+        && qkv.numel() <= i32::MAX as usize
         && size[1] == size[2]
         && SAM_GLOBAL_ATTENTION_GRIDS.contains(&size[1])
         && size[3] == 3 * heads * 64
         && qkv.kind() == Kind::BFloat16
         && qkv.is_contiguous()
         && qkv.data_ptr() as usize % 16 == 0
-        && linear_gelu_on(qkv.device())
+        && sam_global_attention_on(qkv.device())
 }
 
 /// SAM's global attention over `qkv` [B, grid, grid, 3·heads·64] (the qkv Linear's output) in

@@ -246,7 +246,8 @@ int llmprof_k_sm90_sam_global_attention_fits(int64_t grid, int64_t head_dim);
  *   prod  [heads, batch·grid·grid, prod_cols]: each token's q times the √64-scaled resized
  *         tables, the 2·grid − 1 row offsets then the 2·grid − 1 column offsets
  *   out   [batch, grid, grid, heads·64]; lse [batch, heads, grid·grid] fp32 (scratch)
- * out = softmax((q·kᵀ + prod_h + prod_w)/√64)·v. Returns 0, a cudaError_t, or −(CUTLASS status). */
+ * out = softmax((q·kᵀ + prod_h + prod_w)/√64)·v. Returns 0, a cudaError_t, or −(CUTLASS status)
+ * (a failed launch included: CUTLASS reads and clears that CUDA error itself). */
 int llmprof_k_sm90_sam_global_attention(const void* qkv, const void* prod, int64_t prod_cols,
                                         void* out, void* lse, int64_t batch, int64_t grid,
                                         int64_t heads, void* stream);

@@ -251,16 +251,8 @@ using Attention = cutlass::device::Universal<cutlass::fmha::kernel::FmhaKernelTm
     cutlass::fmha::kernel::Option<cutlass::fmha::kernel::Tag::kNumMmaWarpGroups,
                                   Int<kWarpGroups>>>>;
 
-int sm_count_of(int device) {
-  static int sm_count[64] = {};
-  int n = 0;
-  if (device >= 0 && device < 64 && sm_count[device] != 0) return sm_count[device];
-  cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device);
-  if (device >= 0 && device < 64) sm_count[device] = n;
-  return n;
-}
-
-// CUTLASS's own failures come back as −(its status), CUDA's as the cudaError_t.
+// CUTLASS's failures come back as −(its status): its launch reads and clears the CUDA error
+// itself, so a failed launch is −kErrorInternal; a CUDA error left pending, as the cudaError_t.
 template <int G, int kWarpGroups>
 int launch(const void* qkv, const void* prod, int64_t prod_cols, void* out, void* lse, int batch,
            int heads, cudaStream_t stream) {
@@ -272,10 +264,21 @@ int launch(const void* qkv, const void* prod, int64_t prod_cols, void* out, void
   const StrideQKV o = make_stride(c, _1{}, make_stride(tokens * c, llmprof_sam::kHeadDim));
   const StrideLse dl = make_stride(_1{}, make_stride(heads * tokens, tokens));
   int device = 0;
-  cudaGetDevice(&device);
-  cutlass::KernelHardwareInfo hw{};
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return (int)e;
+  if (device < 0 || device >= 64) return (int)cudaErrorInvalidDevice;
+  // Universal::initialize raises the kernel's shared-memory limit once per process; the limit is
+  // per device, so it is raised here for each device the kernel runs on.
+  static bool smem_limit_set[64] = {};
+  if (!smem_limit_set[device]) {
+    e = cudaFuncSetAttribute(cutlass::device_kernel<typename Op::Kernel>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)Op::Kernel::SharedStorageSize);
+    if (e != cudaSuccess) return (int)e;
+    smem_limit_set[device] = true;
+  }
+  cutlass::KernelHardwareInfo hw{};  // the tile scheduler needs no SM count
   hw.device_id = device;
-  hw.sm_count = sm_count_of(device);
   typename Op::Arguments args{
       {batch, heads, tokens, tokens, llmprof_sam::kHeadDim},
       {},
@@ -292,11 +295,11 @@ int launch(const void* qkv, const void* prod, int64_t prod_cols, void* out, void
   cutlass::Status status = op.can_implement(args);
   if (status == cutlass::Status::kSuccess) status = op.initialize(args, nullptr, stream);
   if (status != cutlass::Status::kSuccess) {
-    const cudaError_t e = cudaGetLastError();
+    e = cudaGetLastError();
     return e != cudaSuccess ? (int)e : -(int)status;
   }
   status = op.run(stream);
-  const cudaError_t e = cudaGetLastError();
+  e = cudaGetLastError();
   if (e != cudaSuccess) return (int)e;
   return status == cutlass::Status::kSuccess ? 0 : -(int)status;
 }

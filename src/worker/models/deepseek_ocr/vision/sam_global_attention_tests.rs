@@ -2,7 +2,7 @@
 //! (`runtime.optim.sam_global_attention_kernel`, `csrc/kernels/sm90a/sam_global_attention.cu`).
 use super::sam_attention::tests::{attention_on, kernels_gpu, rel_err, weights};
 use super::sam_attention::SamOptim;
-use crate::ffi::kernels_gemm::{linear_gelu_on, sam_global_attention_fits};
+use crate::ffi::kernels_gemm::{sam_global_attention_fits, sam_global_attention_on};
 use tch::{Kind, Tensor};
 
 const FOLDED: SamOptim = SamOptim {
@@ -24,7 +24,7 @@ const FOLDED: SamOptim = SamOptim {
 fn the_kernel_takes_bf16_heads_of_64_on_its_grids_only_on_a_hopper_gpu() {
     let cpu = Tensor::zeros([1, 64, 64, 3 * 768], (Kind::BFloat16, tch::Device::Cpu));
     assert!(!sam_global_attention_fits(&cpu, 12));
-    if !tch::Cuda::is_available() || !linear_gelu_on(tch::Device::Cuda(0)) {
+    if !tch::Cuda::is_available() || !sam_global_attention_on(tch::Device::Cuda(0)) {
         return;
     }
     let dev = tch::Device::Cuda(0);
@@ -63,7 +63,7 @@ fn the_kernel_takes_bf16_heads_of_64_on_its_grids_only_on_a_hopper_gpu() {
 fn global_kernel_is_as_accurate_as_the_folded_path_on_a_gpu() {
     let dev = kernels_gpu();
     assert!(
-        linear_gelu_on(dev),
+        sam_global_attention_on(dev),
         "not a compute capability 9.0 GPU, or no Hopper kernels"
     );
     let kernel = SamOptim {
