@@ -13,8 +13,7 @@
 //! [`super::sam_attention::SamAttention`] with `fused_rel_pos` (√d folded into the tables: exact
 //! for SAM's 64 channels, a power of two); `llmprof debug fast-path` holds it to the reference
 //! on the GPU.
-use super::rel_pos::products_per_head;
-use super::rel_pos::{gather_rel_table, resized_rel_table};
+use super::rel_pos::{gather_rel_table, products_per_head, resized_rel_table};
 use super::sam_window_attention;
 use crate::ffi::{kernels_gemm, kernels_vision};
 use crate::models::common::layers::Linear;
@@ -156,9 +155,10 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Att
         .bias
         .as_ref()
         .context("SAM's qkv projection has no bias")?;
-    let qkv = p.qkv.forward(y)?.f_contiguous()?; // (b, h, w, 3c)
-                                                 // The kernel's output is projected in its windows: only where the add + LayerNorm kernel
-                                                 // reads them there (`proj_in_windows`); otherwise the folded path.
+    // (b, h, w, 3c)
+    let qkv = p.qkv.forward(y)?.f_contiguous()?;
+    // The window kernel's output is projected in its windows: only where the add + LayerNorm
+    // kernel reads them there (`proj_in_windows`); otherwise the folded path.
     if p.window_kernel
         && p.proj_in_windows
         && win != (h, w)

@@ -106,6 +106,21 @@ pub(crate) fn attention_on(
     SamAttention::load(&vs, &cfg, optim).unwrap()
 }
 
+/// SAM's CUDA-kernel path with the folded bias (the products from one GEMM), no later switch:
+/// what the window and global kernels' GPU tests compare against and build on.
+pub(crate) const FOLDED_KERNELS: SamOptim = SamOptim {
+    fused_rel_pos: true,
+    fused_windows: true,
+    cuda_kernels: true,
+    rel_pos_gemm: true,
+    proj_in_windows: false,
+    patch_gemm: false,
+    add_layer_norm_kernel: false,
+    gelu_epilogue: false,
+    window_kernel: false,
+    global_kernel: false,
+};
+
 /// CUDA device 0 for the GPU tests of SAM's kernels, with TF32 off: panics when there is no
 /// GPU or this build has no kernels.
 pub(crate) fn kernels_gpu() -> Device {

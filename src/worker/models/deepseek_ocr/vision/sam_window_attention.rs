@@ -31,7 +31,9 @@ pub fn forward(
 
 #[cfg(test)]
 mod tests {
-    use super::super::sam_attention::tests::{attention_on, kernels_gpu, rel_err, weights};
+    use super::super::sam_attention::tests::{
+        attention_on, kernels_gpu, rel_err, weights, FOLDED_KERNELS,
+    };
     use super::super::sam_attention::SamOptim;
     use crate::ffi::kernels_vision::sam_window_attention_fits;
     use tch::{Kind, Tensor};
@@ -57,13 +59,9 @@ mod tests {
     fn window_kernel_is_as_accurate_as_the_folded_path_on_a_gpu() {
         let dev = kernels_gpu();
         let folded = SamOptim {
-            fused_rel_pos: true,
-            fused_windows: true,
-            cuda_kernels: true,
-            rel_pos_gemm: true,
             proj_in_windows: true,
             add_layer_norm_kernel: true,
-            ..SamOptim::default()
+            ..FOLDED_KERNELS
         };
         let kernel = SamOptim {
             window_kernel: true,
