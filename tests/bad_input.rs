@@ -280,6 +280,23 @@ fn kernel_switches_without_their_prerequisites_name_the_fix() {
         "{err}"
     );
     let err = fails(
+        "window-fmha-kernel-without-kernels",
+        &[
+            "stage1",
+            "runtime.optim.sam_cuda_kernels=false",
+            "runtime.optim.sam_rel_pos_gemm=false",
+            "runtime.optim.sam_proj_in_windows=false",
+            "runtime.optim.sam_global_attention_kernel=false",
+            "runtime.optim.sam_window_fmha_kernel=true",
+        ],
+    );
+    assert!(
+        err.contains(
+            "runtime.optim.sam_window_fmha_kernel=true needs runtime.optim.sam_cuda_kernels=true"
+        ) && err.contains("or runtime.optim.sam_window_fmha_kernel=false"),
+        "{err}"
+    );
+    let err = fails(
         "window-kernel-without-windowed-projection",
         &[
             "stage1",

@@ -5,8 +5,8 @@
 //! the switches that need them then fail with a message naming the fix.
 //!
 //! `csrc/kernels/sm90a/*.cu` are Hopper-only kernels built on CUTLASS 3's TMA warp-specialized
-//! kernels (a GEMM, and SAM's global attention on the Hopper FMHA of CUTLASS's example 88):
-//! compiled for sm_90a alone, with the CUTLASS headers (and examples) from `LLMPROF_CUTLASS` or
+//! kernels (a GEMM, and SAM's global and windowed attention on the Hopper FMHA of CUTLASS's
+//! example 88), compiled for sm_90a alone, with the CUTLASS headers (and examples) from `LLMPROF_CUTLASS` or
 //! the `nvidia-cutlass` wheel next to torch (bootstrap.sh installs it). Without those headers the
 //! build goes on without them (`LLMPROF_CUTLASS=0` asks for that) and SAM uses cuBLAS + GELU and
 //! the folded-bias attention.
@@ -29,13 +29,13 @@ pub struct Kernels {
     pub objects: Vec<PathBuf>,
     /// Whether the Hopper GEMMs (`csrc/kernels/sm90a`) are among them.
     pub sm90a: bool,
-    /// Whether SAM's Hopper global attention (`csrc/kernels/sm90a/sam_global_attention.cu`,
-    /// which also needs CUTLASS's `examples/88_hopper_fmha`) is among them.
+    /// Whether SAM's Hopper attention kernels (`csrc/kernels/sm90a/sam_global_attention.cu` and
+    /// `sam_window_fmha.cu`, which also need CUTLASS's `examples/88_hopper_fmha`) are among them.
     pub sm90a_fmha: bool,
 }
 
-/// The sm90a source built on CUTLASS's Hopper FMHA example rather than its library headers.
-const FMHA_SOURCE: &str = "sam_global_attention.cu";
+/// The sm90a sources built on CUTLASS's Hopper FMHA example rather than its library headers.
+const FMHA_SOURCES: [&str; 2] = ["sam_global_attention.cu", "sam_window_fmha.cu"];
 
 /// Compiles every `.cu` in `csrc/kernels` for [`GENCODE`], and those in `csrc/kernels/sm90a` for
 /// sm_90a when the CUTLASS headers are found.
@@ -81,7 +81,7 @@ pub fn compile(torch_root: &Path, out_dir: &Path) -> Kernels {
             objects.extend(
                 cu_files("csrc/kernels/sm90a")
                     .iter()
-                    .filter(|src| fmha || !src.ends_with(FMHA_SOURCE))
+                    .filter(|src| fmha || !FMHA_SOURCES.iter().any(|f| src.ends_with(f)))
                     .map(|src| {
                         nvcc_compile(
                             &nvcc,

@@ -371,6 +371,10 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
             on(w.sam_global_attention_kernel).to_string(),
         ),
         (
+            "sam_window_fmha_kernel",
+            on(w.sam_window_fmha_kernel).to_string(),
+        ),
+        (
             "decode_attention_kernel",
             on(w.decode_attention_kernel).to_string(),
         ),

@@ -205,6 +205,7 @@ mod tests {
                 sam_gelu_epilogue: on,
                 sam_window_attention_kernel: on,
                 sam_global_attention_kernel: on,
+                sam_window_fmha_kernel: on,
                 decode_attention_kernel: on,
                 decode_attention_min_window: 1280,
             },

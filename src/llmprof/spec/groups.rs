@@ -401,6 +401,14 @@ pub struct OptimSpec {
     /// 640, 1024 and 1280 pixels); others, fp32 and other GPUs keep the folded path. Absent: off.
     #[serde(default)]
     pub sam_global_attention_kernel: bool,
+    /// With `sam_cuda_kernels`, in bf16 on a Hopper GPU and a build with the CUTLASS headers:
+    /// SAM's windowed attention (14×14 windows) in one flash-attention kernel (CUTLASS's Hopper
+    /// FMHA) that reads the windows by TMA from the qkv Linear's output on the grid, adds the
+    /// decomposed bias to each score and writes its output back on the grid: no pack, no q′/k′,
+    /// no windowed copy. Ahead of `sam_window_attention_kernel` where both are on. fp32, other
+    /// windows and other GPUs keep the other paths. Absent: off.
+    #[serde(default)]
+    pub sam_window_fmha_kernel: bool,
     /// On a CUDA device, the fixed-shape (graph) decode step attends over each row's written
     /// KV slots only, in llmprof's split-over-slots kernel (head_dim 64 or 128), instead of
     /// SDPA over the whole KV window with a mask. No effect on eager decode steps. Absent: off.

@@ -78,6 +78,8 @@ impl RunSpec {
              o.sam_proj_in_windows, "the kernel writes its output in the windows, projected there"),
             ("sam_global_attention_kernel", o.sam_global_attention_kernel, "sam_cuda_kernels",
              o.sam_cuda_kernels, "the kernel replaces the kernels' global attention, on their products of q with the tables"),
+            ("sam_window_fmha_kernel", o.sam_window_fmha_kernel, "sam_cuda_kernels",
+             o.sam_cuda_kernels, "the kernel replaces the kernels' windowed attention, on their products of q with the tables"),
             ("moe_routing_kernel", o.moe_routing_kernel, "grouped_moe", o.grouped_moe,
              "the kernel sorts token slots for the grouped GEMMs"),
             ("rope_kv_kernel", o.rope_kv_kernel, "fused_projections", o.fused_projections,

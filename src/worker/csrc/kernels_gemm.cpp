@@ -138,4 +138,47 @@ int llmprof_sam_global_attention(const void* qkv_p, const void* prod_p, const vo
   });
 }
 
+int llmprof_sam_window_fmha(const void* qkv_p, const void* prod_p, const void* out_p) {
+  return llmprof::guarded("sam_window_fmha", [&] {
+#ifndef LLMPROF_HAVE_SM90A_FMHA
+    TORCH_CHECK(false,
+                "this llmprof-worker was built without SAM's Hopper windowed attention (no nvcc, "
+                "or no CUTLASS headers with examples/88_hopper_fmha, at build time); run "
+                "./bootstrap.sh --yes and rebuild, or set "
+                "runtime.optim.sam_window_fmha_kernel=false");
+#else
+    const auto& qkv = tensor_arg(qkv_p, "qkv");
+    check_first(qkv, "qkv", 4, "[batch, h, w, 3·heads·64]", at::kBFloat16);
+    const int64_t batch = qkv.size(0), h = qkv.size(1), w = qkv.size(2), c3 = qkv.size(3);
+    TORCH_CHECK(c3 % (3 * 64) == 0 && c3 > 0,
+                "qkv must be [batch, h, w, 3·heads·64] (heads of 64), got ", qkv.sizes());
+    const int64_t heads = c3 / (3 * 64);
+    const auto& prod = tensor_arg(prod_p, "prod");
+    TORCH_CHECK(prod.dim() == 3, "prod must be [heads, batch·h·w, cols], got ", prod.sizes());
+    const int64_t cols = prod.size(2);
+    check_like(prod, qkv, "prod", {heads, batch * h * w, cols});
+    TORCH_CHECK(cols >= 54, "prod has ", cols,
+                " columns, fewer than the 27 + 27 relative offsets of a 14×14 window");
+    const auto& out = tensor_arg(out_p, "out");
+    check_like(out, qkv, "out", {batch, h, w, heads * 64});
+    check_aligned16(qkv, "qkv");
+    check_aligned16(out, "out");
+    const int64_t windows = batch * ((h + 13) / 14) * ((w + 13) / 14);
+    TORCH_CHECK(windows <= 65535 && heads <= 65535 && batch * h * w <= INT32_MAX,
+                "sam_window_fmha takes at most 65535 windows and 2^31 - 1 tokens, got ",
+                qkv.sizes(), "; lower runtime.optim.vision_max_views");
+    c10::cuda::CUDAGuard guard(qkv.device());
+    TORCH_CHECK(llmprof_sam_global_attention_on_device(qkv.device().index()) == 1,
+                "sam_window_fmha needs a compute capability 9.0 GPU (H100/H200), got ",
+                qkv.device());
+    const int rc = llmprof_k_sm90_sam_window_fmha(qkv.data_ptr(), prod.data_ptr(), cols,
+                                                  out.data_ptr(), batch, h, w, heads,
+                                                  c10::cuda::getCurrentCUDAStream().stream());
+    TORCH_CHECK(rc >= 0, "sam_window_fmha: CUTLASS failed for qkv ", qkv.sizes(), ": ",
+                llmprof_k_sm90_status_string(-rc));
+    check_launch(rc, "sam_window_fmha");
+#endif
+  });
+}
+
 }  // extern "C"

@@ -15,6 +15,8 @@ extern "C" {
         out: *const c_void,
     ) -> c_int;
     fn llmprof_sam_global_attention_on_device(device: i64) -> c_int;
+    fn llmprof_sam_window_fmha(qkv: *const c_void, prod: *const c_void, out: *const c_void)
+        -> c_int;
     fn llmprof_sam_global_attention(
         qkv: *const c_void,
         prod: *const c_void,
@@ -67,6 +69,47 @@ pub fn sam_global_attention(qkv: &Tensor, prod: &Tensor) -> Result<Tensor, ShimE
     let out = empty(&size, (qkv.kind(), qkv.device()))?;
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
     check(unsafe { llmprof_sam_global_attention(ptr(qkv), ptr(prod), ptr(&out)) })?;
+    Ok(out)
+}
+
+/// The window side [`sam_window_fmha`] is built for: SAM's.
+pub const SAM_WINDOW_FMHA_SIDE: i64 = 14;
+
+/// Whether [`sam_window_fmha`] takes the qkv Linear's output for `y` [B, H, W, C] with `heads`
+/// in `win` windows: bf16, heads of 64 channels, SAM's 14×14 windows, at most 65,535 windows
+/// and 2³¹ − 1 tokens, on a device where the Hopper attention kernels run
+/// ([`sam_global_attention_on`]).
+pub fn sam_window_fmha_fits(y: &Tensor, heads: i64, win: (i64, i64)) -> bool {
+    let size = y.size();
+    if size.len() != 4 || heads <= 0 {
+        return false;
+    }
+    let (b, h, w, c) = (size[0], size[1], size[2], size[3]);
+    let side = SAM_WINDOW_FMHA_SIDE;
+    let windows = b * ((h + side - 1) / side) * ((w + side - 1) / side);
+    win == (side, side)
+        && c == heads * 64
+        && windows <= 65_535
+        && b * h * w <= i32::MAX as i64
+        && y.kind() == Kind::BFloat16
+        && sam_global_attention_on(y.device())
+}
+
+/// SAM's windowed attention over `qkv` [B, H, W, 3·heads·64] in 14×14 windows (the grid padded
+/// at the bottom and right) in one flash-attention kernel that reads the windows where the qkv
+/// Linear wrote them and writes the output on the grid, [B, H, W, heads·64]. `qkv` must come
+/// from the Linear without its k and v biases: padded tokens read as zero, which matches SAM's
+/// zero padding only then (b_k shifts every score of a query alike; b_v goes to the
+/// projection's bias: vision/sam_window_fmha.rs). `prod` as for [`sam_global_attention`], for
+/// the 27 offsets of each axis.
+pub fn sam_window_fmha(qkv: &Tensor, prod: &Tensor) -> Result<Tensor, ShimError> {
+    let mut size = qkv.size();
+    if let Some(last) = size.last_mut() {
+        *last /= 3;
+    }
+    let out = empty(&size, (qkv.kind(), qkv.device()))?;
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
+    check(unsafe { llmprof_sam_window_fmha(ptr(qkv), ptr(prod), ptr(&out)) })?;
     Ok(out)
 }
 

@@ -75,6 +75,9 @@ pub struct ModelOptim {
     /// SAM (bf16, CUDA kernels, Hopper): global attention in one flash-attention kernel with
     /// the relative-position bias inside.
     pub sam_global_attention_kernel: bool,
+    /// SAM (bf16, CUDA kernels, Hopper): windowed attention in one flash-attention kernel that
+    /// reads and writes the grid.
+    pub sam_window_fmha_kernel: bool,
     /// Graph decode steps (CUDA only): attention over the written KV slots in llmprof's kernel.
     pub decode_attention_kernel: bool,
     /// ... for KV windows of at least this many slots (0: all).
@@ -111,6 +114,7 @@ impl ModelOptim {
         sam_gelu_epilogue: false,
         sam_window_attention_kernel: false,
         sam_global_attention_kernel: false,
+        sam_window_fmha_kernel: false,
         decode_attention_kernel: false,
         decode_attention_min_window: 0,
     };
@@ -144,6 +148,7 @@ impl ModelOptim {
         sam_gelu_epilogue: true,
         sam_window_attention_kernel: true,
         sam_global_attention_kernel: true,
+        sam_window_fmha_kernel: true,
         decode_attention_kernel: true,
         decode_attention_min_window: 0,
     };
@@ -192,6 +197,7 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         sam_gelu_epilogue: o.sam_gelu_epilogue,
         sam_window_attention_kernel: o.sam_window_attention_kernel,
         sam_global_attention_kernel: o.sam_global_attention_kernel,
+        sam_window_fmha_kernel: o.sam_window_fmha_kernel,
         decode_attention_kernel: o.decode_attention_kernel,
         decode_attention_min_window: o.decode_attention_min_window as i64,
     }

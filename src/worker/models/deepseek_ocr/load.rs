@@ -61,6 +61,7 @@ impl DeepseekOcr {
                 gelu_epilogue: optim.sam_gelu_epilogue,
                 window_kernel: optim.sam_window_attention_kernel,
                 global_kernel: optim.sam_global_attention_kernel,
+                window_fmha: optim.sam_window_fmha_kernel,
             };
             let sam =
                 Sam::load(&model.sub("sam_model"), &cfg.sam, sam_optim).context("loading SAM")?;

@@ -152,6 +152,18 @@ pub fn vision_variants() -> Vec<(&'static str, ModelOptim, Option<usize>)> {
             None,
         ),
         (
+            // With SAM's kernels, whose products of q with the tables it reads.
+            "sam_window_fmha_kernel",
+            ModelOptim {
+                sam_fused_rel_pos: true,
+                sam_cuda_kernels: true,
+                sam_rel_pos_gemm: true,
+                sam_window_fmha_kernel: true,
+                ..e
+            },
+            None,
+        ),
+        (
             "vision_cuda_graph",
             ModelOptim {
                 vision_cuda_graph: true,

@@ -11,3 +11,6 @@ pub mod sam_attention_cuda;
 #[cfg(test)]
 mod sam_global_attention_tests;
 pub mod sam_window_attention;
+pub mod sam_window_fmha;
+#[cfg(test)]
+mod sam_window_fmha_tests;

@@ -53,6 +53,11 @@ pub struct SamOptim {
     /// ([`crate::ffi::kernels_gemm::sam_global_attention`]), instead of the pack and cuDNN's
     /// attention over the folded bias.
     pub global_kernel: bool,
+    /// With `cuda_kernels`, in bf16 on a Hopper GPU: windowed attention in one flash-attention
+    /// kernel that reads the windows on the grid and adds the bias per score
+    /// ([`super::sam_window_fmha`]), instead of the pack and cuDNN's attention over the folded
+    /// bias (and before `window_kernel`).
+    pub window_fmha: bool,
 }
 
 /// The two decomposed terms for q [B', h·w, C] (unscaled) on an h×w grid:
@@ -155,18 +160,27 @@ pub struct SamAttention {
     optim: SamOptim,
     /// The CUDA-kernel path's scaled relative-position matrices per window size.
     kernel_tables: super::sam_attention_cuda::TableCache,
+    /// The biases the windowed Hopper kernel runs with (`window_fmha`).
+    window_biases: Option<super::sam_window_fmha::WindowBiases>,
 }
 
 impl SamAttention {
     pub fn load(vs: &WeightPath, cfg: &SamConfig, optim: SamOptim) -> Result<Self> {
+        let qkv = Linear::load(&vs.sub("qkv"), true)?;
+        let proj = Linear::load(&vs.sub("proj"), true)?;
+        let window_biases = match optim.window_fmha && optim.cuda_kernels {
+            true => Some(super::sam_window_fmha::WindowBiases::new(&qkv, &proj)?),
+            false => None,
+        };
         Ok(SamAttention {
-            qkv: Linear::load(&vs.sub("qkv"), true)?,
-            proj: Linear::load(&vs.sub("proj"), true)?,
+            qkv,
+            proj,
             rel_pos_h: vs.get("rel_pos_h")?,
             rel_pos_w: vs.get("rel_pos_w")?,
             heads: cfg.heads,
             optim,
             kernel_tables: Default::default(),
+            window_biases,
         })
     }
 
@@ -229,6 +243,7 @@ impl SamAttention {
             proj_in_windows: self.optim.proj_in_windows && self.optim.add_layer_norm_kernel,
             window_kernel: self.optim.window_kernel,
             global_kernel: self.optim.global_kernel,
+            window_fmha: self.window_biases.as_ref(),
             keys,
         }
     }

@@ -15,6 +15,7 @@
 //! on the GPU.
 use super::rel_pos::{gather_rel_table, products_per_head, resized_rel_table};
 use super::sam_window_attention;
+use super::sam_window_fmha::{self, WindowBiases};
 use crate::ffi::{kernels_gemm, kernels_vision};
 use crate::models::common::layers::Linear;
 use crate::models::common::size_cache::{Shared, SizeCache};
@@ -90,6 +91,9 @@ pub struct AttentionParts<'a> {
     /// `runtime.optim.sam_global_attention_kernel`: global attention in one Hopper kernel with
     /// the bias inside, where it takes the shape ([`kernels_gemm::sam_global_attention_fits`]).
     pub global_kernel: bool,
+    /// `runtime.optim.sam_window_fmha_kernel`: the biases of windowed attention in one Hopper
+    /// kernel, where it takes the shape ([`kernels_gemm::sam_window_fmha_fits`]).
+    pub window_fmha: Option<&'a WindowBiases>,
     /// The pass's k′ buffers to reuse, if any.
     pub keys: Option<&'a KeyBuffers>,
 }
@@ -155,6 +159,13 @@ pub fn forward(p: AttentionParts<'_>, y: &Tensor, win: (i64, i64)) -> Result<Att
         .bias
         .as_ref()
         .context("SAM's qkv projection has no bias")?;
+    if let Some(biases) = p.window_fmha {
+        if win != (h, w) && kernels_gemm::sam_window_fmha_fits(y, p.heads, win) {
+            let tables = scaled_tables(&p, win, scale)?;
+            let out = sam_window_fmha::forward(y, p.qkv, p.proj, biases, &tables.both_t, p.heads)?;
+            return Ok(AttnOut::Grid(out));
+        }
+    }
     // (b, h, w, 3c)
     let qkv = p.qkv.forward(y)?.f_contiguous()?;
     // The window kernel's output is projected in its windows: only where the add + LayerNorm

@@ -119,6 +119,7 @@ pub(crate) const FOLDED_KERNELS: SamOptim = SamOptim {
     gelu_epilogue: false,
     window_kernel: false,
     global_kernel: false,
+    window_fmha: false,
 };
 
 /// CUDA device 0 for the GPU tests of SAM's kernels, with TF32 off: panics when there is no
@@ -167,6 +168,7 @@ fn fused_formulations_equal_the_reference_in_fp32() {
             gelu_epilogue: false,
             window_kernel: false,
             global_kernel: false,
+            window_fmha: false,
         },
     ] {
         let fast = attention(&w, 2, optim, Kind::Float);
@@ -202,6 +204,7 @@ fn folded_bias_is_no_less_accurate_in_bf16() {
         gelu_epilogue: false,
         window_kernel: false,
         global_kernel: false,
+        window_fmha: false,
     };
     let fast = attention(&w, 2, fused, Kind::BFloat16)
         .forward_block(&yb, 0)
