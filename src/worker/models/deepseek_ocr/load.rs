@@ -84,6 +84,18 @@ impl DeepseekOcr {
                      capability 9.0 GPU and a build with the CUTLASS headers)"
                 );
             }
+            if weights_on_gpu
+                && optim.sam_window_fmha_kernel
+                && optim.sam_cuda_kernels
+                && !(weights.kind() == Kind::BFloat16
+                    && crate::ffi::kernels_gemm::sam_global_attention_on(weights.device()))
+            {
+                tracing::info!(
+                    "runtime.optim.sam_window_fmha_kernel: SAM's windowed attention runs the \
+                     folded-bias path here (the kernel needs bf16 weights on a compute \
+                     capability 9.0 GPU and a build with the CUTLASS headers)"
+                );
+            }
             Some(sam)
         } else {
             None
