@@ -48,6 +48,12 @@ page=datasets/samples/page-01-text.png
 mkdir -p "$out/page"
 cp "$page" "$out/page/"
 out_abs=$(cd "$out" && pwd)
+# llmprof never reuses a run folder (a second run of NAME goes to NAME-1), so in an OUT_DIR that
+# holds an earlier benchmark the table would read the earlier runs: refuse it.
+if compgen -G "$out_abs/llmprof-*" > /dev/null; then
+  echo "bench_vs_hf: $out already holds an earlier benchmark's runs ($(ls -d "$out_abs"/llmprof-* | head -1)); give a fresh OUT_DIR (without one the script makes a new timestamped folder)" >&2
+  exit 2
+fi
 
 # The user's overrides, for every run (after the script's own).
 user_overrides=("$@")

@@ -100,3 +100,32 @@ fn bench_table_reads_vision_long_page_and_kineto_rows_from_stage1_runs() {
     let k = row(&text, "Kineto profiled pass ÷ timed pass, batch 1");
     assert_eq!(k[1], format!("{:.2}×", 1.0 + kineto / 100.0), "{k:?}");
 }
+
+/// An OUT_DIR that already holds an earlier benchmark's runs is refused (llmprof would put the
+/// new runs beside them as NAME-1 and the table would read the old ones), with exit code 2 and
+/// the fix; the earlier runs stay as they were.
+#[test]
+fn bench_script_refuses_an_out_dir_with_earlier_runs() {
+    let out = scratch("bench-reused-out");
+    let earlier = out.join("llmprof-b1");
+    std::fs::create_dir_all(&earlier).unwrap();
+    std::fs::write(earlier.join("metrics.json"), "{}").unwrap();
+    let run = Command::new("bash")
+        .arg(repo_root().join("scripts/bench_vs_hf.sh"))
+        .arg(&out)
+        .env("LLMPROF", crate::support::llmprof())
+        .env("SKIP_HF", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("already holds an earlier benchmark's runs") && err.contains("fresh OUT_DIR"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(earlier.join("metrics.json")).unwrap(),
+        "{}"
+    );
+    assert!(!out.join("llmprof-b1-1").exists());
+}

@@ -15,8 +15,11 @@ extern "C" {
         out: *const c_void,
     ) -> c_int;
     fn llmprof_sam_global_attention_on_device(device: i64) -> c_int;
-    fn llmprof_sam_window_fmha(qkv: *const c_void, prod: *const c_void, out: *const c_void)
-        -> c_int;
+    fn llmprof_sam_window_fmha(
+        qkv: *const c_void,
+        prod: *const c_void,
+        out: *const c_void,
+    ) -> c_int;
     fn llmprof_sam_global_attention(
         qkv: *const c_void,
         prod: *const c_void,

@@ -31,15 +31,24 @@ impl WindowBiases {
     /// From the attention's qkv and output projections (both with biases), in their dtype; W_p·b_v
     /// is computed in fp64 and rounded once.
     pub fn new(qkv: &Linear, proj: &Linear) -> Result<Self> {
-        let bias = qkv.bias.as_ref().context("SAM's qkv projection has no bias")?;
-        let proj_bias = proj.bias.as_ref().context("SAM's output projection has no bias")?;
+        let bias = qkv
+            .bias
+            .as_ref()
+            .context("SAM's qkv projection has no bias")?;
+        let proj_bias = proj
+            .bias
+            .as_ref()
+            .context("SAM's output projection has no bias")?;
         let c = bias.size1()? / 3;
         let b_v = bias.f_narrow(0, 2 * c, c)?.f_to_kind(Kind::Double)?;
         let w_p = proj.weight.f_to_kind(Kind::Double)?;
         let moved = proj_bias.f_to_kind(Kind::Double)?.f_add(&w_p.f_mv(&b_v)?)?;
         Ok(WindowBiases {
             qkv: Tensor::f_cat(
-                &[&bias.f_narrow(0, 0, c)?, &bias.f_narrow(0, c, 2 * c)?.f_zeros_like()?],
+                &[
+                    &bias.f_narrow(0, 0, c)?,
+                    &bias.f_narrow(0, c, 2 * c)?.f_zeros_like()?,
+                ],
                 0,
             )?,
             proj: moved.f_to_kind(proj_bias.kind())?,

@@ -28,8 +28,16 @@ fn moved_biases_make_zero_padding_equal_bias_padding() {
     let (qkv_bias, proj_bias) = b.parts();
     let zero_bias = qkv_bias.narrow(0, c, 2 * c);
     assert!(zero_bias.eq(0.0).all().int64_value(&[]) == 1);
-    assert!(qkv_bias.narrow(0, 0, c).equal(&qkv.bias.as_ref().unwrap().narrow(0, 0, c)));
-    let x = Tensor::cat(&[r(&[2, c]), Tensor::zeros([2, c], (Kind::Double, Device::Cpu))], 0);
+    assert!(qkv_bias
+        .narrow(0, 0, c)
+        .equal(&qkv.bias.as_ref().unwrap().narrow(0, 0, c)));
+    let x = Tensor::cat(
+        &[
+            r(&[2, c]),
+            Tensor::zeros([2, c], (Kind::Double, Device::Cpu)),
+        ],
+        0,
+    );
     // SAM: the padded tokens' q, k, v are the Linear's bias.
     let attend = |qkv_out: &Tensor| {
         let (q, k, v) = (
@@ -43,7 +51,9 @@ fn moved_biases_make_zero_padding_equal_bias_padding() {
     // The kernel: padded tokens read as zero from the Linear without its k and v biases.
     let moved = x.f_linear(&qkv.weight, Some(&qkv_bias)).unwrap();
     let _ = moved.narrow(0, 2, 2).zero_();
-    let got = attend(&moved).f_linear(&proj.weight, Some(&proj_bias)).unwrap();
+    let got = attend(&moved)
+        .f_linear(&proj.weight, Some(&proj_bias))
+        .unwrap();
     let real = |t: &Tensor| t.narrow(0, 0, 2);
     let diff = (real(&got) - real(&want)).abs().max().double_value(&[]);
     assert!(diff < 1e-9, "{diff:e}: {got} {want}");
@@ -57,13 +67,38 @@ fn the_kernel_takes_bf16_heads_of_64_in_14_windows_only_on_a_hopper_gpu() {
     if !tch::Cuda::is_available() || !sam_global_attention_on(Device::Cuda(0)) {
         return;
     }
-    let y = |h: i64, w: i64, c: i64, kind: Kind| Tensor::zeros([2, h, w, c], (kind, Device::Cuda(0)));
-    assert!(sam_window_fmha_fits(&y(64, 64, 768, Kind::BFloat16), 12, (14, 14)));
-    assert!(sam_window_fmha_fits(&y(30, 17, 128, Kind::BFloat16), 2, (14, 14)));
-    assert!(!sam_window_fmha_fits(&y(64, 64, 768, Kind::BFloat16), 12, (16, 16)));
-    assert!(!sam_window_fmha_fits(&y(64, 64, 768, Kind::BFloat16), 12, (64, 64)));
-    assert!(!sam_window_fmha_fits(&y(64, 64, 768, Kind::Float), 12, (14, 14)));
-    assert!(!sam_window_fmha_fits(&y(64, 64, 768, Kind::BFloat16), 24, (14, 14)));
+    let y =
+        |h: i64, w: i64, c: i64, kind: Kind| Tensor::zeros([2, h, w, c], (kind, Device::Cuda(0)));
+    assert!(sam_window_fmha_fits(
+        &y(64, 64, 768, Kind::BFloat16),
+        12,
+        (14, 14)
+    ));
+    assert!(sam_window_fmha_fits(
+        &y(30, 17, 128, Kind::BFloat16),
+        2,
+        (14, 14)
+    ));
+    assert!(!sam_window_fmha_fits(
+        &y(64, 64, 768, Kind::BFloat16),
+        12,
+        (16, 16)
+    ));
+    assert!(!sam_window_fmha_fits(
+        &y(64, 64, 768, Kind::BFloat16),
+        12,
+        (64, 64)
+    ));
+    assert!(!sam_window_fmha_fits(
+        &y(64, 64, 768, Kind::Float),
+        12,
+        (14, 14)
+    ));
+    assert!(!sam_window_fmha_fits(
+        &y(64, 64, 768, Kind::BFloat16),
+        24,
+        (14, 14)
+    ));
 }
 
 /// The kernel against the fp32 reference: SAM's grids (64×64, 40×40: windows cut by the grid's
