@@ -32,6 +32,7 @@
 # Without SKIP_HF, DeepSeek-OCR's vision gets HF's figure from scripts/bench_vision_hf.py (same
 # views, same batch sizes).
 # Output: OUT_DIR/llmprof-b<B>/ (stage-1 run directories), OUT_DIR/table.md, OUT_DIR/table.json.
+# OUT_DIR must not hold an earlier benchmark's runs (the script refuses it: exit 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,15 +46,15 @@ page=datasets/samples/page-01-text.png
 
 [[ -x "$llmprof" ]] || { echo "bench_vs_hf: $llmprof is not executable (build with cargo build --release, or set LLMPROF)" >&2; exit 2; }
 [[ -f "$page" ]] || { echo "bench_vs_hf: $page is missing" >&2; exit 2; }
+# llmprof never reuses a run folder (a second run of NAME goes to NAME-1), so in an OUT_DIR that
+# holds an earlier benchmark the table would read the earlier runs: refuse it.
+if compgen -G "$out/llmprof-*" > /dev/null; then
+  echo "bench_vs_hf: $out already holds an earlier benchmark's runs ($(ls -d "$out"/llmprof-* | head -1)); give a fresh OUT_DIR (without one the script makes a new timestamped folder)" >&2
+  exit 2
+fi
 mkdir -p "$out/page"
 cp "$page" "$out/page/"
 out_abs=$(cd "$out" && pwd)
-# llmprof never reuses a run folder (a second run of NAME goes to NAME-1), so in an OUT_DIR that
-# holds an earlier benchmark the table would read the earlier runs: refuse it.
-if compgen -G "$out_abs/llmprof-*" > /dev/null; then
-  echo "bench_vs_hf: $out already holds an earlier benchmark's runs ($(ls -d "$out_abs"/llmprof-* | head -1)); give a fresh OUT_DIR (without one the script makes a new timestamped folder)" >&2
-  exit 2
-fi
 
 # The user's overrides, for every run (after the script's own).
 user_overrides=("$@")
@@ -124,7 +125,6 @@ fi
 distinct=()
 if [[ -z "$model" && "${DISTINCT_ROW:-1}" != 0 ]]; then
   b=${batches##* }
-  rm -rf "$out_abs/distinct-pages"  # an OUT_DIR reused after a larger batch keeps no extra pages
   if "$python" scripts/make_distinct_pages.py "$page" "$b" "$out_abs/distinct-pages"; then
     echo "== llmprof stage1, batch $b, $b distinct pages" >&2
     ocr_run "llmprof-b$b-distinct" "$b" "$new_tokens" 3 false infer.no_repeat_ngram_size=0 \

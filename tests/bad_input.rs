@@ -221,158 +221,100 @@ fn cuda_graph_without_its_prerequisites_names_the_fix() {
 
 #[test]
 fn kernel_switches_without_their_prerequisites_name_the_fix() {
-    let err = fails(
-        "sam-kernels-materialised-bias",
-        &["stage1", "runtime.optim.sam_fused_rel_pos=false"],
-    );
-    assert!(
-        err.contains(
-            "runtime.optim.sam_cuda_kernels=true needs runtime.optim.sam_fused_rel_pos=true"
-        ) && err.contains(
-            "fix: set runtime.optim.sam_fused_rel_pos=true, or runtime.optim.sam_cuda_kernels=false"
+    // (run name, overrides, the switch left on, the switch it needs): one refusal at a time, the
+    // switches the default turns on after the one tested turned off.
+    let sam_off = [
+        "runtime.optim.sam_cuda_kernels=false",
+        "runtime.optim.sam_rel_pos_gemm=false",
+        "runtime.optim.sam_proj_in_windows=false",
+    ];
+    let cases: [(&str, Vec<&str>, &str, &str); 11] = [
+        (
+            "sam-kernels-materialised-bias",
+            vec!["runtime.optim.sam_fused_rel_pos=false"],
+            "sam_cuda_kernels",
+            "sam_fused_rel_pos",
         ),
-        "{err}"
-    );
-    // Both refinements of the SAM kernels' path name the switch they need, one at a time.
-    let err = fails(
-        "sam-refinements-without-kernels",
-        &[
-            "stage1",
-            "runtime.optim.sam_cuda_kernels=false",
-            "runtime.optim.sam_proj_in_windows=false",
-        ],
-    );
-    assert!(
-        err.contains(
-            "runtime.optim.sam_rel_pos_gemm=true needs runtime.optim.sam_cuda_kernels=true"
-        ) && err.contains(
-            "fix: set runtime.optim.sam_cuda_kernels=true, or runtime.optim.sam_rel_pos_gemm=false"
+        (
+            "sam-refinements-without-kernels",
+            vec![sam_off[0], sam_off[2]],
+            "sam_rel_pos_gemm",
+            "sam_cuda_kernels",
         ),
-        "{err}"
-    );
-    let err = fails(
-        "sam-windowed-projection-without-kernels",
-        &[
-            "stage1",
-            "runtime.optim.sam_cuda_kernels=false",
-            "runtime.optim.sam_rel_pos_gemm=false",
-        ],
-    );
-    assert!(
-        err.contains(
-            "runtime.optim.sam_proj_in_windows=true needs runtime.optim.sam_cuda_kernels=true"
+        (
+            "sam-windowed-projection-without-kernels",
+            vec![sam_off[0], sam_off[1]],
+            "sam_proj_in_windows",
+            "sam_cuda_kernels",
         ),
-        "{err}"
-    );
-    let err = fails(
-        "global-kernel-without-kernels",
-        &[
-            "stage1",
-            "runtime.optim.sam_cuda_kernels=false",
-            "runtime.optim.sam_rel_pos_gemm=false",
-            "runtime.optim.sam_proj_in_windows=false",
-        ],
-    );
-    assert!(
-        err.contains(
-            "runtime.optim.sam_global_attention_kernel=true needs runtime.optim.sam_cuda_kernels=true"
-        ) && err.contains("or runtime.optim.sam_global_attention_kernel=false"),
-        "{err}"
-    );
-    let err = fails(
-        "window-fmha-kernel-without-kernels",
-        &[
-            "stage1",
-            "runtime.optim.sam_cuda_kernels=false",
-            "runtime.optim.sam_rel_pos_gemm=false",
-            "runtime.optim.sam_proj_in_windows=false",
-            "runtime.optim.sam_global_attention_kernel=false",
-            "runtime.optim.sam_window_fmha_kernel=true",
-        ],
-    );
-    assert!(
-        err.contains(
-            "runtime.optim.sam_window_fmha_kernel=true needs runtime.optim.sam_cuda_kernels=true"
-        ) && err.contains("or runtime.optim.sam_window_fmha_kernel=false"),
-        "{err}"
-    );
-    let err = fails(
-        "window-kernel-without-windowed-projection",
-        &[
-            "stage1",
-            "runtime.optim.sam_window_attention_kernel=true",
-            "runtime.optim.sam_proj_in_windows=false",
-        ],
-    );
-    assert!(
-        err.contains(
-            "runtime.optim.sam_window_attention_kernel=true needs runtime.optim.sam_proj_in_windows=true"
+        (
+            "global-kernel-without-kernels",
+            sam_off.to_vec(),
+            "sam_global_attention_kernel",
+            "sam_cuda_kernels",
         ),
-        "{err}"
-    );
-    let err = fails(
-        "routing-kernel-expert-loop",
-        &[
-            "stage1",
-            "runtime.optim.grouped_moe=false",
-            "runtime.optim.cuda_graph=false",
-        ],
-    );
-    assert!(
-        err.contains("runtime.optim.moe_routing_kernel=true needs runtime.optim.grouped_moe=true")
-            && err.contains(
-                "fix: set runtime.optim.grouped_moe=true, or runtime.optim.moe_routing_kernel=false"
-            ),
-        "{err}"
-    );
-    let err = fails(
-        "rope-kernel-split-projections",
-        &["stage1", "runtime.optim.fused_projections=false"],
-    );
-    assert!(
-        err.contains(
-            "runtime.optim.rope_kv_kernel=true needs runtime.optim.fused_projections=true"
-        ) && err.contains(
-            "fix: set runtime.optim.fused_projections=true, or runtime.optim.rope_kv_kernel=false"
+        (
+            "window-fmha-kernel-without-kernels",
+            [
+                &sam_off[..],
+                &["runtime.optim.sam_global_attention_kernel=false"],
+            ]
+            .concat(),
+            "sam_window_fmha_kernel",
+            "sam_cuda_kernels",
         ),
-        "{err}"
-    );
-    let err = fails(
-        "swiglu-kernel-split-projections",
-        &[
-            "stage1",
-            "runtime.optim.fused_projections=false",
-            "runtime.optim.rope_kv_kernel=false",
-        ],
-    );
-    assert!(
-        err.contains("runtime.optim.swiglu_kernel=true needs runtime.optim.fused_projections=true"),
-        "{err}"
-    );
-    let err = fails(
-        "add-norm-kernel-hf-norm",
-        &["stage1", "runtime.optim.fused_rms_norm=false"],
-    );
-    assert!(
-        err.contains(
-            "runtime.optim.add_rms_norm_kernel=true needs runtime.optim.fused_rms_norm=true"
-        ) && err.contains(
-            "fix: set runtime.optim.fused_rms_norm=true, or runtime.optim.add_rms_norm_kernel=false"
+        (
+            "window-kernel-without-windowed-projection",
+            vec![
+                "runtime.optim.sam_window_attention_kernel=true",
+                "runtime.optim.sam_proj_in_windows=false",
+            ],
+            "sam_window_attention_kernel",
+            "sam_proj_in_windows",
         ),
-        "{err}"
-    );
-    let err = fails(
-        "combine-kernel-libtorch-routing",
-        &["stage1", "runtime.optim.moe_routing_kernel=false"],
-    );
-    assert!(
-        err.contains(
-            "runtime.optim.moe_combine_kernel=true needs runtime.optim.moe_routing_kernel=true"
-        ) && err.contains(
-            "fix: set runtime.optim.moe_routing_kernel=true, or runtime.optim.moe_combine_kernel=false"
+        (
+            "routing-kernel-expert-loop",
+            vec![
+                "runtime.optim.grouped_moe=false",
+                "runtime.optim.cuda_graph=false",
+            ],
+            "moe_routing_kernel",
+            "grouped_moe",
         ),
-        "{err}"
-    );
+        (
+            "rope-kernel-split-projections",
+            vec!["runtime.optim.fused_projections=false"],
+            "rope_kv_kernel",
+            "fused_projections",
+        ),
+        (
+            "swiglu-kernel-split-projections",
+            vec![
+                "runtime.optim.fused_projections=false",
+                "runtime.optim.rope_kv_kernel=false",
+            ],
+            "swiglu_kernel",
+            "fused_projections",
+        ),
+        (
+            "add-norm-kernel-hf-norm",
+            vec!["runtime.optim.fused_rms_norm=false"],
+            "add_rms_norm_kernel",
+            "fused_rms_norm",
+        ),
+        (
+            "combine-kernel-libtorch-routing",
+            vec!["runtime.optim.moe_routing_kernel=false"],
+            "moe_combine_kernel",
+            "moe_routing_kernel",
+        ),
+    ];
+    for (name, overrides, switch, needs) in cases {
+        let err = fails(name, &[&["stage1"][..], &overrides].concat());
+        let what = format!("runtime.optim.{switch}=true needs runtime.optim.{needs}=true");
+        let fix = format!("fix: set runtime.optim.{needs}=true, or runtime.optim.{switch}=false");
+        assert!(err.contains(&what) && err.contains(&fix), "{name}: {err}");
+    }
 }
 
 #[test]

@@ -127,5 +127,5 @@ fn bench_script_refuses_an_out_dir_with_earlier_runs() {
         std::fs::read_to_string(earlier.join("metrics.json")).unwrap(),
         "{}"
     );
-    assert!(!out.join("llmprof-b1-1").exists());
+    assert!(!out.join("llmprof-b1-1").exists() && !out.join("page").exists());
 }

@@ -65,8 +65,8 @@ pub fn compile(torch_root: &Path, out_dir: &Path) -> Kernels {
             let fmha = has_fmha_example(&include);
             if !fmha {
                 println!(
-                    "cargo:warning=building without SAM's Hopper global attention (it falls back \
-                     to the folded-bias attention): no examples/88_hopper_fmha beside the CUTLASS \
+                    "cargo:warning=building without SAM's Hopper global and windowed attention \
+                     (they fall back to the folded-bias attention): no examples/88_hopper_fmha beside the CUTLASS \
                      headers at {}; the nvidia-cutlass wheel has it",
                     include.display()
                 );
@@ -97,7 +97,7 @@ pub fn compile(torch_root: &Path, out_dir: &Path) -> Kernels {
         None => {
             println!(
                 "cargo:warning=building without the Hopper kernels (SAM's MLP falls back to cuBLAS \
-                 + GELU, its global attention to the folded-bias attention): LLMPROF_CUTLASS=0, or \
+                 + GELU, its global and windowed attention to the folded-bias attention): LLMPROF_CUTLASS=0, or \
                  no CUTLASS headers at LLMPROF_CUTLASS or in the nvidia-cutlass wheel next to \
                  torch; ./bootstrap.sh --yes installs them"
             );

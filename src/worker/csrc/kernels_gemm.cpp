@@ -1,7 +1,8 @@
 // Tensor-checking wrappers over llmprof's Hopper kernels (csrc/kernels/sm90a, CUTLASS): the
-// Linear + erf-form GELU of SAM's MLP and SAM's global attention with its relative-position bias
-// inside. Built without them (no nvcc or no CUTLASS headers: LLMPROF_HAVE_SM90A_GEMM undefined;
-// no CUTLASS FMHA example: LLMPROF_HAVE_SM90A_FMHA undefined), llmprof_linear_gelu_on_device /
+// Linear + erf-form GELU of SAM's MLP, and SAM's global and windowed attention with the
+// relative-position bias inside. Built without them (no nvcc or no CUTLASS headers:
+// LLMPROF_HAVE_SM90A_GEMM undefined; no CUTLASS FMHA example: LLMPROF_HAVE_SM90A_FMHA undefined),
+// llmprof_linear_gelu_on_device /
 // llmprof_sam_global_attention_on_device say 0 and the entry points fail with a message saying
 // how to get them.
 #include "kernel_args.h"
@@ -164,18 +165,20 @@ int llmprof_sam_window_fmha(const void* qkv_p, const void* prod_p, const void* o
     check_aligned16(qkv, "qkv");
     check_aligned16(out, "out");
     const int64_t windows = batch * ((h + 13) / 14) * ((w + 13) / 14);
-    TORCH_CHECK(windows <= 65535 && heads <= 65535 && batch * h * w <= INT32_MAX,
-                "sam_window_fmha takes at most 65535 windows and 2^31 - 1 tokens, got ",
-                qkv.sizes(), "; lower runtime.optim.vision_max_views");
+    TORCH_CHECK(2 * windows * heads <= INT32_MAX && batch * h * w <= INT32_MAX,
+                "sam_window_fmha takes at most 2^31 - 1 tiles (two per 14x14 window and head) and "
+                "tokens, got ", qkv.sizes(), "; lower runtime.optim.vision_max_views or set "
+                "runtime.optim.sam_window_fmha_kernel=false");
     c10::cuda::CUDAGuard guard(qkv.device());
     TORCH_CHECK(llmprof_sam_global_attention_on_device(qkv.device().index()) == 1,
                 "sam_window_fmha needs a compute capability 9.0 GPU (H100/H200), got ",
-                qkv.device());
+                qkv.device(), "; set runtime.optim.sam_window_fmha_kernel=false");
     const int rc = llmprof_k_sm90_sam_window_fmha(qkv.data_ptr(), prod.data_ptr(), cols,
                                                   out.data_ptr(), batch, h, w, heads,
                                                   c10::cuda::getCurrentCUDAStream().stream());
     TORCH_CHECK(rc >= 0, "sam_window_fmha: CUTLASS failed for qkv ", qkv.sizes(), ": ",
-                llmprof_k_sm90_status_string(-rc));
+                llmprof_k_sm90_status_string(-rc),
+                "; set runtime.optim.sam_window_fmha_kernel=false to use the folded path");
     check_launch(rc, "sam_window_fmha");
 #endif
   });

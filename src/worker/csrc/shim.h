@@ -270,7 +270,7 @@ int llmprof_sam_global_attention_on_device(int64_t device);
 /* SAM's windowed attention (14×14 windows) in a Hopper flash-attention kernel, on the grid:
  * qkv [batch, h, w, 3·heads·64] bf16 without the qkv Linear's k and v biases, prod [heads,
  * batch·h·w, cols] (q times both √64-scaled 27-row tables), out [batch, h, w, heads·64], on a
- * device where llmprof_sam_global_attention_on_device says 1; at most 65535 windows. */
+ * device where llmprof_sam_global_attention_on_device says 1; 2·windows·heads under 2³¹. */
 int llmprof_sam_window_fmha(const void* qkv, const void* prod, const void* out);
 /* MoE router logits: x [tokens, hidden] (model dtype), w [experts, hidden] fp32 → logits
  * [tokens, experts] fp32. */

@@ -1,6 +1,6 @@
 //! llmprof's Hopper kernels (`csrc/kernels/sm90a`, CUTLASS, behind `csrc/kernels_gemm.cpp`): a
-//! Linear whose epilogue applies the erf-form GELU, and SAM's global attention with its
-//! relative-position bias inside, as safe wrappers like [`super::kernels`]'s.
+//! Linear whose epilogue applies the erf-form GELU, and SAM's global and windowed attention
+//! with the relative-position bias inside, as safe wrappers like [`super::kernels`]'s.
 use super::kernels::{empty, ptr};
 use super::{check, ShimError};
 use std::ffi::{c_int, c_void};
@@ -79,8 +79,8 @@ pub fn sam_global_attention(qkv: &Tensor, prod: &Tensor) -> Result<Tensor, ShimE
 pub const SAM_WINDOW_FMHA_SIDE: i64 = 14;
 
 /// Whether [`sam_window_fmha`] takes the qkv Linear's output for `y` [B, H, W, C] with `heads`
-/// in `win` windows: bf16, heads of 64 channels, SAM's 14×14 windows, at most 65,535 windows
-/// and 2³¹ − 1 tokens, on a device where the Hopper attention kernels run
+/// in `win` windows: bf16, heads of 64 channels, SAM's 14×14 windows, at most 2³¹ − 1 tiles
+/// (two per window and head) and tokens, on a device where the Hopper attention kernels run
 /// ([`sam_global_attention_on`]).
 pub fn sam_window_fmha_fits(y: &Tensor, heads: i64, win: (i64, i64)) -> bool {
     let size = y.size();
@@ -92,7 +92,7 @@ pub fn sam_window_fmha_fits(y: &Tensor, heads: i64, win: (i64, i64)) -> bool {
     let windows = b * ((h + side - 1) / side) * ((w + side - 1) / side);
     win == (side, side)
         && c == heads * 64
-        && windows <= 65_535
+        && 2 * windows * heads <= i32::MAX as i64
         && b * h * w <= i32::MAX as i64
         && y.kind() == Kind::BFloat16
         && sam_global_attention_on(y.device())

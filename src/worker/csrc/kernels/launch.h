@@ -252,9 +252,6 @@ int llmprof_k_sm90_sam_global_attention(const void* qkv, const void* prod, int64
                                         void* out, void* lse, int64_t batch, int64_t grid,
                                         int64_t heads, void* stream);
 
-/* Whether llmprof_k_sm90_sam_window_fmha takes a window side and head width (14 and 64). */
-int llmprof_k_sm90_sam_window_fmha_fits(int64_t window, int64_t head_dim);
-
 /* SAM's windowed attention (14×14 windows of an h×w grid padded at the bottom and right) in a
  * Hopper flash-attention kernel (sm90a/sam_window_fmha.cu), read and written on the grid:
  *   qkv   [batch, h, w, 3, heads, 64] bf16, the qkv Linear's output WITHOUT its k and v biases
@@ -263,7 +260,7 @@ int llmprof_k_sm90_sam_window_fmha_fits(int64_t window, int64_t head_dim);
  *         offsets then the 27 column offsets
  *   out   [batch, h, w, heads·64]
  * out = softmax((q·kᵀ + prod_h + prod_w)/√64)·v within each window. Returns 0, a cudaError_t,
- * or −(CUTLASS status). At most 65535 windows and heads, batch·h·w < 2³¹. */
+ * or −(CUTLASS status). 2·windows·heads and batch·h·w under 2³¹. */
 int llmprof_k_sm90_sam_window_fmha(const void* qkv, const void* prod, int64_t prod_cols, void* out,
                                    int64_t batch, int64_t h, int64_t w, int64_t heads,
                                    void* stream);

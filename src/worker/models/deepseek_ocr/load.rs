@@ -72,29 +72,37 @@ impl DeepseekOcr {
                      CUTLASS headers)"
                 );
             }
-            if weights_on_gpu
-                && optim.sam_global_attention_kernel
-                && optim.sam_cuda_kernels
-                && !(weights.kind() == Kind::BFloat16
-                    && crate::ffi::kernels_gemm::sam_global_attention_on(weights.device()))
-            {
-                tracing::info!(
-                    "runtime.optim.sam_global_attention_kernel: SAM's global attention runs the \
-                     folded-bias path here (the kernel needs bf16 weights on a compute \
-                     capability 9.0 GPU and a build with the CUTLASS headers)"
-                );
-            }
-            if weights_on_gpu
-                && optim.sam_window_fmha_kernel
-                && optim.sam_cuda_kernels
-                && !(weights.kind() == Kind::BFloat16
-                    && crate::ffi::kernels_gemm::sam_global_attention_on(weights.device()))
-            {
-                tracing::info!(
-                    "runtime.optim.sam_window_fmha_kernel: SAM's windowed attention runs the \
-                     folded-bias path here (the kernel needs bf16 weights on a compute \
-                     capability 9.0 GPU and a build with the CUTLASS headers)"
-                );
+            // The Hopper attention kernels' switches, where the kernels cannot run here.
+            let hopper_attention = weights.kind() == Kind::BFloat16
+                && crate::ffi::kernels_gemm::sam_global_attention_on(weights.device());
+            let window_fallback = match optim.sam_window_attention_kernel {
+                true => {
+                    "sam_window_attention_kernel's kernel where it applies (bf16), else the \
+                         folded-bias path"
+                }
+                false => "the folded-bias path",
+            };
+            for (on, switch, what, fallback) in [
+                (
+                    optim.sam_global_attention_kernel,
+                    "sam_global_attention_kernel",
+                    "global",
+                    "the folded-bias path",
+                ),
+                (
+                    optim.sam_window_fmha_kernel,
+                    "sam_window_fmha_kernel",
+                    "windowed",
+                    window_fallback,
+                ),
+            ] {
+                if weights_on_gpu && on && optim.sam_cuda_kernels && !hopper_attention {
+                    tracing::info!(
+                        "runtime.optim.{switch}: SAM's {what} attention runs {fallback} here \
+                         (the kernel needs bf16 weights on a compute capability 9.0 GPU and a \
+                         build with the CUTLASS headers)"
+                    );
+                }
             }
             Some(sam)
         } else {

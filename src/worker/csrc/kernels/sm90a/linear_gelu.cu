@@ -10,6 +10,7 @@
 // Abramowitz & Stegun 7.1.26 (5 FMAs, one reciprocal, one exponential; |Δerf| ≤ 1.5e-7, below
 // bf16's rounding by four orders) took 248 µs where CUDA's erff took 263, the GEMM alone 189.
 #include "../launch.h"
+#include "cutlass_launch.h"
 
 #include <cuda_runtime.h>
 
@@ -102,16 +103,6 @@ using Gemm128x256 = Config<Shape<_128, _256, _64>, Shape<_2, _1, _1>,
                            cutlass::gemm::KernelTmaWarpSpecializedCooperative,
                            cutlass::epilogue::TmaWarpSpecializedCooperative>;
 
-int sm_count_of(int device) {
-  // The SM count is the same for every call on a device: ask the driver once.
-  static int sm_count[64] = {};
-  int n = 0;
-  if (device >= 0 && device < 64 && sm_count[device] != 0) return sm_count[device];
-  cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device);
-  if (device >= 0 && device < 64) sm_count[device] = n;
-  return n;
-}
-
 template <class C>
 typename C::Gemm::Arguments arguments(const void* x, const void* w, const void* b, void* y, int m,
                                       int n, int k) {
@@ -124,7 +115,7 @@ typename C::Gemm::Arguments arguments(const void* x, const void* w, const void* 
   cudaGetDevice(&device);
   cutlass::KernelHardwareInfo hw{};
   hw.device_id = device;
-  hw.sm_count = sm_count_of(device);
+  hw.sm_count = llmprof_cutlass::sm_count(device);
   typename C::Gemm::Arguments args{
       cutlass::gemm::GemmUniversalMode::kGemm,
       {m, n, k, 1},
@@ -148,23 +139,12 @@ int64_t workspace_of(int64_t m, int64_t n, int64_t k) {
       arguments<C>(nullptr, nullptr, nullptr, nullptr, (int)m, (int)n, (int)k));
 }
 
-// CUTLASS's own failures come back as −(its status), CUDA's as the cudaError_t; a failed setup
-// leaves no CUDA error pending for the next launch to report.
+// Returns 0, a cudaError_t or −(CUTLASS status) (cutlass_launch.h).
 template <class C>
 int run(const void* x, const void* w, const void* b, void* y, int64_t m, int64_t n, int64_t k,
         void* workspace, cudaStream_t stream) {
-  auto args = arguments<C>(x, w, b, y, (int)m, (int)n, (int)k);
-  typename C::Gemm gemm;
-  cutlass::Status status = gemm.can_implement(args);
-  if (status == cutlass::Status::kSuccess) status = gemm.initialize(args, workspace, stream);
-  if (status != cutlass::Status::kSuccess) {
-    const cudaError_t e = cudaGetLastError();
-    return e != cudaSuccess ? (int)e : -(int)status;
-  }
-  status = gemm.run(stream);
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return (int)e;
-  return status == cutlass::Status::kSuccess ? 0 : -(int)status;
+  return llmprof_cutlass::run<typename C::Gemm>(
+      arguments<C>(x, w, b, y, (int)m, (int)n, (int)k), workspace, stream);
 }
 
 }  // namespace

@@ -16,12 +16,14 @@
 // Built for sm_90a only (build_kernels.rs); ffi/kernels_gemm.rs says where it runs.
 // Three consumer warp groups beat two by 0.11–0.14 ms per call of 8 pages (docs/performance.md).
 #include "../launch.h"
+#include "cutlass_launch.h"
 
 #include <cuda_runtime.h>
 
 #include <type_traits>
 
 #include "88_hopper_fmha/collective/fmha_collective_softmax.hpp"
+#include "bias_softmax.h"
 #include "88_hopper_fmha/collective/fmha_fusion.hpp"
 #include "88_hopper_fmha/device/device_universal.hpp"
 #include "88_hopper_fmha/kernel/fmha_kernel_builder.hpp"
@@ -73,8 +75,11 @@ namespace cutlass::fmha::collective {
 //     taking the one of row (64t mod G + 8n) div G after the tile's first.
 template <class ElementAccumulator, int G, int kBlockKV, class Params>
 struct CollectiveSoftmax<ElementAccumulator, llmprof_sam::RelPosBias<G, kBlockKV>, Params>
-    : CollectiveSoftmax<ElementAccumulator, DefaultFusion, Params> {
-  using Base = CollectiveSoftmax<ElementAccumulator, DefaultFusion, Params>;
+    : llmprof_cutlass::BiasedSoftmaxSteps<
+          CollectiveSoftmax<ElementAccumulator, llmprof_sam::RelPosBias<G, kBlockKV>, Params>,
+          CollectiveSoftmax<ElementAccumulator, DefaultFusion, Params>> {
+  using Steps = llmprof_cutlass::BiasedSoftmaxSteps<
+      CollectiveSoftmax, CollectiveSoftmax<ElementAccumulator, DefaultFusion, Params>>;
   static constexpr int kRows = 2;
   static constexpr int kGroups = 8;
   static constexpr int kPhases = G / 8;
@@ -82,7 +87,7 @@ struct CollectiveSoftmax<ElementAccumulator, llmprof_sam::RelPosBias<G, kBlockKV
   static constexpr bool kAligned = kBlockKV % G == 0;
   static constexpr int kPh = kAligned ? kBlockKV / G : (kBlockKV - 8 + G - 1) / G + 1;
 
-  CUTLASS_DEVICE CollectiveSoftmax(Params const& params) : Base(params) {}
+  CUTLASS_DEVICE CollectiveSoftmax(Params const& params) : Steps(params) {}
 
   const llmprof_sam::Element* row_[kRows];  // the query's products
   int qh_[kRows];                           // qh + G − 1: Ph's index of grid row 0
@@ -183,27 +188,6 @@ struct CollectiveSoftmax<ElementAccumulator, llmprof_sam::RelPosBias<G, kBlockKV
       }
     }
   }
-
-  // The first key tile (the mainloop's five-argument step): load the rows, then the bias.
-  template <class AccQK, class TiledMmaQK, class CountQK, class State, class ProblemShape>
-  CUTLASS_DEVICE auto step(AccQK& acc_qk, TiledMmaQK const& tiled_mma_qk, CountQK const& count_qk,
-                           State& state, ProblemShape const& problem_shape) {
-    Tensor count_mn = make_tensor(count_qk.data(), layout_acc_mn(tiled_mma_qk, count_qk.layout()));
-    load_rows(count_mn, problem_shape);
-    add_bias(acc_qk, tiled_mma_qk);
-    return Base::step(acc_qk, tiled_mma_qk, count_qk, state, problem_shape);
-  }
-
-  // Every later key tile of the warp-specialized kernel.
-  template <bool kUseFusion = true, class AccQK, class TiledMmaQK, class CountQK, class State,
-            class AccPV, class TiledMmaPV, class ProblemShape>
-  CUTLASS_DEVICE auto step(AccQK& acc_qk, TiledMmaQK const& tiled_mma_qk, CountQK const& count_qk,
-                           State& state, AccPV& acc_pv, TiledMmaPV const& tiled_mma_pv,
-                           ProblemShape const& problem_shape) {
-    add_bias(acc_qk, tiled_mma_qk);
-    return Base::template step<false>(acc_qk, tiled_mma_qk, count_qk, state, acc_pv, tiled_mma_pv,
-                                      problem_shape);
-  }
 };
 
 }  // namespace cutlass::fmha::collective
@@ -251,8 +235,7 @@ using Attention = cutlass::device::Universal<cutlass::fmha::kernel::FmhaKernelTm
     cutlass::fmha::kernel::Option<cutlass::fmha::kernel::Tag::kNumMmaWarpGroups,
                                   Int<kWarpGroups>>>>;
 
-// CUTLASS's failures come back as −(its status): its launch reads and clears the CUDA error
-// itself, so a failed launch is −kErrorInternal; a CUDA error left pending, as the cudaError_t.
+// Returns 0, a cudaError_t or −(CUTLASS status) (cutlass_launch.h).
 template <int G, int kWarpGroups>
 int launch(const void* qkv, const void* prod, int64_t prod_cols, void* out, void* lse, int batch,
            int heads, cudaStream_t stream) {
@@ -264,19 +247,9 @@ int launch(const void* qkv, const void* prod, int64_t prod_cols, void* out, void
   const StrideQKV o = make_stride(c, _1{}, make_stride(tokens * c, llmprof_sam::kHeadDim));
   const StrideLse dl = make_stride(_1{}, make_stride(heads * tokens, tokens));
   int device = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e != cudaSuccess) return (int)e;
-  if (device < 0 || device >= 64) return (int)cudaErrorInvalidDevice;
-  // Universal::initialize raises the kernel's shared-memory limit once per process; the limit is
-  // per device, so it is raised here for each device the kernel runs on.
-  static bool smem_limit_set[64] = {};
-  if (!smem_limit_set[device]) {
-    e = cudaFuncSetAttribute(cutlass::device_kernel<typename Op::Kernel>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)Op::Kernel::SharedStorageSize);
-    if (e != cudaSuccess) return (int)e;
-    smem_limit_set[device] = true;
-  }
+  int rc = llmprof_cutlass::current_device(device);
+  if (rc == 0) rc = llmprof_cutlass::raise_smem_limit<Op>(device);
+  if (rc != 0) return rc;
   cutlass::KernelHardwareInfo hw{};  // the tile scheduler needs no SM count
   hw.device_id = device;
   typename Op::Arguments args{
@@ -291,17 +264,7 @@ int launch(const void* qkv, const void* prod, int64_t prod_cols, void* out, void
   args.mainloop.ptr_V = base + 2 * c;
   args.mainloop.dV = in;
   args.mainloop.bias = {static_cast<const Element*>(prod), prod_cols, (int64_t)batch * tokens};
-  Op op;
-  cutlass::Status status = op.can_implement(args);
-  if (status == cutlass::Status::kSuccess) status = op.initialize(args, nullptr, stream);
-  if (status != cutlass::Status::kSuccess) {
-    e = cudaGetLastError();
-    return e != cudaSuccess ? (int)e : -(int)status;
-  }
-  status = op.run(stream);
-  e = cudaGetLastError();
-  if (e != cudaSuccess) return (int)e;
-  return status == cutlass::Status::kSuccess ? 0 : -(int)status;
+  return llmprof_cutlass::run<Op>(args, nullptr, stream);
 }
 
 }  // namespace

@@ -18,11 +18,13 @@
 // box's two extra columns. A thread's keys are, per 8-key group n, the row kh = 7t + n/2 of tile
 // t and the columns 8·(n mod 2) + c + e (c = 2·(lane mod 4), e = 0, 1): four Pw values per query
 // row for the whole window and fourteen Ph values, loaded once per query tile.
-// Persistent: one block per SM walks the tiles, its producer warp loading the next tile's boxes
-// while the two consumer warp groups work on this one (one block per window was latency-bound:
-// two key tiles a block).
+// Persistent: one block per SM takes tiles in turn, its producer warp loading the next tile's
+// boxes while the two consumer warp groups work on this one (a block per tile was
+// latency-bound: two key tiles a block). Geometry and softmax: sam_window_fmha_softmax.cuh.
 // Built for sm_90a only (build_kernels.rs); ffi/kernels_gemm.rs says where it runs.
 #include "../launch.h"
+#include "cutlass_launch.h"
+#include "sam_window_fmha_softmax.cuh"
 
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -30,9 +32,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "88_hopper_fmha/collective/fmha_collective_softmax.hpp"
 #include "88_hopper_fmha/collective/fmha_epilogue.hpp"
-#include "88_hopper_fmha/collective/fmha_fusion.hpp"
 #include "88_hopper_fmha/device/device_universal.hpp"
 #include "88_hopper_fmha/kernel/fmha_kernel_builder.hpp"
 #include "cute/tensor.hpp"
@@ -40,155 +40,6 @@
 #include "cutlass/cutlass.h"
 #include "cutlass/kernel_hardware_info.h"
 
-namespace llmprof_samw {
-
-using Element = cutlass::bfloat16_t;
-constexpr int kHeadDim = 64;
-constexpr int kWin = 14;                          // the window's side
-constexpr int kBoxCols = 16;                      // a window row as the box reads it
-constexpr int kKeyRows = 7;                       // window rows per key tile
-constexpr int kQueryRows = 4;                     // window rows per warp group
-constexpr int kWarpGroups = 2;                    // consumer warp groups (a query tile: 8 rows)
-constexpr int kBlockKV = kBoxCols * kKeyRows;     // 112 keys a tile
-constexpr int kBlockQ = kBoxCols * kQueryRows * kWarpGroups;  // 128 queries a tile
-constexpr int kSeqQ = 2 * kBlockQ;                // two query tiles cover 14 rows
-constexpr int kSeqK = 2 * kBlockKV;               // two key tiles: the window's 14 rows
-static_assert(kSeqK / kBoxCols == kWin, "two key tiles are the window's rows");
-
-// Where the windows are: the grid and the products.
-struct WindowArgs {
-  const Element* prod;  // [heads, B·H·W, cols]
-  int64_t cols;
-  int64_t tokens;  // B·H·W
-  int h, w;        // the grid
-  int nwx, nwy;    // windows a row, a column
-  int heads;
-  // The tile a consumer warp group is on (set per tile in Mainloop::compute's copy).
-  int window, head;
-};
-
-// The mainloop's parameters with the windows' TMA descriptors and arguments beside them.
-template <class Base>
-struct WithWindows : Base {
-  cute::TmaDescriptor tma_q;   // (aligned as CUDA declares it) box 64 × 16 × 4 × 1
-  cute::TmaDescriptor tma_kv;  // box 64 × 16 × 7 × 1
-  WindowArgs win;
-};
-
-// The fusion type: a tag for the softmax specialisation below (two full key tiles:
-// DefaultFusion's trip counts).
-struct WindowBias : cutlass::fmha::collective::DefaultFusion {};
-
-// The window (batch, row, column) of a window index (row-major windows of each view).
-struct WindowAt {
-  int b, wy, wx;
-  CUTLASS_DEVICE WindowAt(WindowArgs const& a, int index) {
-    wx = index % a.nwx;
-    const int rest = index / a.nwx;
-    wy = rest % a.nwy;
-    b = rest / a.nwy;
-  }
-};
-
-}  // namespace llmprof_samw
-
-namespace cutlass::fmha::collective {
-
-// The softmax of a 64-query × 112-key tile per warp group with the bias added first (a thread's
-// two query rows i and, per group n = 0..13, the keys 8n + c + e of the tile).
-template <class ElementAccumulator, class Params>
-struct CollectiveSoftmax<ElementAccumulator, llmprof_samw::WindowBias, Params>
-    : CollectiveSoftmax<ElementAccumulator, DefaultFusion, Params> {
-  using Base = CollectiveSoftmax<ElementAccumulator, DefaultFusion, Params>;
-  static constexpr int kRows = 2;
-  static constexpr int kGroups = llmprof_samw::kBlockKV / 8;  // 14
-  static constexpr int kTileRows = llmprof_samw::kKeyRows;    // 7
-
-  CUTLASS_DEVICE CollectiveSoftmax(Params const& params) : Base(params) {}
-
-  float pw_[kRows][2][2];                // [row][n mod 2][e]
-  float ph_[kRows][llmprof_samw::kWin];  // the rows of this tile first, then the next tile's
-
-  template <class CountMN, class ProblemShape>
-  CUTLASS_DEVICE void load_rows(CountMN const& count_mn, ProblemShape const&) {
-    static_assert(decltype(size<0>(count_mn))::value == kRows, "two query rows a thread");
-    static_assert(decltype(size<1>(count_mn))::value == 2 * kGroups, "28 keys a thread");
-    using Raw = std::remove_cv_t<std::remove_reference_t<Params>>;
-    const llmprof_samw::WindowArgs& a =
-        static_cast<llmprof_samw::WithWindows<Raw> const&>(this->params).win;
-    const llmprof_samw::WindowAt at(a, a.window);
-    const int c = get<1>(count_mn(0, 0));  // the thread's first column in a group of 8
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < kRows; ++i) {
-      const int q = get<0>(count_mn(i, 0));
-      // Queries outside the window or the grid read a valid token's products: not stored.
-      const int qh = min(q / llmprof_samw::kBoxCols, llmprof_samw::kWin - 1);
-      const int qw = min(q % llmprof_samw::kBoxCols, llmprof_samw::kWin - 1);
-      const int gy = min(at.wy * llmprof_samw::kWin + qh, a.h - 1);
-      const int gx = min(at.wx * llmprof_samw::kWin + qw, a.w - 1);
-      const int64_t token = ((int64_t)at.b * a.h + gy) * a.w + gx;
-      const llmprof_samw::Element* row =
-          a.prod + ((int64_t)a.head * a.tokens + token) * a.cols;
-      CUTLASS_PRAGMA_UNROLL
-      for (int kh = 0; kh < llmprof_samw::kWin; ++kh) {
-        ph_[i][kh] = float(row[qh - kh + llmprof_samw::kWin - 1]);
-      }
-      const llmprof_samw::Element* pw = row + (2 * llmprof_samw::kWin - 1) + qw +
-                                        llmprof_samw::kWin - 1;
-      CUTLASS_PRAGMA_UNROLL
-      for (int half = 0; half < 2; ++half) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int e = 0; e < 2; ++e) {
-          const int kw = 8 * half + c + e;
-          pw_[i][half][e] = kw < llmprof_samw::kWin ? float(pw[-kw]) : -INFINITY;
-        }
-      }
-    }
-  }
-
-  template <class AccQK, class TiledMmaQK>
-  CUTLASS_DEVICE void add_bias(AccQK& acc_qk, TiledMmaQK const& tiled_mma_qk) {
-    Tensor acc_mn = make_tensor(acc_qk.data(), layout_acc_mn(tiled_mma_qk, acc_qk.layout()));
-    CUTLASS_PRAGMA_UNROLL
-    for (int n = 0; n < kGroups; ++n) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < kRows; ++i) {
-        const float h = ph_[i][n / 2];
-        acc_mn(i, 2 * n) += pw_[i][n % 2][0] + h;
-        acc_mn(i, 2 * n + 1) += pw_[i][n % 2][1] + h;
-      }
-    }
-    // The next tile's rows move to the front.
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < kRows; ++i) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int r = 0; r < kTileRows; ++r) ph_[i][r] = ph_[i][r + kTileRows];
-    }
-  }
-
-  // The first key tile (the mainloop's five-argument step): load the rows, then the bias.
-  template <class AccQK, class TiledMmaQK, class CountQK, class State, class ProblemShape>
-  CUTLASS_DEVICE auto step(AccQK& acc_qk, TiledMmaQK const& tiled_mma_qk, CountQK const& count_qk,
-                           State& state, ProblemShape const& problem_shape) {
-    Tensor count_mn = make_tensor(count_qk.data(), layout_acc_mn(tiled_mma_qk, count_qk.layout()));
-    load_rows(count_mn, problem_shape);
-    add_bias(acc_qk, tiled_mma_qk);
-    return Base::step(acc_qk, tiled_mma_qk, count_qk, state, problem_shape);
-  }
-
-  // The second key tile.
-  template <bool kUseFusion = true, class AccQK, class TiledMmaQK, class CountQK, class State,
-            class AccPV, class TiledMmaPV, class ProblemShape>
-  CUTLASS_DEVICE auto step(AccQK& acc_qk, TiledMmaQK const& tiled_mma_qk, CountQK const& count_qk,
-                           State& state, AccPV& acc_pv, TiledMmaPV const& tiled_mma_pv,
-                           ProblemShape const& problem_shape) {
-    add_bias(acc_qk, tiled_mma_qk);
-    return Base::template step<false>(acc_qk, tiled_mma_qk, count_qk, state, acc_pv, tiled_mma_pv,
-                                      problem_shape);
-  }
-};
-
-}  // namespace cutlass::fmha::collective
 
 namespace {
 
@@ -200,8 +51,8 @@ using TileShape = Shape<Int<llmprof_samw::kBlockQ>, Int<llmprof_samw::kBlockKV>,
                         Int<llmprof_samw::kHeadDim>>;
 using Options = cutlass::fmha::kernel::Option<cutlass::fmha::kernel::Tag::kNumMmaWarpGroups,
                                               Int<llmprof_samw::kWarpGroups>>;
-// Persistent: one block per SM walks the tiles (two query tiles per window, then the next
-// window), its producer loading the next tile's q, k and v while the consumers work.
+// Persistent: one block per SM, each taking every SM-count-th tile (tiles in the order query
+// tile, window, head), its producer loading the next tile's q, k and v while the consumers work.
 using StageOption =
     cutlass::fmha::kernel::Option<cutlass::fmha::kernel::Tag::kStagesKV, Int<8>>;
 using StageQOption =
@@ -216,8 +67,7 @@ struct Mainloop : cutlass::fmha::collective::FmhaMainloopTmaWarpSpecialized<
                       PersistentOption> {
   using Base = typename Mainloop::FmhaMainloopTmaWarpSpecialized;
   struct Arguments {
-    const Element* qkv;  // [B, H, W, 3·heads·64]
-    int batch, h, w, heads;
+    cute::TmaDescriptor tma_q, tma_kv;  // encode()'s, over qkv [B, H, W, 3·heads·64]
     llmprof_samw::WindowArgs win;
   };
   using Params = llmprof_samw::WithWindows<typename Base::Params>;
@@ -227,17 +77,19 @@ struct Mainloop : cutlass::fmha::collective::FmhaMainloopTmaWarpSpecialized<
     return true;
   }
 
-  // A descriptor over qkv as (channels, columns, rows, batch) with a box of 64 × 16 × rows × 1,
-  // 128-byte swizzle (the wgmma operands' shared-memory layout), zeros past the grid.
-  static bool encode(cute::TmaDescriptor* desc, Arguments const& a, int rows) {
-    const cuuint64_t c3 = 3ull * a.heads * llmprof_samw::kHeadDim;
-    cuuint64_t dims[4] = {c3, (cuuint64_t)a.w, (cuuint64_t)a.h, (cuuint64_t)a.batch};
-    cuuint64_t strides[3] = {c3 * sizeof(Element), c3 * a.w * sizeof(Element),
-                             c3 * a.w * a.h * sizeof(Element)};
+  // A descriptor over qkv [batch, h, w, 3·heads·64] as (channels, columns, rows, batch) with a
+  // box of 64 × 16 × rows × 1, 128-byte swizzle (the wgmma operands' shared-memory layout), zeros
+  // past the grid.
+  static bool encode(cute::TmaDescriptor* desc, const Element* qkv, int batch, int h, int w,
+                     int heads, int rows) {
+    const cuuint64_t c3 = 3ull * heads * llmprof_samw::kHeadDim;
+    cuuint64_t dims[4] = {c3, (cuuint64_t)w, (cuuint64_t)h, (cuuint64_t)batch};
+    cuuint64_t strides[3] = {c3 * sizeof(Element), c3 * w * sizeof(Element),
+                             c3 * w * h * sizeof(Element)};
     cuuint32_t box[4] = {llmprof_samw::kHeadDim, llmprof_samw::kBoxCols, (cuuint32_t)rows, 1};
     cuuint32_t unit[4] = {1, 1, 1, 1};
     const CUresult r = CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)(
-        desc, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<Element*>(a.qkv), dims, strides,
+        desc, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<Element*>(qkv), dims, strides,
         box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS;
@@ -252,9 +104,8 @@ struct Mainloop : cutlass::fmha::collective::FmhaMainloopTmaWarpSpecialized<
     params.scale_softmax_log2 = (float)(std::log2(std::exp(1.0)) / std::sqrt(d));
     params.rp_dropout = 1.0f;
     params.win = args.win;
-    // A failed encoding leaves a zero descriptor; launch() checks encode() first.
-    encode(&params.tma_q, args, llmprof_samw::kQueryRows);
-    encode(&params.tma_kv, args, llmprof_samw::kKeyRows);
+    params.tma_q = args.tma_q;
+    params.tma_kv = args.tma_kv;
     return params;
   }
 
@@ -378,69 +229,47 @@ struct Epilogue
 using Attention = cutlass::device::Universal<cutlass::fmha::kernel::FmhaKernelTmaWarpSpecialized<
     Mainloop, Epilogue, cutlass::fmha::kernel::PersistentTileScheduler, Options>>;
 
+// Returns 0, a cudaError_t or −(CUTLASS status) (cutlass_launch.h); −kErrorInvalidProblem when the
+// driver refuses a TMA descriptor.
 int launch(const void* qkv, const void* prod, int64_t prod_cols, void* out, int batch, int h,
            int w, int heads, cudaStream_t stream) {
   using Op = Attention;
   const int nwx = (w + llmprof_samw::kWin - 1) / llmprof_samw::kWin;
   const int nwy = (h + llmprof_samw::kWin - 1) / llmprof_samw::kWin;
-  const int windows = batch * nwx * nwy;
   int device = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e != cudaSuccess) return (int)e;
-  if (device < 0 || device >= 64) return (int)cudaErrorInvalidDevice;
-  static bool smem_limit_set[64] = {};
-  if (!smem_limit_set[device]) {
-    e = cudaFuncSetAttribute(cutlass::device_kernel<typename Op::Kernel>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)Op::Kernel::SharedStorageSize);
-    if (e != cudaSuccess) return (int)e;
-    smem_limit_set[device] = true;
-  }
-  const llmprof_samw::WindowArgs win{static_cast<const Element*>(prod), prod_cols,
-                                     (int64_t)batch * h * w, h, w, nwx, nwy, heads, 0, 0};
-  static int sm_count[64] = {};
-  if (sm_count[device] == 0) {
-    e = cudaDeviceGetAttribute(&sm_count[device], cudaDevAttrMultiProcessorCount, device);
-    if (e != cudaSuccess) return (int)e;
-  }
-  cutlass::KernelHardwareInfo hw{};
-  hw.device_id = device;
-  hw.sm_count = sm_count[device];
-  typename Op::Arguments args{
-      {windows, heads, llmprof_samw::kSeqQ, llmprof_samw::kSeqK, llmprof_samw::kHeadDim},
-      {static_cast<const Element*>(qkv), batch, h, w, heads, win},
-      {static_cast<Element*>(out), win},
-      hw};
-  cute::TmaDescriptor probe{};
-  if (!Mainloop::encode(&probe, args.mainloop, llmprof_samw::kKeyRows)) {
+  int rc = llmprof_cutlass::current_device(device);
+  if (rc == 0) rc = llmprof_cutlass::raise_smem_limit<Op>(device);
+  if (rc != 0) return rc;
+  const auto* base = static_cast<const Element*>(qkv);
+  typename Mainloop::Arguments mainloop{};
+  if (!Mainloop::encode(&mainloop.tma_q, base, batch, h, w, heads, llmprof_samw::kQueryRows) ||
+      !Mainloop::encode(&mainloop.tma_kv, base, batch, h, w, heads, llmprof_samw::kKeyRows)) {
     return -(int)cutlass::Status::kErrorInvalidProblem;
   }
-  Op op;
-  cutlass::Status status = op.can_implement(args);
-  if (status == cutlass::Status::kSuccess) status = op.initialize(args, nullptr, stream);
-  if (status != cutlass::Status::kSuccess) {
-    e = cudaGetLastError();
-    return e != cudaSuccess ? (int)e : -(int)status;
-  }
-  status = op.run(stream);
-  e = cudaGetLastError();
-  if (e != cudaSuccess) return (int)e;
-  return status == cutlass::Status::kSuccess ? 0 : -(int)status;
+  mainloop.win = {static_cast<const Element*>(prod), prod_cols, (int64_t)batch * h * w, h, w,
+                  nwx, nwy, heads, 0, 0};
+  cutlass::KernelHardwareInfo hw{};
+  hw.device_id = device;
+  hw.sm_count = llmprof_cutlass::sm_count(device);
+  if (hw.sm_count <= 0) return (int)cudaErrorInvalidDevice;
+  typename Op::Arguments args{
+      {batch * nwx * nwy, heads, llmprof_samw::kSeqQ, llmprof_samw::kSeqK, llmprof_samw::kHeadDim},
+      mainloop,
+      {static_cast<Element*>(out), mainloop.win},
+      hw};
+  return llmprof_cutlass::run<Op>(args, nullptr, stream);
 }
 
 }  // namespace
 
-extern "C" int llmprof_k_sm90_sam_window_fmha_fits(int64_t window, int64_t head_dim) {
-  return window == llmprof_samw::kWin && head_dim == llmprof_samw::kHeadDim;
-}
-
 extern "C" int llmprof_k_sm90_sam_window_fmha(const void* qkv, const void* prod, int64_t prod_cols,
                                               void* out, int64_t batch, int64_t h, int64_t w,
                                               int64_t heads, void* stream) {
-  const int64_t windows = batch * ((h + 13) / 14) * ((w + 13) / 14);
-  if (batch < 1 || h < 1 || w < 1 || heads < 1 || heads > 65535 || windows > 65535 ||
-      prod_cols < 4 * llmprof_samw::kWin - 2 || prod_cols > INT32_MAX ||
-      batch * h * w > INT32_MAX) {
+  const int64_t side = llmprof_samw::kWin;
+  const int64_t windows = batch * ((h + side - 1) / side) * ((w + side - 1) / side);
+  // The persistent scheduler counts tiles (two per window and head) in an int.
+  if (batch < 1 || h < 1 || w < 1 || heads < 1 || 2 * windows * heads > INT32_MAX ||
+      prod_cols < 4 * side - 2 || prod_cols > INT32_MAX || batch * h * w > INT32_MAX) {
     return (int)cudaErrorInvalidValue;
   }
   return launch(qkv, prod, prod_cols, out, (int)batch, (int)h, (int)w, (int)heads,

@@ -38,7 +38,15 @@ impl SamBlock {
             && kernels_gemm::linear_gelu_on(lin1.weight.device());
         Ok(SamBlock {
             norm1: norm("norm1")?,
-            attn: SamAttention::load(&vs.sub("attn"), cfg, optim)?,
+            // The windowed kernel's biases only where the block has windows.
+            attn: SamAttention::load(
+                &vs.sub("attn"),
+                cfg,
+                SamOptim {
+                    window_fmha: optim.window_fmha && window > 0,
+                    ..optim
+                },
+            )?,
             norm2: norm("norm2")?,
             lin1,
             lin2: Linear::load(&vs.sub("mlp").sub("lin2"), true)?,
