@@ -19,6 +19,37 @@
 
 using namespace llmprof_kargs;
 
+#ifdef LLMPROF_HAVE_SM90A_FMHA
+namespace {
+
+// The operands beside a SAM attention kernel's qkv [batch, h, w, 3·heads·64] (checked by the
+// caller): prod [heads, batch·h·w, cols] with at least `min_cols` columns (both axes' relative
+// offsets) and out [batch, h, w, heads·64]; qkv and out 16-byte aligned (TMA).
+struct ProdOut {
+  const at::Tensor& prod;
+  const at::Tensor& out;
+  int64_t cols;
+};
+
+ProdOut check_prod_and_out(const at::Tensor& qkv, const void* prod_p, const void* out_p,
+                           int64_t heads, int64_t min_cols) {
+  const int64_t batch = qkv.size(0), h = qkv.size(1), w = qkv.size(2);
+  const auto& prod = tensor_arg(prod_p, "prod");
+  TORCH_CHECK(prod.dim() == 3, "prod must be [heads, batch·h·w, cols], got ", prod.sizes());
+  const int64_t cols = prod.size(2);
+  check_like(prod, qkv, "prod", {heads, batch * h * w, cols});
+  TORCH_CHECK(cols >= min_cols, "prod has ", cols, " columns, fewer than the ", min_cols,
+              " relative offsets of both axes");
+  const auto& out = tensor_arg(out_p, "out");
+  check_like(out, qkv, "out", {batch, h, w, heads * 64});
+  check_aligned16(qkv, "qkv");
+  check_aligned16(out, "out");
+  return {prod, out, cols};
+}
+
+}  // namespace
+#endif
+
 extern "C" {
 
 int llmprof_linear_gelu_on_device(int64_t device) {
@@ -110,16 +141,7 @@ int llmprof_sam_global_attention(const void* qkv_p, const void* prod_p, const vo
     TORCH_CHECK(llmprof_k_sm90_sam_global_attention_fits(grid, 64) == 1,
                 "sam_global_attention takes grids of 32, 40, 64 or 80 tokens a side, got ", grid);
     const int64_t heads = c3 / (3 * 64);
-    const auto& prod = tensor_arg(prod_p, "prod");
-    TORCH_CHECK(prod.dim() == 3, "prod must be [heads, batch·tokens, cols], got ", prod.sizes());
-    const int64_t cols = prod.size(2);
-    check_like(prod, qkv, "prod", {heads, batch * grid * grid, cols});
-    TORCH_CHECK(cols >= 4 * grid - 2, "prod has ", cols, " columns, fewer than the ", 4 * grid - 2,
-                " relative offsets of both axes");
-    const auto& out = tensor_arg(out_p, "out");
-    check_like(out, qkv, "out", {batch, grid, grid, heads * 64});
-    check_aligned16(qkv, "qkv");
-    check_aligned16(out, "out");
+    const auto [prod, out, cols] = check_prod_and_out(qkv, prod_p, out_p, heads, 4 * grid - 2);
     TORCH_CHECK(batch <= 65535 && heads <= 65535 && qkv.numel() <= INT32_MAX,
                 "sam_global_attention takes at most 65535 views and 2^31 - 1 elements of qkv "
                 "(the kernel's 32-bit strides), got ", qkv.sizes(), "; lower "
@@ -154,16 +176,8 @@ int llmprof_sam_window_fmha(const void* qkv_p, const void* prod_p, const void* o
     TORCH_CHECK(c3 % (3 * 64) == 0 && c3 > 0,
                 "qkv must be [batch, h, w, 3·heads·64] (heads of 64), got ", qkv.sizes());
     const int64_t heads = c3 / (3 * 64);
-    const auto& prod = tensor_arg(prod_p, "prod");
-    TORCH_CHECK(prod.dim() == 3, "prod must be [heads, batch·h·w, cols], got ", prod.sizes());
-    const int64_t cols = prod.size(2);
-    check_like(prod, qkv, "prod", {heads, batch * h * w, cols});
-    TORCH_CHECK(cols >= 54, "prod has ", cols,
-                " columns, fewer than the 27 + 27 relative offsets of a 14×14 window");
-    const auto& out = tensor_arg(out_p, "out");
-    check_like(out, qkv, "out", {batch, h, w, heads * 64});
-    check_aligned16(qkv, "qkv");
-    check_aligned16(out, "out");
+    // 2·14 − 1 offsets of each axis of a 14×14 window.
+    const auto [prod, out, cols] = check_prod_and_out(qkv, prod_p, out_p, heads, 4 * 14 - 2);
     const int64_t windows = batch * ((h + 13) / 14) * ((w + 13) / 14);
     TORCH_CHECK(2 * windows * heads <= INT32_MAX && batch * h * w <= INT32_MAX,
                 "sam_window_fmha takes at most 2^31 - 1 tiles (two per 14x14 window and head) and "

@@ -65,13 +65,23 @@ pub fn sam_global_attention_fits(qkv: &Tensor, heads: i64) -> bool {
 /// the 2·grid − 1 row offsets, then the 2·grid − 1 column offsets). Output [B, grid, grid,
 /// heads·64], heads merged ([`sam_global_attention_fits`]).
 pub fn sam_global_attention(qkv: &Tensor, prod: &Tensor) -> Result<Tensor, ShimError> {
+    sam_attention_with(llmprof_sam_global_attention, qkv, prod)
+}
+
+/// The shim's SAM attention entry point `entry` over `qkv` [.., 3·C] and `prod`, into a new
+/// output [.., C].
+fn sam_attention_with(
+    entry: unsafe extern "C" fn(*const c_void, *const c_void, *const c_void) -> c_int,
+    qkv: &Tensor,
+    prod: &Tensor,
+) -> Result<Tensor, ShimError> {
     let mut size = qkv.size();
     if let Some(last) = size.last_mut() {
         *last /= 3;
     }
     let out = empty(&size, (qkv.kind(), qkv.device()))?;
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
-    check(unsafe { llmprof_sam_global_attention(ptr(qkv), ptr(prod), ptr(&out)) })?;
+    check(unsafe { entry(ptr(qkv), ptr(prod), ptr(&out)) })?;
     Ok(out)
 }
 
@@ -106,14 +116,7 @@ pub fn sam_window_fmha_fits(y: &Tensor, heads: i64, win: (i64, i64)) -> bool {
 /// projection's bias: vision/sam_window_fmha.rs). `prod` as for [`sam_global_attention`], for
 /// the 27 offsets of each axis.
 pub fn sam_window_fmha(qkv: &Tensor, prod: &Tensor) -> Result<Tensor, ShimError> {
-    let mut size = qkv.size();
-    if let Some(last) = size.last_mut() {
-        *last /= 3;
-    }
-    let out = empty(&size, (qkv.kind(), qkv.device()))?;
-    // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
-    check(unsafe { llmprof_sam_window_fmha(ptr(qkv), ptr(prod), ptr(&out)) })?;
-    Ok(out)
+    sam_attention_with(llmprof_sam_window_fmha, qkv, prod)
 }
 
 /// Whether [`linear_gelu`] runs on `device`: this build has the Hopper GEMMs and the device is

@@ -122,6 +122,44 @@ pub(crate) const FOLDED_KERNELS: SamOptim = SamOptim {
     window_fmha: false,
 };
 
+/// The folded path and `kernel` in bf16 on `y` (fp32, on a GPU) in `window` windows (0: global),
+/// for the kernels' batch-8 GPU tests: their errors against `reference`'s fp32 output, (folded,
+/// kernel). It also prints the milliseconds per attention block (qkv Linear, attention,
+/// projection) of each, 20 calls after 3 warm-ups, as "`label` block b`B` grid `H` `name`".
+pub(crate) fn folded_and_kernel_errors_timed(
+    w: &HashMap<String, Tensor>,
+    kernel: SamOptim,
+    reference: &SamAttention,
+    y: &Tensor,
+    window: i64,
+    label: &str,
+) -> (f64, f64) {
+    let (b, grid, _, _) = y.size4().unwrap();
+    let heads = reference.heads;
+    let yb = y.to_kind(Kind::BFloat16);
+    let want = reference.forward_block(y, window).unwrap();
+    let mut errors = Vec::new();
+    for (name, optim) in [("folded", FOLDED_KERNELS), ("kernel", kernel)] {
+        let a = attention_on(w, heads, optim, Kind::BFloat16, y.device());
+        errors.push(rel_err(&a.forward_block(&yb, window).unwrap(), &want));
+        let run = || a.forward_block(&yb, window).unwrap();
+        for _ in 0..3 {
+            let _ = run();
+        }
+        tch::Cuda::synchronize(0);
+        let t = std::time::Instant::now();
+        for _ in 0..20 {
+            let _ = run();
+        }
+        tch::Cuda::synchronize(0);
+        eprintln!(
+            "{label} block b{b} grid {grid} {name}: {:.3} ms",
+            t.elapsed().as_secs_f64() * 1e3 / 20.0
+        );
+    }
+    (errors[0], errors[1])
+}
+
 /// CUDA device 0 for the GPU tests of SAM's kernels, with TF32 off: panics when there is no
 /// GPU or this build has no kernels.
 pub(crate) fn kernels_gpu() -> Device {
@@ -156,19 +194,10 @@ fn fused_formulations_equal_the_reference_in_fp32() {
             fused_windows: true,
             ..SamOptim::default()
         },
+        // On the CPU the kernels are not used: the fused formulation runs.
         SamOptim {
-            fused_rel_pos: true,
-            fused_windows: true,
-            // On the CPU the kernels are not used: the fused formulation runs.
-            cuda_kernels: true,
-            rel_pos_gemm: true,
             proj_in_windows: true,
-            patch_gemm: false,
-            add_layer_norm_kernel: false,
-            gelu_epilogue: false,
-            window_kernel: false,
-            global_kernel: false,
-            window_fmha: false,
+            ..FOLDED_KERNELS
         },
     ] {
         let fast = attention(&w, 2, optim, Kind::Float);
@@ -196,15 +225,7 @@ fn folded_bias_is_no_less_accurate_in_bf16() {
     let fused = SamOptim {
         fused_rel_pos: true,
         fused_windows: true,
-        cuda_kernels: false,
-        rel_pos_gemm: false,
-        proj_in_windows: false,
-        patch_gemm: false,
-        add_layer_norm_kernel: false,
-        gelu_epilogue: false,
-        window_kernel: false,
-        global_kernel: false,
-        window_fmha: false,
+        ..SamOptim::default()
     };
     let fast = attention(&w, 2, fused, Kind::BFloat16)
         .forward_block(&yb, 0)

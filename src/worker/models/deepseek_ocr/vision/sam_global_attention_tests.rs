@@ -1,6 +1,8 @@
 //! GPU tests of SAM's global attention in the Hopper kernel
 //! (`runtime.optim.sam_global_attention_kernel`, `csrc/kernels/sm90a/sam_global_attention.cu`).
-use super::sam_attention::tests::{attention_on, kernels_gpu, rel_err, weights, FOLDED_KERNELS};
+use super::sam_attention::tests::{
+    attention_on, folded_and_kernel_errors_timed, kernels_gpu, rel_err, weights, FOLDED_KERNELS,
+};
 use super::sam_attention::SamOptim;
 use crate::ffi::kernels_gemm::{sam_global_attention_fits, sam_global_attention_on};
 use tch::{Kind, Tensor};
@@ -108,28 +110,8 @@ fn global_kernel_at_sam_batch_8_shapes_on_a_gpu() {
     };
     for (b, grid) in [(8i64, 64i64), (48, 40)] {
         let y = Tensor::randn([b, grid, grid, 768], (Kind::Float, dev));
-        let yb = y.to_kind(Kind::BFloat16);
-        let want = reference.forward_block(&y, 0).unwrap();
-        let mut errors = Vec::new();
-        for (name, optim) in [("folded", FOLDED_KERNELS), ("kernel", kernel)] {
-            let a = attention_on(&w, 12, optim, Kind::BFloat16, dev);
-            errors.push(rel_err(&a.forward_block(&yb, 0).unwrap(), &want));
-            let run = || a.forward_block(&yb, 0).unwrap();
-            for _ in 0..3 {
-                let _ = run();
-            }
-            tch::Cuda::synchronize(0);
-            let t = std::time::Instant::now();
-            for _ in 0..20 {
-                let _ = run();
-            }
-            tch::Cuda::synchronize(0);
-            eprintln!(
-                "global attention block b{b} grid {grid} {name}: {:.3} ms",
-                t.elapsed().as_secs_f64() * 1e3 / 20.0
-            );
-        }
-        let (e_old, e_new) = (errors[0], errors[1]);
+        let (e_old, e_new) =
+            folded_and_kernel_errors_timed(&w, kernel, &reference, &y, 0, "global attention");
         assert!(
             e_old > 1e-4 && e_new <= 2.0 * e_old,
             "b{b} grid {grid}: kernel {e_new:.3e}, folded {e_old:.3e}"
