@@ -228,7 +228,7 @@ fn kernel_switches_without_their_prerequisites_name_the_fix() {
         "runtime.optim.sam_rel_pos_gemm=false",
         "runtime.optim.sam_proj_in_windows=false",
     ];
-    let cases: [(&str, Vec<&str>, &str, &str); 11] = [
+    let cases: [(&str, Vec<&str>, &str, &str); 12] = [
         (
             "sam-kernels-materialised-bias",
             vec!["runtime.optim.sam_fused_rel_pos=false"],
@@ -271,6 +271,12 @@ fn kernel_switches_without_their_prerequisites_name_the_fix() {
             ],
             "sam_window_attention_kernel",
             "sam_proj_in_windows",
+        ),
+        (
+            "graph-uploads-of-fp32-views",
+            vec!["runtime.optim.vision_uint8_upload=false"],
+            "vision_graph_uploads",
+            "vision_uint8_upload",
         ),
         (
             "routing-kernel-expert-loop",

@@ -61,6 +61,7 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     println!("cargo:rerun-if-changed=csrc/kernels_gemm.cpp");
     println!("cargo:rerun-if-changed=csrc/streams.cpp");
     println!("cargo:rerun-if-changed=csrc/host_memory.cpp");
+    println!("cargo:rerun-if-changed=csrc/cuda_graph.cpp");
     println!("cargo:rerun-if-changed=csrc/kernel_args.h");
     println!("cargo:rerun-if-changed=csrc/kernels");
     println!("cargo:rerun-if-env-changed=LLMPROF_CUDA_INCLUDE");
@@ -103,6 +104,7 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
         .file("csrc/kernels_gemm.cpp")
         .file("csrc/streams.cpp")
         .file("csrc/host_memory.cpp")
+        .file("csrc/cuda_graph.cpp")
         .include("csrc")
         .include(&torch_include)
         .include(torch_include.join("torch/csrc/api/include"))

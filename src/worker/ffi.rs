@@ -7,12 +7,15 @@ use std::marker::PhantomData;
 use std::path::Path;
 use std::ptr::NonNull;
 
+pub mod cuda_graph;
 pub mod host_memory;
 pub mod kernels;
 pub mod kernels_gemm;
 pub mod kernels_vision;
 pub mod streams;
 pub mod versions;
+
+pub use cuda_graph::CudaGraph;
 
 /// Mirrors `llmprof_profiler_config`.
 #[repr(C)]
@@ -79,10 +82,6 @@ pub struct RawScope {
 pub struct RawCudaEvent {
     _private: [u8; 0],
 }
-#[repr(C)]
-pub struct RawCudaGraph {
-    _private: [u8; 0],
-}
 
 extern "C" {
     pub fn llmprof_last_error(buf: *mut c_char, buf_len: usize) -> usize;
@@ -123,15 +122,6 @@ extern "C" {
 
     pub fn llmprof_cuda_allocator_stats(device: i32, out: *mut AllocatorStats) -> c_int;
     pub fn llmprof_cuda_allocator_reset_peak(device: i32) -> c_int;
-
-    pub fn llmprof_cuda_graph_create(out: *mut *mut RawCudaGraph) -> c_int;
-    pub fn llmprof_cuda_graph_capture_begin(
-        graph: *mut RawCudaGraph,
-        share_pool_with: *mut RawCudaGraph,
-    ) -> c_int;
-    pub fn llmprof_cuda_graph_capture_end(graph: *mut RawCudaGraph) -> c_int;
-    pub fn llmprof_cuda_graph_replay(graph: *mut RawCudaGraph) -> c_int;
-    pub fn llmprof_cuda_graph_destroy(graph: *mut RawCudaGraph);
 }
 
 /// A failed shim call: the C++ exception message, prefixed with the shim function.
@@ -420,57 +410,4 @@ pub fn cuda_allocator_stats(device: i32) -> Result<AllocatorStats, ShimError> {
 pub fn cuda_allocator_reset_peak(device: i32) -> Result<(), ShimError> {
     // SAFETY: plain value argument.
     check(unsafe { llmprof_cuda_allocator_reset_peak(device) })
-}
-
-/// An `at::cuda::CUDAGraph`, captured on a pool stream and replayed on the current stream.
-pub struct CudaGraph {
-    handle: NonNull<RawCudaGraph>,
-    _not_send: NotSend,
-}
-
-impl CudaGraph {
-    pub fn new() -> Result<Self, ShimError> {
-        let mut out = std::ptr::null_mut();
-        // SAFETY: valid out-pointer.
-        let rc = unsafe { llmprof_cuda_graph_create(&mut out) };
-        Ok(CudaGraph {
-            handle: take_handle(rc, out)?,
-            _not_send: PhantomData,
-        })
-    }
-
-    /// Captures everything `body` launches. Warm the work up eagerly first; host syncs and
-    /// copies from pageable memory inside `body` make capture fail. With `share_pool_with`,
-    /// allocations come from that captured graph's memory pool (replay such graphs one at a
-    /// time and consume each one's outputs before the next replay).
-    pub fn capture<T, E>(
-        &mut self,
-        share_pool_with: Option<&CudaGraph>,
-        body: impl FnOnce() -> Result<T, E>,
-    ) -> Result<T, E>
-    where
-        E: From<ShimError>,
-    {
-        let pool = share_pool_with.map_or(std::ptr::null_mut(), |g| g.handle.as_ptr());
-        // SAFETY: live handles; the pool owner outlives this call.
-        check(unsafe { llmprof_cuda_graph_capture_begin(self.handle.as_ptr(), pool) })?;
-        let result = body();
-        // SAFETY: live handle; ends capture and restores the stream even when `body` failed.
-        let end = check(unsafe { llmprof_cuda_graph_capture_end(self.handle.as_ptr()) });
-        let value = result?;
-        end?;
-        Ok(value)
-    }
-
-    pub fn replay(&mut self) -> Result<(), ShimError> {
-        // SAFETY: live handle.
-        check(unsafe { llmprof_cuda_graph_replay(self.handle.as_ptr()) })
-    }
-}
-
-impl Drop for CudaGraph {
-    fn drop(&mut self) {
-        // SAFETY: we own the handle.
-        unsafe { llmprof_cuda_graph_destroy(self.handle.as_ptr()) }
-    }
 }

@@ -339,6 +339,10 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ("sam_rel_pos_gemm", on(w.sam_rel_pos_gemm).to_string()),
         ("sam_proj_in_windows", on(w.sam_proj_in_windows).to_string()),
         ("vision_uint8_upload", on(w.vision_uint8_upload).to_string()),
+        (
+            "vision_graph_uploads",
+            on(w.vision_graph_uploads).to_string(),
+        ),
         ("moe_routing_kernel", on(w.moe_routing_kernel).to_string()),
         ("sam_patch_gemm", on(w.sam_patch_gemm).to_string()),
         ("vision_cuda_graph", on(w.vision_cuda_graph).to_string()),

@@ -189,6 +189,7 @@ mod tests {
                 sam_rel_pos_gemm: on,
                 sam_proj_in_windows: on,
                 vision_uint8_upload: on,
+                vision_graph_uploads: on,
                 moe_routing_kernel: on,
                 sam_patch_gemm: on,
                 vision_cuda_graph: on,

@@ -80,6 +80,8 @@ impl RunSpec {
              o.sam_cuda_kernels, "the kernel replaces the kernels' global attention, on their products of q with the tables"),
             ("sam_window_fmha_kernel", o.sam_window_fmha_kernel, "sam_cuda_kernels",
              o.sam_cuda_kernels, "the kernel replaces the kernels' windowed attention, on their products of q with the tables"),
+            ("vision_graph_uploads", o.vision_graph_uploads, "vision_uint8_upload", o.vision_uint8_upload,
+             "the calls copy the page-locked uint8 views; fp32 views are normalised and copied before"),
             ("moe_routing_kernel", o.moe_routing_kernel, "grouped_moe", o.grouped_moe,
              "the kernel sorts token slots for the grouped GEMMs"),
             ("rope_kv_kernel", o.rope_kv_kernel, "fused_projections", o.fused_projections,

@@ -1,13 +1,13 @@
 // llmprof shim: implements shim.h over libtorch (Kineto profiler, RecordFunction user scopes,
-// versions of the loaded libraries, CUDA events, caching-allocator statistics, CUDA graphs). Every entry point catches all C++
-// exceptions and turns them into -1 plus a per-thread message (see llmprof_last_error).
+// versions of the loaded libraries, CUDA events, caching-allocator statistics; CUDA graphs are
+// in cuda_graph.cpp). Every entry point catches all C++ exceptions and turns them into -1 plus
+// a per-thread message (see llmprof_last_error).
 #include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include "shim.h"
 #include "shim_guard.h"
 
 #include <c10/cuda/CUDAEvent.h>
-#include <ATen/cuda/CUDAGraph.h>
 #include <ATen/record_function.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -19,7 +19,6 @@
 
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -82,11 +81,6 @@ struct llmprof_scope {
 
 struct llmprof_cuda_event {
   c10::cuda::CUDAEvent event{cudaEventDefault};
-};
-
-struct llmprof_cuda_graph {
-  at::cuda::CUDAGraph graph;
-  std::optional<c10::cuda::CUDAStream> previous_stream;
 };
 
 extern "C" {
@@ -395,75 +389,6 @@ int llmprof_cuda_allocator_reset_peak(int32_t device) {
     TORCH_CHECK(device >= 0 && device < c10::cuda::device_count(), "invalid CUDA device ", device);
     c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device));
   });
-}
-
-int llmprof_cuda_graph_create(llmprof_cuda_graph** out) {
-  return guarded("cuda_graph_create", [&] {
-    TORCH_CHECK(out != nullptr, "out is NULL");
-    *out = nullptr;
-    TORCH_CHECK(c10::cuda::device_count() > 0, "no CUDA device");
-    *out = new llmprof_cuda_graph();
-  });
-}
-
-int llmprof_cuda_graph_capture_begin(llmprof_cuda_graph* graph,
-                                     llmprof_cuda_graph* share_pool_with) {
-  return guarded("cuda_graph_capture_begin", [&] {
-    TORCH_CHECK(graph != nullptr, "graph is NULL");
-    TORCH_CHECK(!graph->previous_stream.has_value(), "capture already in progress");
-    const at::cuda::MempoolId_t pool =
-        share_pool_with != nullptr ? share_pool_with->graph.pool() : at::cuda::MempoolId_t{0, 0};
-    graph->previous_stream = c10::cuda::getCurrentCUDAStream();
-    c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromPool());
-    try {
-      graph->graph.capture_begin(pool);
-    } catch (...) {
-      c10::cuda::setCurrentCUDAStream(*graph->previous_stream);
-      graph->previous_stream.reset();
-      throw;
-    }
-  });
-}
-
-int llmprof_cuda_graph_capture_end(llmprof_cuda_graph* graph) {
-  return guarded("cuda_graph_capture_end", [&] {
-    TORCH_CHECK(graph != nullptr, "graph is NULL");
-    TORCH_CHECK(graph->previous_stream.has_value(), "no capture in progress");
-    const auto previous = *graph->previous_stream;
-    graph->previous_stream.reset();
-    try {
-      graph->graph.capture_end();
-    } catch (...) {
-      c10::cuda::setCurrentCUDAStream(previous);
-      throw;
-    }
-    c10::cuda::setCurrentCUDAStream(previous);
-    // Upload the executable graph now rather than at its first launch. Without it, batch-1
-    // decode-step graphs replayed with 6 vision graphs instantiated ran their 481 kernels with
-    // ~0.46 us more idle time each (1.81 vs 1.65 ms per step on an H100, same kernel time);
-    // with it, they match the decode-graphs-only timing (docs/performance.md, "Vision CUDA
-    // graphs").
-    C10_CUDA_CHECK(cudaGraphUpload(graph->graph.raw_cuda_graph_exec(), previous.stream()));
-  });
-}
-
-int llmprof_cuda_graph_replay(llmprof_cuda_graph* graph) {
-  return guarded("cuda_graph_replay", [&] {
-    TORCH_CHECK(graph != nullptr, "graph is NULL");
-    TORCH_CHECK(!graph->previous_stream.has_value(), "replay during capture");
-    graph->graph.replay();
-  });
-}
-
-void llmprof_cuda_graph_destroy(llmprof_cuda_graph* graph) {
-  if (graph == nullptr) return;
-  try {
-    if (graph->previous_stream.has_value()) {
-      c10::cuda::setCurrentCUDAStream(*graph->previous_stream);
-    }
-    delete graph;
-  } catch (...) {
-  }
 }
 
 }  // extern "C"

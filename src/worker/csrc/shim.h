@@ -154,6 +154,19 @@ int llmprof_cuda_graph_capture_end(llmprof_cuda_graph* graph);
 /* Launches the graph on the current stream. */
 int llmprof_cuda_graph_replay(llmprof_cuda_graph* graph);
 void llmprof_cuda_graph_destroy(llmprof_cuda_graph* graph);
+/* While the current stream captures a graph: copies the dense, page-locked host tensor `src`
+ * into the CUDA tensor `dst` (same shape, strides and dtype; both at::Tensor*) on it. Out: the
+ * copy's graph node, its destination and source addresses and its length, for
+ * llmprof_cuda_graph_set_upload. */
+int llmprof_capture_upload(const void* dst, const void* src, void** node, void** dst_data,
+                           const void** src_data, size_t* bytes);
+/* Points a captured upload (`node` of `graph`, copying `bytes` to `dst_data`) at the bytes of
+ * the dense, page-locked host tensor `src` from byte `offset` on, for the following replays. */
+int llmprof_cuda_graph_set_upload(llmprof_cuda_graph* graph, void* node, void* dst_data,
+                                  size_t bytes, const void* src, size_t offset);
+/* The page-locked host tensor `tensor` (an at::Tensor*) is read by work queued on the current
+ * stream: libtorch's host allocator keeps its block until that work has run. */
+int llmprof_host_tensor_used(const void* tensor);
 
 /* ---- A side stream (csrc/streams.cpp): work that may overlap the current stream's ---------- */
 typedef struct llmprof_side_stream llmprof_side_stream;
@@ -175,6 +188,11 @@ void llmprof_side_stream_destroy(llmprof_side_stream* s);
 /* ---- Host memory (csrc/host_memory.cpp) ---- */
 /* *out = a new page-locked copy of the CPU tensor `tensor` (an at::Tensor*). */
 int llmprof_pin_memory(const void* tensor, void** out);
+/* *out = 1 when `tensor` (an at::Tensor*) is in page-locked host memory, else 0. */
+int llmprof_is_pinned(const void* tensor, int* out);
+/* dst.copy_(src) without blocking the host (at::Tensor*; libtorch keeps a page-locked source
+ * alive until the copy has run). */
+int llmprof_copy_async(const void* dst, const void* src);
 
 /* ---- llmprof's own CUDA kernels (csrc/kernels.cpp over the .cu files in csrc/kernels/) ---
  * Tensors are passed as the at::Tensor* that tch hands out; outputs are allocated by the caller.

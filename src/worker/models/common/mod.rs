@@ -10,6 +10,7 @@ pub mod decoder;
 pub mod fast_path_check;
 pub mod generate;
 pub mod graph_decode;
+pub mod graph_uploads;
 pub mod kept_graphs;
 pub mod kv_cache;
 pub mod lanes;

@@ -42,6 +42,9 @@ pub struct ModelOptim {
     pub sam_patch_gemm: bool,
     /// Vision (CUDA only): pixels uploaded as uint8 from pinned memory, normalised on the GPU.
     pub vision_uint8_upload: bool,
+    /// Vision (CUDA only, with `vision_uint8_upload`): each call uploads its pinned views
+    /// itself, inside its CUDA graph where there is one.
+    pub vision_graph_uploads: bool,
     /// Vision (CUDA only): each stage captured as a CUDA graph per input shape and replayed.
     pub vision_cuda_graph: bool,
     /// ... for prefills of at most this many pages (0: all).
@@ -98,6 +101,7 @@ impl ModelOptim {
         sam_rel_pos_gemm: false,
         sam_proj_in_windows: false,
         vision_uint8_upload: false,
+        vision_graph_uploads: false,
         moe_routing_kernel: false,
         sam_patch_gemm: false,
         vision_cuda_graph: false,
@@ -132,6 +136,7 @@ impl ModelOptim {
         sam_rel_pos_gemm: true,
         sam_proj_in_windows: true,
         vision_uint8_upload: true,
+        vision_graph_uploads: true,
         moe_routing_kernel: true,
         sam_patch_gemm: true,
         vision_cuda_graph: true,
@@ -181,6 +186,7 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         sam_rel_pos_gemm: o.sam_rel_pos_gemm,
         sam_proj_in_windows: o.sam_proj_in_windows,
         vision_uint8_upload: o.vision_uint8_upload,
+        vision_graph_uploads: o.vision_graph_uploads,
         moe_routing_kernel: o.moe_routing_kernel,
         sam_patch_gemm: o.sam_patch_gemm,
         vision_cuda_graph: o.vision_cuda_graph,

@@ -9,10 +9,16 @@
 //! output is copied out of the pool before the next replay, so no graph's scratch memory can
 //! overwrite a result still in use. Static inputs live outside the pool. At most
 //! [`KEPT_SHAPES`] graphs are kept ([`KeptGraphs`]).
+//!
+//! Inputs on the CPU (page-locked, contiguous) are not copied to static buffers: the function
+//! copies them to the GPU itself ([`super::graph_uploads::copy_into`]), and each replay points
+//! those captured copies at its own inputs, so the copies run inside the replay.
 
+use super::graph_uploads;
 use super::kept_graphs::KeptGraphs;
+use crate::ffi::cuda_graph::{self, CapturedUpload};
 use crate::ffi::CudaGraph;
-use anyhow::{Context, Result};
+use anyhow::{ensure, Context, Result};
 use std::cell::RefCell;
 use tch::Tensor;
 
@@ -28,17 +34,74 @@ pub(super) fn copy_of(t: &Tensor) -> Result<Tensor> {
     Ok(c)
 }
 
-/// What identifies a capture: the stage and every input's shape and dtype.
+/// What identifies a capture: the stage and every input's shape, dtype and whether it is on
+/// the host.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
     stage: &'static str,
-    inputs: Vec<(Vec<i64>, tch::Kind)>,
+    inputs: Vec<(Vec<i64>, tch::Kind, bool)>,
 }
 
 struct Captured {
     graph: CudaGraph,
-    inputs: Vec<Tensor>,
+    /// Static buffers of the GPU inputs (`None` for host inputs).
+    inputs: Vec<Option<Tensor>>,
+    /// The captured copies of host inputs.
+    uploads: Vec<HostUpload>,
     outputs: Vec<Tensor>,
+}
+
+/// A captured copy that reads host input `input` from byte `offset` on.
+struct HostUpload {
+    input: usize,
+    offset: usize,
+    upload: CapturedUpload,
+}
+
+/// Which host input each of `uploads` read at capture (the inputs `statics`, `None` for GPU
+/// ones), and from which byte. Every host input must have been read: otherwise its replays
+/// would not see new values.
+fn host_uploads(
+    statics: &[Option<Tensor>],
+    uploads: Vec<CapturedUpload>,
+) -> Result<Vec<HostUpload>> {
+    let ranges: Vec<Option<(usize, usize)>> = statics
+        .iter()
+        .map(|t| {
+            t.as_ref().map(|t| {
+                (
+                    t.data_ptr() as usize,
+                    t.numel() * t.kind().elt_size_in_bytes(),
+                )
+            })
+        })
+        .collect();
+    let mut read = vec![false; statics.len()];
+    let mut out = Vec::with_capacity(uploads.len());
+    for upload in uploads {
+        let input = ranges
+            .iter()
+            .position(|r| {
+                r.is_some_and(|(base, len)| {
+                    upload.src >= base && upload.src + upload.bytes <= base + len
+                })
+            })
+            .context("a captured upload read host memory that is none of the graph's inputs")?;
+        read[input] = true;
+        let base = ranges[input].map_or(0, |(base, _)| base);
+        out.push(HostUpload {
+            input,
+            offset: upload.src - base,
+            upload,
+        });
+    }
+    for (i, r) in ranges.iter().enumerate() {
+        ensure!(
+            r.is_none() || read[i],
+            "host input {i} of a CUDA graph was not copied to the GPU inside the capture"
+        );
+    }
+    Ok(out)
 }
 
 /// Capture and replay counters, for the run's report.
@@ -112,34 +175,81 @@ impl ShapeGraphs {
         if !self.enabled {
             return f(inputs);
         }
+        let on_host = |t: &Tensor| t.device() == tch::Device::Cpu;
+        for (i, t) in inputs.iter().enumerate() {
+            ensure!(
+                !on_host(t) || graph_uploads::dense_rows_strides(t).is_some(),
+                "host input {i} of the {stage} CUDA graph is not one dense block of memory"
+            );
+        }
         let key = Key {
             stage,
-            inputs: inputs.iter().map(|t| (t.size(), t.kind())).collect(),
+            inputs: inputs
+                .iter()
+                .map(|t| (t.size(), t.kind(), on_host(t)))
+                .collect(),
         };
         if let Some(c) = self.graphs.borrow_mut().get_mut(&key) {
             for (dst, src) in c.inputs.iter_mut().zip(inputs) {
-                dst.f_copy_(src)?;
+                if let Some(dst) = dst {
+                    dst.f_copy_(src)?;
+                }
+            }
+            for u in &c.uploads {
+                c.graph
+                    .set_upload(&u.upload, &inputs[u.input], u.offset)
+                    .with_context(|| {
+                        format!(
+                            "pointing the {stage} CUDA graph at its host input {}",
+                            u.input
+                        )
+                    })?;
             }
             c.graph
                 .replay()
                 .with_context(|| format!("replaying the {stage} CUDA graph"))?;
+            for t in inputs.iter().filter(|t| on_host(t)) {
+                cuda_graph::host_tensor_used(t)?;
+            }
             self.stats.borrow_mut().replays += 1;
             return c.outputs.iter().map(copy_of).collect();
         }
         let eager = f(inputs)?;
         let started = std::time::Instant::now();
-        let statics: Vec<Tensor> = inputs.iter().map(copy_of).collect::<Result<_>>()?;
+        // Host inputs are read where they are (the capture records their uploads).
+        let statics: Vec<Tensor> = inputs
+            .iter()
+            .map(|t| {
+                if on_host(t) {
+                    Ok(t.shallow_clone())
+                } else {
+                    copy_of(t)
+                }
+            })
+            .collect::<Result<_>>()?;
         let mut graph = CudaGraph::new().context("creating a CUDA graph")?;
-        let outputs = {
+        let (outputs, uploads) = {
             let graphs = self.graphs.borrow();
             let share = graphs.any().map(|c| &c.graph);
-            graph.capture(share, || f(&statics)).with_context(|| {
-                format!(
-                    "capturing {stage} as a CUDA graph (inputs {:?})\n  fix: {}=false runs it op by op",
-                    key.inputs, self.switch
-                )
-            })?
+            graph
+                .capture(share, || graph_uploads::recording(|| f(&statics)))
+                .with_context(|| {
+                    format!(
+                        "capturing {stage} as a CUDA graph (inputs {:?})\n  fix: {}=false runs it op by op",
+                        key.inputs, self.switch
+                    )
+                })?
         };
+        let host: Vec<Option<Tensor>> = statics
+            .iter()
+            .map(|t| on_host(t).then(|| t.shallow_clone()))
+            .collect();
+        let uploads = host_uploads(&host, uploads)
+            .with_context(|| format!("the {stage} CUDA graph's host inputs"))?;
+        let statics: Vec<Option<Tensor>> = statics
+            .into_iter()
+            .map(|t| (!on_host(&t)).then_some(t))
+            .collect();
         let mut graphs = self.graphs.borrow_mut();
         let dropped = graphs.dropped();
         graphs.insert(
@@ -147,6 +257,7 @@ impl ShapeGraphs {
             Captured {
                 graph,
                 inputs: statics,
+                uploads,
                 outputs,
             },
         );
@@ -219,5 +330,66 @@ mod tests {
         }
         let s = g.stats();
         assert_eq!((s.captured, s.replays), (2, 4), "{s:?}");
+    }
+
+    /// Page-locked channels-last uint8 [n, 3, 8, 8] with values from `seed`.
+    fn pinned_views(n: i64, seed: i64) -> Tensor {
+        let t = (Tensor::arange(n * 8 * 8 * 3, (Kind::Int64, Device::Cpu)) * 7 + seed)
+            .remainder(251)
+            .to_kind(Kind::Uint8)
+            .view([n, 8, 8, 3])
+            .permute([0, 3, 1, 2]);
+        crate::ffi::host_memory::pinned(&t).unwrap()
+    }
+
+    /// Host inputs are uploaded inside the replays: each round's new values (a piece of one
+    /// input, all of another) reach the GPU, in the inputs' channels-last layout.
+    #[test]
+    #[ignore = "needs a CUDA GPU: cargo test -- --ignored on the GPU machine"]
+    fn host_inputs_are_uploaded_by_the_replays_on_a_gpu() {
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        let dev = Device::Cuda(0);
+        let g = ShapeGraphs::new(true, "test.switch");
+        let f = |x: &[Tensor]| -> Result<Tensor> {
+            let pieces = [x[0].f_narrow(0, 1, 2)?, x[1].shallow_clone()];
+            let y = graph_uploads::gather(&pieces, dev)?;
+            assert_eq!(y.stride(), [192, 1, 24, 3], "layout kept");
+            Ok(y.f_to_kind(Kind::Float)? * 2.0 + 1.0)
+        };
+        for round in 0..4 {
+            let x = [pinned_views(3, round), pinned_views(1, 100 + round)];
+            let got = g.call("s", &x, &f).unwrap();
+            let want = Tensor::cat(&[x[0].narrow(0, 1, 2), x[1].shallow_clone()], 0)
+                .to_kind(Kind::Float)
+                * 2.0
+                + 1.0;
+            assert!(got.to_device(Device::Cpu).equal(&want), "round {round}");
+        }
+        let s = g.stats();
+        assert_eq!((s.captured, s.replays), (1, 3), "{s:?}");
+    }
+
+    /// A host input the capture does not upload, or one in pageable memory, is refused at
+    /// capture with the reason.
+    #[test]
+    #[ignore = "needs a CUDA GPU: cargo test -- --ignored on the GPU machine"]
+    fn host_inputs_not_uploaded_or_pageable_are_refused_on_a_gpu() {
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        let dev = Device::Cuda(0);
+        let g = ShapeGraphs::new(true, "test.switch");
+        let first_only = |x: &[Tensor]| graph_uploads::gather(&x[..1], dev);
+        let x = [pinned_views(1, 1), pinned_views(1, 2)];
+        let e = format!("{:#}", g.call("unread", &x, &first_only).unwrap_err());
+        assert!(
+            e.contains("host input 1") && e.contains("not copied"),
+            "{e}"
+        );
+        let pageable = [pinned_views(1, 3).copy()];
+        let all = |x: &[Tensor]| graph_uploads::gather(x, dev);
+        let e = format!("{:#}", g.call("pageable", &pageable, &all).unwrap_err());
+        assert!(
+            e.contains("page-locked") && e.contains("test.switch"),
+            "{e}"
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! order they replace its `<image>` ids.
 
 use super::{preprocess, vision, DeepseekOcr, Encoder};
+use crate::models::common::graph_uploads;
 use anyhow::{Context, Result};
 use llmprof::model::deepseek_ocr::{CLIP, PROJECTOR, QUERY_ENCODER, SAM, VISION};
 use llmprof::region::RegionObserver;
@@ -46,30 +47,40 @@ impl DeepseekOcr {
             .context("projector weights were not loaded")?;
         let use_graphs = graphs_allowed(self.vision_graph_max_pages, request_pages);
         let _v = obs.enter(VISION);
-        // The pixels as uploaded; each call normalises its own (inside its graph).
-        let to_dev = |t: &Tensor| preprocess::upload(t, self.device, self.uint8_upload);
+        // With `vision_graph_uploads`, page-locked uint8 views stay on the host until each call
+        // gathers its pieces on the GPU, inside the replayed graph where there is one (one
+        // lane's upload then overlaps the other lane's work); otherwise they are uploaded (or
+        // normalised and uploaded) now.
+        let on_host = self.graph_uploads && self.uint8_upload && self.device.is_cuda();
+        let place = |t: &Tensor| -> Result<Tensor> {
+            match on_host && crate::ffi::host_memory::is_pinned(t)? {
+                true => Ok(t.shallow_clone()),
+                false => preprocess::upload(t, self.device, self.uint8_upload),
+            }
+        };
         // Views in a fixed order: page 0 global, page 0 tiles, page 1 global, ...
         let mut views = Vec::new();
         let mut owner = Vec::new(); // (page, is_global)
         for (p, img) in imgs.iter().enumerate() {
-            views.push(to_dev(&img.global)?);
+            views.push(place(&img.global)?);
             owner.push((p, true));
             if let Some(t) = &img.tiles {
-                views.push(to_dev(t)?);
+                views.push(place(t)?);
                 owner.push((p, false));
             }
         }
         // One call per group of equal-size views (at most `max_views` each): SAM, the encoder
         // and the projector.
-        let grouping = vision::batch::Grouping::new(&one_input(&views), max_views)?;
-        let calls = grouping.calls();
+        let shapes: Vec<Vec<i64>> = views.iter().map(Tensor::size).collect();
+        let grouping = vision::batch::Grouping::new(&shapes, max_views)?;
         let lanes = &self.vision_lanes;
         // With `runtime.optim.vision_streams` and graphs, the whole pass is one graph whose
         // capture runs every second call on a side stream, so calls overlap in its replays; its
         // stages then get no times of their own. Otherwise each stage is its own graph.
-        let whole_pass = use_graphs && lanes.overlaps(calls.len());
+        let whole_pass = use_graphs && lanes.overlaps(grouping.len());
         let stage_graphs = use_graphs && !whole_pass;
-        let chain = |x: &Tensor| -> Result<Tensor> {
+        // One call, from its pieces of the views (gathered on the GPU inside SAM's stage).
+        let chain = |pieces: &[Tensor]| -> Result<Tensor> {
             let enter = |r| match whole_pass {
                 true => obs.enter_overlapped(r),
                 false => obs.enter(r),
@@ -81,14 +92,13 @@ impl DeepseekOcr {
                 };
             let features = {
                 let _g = enter(SAM);
-                call(
-                    "sam",
-                    &[x.shallow_clone()],
-                    &|x| match sam.takes_uint8(&x[0]) {
-                        true => sam.forward_uint8(&x[0], self.kind),
-                        false => sam.forward(&preprocess::model_input(&x[0], self.kind)?),
-                    },
-                )?
+                call("sam", pieces, &|x| {
+                    let x = graph_uploads::gather(x, self.device)?;
+                    match sam.takes_uint8(&x) {
+                        true => sam.forward_uint8(&x, self.kind),
+                        false => sam.forward(&preprocess::model_input(&x, self.kind)?),
+                    }
+                })?
             };
             match encoder {
                 Encoder::Clip(clip) => {
@@ -114,14 +124,12 @@ impl DeepseekOcr {
             }
         };
         let outputs = if whole_pass {
-            let inputs: Vec<Tensor> = calls.iter().map(|c| c[0].shallow_clone()).collect();
-            lanes.graphs().call_many("vision", &inputs, &|x| {
-                lanes.run(x.len(), &|i| chain(&x[i]))
+            lanes.graphs().call_many("vision", &views, &|x| {
+                lanes.run(grouping.len(), &|i| chain(&grouping.pieces(i, x)?))
             })?
         } else {
-            calls
-                .iter()
-                .map(|c| chain(&c[0]))
+            (0..grouping.len())
+                .map(|i| chain(&grouping.pieces(i, &views)?))
                 .collect::<Result<Vec<_>>>()?
         };
         let projected = grouping.split(&outputs)?;
@@ -146,11 +154,6 @@ impl DeepseekOcr {
             .pop()
             .context("vision returned no embeddings for the page")
     }
-}
-
-/// Views with one input each, as [`vision::batch::Grouping::new`] takes them.
-fn one_input(views: &[Tensor]) -> Vec<Vec<&Tensor>> {
-    views.iter().map(|t| vec![t]).collect()
 }
 
 /// Whether a request of `pages` pages replays vision graphs under the page limit `max_pages`

@@ -153,6 +153,7 @@ impl DeepseekOcr {
             kind: weights.kind(),
             vision_batch: None,
             uint8_upload: optim.vision_uint8_upload,
+            graph_uploads: optim.vision_graph_uploads,
             vision_lanes: Lanes::new(
                 optim.vision_cuda_graph && weights_on_gpu,
                 "runtime.optim.vision_cuda_graph",

@@ -64,6 +64,9 @@ pub struct DeepseekOcr {
     vision_batch: Option<usize>,
     /// Pixels go to a GPU as uint8 and are normalised there (`runtime.optim.vision_uint8_upload`).
     uint8_upload: bool,
+    /// With `uint8_upload`, each vision call uploads its views itself
+    /// (`runtime.optim.vision_graph_uploads`).
+    graph_uploads: bool,
     /// Vision stages captured per input shape (`runtime.optim.vision_cuda_graph`, GPU only), on
     /// one stream or two (`runtime.optim.vision_streams`).
     vision_lanes: Lanes,

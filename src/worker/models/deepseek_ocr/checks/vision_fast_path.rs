@@ -180,6 +180,18 @@ pub fn vision_variants() -> Vec<(&'static str, ModelOptim, Option<usize>)> {
             },
             Some(16),
         ),
+        (
+            // Uploads captured in the pass's graph, replayed with other pages' views.
+            "vision_graph_uploads",
+            ModelOptim {
+                vision_uint8_upload: true,
+                vision_graph_uploads: true,
+                vision_cuda_graph: true,
+                vision_streams: true,
+                ..e
+            },
+            Some(16),
+        ),
         ("batched_vision", e, Some(16)),
         ("all", ModelOptim::FAST, Some(16)),
     ]
@@ -195,16 +207,33 @@ fn embeddings(
 ) -> Result<(Tensor, Vec<i64>)> {
     let m = DeepseekOcr::load_with(weights.shallow_clone(), cfg, optim)?;
     let obs = NoopObserver;
-    let run = || -> Result<Vec<Tensor>> {
+    // The pages as a run readies them for this model (pinned uint8 or fp32), in new memory
+    // each time.
+    let ready = || -> Result<Vec<PreparedImage>> {
+        pages
+            .iter()
+            .map(|p| {
+                let mut mine = PreparedImage {
+                    global: p.global.shallow_clone(),
+                    tiles: p.tiles.as_ref().map(Tensor::shallow_clone),
+                    ..*p
+                };
+                m.ready_pixels(&mut mine)?;
+                Ok(mine)
+            })
+            .collect()
+    };
+    let run = |pages: &[PreparedImage]| -> Result<Vec<Tensor>> {
         match batch {
             Some(max_views) => m.encode_batch(&pages.iter().collect::<Vec<_>>(), max_views, &obs),
             None => pages.iter().map(|p| m.encode_images(p, &obs)).collect(),
         }
     };
-    let mut per_page = run()?;
+    let mut per_page = run(&ready()?)?;
     if optim.vision_cuda_graph {
-        // The first pass ran eagerly and captured; check what the replays return.
-        per_page = run()?;
+        // The first pass ran eagerly and captured; check what the replays return, from other
+        // host memory than the capture's.
+        per_page = run(&ready()?)?;
         if let Some(stats) = m.vision_graph_stats() {
             ensure!(
                 stats.captured > 0 && stats.replays >= stats.captured as u64,

@@ -1,78 +1,75 @@
 //! Batched vision: the views of several pages (each page's global view and its crops) go through
 //! SAM, CLIP and the projector together. Views are grouped by shape (a 1024² global view and
-//! 640² crops cannot share a call), concatenated along the batch dimension in a fixed order, run
-//! in chunks of at most `max_views` rows, and split back, so each page gets exactly the tensors it
-//! would get alone (rows of a batch are independent in every layer of the encoder).
+//! 640² crops cannot share a call), taken in a fixed order, run in chunks of at most
+//! `max_views` rows, and split back, so each page gets exactly the tensors it would get alone
+//! (rows of a batch are independent in every layer of the encoder).
 use anyhow::{ensure, Result};
 use tch::Tensor;
 
-/// The calls a batch of views makes: `views` (each `[n_i, ...]`; several inputs per view, all
-/// with `n_i` rows) grouped by shape, at most `max_views` rows per call (0: no limit). The caller
-/// runs [`Grouping::calls`] as it likes (on several CUDA streams, say), then
-/// [`Grouping::split`] gives one output per view, `[n_i, ...]`, in the order of `views`.
+/// Rows `start .. start + len` of view `view`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    pub view: usize,
+    pub start: i64,
+    pub len: i64,
+}
+
+/// The calls a batch of views makes: views (of shapes `[n_i, ...]`) grouped by shape, at most
+/// `max_views` rows per call (0: no limit). The caller gathers each call's rows
+/// ([`Grouping::pieces`]) and runs the calls as it likes (on several CUDA streams, say), then
+/// [`Grouping::split`] gives one output per view, `[n_i, ...]`, in the order of the views.
 pub struct Grouping {
     /// Per group, its member views in order.
     groups: Vec<Vec<usize>>,
-    /// Per call: its inputs and the group it belongs to.
-    calls: Vec<(Vec<Tensor>, usize)>,
+    /// Per call: its rows and the group it belongs to.
+    calls: Vec<(Vec<Part>, usize)>,
     /// Rows of each view.
     rows: Vec<i64>,
 }
 
 impl Grouping {
-    /// Groups `views` by the shapes of their inputs without the row count (in order of first
-    /// appearance), concatenates each group and cuts it into calls of at most `max_views` rows.
-    pub fn new(views: &[Vec<&Tensor>], max_views: usize) -> Result<Self> {
-        let arity = views.first().map(Vec::len).unwrap_or(0);
+    /// Groups the views of shapes `shapes` by their shapes without the row count (in order of
+    /// first appearance) and cuts each group into calls of at most `max_views` rows.
+    pub fn new(shapes: &[Vec<i64>], max_views: usize) -> Result<Self> {
         ensure!(
-            views.iter().all(|v| v.len() == arity && arity > 0),
-            "every view needs the same, non-zero number of inputs"
+            shapes.iter().all(|s| !s.is_empty()),
+            "every view needs a row dimension"
         );
-        let mut keys: Vec<Vec<Vec<i64>>> = Vec::new();
+        let mut keys: Vec<&[i64]> = Vec::new();
         let mut groups: Vec<Vec<usize>> = Vec::new();
-        let mut rows = Vec::with_capacity(views.len());
-        for (i, v) in views.iter().enumerate() {
-            let key: Vec<Vec<i64>> = v.iter().map(|t| t.size()[1..].to_vec()).collect();
-            let n = v[0].size()[0];
-            ensure!(
-                v.iter().all(|t| t.size()[0] == n),
-                "view {i}: inputs with different row counts"
-            );
-            rows.push(n);
-            match keys.iter().position(|k| *k == key) {
+        for (i, s) in shapes.iter().enumerate() {
+            match keys.iter().position(|k| *k == &s[1..]) {
                 Some(g) => groups[g].push(i),
                 None => {
-                    keys.push(key);
+                    keys.push(&s[1..]);
                     groups.push(vec![i]);
                 }
             }
         }
+        let rows: Vec<i64> = shapes.iter().map(|s| s[0]).collect();
         let mut calls = Vec::new();
         for (g, members) in groups.iter().enumerate() {
-            // A group of one view is that view (no copy).
-            let inputs: Vec<Tensor> = (0..arity)
-                .map(|a| match members.as_slice() {
-                    [one] => Ok(views[*one][a].shallow_clone()),
-                    _ => {
-                        Tensor::f_cat(&members.iter().map(|&m| views[m][a]).collect::<Vec<_>>(), 0)
+            let mut parts: Vec<Part> = Vec::new();
+            let mut filled = 0i64;
+            for &view in members {
+                let mut start = 0;
+                while start < rows[view] {
+                    let room = match max_views {
+                        0 => i64::MAX,
+                        m => m as i64 - filled,
+                    };
+                    let len = room.min(rows[view] - start);
+                    parts.push(Part { view, start, len });
+                    filled += len;
+                    start += len;
+                    if max_views != 0 && filled == max_views as i64 {
+                        calls.push((std::mem::take(&mut parts), g));
+                        filled = 0;
                     }
-                })
-                .collect::<Result<_, _>>()?;
-            let total = inputs[0].size()[0];
-            let chunk = if max_views == 0 {
-                total
-            } else {
-                max_views as i64
-            };
-            let mut start = 0;
-            while start < total {
-                let len = chunk.min(total - start);
-                let part: Vec<Tensor> = inputs
-                    .iter()
-                    .map(|t| t.f_narrow(0, start, len))
-                    .collect::<Result<_, _>>()?;
-                calls.push((part, g));
-                start += len;
+                }
+            }
+            if !parts.is_empty() {
+                calls.push((parts, g));
             }
         }
         Ok(Grouping {
@@ -82,11 +79,36 @@ impl Grouping {
         })
     }
 
-    /// Each call's inputs, in the order the outputs go to [`Grouping::split`].
-    pub fn calls(&self) -> Vec<&[Tensor]> {
-        self.calls
+    /// How many calls the views make.
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Whether there is no call (no views).
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// Call `call`'s rows of `views` (the views [`Grouping::new`] was given the shapes of), in
+    /// order: concatenated, they are the call's input.
+    pub fn pieces(&self, call: usize, views: &[Tensor]) -> Result<Vec<Tensor>> {
+        let (parts, _) = self
+            .calls
+            .get(call)
+            .ok_or_else(|| anyhow::anyhow!("no call {call} of {}", self.calls.len()))?;
+        parts
             .iter()
-            .map(|(inputs, _)| inputs.as_slice())
+            .map(|p| {
+                let v = views
+                    .get(p.view)
+                    .ok_or_else(|| anyhow::anyhow!("no view {}", p.view))?;
+                ensure!(
+                    v.size()[0] == self.rows[p.view],
+                    "view {} changed its rows",
+                    p.view
+                );
+                Ok(v.f_narrow(0, p.start, p.len)?)
+            })
             .collect()
     }
 
@@ -141,16 +163,54 @@ mod tests {
             calls.borrow_mut().push(x[0].size());
             Ok(&x[0] * 2.0 + x[0].sum_dim_intlist(1, true, Kind::Float))
         };
-        let views = vec![vec![&a], vec![&b], vec![&c]];
-        let grouping = Grouping::new(&views, 2).unwrap();
-        let outputs: Vec<Tensor> = grouping.calls().iter().map(|x| f(x).unwrap()).collect();
+        let views = [a, b, c];
+        let shapes: Vec<Vec<i64>> = views.iter().map(Tensor::size).collect();
+        let grouping = Grouping::new(&shapes, 2).unwrap();
+        assert_eq!(grouping.len(), 4);
+        let outputs: Vec<Tensor> = (0..grouping.len())
+            .map(|i| f(&[Tensor::cat(&grouping.pieces(i, &views).unwrap(), 0)]).unwrap())
+            .collect();
         let out = grouping.split(&outputs).unwrap();
         for (v, o) in views.iter().zip(&out) {
-            let alone = f(&[v[0].shallow_clone()]).unwrap();
+            let alone = f(&[v.shallow_clone()]).unwrap();
             assert!(alone.equal(o), "{o:?}");
         }
         // a and c (5 rows of width 3) in chunks of 2, 2, 1; b alone; then the 3 checks above.
         let sizes: Vec<Vec<i64>> = calls.borrow()[..4].to_vec();
         assert_eq!(sizes, vec![vec![2, 3], vec![2, 3], vec![1, 3], vec![1, 4]]);
+        // With 3 rows a call, the first takes a's two rows and c's first: calls span views.
+        let by3 = Grouping::new(&shapes, 3).unwrap();
+        let first: Vec<Vec<i64>> = by3
+            .pieces(0, &views)
+            .unwrap()
+            .iter()
+            .map(Tensor::size)
+            .collect();
+        assert_eq!(first, vec![vec![2, 3], vec![1, 3]]);
+    }
+
+    #[test]
+    fn without_a_limit_a_group_is_one_call() {
+        let shapes = vec![
+            vec![1, 8, 8, 3],
+            vec![6, 4, 4, 3],
+            vec![1, 8, 8, 3],
+            vec![6, 4, 4, 3],
+        ];
+        let grouping = Grouping::new(&shapes, 0).unwrap();
+        assert_eq!(grouping.len(), 2);
+        let views: Vec<Tensor> = shapes
+            .iter()
+            .map(|s| Tensor::zeros(s.as_slice(), (Kind::Uint8, Device::Cpu)))
+            .collect();
+        let rows = |i| -> Vec<i64> {
+            grouping
+                .pieces(i, &views)
+                .unwrap()
+                .iter()
+                .map(|p| p.size()[0])
+                .collect()
+        };
+        assert_eq!((rows(0), rows(1)), (vec![1, 1], vec![6, 6]));
     }
 }
