@@ -366,6 +366,7 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         ),
         ("quick_gelu_kernel", on(w.quick_gelu_kernel).to_string()),
         ("sam_gelu_epilogue", on(w.sam_gelu_epilogue).to_string()),
+        ("clip_gelu_epilogue", on(w.clip_gelu_epilogue).to_string()),
         (
             "sam_window_attention_kernel",
             on(w.sam_window_attention_kernel).to_string(),

@@ -204,6 +204,7 @@ mod tests {
                 add_layer_norm_kernel: on,
                 quick_gelu_kernel: on,
                 sam_gelu_epilogue: on,
+                clip_gelu_epilogue: on,
                 sam_window_attention_kernel: on,
                 sam_global_attention_kernel: on,
                 sam_window_fmha_kernel: on,

@@ -391,6 +391,12 @@ pub struct OptimSpec {
     /// headers) the two ops run as with the switch off. Absent: off.
     #[serde(default)]
     pub sam_gelu_epilogue: bool,
+    /// On a Hopper GPU (compute capability 9.0) with bf16 weights, the first Linear of CLIP's
+    /// MLP and its quickGELU in one CUTLASS GEMM whose epilogue adds the bias and applies
+    /// quickGELU to the fp32 accumulator, instead of the GEMM and a quickGELU pass over the
+    /// 4,096-wide activations. Elsewhere the two ops run as with the switch off. Absent: off.
+    #[serde(default)]
+    pub clip_gelu_epilogue: bool,
     /// With `sam_proj_in_windows` (and so `sam_cuda_kernels`), in bf16 on a GPU: SAM's windowed
     /// attention in one llmprof kernel that reads q, k and v from the qkv Linear's output and
     /// folds the decomposed relative-position bias into q·k inside the kernel (96 wide, no q′/k′

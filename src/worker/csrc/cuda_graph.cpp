@@ -18,8 +18,11 @@
 using llmprof::guarded;
 
 struct llmprof_cuda_graph {
-  // The graph itself is kept after instantiation: captured uploads name its nodes.
-  at::cuda::CUDAGraph graph{/*keep_graph=*/true};
+  explicit llmprof_cuda_graph(bool keep) : graph(keep), keep_graph(keep) {}
+  // With keep_graph, the graph itself is kept after instantiation: captured uploads name its
+  // nodes.
+  at::cuda::CUDAGraph graph;
+  const bool keep_graph;
   std::optional<c10::cuda::CUDAStream> previous_stream;
 };
 
@@ -39,12 +42,12 @@ bool is_pinned_host(const void* ptr) {
 
 extern "C" {
 
-int llmprof_cuda_graph_create(llmprof_cuda_graph** out) {
+int llmprof_cuda_graph_create(int keep_graph, llmprof_cuda_graph** out) {
   return guarded("cuda_graph_create", [&] {
     TORCH_CHECK(out != nullptr, "out is NULL");
     *out = nullptr;
     TORCH_CHECK(c10::cuda::device_count() > 0, "no CUDA device");
-    *out = new llmprof_cuda_graph();
+    *out = new llmprof_cuda_graph(keep_graph != 0);
   });
 }
 
@@ -75,7 +78,8 @@ int llmprof_cuda_graph_capture_end(llmprof_cuda_graph* graph) {
     graph->previous_stream.reset();
     try {
       graph->graph.capture_end();
-      graph->graph.instantiate();
+      // A kept graph is not instantiated by capture_end.
+      if (graph->keep_graph) graph->graph.instantiate();
     } catch (...) {
       c10::cuda::setCurrentCUDAStream(previous);
       throw;
@@ -158,6 +162,7 @@ int llmprof_cuda_graph_set_upload(llmprof_cuda_graph* graph, void* node, void* d
     TORCH_CHECK(graph != nullptr && node != nullptr && dst_data != nullptr && src != nullptr,
                 "NULL argument");
     TORCH_CHECK(!graph->previous_stream.has_value(), "set_upload during capture");
+    TORCH_CHECK(graph->keep_graph, "set_upload on a graph created without keep_graph");
     const auto& s = *static_cast<const at::Tensor*>(src);
     TORCH_CHECK(s.device().is_cpu() && s.is_non_overlapping_and_dense(),
                 "an upload's new source must be a dense host tensor");

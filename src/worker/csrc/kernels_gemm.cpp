@@ -67,7 +67,8 @@ int llmprof_linear_gelu_on_device(int64_t device) {
 #endif
 }
 
-int llmprof_linear_gelu(const void* x_p, const void* w_p, const void* b_p, const void* out_p) {
+int llmprof_linear_gelu(const void* x_p, const void* w_p, const void* b_p, const void* out_p,
+                        int variant) {
   return llmprof::guarded("linear_gelu", [&] {
 #ifndef LLMPROF_HAVE_SM90A_GEMM
     TORCH_CHECK(false,
@@ -100,13 +101,15 @@ int llmprof_linear_gelu(const void* x_p, const void* w_p, const void* b_p, const
     c10::cuda::CUDAGuard guard(x.device());
     TORCH_CHECK(llmprof_linear_gelu_on_device(x.device().index()) == 1, "linear_gelu needs a "
                 "compute capability 9.0 GPU (H100/H200), got ", x.device());
-    const int64_t ws_bytes = llmprof_k_sm90_linear_gelu_workspace(m, n, k);
+    const int64_t ws_bytes = llmprof_k_sm90_linear_gelu_workspace(m, n, k, variant);
+    TORCH_CHECK(ws_bytes >= 0, "linear_gelu: no variant ", variant);
     at::Tensor ws;
     if (ws_bytes > 0) ws = at::empty({ws_bytes}, x.options().dtype(at::kByte));
     const int rc = llmprof_k_sm90_linear_gelu(x.data_ptr(), w.data_ptr(), b.data_ptr(),
                                               out.data_ptr(), m, n, k,
                                               ws_bytes > 0 ? ws.data_ptr() : nullptr,
-                                              c10::cuda::getCurrentCUDAStream().stream());
+                                              c10::cuda::getCurrentCUDAStream().stream(),
+                                              variant);
     TORCH_CHECK(rc >= 0, "linear_gelu: CUTLASS refused ", m, "x", n, "x", k, ": ",
                 llmprof_k_sm90_status_string(-rc));
     check_launch(rc, "linear_gelu");

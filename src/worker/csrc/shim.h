@@ -143,7 +143,9 @@ int llmprof_cuda_allocator_stats(int32_t device, llmprof_allocator_stats* out);
 int llmprof_cuda_allocator_reset_peak(int32_t device);
 
 typedef struct llmprof_cuda_graph llmprof_cuda_graph;
-int llmprof_cuda_graph_create(llmprof_cuda_graph** out);
+/* keep_graph: keep the captured graph after instantiation (llmprof_cuda_graph_set_upload needs
+ * it; a graph not kept frees it). */
+int llmprof_cuda_graph_create(int keep_graph, llmprof_cuda_graph** out);
 /* Takes a stream from the pool, makes it current and begins capture on it. With
  * share_pool_with (a captured graph, or NULL for a private pool) the new graph allocates from
  * that graph's memory pool; graphs sharing a pool must be replayed one at a time. */
@@ -272,10 +274,12 @@ int llmprof_sam_patches(const void* pixels, int64_t patch, const void* out);
 /* Whether llmprof_linear_gelu runs on CUDA device `device`: the Hopper GEMMs were built and the
  * device is compute capability 9.0. 1 or 0; a negative number when the query failed. */
 int llmprof_linear_gelu_on_device(int64_t device);
-/* y = GELU(x·wᵀ + b) in one Hopper GEMM, the erf-form GELU (erf within 1.5e-7) on the fp32 accumulator plus bias,
+/* y = act(x·wᵀ + b) in one Hopper GEMM, the activation on the fp32 accumulator plus bias,
  * rounded once: x [.., k], w [n, k], b [n], out [.., n], all bf16, contiguous, 16-byte aligned,
- * on a device where llmprof_linear_gelu_on_device says 1; n and k multiples of 8. */
-int llmprof_linear_gelu(const void* x, const void* w, const void* b, const void* out);
+ * on a device where llmprof_linear_gelu_on_device says 1; n and k multiples of 8. `variant` as
+ * llmprof_k_sm90_linear_gelu's (kernels/launch.h): 0 the erf-form GELU, 1 quickGELU. */
+int llmprof_linear_gelu(const void* x, const void* w, const void* b, const void* out,
+                        int variant);
 /* SAM's global attention with its decomposed relative-position bias inside a Hopper
  * flash-attention kernel: qkv [batch, grid, grid, 3·heads·64] bf16 (grid 32, 40, 64 or 80),
  * prod [heads, batch·grid², cols] (each token's q times both √64-scaled resized tables),

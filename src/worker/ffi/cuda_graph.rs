@@ -13,7 +13,7 @@ pub struct RawCudaGraph {
 }
 
 extern "C" {
-    fn llmprof_cuda_graph_create(out: *mut *mut RawCudaGraph) -> c_int;
+    fn llmprof_cuda_graph_create(keep_graph: c_int, out: *mut *mut RawCudaGraph) -> c_int;
     fn llmprof_cuda_graph_capture_begin(
         graph: *mut RawCudaGraph,
         share_pool_with: *mut RawCudaGraph,
@@ -47,10 +47,21 @@ pub struct CudaGraph {
 }
 
 impl CudaGraph {
+    /// A graph for [`CudaGraph::capture`].
     pub fn new() -> Result<Self, ShimError> {
+        Self::create(false)
+    }
+
+    /// A graph that keeps its nodes after capture, so that [`CudaGraph::set_upload`] can point
+    /// its captured uploads at new sources.
+    pub fn keeping_nodes() -> Result<Self, ShimError> {
+        Self::create(true)
+    }
+
+    fn create(keep_graph: bool) -> Result<Self, ShimError> {
         let mut out = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
-        let rc = unsafe { llmprof_cuda_graph_create(&mut out) };
+        let rc = unsafe { llmprof_cuda_graph_create(c_int::from(keep_graph), &mut out) };
         Ok(CudaGraph {
             handle: take_handle(rc, out)?,
             _not_send: PhantomData,
@@ -85,7 +96,7 @@ impl CudaGraph {
         check(unsafe { llmprof_cuda_graph_replay(self.handle.as_ptr()) })
     }
 
-    /// Points `upload` (captured in this graph) at `upload.bytes` bytes of the dense,
+    /// Points `upload` (captured in this graph, made by [`CudaGraph::keeping_nodes`]) at `upload.bytes` bytes of the dense,
     /// page-locked host tensor `src` from byte `offset` on, for the following replays. `src` must
     /// stay alive until those replays have run ([`host_tensor_used`]).
     pub fn set_upload(

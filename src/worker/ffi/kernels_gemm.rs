@@ -1,5 +1,5 @@
 //! llmprof's Hopper kernels (`csrc/kernels/sm90a`, CUTLASS, behind `csrc/kernels_gemm.cpp`): a
-//! Linear whose epilogue applies the erf-form GELU, and SAM's global and windowed attention
+//! Linear whose epilogue applies the erf-form GELU or quickGELU, and SAM's global and windowed attention
 //! with the relative-position bias inside, as safe wrappers like [`super::kernels`]'s.
 use super::kernels::{empty, ptr};
 use super::{check, ShimError};
@@ -13,6 +13,7 @@ extern "C" {
         w: *const c_void,
         b: *const c_void,
         out: *const c_void,
+        variant: c_int,
     ) -> c_int;
     fn llmprof_sam_global_attention_on_device(device: i64) -> c_int;
     fn llmprof_sam_window_fmha(
@@ -155,16 +156,36 @@ pub fn linear_gelu_operands_fit(x: &Tensor, weight: &Tensor, bias: &Tensor) -> b
         && k % 8 == 0
 }
 
+/// The activation a [`linear_act`] GEMM applies in its epilogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// The erf-form GELU (erf within 1.5e-7; SAM's MLP).
+    Gelu = 0,
+    /// quickGELU, v·σ(1.702·v) (CLIP's MLP).
+    QuickGelu = 1,
+}
+
 /// GELU(`x`·`weight`ᵀ + `bias`) in one GEMM, the erf-form GELU (erf within 1.5e-7) applied to
 /// the fp32 accumulator plus bias and rounded once ([`linear_gelu_fits`]).
 pub fn linear_gelu(x: &Tensor, weight: &Tensor, bias: &Tensor) -> Result<Tensor, ShimError> {
+    linear_act(x, weight, bias, Activation::Gelu)
+}
+
+/// `act`(`x`·`weight`ᵀ + `bias`) in one GEMM, the activation applied to the fp32 accumulator
+/// plus bias and rounded once ([`linear_gelu_fits`]).
+pub fn linear_act(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: &Tensor,
+    act: Activation,
+) -> Result<Tensor, ShimError> {
     let mut size = x.size();
     if let Some(last) = size.last_mut() {
         *last = weight.size().first().copied().unwrap_or(0);
     }
     let out = empty(&size, (x.kind(), x.device()))?;
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
-    check(unsafe { llmprof_linear_gelu(ptr(x), ptr(weight), ptr(bias), ptr(&out)) })?;
+    check(unsafe { llmprof_linear_gelu(ptr(x), ptr(weight), ptr(bias), ptr(&out), act as c_int) })?;
     Ok(out)
 }
 

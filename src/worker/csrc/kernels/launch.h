@@ -225,16 +225,17 @@ int llmprof_k_decode_attention(int dtype, const void* q, const void* k, const vo
 /* CUTLASS's name for a status a Hopper GEMM returned negated (see below). */
 const char* llmprof_k_sm90_status_string(int status);
 
-/* Bytes of scratch llmprof_k_sm90_linear_gelu needs for these sizes (may be 0). */
-int64_t llmprof_k_sm90_linear_gelu_workspace(int64_t m, int64_t n, int64_t k);
+/* Bytes of scratch llmprof_k_sm90_linear_gelu needs for these sizes and variant (may be 0;
+ * negative for an unknown variant). */
+int64_t llmprof_k_sm90_linear_gelu_workspace(int64_t m, int64_t n, int64_t k, int variant);
 
-/* y [m, n] = GELU(x [m, k] · w [n, k]ᵀ + b [n]), all bf16 and row-major: the bias added to the
- * fp32 accumulator and the erf-form GELU (erf within 1.5e-7) applied in fp32 before one
- * rounding. n and k multiples of 8, pointers 16-byte aligned, m, n, k < 2³¹; workspace as large
- * as llmprof_k_sm90_linear_gelu_workspace says. Returns 0, a cudaError_t, or −(CUTLASS status)
- * when CUTLASS refuses the problem or its setup fails. */
+/* y [m, n] = act(x [m, k] · w [n, k]ᵀ + b [n]), all bf16 and row-major: the bias added to the
+ * fp32 accumulator and the activation applied in fp32 before one rounding. variant 0: the
+ * erf-form GELU (erf within 1.5e-7); 1: quickGELU v·σ(1.702·v). n and k multiples of 8, pointers 16-byte aligned,
+ * m, n, k < 2³¹; workspace as large as llmprof_k_sm90_linear_gelu_workspace says. Returns 0, a
+ * cudaError_t, or −(CUTLASS status) when CUTLASS refuses the problem or its setup fails. */
 int llmprof_k_sm90_linear_gelu(const void* x, const void* w, const void* b, void* y, int64_t m,
-                               int64_t n, int64_t k, void* workspace, void* stream);
+                               int64_t n, int64_t k, void* workspace, void* stream, int variant);
 
 /* Whether llmprof_k_sm90_sam_global_attention takes a grid side and head width. */
 int llmprof_k_sm90_sam_global_attention_fits(int64_t grid, int64_t head_dim);

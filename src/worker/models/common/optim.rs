@@ -73,6 +73,8 @@ pub struct ModelOptim {
     pub quick_gelu_kernel: bool,
     /// SAM (Hopper, bf16): the MLP's first Linear and its GELU in one CUTLASS GEMM.
     pub sam_gelu_epilogue: bool,
+    /// CLIP (Hopper, bf16): the MLP's first Linear and its quickGELU in one CUTLASS GEMM.
+    pub clip_gelu_epilogue: bool,
     /// SAM (bf16, CUDA kernels): windowed attention in one llmprof kernel.
     pub sam_window_attention_kernel: bool,
     /// SAM (bf16, CUDA kernels, Hopper): global attention in one flash-attention kernel with
@@ -116,6 +118,7 @@ impl ModelOptim {
         add_layer_norm_kernel: false,
         quick_gelu_kernel: false,
         sam_gelu_epilogue: false,
+        clip_gelu_epilogue: false,
         sam_window_attention_kernel: false,
         sam_global_attention_kernel: false,
         sam_window_fmha_kernel: false,
@@ -151,6 +154,7 @@ impl ModelOptim {
         add_layer_norm_kernel: true,
         quick_gelu_kernel: true,
         sam_gelu_epilogue: true,
+        clip_gelu_epilogue: true,
         sam_window_attention_kernel: true,
         sam_global_attention_kernel: true,
         sam_window_fmha_kernel: true,
@@ -201,6 +205,7 @@ pub fn model_optim(spec: &llmprof::spec::RunSpec) -> ModelOptim {
         add_layer_norm_kernel: o.add_layer_norm_kernel,
         quick_gelu_kernel: o.quick_gelu_kernel,
         sam_gelu_epilogue: o.sam_gelu_epilogue,
+        clip_gelu_epilogue: o.clip_gelu_epilogue,
         sam_window_attention_kernel: o.sam_window_attention_kernel,
         sam_global_attention_kernel: o.sam_global_attention_kernel,
         sam_window_fmha_kernel: o.sam_window_fmha_kernel,

@@ -227,7 +227,7 @@ impl ShapeGraphs {
                 }
             })
             .collect::<Result<_>>()?;
-        let mut graph = CudaGraph::new().context("creating a CUDA graph")?;
+        let mut graph = CudaGraph::keeping_nodes().context("creating a CUDA graph")?;
         let (outputs, uploads) = {
             let graphs = self.graphs.borrow();
             let share = graphs.any().map(|c| &c.graph);

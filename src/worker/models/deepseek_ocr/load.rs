@@ -117,6 +117,7 @@ impl DeepseekOcr {
                         vision::clip::ClipOptim {
                             add_layer_norm_kernel: optim.add_layer_norm_kernel,
                             quick_gelu_kernel: optim.quick_gelu_kernel,
+                            gelu_epilogue: optim.clip_gelu_epilogue,
                         },
                     )
                     .context("loading CLIP")?,

@@ -1,7 +1,8 @@
 // y = GELU(x·Wᵀ + b) in one Hopper GEMM (CUTLASS 3's TMA warp-specialized kernel with an epilogue
-// that adds the bias to the fp32 accumulator and applies the erf-form GELU before rounding once
+// that adds the bias to the fp32 accumulator and applies the activation before rounding once
 // to bf16): SAM's MLP without the separate GELU pass over its 3,072-wide activations
-// (docs/performance.md "Round 2, session 12"). Built for sm_90a only (build_kernels.rs); the
+// (docs/performance.md "Round 2, session 12"), and CLIP's with its quickGELU, v·σ(1.702·v)
+// (session 18). Built for sm_90a only (build_kernels.rs); the
 // model calls it on compute capability 9.0 only (ffi/kernels_gemm.rs says where it runs) and uses
 // cuBLAS + libtorch's GELU elsewhere.
 //
@@ -55,29 +56,44 @@ __host__ __device__ inline float gelu_as(float v) {
   return v * (v >= 0.f ? 1.f - tail : tail);
 }
 
-template <typename T>
-struct GeluAS {
-  static const bool kIsHeavy = true;
-  CUTLASS_HOST_DEVICE T operator()(T const& v) const { return T(gelu_as(float(v))); }
-};
+// quickGELU(v) = v·σ(1.702·v) = v / (1 + e^(−1.702·v)), as CLIP's fp32 activation.
+__host__ __device__ inline float quick_gelu(float v) {
+#ifdef __CUDA_ARCH__
+  return __fdividef(v, 1.f + __expf(-1.702f * v));
+#else
+  return v / (1.f + expf(-1.702f * v));
+#endif
+}
 
-template <typename T, int N>
-struct GeluAS<cutlass::Array<T, N>> {
-  static const bool kIsHeavy = true;
-  CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& v) const {
-    cutlass::Array<T, N> y;
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < N; ++i) y[i] = T(gelu_as(float(v[i])));
-    return y;
-  }
-};
+// The activations as CUTLASS epilogue functors, on one value or an array of them.
+#define LLMPROF_ACTIVATION(Name, fn)                                                          \
+  template <typename T>                                                                      \
+  struct Name {                                                                              \
+    static const bool kIsHeavy = true;                                                       \
+    CUTLASS_HOST_DEVICE T operator()(T const& v) const { return T(fn(float(v))); }           \
+  };                                                                                         \
+  template <typename T, int N>                                                               \
+  struct Name<cutlass::Array<T, N>> {                                                        \
+    static const bool kIsHeavy = true;                                                       \
+    CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& v) const { \
+      cutlass::Array<T, N> y;                                                                \
+      _Pragma("unroll")                                                                      \
+      for (int i = 0; i < N; ++i) y[i] = T(fn(float(v[i])));                                 \
+      return y;                                                                              \
+    }                                                                                        \
+  };
 
-// A GEMM whose epilogue computes GeluAS(alpha·acc + bias) in fp32 and stores bf16 (beta = 0, no
+LLMPROF_ACTIVATION(GeluAS, gelu_as)
+LLMPROF_ACTIVATION(QuickGelu, quick_gelu)
+#undef LLMPROF_ACTIVATION
+
+// A GEMM whose epilogue computes Act(alpha·acc + bias) in fp32 and stores bf16 (beta = 0, no
 // source tensor).
-template <class TileShape, class ClusterShape, class MainSchedule, class EpiSchedule>
+template <template <class> class Act, class TileShape, class ClusterShape, class MainSchedule,
+          class EpiSchedule>
 struct Config {
   using Fusion = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<
-      GeluAS, Element, Accumulator, Element, Element, Accumulator>;
+      Act, Element, Accumulator, Element, Element, Accumulator>;
 
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
@@ -99,7 +115,8 @@ struct Config {
 // 128×256 tiles over 2×1 clusters, two consumer warp groups sharing each tile (cooperative): of
 // the schedules tried on an H100 (docs/performance.md, session 12) the fastest with this epilogue,
 // together with 256×128 over 1×2.
-using Gemm128x256 = Config<Shape<_128, _256, _64>, Shape<_2, _1, _1>,
+template <template <class> class Act>
+using Gemm128x256 = Config<Act, Shape<_128, _256, _64>, Shape<_2, _1, _1>,
                            cutlass::gemm::KernelTmaWarpSpecializedCooperative,
                            cutlass::epilogue::TmaWarpSpecializedCooperative>;
 
@@ -149,8 +166,22 @@ int run(const void* x, const void* w, const void* b, void* y, int64_t m, int64_t
 
 }  // namespace
 
-extern "C" int64_t llmprof_k_sm90_linear_gelu_workspace(int64_t m, int64_t n, int64_t k) {
-  return workspace_of<Gemm128x256>(m, n, k);
+// The variants llmprof_k_sm90_linear_gelu runs (launch.h): 0 GELU (erf), 1 quickGELU, both on
+// 128×256 tiles (for CLIP's fc1 at 8 pages, 128×128 tiles were slower at 4,848 rows, 0.091
+// against 0.077 ms, and within 4 % elsewhere: docs/performance.md, session 18).
+#define LLMPROF_LINEAR_GELU_VARIANTS(CALL)                                                    \
+  switch (variant) {                                                                         \
+    case 0: return CALL(Gemm128x256<GeluAS>);                                               \
+    case 1: return CALL(Gemm128x256<QuickGelu>);                                            \
+    default: break;                                                                          \
+  }
+
+extern "C" int64_t llmprof_k_sm90_linear_gelu_workspace(int64_t m, int64_t n, int64_t k,
+                                                        int variant) {
+#define LLMPROF_WORKSPACE(C) workspace_of<C>(m, n, k)
+  LLMPROF_LINEAR_GELU_VARIANTS(LLMPROF_WORKSPACE)
+#undef LLMPROF_WORKSPACE
+  return -1;
 }
 
 extern "C" const char* llmprof_k_sm90_status_string(int status) {
@@ -159,11 +190,14 @@ extern "C" const char* llmprof_k_sm90_status_string(int status) {
 
 extern "C" int llmprof_k_sm90_linear_gelu(const void* x, const void* w, const void* b, void* y,
                                           int64_t m, int64_t n, int64_t k, void* workspace,
-                                          void* stream) {
+                                          void* stream, int variant) {
   if (m < 1 || n < 1 || k < 1 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX ||
       n % kAlign != 0 || k % kAlign != 0) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);
-  return run<Gemm128x256>(x, w, b, y, m, n, k, workspace, st);
+#define LLMPROF_RUN(C) run<C>(x, w, b, y, m, n, k, workspace, st)
+  LLMPROF_LINEAR_GELU_VARIANTS(LLMPROF_RUN)
+#undef LLMPROF_RUN
+  return (int)cudaErrorInvalidValue;
 }

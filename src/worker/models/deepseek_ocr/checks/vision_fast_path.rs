@@ -126,6 +126,14 @@ pub fn vision_variants() -> Vec<(&'static str, ModelOptim, Option<usize>)> {
             None,
         ),
         (
+            "clip_gelu_epilogue",
+            ModelOptim {
+                clip_gelu_epilogue: true,
+                ..e
+            },
+            None,
+        ),
+        (
             // With SAM's kernels and the windowed projection it feeds.
             "sam_window_attention_kernel",
             ModelOptim {

@@ -1,6 +1,7 @@
 //! CLIP-L transformer run on SAM features instead of pixels (docs/deepseek-ocr.md §3.2):
 //! SAM map [B,C,h,w] → [B, h·w+1, C] (CLS first, no post-LayerNorm).
 
+use crate::ffi::kernels_gemm;
 use crate::models::common::layers::{LayerNorm, Linear};
 use crate::models::common::pre_norm::{add_into_next, run_blocks};
 use crate::models::common::size_cache::SizeCache;
@@ -21,6 +22,9 @@ pub struct ClipLayer {
     heads: i64,
     /// quickGELU in llmprof's one kernel on a GPU (`runtime.optim.quick_gelu_kernel`).
     quick_gelu_kernel: bool,
+    /// fc1 and its quickGELU in one Hopper GEMM (`runtime.optim.clip_gelu_epilogue`, where the
+    /// weights' device and dtype allow it; decided at load).
+    gelu_epilogue: bool,
 }
 
 /// How CLIP is computed (the `runtime.optim` switches that reach it).
@@ -31,6 +35,8 @@ pub struct ClipOptim {
     pub add_layer_norm_kernel: bool,
     /// quickGELU in llmprof's kernel (`runtime.optim.quick_gelu_kernel`).
     pub quick_gelu_kernel: bool,
+    /// fc1 and its quickGELU in one Hopper GEMM (`runtime.optim.clip_gelu_epilogue`).
+    pub gelu_epilogue: bool,
 }
 
 /// quickGELU, x·sigmoid(1.702·x): llmprof's one kernel on a GPU when `kernel`, else three
@@ -48,15 +54,20 @@ impl ClipLayer {
             Ok(LayerNorm::load(&vs.sub(name), cfg.layer_norm_eps)?
                 .with_add_kernel(optim.add_layer_norm_kernel))
         };
+        let fc1 = Linear::load(&vs.sub("mlp").sub("fc1"), true)?;
+        let gelu_epilogue = optim.gelu_epilogue
+            && fc1.weight.kind() == Kind::BFloat16
+            && kernels_gemm::linear_gelu_on(fc1.weight.device());
         Ok(ClipLayer {
             ln1: norm("layer_norm1")?,
             qkv: Linear::load(&vs.sub("self_attn").sub("qkv_proj"), true)?,
             out: Linear::load(&vs.sub("self_attn").sub("out_proj"), true)?,
             ln2: norm("layer_norm2")?,
-            fc1: Linear::load(&vs.sub("mlp").sub("fc1"), true)?,
+            fc1,
             fc2: Linear::load(&vs.sub("mlp").sub("fc2"), true)?,
             heads: cfg.heads,
             quick_gelu_kernel: optim.quick_gelu_kernel,
+            gelu_epilogue,
         })
     }
 
@@ -79,9 +90,19 @@ impl ClipLayer {
         )?; // (b, nh, t, hd)
         let o = o.f_transpose(1, 2)?.f_reshape([b, t, c])?; // (b, t, c)
         let (x, n2) = self.ln2.add_forward(x, &self.out.forward(&o)?)?;
-        let h = self.fc1.forward(&n2)?;
-        let h = quick_gelu(&h, self.quick_gelu_kernel)?;
-        add_into_next(&x, &self.fc2.forward(&h)?, next)
+        add_into_next(&x, &self.fc2.forward(&self.mlp_hidden(&n2)?)?, next)
+    }
+
+    /// quickGELU(fc1(`x`)): in one Hopper GEMM where it runs and takes these tensors, else the
+    /// Linear and a quickGELU pass.
+    fn mlp_hidden(&self, x: &Tensor) -> Result<Tensor> {
+        if let (true, Some(bias)) = (self.gelu_epilogue, &self.fc1.bias) {
+            if kernels_gemm::linear_gelu_operands_fit(x, &self.fc1.weight, bias) {
+                let act = kernels_gemm::Activation::QuickGelu;
+                return Ok(kernels_gemm::linear_act(x, &self.fc1.weight, bias, act)?);
+            }
+        }
+        quick_gelu(&self.fc1.forward(x)?, self.quick_gelu_kernel)
     }
 }
 
@@ -196,6 +217,61 @@ mod tests {
                     "{kind:?}, {rows}x{width}: {differ} values differ"
                 );
             }
+        }
+    }
+
+    /// CLIP's fc1 with quickGELU in the Hopper GEMM's epilogue against cuBLAS's Linear and the
+    /// quickGELU kernel, at the rows of batch-1 and batch-8 calls (global views, crops): no less
+    /// accurate against fp32 (one rounding instead of two), and the time of each.
+    #[test]
+    #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+    fn fc1_with_quick_gelu_epilogue_on_a_gpu() {
+        use crate::ffi::kernels_gemm::{linear_act, linear_gelu_on, Activation};
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        let dev = Device::Cuda(0);
+        if !linear_gelu_on(dev) {
+            eprintln!("no Hopper GEMMs on this device or build: nothing to compare");
+            return;
+        }
+        let bf = (Kind::BFloat16, dev);
+        let w = Tensor::randn([4096, 1024], bf) / 32.0;
+        let b = Tensor::randn([4096], bf) * 0.1;
+        let timed = |f: &dyn Fn() -> Tensor| -> f64 {
+            for _ in 0..3 {
+                let _ = f();
+            }
+            tch::Cuda::synchronize(0);
+            let t = std::time::Instant::now();
+            for _ in 0..20 {
+                let _ = f();
+            }
+            tch::Cuda::synchronize(0);
+            t.elapsed().as_secs_f64() * 1e3 / 20.0
+        };
+        for m in [257i64, 606, 2056, 4848] {
+            let x = Tensor::randn([m, 1024], bf);
+            let h32 = x
+                .to_kind(Kind::Float)
+                .linear(&w.to_kind(Kind::Float), Some(&b.to_kind(Kind::Float)));
+            let want = quick_gelu(&h32, false).unwrap();
+            let err = |got: &Tensor| -> f64 {
+                let d = got.to_kind(Kind::Float) - &want;
+                d.norm().double_value(&[]) / want.norm().double_value(&[])
+            };
+            let separate = || quick_gelu(&x.linear(&w, Some(&b)), true).unwrap();
+            let e_sep = err(&separate());
+            let mut line = format!(
+                "clip fc1 m={m}: cuBLAS + quick_gelu {:.4} ms (err {e_sep:.2e})",
+                timed(&separate)
+            );
+            let fused = || linear_act(&x, &w, &b, Activation::QuickGelu).unwrap();
+            let e = err(&fused());
+            assert!(
+                e <= e_sep * 1.01,
+                "m={m}: error {e:.3e} against {e_sep:.3e}"
+            );
+            line += &format!(", fused {:.4} ms (err {e:.2e})", timed(&fused));
+            eprintln!("{line}");
         }
     }
 }
