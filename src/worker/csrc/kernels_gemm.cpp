@@ -74,7 +74,8 @@ int llmprof_linear_gelu(const void* x_p, const void* w_p, const void* b_p, const
     TORCH_CHECK(false,
                 "this llmprof-worker was built without llmprof's Hopper GEMMs (no nvcc or no "
                 "CUTLASS headers at build time); run ./bootstrap.sh --yes and rebuild, or set "
-                "runtime.optim.sam_gelu_epilogue=false");
+                "runtime.optim.sam_gelu_epilogue=false (SAM) or runtime.optim.clip_gelu_epilogue=false "
+                "(CLIP)");
 #else
     const auto& x = tensor_arg(x_p, "x");
     const int64_t k = check_rows(x, "x");

@@ -6,7 +6,7 @@
 //! instead of before it.
 use crate::ffi::cuda_graph::{self, CapturedUpload};
 use crate::ffi::streams;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use std::cell::RefCell;
 use tch::{Device, Tensor};
 
@@ -40,8 +40,18 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
 
 /// `body()` and the uploads [`copy_into`] captured while it ran (on this thread).
 pub fn recording<T>(body: impl FnOnce() -> Result<T>) -> Result<(T, Vec<CapturedUpload>)> {
-    let outer = RECORDED.with(|r| r.borrow_mut().replace(Vec::new()));
+    /// Puts the recorder of an enclosing call back, also when `body` panics.
+    struct Restore(Option<Option<Vec<CapturedUpload>>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(outer) = self.0.take() {
+                RECORDED.with(|r| *r.borrow_mut() = outer);
+            }
+        }
+    }
+    let mut restore = Restore(Some(RECORDED.with(|r| r.borrow_mut().replace(Vec::new()))));
     let result = body();
+    let outer = restore.0.take().unwrap_or_default();
     let uploads = RECORDED.with(|r| std::mem::replace(&mut *r.borrow_mut(), outer));
     Ok((result?, uploads.unwrap_or_default()))
 }
@@ -84,6 +94,16 @@ pub fn gather(pieces: &[Tensor], device: Device) -> Result<Tensor> {
         if one.device() == device {
             return Ok(one.shallow_clone());
         }
+    }
+    for (i, p) in pieces.iter().enumerate() {
+        ensure!(
+            p.kind() == first.kind() && p.size().get(1..) == first.size().get(1..),
+            "piece {i} to gather is {:?} {:?}, unlike the first piece's {:?} {:?}",
+            p.kind(),
+            p.size(),
+            first.kind(),
+            first.size()
+        );
     }
     let mut shape = first.size();
     shape[0] = pieces.iter().map(|p| p.size()[0]).sum();
@@ -134,5 +154,30 @@ mod tests {
         let ((), uploads) = recording(|| copy_into(&dst, &src)).unwrap();
         assert!(uploads.is_empty());
         assert!(dst.equal(&src));
+    }
+
+    /// A nested recording, a failing one and a panicking one each leave the enclosing
+    /// recorder as it was; outside any recording there is none.
+    #[test]
+    fn recording_restores_the_enclosing_recorder() {
+        let active = || RECORDED.with(|r| r.borrow().is_some());
+        let ((), _) = recording(|| {
+            assert!(active());
+            assert!(recording(|| -> Result<()> { bail!("inner failure") }).is_err());
+            assert!(active());
+            let caught = std::panic::catch_unwind(|| recording(|| -> Result<()> { panic!("x") }));
+            assert!(caught.is_err() && active());
+            Ok(())
+        })
+        .unwrap();
+        assert!(!active());
+    }
+
+    #[test]
+    fn gather_refuses_pieces_of_other_shapes() {
+        let a = Tensor::zeros([1, 3], (Kind::Float, Device::Cpu));
+        let b = Tensor::zeros([1, 4], (Kind::Float, Device::Cpu));
+        let e = format!("{:#}", gather(&[a, b], Device::Cpu).unwrap_err());
+        assert!(e.contains("piece 1"), "{e}");
     }
 }

@@ -10,7 +10,7 @@
 //! overwrite a result still in use. Static inputs live outside the pool. At most
 //! [`KEPT_SHAPES`] graphs are kept ([`KeptGraphs`]).
 //!
-//! Inputs on the CPU (page-locked, contiguous) are not copied to static buffers: the function
+//! Inputs on the CPU (page-locked, one dense block each) are not copied to static buffers: the function
 //! copies them to the GPU itself ([`super::graph_uploads::copy_into`]), and each replay points
 //! those captured copies at its own inputs, so the copies run inside the replay.
 
@@ -34,12 +34,14 @@ pub(super) fn copy_of(t: &Tensor) -> Result<Tensor> {
     Ok(c)
 }
 
-/// What identifies a capture: the stage and every input's shape, dtype and whether it is on
-/// the host.
+/// What identifies a capture: the stage, the caller's layout (what the inputs' shapes do not
+/// show, [`ShapeGraphs::call_many_keyed`]) and every input's shape and dtype, with its strides
+/// for a host input (its bytes are copied as they lie).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
     stage: &'static str,
-    inputs: Vec<(Vec<i64>, tch::Kind, bool)>,
+    layout: Vec<i64>,
+    inputs: Vec<(Vec<i64>, tch::Kind, Option<Vec<i64>>)>,
 }
 
 struct Captured {
@@ -76,6 +78,12 @@ fn host_uploads(
             })
         })
         .collect();
+    let mut sorted: Vec<(usize, usize)> = ranges.iter().flatten().copied().collect();
+    sorted.sort_unstable();
+    ensure!(
+        sorted.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0),
+        "two host inputs of a CUDA graph share memory: pass each once"
+    );
     let mut read = vec![false; statics.len()];
     let mut out = Vec::with_capacity(uploads.len());
     for upload in uploads {
@@ -172,6 +180,18 @@ impl ShapeGraphs {
         inputs: &[Tensor],
         f: &dyn Fn(&[Tensor]) -> Result<Vec<Tensor>>,
     ) -> Result<Vec<Tensor>> {
+        self.call_many_keyed(stage, &[], inputs, f)
+    }
+
+    /// [`ShapeGraphs::call_many`] with `layout` in the graph's key: what `f` does with the
+    /// inputs that their shapes do not say (how a pass splits them into calls, say).
+    pub fn call_many_keyed(
+        &self,
+        stage: &'static str,
+        layout: &[i64],
+        inputs: &[Tensor],
+        f: &dyn Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+    ) -> Result<Vec<Tensor>> {
         if !self.enabled {
             return f(inputs);
         }
@@ -184,9 +204,10 @@ impl ShapeGraphs {
         }
         let key = Key {
             stage,
+            layout: layout.to_vec(),
             inputs: inputs
                 .iter()
-                .map(|t| (t.size(), t.kind(), on_host(t)))
+                .map(|t| (t.size(), t.kind(), on_host(t).then(|| t.stride())))
                 .collect(),
         };
         if let Some(c) = self.graphs.borrow_mut().get_mut(&key) {
@@ -227,7 +248,12 @@ impl ShapeGraphs {
                 }
             })
             .collect::<Result<_>>()?;
-        let mut graph = CudaGraph::keeping_nodes().context("creating a CUDA graph")?;
+        // Uploads name the graph's nodes, so a graph with host inputs keeps them.
+        let mut graph = match inputs.iter().any(on_host) {
+            true => CudaGraph::keeping_nodes(),
+            false => CudaGraph::new(),
+        }
+        .context("creating a CUDA graph")?;
         let (outputs, uploads) = {
             let graphs = self.graphs.borrow();
             let share = graphs.any().map(|c| &c.graph);

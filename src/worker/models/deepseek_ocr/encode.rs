@@ -123,13 +123,38 @@ impl DeepseekOcr {
                 }
             }
         };
+        // Each call's inputs: its pieces of the views where they stay on the host (uploaded
+        // inside the graphs), else its views concatenated on the GPU now. Host pieces go into
+        // the graphs only when every page has the same views in distinct memory: the graphs'
+        // keys (the inputs' shapes in order) then change with the calls' row counts only, as
+        // for concatenated views, not with the order of a batch's tile grids.
+        let host_pieces = views.iter().all(|v| v.device() == tch::Device::Cpu)
+            && same_views(imgs)
+            && distinct_memory(&views);
+        let inputs: Vec<Vec<Tensor>> = (0..grouping.len())
+            .map(|i| {
+                let pieces = grouping.pieces(i, &views)?;
+                Ok(match host_pieces {
+                    true => pieces,
+                    false => vec![graph_uploads::gather(&pieces, self.device)?],
+                })
+            })
+            .collect::<Result<_>>()?;
         let outputs = if whole_pass {
-            lanes.graphs().call_many("vision", &views, &|x| {
-                lanes.run(grouping.len(), &|i| chain(&grouping.pieces(i, x)?))
-            })?
+            let counts: Vec<i64> = inputs.iter().map(|c| c.len() as i64).collect();
+            let flat: Vec<Tensor> = inputs.iter().flatten().map(Tensor::shallow_clone).collect();
+            lanes
+                .graphs()
+                .call_many_keyed("vision", &counts, &flat, &|x| {
+                    lanes.run(inputs.len(), &|i| {
+                        let start: usize = inputs[..i].iter().map(Vec::len).sum();
+                        chain(&x[start..start + inputs[i].len()])
+                    })
+                })?
         } else {
-            (0..grouping.len())
-                .map(|i| chain(&grouping.pieces(i, &views)?))
+            inputs
+                .iter()
+                .map(|c| chain(c))
                 .collect::<Result<Vec<_>>>()?
         };
         let projected = grouping.split(&outputs)?;
@@ -154,6 +179,19 @@ impl DeepseekOcr {
             .pop()
             .context("vision returned no embeddings for the page")
     }
+}
+
+/// Whether every page has the same views (global view and tiles, same shapes).
+fn same_views(imgs: &[&PreparedImage]) -> bool {
+    let shapes = |p: &PreparedImage| (p.global.size(), p.tiles.as_ref().map(Tensor::size));
+    imgs.windows(2).all(|w| shapes(w[0]) == shapes(w[1]))
+}
+
+/// Whether no two of `views` share their first byte (the same page twice in a batch).
+fn distinct_memory(views: &[Tensor]) -> bool {
+    let mut seen: Vec<usize> = views.iter().map(|v| v.data_ptr() as usize).collect();
+    seen.sort_unstable();
+    seen.windows(2).all(|w| w[0] != w[1])
 }
 
 /// Whether a request of `pages` pages replays vision graphs under the page limit `max_pages`

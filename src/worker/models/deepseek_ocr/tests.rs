@@ -374,3 +374,71 @@ fn prefill_graphs_equal_eager_on_a_gpu() {
     assert_eq!(graphed.prefill_graphs.stats(), (1, 2));
     assert_eq!(eager.prefill_graphs.stats(), (0, 0));
 }
+
+/// Vision graphs with the uploads inside (`runtime.optim.vision_graph_uploads`) on a GPU, the
+/// tiny model in fp32: a batch of pages with the same views (uploaded inside the replays), a
+/// batch of other tile grids (concatenated before the graphs) and a batch holding one page
+/// twice, each over rounds of new pixels in new pinned memory; every page equals the same batch
+/// through eager vision.
+#[test]
+#[ignore = "needs a CUDA GPU: cargo test -- --ignored on the GPU machine"]
+fn vision_graph_uploads_equal_eager_on_a_gpu() {
+    use crate::models::common::optim::ModelOptim;
+    assert!(tch::Cuda::is_available(), "no CUDA device");
+    let cfg = ArchConfig::tiny();
+    let dev = Device::Cuda(0);
+    let weights = Weights::synthetic(&cfg, &Part::ALL, 5, dev, Kind::Float).unwrap();
+    let load = |graphs: bool| {
+        let optim = ModelOptim {
+            vision_uint8_upload: true,
+            vision_graph_uploads: graphs,
+            vision_cuda_graph: graphs,
+            vision_streams: graphs,
+            ..ModelOptim::default()
+        };
+        DeepseekOcr::load_with(weights.shallow_clone(), &cfg, &optim).unwrap()
+    };
+    let (graphed, eager) = (load(true), load(false));
+    let obs = NoopObserver;
+    let pc = tiny_crop_mode();
+    let page = |m: &DeepseekOcr, w: u32, h: u32, k: u32| {
+        let img = image::RgbImage::from_fn(w, h, |x, y| {
+            image::Rgb([
+                ((x * k) % 256) as u8,
+                ((y * 3 + k) % 256) as u8,
+                (k * 40) as u8,
+            ])
+        });
+        let mut p = preprocess::preprocess(&img, &pc).unwrap();
+        m.ready_pixels(&mut p).unwrap();
+        p
+    };
+    for round in 0..3u32 {
+        let same = [
+            page(&graphed, 150, 70, 1 + round),
+            page(&graphed, 150, 70, 5 + round),
+        ];
+        let mixed = [
+            page(&graphed, 150, 70, 2 + round),
+            page(&graphed, 60, 50, 3 + round),
+        ];
+        let twice = page(&graphed, 150, 70, 9 + round);
+        let batches: [Vec<&PreparedImage>; 3] = [
+            same.iter().collect(),
+            mixed.iter().collect(),
+            vec![&twice, &twice],
+        ];
+        for (b, imgs) in batches.iter().enumerate() {
+            let got = graphed.encode_batch(imgs, 0, &obs).unwrap();
+            // The same batch op by op: the same kernels (stale or misplaced pixels would be
+            // off by the pixels' scale, not by rounding).
+            let want = eager.encode_batch(imgs, 0, &obs).unwrap();
+            for p in 0..imgs.len() {
+                let err = max_diff(&got[p], &want[p]) / want[p].abs().max().double_value(&[]);
+                assert!(err < 1e-4, "round {round}, batch {b}, page {p}: {err}");
+            }
+        }
+    }
+    let stats = graphed.vision_graph_stats().unwrap();
+    assert!(stats.replays >= 4, "{stats:?}");
+}

@@ -1,4 +1,4 @@
-// y = GELU(x·Wᵀ + b) in one Hopper GEMM (CUTLASS 3's TMA warp-specialized kernel with an epilogue
+// y = act(x·Wᵀ + b) in one Hopper GEMM (CUTLASS 3's TMA warp-specialized kernel with an epilogue
 // that adds the bias to the fp32 accumulator and applies the activation before rounding once
 // to bf16): SAM's MLP without the separate GELU pass over its 3,072-wide activations
 // (docs/performance.md "Round 2, session 12"), and CLIP's with its quickGELU, v·σ(1.702·v)

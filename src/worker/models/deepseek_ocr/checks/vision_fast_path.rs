@@ -237,11 +237,23 @@ fn embeddings(
             None => pages.iter().map(|p| m.encode_images(p, &obs)).collect(),
         }
     };
-    let mut per_page = run(&ready()?)?;
+    let mut first = ready()?;
+    let mut per_page = run(&first)?;
     if optim.vision_cuda_graph {
-        // The first pass ran eagerly and captured; check what the replays return, from other
-        // host memory than the capture's.
+        // The first pass ran eagerly and captured; check what the replays return. They read
+        // other host memory than the capture's: the first pages stay alive (their memory is not
+        // reused) and are zeroed once read, so a replay still reading them would show.
+        if weights.device().is_cuda() {
+            crate::ffi::cuda_device_synchronize()?;
+        }
+        for p in &mut first {
+            let _zeroed = p.global.f_zero_()?;
+            if let Some(t) = p.tiles.as_mut() {
+                let _zeroed = t.f_zero_()?;
+            }
+        }
         per_page = run(&ready()?)?;
+        drop(first);
         if let Some(stats) = m.vision_graph_stats() {
             ensure!(
                 stats.captured > 0 && stats.replays >= stats.captured as u64,
