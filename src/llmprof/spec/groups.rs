@@ -308,10 +308,11 @@ pub struct OptimSpec {
     /// off.
     #[serde(default)]
     pub vision_uint8_upload: bool,
-    /// With `vision_uint8_upload` on a CUDA device, a vision call copies its page-locked uint8
-    /// views to the GPU itself (inside its CUDA graph where there is one, each replay pointing
-    /// the captured copies at its pages), instead of every view being copied first and a call's
-    /// views concatenated after. Absent: off.
+    /// With `vision_uint8_upload` on a CUDA device, for batches whose pages have the same views, a
+    /// vision call copies its page-locked uint8 views to the GPU itself (inside its CUDA graph
+    /// where there is one, each replay pointing the captured copies at its pages), instead of
+    /// every view being copied first and a call's views concatenated after (as batches of
+    /// mixed tile grids still do). Absent: off.
     #[serde(default)]
     pub vision_graph_uploads: bool,
     /// On a CUDA device with `grouped_moe`, MoE routing (the router logits in one CUDA kernel,
