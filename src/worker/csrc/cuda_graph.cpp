@@ -26,20 +26,6 @@ struct llmprof_cuda_graph {
   std::optional<c10::cuda::CUDAStream> previous_stream;
 };
 
-namespace {
-
-// Whether `ptr` is page-locked host memory known to the CUDA driver.
-bool is_pinned_host(const void* ptr) {
-  cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return attr.type == cudaMemoryTypeHost;
-}
-
-}  // namespace
-
 extern "C" {
 
 int llmprof_cuda_graph_create(int keep_graph, llmprof_cuda_graph** out) {
@@ -131,7 +117,7 @@ int llmprof_capture_upload(const void* dst, const void* src, void** node, void**
     }
     TORCH_CHECK(s.is_non_overlapping_and_dense() && s.nbytes() > 0,
                 "an upload's source must be dense and non-empty");
-    TORCH_CHECK(is_pinned_host(s.data_ptr()),
+    TORCH_CHECK(s.is_pinned(),
                 "the upload's source is not page-locked host memory (only such copies can be "
                 "captured in a CUDA graph)");
     const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
@@ -169,7 +155,7 @@ int llmprof_cuda_graph_set_upload(llmprof_cuda_graph* graph, void* node, void* d
     TORCH_CHECK(offset <= s.nbytes() && bytes <= s.nbytes() - offset, "an upload of ", bytes,
                 " bytes from byte ", offset, " of a ", s.nbytes(), "-byte host tensor");
     const void* from = static_cast<const char*>(s.data_ptr()) + offset;
-    TORCH_CHECK(is_pinned_host(from), "the upload's new source is not page-locked host memory");
+    TORCH_CHECK(s.is_pinned(), "the upload's new source is not page-locked host memory");
     C10_CUDA_CHECK(cudaGraphExecMemcpyNodeSetParams1D(graph->graph.raw_cuda_graph_exec(),
                                                       static_cast<cudaGraphNode_t>(node),
                                                       dst_data, from, bytes,

@@ -120,7 +120,7 @@ pub fn sam_window_fmha(qkv: &Tensor, prod: &Tensor) -> Result<Tensor, ShimError>
     sam_attention_with(llmprof_sam_window_fmha, qkv, prod)
 }
 
-/// Whether [`linear_gelu`] runs on `device`: this build has the Hopper GEMMs and the device is
+/// Whether [`linear_act`] runs on `device`: this build has the Hopper GEMMs and the device is
 /// compute capability 9.0 (H100, H200).
 pub fn linear_gelu_on(device: Device) -> bool {
     match device {
@@ -130,7 +130,7 @@ pub fn linear_gelu_on(device: Device) -> bool {
     }
 }
 
-/// Whether [`linear_gelu`] takes `x` [.., k] with `weight` [n, k] and `bias` [n]
+/// Whether [`linear_act`] takes `x` [.., k] with `weight` [n, k] and `bias` [n]
 /// ([`linear_gelu_operands_fit`]) on a device where [`linear_gelu_on`] holds.
 pub fn linear_gelu_fits(x: &Tensor, weight: &Tensor, bias: &Tensor) -> bool {
     linear_gelu_operands_fit(x, weight, bias) && linear_gelu_on(x.device())
@@ -165,12 +165,6 @@ pub enum Activation {
     QuickGelu = 1,
 }
 
-/// GELU(`x`·`weight`ᵀ + `bias`) in one GEMM, the erf-form GELU (erf within 1.5e-7) applied to
-/// the fp32 accumulator plus bias and rounded once ([`linear_gelu_fits`]).
-pub fn linear_gelu(x: &Tensor, weight: &Tensor, bias: &Tensor) -> Result<Tensor, ShimError> {
-    linear_act(x, weight, bias, Activation::Gelu)
-}
-
 /// `act`(`x`·`weight`ᵀ + `bias`) in one GEMM, the activation applied to the fp32 accumulator
 /// plus bias and rounded once ([`linear_gelu_fits`]).
 pub fn linear_act(
@@ -191,7 +185,9 @@ pub fn linear_act(
 
 #[cfg(test)]
 mod tests {
-    use super::{linear_gelu, linear_gelu_fits, linear_gelu_on, linear_gelu_operands_fit};
+    use super::{
+        linear_act, linear_gelu_fits, linear_gelu_on, linear_gelu_operands_fit, Activation,
+    };
     use tch::{Device, Kind, Tensor};
 
     /// Off a GPU nothing takes the Hopper GEMM: the caller falls back to the Linear and GELU.
@@ -283,7 +279,7 @@ mod tests {
             let w = Tensor::randn([n, k], bf) * (1.0 / (k as f64).sqrt());
             let b = Tensor::randn([n], bf) * 0.5;
             assert!(linear_gelu_fits(&x, &w, &b), "{m}x{n}x{k}");
-            let got = linear_gelu(&x, &w, &b).unwrap();
+            let got = linear_act(&x, &w, &b, Activation::Gelu).unwrap();
             assert_eq!(got.size(), vec![m, n]);
             let f = |t: &Tensor| t.to_kind(Kind::Float);
             let exact = f(&x).linear(&f(&w), Some(&f(&b))).gelu("none");
@@ -307,8 +303,8 @@ mod tests {
         let x = Tensor::randn([2, 5, 768], (Kind::BFloat16, dev));
         let w = Tensor::randn([3072, 768], (Kind::BFloat16, dev)) * 0.03;
         let b = Tensor::randn([3072], (Kind::BFloat16, dev));
-        let got = linear_gelu(&x, &w, &b).unwrap();
-        let flat = linear_gelu(&x.reshape([10, 768]), &w, &b).unwrap();
+        let got = linear_act(&x, &w, &b, Activation::Gelu).unwrap();
+        let flat = linear_act(&x.reshape([10, 768]), &w, &b, Activation::Gelu).unwrap();
         assert!(got.reshape([10, 3072]).equal(&flat));
         // Not multiples of 8 or not bf16: refused.
         let odd = Tensor::randn([4, 36], (Kind::BFloat16, dev));

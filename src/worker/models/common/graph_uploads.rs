@@ -56,6 +56,21 @@ pub fn recording<T>(body: impl FnOnce() -> Result<T>) -> Result<(T, Vec<Captured
     Ok((result?, uploads.unwrap_or_default()))
 }
 
+/// The bytes `t` occupies from its data pointer on (a dense tensor's whole memory).
+pub fn byte_range(t: &Tensor) -> (usize, usize) {
+    (
+        t.data_ptr() as usize,
+        t.numel() * t.kind().elt_size_in_bytes(),
+    )
+}
+
+/// Whether no two of `tensors` overlap in memory ([`byte_range`]).
+pub fn disjoint<'a>(tensors: impl IntoIterator<Item = &'a Tensor>) -> bool {
+    let mut ranges: Vec<(usize, usize)> = tensors.into_iter().map(byte_range).collect();
+    ranges.sort_unstable();
+    ranges.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0)
+}
+
 /// The strides of `t` when its rows (dimension 0) are dense blocks of memory, one after the
 /// other: then pieces of such rows gather into a tensor of the same layout by plain copies.
 pub fn dense_rows_strides(t: &Tensor) -> Option<Vec<i64>> {
@@ -171,6 +186,17 @@ mod tests {
         })
         .unwrap();
         assert!(!active());
+    }
+
+    #[test]
+    fn disjoint_tells_shared_memory() {
+        let a = Tensor::zeros([4, 3], (Kind::Float, Device::Cpu));
+        let b = Tensor::zeros([4, 3], (Kind::Float, Device::Cpu));
+        assert!(disjoint([&a, &b]));
+        assert!(!disjoint([&a, &b, &a]));
+        // Overlapping rows of one tensor, and its two halves.
+        assert!(!disjoint([&a.narrow(0, 0, 2), &a.narrow(0, 1, 2)]));
+        assert!(disjoint([&a.narrow(0, 0, 2), &a.narrow(0, 2, 2)]));
     }
 
     #[test]

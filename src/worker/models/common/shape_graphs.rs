@@ -60,31 +60,19 @@ struct HostUpload {
     upload: CapturedUpload,
 }
 
-/// Which host input each of `uploads` read at capture (the inputs `statics`, `None` for GPU
+/// Which host input each of `uploads` read at capture (`host`: the inputs, `None` for GPU
 /// ones), and from which byte. Every host input must have been read: otherwise its replays
 /// would not see new values.
-fn host_uploads(
-    statics: &[Option<Tensor>],
-    uploads: Vec<CapturedUpload>,
-) -> Result<Vec<HostUpload>> {
-    let ranges: Vec<Option<(usize, usize)>> = statics
-        .iter()
-        .map(|t| {
-            t.as_ref().map(|t| {
-                (
-                    t.data_ptr() as usize,
-                    t.numel() * t.kind().elt_size_in_bytes(),
-                )
-            })
-        })
-        .collect();
-    let mut sorted: Vec<(usize, usize)> = ranges.iter().flatten().copied().collect();
-    sorted.sort_unstable();
+fn host_uploads(host: &[Option<&Tensor>], uploads: Vec<CapturedUpload>) -> Result<Vec<HostUpload>> {
     ensure!(
-        sorted.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0),
+        graph_uploads::disjoint(host.iter().flatten().copied()),
         "two host inputs of a CUDA graph share memory: pass each once"
     );
-    let mut read = vec![false; statics.len()];
+    let ranges: Vec<Option<(usize, usize)>> = host
+        .iter()
+        .map(|t| t.map(graph_uploads::byte_range))
+        .collect();
+    let mut read = vec![false; host.len()];
     let mut out = Vec::with_capacity(uploads.len());
     for upload in uploads {
         let input = ranges
@@ -237,17 +225,17 @@ impl ShapeGraphs {
         }
         let eager = f(inputs)?;
         let started = std::time::Instant::now();
-        // Host inputs are read where they are (the capture records their uploads).
-        let statics: Vec<Tensor> = inputs
+        // Static buffers of the GPU inputs; host inputs are read where they are (the capture
+        // records their uploads).
+        let statics: Vec<Option<Tensor>> = inputs
             .iter()
-            .map(|t| {
-                if on_host(t) {
-                    Ok(t.shallow_clone())
-                } else {
-                    copy_of(t)
-                }
-            })
+            .map(|t| (!on_host(t)).then(|| copy_of(t)).transpose())
             .collect::<Result<_>>()?;
+        let captured_inputs: Vec<Tensor> = inputs
+            .iter()
+            .zip(&statics)
+            .map(|(t, s)| s.as_ref().unwrap_or(t).shallow_clone())
+            .collect();
         // Uploads name the graph's nodes, so a graph with host inputs keeps them.
         let mut graph = match inputs.iter().any(on_host) {
             true => CudaGraph::keeping_nodes(),
@@ -258,7 +246,7 @@ impl ShapeGraphs {
             let graphs = self.graphs.borrow();
             let share = graphs.any().map(|c| &c.graph);
             graph
-                .capture(share, || graph_uploads::recording(|| f(&statics)))
+                .capture(share, || graph_uploads::recording(|| f(&captured_inputs)))
                 .with_context(|| {
                     format!(
                         "capturing {stage} as a CUDA graph (inputs {:?})\n  fix: {}=false runs it op by op",
@@ -266,16 +254,9 @@ impl ShapeGraphs {
                     )
                 })?
         };
-        let host: Vec<Option<Tensor>> = statics
-            .iter()
-            .map(|t| on_host(t).then(|| t.shallow_clone()))
-            .collect();
+        let host: Vec<Option<&Tensor>> = inputs.iter().map(|t| on_host(t).then_some(t)).collect();
         let uploads = host_uploads(&host, uploads)
             .with_context(|| format!("the {stage} CUDA graph's host inputs"))?;
-        let statics: Vec<Option<Tensor>> = statics
-            .into_iter()
-            .map(|t| (!on_host(&t)).then_some(t))
-            .collect();
         let mut graphs = self.graphs.borrow_mut();
         let dropped = graphs.dropped();
         graphs.insert(

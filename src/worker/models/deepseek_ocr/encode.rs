@@ -130,7 +130,7 @@ impl DeepseekOcr {
         // for concatenated views, not with the order of a batch's tile grids.
         let host_pieces = views.iter().all(|v| v.device() == tch::Device::Cpu)
             && same_views(imgs)
-            && distinct_memory(&views);
+            && graph_uploads::disjoint(&views);
         let inputs: Vec<Vec<Tensor>> = (0..grouping.len())
             .map(|i| {
                 let pieces = grouping.pieces(i, &views)?;
@@ -143,13 +143,17 @@ impl DeepseekOcr {
         let outputs = if whole_pass {
             let counts: Vec<i64> = inputs.iter().map(|c| c.len() as i64).collect();
             let flat: Vec<Tensor> = inputs.iter().flatten().map(Tensor::shallow_clone).collect();
+            // Call i's inputs are flat[starts[i]..starts[i + 1]].
+            let starts: Vec<usize> = std::iter::once(0)
+                .chain(inputs.iter().scan(0, |end, c| {
+                    *end += c.len();
+                    Some(*end)
+                }))
+                .collect();
             lanes
                 .graphs()
                 .call_many_keyed("vision", &counts, &flat, &|x| {
-                    lanes.run(inputs.len(), &|i| {
-                        let start: usize = inputs[..i].iter().map(Vec::len).sum();
-                        chain(&x[start..start + inputs[i].len()])
-                    })
+                    lanes.run(inputs.len(), &|i| chain(&x[starts[i]..starts[i + 1]]))
                 })?
         } else {
             inputs
@@ -185,13 +189,6 @@ impl DeepseekOcr {
 fn same_views(imgs: &[&PreparedImage]) -> bool {
     let shapes = |p: &PreparedImage| (p.global.size(), p.tiles.as_ref().map(Tensor::size));
     imgs.windows(2).all(|w| shapes(w[0]) == shapes(w[1]))
-}
-
-/// Whether no two of `views` share their first byte (the same page twice in a batch).
-fn distinct_memory(views: &[Tensor]) -> bool {
-    let mut seen: Vec<usize> = views.iter().map(|v| v.data_ptr() as usize).collect();
-    seen.sort_unstable();
-    seen.windows(2).all(|w| w[0] != w[1])
 }
 
 /// Whether a request of `pages` pages replays vision graphs under the page limit `max_pages`

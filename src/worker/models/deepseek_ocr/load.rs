@@ -110,17 +110,8 @@ impl DeepseekOcr {
         };
         let encoder = if weights.has_part(Part::Encoder) {
             Some(match (&cfg.clip, &cfg.query_encoder) {
-                (Some(c), _) => Encoder::Clip({
-                    let fused = weights.kind() == Kind::BFloat16
-                        && crate::ffi::kernels_gemm::linear_gelu_on(weights.device());
-                    if weights_on_gpu && optim.clip_gelu_epilogue && !fused {
-                        tracing::info!(
-                            "runtime.optim.clip_gelu_epilogue: CLIP's MLP runs cuBLAS + quickGELU \
-                             here (the fused GEMM needs bf16 weights on a compute capability 9.0 \
-                             GPU and a build with the CUTLASS headers)"
-                        );
-                    }
-                    Clip::load(
+                (Some(c), _) => {
+                    let clip = Clip::load(
                         &model.sub("vision_model"),
                         c,
                         vision::clip::ClipOptim {
@@ -129,8 +120,16 @@ impl DeepseekOcr {
                             gelu_epilogue: optim.clip_gelu_epilogue,
                         },
                     )
-                    .context("loading CLIP")?
-                }),
+                    .context("loading CLIP")?;
+                    if weights_on_gpu && optim.clip_gelu_epilogue && !clip.gelu_epilogue() {
+                        tracing::info!(
+                            "runtime.optim.clip_gelu_epilogue: CLIP's MLP runs cuBLAS + quickGELU \
+                             here (the fused GEMM needs bf16 weights on a compute capability 9.0 \
+                             GPU and a build with the CUTLASS headers)"
+                        );
+                    }
+                    Encoder::Clip(clip)
+                }
                 (None, Some(q)) => Encoder::Queries(
                     QueryEncoder::load(&model.sub("qwen2_model"), q, cfg.pixels_per_token(), optim)
                         .context("loading the query encoder")?,

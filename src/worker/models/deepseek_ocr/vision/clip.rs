@@ -1,7 +1,8 @@
 //! CLIP-L transformer run on SAM features instead of pixels (docs/deepseek-ocr.md §3.2):
 //! SAM map [B,C,h,w] → [B, h·w+1, C] (CLS first, no post-LayerNorm).
 
-use crate::ffi::kernels_gemm;
+use super::linear_act::LinearAct;
+use crate::ffi::kernels_gemm::Activation;
 use crate::models::common::layers::{LayerNorm, Linear};
 use crate::models::common::pre_norm::{add_into_next, run_blocks};
 use crate::models::common::size_cache::SizeCache;
@@ -17,14 +18,13 @@ pub struct ClipLayer {
     qkv: Linear,
     out: Linear,
     ln2: LayerNorm,
-    fc1: Linear,
+    /// fc1 and its quickGELU, in one Hopper GEMM where `runtime.optim.clip_gelu_epilogue` asks
+    /// for it and the weights allow it.
+    fc1: LinearAct,
     fc2: Linear,
     heads: i64,
     /// quickGELU in llmprof's one kernel on a GPU (`runtime.optim.quick_gelu_kernel`).
     quick_gelu_kernel: bool,
-    /// fc1 and its quickGELU in one Hopper GEMM (`runtime.optim.clip_gelu_epilogue`, where the
-    /// weights' device and dtype allow it; decided at load).
-    gelu_epilogue: bool,
 }
 
 /// How CLIP is computed (the `runtime.optim` switches that reach it).
@@ -54,10 +54,11 @@ impl ClipLayer {
             Ok(LayerNorm::load(&vs.sub(name), cfg.layer_norm_eps)?
                 .with_add_kernel(optim.add_layer_norm_kernel))
         };
-        let fc1 = Linear::load(&vs.sub("mlp").sub("fc1"), true)?;
-        let gelu_epilogue = optim.gelu_epilogue
-            && fc1.weight.kind() == Kind::BFloat16
-            && kernels_gemm::linear_gelu_on(fc1.weight.device());
+        let fc1 = LinearAct::load(
+            &vs.sub("mlp").sub("fc1"),
+            Activation::QuickGelu,
+            optim.gelu_epilogue,
+        )?;
         Ok(ClipLayer {
             ln1: norm("layer_norm1")?,
             qkv: Linear::load(&vs.sub("self_attn").sub("qkv_proj"), true)?,
@@ -67,7 +68,6 @@ impl ClipLayer {
             fc2: Linear::load(&vs.sub("mlp").sub("fc2"), true)?,
             heads: cfg.heads,
             quick_gelu_kernel: optim.quick_gelu_kernel,
-            gelu_epilogue,
         })
     }
 
@@ -96,13 +96,8 @@ impl ClipLayer {
     /// quickGELU(fc1(`x`)): in one Hopper GEMM where it runs and takes these tensors, else the
     /// Linear and a quickGELU pass.
     fn mlp_hidden(&self, x: &Tensor) -> Result<Tensor> {
-        if let (true, Some(bias)) = (self.gelu_epilogue, &self.fc1.bias) {
-            if kernels_gemm::linear_gelu_operands_fit(x, &self.fc1.weight, bias) {
-                let act = kernels_gemm::Activation::QuickGelu;
-                return Ok(kernels_gemm::linear_act(x, &self.fc1.weight, bias, act)?);
-            }
-        }
-        quick_gelu(&self.fc1.forward(x)?, self.quick_gelu_kernel)
+        self.fc1
+            .forward(x, |h| quick_gelu(&h, self.quick_gelu_kernel))
     }
 }
 
@@ -157,6 +152,12 @@ impl Clip {
             layers,
             pos_by_side: SizeCache::default(),
         })
+    }
+
+    /// Whether the MLPs' first Linear and quickGELU run as one Hopper GEMM
+    /// (`runtime.optim.clip_gelu_epilogue` on, bf16 weights on a device that has it).
+    pub fn gelu_epilogue(&self) -> bool {
+        self.layers.iter().any(|l| l.fc1.fused())
     }
 
     /// SAM features [B,C,h,w] (h = w) → [B, h·w+1, C].
@@ -227,6 +228,7 @@ mod tests {
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn fc1_with_quick_gelu_epilogue_on_a_gpu() {
         use crate::ffi::kernels_gemm::{linear_act, linear_gelu_on, Activation};
+        use crate::models::common::test_util::gpu_ms_per_call;
         assert!(tch::Cuda::is_available(), "no CUDA device");
         let dev = Device::Cuda(0);
         if !linear_gelu_on(dev) {
@@ -236,18 +238,6 @@ mod tests {
         let bf = (Kind::BFloat16, dev);
         let w = Tensor::randn([4096, 1024], bf) / 32.0;
         let b = Tensor::randn([4096], bf) * 0.1;
-        let timed = |f: &dyn Fn() -> Tensor| -> f64 {
-            for _ in 0..3 {
-                let _ = f();
-            }
-            tch::Cuda::synchronize(0);
-            let t = std::time::Instant::now();
-            for _ in 0..20 {
-                let _ = f();
-            }
-            tch::Cuda::synchronize(0);
-            t.elapsed().as_secs_f64() * 1e3 / 20.0
-        };
         for m in [257i64, 606, 2056, 4848] {
             let x = Tensor::randn([m, 1024], bf);
             let h32 = x
@@ -262,7 +252,7 @@ mod tests {
             let e_sep = err(&separate());
             let mut line = format!(
                 "clip fc1 m={m}: cuBLAS + quick_gelu {:.4} ms (err {e_sep:.2e})",
-                timed(&separate)
+                gpu_ms_per_call(&separate)
             );
             let fused = || linear_act(&x, &w, &b, Activation::QuickGelu).unwrap();
             let e = err(&fused());
@@ -270,7 +260,7 @@ mod tests {
                 e <= e_sep * 1.01,
                 "m={m}: error {e:.3e} against {e_sep:.3e}"
             );
-            line += &format!(", fused {:.4} ms (err {e:.2e})", timed(&fused));
+            line += &format!(", fused {:.4} ms (err {e:.2e})", gpu_ms_per_call(&fused));
             eprintln!("{line}");
         }
     }

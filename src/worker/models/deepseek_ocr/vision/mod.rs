@@ -2,6 +2,7 @@
 //! and the arrangement of image vectors.
 pub mod batch;
 pub mod clip;
+pub mod linear_act;
 pub mod projector;
 pub mod query_encoder;
 pub mod rel_pos;

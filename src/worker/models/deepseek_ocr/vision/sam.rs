@@ -1,9 +1,11 @@
 //! SAM ViT-B image encoder with windowed/global attention, decomposed relative-position bias,
 //! neck and the 16x stride-2 compressor (docs/deepseek-ocr.md §3.1): pixels [B,3,S,S] → [B,1024,S/64,S/64].
 
+use super::linear_act::LinearAct;
 use super::sam_attention::{AttnOut, SamAttention, SamOptim};
 use super::sam_attention_cuda::KeyBuffers;
-use crate::ffi::{kernels_gemm, kernels_vision};
+use crate::ffi::kernels_gemm::Activation;
+use crate::ffi::kernels_vision;
 use crate::models::common::layers::{LayerNorm, Linear};
 use crate::models::common::pre_norm::{add_into_next, run_blocks};
 use crate::models::common::size_cache::SizeCache;
@@ -18,12 +20,11 @@ pub struct SamBlock {
     norm1: LayerNorm,
     attn: SamAttention,
     norm2: LayerNorm,
-    lin1: Linear,
+    /// The MLP's first Linear and GELU, in one Hopper GEMM where [`SamOptim::gelu_epilogue`]
+    /// asks for it and the weights allow it.
+    lin1: LinearAct,
     lin2: Linear,
     window: i64,
-    /// The MLP's first Linear and GELU in one Hopper GEMM ([`SamOptim::gelu_epilogue`]), where
-    /// the weights' device and dtype allow it (decided at load).
-    gelu_epilogue: bool,
 }
 
 impl SamBlock {
@@ -32,10 +33,11 @@ impl SamBlock {
             Ok(LayerNorm::load(&vs.sub(name), cfg.layer_norm_eps)?
                 .with_add_kernel(optim.add_layer_norm_kernel))
         };
-        let lin1 = Linear::load(&vs.sub("mlp").sub("lin1"), true)?;
-        let gelu_epilogue = optim.gelu_epilogue
-            && lin1.weight.kind() == Kind::BFloat16
-            && kernels_gemm::linear_gelu_on(lin1.weight.device());
+        let lin1 = LinearAct::load(
+            &vs.sub("mlp").sub("lin1"),
+            Activation::Gelu,
+            optim.gelu_epilogue,
+        )?;
         Ok(SamBlock {
             norm1: norm("norm1")?,
             // The windowed kernel's biases only where the block has windows.
@@ -51,7 +53,6 @@ impl SamBlock {
             lin1,
             lin2: Linear::load(&vs.sub("mlp").sub("lin2"), true)?,
             window,
-            gelu_epilogue,
         })
     }
 
@@ -82,12 +83,7 @@ impl SamBlock {
     /// GELU(lin1(`x`)), the erf-form GELU: in one Hopper GEMM where it runs and takes these
     /// tensors, else the Linear and a GELU pass.
     fn mlp_hidden(&self, x: &Tensor) -> Result<Tensor> {
-        if let (true, Some(bias)) = (self.gelu_epilogue, &self.lin1.bias) {
-            if kernels_gemm::linear_gelu_operands_fit(x, &self.lin1.weight, bias) {
-                return Ok(kernels_gemm::linear_gelu(x, &self.lin1.weight, bias)?);
-            }
-        }
-        Ok(self.lin1.forward(x)?.f_gelu("none")?)
+        self.lin1.forward(x, |h| Ok(h.f_gelu("none")?))
     }
 }
 
@@ -223,7 +219,7 @@ impl Sam {
     /// Whether the MLPs run the fused Linear + GELU GEMM
     /// (`runtime.optim.sam_gelu_epilogue` on, bf16 weights on a device that has it).
     pub fn gelu_epilogue(&self) -> bool {
-        self.blocks.iter().any(|b| b.gelu_epilogue)
+        self.blocks.iter().any(|b| b.lin1.fused())
     }
 
     /// pixels [B,3,S,S] (S a multiple of 64) → [B, C_out, S/64, S/64].

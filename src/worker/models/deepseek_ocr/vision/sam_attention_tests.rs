@@ -2,6 +2,7 @@
 //! shared with the CUDA-kernel path's GPU test (`sam_attention_cuda`).
 use super::*;
 use crate::models::common::tensors::WeightPath;
+use crate::models::common::test_util::gpu_ms_per_call;
 use std::collections::HashMap;
 
 #[test]
@@ -142,20 +143,8 @@ pub(crate) fn folded_and_kernel_errors_timed(
     for (name, optim) in [("folded", FOLDED_KERNELS), ("kernel", kernel)] {
         let a = attention_on(w, heads, optim, Kind::BFloat16, y.device());
         errors.push(rel_err(&a.forward_block(&yb, window).unwrap(), &want));
-        let run = || a.forward_block(&yb, window).unwrap();
-        for _ in 0..3 {
-            let _ = run();
-        }
-        tch::Cuda::synchronize(0);
-        let t = std::time::Instant::now();
-        for _ in 0..20 {
-            let _ = run();
-        }
-        tch::Cuda::synchronize(0);
-        eprintln!(
-            "{label} block b{b} grid {grid} {name}: {:.3} ms",
-            t.elapsed().as_secs_f64() * 1e3 / 20.0
-        );
+        let ms = gpu_ms_per_call(&|| a.forward_block(&yb, window).unwrap());
+        eprintln!("{label} block b{b} grid {grid} {name}: {ms:.3} ms");
     }
     (errors[0], errors[1])
 }
