@@ -269,7 +269,8 @@ mod tests {
     use tch::{Device, Kind};
 
     /// The SwiGLU kernel against silu and the multiply over the halves in libtorch, bit for bit,
-    /// in fp32 and bf16, for decode-sized and prefill-sized rows.
+    /// in fp32 and bf16, for decode-sized and prefill-sized rows: halves of 896 (the 16-byte
+    /// vector kernel), of 897 and an input starting off a 16-byte boundary (the element kernel).
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn silu_mul_kernel_equals_libtorch_on_a_gpu() {
@@ -277,11 +278,17 @@ mod tests {
         let dev = Device::Cuda(0);
         for kind in [Kind::Float, Kind::BFloat16] {
             for rows in [1i64, 32, 1000] {
-                let gu = Tensor::randn([rows, 2 * 896], (kind, dev)) * 4.0;
-                let got = silu_mul_last(&gu, true).unwrap();
-                let want = silu_mul_halves(&gu, -1).unwrap();
-                let differ = values_differing(&got, &want);
-                assert_eq!(differ, 0, "{kind:?}, {rows} rows: {differ} values differ");
+                for (f, offset) in [(896i64, 0i64), (897, 0), (896, 1)] {
+                    let flat = Tensor::randn([rows * 2 * f + offset], (kind, dev)) * 4.0;
+                    let gu = flat.narrow(0, offset, rows * 2 * f).view([rows, 2 * f]);
+                    let got = silu_mul_last(&gu, true).unwrap();
+                    let want = silu_mul_halves(&gu, -1).unwrap();
+                    let differ = values_differing(&got, &want);
+                    assert_eq!(
+                        differ, 0,
+                        "{kind:?}, {rows} rows of 2 × {f}, offset {offset}: {differ} values differ"
+                    );
+                }
             }
         }
     }
