@@ -51,7 +51,7 @@ class HfResult:
 @dataclasses.dataclass
 class Row:
     metric: str
-    kind: str  # "ms", "tok_s" or "gib": how the value columns are formatted
+    kind: str  # "ms", "tok_s", "gib", "rate", "x" or "pct": how the value columns are formatted
     llmprof: float | None
     hf: float | None
     ratio: float | None
@@ -186,6 +186,26 @@ def long_rows(off: list[LlmprofRun], on: list[LlmprofRun]) -> tuple[list[Row], l
     return rows, notes
 
 
+def ngram_rows(benches: list[dict[str, Any]]) -> tuple[list[Row], list[str]]:
+    """The n-gram rule over one token stream (`llmprof-worker bench-ngram`'s ngram.json): TPOT
+    without and with the rule while both replay the stream the rule produced, and their
+    difference; the free runs' difference goes to the notes."""
+    rows, notes = [], []
+    for j in benches:
+        b, n, tpot = j["batch"], j["max_new_tokens"], j["tpot_ms"]
+        none, rule = tpot["none, rule's stream"]["p50"], tpot["rule, rule's stream"]["p50"]
+        for which, v in (("no n-gram rule", none), ("default n-gram rule", rule)):
+            rows.append(Row(f"decode ms/token (TPOT), batch {b}, {n:,} tokens, one token stream, {which}", "ms",
+                            v, None, None, None, None))
+        rows.append(Row(f"default n-gram rule vs none, batch {b}, {n:,} tokens, one token stream", "pct",
+                        j["rule_vs_none_pct_equal_stream"], None, None, None, None))
+        notes.append(f"- n-gram rule over one token stream (batch {b}, {n:,} tokens, bench-ngram): both sides replay "
+                     f"the stream the rule produced, so they read the same experts; {rule:.4f} vs {none:.4f} ms "
+                     f"({j['rule_vs_none_pct_equal_stream']:+.2f} %). Free runs, each its own stream: "
+                     f"{j['rule_vs_none_pct_free']:+.2f} %")
+    return rows, notes
+
+
 def kineto_rows(runs: list[LlmprofRun]) -> list[Row]:
     """Profiled ÷ timed pass for every run whose Kineto pass ran (stage 1's kineto.overhead_pct)."""
     return [Row(f"Kineto profiled pass ÷ timed pass, batch {r.batch}", "x", 1 + r.kineto_overhead_pct / 100,
@@ -198,6 +218,8 @@ def fmt_value(x: float | None, kind: str) -> str:
         return MISSING
     if kind == "x":
         return f"{x:.2f}×"
+    if kind == "pct":
+        return f"{x:+.1f} %"
     if kind == "rate":
         return f"{x:.2f}"
     if kind == "gib":

@@ -53,6 +53,7 @@ from bench_rows import (  # noqa: E402
     floors,
     kineto_rows,
     long_rows,
+    ngram_rows,
     render_table,
     table_rows,
     vision_rows,
@@ -271,6 +272,18 @@ def read_hf_vision(path: Path | None) -> dict[int, float | None]:
     return out
 
 
+def read_json(path: Path) -> dict[str, Any]:
+    """llmprof-worker bench-ngram's ngram.json, with the fields the n-gram rows read."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise SystemExit(f"{path}: cannot read the n-gram benchmark ({e}; scripts/bench_ngram.sh writes it)") from e
+    for key in ("batch", "max_new_tokens", "tpot_ms", "rule_vs_none_pct_equal_stream", "rule_vs_none_pct_free"):
+        if key not in doc:
+            raise SystemExit(f"{path}: no '{key}' (is it bench-ngram's ngram.json?)")
+    return doc
+
+
 def distinct(values: list[Any]) -> str:
     seen = []
     for v in values:
@@ -293,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="a stage1 run over long pages (e.g. 1,000 tokens) without the n-gram rule; repeatable")
     ap.add_argument("--llmprof-long-default-run", type=parse_run_arg, action="append", default=[],
                     metavar="BATCH=DIR", help="the same long pages with the model's default n-gram rule; repeatable")
+    ap.add_argument("--llmprof-ngram-json", type=Path, action="append", default=[], metavar="PATH",
+                    help="llmprof-worker bench-ngram's ngram.json: the n-gram rule over one token stream; repeatable")
     ap.add_argument("--llmprof-distinct-run", type=parse_run_arg, action="append", default=[],
                     metavar="BATCH=DIR", help="stage-1 run of the batch over as many distinct pages")
     ap.add_argument("--hf-vision-json", type=Path, default=None,
@@ -356,6 +371,10 @@ def main(argv: list[str] | None = None) -> int:
     long_off = [read_run(b, d) for b, d in a.llmprof_long_run]
     long_on = [read_run(b, d) for b, d in a.llmprof_long_default_run]
     more_rows, long_notes = long_rows(long_off, long_on)
+    ngram_benches = [read_json(p) for p in a.llmprof_ngram_json]
+    stream_rows, stream_notes = ngram_rows(ngram_benches)
+    more_rows += stream_rows
+    long_notes += stream_notes
     distinct_runs = [read_run(b, d) for b, d in a.llmprof_distinct_run]
     spread_rows, distinct_notes = distinct_rows(distinct_runs, by_batch)
     rows = vision_rows(runs, hf_vision) + rows + spread_rows + more_rows + kineto_rows(runs)
@@ -415,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
             "llmprof_long": [dataclasses.asdict(r) for r in long_off],
             "llmprof_long_default_ngram": [dataclasses.asdict(r) for r in long_on],
             "llmprof_distinct": [dataclasses.asdict(r) for r in distinct_runs],
+            "llmprof_ngram_one_stream": ngram_benches,
             "hf_vision_ms_per_page": hf_vision,
             "hf": [dataclasses.asdict(h) for h in hf.values()],
             "floors": {b: dataclasses.asdict(f) for b, f in fl.items()},

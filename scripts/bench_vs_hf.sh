@@ -17,7 +17,8 @@
 #                             largest batch once more with the default n-gram rule, TPOT vs none)
 #   LONG_TOKENS=1000          DeepSeek-OCR only: the largest batch over pages of this many forced
 #                             tokens, without and with the default n-gram rule (pages/s, the rule's
-#                             TPOT cost over long pages); 0 skips them
+#                             TPOT cost over long pages), and scripts/bench_ngram.sh there (the
+#                             rule against none over one token stream); 0 skips them
 #   DISTINCT_ROW=0            DeepSeek-OCR only: no distinct-pages row (by default the largest
 #                             batch once more over as many distinct pages, page-01 shifted per row
 #                             by scripts/make_distinct_pages.py: decode tok/s with every row routing
@@ -119,6 +120,11 @@ if [[ -z "$model" && "$long_tokens" != 0 ]]; then
     flag=--llmprof-long-run; [[ "$rule" == default ]] && flag=--llmprof-long-default-run
     long+=("$flag" "$b=$out_abs/llmprof-b$b-long-$rule")
   done
+  # The rule against none over one token stream (the stream the rule produces, replayed).
+  echo "== llmprof bench-ngram, batch $b, $long_tokens tokens, one token stream" >&2
+  BATCH=$b TOKENS=$long_tokens LLMPROF_BIN=$llmprof scripts/bench_ngram.sh "$out_abs/ngram-b$b" \
+    "${user_overrides[@]}"
+  long+=(--llmprof-ngram-json "$out_abs/ngram-b$b/ngram.json")
 fi
 
 # Distinct pages (DeepSeek-OCR): the largest batch over as many distinct pages of the same size.

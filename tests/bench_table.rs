@@ -129,3 +129,108 @@ fn bench_script_refuses_an_out_dir_with_earlier_runs() {
     );
     assert!(!out.join("llmprof-b1-1").exists() && !out.join("page").exists());
 }
+
+/// scripts/bench_ngram.sh on the tiny model: every setting timed in every round, the two
+/// differences computed from the medians it reports, and bench_vs_hf.py's rows read from its
+/// ngram.json; without a rule to measure the worker says which key to set.
+#[test]
+fn bench_ngram_times_the_rule_over_one_token_stream() {
+    let out = scratch("bench-ngram").join("out");
+    let tiny = [
+        "model=deepseek_ocr_tiny",
+        "infer.no_repeat_ngram_size=2",
+        "infer.ngram_window=8",
+    ];
+    let bench = |dir: &std::path::Path, extra: &[&str]| {
+        Command::new("bash")
+            .arg(repo_root().join("scripts/bench_ngram.sh"))
+            .arg(dir)
+            .args(tiny)
+            .args(extra)
+            .env("LLMPROF_BIN", crate::support::llmprof())
+            .env("BATCH", "2")
+            .env("TOKENS", "12")
+            .env("REPEATS", "2")
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap()
+    };
+    let run = bench(&out, &[]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "bench_ngram.sh failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("ngram.json")).unwrap()).unwrap();
+    assert_eq!(
+        (j["batch"].as_u64(), j["max_new_tokens"].as_u64()),
+        (Some(2), Some(12))
+    );
+    let p50 = |arm: &str| {
+        let samples = j["tpot_ms_per_repeat"][arm].as_array().unwrap();
+        assert_eq!(samples.len(), 2, "{arm}: {samples:?}");
+        assert!(
+            samples.iter().all(|s| s.as_f64().unwrap() > 0.0),
+            "{arm}: {samples:?}"
+        );
+        j["tpot_ms"][arm]["p50"].as_f64().unwrap()
+    };
+    let equal = 100.0 * (p50("rule, rule's stream") / p50("none, rule's stream") - 1.0);
+    let free = 100.0 * (p50("rule, free") / p50("none, free") - 1.0);
+    assert!((j["rule_vs_none_pct_equal_stream"].as_f64().unwrap() - equal).abs() < 1e-9);
+    assert!((j["rule_vs_none_pct_free"].as_f64().unwrap() - free).abs() < 1e-9);
+    assert!(
+        stdout.contains(&format!(
+            "rule vs none over one token stream: {equal:+.2} %"
+        )),
+        "{stdout}"
+    );
+
+    // bench_vs_hf.py's rows from it (a stage-1 run of the tiny model for the required run).
+    let (plain, _) = short_stage1(
+        "bench-ngram-run",
+        &[
+            "model=deepseek_ocr_tiny",
+            "dataset.sampling.num_samples_per_epoch=1",
+        ],
+    );
+    let table = Command::new("python3")
+        .arg(repo_root().join("scripts/bench_vs_hf.py"))
+        .args(["--llmprof-run", &format!("1={}", plain.display())])
+        .args([
+            "--llmprof-ngram-json",
+            &out.join("ngram.json").display().to_string(),
+        ])
+        .args(["--skip-hf", "--new-tokens", "4"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&table.stdout).to_string();
+    assert!(
+        table.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&table.stderr)
+    );
+    let r = row(
+        &text,
+        "default n-gram rule vs none, batch 2, 12 tokens, one token stream",
+    );
+    assert_eq!(r[1], format!("{equal:+.1} %"), "{r:?}");
+    let none = row(
+        &text,
+        "decode ms/token (TPOT), batch 2, 12 tokens, one token stream, no n-gram rule",
+    );
+    let shown: f64 = none[1].replace(',', "").parse().unwrap();
+    let want = p50("none, rule's stream");
+    assert!((shown - want).abs() <= 0.006 * want, "{none:?} vs {want}");
+
+    // No rule to measure: refused, naming the key.
+    let refused = bench(
+        &scratch("bench-ngram-off").join("out"),
+        &["infer.no_repeat_ngram_size=0"],
+    );
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{err}");
+    assert!(err.contains("infer.no_repeat_ngram_size is 0"), "{err}");
+}

@@ -1,5 +1,5 @@
 //! `llmprof-worker`: the half of llmprof that links libtorch. `llmprof` launches it as
-//! `llmprof-worker <stage1|infer|bench-overhead> <run_dir>` (the run directory holds
+//! `llmprof-worker <stage1|infer|bench-overhead|bench-ngram> <run_dir>` (the run directory holds
 //! config.resolved.yaml) or forwards `debug ...` to it.
 use anyhow::{bail, Context, Result};
 use llmprof_worker::ffi::versions::RuntimeVersions;
@@ -57,11 +57,11 @@ fn run(versions: &RuntimeVersions, kineto_quieted: bool) -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(command) = args.first() else {
         bail!(
-            "usage: llmprof-worker <stage1|infer|bench-overhead> <run_dir> (normally started by llmprof)"
+            "usage: llmprof-worker <stage1|infer|bench-overhead|bench-ngram> <run_dir> (normally started by llmprof)"
         );
     };
     match command.as_str() {
-        "stage1" | "infer" | "bench-overhead" => {
+        "stage1" | "infer" | "bench-overhead" | "bench-ngram" => {
             let dir = PathBuf::from(args.get(1).context("missing run directory argument")?);
             if llmprof::logging::run_wants_log_file(&dir) {
                 llmprof::logging::log_to_file(&dir.join(llmprof::run_dir::LOG_FILE))?;
@@ -89,6 +89,7 @@ fn run(versions: &RuntimeVersions, kineto_quieted: bool) -> Result<()> {
             match command.as_str() {
                 "stage1" => llmprof_worker::workload::stage1::run(&spec, &dir),
                 "infer" => llmprof_worker::workload::infer::run(&spec, &dir),
+                "bench-ngram" => llmprof_worker::workload::bench_ngram::run(&spec, &dir),
                 _ => llmprof_worker::workload::bench_overhead::run(&spec, &dir),
             }
         }

@@ -38,6 +38,11 @@ pub struct GenerateConfig {
     /// step, like HF `generate`). The windowed n-gram rule runs on the device; HF's
     /// whole-sequence rule needs the host loop.
     pub sync_free_decode: bool,
+    /// Ids fed back in place of each step's choice, per row (at least `max_new_tokens` each;
+    /// needs `force_max_new_tokens`): the argmax and the n-gram rule still run, so two settings
+    /// can be timed over one token stream (scripts/bench_ngram.sh). `None`: greedy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_tokens: Option<Vec<Vec<i64>>>,
 }
 
 impl Default for GenerateConfig {
@@ -48,6 +53,7 @@ impl Default for GenerateConfig {
             force_max_new_tokens: false,
             eos_check_interval: 16,
             sync_free_decode: true,
+            replay_tokens: None,
         }
     }
 }
@@ -109,6 +115,7 @@ impl GenerateConfig {
             force_max_new_tokens: spec.infer.ignore_eos,
             eos_check_interval: spec.runtime.optim.eos_check_interval as usize,
             sync_free_decode: spec.runtime.optim.sync_free_decode,
+            replay_tokens: None,
         }
     }
 }

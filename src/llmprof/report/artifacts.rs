@@ -32,6 +32,8 @@ pub const INFER_README: &str = "README.md";
 /// Crops of image elements, linked from the markdown as `images/<name>_<k>.png`.
 pub const IMAGES_DIR: &str = "images";
 pub const OVERHEAD_JSON: &str = "overhead.json";
+/// The n-gram rule's cost on decode over one token stream (`llmprof-worker bench-ngram`).
+pub const NGRAM_JSON: &str = "ngram.json";
 
 /// Writes `text` to `run_dir/name`, naming the file in the error.
 pub fn write(run_dir: &Path, name: &str, text: &str) -> Result<()> {

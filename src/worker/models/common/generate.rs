@@ -1,6 +1,7 @@
 //! Greedy generation (docs/deepseek-ocr.md §5), for any [`CausalLm`]: prefill, then a decode
-//! loop over the KV cache with EOS stop, `max_new_tokens`, an optional forced length, and
-//! no-repeat-n-gram blocking (HF whole-sequence semantics or the vLLM sliding-window variant).
+//! loop over the KV cache with EOS stop, `max_new_tokens`, an optional forced length (or a
+//! replayed token stream), and no-repeat-n-gram blocking (HF whole-sequence semantics or the vLLM
+//! sliding-window variant).
 //! Batch rows are left-padded.
 
 use super::causal_lm::CausalLm;
@@ -70,6 +71,7 @@ pub fn generate_with<M: CausalLm>(
         "prompt ({t}) + max_new_tokens ({}) exceeds max_position_embeddings {max_pos}",
         cfg.max_new_tokens
     );
+    check_replay(cfg, b)?;
     let cache = session.begin(model, b as i64, capacity)?;
     let mut logits = prefill(cache)?; // (b, vocab)
     let eos = model.eos_token_id();
@@ -95,11 +97,19 @@ pub fn generate_with<M: CausalLm>(
         let out = Tensor::f_zeros([b as i64, cfg.max_new_tokens as i64], (Kind::Int64, device))?;
         let mut finished = Tensor::f_zeros([b as i64], (Kind::Bool, device))?;
         let eos_t = Tensor::f_full([b as i64], eos, (Kind::Int64, device))?;
+        // Replayed ids as (step, row), so a step's ids are one contiguous row.
+        let replay = match &cfg.replay_tokens {
+            Some(rows) => Some(replay_by_step(rows, cfg.max_new_tokens)?.f_to_device(device)?),
+            None => None,
+        };
         for step in 0..cfg.max_new_tokens {
             if let Some(rule) = &ngram {
                 rule.apply(&mut logits)?;
             }
             let mut next = logits.f_argmax(-1, false)?; // (b)
+            if let Some(ids) = &replay {
+                next = ids.f_get(step as i64)?; // the choice is made, then replaced
+            }
             if !cfg.force_max_new_tokens {
                 next = eos_t.f_where_self(&finished, &next)?;
                 finished = finished.f_logical_or(&next.f_eq(eos)?)?;
@@ -173,7 +183,13 @@ pub fn generate_with<M: CausalLm>(
             let neg = Tensor::f_full([1], f64::NEG_INFINITY, (Kind::Float, device))?;
             let _ = logits.f_index_put_(&[Some(ri), Some(ci)], &neg, false)?;
         }
-        let next = Vec::<i64>::try_from(&logits.f_argmax(-1, false)?.f_to_device(Device::Cpu)?)?; // host sync
+        let mut next =
+            Vec::<i64>::try_from(&logits.f_argmax(-1, false)?.f_to_device(Device::Cpu)?)?; // host sync
+        if let Some(rows) = &cfg.replay_tokens {
+            for (id, row) in next.iter_mut().zip(rows) {
+                *id = row[step];
+            }
+        }
         let mut feed = next.clone();
         for r in 0..b {
             if done[r] {
@@ -204,6 +220,43 @@ pub fn generate_with<M: CausalLm>(
         decode_steps,
         prompt_lens,
     })
+}
+
+/// Refuses `cfg.replay_tokens` that do not give each of `rows` rows `max_new_tokens` ids of a
+/// forced length.
+fn check_replay(cfg: &GenerateConfig, rows: usize) -> Result<()> {
+    let Some(replay) = &cfg.replay_tokens else {
+        return Ok(());
+    };
+    ensure!(
+        cfg.force_max_new_tokens,
+        "replayed tokens need a forced length (infer.ignore_eos=true): a replayed stream has no EOS stop"
+    );
+    ensure!(
+        replay.len() == rows,
+        "{} replayed token rows for a batch of {rows} rows: give one row of ids per batch row",
+        replay.len()
+    );
+    if let Some((r, row)) = replay
+        .iter()
+        .enumerate()
+        .find(|(_, row)| row.len() < cfg.max_new_tokens)
+    {
+        anyhow::bail!(
+            "replayed row {r} has {} ids, fewer than max_new_tokens ({}): record the stream with at least as many tokens",
+            row.len(),
+            cfg.max_new_tokens
+        );
+    }
+    Ok(())
+}
+
+/// The first `steps` ids of each row as a `(steps, rows)` int64 tensor on the host.
+fn replay_by_step(rows: &[Vec<i64>], steps: usize) -> Result<Tensor> {
+    let ids: Vec<i64> = (0..steps)
+        .flat_map(|s| rows.iter().map(move |row| row[s]))
+        .collect();
+    Ok(Tensor::f_from_slice(&ids)?.f_reshape([steps as i64, rows.len() as i64])?)
 }
 
 #[cfg(test)]

@@ -69,6 +69,7 @@ mod tests {
             force_max_new_tokens: true,
             eos_check_interval: 2,
             sync_free_decode: true,
+            replay_tokens: None,
         };
         let out = generate(&m, &rows, &forced, &obs).unwrap();
         assert!(out.tokens.iter().all(|t| t.len() == 6));
@@ -130,6 +131,48 @@ mod tests {
             plain.tokens, device.tokens,
             "the rule should change the output"
         );
+        // A replayed stream is what every row emits, on the device and in the host loop, with
+        // the rule (which would ban some of the rule-free stream's ids) and without it.
+        for (stream, rule) in [
+            (&device.tokens, NoRepeatNgram::Off),
+            (&plain.tokens, windowed.no_repeat.clone()),
+        ] {
+            for sync_free_decode in [true, false] {
+                let replayed = GenerateConfig {
+                    no_repeat: rule.clone(),
+                    sync_free_decode,
+                    replay_tokens: Some(stream.clone()),
+                    ..windowed.clone()
+                };
+                let o = generate(&m, &rows, &replayed, &obs).unwrap();
+                assert_eq!(&o.tokens, stream, "{rule:?}, sync-free {sync_free_decode}");
+                assert_eq!(o.decode_steps, device.decode_steps);
+            }
+        }
+        // Replays that cannot feed every step are refused before any work.
+        for (bad, why) in [
+            (vec![device.tokens[0].clone()], "replayed token rows"),
+            (
+                vec![device.tokens[0][..23].to_vec(), device.tokens[1].clone()],
+                "fewer than max_new_tokens",
+            ),
+        ] {
+            let g = GenerateConfig {
+                replay_tokens: Some(bad),
+                ..windowed.clone()
+            };
+            let e = generate(&m, &rows, &g, &obs).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        }
+        let unforced = GenerateConfig {
+            force_max_new_tokens: false,
+            replay_tokens: Some(device.tokens.clone()),
+            ..windowed.clone()
+        };
+        let e = generate(&m, &rows, &unforced, &obs)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("infer.ignore_eos=true"), "{e}");
         // n=1 bans every token already in the sequence: no generated token repeats or is in the prompt.
         let ban_all = GenerateConfig {
             no_repeat: NoRepeatNgram::Hf { n: 1 },
@@ -180,6 +223,7 @@ mod tests {
                 force_max_new_tokens: false,
                 eos_check_interval: 1,
                 sync_free_decode: true,
+                replay_tokens: None,
             };
             let o = generate(&m, &rows, &g, &obs).unwrap();
             assert!(
