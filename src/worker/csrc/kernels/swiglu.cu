@@ -2,8 +2,9 @@
 // projection's output [rows, 2f] → [rows, f], replacing silu and the multiply over strided
 // halves (two to four libtorch kernels, docs/performance.md "Round 2, session 8"). It rounds
 // where they round: silu (x / (1 + e^−x) in fp32, as libtorch computes it) is stored in the
-// element type, then the product. Halves whose width is a whole number of 16-byte vectors (all
-// of DeepSeek-OCR's) take the vector kernel; others the element kernel, with the same values.
+// element type, then the product. A prefill's rows, when each half is a whole number of 16-byte
+// vectors (all of DeepSeek-OCR's), take the vector kernel; decode steps, other widths and
+// unaligned inputs the element kernel, with the same values.
 #include "dtype.cuh"
 #include "launch.h"
 
@@ -34,7 +35,8 @@ __global__ void silu_mul(const T* __restrict__ gate_up, T* __restrict__ out, int
 
 // The same values from 16-byte vectors (V elements of gate and of up per thread), for rows whose
 // halves start on 16-byte boundaries: one index division per V elements instead of one per
-// element, and 16-byte loads (a prefill's gate/up output is 0.3 GB per MoE layer at batch 8).
+// element, and 16-byte loads (a prefill's gate/up output is 0.3 GB per MoE layer at batch 8);
+// for a prefill's many rows.
 template <typename T, int V>
 __global__ void silu_mul_vec(const T* __restrict__ gate_up, T* __restrict__ out, int64_t rows,
                              int64_t f) {
@@ -57,6 +59,11 @@ __global__ void silu_mul_vec(const T* __restrict__ gate_up, T* __restrict__ out,
   }
 }
 
+// Below this many output values (a decode step's rows) the element kernel's one value per thread
+// spreads the exponentials over more of the GPU and finishes sooner (run HA: 1.9 µs a call in
+// vectors against 1.6 per element at batch 8); prefills are far above it.
+constexpr int64_t kVectorMinValues = int64_t{1} << 20;
+
 unsigned grid_for(int64_t items) {
   const int64_t blocks = (items + kThreads - 1) / kThreads;
   return (unsigned)(blocks < 65535 * 8 ? blocks : 65535 * 8);
@@ -68,7 +75,8 @@ int launch_silu_mul(const void* gate_up, void* out, int64_t rows, int64_t f,
   constexpr int V = 16 / sizeof(T);
   const T* in = static_cast<const T*>(gate_up);
   T* o = static_cast<T*>(out);
-  if (f % V == 0 && llmprof_k::aligned16(in) && llmprof_k::aligned16(o)) {
+  if (rows * f >= kVectorMinValues && f % V == 0 && llmprof_k::aligned16(in) &&
+      llmprof_k::aligned16(o)) {
     silu_mul_vec<T, V><<<grid_for(rows * (f / V)), kThreads, 0, stream>>>(in, o, rows, f);
   } else {
     silu_mul<T><<<grid_for(rows * f), kThreads, 0, stream>>>(in, o, rows, f);

@@ -269,15 +269,16 @@ mod tests {
     use tch::{Device, Kind};
 
     /// The SwiGLU kernel against silu and the multiply over the halves in libtorch, bit for bit,
-    /// in fp32 and bf16, for decode-sized and prefill-sized rows: halves of 896 (the 16-byte
-    /// vector kernel), of 897 and an input starting off a 16-byte boundary (the element kernel).
+    /// in fp32 and bf16, for decode-sized rows (the element kernel) and prefill-sized ones: halves
+    /// of 896 (the 16-byte vector kernel from 1,171 rows), of 897 and an input starting off a
+    /// 16-byte boundary (the element kernel).
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn silu_mul_kernel_equals_libtorch_on_a_gpu() {
         assert!(tch::Cuda::is_available(), "no CUDA device");
         let dev = Device::Cuda(0);
         for kind in [Kind::Float, Kind::BFloat16] {
-            for rows in [1i64, 32, 1000] {
+            for rows in [1i64, 32, 1000, 1500] {
                 for (f, offset) in [(896i64, 0i64), (897, 0), (896, 1)] {
                     let flat = Tensor::randn([rows * 2 * f + offset], (kind, dev)) * 4.0;
                     let gu = flat.narrow(0, offset, rows * 2 * f).view([rows, 2 * f]);
