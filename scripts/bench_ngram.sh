@@ -9,18 +9,27 @@
 # Usage: scripts/bench_ngram.sh [OUT_DIR] [extra overrides...]
 #   LLMPROF_BIN=target/release/llmprof   front end (the worker beside it, or LLMPROF_WORKER)
 #   BATCH=32 TOKENS=1000 REPEATS=3       rows (copies of the sample page), forced tokens, rounds
-# Output: OUT_DIR/ngram.json (TPOT per setting and round, the two differences) and the table on
-# stdout. OUT_DIR must be new or empty (exit 2 otherwise).
+# Output: OUT_DIR/ngram.json (ms per decode step per setting and round, the two differences)
+# and the table on stdout. OUT_DIR must be a new or empty folder (exit 2 otherwise); relative
+# paths are taken from the caller's folder.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-BIN=${LLMPROF_BIN:-target/release/llmprof}
-WORKER=${LLMPROF_WORKER:-$(dirname "$BIN")/llmprof-worker}
-out=${1:-tmp/bench-ngram/$(date -u +%Y%m%d-%H%M%S)}
+# Paths given relative to the caller's folder stay so after the cd to the repository.
+abs() { [[ "$1" == /* ]] && echo "$1" || echo "$PWD/$1"; }
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=$(abs "${1:-$repo/tmp/bench-ngram/$(date -u +%Y%m%d-%H%M%S)}")
 shift || true
+BIN=$(abs "${LLMPROF_BIN:-$repo/target/release/llmprof}")
+WORKER=$(abs "${LLMPROF_WORKER:-$(dirname "$BIN")/llmprof-worker}")
+cd "$repo"
 page=datasets/samples/page-01-text.png
 [[ -x "$BIN" && -x "$WORKER" ]] || { echo "bench_ngram: $BIN or $WORKER is not executable (cargo build --release, or set LLMPROF_BIN)" >&2; exit 2; }
-if [[ -e "$out" && -n "$(ls -A "$out")" ]]; then
-  echo "bench_ngram: $out is not empty; give a new OUT_DIR (without one the script makes a timestamped folder)" >&2
+[[ -f "$page" ]] || { echo "bench_ngram: $page is missing" >&2; exit 2; }
+if [[ -e "$out" && ! -d "$out" ]]; then
+  echo "bench_ngram: $out is a file; give a new folder as OUT_DIR" >&2
+  exit 2
+fi
+if [[ -d "$out" && -n "$(ls -A "$out")" ]]; then
+  echo "bench_ngram: $out is not empty (an earlier benchmark's ngram.json would be overwritten); give a new OUT_DIR (without one the script makes a timestamped folder)" >&2
   exit 2
 fi
 mkdir -p "$out/page"

@@ -272,15 +272,19 @@ def read_hf_vision(path: Path | None) -> dict[int, float | None]:
     return out
 
 
-def read_json(path: Path) -> dict[str, Any]:
+def read_ngram_json(path: Path) -> dict[str, Any]:
     """llmprof-worker bench-ngram's ngram.json, with the fields the n-gram rows read."""
     try:
         doc = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise SystemExit(f"{path}: cannot read the n-gram benchmark ({e}; scripts/bench_ngram.sh writes it)") from e
-    for key in ("batch", "max_new_tokens", "tpot_ms", "rule_vs_none_pct_equal_stream", "rule_vs_none_pct_free"):
-        if key not in doc:
-            raise SystemExit(f"{path}: no '{key}' (is it bench-ngram's ngram.json?)")
+    for key in ("batch", "max_new_tokens", "rule", "tpot_ms.none, rule's stream.p50",
+                "tpot_ms.rule, rule's stream.p50", "rule_vs_none_pct_equal_stream", "rule_vs_none_pct_free"):
+        cur = doc
+        for part in key.split("."):
+            if not isinstance(cur, dict) or part not in cur:
+                raise SystemExit(f"{path}: no '{key}' (is it bench-ngram's ngram.json?)")
+            cur = cur[part]
     return doc
 
 
@@ -371,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     long_off = [read_run(b, d) for b, d in a.llmprof_long_run]
     long_on = [read_run(b, d) for b, d in a.llmprof_long_default_run]
     more_rows, long_notes = long_rows(long_off, long_on)
-    ngram_benches = [read_json(p) for p in a.llmprof_ngram_json]
+    ngram_benches = [read_ngram_json(p) for p in a.llmprof_ngram_json]
     stream_rows, stream_notes = ngram_rows(ngram_benches)
     more_rows += stream_rows
     long_notes += stream_notes

@@ -214,16 +214,31 @@ fn bench_ngram_times_the_rule_over_one_token_stream() {
     );
     let r = row(
         &text,
-        "default n-gram rule vs none, batch 2, 12 tokens, one token stream",
+        "n-gram rule (n=2, window 8) vs none, batch 2, 12 tokens, one token stream",
     );
     assert_eq!(r[1], format!("{equal:+.1} %"), "{r:?}");
     let none = row(
         &text,
-        "decode ms/token (TPOT), batch 2, 12 tokens, one token stream, no n-gram rule",
+        "decode ms/step, batch 2, 12 tokens, one token stream, no n-gram rule",
     );
     let shown: f64 = none[1].replace(',', "").parse().unwrap();
     let want = p50("none, rule's stream");
     assert!((shown - want).abs() <= 0.006 * want, "{none:?} vs {want}");
+
+    // Another benchmark's folder: refused with exit 2, its ngram.json kept.
+    let before = std::fs::read_to_string(out.join("ngram.json")).unwrap();
+    let again = bench(&out, &[]);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is not empty") && err.contains("new OUT_DIR"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("ngram.json")).unwrap(),
+        before
+    );
+    assert_eq!(j["rule_reproduces_its_stream"], true, "{j}");
 
     // No rule to measure: refused, naming the key.
     let refused = bench(

@@ -67,6 +67,9 @@ pub struct GenerateOutput {
     /// Decode steps run after prefill.
     pub decode_steps: usize,
     pub prompt_lens: Vec<usize>,
+    /// With `GenerateConfig::replay_tokens`: each row's own choice at each step (argmax after
+    /// the n-gram rule, given the replayed ids before it), for as many steps as `tokens` holds.
+    pub chosen: Option<Vec<Vec<i64>>>,
 }
 
 impl GenerateConfig {

@@ -253,6 +253,21 @@ int llmprof_silu_mul(const void* gate_up_p, const void* out_p) {
   });
 }
 
+int llmprof_silu_mul_uses_vectors(const void* gate_up_p, const void* out_p, int* vectors) {
+  return llmprof::guarded("silu_mul_uses_vectors", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& gate_up = tensor_arg(gate_up_p, "gate_up");
+    const int64_t width = gate_up.size(-1);
+    check_launch(llmprof_k_silu_mul_uses_vectors(dtype_code(gate_up), gate_up.data_ptr(),
+                                                 tensor_arg(out_p, "out").data_ptr(),
+                                                 gate_up.numel() / width, width / 2, vectors),
+                 "silu_mul_uses_vectors");
+#endif
+  });
+}
+
 int llmprof_add_rms_norm(const void* x_p, const void* delta_p, const void* weight_p, double eps,
                          const void* sum_p, const void* out_p) {
   return llmprof::guarded("add_rms_norm", [&] {

@@ -250,6 +250,9 @@ int llmprof_moe_combine(const void* sorted, const void* slot_pos, const void* we
 /* SwiGLU's activation: gate_up [.., 2f] (contiguous; gate, then up) → out [.., f] =
  * silu(gate)·up, rounded to the dtype after the silu and after the product. */
 int llmprof_silu_mul(const void* gate_up, const void* out);
+/* Whether llmprof_silu_mul(gate_up, out) takes the 16-byte-vector kernel (*vectors 1) or the
+ * element kernel (0); for the tests. */
+int llmprof_silu_mul_uses_vectors(const void* gate_up, const void* out, int* vectors);
 /* The residual add and RMSNorm in one kernel: x and delta [.., hidden] (contiguous, same dtype),
  * weight [hidden] → sum = x + delta and out = rms_norm(sum)·weight, rounded once like
  * libtorch's fused RMSNorm; sum and out allocated by the caller like x. */

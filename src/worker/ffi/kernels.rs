@@ -29,6 +29,11 @@ extern "C" {
         y: *const c_void,
     ) -> c_int;
     fn llmprof_silu_mul(gate_up: *const c_void, out: *const c_void) -> c_int;
+    fn llmprof_silu_mul_uses_vectors(
+        gate_up: *const c_void,
+        out: *const c_void,
+        vectors: *mut c_int,
+    ) -> c_int;
     fn llmprof_decode_attention(
         q: *const c_void,
         k_cache: *const c_void,
@@ -239,6 +244,15 @@ pub fn silu_mul(gate_up: &Tensor) -> Result<Tensor, ShimError> {
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
     check(unsafe { llmprof_silu_mul(ptr(gate_up), ptr(&out)) })?;
     Ok(out)
+}
+
+/// Whether [`silu_mul`] of `gate_up` into `out` takes the 16-byte-vector kernel (prefill-sized
+/// calls whose halves are whole vectors) rather than the element kernel.
+pub fn silu_mul_uses_vectors(gate_up: &Tensor, out: &Tensor) -> Result<bool, ShimError> {
+    let mut vectors: c_int = 0;
+    // SAFETY: live tensors for the duration of the call; `vectors` outlives it.
+    check(unsafe { llmprof_silu_mul_uses_vectors(ptr(gate_up), ptr(out), &mut vectors) })?;
+    Ok(vectors == 1)
 }
 
 /// The widest row [`add_rms_norm`] takes (a row lives in one block's registers).

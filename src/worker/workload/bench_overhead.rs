@@ -2,7 +2,7 @@
 //! between bare (no NVTX ranges, no NVML sampler) and instrumented (NVTX ranges + NVML sampling
 //! at `pipeline.nvml.interval_ms`), so process-to-process noise cancels. Writes
 //! `overhead.json` and prints the comparison. Driven by scripts/bench_overhead.sh.
-use crate::measure::nvtx::{NvtxObserver, NvtxOptions};
+use super::bench_support;
 use crate::measure::timing::ClockKind;
 use crate::models::{with_model, ModelJob};
 use anyhow::{Context, Result};
@@ -33,12 +33,8 @@ impl ModelJob for Overhead<'_> {
 }
 
 fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
-    let (items, _) = super::inputs::items(spec)?;
-    let prepared = super::inputs::prepare_all(model, spec, &items)?;
-    let batch: Vec<&M::Request> = prepared
-        .iter()
-        .take(spec.runtime.batch_size as usize)
-        .collect();
+    let prepared = bench_support::prepared(model, spec)?;
+    let batch = bench_support::batch_of(&prepared, spec);
     let gen = GenerateConfig::from_spec(
         spec,
         model.ngram_exempt_ids(),
@@ -55,21 +51,9 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
     for pair in 0..spec.runtime.repeats {
         for with in [false, true] {
             let sampler = with.then(|| NvmlSampler::start(device, interval));
-            let obs = NvtxObserver::new(NvtxOptions {
-                sync_on_exit: false,
-                kineto_scopes: false,
-                timing: Some(clock),
-                no_ranges: !with,
-            });
-            model.generate(&batch, &gen, &obs)?;
+            let (_, steps) =
+                bench_support::timed_generate(model, &batch, &gen, clock, !with, DECODE_STEP)?;
             drop(sampler.map(NvmlSampler::stop));
-            let steps: Vec<f64> = obs
-                .finish()
-                .context("reading timers")?
-                .into_iter()
-                .filter(|t| t.name == DECODE_STEP.nvtx_name())
-                .map(|t| t.duration_ns as f64 / 1e6)
-                .collect();
             let median = Summary::from_samples(&steps)
                 .map(|s| s.p50)
                 .unwrap_or(f64::NAN);
@@ -93,16 +77,10 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
     });
     artifacts::write_json(run_dir, artifacts::OVERHEAD_JSON, &json)?;
     let mut table = String::from(
-        "| repeats | median TPOT ms (p50 over repeats) | mean | CV |\n|---|---:|---:|---:|\n",
+        "| setting | repeats | median decode step ms (p50 over repeats) | mean | CV |\n|---|---:|---:|---:|---:|\n",
     );
     for (name, s) in [("bare", &a), ("NVTX + NVML", &b)] {
-        table.push_str(&format!(
-            "| {name} ×{} | {:.4} | {:.4} | {:.1} % |\n",
-            s.n,
-            s.p50,
-            s.mean,
-            s.cv.unwrap_or(0.0) * 100.0
-        ));
+        table.push_str(&bench_support::summary_row(name, s));
     }
     table.push_str(&format!(
         "\noverhead on the median decode step: {pct:+.2} % (target <= 2 %)\n"

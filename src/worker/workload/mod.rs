@@ -3,6 +3,7 @@
 //! the inputs.
 pub mod bench_ngram;
 pub mod bench_overhead;
+pub mod bench_support;
 pub mod infer;
 pub mod inputs;
 pub mod kineto_pass;

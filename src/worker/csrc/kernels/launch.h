@@ -161,6 +161,10 @@ int llmprof_k_ngram_push(int64_t* recent, int64_t rows, int window, const int64_
  * round(round(silu(gate)) · up). */
 int llmprof_k_silu_mul(int dtype, const void* gate_up, void* out, int64_t rows, int64_t f,
                        void* stream);
+/* Whether llmprof_k_silu_mul takes its 16-byte-vector kernel for these arguments (*vectors 1)
+ * or its element kernel (0). */
+int llmprof_k_silu_mul_uses_vectors(int dtype, const void* gate_up, const void* out, int64_t rows,
+                                    int64_t f, int* vectors);
 
 /* CLIP's quickGELU over n elements: out = round(x · round(sigmoid(round(1.702 · x)))). vec16: n
  * a multiple of 16 / element size and both pointers 16-byte aligned (16-byte vectors). */

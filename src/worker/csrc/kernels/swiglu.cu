@@ -2,9 +2,10 @@
 // projection's output [rows, 2f] → [rows, f], replacing silu and the multiply over strided
 // halves (two to four libtorch kernels, docs/performance.md "Round 2, session 8"). It rounds
 // where they round: silu (x / (1 + e^−x) in fp32, as libtorch computes it) is stored in the
-// element type, then the product. A prefill's rows, when each half is a whole number of 16-byte
-// vectors (all of DeepSeek-OCR's), take the vector kernel; decode steps, other widths and
-// unaligned inputs the element kernel, with the same values.
+// element type, then the product. Calls of at least 2^20 output values (prefills) whose halves
+// are whole 16-byte vectors (all of DeepSeek-OCR's) take the vector kernel; smaller calls
+// (DeepSeek-OCR's decode steps), other widths and unaligned inputs the element kernel, with the
+// same values.
 #include "dtype.cuh"
 #include "launch.h"
 
@@ -59,7 +60,7 @@ __global__ void silu_mul_vec(const T* __restrict__ gate_up, T* __restrict__ out,
   }
 }
 
-// Below this many output values (a decode step's rows) the element kernel's one value per thread
+// Below this many output values (DeepSeek-OCR's decode steps) the element kernel's one value per thread
 // spreads the exponentials over more of the GPU and finishes sooner (run HA: 1.9 µs a call in
 // vectors against 1.6 per element at batch 8); prefills are far above it.
 constexpr int64_t kVectorMinValues = int64_t{1} << 20;
@@ -69,14 +70,20 @@ unsigned grid_for(int64_t items) {
   return (unsigned)(blocks < 65535 * 8 ? blocks : 65535 * 8);
 }
 
+// Whether a call takes the vector kernel.
+template <typename T>
+bool vector_path(const void* gate_up, const void* out, int64_t rows, int64_t f) {
+  return rows * f >= kVectorMinValues && f % (16 / sizeof(T)) == 0 &&
+         llmprof_k::aligned16(gate_up) && llmprof_k::aligned16(out);
+}
+
 template <typename T>
 int launch_silu_mul(const void* gate_up, void* out, int64_t rows, int64_t f,
                     cudaStream_t stream) {
   constexpr int V = 16 / sizeof(T);
   const T* in = static_cast<const T*>(gate_up);
   T* o = static_cast<T*>(out);
-  if (rows * f >= kVectorMinValues && f % V == 0 && llmprof_k::aligned16(in) &&
-      llmprof_k::aligned16(o)) {
+  if (vector_path<T>(gate_up, out, rows, f)) {
     silu_mul_vec<T, V><<<grid_for(rows * (f / V)), kThreads, 0, stream>>>(in, o, rows, f);
   } else {
     silu_mul<T><<<grid_for(rows * f), kThreads, 0, stream>>>(in, o, rows, f);
@@ -84,7 +91,18 @@ int launch_silu_mul(const void* gate_up, void* out, int64_t rows, int64_t f,
   return (int)cudaGetLastError();
 }
 
+template <typename T>
+int report_path(const void* gate_up, const void* out, int64_t rows, int64_t f, int* vectors) {
+  *vectors = vector_path<T>(gate_up, out, rows, f) ? 1 : 0;
+  return 0;
+}
+
 }  // namespace
+
+extern "C" int llmprof_k_silu_mul_uses_vectors(int dtype, const void* gate_up, const void* out,
+                                               int64_t rows, int64_t f, int* vectors) {
+  LLMPROF_K_DISPATCH(dtype, report_path, gate_up, out, rows, f, vectors)
+}
 
 extern "C" int llmprof_k_silu_mul(int dtype, const void* gate_up, void* out, int64_t rows,
                                   int64_t f, void* stream) {

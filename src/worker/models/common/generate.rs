@@ -7,6 +7,7 @@
 use super::causal_lm::CausalLm;
 use super::graph_decode::DecodeSession;
 use super::kv_cache::KvCache;
+use super::replay::Replay;
 use crate::models::ngram_device::DeviceNgramBan;
 use anyhow::{ensure, Result};
 use llmprof::model::{GenerateConfig, GenerateOutput, NoRepeatNgram};
@@ -71,12 +72,14 @@ pub fn generate_with<M: CausalLm>(
         "prompt ({t}) + max_new_tokens ({}) exceeds max_position_embeddings {max_pos}",
         cfg.max_new_tokens
     );
-    check_replay(cfg, b)?;
     let cache = session.begin(model, b as i64, capacity)?;
     let mut logits = prefill(cache)?; // (b, vocab)
     let eos = model.eos_token_id();
-    let _d = obs.enter(DECODE);
     let device = model.device();
+    // The replayed ids go to the device before the decode region, so they are not timed.
+    let device_loop = cfg.sync_free_decode && !matches!(cfg.no_repeat, NoRepeatNgram::Hf { .. });
+    let mut replay = Replay::new(cfg, b, logits.size2()?.1, device, device_loop)?;
+    let _d = obs.enter(DECODE);
     let mut decode_steps = 0;
 
     let device_rule = match &cfg.no_repeat {
@@ -97,18 +100,13 @@ pub fn generate_with<M: CausalLm>(
         let out = Tensor::f_zeros([b as i64, cfg.max_new_tokens as i64], (Kind::Int64, device))?;
         let mut finished = Tensor::f_zeros([b as i64], (Kind::Bool, device))?;
         let eos_t = Tensor::f_full([b as i64], eos, (Kind::Int64, device))?;
-        // Replayed ids as (step, row), so a step's ids are one contiguous row.
-        let replay = match &cfg.replay_tokens {
-            Some(rows) => Some(replay_by_step(rows, cfg.max_new_tokens)?.f_to_device(device)?),
-            None => None,
-        };
         for step in 0..cfg.max_new_tokens {
             if let Some(rule) = &ngram {
                 rule.apply(&mut logits)?;
             }
             let mut next = logits.f_argmax(-1, false)?; // (b)
-            if let Some(ids) = &replay {
-                next = ids.f_get(step as i64)?; // the choice is made, then replaced
+            if let Some(replay) = &replay {
+                next = replay.device_step(step, &next)?; // the choice is kept, then replaced
             }
             if !cfg.force_max_new_tokens {
                 next = eos_t.f_where_self(&finished, &next)?;
@@ -151,6 +149,7 @@ pub fn generate_with<M: CausalLm>(
             hit_eos,
             decode_steps,
             prompt_lens,
+            chosen: replay.map(|r| r.chosen(written)).transpose()?,
         });
     }
 
@@ -185,10 +184,8 @@ pub fn generate_with<M: CausalLm>(
         }
         let mut next =
             Vec::<i64>::try_from(&logits.f_argmax(-1, false)?.f_to_device(Device::Cpu)?)?; // host sync
-        if let Some(rows) = &cfg.replay_tokens {
-            for (id, row) in next.iter_mut().zip(rows) {
-                *id = row[step];
-            }
+        if let Some(replay) = &mut replay {
+            replay.host_step(step, &mut next);
         }
         let mut feed = next.clone();
         for r in 0..b {
@@ -214,49 +211,14 @@ pub fn generate_with<M: CausalLm>(
         decode_steps += 1;
     }
     let hit_eos = (0..b).map(|r| done[r] || gen[r].contains(&eos)).collect();
+    let written = (decode_steps + 1).min(cfg.max_new_tokens);
     Ok(GenerateOutput {
         tokens: gen,
         hit_eos,
         decode_steps,
         prompt_lens,
+        chosen: replay.map(|r| r.chosen(written)).transpose()?,
     })
-}
-
-/// Refuses `cfg.replay_tokens` that do not give each of `rows` rows `max_new_tokens` ids of a
-/// forced length.
-fn check_replay(cfg: &GenerateConfig, rows: usize) -> Result<()> {
-    let Some(replay) = &cfg.replay_tokens else {
-        return Ok(());
-    };
-    ensure!(
-        cfg.force_max_new_tokens,
-        "replayed tokens need a forced length (infer.ignore_eos=true): a replayed stream has no EOS stop"
-    );
-    ensure!(
-        replay.len() == rows,
-        "{} replayed token rows for a batch of {rows} rows: give one row of ids per batch row",
-        replay.len()
-    );
-    if let Some((r, row)) = replay
-        .iter()
-        .enumerate()
-        .find(|(_, row)| row.len() < cfg.max_new_tokens)
-    {
-        anyhow::bail!(
-            "replayed row {r} has {} ids, fewer than max_new_tokens ({}): record the stream with at least as many tokens",
-            row.len(),
-            cfg.max_new_tokens
-        );
-    }
-    Ok(())
-}
-
-/// The first `steps` ids of each row as a `(steps, rows)` int64 tensor on the host.
-fn replay_by_step(rows: &[Vec<i64>], steps: usize) -> Result<Tensor> {
-    let ids: Vec<i64> = (0..steps)
-        .flat_map(|s| rows.iter().map(move |row| row[s]))
-        .collect();
-    Ok(Tensor::f_from_slice(&ids)?.f_reshape([steps as i64, rows.len() as i64])?)
 }
 
 #[cfg(test)]

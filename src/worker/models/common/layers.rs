@@ -271,7 +271,7 @@ mod tests {
     /// The SwiGLU kernel against silu and the multiply over the halves in libtorch, bit for bit,
     /// in fp32 and bf16, for decode-sized rows (the element kernel) and prefill-sized ones: halves
     /// of 896 (the 16-byte vector kernel from 1,171 rows), of 897 and an input starting off a
-    /// 16-byte boundary (the element kernel).
+    /// 16-byte boundary (the element kernel); the kernel each call took is checked too.
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn silu_mul_kernel_equals_libtorch_on_a_gpu() {
@@ -288,6 +288,12 @@ mod tests {
                     assert_eq!(
                         differ, 0,
                         "{kind:?}, {rows} rows of 2 × {f}, offset {offset}: {differ} values differ"
+                    );
+                    let vectors = kernels::silu_mul_uses_vectors(&gu, &got).unwrap();
+                    let expected = rows * f >= 1 << 20 && f == 896 && offset == 0;
+                    assert_eq!(
+                        vectors, expected,
+                        "{kind:?}, {rows} rows of 2 × {f}, offset {offset}"
                     );
                 }
             }

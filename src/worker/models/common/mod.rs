@@ -18,6 +18,7 @@ pub mod layers;
 pub mod optim;
 pub mod pre_norm;
 pub mod prefill_graphs;
+pub mod replay;
 pub mod safetensors;
 pub mod shape_graphs;
 pub mod size_cache;

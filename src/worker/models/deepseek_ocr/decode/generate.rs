@@ -131,48 +131,6 @@ mod tests {
             plain.tokens, device.tokens,
             "the rule should change the output"
         );
-        // A replayed stream is what every row emits, on the device and in the host loop, with
-        // the rule (which would ban some of the rule-free stream's ids) and without it.
-        for (stream, rule) in [
-            (&device.tokens, NoRepeatNgram::Off),
-            (&plain.tokens, windowed.no_repeat.clone()),
-        ] {
-            for sync_free_decode in [true, false] {
-                let replayed = GenerateConfig {
-                    no_repeat: rule.clone(),
-                    sync_free_decode,
-                    replay_tokens: Some(stream.clone()),
-                    ..windowed.clone()
-                };
-                let o = generate(&m, &rows, &replayed, &obs).unwrap();
-                assert_eq!(&o.tokens, stream, "{rule:?}, sync-free {sync_free_decode}");
-                assert_eq!(o.decode_steps, device.decode_steps);
-            }
-        }
-        // Replays that cannot feed every step are refused before any work.
-        for (bad, why) in [
-            (vec![device.tokens[0].clone()], "replayed token rows"),
-            (
-                vec![device.tokens[0][..23].to_vec(), device.tokens[1].clone()],
-                "fewer than max_new_tokens",
-            ),
-        ] {
-            let g = GenerateConfig {
-                replay_tokens: Some(bad),
-                ..windowed.clone()
-            };
-            let e = generate(&m, &rows, &g, &obs).unwrap_err().to_string();
-            assert!(e.contains(why), "{e}");
-        }
-        let unforced = GenerateConfig {
-            force_max_new_tokens: false,
-            replay_tokens: Some(device.tokens.clone()),
-            ..windowed.clone()
-        };
-        let e = generate(&m, &rows, &unforced, &obs)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("infer.ignore_eos=true"), "{e}");
         // n=1 bans every token already in the sequence: no generated token repeats or is in the prompt.
         let ban_all = GenerateConfig {
             no_repeat: NoRepeatNgram::Hf { n: 1 },
@@ -183,6 +141,107 @@ mod tests {
         for t in &o.tokens[0] {
             assert!(seen.insert(*t), "token {t} repeated: {:?}", o.tokens[0]);
         }
+    }
+
+    /// A replayed stream is what every row emits, and what the model is fed: each step's kept
+    /// choice equals a free greedy step after the prompt and the replayed ids before it, in the
+    /// device loop and in the host loop. Replays that cannot feed every step are refused.
+    #[test]
+    fn replay_feeds_the_stream_and_keeps_the_choices() {
+        let m = DeepseekOcr::synthetic(&ArchConfig::tiny(), 5, Device::Cpu, Kind::Float).unwrap();
+        let obs = NoopObserver;
+        let prompts: [Vec<i64>; 2] = [vec![0, 10, 11, 12, 13, 14], vec![0, 20, 21]];
+        let run = |ps: &[Vec<i64>], g: &GenerateConfig| {
+            let rows: Vec<PromptRow> = ps
+                .iter()
+                .map(|ids| PromptRow { ids, image: None })
+                .collect();
+            generate(&m, &rows, g, &obs)
+        };
+        let rule = GenerateConfig {
+            max_new_tokens: 24,
+            no_repeat: NoRepeatNgram::Window {
+                n: 1,
+                window: 16,
+                exempt: vec![296],
+            },
+            force_max_new_tokens: true,
+            eos_check_interval: 2,
+            sync_free_decode: true,
+            replay_tokens: None,
+        };
+        let ruled = run(&prompts, &rule).unwrap();
+        assert_eq!(ruled.chosen, None, "no replay, no choices kept");
+        let free = GenerateConfig {
+            no_repeat: NoRepeatNgram::Off,
+            ..rule.clone()
+        };
+        let plain = run(&prompts, &free).unwrap().tokens;
+        assert_ne!(plain, ruled.tokens, "the rule should change the stream");
+        for sync_free_decode in [true, false] {
+            // The rule's stream replayed without the rule.
+            let g = GenerateConfig {
+                sync_free_decode,
+                replay_tokens: Some(ruled.tokens.clone()),
+                ..free.clone()
+            };
+            let o = run(&prompts, &g).unwrap();
+            assert_eq!(o.tokens, ruled.tokens, "sync-free {sync_free_decode}");
+            assert_eq!(o.decode_steps, ruled.decode_steps);
+            let chosen = o.chosen.expect("choices kept while replaying");
+            for (r, prompt) in prompts.iter().enumerate() {
+                assert_eq!(chosen[r].len(), 24);
+                for k in [0usize, 1, 7, 23] {
+                    let fed: Vec<i64> = prompt
+                        .iter()
+                        .chain(&ruled.tokens[r][..k])
+                        .copied()
+                        .collect();
+                    let one = GenerateConfig {
+                        max_new_tokens: 1,
+                        ..free.clone()
+                    };
+                    let want = run(std::slice::from_ref(&fed), &one).unwrap().tokens[0][0];
+                    assert_eq!(
+                        chosen[r][k], want,
+                        "row {r} step {k}, sync-free {sync_free_decode}"
+                    );
+                }
+            }
+            // The rule's own stream under the rule: every choice is the replayed id.
+            let g = GenerateConfig {
+                sync_free_decode,
+                replay_tokens: Some(ruled.tokens.clone()),
+                ..rule.clone()
+            };
+            let o = run(&prompts, &g).unwrap();
+            assert_eq!(o.chosen.as_ref(), Some(&ruled.tokens));
+        }
+        for (bad, why) in [
+            (vec![ruled.tokens[0].clone()], "replayed token rows"),
+            (
+                vec![ruled.tokens[0][..23].to_vec(), ruled.tokens[1].clone()],
+                "fewer than max_new_tokens",
+            ),
+            (
+                vec![vec![-1; 24], ruled.tokens[1].clone()],
+                "outside the vocabulary",
+            ),
+        ] {
+            let g = GenerateConfig {
+                replay_tokens: Some(bad),
+                ..rule.clone()
+            };
+            let e = run(&prompts, &g).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        }
+        let unforced = GenerateConfig {
+            force_max_new_tokens: false,
+            replay_tokens: Some(ruled.tokens.clone()),
+            ..rule.clone()
+        };
+        let e = run(&prompts, &unforced).unwrap_err().to_string();
+        assert!(e.contains("infer.ignore_eos=true"), "{e}");
     }
 
     #[test]
