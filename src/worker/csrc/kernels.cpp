@@ -200,7 +200,7 @@ int llmprof_rope_kv(const void* qkv_p, const void* cos_p, const void* sin_p, con
     TORCH_CHECK(hd % 2 == 0, "head_dim ", hd, " must be even for rotate-half RoPE");
     check_like(tensor_arg(cos_p, "cos"), qkv, "cos", {batch, 1, tokens, hd});
     check_like(tensor_arg(sin_p, "sin"), qkv, "sin", {batch, 1, tokens, hd});
-    check_like(tensor_arg(q_p, "q"), qkv, "q", {batch, heads, tokens, hd});
+    check_like(tensor_arg(q_p, "q"), qkv, "q", {batch, tokens, heads, hd});
     const auto& k_cache = tensor_arg(k_cache_p, "k_cache");
     TORCH_CHECK(k_cache.dim() == 4, "k_cache must be [B, kv_heads, slots, head_dim], got ",
                 k_cache.sizes());

@@ -307,7 +307,7 @@ int llmprof_router_logits(const void* x, const void* w, const void* logits);
 int llmprof_decode_attention(const void* q, const void* k_cache, const void* v_cache,
                              const void* pad, const void* len, int64_t window, const void* out);
 /* RoPE on q and k and the K/V cache write: qkv [B, T, (heads + 2 kv_heads) hd], cos and sin
- * [B, 1, T, hd], slot [1] int64 on the device (the first slot written) → q [B, heads, T, hd]
+ * [B, 1, T, hd], slot [1] int64 on the device (the first slot written) → q [B, T, heads, hd]
  * (allocated by the caller), k and v written at slots slot .. slot + T − 1 of k_cache and v_cache
  * [B, kv_heads, slots, hd]. fused_add: the second RoPE term as one FMA (addcmul). */
 int llmprof_rope_kv(const void* qkv, const void* cos, const void* sin, const void* slot,

@@ -195,7 +195,10 @@ pub fn moe_combine(
 /// the rotate-half tables; q and k are rotated, k and v written into `k_cache`/`v_cache` [B,
 /// kv_heads, slots, hd] at slots s … s + T − 1, s held by `slot` ([1] int64 on the device).
 /// `fused_add`: the second term added as one FMA (as `addcmul` does), else as a rounded product
-/// and an add. B·T ≤ [`ROPE_KV_MAX_TOKENS`]. Returns q [B, heads, T, hd].
+/// and an add. B·T ≤ [`ROPE_KV_MAX_TOKENS`]. Returns q [B, heads, T, hd] as a view of [B, T,
+/// heads, hd] memory: attention's output then keeps that token-major layout, and its [B, T,
+/// heads·hd] reshape for o_proj needs no copy (one per layer before, 1.35 ms per batch-32 prefill
+/// in run HE's table).
 pub fn rope_kv(
     qkv: &Tensor,
     (cos, sin): (&Tensor, &Tensor),
@@ -212,7 +215,7 @@ pub fn rope_kv(
         )));
     }
     let hd = size[2] / (heads + 2 * kv_heads);
-    let q = empty(&[size[0], heads, size[1], hd], (qkv.kind(), qkv.device()))?;
+    let q = empty(&[size[0], size[1], heads, hd], (qkv.kind(), qkv.device()))?;
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
     check(unsafe {
         llmprof_rope_kv(
@@ -228,7 +231,8 @@ pub fn rope_kv(
             ptr(v_cache),
         )
     })?;
-    Ok(q)
+    q.f_transpose(1, 2)
+        .map_err(|err| ShimError::new(format!("rope_kv: q: {err}")))
 }
 
 /// SwiGLU's activation in one kernel: `gate_up` [.., 2f] (contiguous, CUDA; gate columns then

@@ -139,7 +139,7 @@ typedef struct llmprof_k_rope_kv_shape {
 
 /* qkv [batch, tokens, (heads + 2·kv_heads)·head_dim] (per token: q heads, k heads, v heads), cos
  * and sin [batch, tokens, head_dim] (NeoX rotate-half tables of each token's position): q rotated
- * → q [batch, heads, tokens, head_dim]; k rotated and v → k_cache and v_cache [batch, kv_heads,
+ * → q [batch, tokens, heads, head_dim]; k rotated and v → k_cache and v_cache [batch, kv_heads,
  * slots, head_dim] at slots *slot + token (*slot a device int64; a slot out of range: nothing
  * written). batch·tokens ≤ MAX_GRID_Y. */
 int llmprof_k_rope_kv(int dtype, const void* qkv, const void* cos, const void* sin,

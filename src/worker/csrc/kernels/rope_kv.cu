@@ -18,14 +18,15 @@ using llmprof_k::round_to;
 using llmprof_k::to_f;
 
 // Where head hh (of q, k and v in the qkv row) of row `row` (b · tokens + token) goes: q heads to
-// q_out [batch, heads, tokens, head_dim], k and v heads to the cache slot `*slot_p` + token;
+// q_out [batch, tokens, heads, head_dim] (token-major, so attention's output comes back in the
+// layout o_proj reads), k and v heads to the cache slot `*slot_p` + token;
 // nullptr for a cache slot out of range (the caller checks; never write out).
 template <typename T>
 __device__ __forceinline__ T* rope_kv_dst(const llmprof_k_rope_kv_shape& s, int hh, int64_t row,
                                           const int64_t* slot_p, T* q_out, T* k_cache,
                                           T* v_cache) {
   const int64_t b = row / s.tokens, token = row % s.tokens;
-  if (hh < s.heads) return q_out + ((b * s.heads + hh) * s.tokens + token) * s.head_dim;
+  if (hh < s.heads) return q_out + (row * s.heads + hh) * s.head_dim;
   const int64_t slot = *slot_p + token;
   if (slot < 0 || slot >= s.slots) return nullptr;
   const int kv = hh < s.heads + s.kv_heads ? hh - s.heads : hh - s.heads - s.kv_heads;

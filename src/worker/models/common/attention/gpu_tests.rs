@@ -64,6 +64,10 @@ fn rope_kv_kernel_equals_libtorch_on_a_gpu() {
             let what = format!("{kind:?} {nh}/{nkv} heads of {hd}, {t} tokens");
             assert!(q.equal(&rot(&heads(0, nh))), "{what}: q differs");
             assert!(
+                q.transpose(1, 2).is_contiguous(),
+                "{what}: q is not token-major [B, T, heads, hd] memory"
+            );
+            assert!(
                 k_cache.narrow(2, slot, t).equal(&rot(&heads(nh, nkv))),
                 "{what}: k slots differ"
             );
