@@ -47,6 +47,23 @@ mod tests {
     use std::collections::HashSet;
     use tch::{Device, Kind};
 
+    /// 24 forced tokens under the windowed rule with n = 1 over the last 16 ids, which fires
+    /// (the tiny model repeats ids within 24 tokens), on the device loop.
+    fn windowed_rule() -> GenerateConfig {
+        GenerateConfig {
+            max_new_tokens: 24,
+            no_repeat: NoRepeatNgram::Window {
+                n: 1,
+                window: 16,
+                exempt: vec![296],
+            },
+            force_max_new_tokens: true,
+            eos_check_interval: 2,
+            sync_free_decode: true,
+            replay_tokens: None,
+        }
+    }
+
     #[test]
     fn generation_modes_agree_and_stop() {
         let m = DeepseekOcr::synthetic(&ArchConfig::tiny(), 5, Device::Cpu, Kind::Float).unwrap();
@@ -96,15 +113,7 @@ mod tests {
         );
         // The windowed rule on the device (sync-free) equals the host loop, with a rule that
         // fires (n=1 over the last 16 ids: the tiny model repeats ids within 24 tokens).
-        let windowed = GenerateConfig {
-            max_new_tokens: 24,
-            no_repeat: NoRepeatNgram::Window {
-                n: 1,
-                window: 16,
-                exempt: vec![296],
-            },
-            ..forced.clone()
-        };
+        let windowed = windowed_rule();
         let device = generate(&m, &rows, &windowed, &obs).unwrap();
         let host = generate(
             &m,
@@ -158,18 +167,7 @@ mod tests {
                 .collect();
             generate(&m, &rows, g, &obs)
         };
-        let rule = GenerateConfig {
-            max_new_tokens: 24,
-            no_repeat: NoRepeatNgram::Window {
-                n: 1,
-                window: 16,
-                exempt: vec![296],
-            },
-            force_max_new_tokens: true,
-            eos_check_interval: 2,
-            sync_free_decode: true,
-            replay_tokens: None,
-        };
+        let rule = windowed_rule();
         let ruled = run(&prompts, &rule).unwrap();
         assert_eq!(ruled.chosen, None, "no replay, no choices kept");
         let free = GenerateConfig {
