@@ -15,8 +15,29 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 using namespace llmprof_kargs;
+
+#ifdef LLMPROF_HAVE_KERNELS
+namespace {
+
+// A SwiGLU call's operands, checked: gate_up a contiguous CUDA tensor [.., 2f] (f ≥ 1), out
+// [.., f] like it → (rows, f).
+std::pair<int64_t, int64_t> silu_mul_shape(const at::Tensor& gate_up, const at::Tensor& out) {
+  TORCH_CHECK(gate_up.is_cuda() && gate_up.is_contiguous() && gate_up.dim() >= 1,
+              "gate_up must be a contiguous CUDA tensor [.., 2f], got ", gate_up.sizes(), " on ",
+              gate_up.device());
+  const int64_t width = gate_up.size(-1);
+  TORCH_CHECK(width >= 2 && width % 2 == 0, "gate_up's last dim ", width, " is not 2f (f >= 1)");
+  auto sizes = gate_up.sizes().vec();
+  sizes.back() = width / 2;
+  check_like(out, gate_up, "out", sizes);
+  return {gate_up.numel() / width, width / 2};
+}
+
+}  // namespace
+#endif
 
 extern "C" {
 
@@ -236,18 +257,11 @@ int llmprof_silu_mul(const void* gate_up_p, const void* out_p) {
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
 #else
     const auto& gate_up = tensor_arg(gate_up_p, "gate_up");
-    TORCH_CHECK(gate_up.is_cuda() && gate_up.is_contiguous() && gate_up.dim() >= 1,
-                "gate_up must be a contiguous CUDA tensor [.., 2f], got ", gate_up.sizes(), " on ",
-                gate_up.device());
-    const int64_t width = gate_up.size(-1);
-    TORCH_CHECK(width % 2 == 0, "gate_up's last dim ", width, " is not 2f");
-    auto sizes = gate_up.sizes().vec();
-    sizes.back() = width / 2;
-    check_like(tensor_arg(out_p, "out"), gate_up, "out", sizes);
+    const auto& out = tensor_arg(out_p, "out");
+    const auto [rows, f] = silu_mul_shape(gate_up, out);
     c10::cuda::CUDAGuard guard(gate_up.device());
-    check_launch(llmprof_k_silu_mul(dtype_code(gate_up), gate_up.data_ptr(),
-                                    tensor_arg(out_p, "out").data_ptr(), gate_up.numel() / width,
-                                    width / 2, c10::cuda::getCurrentCUDAStream().stream()),
+    check_launch(llmprof_k_silu_mul(dtype_code(gate_up), gate_up.data_ptr(), out.data_ptr(), rows,
+                                    f, c10::cuda::getCurrentCUDAStream().stream()),
                  "silu_mul");
 #endif
   });
@@ -259,10 +273,10 @@ int llmprof_silu_mul_uses_vectors(const void* gate_up_p, const void* out_p, int*
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
 #else
     const auto& gate_up = tensor_arg(gate_up_p, "gate_up");
-    const int64_t width = gate_up.size(-1);
+    const auto& out = tensor_arg(out_p, "out");
+    const auto [rows, f] = silu_mul_shape(gate_up, out);
     check_launch(llmprof_k_silu_mul_uses_vectors(dtype_code(gate_up), gate_up.data_ptr(),
-                                                 tensor_arg(out_p, "out").data_ptr(),
-                                                 gate_up.numel() / width, width / 2, vectors),
+                                                 out.data_ptr(), rows, f, vectors),
                  "silu_mul_uses_vectors");
 #endif
   });

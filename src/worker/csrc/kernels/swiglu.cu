@@ -60,9 +60,9 @@ __global__ void silu_mul_vec(const T* __restrict__ gate_up, T* __restrict__ out,
   }
 }
 
-// Below this many output values (DeepSeek-OCR's decode steps) the element kernel's one value per thread
-// spreads the exponentials over more of the GPU and finishes sooner (run HA: 1.9 µs a call in
-// vectors against 1.6 per element at batch 8); prefills are far above it.
+// Below this many output values (DeepSeek-OCR's decode steps) the element kernel's one value
+// per thread spreads the exponentials over more of the GPU and finishes sooner (run HA: 1.9 µs
+// a call in vectors against 1.6 per element at batch 8); prefills are far above it.
 constexpr int64_t kVectorMinValues = int64_t{1} << 20;
 
 unsigned grid_for(int64_t items) {
