@@ -6,8 +6,9 @@ use anyhow::{bail, ensure, Result};
 use llmprof::model::GenerateConfig;
 use tch::{Device, Kind, Tensor};
 
-pub struct Replay {
-    rows: Vec<Vec<i64>>,
+pub struct Replay<'a> {
+    /// The replayed ids per row (`GenerateConfig::replay_tokens`).
+    rows: &'a [Vec<i64>],
     steps: usize,
     /// Device loop: the replayed ids as `(steps, rows)` on the device (a step's ids are one
     /// contiguous row) and the choices written beside them.
@@ -16,18 +17,18 @@ pub struct Replay {
     chosen: Vec<Vec<i64>>,
 }
 
-impl Replay {
+impl<'a> Replay<'a> {
     /// The replay `cfg` asks for over `rows` rows with ids in `0..vocab`, its ids on `device`
     /// when `device_loop`; `None` without one. Refused: an unforced length (a replayed stream
     /// has no EOS stop), another row count, rows shorter than `max_new_tokens`, ids outside
     /// the vocabulary.
     pub fn new(
-        cfg: &GenerateConfig,
+        cfg: &'a GenerateConfig,
         rows: usize,
         vocab: i64,
         device: Device,
         device_loop: bool,
-    ) -> Result<Option<Replay>> {
+    ) -> Result<Option<Replay<'a>>> {
         let Some(replay) = &cfg.replay_tokens else {
             return Ok(None);
         };
@@ -46,7 +47,7 @@ impl Replay {
             None
         };
         Ok(Some(Replay {
-            rows: replay.clone(),
+            rows: replay,
             steps,
             on_device,
             chosen: vec![Vec::with_capacity(steps); rows],
@@ -64,7 +65,7 @@ impl Replay {
 
     /// Host loop: keeps step `step`'s choices and puts the replayed ids in their place.
     pub fn host_step(&mut self, step: usize, next: &mut [i64]) {
-        for ((id, row), chosen) in next.iter_mut().zip(&self.rows).zip(&mut self.chosen) {
+        for ((id, row), chosen) in next.iter_mut().zip(self.rows).zip(&mut self.chosen) {
             chosen.push(*id);
             *id = row[step];
         }
