@@ -322,6 +322,20 @@ fn mixed_image_and_text_batch_equals_rows_alone() {
     assert!(format!("{err:#}").contains("but no image"), "{err:#}");
 }
 
+/// The tiny model on CUDA device 0 in `kind`, twice over the same synthetic weights: loaded with
+/// `optim(true)` (the switch under test on) and with `optim(false)`.
+fn tiny_on_gpu_with_and_without(
+    kind: Kind,
+    optim: impl Fn(bool) -> crate::models::common::optim::ModelOptim,
+) -> (DeepseekOcr, DeepseekOcr) {
+    assert!(tch::Cuda::is_available(), "no CUDA device");
+    let cfg = ArchConfig::tiny();
+    let weights = Weights::synthetic(&cfg, &Part::ALL, 5, Device::Cuda(0), kind).unwrap();
+    let load =
+        |on: bool| DeepseekOcr::load_with(weights.shallow_clone(), &cfg, &optim(on)).unwrap();
+    (load(true), load(false))
+}
+
 /// Prefill graphs (`runtime.optim.prefill_cuda_graph`) on a GPU: the tiny model in bf16 with
 /// grouped MoE, four left-padded two-row prefills with new tokens but the same lengths into
 /// one reused KV cache. The first runs eagerly (a cache not seen before), the second runs
@@ -331,19 +345,12 @@ fn mixed_image_and_text_batch_equals_rows_alone() {
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn prefill_graphs_equal_eager_on_a_gpu() {
     use crate::models::common::optim::ModelOptim;
-    assert!(tch::Cuda::is_available(), "no CUDA device");
-    let cfg = ArchConfig::tiny();
     let dev = Device::Cuda(0);
-    let weights = Weights::synthetic(&cfg, &Part::ALL, 5, dev, Kind::BFloat16).unwrap();
-    let load = |graphs: bool| {
-        let optim = ModelOptim {
-            grouped_moe: true,
-            prefill_cuda_graph: graphs,
-            ..ModelOptim::default()
-        };
-        DeepseekOcr::load_with(weights.shallow_clone(), &cfg, &optim).unwrap()
-    };
-    let (graphed, eager) = (load(true), load(false));
+    let (graphed, eager) = tiny_on_gpu_with_and_without(Kind::BFloat16, |graphs| ModelOptim {
+        grouped_moe: true,
+        prefill_cuda_graph: graphs,
+        ..ModelOptim::default()
+    });
     let obs = NoopObserver;
     let mut cache = graphed.new_cache(2, 32).unwrap();
     for round in 0..4 {
@@ -384,21 +391,13 @@ fn prefill_graphs_equal_eager_on_a_gpu() {
 #[ignore = "needs a CUDA GPU: cargo test -- --ignored on the GPU machine"]
 fn vision_graph_uploads_equal_eager_on_a_gpu() {
     use crate::models::common::optim::ModelOptim;
-    assert!(tch::Cuda::is_available(), "no CUDA device");
-    let cfg = ArchConfig::tiny();
-    let dev = Device::Cuda(0);
-    let weights = Weights::synthetic(&cfg, &Part::ALL, 5, dev, Kind::Float).unwrap();
-    let load = |graphs: bool| {
-        let optim = ModelOptim {
-            vision_uint8_upload: true,
-            vision_graph_uploads: graphs,
-            vision_cuda_graph: graphs,
-            vision_streams: graphs,
-            ..ModelOptim::default()
-        };
-        DeepseekOcr::load_with(weights.shallow_clone(), &cfg, &optim).unwrap()
-    };
-    let (graphed, eager) = (load(true), load(false));
+    let (graphed, eager) = tiny_on_gpu_with_and_without(Kind::Float, |graphs| ModelOptim {
+        vision_uint8_upload: true,
+        vision_graph_uploads: graphs,
+        vision_cuda_graph: graphs,
+        vision_streams: graphs,
+        ..ModelOptim::default()
+    });
     let obs = NoopObserver;
     let pc = tiny_crop_mode();
     let page = |m: &DeepseekOcr, w: u32, h: u32, k: u32| {
