@@ -19,6 +19,10 @@
 #   DENSE_PRESETS="qwen2_5_0_5b qwen2_5_7b llama3_1_8b"  dense decoder presets checked the same
 #               way (scripts/dense_hf.py builds HF's Qwen2/Llama with seeded weights); "" skips them
 #   DENSE_LAYERS=4  layers of each dense model (real dimensions otherwise; empty: all layers)
+#   OPTIMS="eager fast"  llmprof's implementations checked: `eager` (the reference formulations)
+#               and `fast` (every runtime.optim switch on, CUDA-graph decode steps over KV_BUCKET
+#               slots a window: what a run uses); each gets its own rows ("decoder fast fp32", ...)
+#   KV_BUCKET=64  KV slots per captured decode window of the fast rows
 #   REPORT_DIR  if set, table.md, timings.txt, results.jsonl and logs/ are copied there at the end
 #               (on the device machine: REPORT_DIR=$OUT; the weights are never copied)
 # Exit status: 0 when every fp32 bound holds, 1 when one fails, 2 when a step could not run.
@@ -33,6 +37,14 @@ fi
 SEED=${SEED:-0}; SEQ=${SEQ:-64}; GREEDY=${GREEDY:-64}; SAM_SIZES=${SAM_SIZES:-"1024 512"}
 DEC_ARGS=${DEC_ARGS:-}; SAM_ARGS=${SAM_ARGS:-}; EXPERTS_IMPL=${EXPERTS_IMPL:-grouped_mm}
 GATE_BF16=${GATE_BF16:-0}
+OPTIMS=${OPTIMS-"eager fast"}; KV_BUCKET=${KV_BUCKET:-64}
+[ -n "$OPTIMS" ] || { echo "OPTIMS is empty: name eager, fast or both"; exit 2; }
+for o in $OPTIMS; do
+  case $o in eager|fast) ;; *) echo "OPTIMS: unknown implementation '$o' (eager or fast)"; exit 2 ;; esac
+done
+# optim_tags OPT: sets sfx (file-name suffix) and tag (row-name infix) for an implementation;
+# eager keeps the names the check had before fast rows existed.
+optim_tags() { if [ "$1" = fast ]; then sfx=_fast; tag=" fast"; else sfx=; tag=; fi; }
 PYDEV=(); [ -n "${PYDEVICE:-}" ] && PYDEV=(--device "$PYDEVICE")
 V="$PYTHON scripts/verify_vs_hf.py"
 
@@ -75,28 +87,35 @@ step make-inputs $V make-inputs --out "$WORK/inputs" --seq "$SEQ" --seed "$SEED"
 if [ "${SKIP_DECODER:-0}" != 1 ]; then
   # ---- decoder: fp32 weights on local disk (about 12 GB at full size)
   if step dec-make-weights $V make-weights --out "$WORK/dec" --part decoder --seed "$SEED" "${PYDEV[@]}" $DEC_ARGS; then
-    step dec-ours-fp32 $LLMPROF debug logits --weights "$WORK/dec/model.safetensors" --ids "$WORK/inputs/ids.json" \
-      --dtype fp32 --greedy "$GREEDY" --out "$WORK/ours/logits_fp32.safetensors"
-    step dec-ours-bf16 $LLMPROF debug logits --weights "$WORK/dec/model.safetensors" --ids "$WORK/inputs/ids.json" \
-      --dtype bf16 --greedy "$GREEDY" --out "$WORK/ours/logits_bf16.safetensors"
+    for opt in $OPTIMS; do
+      optim_tags "$opt"
+      for dt in fp32 bf16; do
+        step "dec-ours$sfx-$dt" $LLMPROF debug logits --weights "$WORK/dec/model.safetensors" --ids "$WORK/inputs/ids.json" \
+          --dtype "$dt" --greedy "$GREEDY" --optim "$opt" --kv-bucket "$KV_BUCKET" --out "$WORK/ours/logits${sfx}_$dt.safetensors"
+      done
+    done
     step dec-ref-fp32+bf16 $V reference-logits --dir "$WORK/dec" --ids "$WORK/inputs/ids.json" --dtype fp32,bf16 \
       --greedy "$GREEDY" --experts-impl "$EXPERTS_IMPL" --out "$WORK/ref/logits_{dtype}.safetensors" "${PYDEV[@]}"
-    O=$WORK/ours; R=$WORK/ref
-    if [ -s "$O/logits_fp32.safetensors" ] && [ -s "$R/logits_fp32.safetensors" ]; then
-      cmp "decoder fp32" 1 --ours "$O/logits_fp32.safetensors" --ref "$R/logits_fp32.safetensors" \
-        --key prompt_last_logits --greedy-key greedy_ids --max-rel 1e-4 --min-greedy "$GREEDY"
-    fi
-    if [ -s "$O/logits_bf16.safetensors" ] && [ -s "$R/logits_bf16.safetensors" ]; then
-      cmp "decoder bf16" "$BF16GATE" --ours "$O/logits_bf16.safetensors" --ref "$R/logits_bf16.safetensors" \
-        --key prompt_last_logits --greedy-key greedy_ids --max-rel 2e-2
-      # Scale of bf16 error: ours-bf16 and HF-bf16, each against the HF fp32 reference.
-      [ -s "$R/logits_fp32.safetensors" ] && {
-        cmp "  ours bf16 vs HF fp32" 0 --ours "$O/logits_bf16.safetensors" --ref "$R/logits_fp32.safetensors" \
-          --key prompt_last_logits --greedy-key greedy_ids
-        cmp "  HF bf16 vs HF fp32" 0 --ours "$R/logits_bf16.safetensors" --ref "$R/logits_fp32.safetensors" \
-          --key prompt_last_logits --greedy-key greedy_ids
-      }
-    fi
+    R=$WORK/ref
+    for opt in $OPTIMS; do
+      optim_tags "$opt"
+      O=$WORK/ours/logits$sfx
+      if [ -s "${O}_fp32.safetensors" ] && [ -s "$R/logits_fp32.safetensors" ]; then
+        cmp "decoder$tag fp32" 1 --ours "${O}_fp32.safetensors" --ref "$R/logits_fp32.safetensors" \
+          --key prompt_last_logits --greedy-key greedy_ids --max-rel 1e-4 --min-greedy "$GREEDY"
+      fi
+      if [ -s "${O}_bf16.safetensors" ] && [ -s "$R/logits_bf16.safetensors" ]; then
+        cmp "decoder$tag bf16" "$BF16GATE" --ours "${O}_bf16.safetensors" --ref "$R/logits_bf16.safetensors" \
+          --key prompt_last_logits --greedy-key greedy_ids --max-rel 2e-2
+        # Scale of bf16 error: ours-bf16 and HF-bf16, each against the HF fp32 reference.
+        [ -s "$R/logits_fp32.safetensors" ] && \
+          cmp "  ours$tag bf16 vs HF fp32" 0 --ours "${O}_bf16.safetensors" --ref "$R/logits_fp32.safetensors" \
+            --key prompt_last_logits --greedy-key greedy_ids
+      fi
+    done
+    [ -s "$R/logits_bf16.safetensors" ] && [ -s "$R/logits_fp32.safetensors" ] && \
+      cmp "  HF bf16 vs HF fp32" 0 --ours "$R/logits_bf16.safetensors" --ref "$R/logits_fp32.safetensors" \
+        --key prompt_last_logits --greedy-key greedy_ids
   fi
 fi
 
@@ -108,19 +127,26 @@ for preset in $DENSE_PRESETS; do
   W=$WORK/$preset
   LAYERS=(); [ -n "$DENSE_LAYERS" ] && LAYERS=(--layers "$DENSE_LAYERS")
   if step "$preset-make-weights" $D make-weights --preset "$preset" "${LAYERS[@]}" --out "$W" --seed "$SEED" --seq "$SEQ"; then
-    for dt in fp32 bf16; do
-      step "$preset-ours-$dt" $LLMPROF debug logits --weights "$W" --ids "$W/ids.json" \
-        --dtype "$dt" --greedy "$GREEDY" --out "$WORK/ours/${preset}_$dt.safetensors"
+    for opt in $OPTIMS; do
+      optim_tags "$opt"
+      for dt in fp32 bf16; do
+        step "$preset-ours$sfx-$dt" $LLMPROF debug logits --weights "$W" --ids "$W/ids.json" --dtype "$dt" \
+          --greedy "$GREEDY" --optim "$opt" --kv-bucket "$KV_BUCKET" --out "$WORK/ours/${preset}${sfx}_$dt.safetensors"
+      done
     done
     step "$preset-ref" $D reference-logits --dir "$W" --ids "$W/ids.json" --dtype fp32,bf16 \
       --greedy "$GREEDY" --out "$WORK/ref/${preset}_{dtype}.safetensors" ${PYDEVICE:+--device "$PYDEVICE"}
-    O=$WORK/ours/$preset; R=$WORK/ref/$preset
-    [ -s "${O}_fp32.safetensors" ] && [ -s "${R}_fp32.safetensors" ] && \
-      cmp "$preset fp32" 1 --ours "${O}_fp32.safetensors" --ref "${R}_fp32.safetensors" \
-        --key prompt_last_logits --greedy-key greedy_ids --max-rel 1e-4 --min-greedy "$GREEDY"
-    [ -s "${O}_bf16.safetensors" ] && [ -s "${R}_bf16.safetensors" ] && \
-      cmp "$preset bf16" "$BF16GATE" --ours "${O}_bf16.safetensors" --ref "${R}_bf16.safetensors" \
-        --key prompt_last_logits --greedy-key greedy_ids --max-rel 2e-2
+    R=$WORK/ref/$preset
+    for opt in $OPTIMS; do
+      optim_tags "$opt"
+      O=$WORK/ours/$preset$sfx
+      [ -s "${O}_fp32.safetensors" ] && [ -s "${R}_fp32.safetensors" ] && \
+        cmp "$preset$tag fp32" 1 --ours "${O}_fp32.safetensors" --ref "${R}_fp32.safetensors" \
+          --key prompt_last_logits --greedy-key greedy_ids --max-rel 1e-4 --min-greedy "$GREEDY"
+      [ -s "${O}_bf16.safetensors" ] && [ -s "${R}_bf16.safetensors" ] && \
+        cmp "$preset$tag bf16" "$BF16GATE" --ours "${O}_bf16.safetensors" --ref "${R}_bf16.safetensors" \
+          --key prompt_last_logits --greedy-key greedy_ids --max-rel 2e-2
+    done
   fi
 done
 
@@ -130,9 +156,12 @@ if [ "${SKIP_SAM:-0}" != 1 ]; then
     PX=()
     for s in $SAM_SIZES; do
       PX+=("$WORK/inputs/pixels_$s.safetensors")
-      for dt in fp32 bf16; do
-        step "sam-ours-$s-$dt" $LLMPROF debug sam --weights "$WORK/sam/model.safetensors" \
-          --pixels "$WORK/inputs/pixels_$s.safetensors" --dtype "$dt" --out "$WORK/ours/sam_${s}_$dt.safetensors"
+      for opt in $OPTIMS; do
+        optim_tags "$opt"
+        for dt in fp32 bf16; do
+          step "sam-ours$sfx-$s-$dt" $LLMPROF debug sam --weights "$WORK/sam/model.safetensors" --optim "$opt" \
+            --pixels "$WORK/inputs/pixels_$s.safetensors" --dtype "$dt" --out "$WORK/ours/sam${sfx}_${s}_$dt.safetensors"
+        done
       done
     done
     # fp32-tf32conv: fp32 with TF32 cuDNN convolutions (libtorch's default), a diagnostic only.
@@ -142,13 +171,19 @@ if [ "${SKIP_SAM:-0}" != 1 ]; then
     step sam-ref $V reference-sam --dir "$WORK/sam" --pixels "${PX[@]}" --dtype "$REFDT" \
       --out "$WORK/ref/sam_{size}_{dtype}.safetensors" "${PYDEV[@]}"
     for s in $SAM_SIZES; do
-      O=$WORK/ours/sam_$s; R=$WORK/ref/sam_$s
-      [ -s "${O}_fp32.safetensors" ] && [ -s "${R}_fp32.safetensors" ] && \
-        cmp "sam $s fp32" 1 --ours "${O}_fp32.safetensors" --ref "${R}_fp32.safetensors" --key features --max-rel 1e-4
-      [ -s "${O}_fp32.safetensors" ] && [ -s "${R}_fp32-tf32conv.safetensors" ] && \
-        cmp "  sam $s ours fp32 vs HF tf32conv" 0 --ours "${O}_fp32.safetensors" --ref "${R}_fp32-tf32conv.safetensors" --key features
-      [ -s "${O}_bf16.safetensors" ] && [ -s "${R}_bf16.safetensors" ] && \
-        cmp "sam $s bf16" "$BF16GATE" --ours "${O}_bf16.safetensors" --ref "${R}_bf16.safetensors" --key features --max-rel 2e-2
+      R=$WORK/ref/sam_$s
+      for opt in $OPTIMS; do
+        optim_tags "$opt"
+        O=$WORK/ours/sam${sfx}_$s
+        [ -s "${O}_fp32.safetensors" ] && [ -s "${R}_fp32.safetensors" ] && \
+          cmp "sam $s$tag fp32" 1 --ours "${O}_fp32.safetensors" --ref "${R}_fp32.safetensors" --key features --max-rel 1e-4
+        [ -s "${O}_fp32.safetensors" ] && [ -s "${R}_fp32-tf32conv.safetensors" ] && \
+          cmp "  sam $s ours$tag fp32 vs HF tf32conv" 0 --ours "${O}_fp32.safetensors" --ref "${R}_fp32-tf32conv.safetensors" --key features
+        [ -s "${O}_bf16.safetensors" ] && [ -s "${R}_bf16.safetensors" ] && \
+          cmp "sam $s$tag bf16" "$BF16GATE" --ours "${O}_bf16.safetensors" --ref "${R}_bf16.safetensors" --key features --max-rel 2e-2
+        [ -s "${O}_bf16.safetensors" ] && [ -s "${R}_fp32.safetensors" ] && \
+          cmp "  sam $s ours$tag bf16 vs HF fp32" 0 --ours "${O}_bf16.safetensors" --ref "${R}_fp32.safetensors" --key features
+      done
       [ -s "${R}_bf16.safetensors" ] && [ -s "${R}_fp32.safetensors" ] && \
         cmp "  sam $s HF bf16 vs HF fp32" 0 --ours "${R}_bf16.safetensors" --ref "${R}_fp32.safetensors" --key features
     done
@@ -166,6 +201,7 @@ want=0
 [ "${SKIP_DECODER:-0}" != 1 ] && want=$((want + 1))
 [ "${SKIP_SAM:-0}" != 1 ] && want=$((want + $(echo $SAM_SIZES | wc -w)))
 want=$((want + $(echo $DENSE_PRESETS | wc -w)))
+want=$((want * $(echo $OPTIMS | wc -w)))  # every gating row once per implementation
 have=$(grep -c '"gating": true' "$REC" || true)
 if [ -n "${REPORT_DIR:-}" ]; then
   mkdir -p "$REPORT_DIR" && cp -r "$WORK/table.md" "$WORK/timings.txt" "$WORK/results.jsonl" "$WORK/logs" "$REPORT_DIR/"

@@ -219,6 +219,15 @@ pub enum DebugCommand {
         greedy: usize,
         #[arg(long)]
         out: PathBuf,
+        /// `eager` (the reference formulations, op-by-op decode steps) or `fast` (every
+        /// runtime.optim switch on, fixed-shape decode steps captured as CUDA graphs on a GPU):
+        /// what the parity checks against HF transformers compare.
+        #[arg(long, value_parser = ["eager", "fast"], default_value = "eager")]
+        optim: String,
+        /// With `--optim fast`: KV slots per captured decode window (small values make the
+        /// steps cross windows).
+        #[arg(long, default_value_t = 64)]
+        kv_bucket: i64,
     },
     /// Fast path against eager on seeded synthetic weights: each runtime.optim switch alone and
     /// all together with CUDA graphs; fp32 greedy tokens must match fp32 eager, and a bf16
@@ -279,6 +288,10 @@ pub enum DebugCommand {
         /// Compute dtype (the pixels are converted; features are written as f32).
         #[arg(long, value_parser = ["fp32", "bf16"], default_value = "fp32")]
         dtype: String,
+        /// `eager` (the reference formulation) or `fast` (every runtime.optim switch of SAM on:
+        /// fused relative-position attention, llmprof's CUDA and Hopper kernels where they run).
+        #[arg(long, value_parser = ["eager", "fast"], default_value = "eager")]
+        optim: String,
     },
 }
 

@@ -102,6 +102,8 @@ fn run(versions: &RuntimeVersions, kineto_quieted: bool) -> Result<()> {
 fn run_debug(args: &[String]) -> Result<()> {
     use clap::Parser;
     use llmprof::cli::DebugCommand;
+    use llmprof_worker::models::common::graph_decode::StepPath;
+    use llmprof_worker::models::common::optim::ModelOptim;
     #[derive(Parser)]
     #[command(name = "llmprof debug")]
     struct DebugArgs {
@@ -118,6 +120,11 @@ fn run_debug(args: &[String]) -> Result<()> {
             llmprof::dtype::Dtype::from_name(d).unwrap_or(llmprof::dtype::Dtype::F32),
         )
     };
+    // `--optim`: clap restricts it to eager and fast.
+    let optim_of = |name: &str| match name {
+        "eager" => ModelOptim::default(),
+        _ => ModelOptim::FAST,
+    };
     // fp32 checks compare true fp32 arithmetic: no TF32 in matmuls or convolutions.
     llmprof_worker::ffi::set_allow_tf32(false, false).context("turning TF32 off")?;
     match parsed.what {
@@ -127,7 +134,14 @@ fn run_debug(args: &[String]) -> Result<()> {
             dtype,
             greedy,
             out,
+            optim,
+            kv_bucket,
         } => {
+            let path = match optim.as_str() {
+                "eager" => StepPath::Eager,
+                _ => StepPath::Graph { kv_bucket },
+            };
+            let optim = optim_of(&optim);
             let text = std::fs::read_to_string(&ids)
                 .with_context(|| format!("reading {}", ids.display()))?;
             let ids: Vec<i64> = serde_json::from_str(&text)
@@ -139,6 +153,8 @@ fn run_debug(args: &[String]) -> Result<()> {
                         &ids,
                         kind(&dtype),
                         greedy,
+                        &optim,
+                        path,
                     )?
                 } else {
                     llmprof_worker::models::deepseek_ocr::checks::debug::debug_logits(
@@ -146,6 +162,8 @@ fn run_debug(args: &[String]) -> Result<()> {
                         &ids,
                         kind(&dtype),
                         greedy,
+                        &optim,
+                        path,
                     )?
                 };
             let greedy_t = tch::Tensor::from_slice(&greedy_ids);
@@ -192,11 +210,9 @@ fn run_debug(args: &[String]) -> Result<()> {
             optim,
             out,
         } => {
-            use llmprof_worker::models::common::optim::ModelOptim;
-            let optim = if optim == "eager" {
-                ModelOptim::EAGER
-            } else {
-                ModelOptim::FAST
+            let optim = match optim.as_str() {
+                "eager" => ModelOptim::EAGER,
+                _ => ModelOptim::FAST,
             };
             let v = llmprof_worker::models::deepseek_ocr::checks::debug_vision::debug_vision(
                 &arch,
@@ -235,6 +251,7 @@ fn run_debug(args: &[String]) -> Result<()> {
             pixels,
             out,
             dtype,
+            optim,
         } => {
             let tensors = tch::Tensor::read_safetensors(&pixels)
                 .with_context(|| format!("reading {}", pixels.display()))?;
@@ -246,8 +263,11 @@ fn run_debug(args: &[String]) -> Result<()> {
             let px = px
                 .to_device(tch::Device::cuda_if_available())
                 .to_kind(kind(&dtype));
-            let features =
-                llmprof_worker::models::deepseek_ocr::checks::debug::debug_sam(&weights, &px)?;
+            let features = llmprof_worker::models::deepseek_ocr::checks::debug::debug_sam(
+                &weights,
+                &px,
+                &optim_of(&optim),
+            )?;
             let features = features
                 .to_device(tch::Device::Cpu)
                 .to_kind(tch::Kind::Float)

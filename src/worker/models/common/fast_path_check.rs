@@ -214,6 +214,26 @@ pub fn run<M: CausalLm>(
     Ok(trace)
 }
 
+/// One prompt's last-position logits (fp32, on the CPU) and `greedy_n` greedy tokens, decoded on
+/// `path`: what `llmprof debug logits` writes for the parity checks against HF transformers.
+pub fn greedy<M: CausalLm>(
+    model: &M,
+    path: StepPath,
+    ids: &[i64],
+    greedy_n: usize,
+) -> Result<(Tensor, Vec<i64>)> {
+    let trace = run(
+        model,
+        path,
+        &[ids.to_vec()],
+        greedy_n.saturating_sub(1),
+        None,
+    )?;
+    let prompt = trace.logits[0].f_select(0, 0)?;
+    let tokens = trace.tokens.iter().take(greedy_n).map(|t| t[0]).collect();
+    Ok((prompt, tokens))
+}
+
 /// Relative L2 error ‖a − b‖ / ‖b‖ over the logits of all steps of two traces (a max-based
 /// measure is dominated by single outliers and too noisy to compare roundings).
 pub fn rel_l2_error(a: &Trace, b: &Trace) -> Result<f64> {

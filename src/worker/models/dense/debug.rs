@@ -1,11 +1,11 @@
 //! `llmprof debug logits` for dense decoder checkpoints (HF parity checks): the architecture
 //! from the folder's config.json, fp32 (or bf16) last-position logits and greedy tokens.
 use super::{checkpoint, DenseLm};
-use crate::models::common::causal_lm::CausalLm;
+use crate::models::common::fast_path_check;
+use crate::models::common::graph_decode::StepPath;
 use crate::models::common::optim::ModelOptim;
 use anyhow::{ensure, Result};
 use llmprof::model::dense::DenseArch;
-use llmprof::region::NoopObserver;
 use std::path::Path;
 use tch::{Device, Kind, Tensor};
 
@@ -31,13 +31,15 @@ pub fn is_dense_checkpoint(weights: &Path) -> bool {
         .is_some_and(|m| m == "qwen2" || m == "llama")
 }
 
-/// Last-position fp32 logits [vocab] (on the CPU) of `ids` and `greedy_n` greedy tokens; CUDA
-/// when available.
+/// Last-position fp32 logits [vocab] (on the CPU) of `ids` and `greedy_n` greedy tokens, with the
+/// implementation choices `optim` and decode steps on `path`; CUDA when available.
 pub fn debug_logits(
     weights: &Path,
     ids: &[i64],
     dtype: Kind,
     greedy_n: usize,
+    optim: &ModelOptim,
+    path: StepPath,
 ) -> Result<(Tensor, Vec<i64>)> {
     ensure!(!ids.is_empty(), "debug logits needs at least one token id");
     let cfg = config_json(weights)
@@ -45,20 +47,7 @@ pub fn debug_logits(
     let arch = DenseArch::from_hf_config_json(&cfg)?;
     let device = Device::cuda_if_available();
     let tensors = checkpoint::load(weights, &arch, device, dtype)?;
-    let m = DenseLm::load(&tensors, &arch, device, dtype, &ModelOptim::default())?;
+    let m = DenseLm::load(&tensors, &arch, device, dtype, optim)?;
     drop(tensors);
-    let obs = NoopObserver;
-    let mut cache = m.new_cache(1, (ids.len() + greedy_n) as i64)?;
-    let mut logits = m.prefill_text(&[ids], &mut cache, &obs)?;
-    let prompt_logits = logits.f_view([-1])?.f_to_device(Device::Cpu)?;
-    let mut out = Vec::new();
-    for i in 0..greedy_n {
-        let next = logits.f_argmax(-1, false)?;
-        out.push(next.f_int64_value(&[0])?);
-        if i + 1 == greedy_n {
-            break;
-        }
-        logits = m.decode_step(&next, &mut cache, &obs)?;
-    }
-    Ok((prompt_logits, out))
+    fast_path_check::greedy(&m, path, ids, greedy_n)
 }

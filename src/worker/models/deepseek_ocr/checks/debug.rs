@@ -1,11 +1,11 @@
 //! Debug entry points for parity checks against the reference implementation (the lead wires
 //! the CLI): decoder-only logits and SAM-only features from partial weight files.
 
-use crate::models::common::kv_cache::KvCache;
+use crate::models::common::fast_path_check;
+use crate::models::common::graph_decode::StepPath;
 use crate::models::common::optim::ModelOptim;
 use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
-use crate::models::deepseek_ocr::vision::sam::Sam;
-use crate::models::deepseek_ocr::vision::sam_attention::SamOptim;
+use crate::models::deepseek_ocr::DeepseekOcr;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ArchConfig;
 use std::path::Path;
@@ -25,25 +25,23 @@ pub fn config_for_checkpoint(weights: &Path) -> Result<ArchConfig> {
 }
 
 /// Decoder-only run: fp32 logits [vocab] of the last prompt position (on the CPU) and
-/// `greedy_n` greedy tokens. Uses CUDA when available. Only decoder tensors are loaded.
+/// `greedy_n` greedy tokens, with the implementation choices `optim` and decode steps on `path`.
+/// Uses CUDA when available. Only decoder tensors are loaded.
 pub fn debug_logits(
     weights: &Path,
     ids: &[i64],
     dtype: Kind,
     greedy_n: usize,
+    optim: &ModelOptim,
+    path: StepPath,
 ) -> Result<(Tensor, Vec<i64>)> {
     let cfg = config_for_checkpoint(weights)?;
-    debug_logits_with(
-        &cfg,
-        weights,
-        ids,
-        Device::cuda_if_available(),
-        dtype,
-        greedy_n,
-    )
+    let device = Device::cuda_if_available();
+    debug_logits_with(&cfg, weights, ids, device, dtype, greedy_n, optim, path)
 }
 
 /// [`debug_logits`] with an explicit config and device.
+#[allow(clippy::too_many_arguments)]
 pub fn debug_logits_with(
     cfg: &ArchConfig,
     weights: &Path,
@@ -51,53 +49,30 @@ pub fn debug_logits_with(
     device: Device,
     dtype: Kind,
     greedy_n: usize,
+    optim: &ModelOptim,
+    path: StepPath,
 ) -> Result<(Tensor, Vec<i64>)> {
     ensure!(!ids.is_empty(), "debug_logits needs at least one token id");
     let w = Weights::load(weights, cfg, &[Part::Decoder], device, dtype)?;
-    let dec = crate::models::deepseek_ocr::text::decoder::load(
-        &w.root(),
-        &cfg.decoder,
-        &ModelOptim::default(),
-    )?;
-    drop(w);
-    let mut cache = KvCache::new(
-        crate::models::deepseek_ocr::text::decoder::kv_dims(&cfg.decoder),
-        1,
-        (ids.len() + greedy_n) as i64,
-        device,
-        dtype,
-        false,
-    )?;
-    let x = dec.embed(
-        &Tensor::f_from_slice(ids)?
-            .f_view([1, -1])?
-            .f_to_device(device)?,
-    )?;
-    let t = ids.len() as i64;
-    let mut logits = dec.logits(&dec.forward(&x, &mut cache)?.f_select(1, t - 1)?)?; // (1, vocab)
-    let prompt_logits = logits.f_view([-1])?.f_to_device(Device::Cpu)?;
-    let mut out = Vec::new();
-    for i in 0..greedy_n {
-        let next = logits.f_argmax(-1, false)?; // (1)
-        out.push(next.f_int64_value(&[0])?);
-        if i + 1 == greedy_n {
-            break;
-        }
-        let h = dec.forward(&dec.embed(&next.f_view([1, 1])?)?, &mut cache)?;
-        logits = dec.logits(&h.f_select(1, 0)?)?;
-    }
-    Ok((prompt_logits, out))
+    let model = DeepseekOcr::load_with(w, cfg, optim)?;
+    fast_path_check::greedy(&model, path, ids, greedy_n)
 }
 
 /// SAM-only run: pixels [B,3,S,S] → fp32 features [B,1024,S/64,S/64] (on the pixels' device,
-/// computed in the pixels' float dtype). Only SAM tensors are loaded.
-pub fn debug_sam(weights: &Path, pixels: &Tensor) -> Result<Tensor> {
+/// computed in the pixels' float dtype) with SAM's switches in `optim`. Only SAM tensors are
+/// loaded.
+pub fn debug_sam(weights: &Path, pixels: &Tensor, optim: &ModelOptim) -> Result<Tensor> {
     let cfg = config_for_checkpoint(weights)?;
-    debug_sam_with(&cfg, weights, pixels)
+    debug_sam_with(&cfg, weights, pixels, optim)
 }
 
 /// [`debug_sam`] with an explicit config.
-pub fn debug_sam_with(cfg: &ArchConfig, weights: &Path, pixels: &Tensor) -> Result<Tensor> {
+pub fn debug_sam_with(
+    cfg: &ArchConfig,
+    weights: &Path,
+    pixels: &Tensor,
+    optim: &ModelOptim,
+) -> Result<Tensor> {
     let kind = pixels.kind();
     ensure!(
         matches!(
@@ -107,19 +82,15 @@ pub fn debug_sam_with(cfg: &ArchConfig, weights: &Path, pixels: &Tensor) -> Resu
         "pixels must be a float tensor, got {kind:?}"
     );
     let w = Weights::load(weights, cfg, &[Part::Sam], pixels.device(), kind)?;
-    let sam = Sam::load(
-        &w.root().sub("model.sam_model"),
-        &cfg.sam,
-        SamOptim::default(),
-    )?;
-    Ok(sam.forward(pixels)?.f_to_kind(Kind::Float)?)
+    let model = DeepseekOcr::load_with(w, cfg, optim)?;
+    Ok(model.sam()?.forward(pixels)?.f_to_kind(Kind::Float)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::models::common::test_util::temp_dir;
-    use crate::models::deepseek_ocr::{DeepseekOcr, PromptRow};
+    use crate::models::deepseek_ocr::PromptRow;
     use llmprof::region::NoopObserver;
 
     #[test]
@@ -137,8 +108,18 @@ mod tests {
             .write_safetensors(&sam_file)
             .unwrap();
         let ids = [0i64, 5, 6, 7];
-        let (logits, toks) =
-            debug_logits_with(&cfg, &dec_file, &ids, Device::Cpu, Kind::Float, 3).unwrap();
+        let eager = ModelOptim::default();
+        let (logits, toks) = debug_logits_with(
+            &cfg,
+            &dec_file,
+            &ids,
+            Device::Cpu,
+            Kind::Float,
+            3,
+            &eager,
+            StepPath::Eager,
+        )
+        .unwrap();
         assert_eq!(logits.size(), vec![320]);
         assert_eq!(toks.len(), 3);
         let m = DeepseekOcr::from_checkpoint(
@@ -161,8 +142,31 @@ mod tests {
             .unwrap();
         assert!((l.view([-1]) - &logits).abs().max().double_value(&[]) < 1e-5);
         assert_eq!(toks[0], l.argmax(-1, false).int64_value(&[0]));
+        // Every switch on and fixed-shape steps over 2-slot windows: the same tokens, the
+        // logits within fp32 rounding.
+        let (fast_logits, fast_toks) = debug_logits_with(
+            &cfg,
+            &dec_file,
+            &ids,
+            Device::Cpu,
+            Kind::Float,
+            3,
+            &ModelOptim::FAST,
+            StepPath::Graph { kv_bucket: 2 },
+        )
+        .unwrap();
+        assert_eq!(fast_toks, toks);
+        let rel =
+            |a: &Tensor, b: &Tensor| (a - b).norm().double_value(&[]) / b.norm().double_value(&[]);
+        assert!(rel(&fast_logits, &logits) < 1e-5);
         let px = Tensor::rand([1, 3, 128, 128], (Kind::Float, Device::Cpu));
-        let f = debug_sam_with(&cfg, &sam_file, &px).unwrap();
+        let f = debug_sam_with(&cfg, &sam_file, &px, &eager).unwrap();
         assert_eq!(f.size(), vec![1, 32, 2, 2]);
+        let fast = debug_sam_with(&cfg, &sam_file, &px, &ModelOptim::FAST).unwrap();
+        let e = rel(&fast, &f);
+        assert!(
+            e < 1e-5 && e > 0.0,
+            "the fast SAM is another formulation: {e}"
+        );
     }
 }
