@@ -21,3 +21,4 @@ mod report;
 mod stage2;
 mod support;
 mod variants;
+mod verify_script;

@@ -219,9 +219,10 @@ pub enum DebugCommand {
         greedy: usize,
         #[arg(long)]
         out: PathBuf,
-        /// `eager` (the reference formulations, op-by-op decode steps) or `fast` (every
-        /// runtime.optim switch on, fixed-shape decode steps captured as CUDA graphs on a GPU):
-        /// what the parity checks against HF transformers compare.
+        /// `eager` (libtorch's SDPA and the static KV cache, every other runtime.optim switch off,
+        /// op-by-op decode steps) or `fast` (every runtime.optim switch on, fixed-shape decode
+        /// steps captured as CUDA graphs on a GPU): what the parity checks against HF
+        /// transformers compare.
         #[arg(long, value_parser = ["eager", "fast"], default_value = "eager")]
         optim: String,
         /// With `--optim fast`: KV slots per captured decode window (small values make the
