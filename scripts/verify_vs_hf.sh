@@ -79,6 +79,31 @@ cmp() {
   $V compare --name "$name" --record "$REC" "${extra[@]}" "$@" 2>&1 | tee -a "$WORK/logs/compare.log" | sed 's/^/  /'
 }
 
+# ours_logits STEP WEIGHTS IDS STEM: llmprof's logits and greedy ids for each implementation and
+# dtype, written to STEM<sfx>_<dtype>.safetensors by steps named STEP<sfx>-<dtype>.
+ours_logits() {
+  local name=$1 weights=$2 ids=$3 stem=$4 opt dt
+  for opt in $OPTIMS; do
+    optim_tags "$opt"
+    for dt in fp32 bf16; do
+      step "$name$sfx-$dt" $LLMPROF debug logits --weights "$weights" --ids "$ids" --dtype "$dt" \
+        --greedy "$GREEDY" --optim "$opt" --kv-bucket "$KV_BUCKET" --out "$stem${sfx}_$dt.safetensors"
+    done
+  done
+}
+
+# cmp_logits NAME OURS REF: the gating fp32 row and the bf16 row of one implementation's logits
+# (OURS_<dtype>.safetensors) against the reference's (REF_<dtype>.safetensors).
+cmp_logits() {
+  local name=$1 o=$2 r=$3
+  [ -s "${o}_fp32.safetensors" ] && [ -s "${r}_fp32.safetensors" ] && \
+    cmp "$name fp32" 1 --ours "${o}_fp32.safetensors" --ref "${r}_fp32.safetensors" \
+      --key prompt_last_logits --greedy-key greedy_ids --max-rel 1e-4 --min-greedy "$GREEDY"
+  [ -s "${o}_bf16.safetensors" ] && [ -s "${r}_bf16.safetensors" ] && \
+    cmp "$name bf16" "$BF16GATE" --ours "${o}_bf16.safetensors" --ref "${r}_bf16.safetensors" \
+      --key prompt_last_logits --greedy-key greedy_ids --max-rel 2e-2
+}
+
 echo "== llmprof vs HF transformers: out=$WORK python=$PYTHON"
 $PYTHON -c 'import torch, transformers, safetensors; print(f"torch {torch.__version__}, transformers {transformers.__version__}, safetensors {safetensors.__version__}, cuda {torch.cuda.is_available()}")' \
   || { echo "python environment unusable"; exit 2; }
@@ -89,31 +114,18 @@ step make-inputs $V make-inputs --out "$WORK/inputs" --seq "$SEQ" --seed "$SEED"
 if [ "${SKIP_DECODER:-0}" != 1 ]; then
   # ---- decoder: fp32 weights on local disk (about 12 GB at full size)
   if step dec-make-weights $V make-weights --out "$WORK/dec" --part decoder --seed "$SEED" "${PYDEV[@]}" $DEC_ARGS; then
-    for opt in $OPTIMS; do
-      optim_tags "$opt"
-      for dt in fp32 bf16; do
-        step "dec-ours$sfx-$dt" $LLMPROF debug logits --weights "$WORK/dec/model.safetensors" --ids "$WORK/inputs/ids.json" \
-          --dtype "$dt" --greedy "$GREEDY" --optim "$opt" --kv-bucket "$KV_BUCKET" --out "$WORK/ours/logits${sfx}_$dt.safetensors"
-      done
-    done
+    ours_logits dec-ours "$WORK/dec/model.safetensors" "$WORK/inputs/ids.json" "$WORK/ours/logits"
     step dec-ref-fp32+bf16 $V reference-logits --dir "$WORK/dec" --ids "$WORK/inputs/ids.json" --dtype fp32,bf16 \
       --greedy "$GREEDY" --experts-impl "$EXPERTS_IMPL" --out "$WORK/ref/logits_{dtype}.safetensors" "${PYDEV[@]}"
     R=$WORK/ref
     for opt in $OPTIMS; do
       optim_tags "$opt"
       O=$WORK/ours/logits$sfx
-      if [ -s "${O}_fp32.safetensors" ] && [ -s "$R/logits_fp32.safetensors" ]; then
-        cmp "decoder$tag fp32" 1 --ours "${O}_fp32.safetensors" --ref "$R/logits_fp32.safetensors" \
-          --key prompt_last_logits --greedy-key greedy_ids --max-rel 1e-4 --min-greedy "$GREEDY"
-      fi
-      if [ -s "${O}_bf16.safetensors" ] && [ -s "$R/logits_bf16.safetensors" ]; then
-        cmp "decoder$tag bf16" "$BF16GATE" --ours "${O}_bf16.safetensors" --ref "$R/logits_bf16.safetensors" \
-          --key prompt_last_logits --greedy-key greedy_ids --max-rel 2e-2
-        # Scale of bf16 error: ours-bf16 and HF-bf16, each against the HF fp32 reference.
-        [ -s "$R/logits_fp32.safetensors" ] && \
-          cmp "  ours$tag bf16 vs HF fp32" 0 --ours "${O}_bf16.safetensors" --ref "$R/logits_fp32.safetensors" \
-            --key prompt_last_logits --greedy-key greedy_ids
-      fi
+      cmp_logits "decoder$tag" "$O" "$R/logits"
+      # Scale of bf16 error: ours-bf16 and HF-bf16, each against the HF fp32 reference.
+      [ -s "${O}_bf16.safetensors" ] && [ -s "$R/logits_bf16.safetensors" ] && [ -s "$R/logits_fp32.safetensors" ] && \
+        cmp "  ours$tag bf16 vs HF fp32" 0 --ours "${O}_bf16.safetensors" --ref "$R/logits_fp32.safetensors" \
+          --key prompt_last_logits --greedy-key greedy_ids
     done
     [ -s "$R/logits_bf16.safetensors" ] && [ -s "$R/logits_fp32.safetensors" ] && \
       cmp "  HF bf16 vs HF fp32" 0 --ours "$R/logits_bf16.safetensors" --ref "$R/logits_fp32.safetensors" \
@@ -129,25 +141,12 @@ for preset in $DENSE_PRESETS; do
   W=$WORK/$preset
   LAYERS=(); [ -n "$DENSE_LAYERS" ] && LAYERS=(--layers "$DENSE_LAYERS")
   if step "$preset-make-weights" $D make-weights --preset "$preset" "${LAYERS[@]}" --out "$W" --seed "$SEED" --seq "$SEQ"; then
-    for opt in $OPTIMS; do
-      optim_tags "$opt"
-      for dt in fp32 bf16; do
-        step "$preset-ours$sfx-$dt" $LLMPROF debug logits --weights "$W" --ids "$W/ids.json" --dtype "$dt" \
-          --greedy "$GREEDY" --optim "$opt" --kv-bucket "$KV_BUCKET" --out "$WORK/ours/${preset}${sfx}_$dt.safetensors"
-      done
-    done
+    ours_logits "$preset-ours" "$W" "$W/ids.json" "$WORK/ours/$preset"
     step "$preset-ref" $D reference-logits --dir "$W" --ids "$W/ids.json" --dtype fp32,bf16 \
       --greedy "$GREEDY" --out "$WORK/ref/${preset}_{dtype}.safetensors" ${PYDEVICE:+--device "$PYDEVICE"}
-    R=$WORK/ref/$preset
     for opt in $OPTIMS; do
       optim_tags "$opt"
-      O=$WORK/ours/$preset$sfx
-      [ -s "${O}_fp32.safetensors" ] && [ -s "${R}_fp32.safetensors" ] && \
-        cmp "$preset$tag fp32" 1 --ours "${O}_fp32.safetensors" --ref "${R}_fp32.safetensors" \
-          --key prompt_last_logits --greedy-key greedy_ids --max-rel 1e-4 --min-greedy "$GREEDY"
-      [ -s "${O}_bf16.safetensors" ] && [ -s "${R}_bf16.safetensors" ] && \
-        cmp "$preset$tag bf16" "$BF16GATE" --ours "${O}_bf16.safetensors" --ref "${R}_bf16.safetensors" \
-          --key prompt_last_logits --greedy-key greedy_ids --max-rel 2e-2
+      cmp_logits "$preset$tag" "$WORK/ours/$preset$sfx" "$WORK/ref/$preset"
     done
   fi
 done
