@@ -14,7 +14,9 @@ for a in "$@"; do
     *) echo "bootstrap.sh: unknown argument '$a' (use --yes)" >&2; exit 2 ;;
   esac
 done
-say() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
+# Each line carries the time since the start (m:ss), so a slow step shows in the log.
+SECONDS=0
+say() { printf '\033[1m[bootstrap %d:%02d]\033[0m %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 ask() { [ "$YES" = 1 ] && return 0; read -r -p "$1 [y/N] " r; [ "$r" = y ] || [ "$r" = Y ]; }
 
 TORCH_VERSION=2.11.0

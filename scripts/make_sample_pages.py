@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
-"""Render the six sample document pages in datasets/samples/ (PNG + metadata.yaml).
+"""Render the sample document pages in datasets/samples/ (PNG + metadata.yaml).
 
-Needs Python 3 and Pillow (`/work/main/.venv/bin/python -m pip install Pillow`; any
-Pillow >= 9.2 works) and the DejaVu fonts from the Debian package fonts-dejavu-core
-(`apt-get install fonts-dejavu-core`). Output is deterministic: no randomness, fixed
-text, fixed sizes; PNGs are written without timestamps.
+Needs Python 3 and Pillow (`python3 -m pip install Pillow`; any Pillow >= 9.2 works), the
+DejaVu fonts from the Debian packages fonts-dejavu-core and fonts-dejavu-extra (the oblique
+faces) and the CJK font WenQuanYi Micro Hei from fonts-wqy-microhei (`apt-get install
+fonts-dejavu-core fonts-dejavu-extra fonts-wqy-microhei`). Output is deterministic: fixed text
+and sizes, no global random state (scan noise and handwriting jitter come from seeded
+random.Random instances), and PNGs are written without timestamps.
 
 Usage: python3 scripts/make_sample_pages.py [--out datasets/samples]
 
-The page sizes differ on purpose (portrait, landscape, wide, square, tall), so
-DeepSeek-OCR's gundam tiling picks different crop grids for each page.
+This file holds the drawing primitives (class Page), the first six pages (page-01..page-06,
+unchanged since their first release), DeepSeek-OCR's gundam grid rule and the writer of the
+PNGs and metadata.yaml. The later pages (page-07 on) are built by scripts/sample_pages_text.py
+(text-heavy pages) and scripts/sample_pages_graphics.py (charts, pictures, scans, handwriting)
+with the shared helpers of scripts/sample_pages_layout.py.
+Page sizes differ on purpose (portrait, landscape, wide, square, tall, tiny, very large) so
+that gundam tiling picks many different crop grids; metadata.yaml records each page's grid
+and image-token count.
 """
 from __future__ import annotations
 
@@ -27,6 +35,8 @@ SANS = FONT_DIR / "DejaVuSans.ttf"
 SANS_BOLD = FONT_DIR / "DejaVuSans-Bold.ttf"
 SANS_OBLIQUE = FONT_DIR / "DejaVuSans-Oblique.ttf"
 
+FONT_PACKAGES = "fonts-dejavu-core fonts-dejavu-extra fonts-wqy-microhei"
+
 INK = (20, 20, 20)
 GREY = (110, 110, 110)
 RULE = (60, 60, 60)
@@ -35,7 +45,7 @@ BAR_COLOURS = [(52, 101, 164), (204, 102, 51), (78, 154, 6), (117, 80, 123), (19
 
 def font(path: Path, size: int) -> ImageFont.FreeTypeFont:
     if not path.exists():
-        sys.exit(f"font {path} is missing: apt-get install fonts-dejavu-core")
+        sys.exit(f"font {path} is missing: apt-get install {FONT_PACKAGES}")
     return ImageFont.truetype(str(path), size)
 
 
@@ -76,30 +86,39 @@ class Page:
         self.draw.text((self.left, self.y), text, font=f, fill=INK)
         self.y += int(size * 1.5)
 
-    def paragraph(self, text: str, size: int) -> None:
-        f = font(SANS, size)
+    def block(self, text: str, path: Path, size: int, fill=INK, leading=1.4, gap=0.8,
+              centre: bool = False) -> None:
+        """A word-wrapped paragraph in any font at the cursor, left-aligned or centred."""
+        f = font(path, size)
         for line in self.wrap(text, f, self.right - self.left):
-            self.draw.text((self.left, self.y), line, font=f, fill=INK)
-            self.y += int(size * 1.4)
-        self.y += int(size * 0.8)
+            x = (self.left + self.right - self.draw.textlength(line, font=f)) / 2 if centre else self.left
+            self.draw.text((x, self.y), line, font=f, fill=fill)
+            self.y += int(size * leading)
+        self.y += int(size * gap)
+
+    def paragraph(self, text: str, size: int) -> None:
+        self.block(text, SANS, size)
 
     def caption(self, text: str, size: int, centre: bool = True) -> None:
-        f = font(SANS_OBLIQUE, size)
-        for line in self.wrap(text, f, self.right - self.left):
-            x = self.left
-            if centre:
-                x = (self.left + self.right - self.draw.textlength(line, font=f)) / 2
-            self.draw.text((x, self.y), line, font=f, fill=GREY)
-            self.y += int(size * 1.4)
-        self.y += int(size * 0.8)
+        self.block(text, SANS_OBLIQUE, size, fill=GREY, centre=centre)
+
+    def col_edges(self, col_widths: list[float]) -> list[int]:
+        """x of the left edge of each table column and of the last one's right edge; col_widths
+        are fractions of the text width (right - left)."""
+        xs = [self.left]
+        for frac in col_widths:
+            xs.append(xs[-1] + int(frac * (self.right - self.left)))
+        return xs
+
+    def tag(self, text: str, size: int, y: float, **anchor) -> None:
+        """An equation tag such as "(1)", right-aligned at the right margin."""
+        ft = font(SANS, size)
+        self.draw.text((self.right - self.draw.textlength(text, font=ft), y), text, font=ft, fill=INK, **anchor)
 
     def table(self, rows: list[list[str]], size: int, col_widths: list[float]) -> None:
         """Ruled table; the first row is the header (bold). col_widths are fractions."""
         f, fb = font(SANS, size), font(SANS_BOLD, size)
-        width = self.right - self.left
-        xs = [self.left]
-        for frac in col_widths:
-            xs.append(xs[-1] + int(frac * width))
+        xs = self.col_edges(col_widths)
         row_h = int(size * 1.9)
         top = self.y
         self.draw.line([(xs[0], top), (xs[-1], top)], fill=RULE, width=2)
@@ -133,16 +152,14 @@ class Page:
         self.draw.text((fx + (frac_w - num_w) / 2, mid - size * 1.35), num, font=f, fill=INK)
         self.draw.line([(fx, mid), (fx + frac_w, mid)], fill=INK, width=max(1, size // 14))
         self.draw.text((fx + (frac_w - den_w) / 2, mid + size * 0.15), den, font=f, fill=INK)
-        ft = font(SANS, size)
-        self.draw.text((self.right - self.draw.textlength(tag, font=ft), mid - size * 0.6), tag, font=ft, fill=INK)
+        self.tag(tag, size, mid - size * 0.6)
         self.y = mid + int(size * 2.0)
 
     def inline_formula(self, text: str, size: int, tag: str) -> None:
         f = font(SANS_OBLIQUE, size)
         w = self.draw.textlength(text, font=f)
         self.draw.text(((self.left + self.right - w) / 2, self.y), text, font=f, fill=INK)
-        ft = font(SANS, size)
-        self.draw.text((self.right - self.draw.textlength(tag, font=ft), self.y), tag, font=ft, fill=INK)
+        self.tag(tag, size, self.y)
         self.y += int(size * 2.0)
 
     def bar_chart(self, labels: list[str], values: list[float], height: int, size: int) -> None:
@@ -289,6 +306,12 @@ def page_mixed_square() -> tuple[Image.Image, list[str], str]:
 FULL_ROWS = [["Stage", "Tool", "Output"], ["1", "Kineto", "trace.json"], ["2", "Nsight", "report.nsys-rep"]]
 
 
+def mfu_formula(p: Page, size: int, k: int) -> str:
+    """Model FLOPs utilisation as a built-up fraction tagged (k); returns its LaTeX display."""
+    p.fraction_formula("MFU = ", "FLOPs", "t · peak", size, f"({k})")
+    return f"$$\n\\mathrm{{MFU}}=\\frac{{\\mathrm{{FLOPs}}}}{{t\\cdot\\mathrm{{peak}}}} \\tag{{{k}}}\n$$"
+
+
 def page_full() -> tuple[Image.Image, list[str], str]:
     p = Page(1200, 1600, 80)
     p.title("Profiling a Vision-Language Model", 40)
@@ -313,21 +336,22 @@ def page_full() -> tuple[Image.Image, list[str], str]:
     p.column(mid + 20, 1120, top)
     p.paragraph(col_b, 20)
     p.column(80, 1120, max(ya, p.y) + 10)
-    p.fraction_formula("MFU = ", "FLOPs", "t · peak", 32, "(3)")
+    mfu = mfu_formula(p, 32, 3)
     p.bar_chart(["Run 1", "Run 2", "Run 3", "Run 4"], [512, 498, 505, 520], 430, 16)
     cap = "Figure 2. End-to-end latency (ms) of four runs."
     p.caption(cap, 19)
     p.table(FULL_ROWS, 20, [0.2, 0.35, 0.45])
     md = (
         "# Profiling a Vision-Language Model\n\n"
-        f"{t1}\n\n{col_a}\n\n{col_b}\n\n"
-        "$$\n\\mathrm{MFU}=\\frac{\\mathrm{FLOPs}}{t\\cdot\\mathrm{peak}} \\tag{3}\n$$\n\n"
+        f"{t1}\n\n{col_a}\n\n{col_b}\n\n{mfu}\n\n"
         f"![](figure)\n\n{cap}\n\n{html_table(FULL_ROWS)}\n"
     )
     return p.img, ["title", "text", "formula", "figure", "caption", "table"], md
 
 
-PAGES = [
+# The first six pages; the PAGES of sample_pages_text and sample_pages_graphics add the rest.
+# (file name, builder)
+FIRST_PAGES = [
     ("page-01-text.png", page_text),
     ("page-02-table.png", page_table),
     ("page-03-formula-wide.png", page_formula),
@@ -336,41 +360,110 @@ PAGES = [
     ("page-06-full.png", page_full),
 ]
 
+# ---------------------------------------------------------------------------------------------
+# DeepSeek-OCR gundam mode (src/llmprof/model/deepseek_ocr/views.rs and prompt.rs).
+
+TILE, MIN_CROPS, MAX_CROPS = 640, 2, 9
+BASE_SIZE, PIXELS_PER_TOKEN = 1024, 64
+
+
+def gundam_grid(width: int, height: int) -> tuple[int, int]:
+    """(cols, rows) of `dynamic_preprocess`: 1x1 when the page fits one tile, else the grid with
+    2..9 tiles whose cols/rows is closest to width/height; on an exact tie a later grid (sorted
+    by tile count, cols, rows) wins only if width*height > 0.5 * 640^2 * tiles."""
+    if width <= TILE and height <= TILE:
+        return (1, 1)
+    grids = sorted(
+        ((i, j) for i in range(1, MAX_CROPS + 1) for j in range(1, MAX_CROPS + 1)
+         if MIN_CROPS <= i * j <= MAX_CROPS),
+        key=lambda g: (g[0] * g[1], g[0], g[1]),
+    )
+    aspect = width / height
+    best, best_diff = (1, 1), float("inf")
+    for i, j in grids:
+        diff = abs(aspect - i / j)
+        if diff < best_diff:
+            best, best_diff = (i, j), diff
+        elif diff == best_diff and width * height > 0.5 * TILE * TILE * i * j:
+            best = (i, j)
+    return best
+
+
+def image_tokens(grid: tuple[int, int]) -> int:
+    """Image placeholder tokens, layout "rows with newlines": the 1024-px global view gives
+    16 rows of 16 tokens plus a newline each, plus one separator; tiles add (rows*10) rows of
+    (cols*10 + 1) tokens."""
+    h, h2 = BASE_SIZE // PIXELS_PER_TOKEN, TILE // PIXELS_PER_TOKEN
+    n = h * (h + 1) + 1
+    cols, rows = grid
+    if cols > 1 or rows > 1:
+        n += (rows * h2) * (cols * h2 + 1)
+    return n
+
 
 def yaml_block(text: str, indent: str) -> str:
     return "\n".join((indent + line) if line else "" for line in text.rstrip("\n").split("\n"))
+
+
+def save_png(img: Image.Image, path: Path, colours: int) -> None:
+    """Palette PNG without dithering (anti-aliased text on a flat page needs few colours, and
+    flat colour runs compress well); greyscale images are saved as 8-bit greyscale."""
+    if img.mode == "L":
+        img.save(path, format="PNG", optimize=True)
+        return
+    pal = img.quantize(colors=colours, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    pal.save(path, format="PNG", optimize=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="datasets/samples", type=Path)
     args = ap.parse_args()
+    # Imported here: they import this module's primitives.
+    import sample_pages_graphics
+    import sample_pages_layout
+    import sample_pages_text
+
     args.out.mkdir(parents=True, exist_ok=True)
     meta = [
         "# Generated by scripts/make_sample_pages.py; do not edit by hand.",
-        "# Per page: file, pixel size, content kinds drawn, and ground-truth markdown",
-        "# (tables as HTML and formulas as LaTeX, like DeepSeek-OCR's output).",
-        "font: DejaVu Sans (fonts-dejavu-core)",
+        "# Per page: file, pixel size, content kinds drawn, DeepSeek-OCR gundam crop grid",
+        "# [cols, rows] and image-token count, and ground-truth markdown (tables as HTML and",
+        "# formulas as LaTeX, like DeepSeek-OCR's output).",
+        f"font: {sample_pages_layout.FONTS_USED}",
         "pages:",
     ]
-    for name, build in PAGES:
+    # (file name, builder, palette colours), sorted by file name, i.e. by page number
+    pages = [(n, b, 64) for n, b in FIRST_PAGES] + sample_pages_text.PAGES + sample_pages_graphics.PAGES
+    pages.sort(key=lambda page: page[0])
+    grids, total = set(), 0
+    for name, build, colours in pages:
         img, kinds, md = build()
-        # Anti-aliased text on white needs few colours: a 64-colour palette keeps files small.
-        pal = img.quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+        assert md.startswith("# "), name
         path = args.out / name
-        pal.save(path, format="PNG", optimize=True)
+        save_png(img, path, colours)
         w, h = img.size
+        grid = gundam_grid(w, h)
+        grids.add(grid)
         meta += [
             f"  - file: {name}",
             f"    width: {w}",
             f"    height: {h}",
             f"    kinds: [{', '.join(kinds)}]",
+            f"    gundam_grid: [{grid[0]}, {grid[1]}]",
+            f"    image_tokens: {image_tokens(grid)}",
             "    markdown: |",
             yaml_block(md, "      "),
         ]
-        print(f"{path}  {w}x{h}  {path.stat().st_size} bytes")
+        size = path.stat().st_size
+        total += size
+        print(f"{path}  {w}x{h}  grid {grid[0]}x{grid[1]}  {image_tokens(grid)} tokens  {size} bytes")
     (args.out / "metadata.yaml").write_text("\n".join(meta) + "\n", encoding="utf-8")
+    print(f"{len(pages)} pages, {total} bytes, {len(grids)} distinct gundam grids")
 
 
 if __name__ == "__main__":
+    # The sample_pages_* modules do `from make_sample_pages import ...`: let that name this module
+    # instead of loading the file a second time.
+    sys.modules.setdefault("make_sample_pages", sys.modules[__name__])
     main()

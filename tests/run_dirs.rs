@@ -17,6 +17,7 @@ fn each_run_gets_its_own_directory_with_hydra_files() {
         "stage1",
         "model=deepseek_ocr_tiny",
         "runtime.repeats=1",
+        "dataset.sampling.num_samples_per_epoch=2",
         "hydra.run.dir=out/run",
     ];
     let _first = run_in(&dir, &args);
@@ -66,6 +67,7 @@ fn multirun_makes_one_directory_per_job_and_a_summary() {
             "stage1",
             "model=deepseek_ocr_tiny",
             "runtime.repeats=1,2",
+            "dataset.sampling.num_samples_per_epoch=2",
             "hydra.sweep.dir=sweep",
         ],
     );

@@ -5,6 +5,7 @@ mod bench_table;
 mod deepseek_ocr2;
 mod dense_models;
 mod faults;
+mod first_contact;
 mod infer;
 mod kineto;
 mod run_dirs;

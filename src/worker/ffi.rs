@@ -9,6 +9,7 @@ use std::ptr::NonNull;
 
 pub mod cuda_graph;
 pub mod host_memory;
+pub mod kernel_archs;
 pub mod kernels;
 pub mod kernels_gemm;
 pub mod kernels_vision;
@@ -105,6 +106,7 @@ extern "C" {
     pub fn llmprof_cuda_current_device(out: *mut i32) -> c_int;
     pub fn llmprof_cuda_set_current_device(device: i32) -> c_int;
     pub fn llmprof_cuda_sm_count(device: i32, out: *mut i32) -> c_int;
+    pub fn llmprof_cuda_compute_capability(device: i32, out: *mut i32) -> c_int;
     pub fn llmprof_cuda_clock_rate_khz(device: i32, out: *mut i32) -> c_int;
     pub fn llmprof_cuda_stream_synchronize() -> c_int;
     pub fn llmprof_cuda_device_synchronize() -> c_int;
@@ -334,6 +336,14 @@ pub fn cuda_clock_rate_mhz(device: i32) -> Result<f64, ShimError> {
     // SAFETY: valid out-pointer.
     check(unsafe { llmprof_cuda_clock_rate_khz(device, &mut out) })?;
     Ok(f64::from(out) / 1000.0)
+}
+
+/// The compute capability of `device` as major·10 + minor (90 for an H100, 100 for a B200).
+pub fn cuda_compute_capability(device: i32) -> Result<u32, ShimError> {
+    let mut out = 0;
+    // SAFETY: valid out-pointer.
+    check(unsafe { llmprof_cuda_compute_capability(device, &mut out) })?;
+    u32::try_from(out).map_err(|_| ShimError::new(format!("negative compute capability {out}")))
 }
 
 pub fn cuda_sm_count(device: i32) -> Result<u32, ShimError> {

@@ -86,6 +86,9 @@ fn run(versions: &RuntimeVersions, kineto_quieted: bool) -> Result<()> {
                     }
                 );
             }
+            if let Some(why) = llmprof_worker::ffi::kernels::device_mismatch() {
+                tracing::warn!("{why}");
+            }
             match command.as_str() {
                 "stage1" => llmprof_worker::workload::stage1::run(&spec, &dir),
                 "infer" => llmprof_worker::workload::infer::run(&spec, &dir),

@@ -3,6 +3,7 @@
 //!
 //! Only regular files are read: FIFOs, sockets, devices and symlink loops among the images are
 //! skipped with a warning each and returned in [`Listing::skipped`] so that a report can say so.
+mod batching;
 pub mod file_kind;
 mod image_limits;
 mod input;
@@ -12,6 +13,7 @@ mod sampling;
 pub mod text;
 pub mod variant;
 
+pub use batching::BatchPlan;
 pub use file_kind::{skipped_note, NotRegular, Skipped};
 pub use image_limits::{
     default_max_image_bytes, default_max_image_pixels, ImageLimits, DEFAULT_MAX_IMAGE_BYTES,

@@ -164,6 +164,6 @@ fn list_dataset_resolves_relative_paths() {
 fn shipped_sample_pages_are_listed() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let got = list_images(&repo.join("datasets/samples"), None).unwrap();
-    assert_eq!(got.len(), 6, "{got:?}");
+    assert!(got.len() >= 20, "{got:?}");
     assert!(names(&got)[0].starts_with("page-01"));
 }

@@ -120,6 +120,7 @@ pub fn inputs_yaml(
     dataset: &crate::spec::DatasetSpec,
     variant: Option<&crate::dataset::variant::VariantMetadata>,
     inputs: &[RequestInfo],
+    plan: Option<&crate::dataset::BatchPlan>,
 ) -> Result<String> {
     let mut d = Map::new();
     d.insert("name".into(), Node::Str(dataset.name.clone()));
@@ -137,7 +138,28 @@ pub fn inputs_yaml(
     let mut top = Map::new();
     top.insert("dataset".into(), Node::Map(d));
     top.insert("inputs".into(), inputs_list(inputs));
+    if let Some(plan) = plan {
+        top.insert("batches".into(), batches_list(plan));
+    }
     Ok(Node::Map(top).to_yaml())
+}
+
+/// Per timed batch: the index (into `inputs`) of each row, and which rows repeat an earlier
+/// input to fill the batch to `runtime.batch_size` (dataset/batching.rs).
+fn batches_list(plan: &crate::dataset::BatchPlan) -> Node {
+    let ints = |v: &[usize]| Node::List(v.iter().map(|&i| Node::Int(i as i64)).collect());
+    let items = plan
+        .batches
+        .iter()
+        .zip(plan.repeated_rows())
+        .map(|(rows, repeated)| {
+            let mut m = Map::new();
+            m.insert("rows".into(), ints(rows));
+            m.insert("repeated_rows".into(), ints(&repeated));
+            Node::Map(m)
+        })
+        .collect();
+    Node::List(items)
 }
 
 fn inputs_list(inputs: &[RequestInfo]) -> Node {
@@ -237,7 +259,8 @@ mod tests {
             seed: None,
             file: None,
         };
-        let y = inputs_yaml(&spec, None, &[text, page]).unwrap();
+        let plan = crate::dataset::BatchPlan::new(2, 3);
+        let y = inputs_yaml(&spec, None, &[text, page], Some(&plan)).unwrap();
         let parsed = crate::config::yaml::parse(&y).unwrap();
         assert_eq!(parsed.get_path("dataset.variant"), Some(&Node::Null));
         let Some(Node::List(items)) = parsed.child("inputs").cloned() else {
@@ -247,5 +270,15 @@ mod tests {
         assert_eq!(items[0].child("output_len"), Some(&Node::Int(5)));
         assert_eq!(items[1].child("image_tokens"), Some(&Node::Int(100)));
         assert_eq!(items[1].child("prompt_tokens"), Some(&Node::Int(7)));
+        assert_eq!(
+            parsed.get_path("batches").map(|b| b.to_yaml()),
+            Some(
+                Node::List(vec![crate::config::yaml::parse(
+                    "{rows: [0, 1, 0], repeated_rows: [2]}"
+                )
+                .unwrap()])
+                .to_yaml()
+            )
+        );
     }
 }

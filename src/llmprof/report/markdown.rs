@@ -84,7 +84,7 @@ pub fn render(r: &RunReport) -> String {
             u.mode.clone().unwrap_or_else(|| "— (text model)".into()),
         ),
         ("inputs", u.inputs.to_string()),
-        ("batch size", u.batch_size.to_string()),
+        ("batch size", u.batch_size_label()),
         (
             "warm-up runs / repeats",
             format!("{} / {}", u.warmup, u.repeats),

@@ -56,7 +56,13 @@ pub struct Setup {
     pub gpu: Option<String>,
     /// The model's resolution mode; null for text-only models.
     pub mode: Option<String>,
+    /// `runtime.batch_size`, as requested.
     pub batch_size: u32,
+    /// The rows each timed batch ran (the smallest if they differ); null in runs from before it
+    /// was recorded. Batches are filled to `batch_size` by cycling the inputs
+    /// (dataset/batching.rs), so it differs only where a model ran fewer rows.
+    #[serde(default)]
+    pub effective_batch_size: Option<u32>,
     pub warmup: u32,
     pub repeats: u32,
     pub max_new_tokens: u32,
@@ -64,6 +70,16 @@ pub struct Setup {
     pub inputs: usize,
     pub clock: String,
     pub load_ms: f64,
+}
+
+impl Setup {
+    /// "8", or "8 requested, 2 ran" where the timed batches ran fewer rows than requested.
+    pub fn batch_size_label(&self) -> String {
+        match self.effective_batch_size {
+            Some(e) if e != self.batch_size => format!("{} requested, {e} ran", self.batch_size),
+            _ => self.batch_size.to_string(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -107,6 +107,8 @@ pub struct SweepRow {
     pub values: Vec<Option<f64>>,
     /// Why the job failed, or why its numbers are missing.
     pub error: Option<String>,
+    /// "8 requested, 2 ran" when the job's timed batches ran fewer rows than requested.
+    pub batch_differs: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -175,16 +177,23 @@ pub fn table(jobs: &[SweepJob]) -> SweepTable {
                     .and_then(|s| s.error)
                     .or_else(|| Some("no error recorded".into()));
             }
-            let (values, missing) = match j.dir.as_deref().map(read_metrics) {
-                Some(Ok(m)) => (METRICS.iter().map(|x| pick(&m, x)).collect(), None),
-                Some(Err(why)) if j.status == "succeeded" => (vec![None; METRICS.len()], Some(why)),
-                _ => (vec![None; METRICS.len()], None),
+            let (values, missing, batch_differs) = match j.dir.as_deref().map(read_metrics) {
+                Some(Ok(m)) => (
+                    METRICS.iter().map(|x| pick(&m, x)).collect(),
+                    None,
+                    batch_differs(&m),
+                ),
+                Some(Err(why)) if j.status == "succeeded" => {
+                    (vec![None; METRICS.len()], Some(why), None)
+                }
+                _ => (vec![None; METRICS.len()], None, None),
             };
             SweepRow {
                 job: j.clone(),
                 axis_values: axes.iter().map(|a| value_of(j, a)).collect(),
                 values,
                 error: error.or(missing),
+                batch_differs,
             }
         })
         .collect();
@@ -203,6 +212,14 @@ fn read_metrics(dir: &Path) -> Result<Value, String> {
             p.display()
         )),
     }
+}
+
+/// "B requested, E ran" when metrics.json's `setup.effective_batch_size` differs from
+/// `setup.batch_size`.
+fn batch_differs(m: &Value) -> Option<String> {
+    let requested = m.pointer("/setup/batch_size")?.as_u64()?;
+    let ran = m.pointer("/setup/effective_batch_size")?.as_u64()?;
+    (ran != requested).then(|| format!("{requested} requested, {ran} ran"))
 }
 
 fn pick(m: &Value, x: &Metric) -> Option<f64> {
@@ -226,6 +243,11 @@ pub fn summary_markdown(jobs: &[SweepJob]) -> String {
     let gpus = jobs.iter().any(|j| j.gpu.is_some());
     if gpus {
         head.push("GPU".to_string());
+    }
+    // Only where some job's batches ran fewer rows than it asked for.
+    let batch_column = t.rows.iter().any(|r| r.batch_differs.is_some());
+    if batch_column {
+        head.push("batch ran".to_string());
     }
     let mut s = format!("| {} |\n|{}\n", head.join(" | "), "---|".repeat(head.len()));
     for r in &t.rows {
@@ -251,6 +273,13 @@ pub fn summary_markdown(jobs: &[SweepJob]) -> String {
         );
         if gpus {
             cells.push(r.job.gpu.clone().unwrap_or_default());
+        }
+        if batch_column {
+            cells.push(
+                r.batch_differs
+                    .clone()
+                    .unwrap_or_else(|| "as requested".into()),
+            );
         }
         s.push_str(&format!("| {} |\n", cells.join(" | ")));
     }

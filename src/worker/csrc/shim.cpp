@@ -300,6 +300,18 @@ int llmprof_cuda_sm_count(int32_t device, int32_t* out) {
   });
 }
 
+int llmprof_cuda_compute_capability(int32_t device, int32_t* out) {
+  return guarded("cuda_compute_capability", [&] {
+    TORCH_CHECK(out != nullptr, "out is NULL");
+    TORCH_CHECK(device >= 0 && device < c10::cuda::device_count(), "invalid CUDA device ", device);
+    int major = 0;
+    int minor = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    *out = major * 10 + minor;
+  });
+}
+
 int llmprof_cuda_clock_rate_khz(int32_t device, int32_t* out) {
   return guarded("cuda_clock_rate_khz", [&] {
     TORCH_CHECK(out != nullptr, "out is NULL");

@@ -108,6 +108,8 @@ int llmprof_cuda_current_device(int32_t* out);
 int llmprof_cuda_set_current_device(int32_t device);
 /* Streaming multiprocessor count of `device` (cudaDevAttrMultiProcessorCount). */
 int llmprof_cuda_sm_count(int32_t device, int32_t* out);
+/* Compute capability of `device` as major*10 + minor (90 for an H100). */
+int llmprof_cuda_compute_capability(int32_t device, int32_t* out);
 /* cudaDevAttrClockRate of `device`, in kHz (the rated-clock fallback for peak FLOP/s). */
 int llmprof_cuda_clock_rate_khz(int32_t device, int32_t* out);
 int llmprof_cuda_stream_synchronize(void); /* current stream of the current device */

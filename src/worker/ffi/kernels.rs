@@ -2,6 +2,7 @@
 //! encoders' in [`super::kernels_vision`] behind `csrc/kernels_vision.cpp`): safe wrappers that
 //! allocate the outputs, pass libtorch tensors to the shim and turn its status into errors.
 //! [`available`] says whether this build has them (nvcc was found when it was built).
+use super::kernel_archs::{self, Coverage};
 use super::{check, ShimError};
 use std::ffi::{c_int, c_void};
 use tch::Tensor;
@@ -322,17 +323,74 @@ pub fn decode_attention(
     Ok(out)
 }
 
-/// Whether this build carries the kernels.
+/// Whether this build carries the kernels and they can launch on the current CUDA device
+/// (natively or from their PTX; always true without a device: CPU runs never launch them).
 pub fn available() -> bool {
+    built_in() && !matches!(current_coverage(), Some((Coverage::None, _)))
+}
+
+/// Whether this build carries the kernels at all (nvcc was found when it was built).
+fn built_in() -> bool {
     // SAFETY: no arguments, no state.
     unsafe { llmprof_kernels_available() == 1 }
 }
 
-/// Fails when `switch` (a `runtime.optim` key) is `used` but this build has no kernels.
+/// The current CUDA device's coverage by this build's kernels and its compute capability;
+/// `None` without a device. Read once.
+fn current_coverage() -> Option<(Coverage, u32)> {
+    static COVERAGE: std::sync::OnceLock<Option<(Coverage, u32)>> = std::sync::OnceLock::new();
+    *COVERAGE.get_or_init(|| {
+        if super::cuda_device_count() == 0 {
+            return None;
+        }
+        let device = super::cuda_current_device().ok()?;
+        let cc = super::cuda_compute_capability(device).ok()?;
+        Some((kernel_archs::coverage(&kernel_archs::built(), cc), cc))
+    })
+}
+
+/// Why this build's kernels do not run natively on the current device, with the rebuild
+/// command; `None` when they do, or without a device.
+pub fn device_mismatch() -> Option<String> {
+    let (_, cc) = current_coverage()?;
+    if !built_in() {
+        return Some(absent(&format!("LLMPROF_CUDA_ARCHS={cc}")));
+    }
+    let device = super::cuda_current_device().ok()?;
+    kernel_archs::mismatch(&kernel_archs::built(), cc, &format!("CUDA device {device}"))
+}
+
+/// Why this build has no kernels and how to build them (`archs`: the `LLMPROF_CUDA_ARCHS`
+/// value to suggest).
+fn absent(archs: &str) -> String {
+    match option_env!("LLMPROF_KERNELS_ABSENT").filter(|why| !why.is_empty()) {
+        Some(why) => format!(
+            "this llmprof-worker has no llmprof CUDA kernels: it was {why}.\n  fix: rebuild on \
+             this machine with ./bootstrap.sh --yes, or `{archs} cargo build --release` where it \
+             was built"
+        ),
+        None => "this llmprof-worker was built without llmprof's CUDA kernels (no nvcc at build \
+                 time)\n  fix: run ./bootstrap.sh --yes (it installs nvidia-cuda-nvcc) and rebuild"
+            .to_string(),
+    }
+}
+
+/// Fails when `switch` (a `runtime.optim` key) is `used` but this build has no kernels, or has
+/// kernels that cannot launch on the current device.
 pub fn require(switch: &str, used: bool) -> Result<(), ShimError> {
-    if used && !available() {
+    if used && !built_in() {
+        let archs = current_coverage()
+            .map(|(_, cc)| format!("LLMPROF_CUDA_ARCHS={cc}"))
+            .unwrap_or_else(|| "LLMPROF_CUDA_ARCHS=90".into());
         return Err(ShimError::new(format!(
-            "runtime.optim.{switch}=true, but this llmprof-worker was built without llmprof's CUDA kernels (no nvcc at build time)\n  fix: run ./bootstrap.sh --yes (it installs nvidia-cuda-nvcc) and rebuild, or set runtime.optim.{switch}=false"
+            "runtime.optim.{switch}=true, but {}, or set runtime.optim.{switch}=false",
+            absent(&archs)
+        )));
+    }
+    if used && !available() {
+        let why = device_mismatch().unwrap_or_default();
+        return Err(ShimError::new(format!(
+            "runtime.optim.{switch}=true, but {why}\n  or set runtime.optim.{switch}=false"
         )));
     }
     Ok(())

@@ -1,5 +1,5 @@
 //! What the in-process benchmarks (`bench-overhead`, `bench-ngram`) share: the batch they time
-//! (the first `runtime.batch_size` prepared inputs), one timed generation with its region times,
+//! (the first batch of stage 1's plan), one timed generation with its region times,
 //! and their table rows.
 use crate::measure::nvtx::{NvtxObserver, NvtxOptions};
 use crate::measure::timing::ClockKind;
@@ -16,12 +16,14 @@ pub fn prepared<M: Model>(model: &M, spec: &RunSpec) -> Result<Vec<M::Request>> 
     super::inputs::prepare_all(model, spec, &items)
 }
 
-/// The batch a benchmark times: the first `runtime.batch_size` of `prepared`.
+/// The batch a benchmark times: the first batch of stage 1's plan (the first
+/// `runtime.batch_size` of `prepared`, cycled when fewer were prepared).
 pub fn batch_of<'a, R>(prepared: &'a [R], spec: &RunSpec) -> Vec<&'a R> {
-    prepared
-        .iter()
-        .take(spec.runtime.batch_size as usize)
-        .collect()
+    llmprof::dataset::BatchPlan::new(prepared.len(), spec.runtime.batch_size as usize)
+        .gather(prepared)
+        .into_iter()
+        .next()
+        .unwrap_or_default()
 }
 
 /// One generation of `batch` under `gen`, timed at region boundaries (`no_ranges`: without the

@@ -76,7 +76,7 @@ impl ModelJob for Infer<'_> {
                 run_dir.display()
             );
         }
-        let prepared = inputs::prepare_and_record(model, spec, &items, run_dir)?;
+        let prepared = inputs::prepare_and_record(model, spec, &items, run_dir, None)?;
         write_predictions(model, spec, &prepared, run_dir)
     }
 }

@@ -1,7 +1,7 @@
 //! The inputs a run processes: the dataset's sampled items, each prepared by the model, and
 //! `inputs.yaml` recording what each became.
 use anyhow::{Context, Result};
-use llmprof::dataset::InputItem;
+use llmprof::dataset::{BatchPlan, InputItem};
 use llmprof::model::Model;
 use llmprof::report::artifacts;
 use llmprof::spec::RunSpec;
@@ -34,12 +34,14 @@ pub fn prepare_all<M: Model>(
         .collect()
 }
 
-/// Prepare every item and record them in `inputs.yaml` (stage 1 and infer).
+/// Prepare every item and record them in `inputs.yaml` (stage 1 and infer), with the rows of
+/// each timed batch when the run has a `plan` (stage 1).
 pub fn prepare_and_record<M: Model>(
     model: &M,
     spec: &RunSpec,
     items: &[InputItem],
     run_dir: &Path,
+    plan: Option<&BatchPlan>,
 ) -> Result<Vec<M::Request>> {
     let prepared = prepare_all(model, spec, items)?;
     let infos: Vec<_> = prepared.iter().map(|r| model.describe(r)).collect();
@@ -47,7 +49,7 @@ pub fn prepare_and_record<M: Model>(
     artifacts::write(
         run_dir,
         artifacts::INPUTS_YAML,
-        &artifacts::inputs_yaml(&spec.dataset, variant.as_ref(), &infos)?,
+        &artifacts::inputs_yaml(&spec.dataset, variant.as_ref(), &infos, plan)?,
     )?;
     Ok(prepared)
 }

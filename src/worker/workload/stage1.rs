@@ -8,6 +8,7 @@ use crate::measure::nvtx::{NvtxObserver, NvtxOptions};
 use crate::measure::timing::ClockKind;
 use crate::models::{with_model, ModelJob};
 use anyhow::{Context, Result};
+use llmprof::dataset::BatchPlan;
 use llmprof::measure::gpu::GpuProps;
 use llmprof::measure::memory::{AllocatorPeaks, RegionPeak, StagePeaks};
 use llmprof::measure::nvml::{nvml_index_for_cuda, query_gpu, unix_ns, NvmlSampler};
@@ -109,8 +110,16 @@ fn split_times(times: Vec<crate::measure::timing::StageTime>) -> RequestTimes {
 
 fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
     let info = model.info();
-    let (items, input_notes) = inputs::items(spec)?;
-    let prepared = inputs::prepare_and_record(model, spec, &items, run_dir)?;
+    let (items, mut input_notes) = inputs::items(spec)?;
+    let batch_size = spec.runtime.batch_size as usize;
+    // Every batch runs `runtime.batch_size` rows, filled by cycling the inputs when too few
+    // were sampled, so that the batch a report names is the batch that ran.
+    let plan = BatchPlan::new(items.len(), batch_size);
+    if let Some(note) = plan.fill_note() {
+        tracing::warn!("{note}");
+        input_notes.push(note);
+    }
+    let prepared = inputs::prepare_and_record(model, spec, &items, run_dir, Some(&plan))?;
     let clock = ClockKind::detect();
     let cuda = info.cuda_device;
     let gen_cfg = GenerateConfig::from_spec(
@@ -118,11 +127,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
         model.ngram_exempt_ids(),
         spec.infer.max_new_tokens as usize,
     );
-    let batch_size = spec.runtime.batch_size as usize;
-    let batches: Vec<Vec<&M::Request>> = prepared
-        .chunks(batch_size)
-        .map(|c| c.iter().collect())
-        .collect();
+    let batches: Vec<Vec<&M::Request>> = plan.gather(&prepared);
     let allocator = CudaAllocator {
         device: cuda.unwrap_or(0) as i32,
     };

@@ -175,4 +175,43 @@ mod tests {
         let base = PreprocessConfig::from_mode(Mode::Base);
         assert!(!tile_grid(1240, 1754, &base).has_tiles());
     }
+
+    /// The sample pages' recorded grids and image tokens (datasets/samples/metadata.yaml,
+    /// written by scripts/make_sample_pages.py) are what this preprocessing computes, and they
+    /// cover at least 8 grids, no crops and the maximum crop count.
+    #[test]
+    fn sample_pages_record_this_preprocessings_grids() {
+        use super::super::arch_ocr2::TokenLayout;
+        use super::super::prompt::image_token_count;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/samples");
+        let pages = crate::dataset::read_sample_metadata(&dir).unwrap();
+        let gundam = PreprocessConfig::from_mode(Mode::Gundam);
+        let mut grids = std::collections::BTreeSet::new();
+        for p in &pages {
+            let grid = tile_grid(p.width, p.height, &gundam);
+            assert_eq!(p.gundam_grid, Some([grid.cols, grid.rows]), "{}", p.file);
+            assert_eq!(
+                p.image_tokens,
+                Some(image_token_count(
+                    TokenLayout::RowsWithNewlines,
+                    &gundam,
+                    grid
+                )),
+                "{}",
+                p.file
+            );
+            grids.insert((grid.cols, grid.rows));
+        }
+        assert!(
+            grids.len() >= 8,
+            "{} distinct grids: {grids:?}",
+            grids.len()
+        );
+        assert!(grids.contains(&(1, 1)), "a page without crops");
+        let max = gundam.max_crops;
+        assert!(
+            grids.iter().any(|(c, r)| c * r == max),
+            "a page at the maximum of {max} crops: {grids:?}"
+        );
+    }
 }

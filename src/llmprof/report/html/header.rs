@@ -73,7 +73,7 @@ pub fn section(a: &RunArtifacts) -> Section {
         if let Some(mode) = &s.mode {
             rows.push(("mode".into(), mode.clone()));
         }
-        rows.push(("batch size".into(), s.batch_size.to_string()));
+        rows.push(("batch size".into(), s.batch_size_label()));
         rows.push((
             "warm-up / repeats".into(),
             format!("{} / {}", s.warmup, s.repeats),

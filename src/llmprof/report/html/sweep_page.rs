@@ -81,6 +81,10 @@ fn jobs(root: &Path, t: &SweepTable) -> String {
     cols.extend(t.axes.iter().map(|a| text(a)));
     cols.extend(METRICS.iter().map(|m| num(m.title)));
     cols.extend([text("status"), text("report")]);
+    let batch_column = t.rows.iter().any(|r| r.batch_differs.is_some());
+    if batch_column {
+        cols.push(text("batch ran"));
+    }
     let mut table = Table::new("table-sweep", cols);
     for r in &t.rows {
         let mut row = vec![Cell::num(Some(r.job.num as f64), 0)];
@@ -103,6 +107,13 @@ fn jobs(root: &Path, t: &SweepTable) -> String {
             Some(href) => Cell::link(&href, "report.html"),
             None => Cell::text("—"),
         });
+        if batch_column {
+            row.push(Cell::text(
+                r.batch_differs
+                    .clone()
+                    .unwrap_or_else(|| "as requested".into()),
+            ));
+        }
         if r.job.status == "failed" {
             table.push_with_class(row, "failed");
         } else {

@@ -107,6 +107,7 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
                 .as_ref()
                 .map(|p| p.mode.name().to_string()),
             batch_size: spec.runtime.batch_size,
+            effective_batch_size: m.requests.iter().map(|t| t.rows.len() as u32).min(),
             warmup: spec.runtime.warmup,
             repeats: spec.runtime.repeats,
             max_new_tokens: spec.infer.max_new_tokens,
