@@ -84,7 +84,8 @@ fi
 
 # 4. Build both binaries (llmprof front end, llmprof-worker with libtorch).
 say "cargo build --release"
-cargo build --release --locked
+# LLMPROF_BUILD_TIMINGS=1 adds cargo's per-crate timing report (target/cargo-timings/).
+cargo build --release --locked ${LLMPROF_BUILD_TIMINGS:+--timings}
 say "built: $ROOT/target/release/llmprof ($(target/release/llmprof --version))"
 
 # 5. Datasets, then models (each idempotent; symlinks are git-ignored).
