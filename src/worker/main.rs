@@ -8,9 +8,8 @@ use std::path::PathBuf;
 fn main() {
     stop_with_parent();
     let versions = RuntimeVersions::read();
-    let kineto_quieted = quiet_kineto_without_gpu(&versions);
     llmprof::logging::init_stderr();
-    if let Err(e) = run(&versions, kineto_quieted) {
+    if let Err(e) = run(&versions) {
         let msg = format!("{e:#}");
         // Logged to stderr, which the front end reads (the cause reaches status.json even when
         // the disk is full), and to worker_error.txt.
@@ -41,19 +40,7 @@ fn stop_with_parent() {
     }
 }
 
-/// Without a CUDA device, libkineto's device probe logs `ERROR: ... gpuGetDeviceCount failed`
-/// on every profiled run. Its log level is read from `KINETO_LOG_LEVEL` when the profiler first
-/// starts, so setting it here, before any thread exists, silences that (level 5 is above
-/// ERROR). A level the user set is kept. Returns whether it was set.
-fn quiet_kineto_without_gpu(v: &RuntimeVersions) -> bool {
-    if v.cuda_device_count > 0 || std::env::var_os("KINETO_LOG_LEVEL").is_some() {
-        return false;
-    }
-    std::env::set_var("KINETO_LOG_LEVEL", "5");
-    true
-}
-
-fn run(versions: &RuntimeVersions, kineto_quieted: bool) -> Result<()> {
+fn run(versions: &RuntimeVersions) -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(command) = args.first() else {
         bail!(
@@ -72,18 +59,14 @@ fn run(versions: &RuntimeVersions, kineto_quieted: bool) -> Result<()> {
             let spec = llmprof::spec::RunSpec::from_tree(&tree)?;
             tracing::info!(cuda = tch::Cuda::is_available(), device = %spec.device, "worker started");
             if versions.cuda_device_count == 0 {
-                // One clear line instead of libkineto's `gpuGetDeviceCount failed with code 35`.
+                // One clear line; libkineto's own `gpuGetDeviceCount failed` is silenced by the
+                // shim (KINETO_LOG_LEVEL=5 unless the user set a level).
                 tracing::info!(
-                    "no CUDA device: {}. Kineto records CPU activity only{}",
+                    "no CUDA device: {}. Kineto records CPU activity only",
                     versions
                         .no_cuda_device_reason
                         .as_deref()
                         .unwrap_or("cudaGetDeviceCount found none"),
-                    if kineto_quieted {
-                        "; its GPU probe is silenced (KINETO_LOG_LEVEL=5)"
-                    } else {
-                        ""
-                    }
                 );
             }
             if let Some(why) = llmprof_worker::ffi::kernels::device_mismatch() {

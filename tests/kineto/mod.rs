@@ -16,6 +16,36 @@ fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// Without a GPU, a process that profiles prints none of libkineto's device-probe errors
+/// (`gpuGetDeviceCount failed with code 35`): the shim sets its log level before the first
+/// start. Checked on a fresh process (this test binary running the CPU profile test alone), whose
+/// stderr libtest cannot capture since C++ writes it.
+#[test]
+fn a_cpu_profile_prints_no_kineto_device_errors() {
+    if tch::Cuda::device_count() > 0 {
+        return; // the messages only exist without a GPU
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "kineto::cpu_profile_finds_mm_with_its_flops_inside_the_user_scope",
+            "--exact",
+            "--nocapture",
+        ])
+        .env_remove("KINETO_LOG_LEVEL")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed"), "the profile test ran: {text}");
+    for noise in ["gpuGetDeviceCount", "DeviceProperties.cpp"] {
+        assert!(!text.contains(noise), "{noise} printed:\n{text}");
+    }
+}
+
 #[test]
 fn cpu_profile_finds_mm_with_its_flops_inside_the_user_scope() {
     let _lock = PROFILER.lock().unwrap_or_else(|e| e.into_inner());

@@ -17,7 +17,9 @@
 #include <cuda_runtime_api.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -97,9 +99,27 @@ size_t llmprof_last_error(char* buf, size_t buf_len) {
 
 // ---- Kineto ----------------------------------------------------------------------------------
 
+namespace {
+// Without a CUDA device, libkineto's first start logs `gpuGetDeviceCount failed with code 35`
+// (and, when the profiler starts on another thread than libtorch registered it from, `External
+// init callback must run in same thread`) as errors: noise in every CPU run and test. Its log
+// level is read from KINETO_LOG_LEVEL at that first start, so it is set here, once, before it
+// (level 5 is above ERROR). A level the user set is kept. Every process that profiles starts
+// here: the worker, the test harnesses, the debug commands.
+void quiet_kineto_without_gpu() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::getenv("KINETO_LOG_LEVEL") == nullptr && llmprof_cuda_device_count() == 0) {
+      setenv("KINETO_LOG_LEVEL", "5", 0);
+    }
+  });
+}
+}  // namespace
+
 int llmprof_profiler_start(const llmprof_profiler_config* config) {
   return guarded("profiler_start", [&] {
     TORCH_CHECK(config != nullptr, "config is NULL");
+    quiet_kineto_without_gpu();
     using torch::profiler::impl::ActivityType;
     using torch::profiler::impl::ProfilerConfig;
     using torch::profiler::impl::ProfilerState;
