@@ -14,10 +14,10 @@ import random
 
 from PIL import Image, ImageChops, ImageDraw, ImageOps
 
-from make_sample_pages import (
-    BAR_COLOURS, GREY, INK, RULE, SANS, SANS_BOLD, SANS_OBLIQUE, Page, font, html_table, mfu_formula,
+from sample_pages_layout import (
+    BAR_COLOURS, GREY, INK, MONO, MONO_BOLD, NAVY, RULE, SANS, SANS_BOLD, SANS_OBLIQUE, SERIF,
+    SERIF_BOLD, Page, Result, bullets, font, html_table, mfu_formula,
 )
-from sample_pages_layout import MONO, MONO_BOLD, NAVY, SERIF, SERIF_BOLD, Result, bullets
 
 
 def line_chart(p: Page, xs: list[int], series, height: int, size: int, ymax: float, ystep: float,

@@ -1,33 +1,192 @@
-"""Shared drawing helpers for the sample pages from page-07 on (run scripts/make_sample_pages.py,
-not this module).
+"""Shared drawing base for all sample pages (run scripts/make_sample_pages.py, not this module).
 
-Fonts beyond make_sample_pages' DejaVu Sans faces, bulleted lists, CJK line breaking, fully ruled
-tables with merged cells, and a tiny display-math typesetter. The page builders themselves are in
-scripts/sample_pages_text.py and scripts/sample_pages_graphics.py.
+Font paths (DejaVu Sans, Serif and Sans Mono; WenQuanYi Micro Hei for Chinese), colours, font(),
+the class Page (a white page with a cursor: paragraphs, headings, captions, ruled tables, simple
+formulas, bar charts), html_table() and mfu_formula(), and for the later pages bulleted lists,
+CJK line breaking, fully ruled tables with merged cells and a tiny display-math typesetter. The
+page builders themselves are in scripts/sample_pages_basic.py (pages 01-06),
+scripts/sample_pages_text.py and scripts/sample_pages_graphics.py (pages 07-22).
 """
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
-from PIL import ImageDraw
+from PIL import Image, ImageDraw, ImageFont
 
-from make_sample_pages import FONT_DIR, INK, RULE, SANS, SANS_BOLD, SANS_OBLIQUE, Page, font
-
+FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
+SANS = FONT_DIR / "DejaVuSans.ttf"
+SANS_BOLD = FONT_DIR / "DejaVuSans-Bold.ttf"
+SANS_OBLIQUE = FONT_DIR / "DejaVuSans-Oblique.ttf"
 SERIF = FONT_DIR / "DejaVuSerif.ttf"
 SERIF_BOLD = FONT_DIR / "DejaVuSerif-Bold.ttf"
 MONO = FONT_DIR / "DejaVuSansMono.ttf"
 MONO_BOLD = FONT_DIR / "DejaVuSansMono-Bold.ttf"
 CJK = FONT_DIR.parent / "wqy" / "wqy-microhei.ttc"  # WenQuanYi Micro Hei, fonts-wqy-microhei
 
+FONT_PACKAGES = "fonts-dejavu-core fonts-dejavu-extra fonts-wqy-microhei"
 FONTS_USED = (
     "DejaVu Sans, DejaVu Serif and DejaVu Sans Mono (fonts-dejavu-core, fonts-dejavu-extra); "
     "WenQuanYi Micro Hei (fonts-wqy-microhei)"
 )
+
+INK = (20, 20, 20)
+GREY = (110, 110, 110)
+RULE = (60, 60, 60)
+BAR_COLOURS = [(52, 101, 164), (204, 102, 51), (78, 154, 6), (117, 80, 123), (196, 160, 0)]
 NAVY = (32, 74, 135)
+
+# What each page builder returns: (image, content kinds, ground-truth markdown)
 Result = "tuple[Image.Image, list[str], str]"
 
+
+def font(path: Path, size: int) -> ImageFont.FreeTypeFont:
+    if not path.exists():
+        sys.exit(f"font {path} is missing: apt-get install {FONT_PACKAGES}")
+    return ImageFont.truetype(str(path), size)
+
+
+class Page:
+    """A white page with a cursor that moves down as blocks are drawn."""
+
+    def __init__(self, width: int, height: int, margin: int):
+        self.img = Image.new("RGB", (width, height), "white")
+        self.draw = ImageDraw.Draw(self.img)
+        self.w, self.h, self.margin = width, height, margin
+        self.y = margin
+        self.left = margin
+        self.right = width - margin
+
+    def column(self, left: int, right: int, y: int) -> None:
+        self.left, self.right, self.y = left, right, y
+
+    def wrap(self, text: str, f: ImageFont.FreeTypeFont, width: int) -> list[str]:
+        lines, line = [], ""
+        for word in text.split():
+            trial = f"{line} {word}".strip()
+            if self.draw.textlength(trial, font=f) <= width:
+                line = trial
+            else:
+                lines.append(line)
+                line = word
+        if line:
+            lines.append(line)
+        return lines
+
+    def title(self, text: str, size: int) -> None:
+        f = font(SANS_BOLD, size)
+        self.draw.text((self.left, self.y), text, font=f, fill=INK)
+        self.y += int(size * 1.6)
+
+    def heading(self, text: str, size: int) -> None:
+        f = font(SANS_BOLD, size)
+        self.draw.text((self.left, self.y), text, font=f, fill=INK)
+        self.y += int(size * 1.5)
+
+    def block(self, text: str, path: Path, size: int, fill=INK, leading=1.4, gap=0.8,
+              centre: bool = False) -> None:
+        """A word-wrapped paragraph in any font at the cursor, left-aligned or centred."""
+        f = font(path, size)
+        for line in self.wrap(text, f, self.right - self.left):
+            x = (self.left + self.right - self.draw.textlength(line, font=f)) / 2 if centre else self.left
+            self.draw.text((x, self.y), line, font=f, fill=fill)
+            self.y += int(size * leading)
+        self.y += int(size * gap)
+
+    def paragraph(self, text: str, size: int) -> None:
+        self.block(text, SANS, size)
+
+    def caption(self, text: str, size: int, centre: bool = True) -> None:
+        self.block(text, SANS_OBLIQUE, size, fill=GREY, centre=centre)
+
+    def col_edges(self, col_widths: list[float]) -> list[int]:
+        """x of the left edge of each table column and of the last one's right edge; col_widths
+        are fractions of the text width (right - left)."""
+        xs = [self.left]
+        for frac in col_widths:
+            xs.append(xs[-1] + int(frac * (self.right - self.left)))
+        return xs
+
+    def tag(self, text: str, size: int, y: float, **anchor) -> None:
+        """An equation tag such as "(1)", right-aligned at the right margin."""
+        ft = font(SANS, size)
+        self.draw.text((self.right - self.draw.textlength(text, font=ft), y), text, font=ft, fill=INK, **anchor)
+
+    def table(self, rows: list[list[str]], size: int, col_widths: list[float]) -> None:
+        """Ruled table; the first row is the header (bold). col_widths are fractions."""
+        f, fb = font(SANS, size), font(SANS_BOLD, size)
+        xs = self.col_edges(col_widths)
+        row_h = int(size * 1.9)
+        top = self.y
+        self.draw.line([(xs[0], top), (xs[-1], top)], fill=RULE, width=2)
+        for r, row in enumerate(rows):
+            y = top + r * row_h
+            for c, cell in enumerate(row):
+                ff = fb if r == 0 else f
+                if c == 0:
+                    x = xs[c] + size // 2
+                else:  # numbers right-aligned
+                    x = xs[c + 1] - size // 2 - self.draw.textlength(cell, font=ff)
+                self.draw.text((x, y + size * 0.4), cell, font=ff, fill=INK)
+            if r == 0:
+                self.draw.line([(xs[0], y + row_h), (xs[-1], y + row_h)], fill=RULE, width=1)
+        bottom = top + len(rows) * row_h
+        self.draw.line([(xs[0], bottom), (xs[-1], bottom)], fill=RULE, width=2)
+        self.y = bottom + size
+
+    def fraction_formula(self, lhs: str, num: str, den: str, size: int, tag: str) -> None:
+        """`lhs = num / den` as a built-up fraction, centred, with an equation tag."""
+        f = font(SANS_OBLIQUE, size)
+        lhs_w = self.draw.textlength(lhs, font=f)
+        num_w = self.draw.textlength(num, font=f)
+        den_w = self.draw.textlength(den, font=f)
+        frac_w = max(num_w, den_w) + size
+        total = lhs_w + frac_w
+        x0 = (self.left + self.right - total) / 2
+        mid = self.y + int(size * 1.3)
+        self.draw.text((x0, mid - size * 0.6), lhs, font=f, fill=INK)
+        fx = x0 + lhs_w
+        self.draw.text((fx + (frac_w - num_w) / 2, mid - size * 1.35), num, font=f, fill=INK)
+        self.draw.line([(fx, mid), (fx + frac_w, mid)], fill=INK, width=max(1, size // 14))
+        self.draw.text((fx + (frac_w - den_w) / 2, mid + size * 0.15), den, font=f, fill=INK)
+        self.tag(tag, size, mid - size * 0.6)
+        self.y = mid + int(size * 2.0)
+
+    def inline_formula(self, text: str, size: int, tag: str) -> None:
+        f = font(SANS_OBLIQUE, size)
+        w = self.draw.textlength(text, font=f)
+        self.draw.text(((self.left + self.right - w) / 2, self.y), text, font=f, fill=INK)
+        self.tag(tag, size, self.y)
+        self.y += int(size * 2.0)
+
+    def bar_chart(self, labels: list[str], values: list[float], height: int, size: int) -> None:
+        """Axes, bars with value labels and category labels (a 'figure')."""
+        f = font(SANS, size)
+        left, right = self.left + 3 * size, self.right - size
+        top, base = self.y + size, self.y + height - 2 * size
+        self.draw.line([(left, top), (left, base), (right, base)], fill=RULE, width=2)
+        vmax = max(values)
+        for t in range(5):
+            v = vmax * t / 4
+            y = base - (base - top) * t / 4
+            self.draw.line([(left - 5, y), (left, y)], fill=RULE, width=1)
+            label = f"{v:.0f}"
+            self.draw.text((left - 8 - self.draw.textlength(label, font=f), y - size / 2), label, font=f, fill=GREY)
+        slot = (right - left) / len(values)
+        for i, (lab, v) in enumerate(zip(labels, values)):
+            bx0 = left + i * slot + slot * 0.2
+            bx1 = left + (i + 1) * slot - slot * 0.2
+            by = base - (base - top) * v / vmax
+            self.draw.rectangle([bx0, by, bx1, base], fill=BAR_COLOURS[i % len(BAR_COLOURS)])
+            vl = f"{v:g}"
+            self.draw.text(((bx0 + bx1 - self.draw.textlength(vl, font=f)) / 2, by - size * 1.3), vl, font=f, fill=INK)
+            self.draw.text(((bx0 + bx1 - self.draw.textlength(lab, font=f)) / 2, base + size * 0.4), lab, font=f, fill=INK)
+        self.y += height + size // 2
+
+
 # ---------------------------------------------------------------------------------------------
-# Text and table helpers on top of make_sample_pages.Page
+# Text and table helpers on top of Page
 
 
 def bullets(p: Page, items: list[str], size: int, marks: list[str] | None = None) -> str:
@@ -201,3 +360,21 @@ def it(s: str):
 
 def row(*items):
     return ("row", list(items))
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown for the ground truth
+
+
+def html_table(rows: list[list[str]]) -> str:
+    out = ["<table>"]
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def mfu_formula(p: Page, size: int, k: int) -> str:
+    """Model FLOPs utilisation as a built-up fraction tagged (k); returns its LaTeX display."""
+    p.fraction_formula("MFU = ", "FLOPs", "t · peak", size, f"({k})")
+    return f"$$\n\\mathrm{{MFU}}=\\frac{{\\mathrm{{FLOPs}}}}{{t\\cdot\\mathrm{{peak}}}} \\tag{{{k}}}\n$$"

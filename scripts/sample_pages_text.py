@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from PIL import Image
 
-from make_sample_pages import INK, RULE, SANS, SANS_BOLD, SANS_OBLIQUE, Page, font, html_table
 from sample_pages_layout import (
-    CJK, MONO, SERIF, SERIF_BOLD, Result, bullets, cjk_block, display, it, row, span_table,
+    CJK, INK, MONO, RULE, SANS, SANS_BOLD, SANS_OBLIQUE, SERIF, SERIF_BOLD, Page, Result, bullets,
+    cjk_block, display, font, html_table, it, row, span_table,
 )
 
 DENSE = [

@@ -59,3 +59,37 @@ fn subcommand_help_is_help_not_an_error() {
         assert!(stdout(&out).contains("Usage"), "{}", stdout(&out));
     }
 }
+
+/// An argument that is not valid UTF-8, in every position (a subcommand, an override, a flag's
+/// value, after `--help`, forwarded to the worker), ends in a clear error, never a panic (exit
+/// 101 from std::env::args, round 2's guarantee that regressed).
+#[test]
+fn arguments_that_are_not_utf8_get_an_error_not_a_panic() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let bad = OsStr::from_bytes(b"runtime.warmup=\xff\xfe");
+    let cases: Vec<Vec<&OsStr>> = vec![
+        vec![bad],
+        vec![OsStr::new("stage1"), bad],
+        vec![OsStr::new("--config-dir"), bad, OsStr::new("stage1")],
+        vec![OsStr::new("stage1"), bad, OsStr::new("--help")],
+        vec![OsStr::new("analyze"), OsStr::new("ncu"), bad],
+        vec![OsStr::new("debug"), OsStr::new("logits"), bad],
+    ];
+    let dir = crate::support::scratch("cli-not-utf8");
+    for args in cases {
+        let out = std::process::Command::new(crate::support::llmprof())
+            .args(&args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let err = crate::support::stderr(&out);
+        assert_ne!(out.status.code(), Some(101), "{args:?} panicked: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            err.contains("UTF-8") || err.contains("utf-8") || err.contains("invalid"),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -9,7 +9,11 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => {
             // `llmprof analyze ncu --help`: help, not "missing argument" (exit 0, as --help is).
-            let args: Vec<String> = std::env::args().skip(1).collect();
+            // args_os: an argument that is not UTF-8 gets clap's error below, never a panic.
+            let args: Vec<String> = std::env::args_os()
+                .skip(1)
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
             if args.iter().any(|a| a == "--help" || a == "-h") {
                 if let Some(help) = llmprof::cli::subcommand_help(&args) {
                     let _ = llmprof::stdout::print(&help);

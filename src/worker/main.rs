@@ -14,7 +14,7 @@ fn main() {
         // Logged to stderr, which the front end reads (the cause reaches status.json even when
         // the disk is full), and to worker_error.txt.
         tracing::error!("{msg}");
-        if let Some(dir) = std::env::args().nth(2) {
+        if let Some(dir) = std::env::args_os().nth(2) {
             let _ = std::fs::write(
                 PathBuf::from(dir).join(llmprof::run_dir::WORKER_ERROR),
                 &msg,
@@ -41,7 +41,7 @@ fn stop_with_parent() {
 }
 
 fn run(versions: &RuntimeVersions) -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = utf8_args()?;
     let Some(command) = args.first() else {
         bail!(
             "usage: llmprof-worker <stage1|infer|bench-overhead|bench-ngram> <run_dir> (normally started by llmprof)"
@@ -264,4 +264,22 @@ fn run_debug(args: &[String]) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The arguments after the program name; one that is not UTF-8 is an error naming its position
+/// (std::env::args would panic).
+fn utf8_args() -> Result<Vec<String>> {
+    std::env::args_os()
+        .skip(1)
+        .enumerate()
+        .map(|(i, a)| {
+            a.into_string().map_err(|a| {
+                anyhow::anyhow!(
+                    "argument {} ({}) is not valid UTF-8: llmprof-worker takes UTF-8 arguments only",
+                    i + 1,
+                    a.to_string_lossy()
+                )
+            })
+        })
+        .collect()
 }

@@ -111,7 +111,8 @@ pub fn run(cli: Cli) -> Result<i32> {
 /// `debug ...` runs inside the workload binary: hand it the same arguments.
 fn forward_to_worker() -> Result<i32> {
     let worker = launch::worker_path()?;
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // Passed on as they came (OsString): the worker reports an argument that is not UTF-8.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let status = std::process::Command::new(&worker)
         .args(&args)
         .status()
