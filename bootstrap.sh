@@ -49,6 +49,10 @@ if ! command -v cargo >/dev/null; then
   exit 1
 fi
 
+# Download the crates while pip works (the build below would wait for the downloads anyway).
+cargo fetch --locked >"${TMPDIR:-/tmp}/llmprof-cargo-fetch.log" 2>&1 &
+fetch_pid=$!
+
 # 3. libtorch 2.11.0: $LIBTORCH, or a venv with torch==2.11.0 (the PyPI wheel ships libtorch).
 if [ -n "${LIBTORCH:-}" ]; then
   say "using LIBTORCH=$LIBTORCH"
@@ -84,6 +88,7 @@ else
 fi
 
 # 4. Build both binaries (llmprof front end, llmprof-worker with libtorch).
+wait "$fetch_pid" || say "cargo fetch failed (${TMPDIR:-/tmp}/llmprof-cargo-fetch.log); the build fetches again"
 say "cargo build --release"
 # LLMPROF_BUILD_TIMINGS=1 adds cargo's per-crate timing report (target/cargo-timings/).
 cargo build --release --locked ${LLMPROF_BUILD_TIMINGS:+--timings}

@@ -68,16 +68,26 @@ fn arguments_that_are_not_utf8_get_an_error_not_a_panic() {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     let bad = OsStr::from_bytes(b"runtime.warmup=\xff\xfe");
-    let cases: Vec<Vec<&OsStr>> = vec![
-        vec![bad],
-        vec![OsStr::new("stage1"), bad],
-        vec![OsStr::new("--config-dir"), bad, OsStr::new("stage1")],
-        vec![OsStr::new("stage1"), bad, OsStr::new("--help")],
-        vec![OsStr::new("analyze"), OsStr::new("ncu"), bad],
-        vec![OsStr::new("debug"), OsStr::new("logits"), bad],
+    // (arguments, what the error says): clap's error for words, the missing folder for a path.
+    let utf8 = "invalid UTF-8";
+    let cases: Vec<(Vec<&OsStr>, &str)> = vec![
+        (vec![bad], utf8),
+        (vec![OsStr::new("stage1"), bad], utf8),
+        (
+            vec![OsStr::new("analyze"), OsStr::new("ncu"), bad],
+            "does not exist",
+        ),
+        (
+            vec![OsStr::new("debug"), OsStr::new("logits"), bad],
+            "unexpected argument",
+        ),
+        (
+            vec![OsStr::new("--config-dir"), bad, OsStr::new("stage1")],
+            "does not exist",
+        ),
     ];
     let dir = crate::support::scratch("cli-not-utf8");
-    for args in cases {
+    for (args, says) in cases {
         let out = std::process::Command::new(crate::support::llmprof())
             .args(&args)
             .current_dir(&dir)
@@ -87,9 +97,29 @@ fn arguments_that_are_not_utf8_get_an_error_not_a_panic() {
         assert_ne!(out.status.code(), Some(101), "{args:?} panicked: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // The worker, started directly: its own error naming the argument.
+    let worker = crate::support::llmprof().with_file_name("llmprof-worker");
+    if worker.is_file() {
+        let out = std::process::Command::new(&worker)
+            .args([OsStr::new("stage1"), bad])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let err = crate::support::stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(
-            err.contains("UTF-8") || err.contains("utf-8") || err.contains("invalid"),
-            "{args:?}: {err}"
+            err.contains("argument 2") && err.contains("not valid UTF-8"),
+            "{err}"
         );
     }
+    // With --help after it, help wins (exit 0), as for any other argument.
+    let help = std::process::Command::new(crate::support::llmprof())
+        .args([OsStr::new("stage1"), bad, OsStr::new("--help")])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(help.status.success(), "{}", crate::support::stderr(&help));
+    assert!(crate::support::stdout(&help).contains("Usage"));
 }

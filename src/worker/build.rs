@@ -55,6 +55,7 @@ struct CudaRuntime {
 /// Compiles `csrc/shim.cpp` into `libllmprof_shim.so` (in OUT_DIR, linked against libtorch
 /// and libcudart with rpaths) and declares it as a dylib of the library crate.
 fn compile_and_link_shim(torch_lib_dir: &Path) {
+    println!("cargo:rerun-if-changed=csrc/shim_unity.cpp");
     println!("cargo:rerun-if-changed=csrc/shim.cpp");
     println!("cargo:rerun-if-changed=csrc/shim.h");
     println!("cargo:rerun-if-changed=csrc/shim_guard.h");
@@ -116,13 +117,7 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     build
         .cpp(true)
         .pic(true)
-        .file("csrc/shim.cpp")
-        .file("csrc/kernels.cpp")
-        .file("csrc/kernels_vision.cpp")
-        .file("csrc/kernels_gemm.cpp")
-        .file("csrc/streams.cpp")
-        .file("csrc/host_memory.cpp")
-        .file("csrc/cuda_graph.cpp")
+        .file("csrc/shim_unity.cpp")
         .include("csrc")
         .include(&torch_include)
         .include(torch_include.join("torch/csrc/api/include"))
