@@ -106,8 +106,9 @@ fn a_batch_sweep_over_two_pages_runs_batch_8_as_8_rows() {
         assert_eq!(m.setup.batch_size, batch, "job {job}");
         assert_eq!(m.setup.effective_batch_size, Some(batch), "job {job}");
         assert!(
-            m.requests.iter().all(|r| r.batch_rows == batch as usize)
-                && r_isl_rows(&m, batch as usize),
+            m.requests
+                .iter()
+                .all(|r| r.batch_rows == batch as usize && r.isl.len() == batch as usize),
             "job {job}: every timed request ran {batch} rows"
         );
         let inputs: serde_yaml::Value =
@@ -136,9 +137,4 @@ fn ints(v: &serde_yaml::Value) -> Vec<u64> {
         .iter()
         .map(|x| x.as_u64().expect("an index"))
         .collect()
-}
-
-/// Every timed request carries one input length per row it ran.
-fn r_isl_rows(m: &RunReport, rows: usize) -> bool {
-    m.requests.iter().all(|r| r.isl.len() == rows)
 }

@@ -87,21 +87,12 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let kernels = kernels::compile(torch_root, &out_dir);
     let kernel_objects = kernels.objects;
-    // The worker checks its device against this list (ffi/kernel_archs.rs), and says why a
-    // build has no kernels.
+    // The worker checks its device against the architectures built (ffi/kernel_archs.rs), and
+    // says why a build has no kernels.
+    println!("cargo:rustc-env=LLMPROF_KERNEL_ARCHS={}", kernels.archs);
     println!(
         "cargo:rustc-env=LLMPROF_KERNELS_ABSENT={}",
         kernels.absent_because.as_deref().unwrap_or("")
-    );
-    // The architectures built.
-    println!(
-        "cargo:rustc-env=LLMPROF_KERNEL_ARCHS={}",
-        kernels
-            .archs
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(",")
     );
 
     let mut build = cc::Build::new();

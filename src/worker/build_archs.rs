@@ -66,19 +66,17 @@ pub fn choose() -> Result<Archs, String> {
             list: ALL.to_vec(),
             why: "LLMPROF_CUDA_ARCHS=all".into(),
         }),
-        list => {
-            match parse_list(list) {
-                Ok(list) if !list.is_empty() => Ok(Archs {
-                    list,
-                    why: format!("LLMPROF_CUDA_ARCHS={value}"),
-                }),
-                Ok(_) | Err(_) => panic!(
+        list => match parse_list(list) {
+            Ok(list) if !list.is_empty() => Ok(Archs {
+                list,
+                why: format!("LLMPROF_CUDA_ARCHS={value}"),
+            }),
+            parsed => panic!(
                 "LLMPROF_CUDA_ARCHS={value}: {}. Give compute capabilities such as 90 or 8.0,9.0 \
                  (each at least {OLDEST}), `native` (the GPUs nvidia-smi lists) or `all`",
-                parse_list(list).err().unwrap_or_else(|| "no architecture".into())
+                parsed.err().unwrap_or_else(|| "no architecture".into())
             ),
-            }
-        }
+        },
     }
 }
 
@@ -100,7 +98,8 @@ fn native() -> Result<Archs, String> {
     }
 }
 
-fn list_text(list: &[u32]) -> String {
+/// "sm_80, sm_90": the architectures as the build's notices spell them.
+pub fn list_text(list: &[u32]) -> String {
     list.iter()
         .map(|a| format!("sm_{a}"))
         .collect::<Vec<_>>()

@@ -27,8 +27,9 @@ pub struct Kernels {
     /// Whether SAM's Hopper attention kernels (`csrc/kernels/sm90a/sam_global_attention.cu` and
     /// `sam_window_fmha.cu`, which also need CUTLASS's `examples/88_hopper_fmha`) are among them.
     pub sm90a_fmha: bool,
-    /// The architectures the portable kernels were built for (empty without kernels).
-    pub archs: Vec<u32>,
+    /// The architectures the portable kernels were built for, "80,90" (empty without kernels):
+    /// what the worker embeds as `LLMPROF_KERNEL_ARCHS`.
+    pub archs: String,
     /// Why there are no kernels, where `LLMPROF_CUDA_ARCHS` decided it.
     pub absent_because: Option<String>,
 }
@@ -71,8 +72,8 @@ pub fn compile(torch_root: &Path, out_dir: &Path) -> Kernels {
         }
     };
     println!(
-        "cargo:warning=llmprof's CUDA kernels for sm_{} (+PTX): {}",
-        archs.joined().replace(',', ", sm_"),
+        "cargo:warning=llmprof's CUDA kernels for {} (+PTX): {}",
+        archs::list_text(&archs.list),
         archs.why
     );
     let gencodes = archs.gencodes();
@@ -89,7 +90,7 @@ pub fn compile(torch_root: &Path, out_dir: &Path) -> Kernels {
         objects: run_parallel(&nvcc, out_dir, jobs),
         sm90a,
         sm90a_fmha,
-        archs: archs.list,
+        archs: archs.joined(),
         absent_because: None,
     }
 }

@@ -75,11 +75,16 @@ pub struct Setup {
 impl Setup {
     /// "8", or "8 requested, 2 ran" where the timed batches ran fewer rows than requested.
     pub fn batch_size_label(&self) -> String {
-        match self.effective_batch_size {
-            Some(e) if e != self.batch_size => format!("{} requested, {e} ran", self.batch_size),
-            _ => self.batch_size.to_string(),
-        }
+        self.effective_batch_size
+            .and_then(|ran| batch_ran_label(self.batch_size.into(), ran.into()))
+            .unwrap_or_else(|| self.batch_size.to_string())
     }
+}
+
+/// "8 requested, 2 ran" where a run's timed batches ran another number of rows than requested;
+/// `None` where they ran as many (the report header and the sweep summary say it alike).
+pub fn batch_ran_label(requested: u64, ran: u64) -> Option<String> {
+    (ran != requested).then(|| format!("{requested} requested, {ran} ran"))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -321,4 +326,16 @@ pub struct StageWindow {
     pub stage: String,
     pub start_unix_ns: u64,
     pub end_unix_ns: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_batch_label_says_when_the_rows_differ() {
+        assert_eq!(super::batch_ran_label(8, 8), None);
+        assert_eq!(
+            super::batch_ran_label(8, 2).as_deref(),
+            Some("8 requested, 2 ran")
+        );
+    }
 }

@@ -118,7 +118,22 @@ pub struct SweepTable {
     pub rows: Vec<SweepRow>,
 }
 
+impl SweepTable {
+    /// Whether the summary needs a "batch ran" column: some job's batches ran another number
+    /// of rows than it asked for.
+    pub fn has_batch_column(&self) -> bool {
+        self.rows.iter().any(|r| r.batch_differs.is_some())
+    }
+}
+
 impl SweepRow {
+    /// The job's "batch ran" cell.
+    pub fn batch_ran(&self) -> String {
+        self.batch_differs
+            .clone()
+            .unwrap_or_else(|| "as requested".into())
+    }
+
     pub fn value(&self, key: &str) -> Option<f64> {
         METRICS
             .iter()
@@ -219,7 +234,7 @@ fn read_metrics(dir: &Path) -> Result<Value, String> {
 fn batch_differs(m: &Value) -> Option<String> {
     let requested = m.pointer("/setup/batch_size")?.as_u64()?;
     let ran = m.pointer("/setup/effective_batch_size")?.as_u64()?;
-    (ran != requested).then(|| format!("{requested} requested, {ran} ran"))
+    super::metrics::batch_ran_label(requested, ran)
 }
 
 fn pick(m: &Value, x: &Metric) -> Option<f64> {
@@ -244,8 +259,7 @@ pub fn summary_markdown(jobs: &[SweepJob]) -> String {
     if gpus {
         head.push("GPU".to_string());
     }
-    // Only where some job's batches ran fewer rows than it asked for.
-    let batch_column = t.rows.iter().any(|r| r.batch_differs.is_some());
+    let batch_column = t.has_batch_column();
     if batch_column {
         head.push("batch ran".to_string());
     }
@@ -275,11 +289,7 @@ pub fn summary_markdown(jobs: &[SweepJob]) -> String {
             cells.push(r.job.gpu.clone().unwrap_or_default());
         }
         if batch_column {
-            cells.push(
-                r.batch_differs
-                    .clone()
-                    .unwrap_or_else(|| "as requested".into()),
-            );
+            cells.push(r.batch_ran());
         }
         s.push_str(&format!("| {} |\n", cells.join(" | ")));
     }

@@ -326,7 +326,7 @@ pub fn decode_attention(
 /// Whether this build carries the kernels and they can launch on the current CUDA device
 /// (natively or from their PTX; always true without a device: CPU runs never launch them).
 pub fn available() -> bool {
-    built_in() && !matches!(current_coverage(), Some((Coverage::None, _)))
+    built_in() && !matches!(current_device(), Some(d) if d.coverage == Coverage::None)
 }
 
 /// Whether this build carries the kernels at all (nvcc was found when it was built).
@@ -335,39 +335,55 @@ fn built_in() -> bool {
     unsafe { llmprof_kernels_available() == 1 }
 }
 
-/// The current CUDA device's coverage by this build's kernels and its compute capability;
-/// `None` without a device. Read once.
-fn current_coverage() -> Option<(Coverage, u32)> {
-    static COVERAGE: std::sync::OnceLock<Option<(Coverage, u32)>> = std::sync::OnceLock::new();
-    *COVERAGE.get_or_init(|| {
+/// The current CUDA device: its index, compute capability and coverage by this build's
+/// kernels.
+#[derive(Clone, Copy)]
+struct CurrentDevice {
+    index: i32,
+    capability: u32,
+    coverage: Coverage,
+}
+
+/// The current CUDA device, read once; `None` without one.
+fn current_device() -> Option<CurrentDevice> {
+    static DEVICE: std::sync::OnceLock<Option<CurrentDevice>> = std::sync::OnceLock::new();
+    *DEVICE.get_or_init(|| {
         if super::cuda_device_count() == 0 {
             return None;
         }
-        let device = super::cuda_current_device().ok()?;
-        let cc = super::cuda_compute_capability(device).ok()?;
-        Some((kernel_archs::coverage(&kernel_archs::built(), cc), cc))
+        let index = super::cuda_current_device().ok()?;
+        let capability = super::cuda_compute_capability(index).ok()?;
+        Some(CurrentDevice {
+            index,
+            capability,
+            coverage: kernel_archs::coverage(&kernel_archs::built(), capability),
+        })
     })
 }
 
 /// Why this build's kernels do not run natively on the current device, with the rebuild
 /// command; `None` when they do, or without a device.
 pub fn device_mismatch() -> Option<String> {
-    let (_, cc) = current_coverage()?;
+    let d = current_device()?;
     if !built_in() {
-        return Some(absent(&format!("LLMPROF_CUDA_ARCHS={cc}")));
+        return Some(absent(Some(d.capability)));
     }
-    let device = super::cuda_current_device().ok()?;
-    kernel_archs::mismatch(&kernel_archs::built(), cc, &format!("CUDA device {device}"))
+    kernel_archs::mismatch(
+        &kernel_archs::built(),
+        d.capability,
+        &format!("CUDA device {}", d.index),
+    )
 }
 
-/// Why this build has no kernels and how to build them (`archs`: the `LLMPROF_CUDA_ARCHS`
-/// value to suggest).
-fn absent(archs: &str) -> String {
+/// Why this build has no kernels and how to build them: for the GPU of compute capability
+/// `capability`, or for an H100/H200 (90) where there is none.
+fn absent(capability: Option<u32>) -> String {
+    let archs = capability.unwrap_or(90);
     match option_env!("LLMPROF_KERNELS_ABSENT").filter(|why| !why.is_empty()) {
         Some(why) => format!(
             "this llmprof-worker has no llmprof CUDA kernels: it was {why}.\n  fix: rebuild on \
-             this machine with ./bootstrap.sh --yes, or `{archs} cargo build --release` where it \
-             was built"
+             this machine with ./bootstrap.sh --yes, or `LLMPROF_CUDA_ARCHS={archs} cargo build \
+             --release` where it was built"
         ),
         None => "this llmprof-worker was built without llmprof's CUDA kernels (no nvcc at build \
                  time)\n  fix: run ./bootstrap.sh --yes (it installs nvidia-cuda-nvcc) and rebuild"
@@ -379,12 +395,9 @@ fn absent(archs: &str) -> String {
 /// kernels that cannot launch on the current device.
 pub fn require(switch: &str, used: bool) -> Result<(), ShimError> {
     if used && !built_in() {
-        let archs = current_coverage()
-            .map(|(_, cc)| format!("LLMPROF_CUDA_ARCHS={cc}"))
-            .unwrap_or_else(|| "LLMPROF_CUDA_ARCHS=90".into());
         return Err(ShimError::new(format!(
             "runtime.optim.{switch}=true, but {}, or set runtime.optim.{switch}=false",
-            absent(&archs)
+            absent(current_device().map(|d| d.capability))
         )));
     }
     if used && !available() {

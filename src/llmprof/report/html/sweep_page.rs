@@ -81,7 +81,7 @@ fn jobs(root: &Path, t: &SweepTable) -> String {
     cols.extend(t.axes.iter().map(|a| text(a)));
     cols.extend(METRICS.iter().map(|m| num(m.title)));
     cols.extend([text("status"), text("report")]);
-    let batch_column = t.rows.iter().any(|r| r.batch_differs.is_some());
+    let batch_column = t.has_batch_column();
     if batch_column {
         cols.push(text("batch ran"));
     }
@@ -108,11 +108,7 @@ fn jobs(root: &Path, t: &SweepTable) -> String {
             None => Cell::text("—"),
         });
         if batch_column {
-            row.push(Cell::text(
-                r.batch_differs
-                    .clone()
-                    .unwrap_or_else(|| "as requested".into()),
-            ));
+            row.push(Cell::text(r.batch_ran()));
         }
         if r.job.status == "failed" {
             table.push_with_class(row, "failed");
