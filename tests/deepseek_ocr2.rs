@@ -30,10 +30,32 @@ fn deepseek_ocr2_runs_stage1_as_its_tiny_fallback() {
         assert!(m.stages.contains_key(stage), "{stage} missing");
     }
     assert!(!m.stages.contains_key("clip"), "DeepSeek-OCR-2 has no CLIP");
-    // The sample pages are 800×1100 and 1100×800: 2×3 and 3×2 grids of 768 px tiles,
-    // 257 + 6·144 = 1121 image tokens each (transformers' DeepseekOcr2 count).
+    // The fallback runs DeepSeek-OCR-2's views scaled to the tiny SAM (1024 → 128 px global,
+    // 768 → 64 px tiles) and says so. The sample pages are 800×1100 and 1100×800: 2×3 and 3×2
+    // grids, so each has the global view's queries plus six tiles' (the counts at full size,
+    // 257 + 6·144 = 1121, are prompt.rs's unit test against transformers' table).
+    use llmprof::model::deepseek_ocr::arch_ocr2::TokenLayout;
+    use llmprof::model::deepseek_ocr::prompt::image_token_count;
+    use llmprof::model::deepseek_ocr::views::{PreprocessConfig, TileGrid};
+    assert!(
+        m.notes
+            .iter()
+            .any(|n| n.contains("128 px global, 64 px tiles")),
+        "{:?}",
+        m.notes
+    );
+    let views = PreprocessConfig::deepseek_ocr2().scaled(1024, 128);
+    let want = image_token_count(TokenLayout::Queries, &views, TileGrid { cols: 2, rows: 3 });
+    assert!(
+        want > 1 + 6,
+        "global queries and one per tile at least: {want}"
+    );
     let inputs = std::fs::read_to_string(run.join("inputs.yaml")).unwrap();
-    assert_eq!(inputs.matches("image_tokens: 1121").count(), 2, "{inputs}");
+    assert_eq!(
+        inputs.matches(&format!("image_tokens: {want}\n")).count(),
+        2,
+        "{inputs}"
+    );
     for r in &m.requests {
         assert!(r.ttft_ms.is_some() && r.tpot_ms.is_some(), "{r:?}");
     }

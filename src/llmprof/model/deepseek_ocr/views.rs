@@ -60,6 +60,30 @@ impl PreprocessConfig {
     }
 }
 
+impl PreprocessConfig {
+    /// Views for a smaller vision encoder: each side scaled by `to_side / from_side` (the two
+    /// SAMs' native view sizes, e.g. 1024 → 128 for the tiny CPU fallback), rounded down to a
+    /// multiple of [`VIEW_QUANTUM`] and at least one quantum. Crop mode and crop bounds stay; the
+    /// grid follows the new tile side. Full-size views would spend about half a second a page in
+    /// the tiny SAM on a CPU, for a model whose timings only smoke-test the pipeline.
+    pub fn scaled(&self, from_side: u32, to_side: u32) -> PreprocessConfig {
+        let scale = |side: u32| {
+            let s = (side as u64 * to_side as u64 / from_side.max(1) as u64) as u32;
+            (s / VIEW_QUANTUM).max(1) * VIEW_QUANTUM
+        };
+        PreprocessConfig {
+            base_size: scale(self.base_size),
+            image_size: scale(self.image_size),
+            ..self.clone()
+        }
+    }
+}
+
+/// The view sides a scaled preprocessing uses are multiples of this: one token of the 16 px
+/// patches after the projector's 4× downsampling (docs/deepseek-ocr.md §3), and a size every
+/// DeepSeek-OCR-2 architecture has queries for in its tiny form (64 and 128 px).
+pub const VIEW_QUANTUM: u32 = 64;
+
 /// Pad colour: int(0.5·255) per channel (docs/deepseek-ocr.md §4).
 pub const PAD_RGB: [u8; 3] = [127, 127, 127];
 /// Stretching threshold of the HF code (non-crop mode stretches when image_size ≤ 640) and the
@@ -174,6 +198,27 @@ mod tests {
         assert!(!tile_grid(640, 640, &gundam).has_tiles());
         let base = PreprocessConfig::from_mode(Mode::Base);
         assert!(!tile_grid(1240, 1754, &base).has_tiles());
+    }
+
+    #[test]
+    fn scaled_views_are_whole_quanta_with_the_same_tiling() {
+        let gundam = PreprocessConfig::from_mode(Mode::Gundam);
+        let tiny = gundam.scaled(1024, 128);
+        // 1024 → 128; 640 → 80, rounded down to 64.
+        assert_eq!((tiny.base_size, tiny.image_size), (128, 64));
+        assert_eq!(
+            (tiny.crop_mode, tiny.min_crops, tiny.max_crops),
+            (true, 2, 9)
+        );
+        let ocr2 = PreprocessConfig::deepseek_ocr2().scaled(1024, 128);
+        assert_eq!(
+            (ocr2.base_size, ocr2.image_size, ocr2.max_crops),
+            (128, 64, 6)
+        );
+        // Never below one quantum; the identity scale leaves quanta as they are.
+        let small = PreprocessConfig::from_mode(Mode::Tiny).scaled(1024, 16);
+        assert_eq!(small.image_size, VIEW_QUANTUM);
+        assert_eq!(gundam.scaled(1024, 1024), gundam);
     }
 
     /// The sample pages' recorded grids and image tokens (datasets/samples/metadata.yaml,

@@ -78,13 +78,15 @@ impl DeepseekOcrModel {
         };
         let mut arch = configured.clone();
         let mut name = spec.model.name.clone();
+        let mut views = preprocess_config(spec)?;
         if device == Device::Cpu && spec.model.name != spec.model.cpu_fallback {
             let Some(tiny) = tiny_arch(&spec.model.cpu_fallback) else {
                 bail!("model.cpu_fallback={} is not supported: only deepseek_ocr_tiny and deepseek_ocr2_tiny have built-in architectures\n  fix: model.cpu_fallback=deepseek_ocr2_tiny for DeepSeek-OCR-2, deepseek_ocr_tiny for DeepSeek-OCR", spec.model.cpu_fallback);
             };
+            views = views.scaled(configured.sam.image_size as u32, tiny.sam.image_size as u32);
             let note = format!(
-                "no CUDA GPU: running the CPU fallback model '{}' instead of '{}' (timings are for the tiny architecture)",
-                spec.model.cpu_fallback, spec.model.name
+                "no CUDA GPU: running the CPU fallback model '{}' instead of '{}' on views scaled to it ({} px global, {} px tiles; timings are for the tiny architecture)",
+                spec.model.cpu_fallback, spec.model.name, views.base_size, views.image_size
             );
             tracing::warn!("{note}");
             notes.push(note);
@@ -131,7 +133,7 @@ impl DeepseekOcrModel {
         Ok(DeepseekOcrModel {
             model,
             arch,
-            preprocess: preprocess_config(spec)?,
+            preprocess: views,
             mode: spec
                 .model
                 .preprocess
