@@ -52,6 +52,10 @@ fi
 # Download the crates while pip works (the build below would wait for the downloads anyway).
 cargo fetch --locked >"${TMPDIR:-/tmp}/llmprof-cargo-fetch.log" 2>&1 &
 fetch_pid=$!
+# LLMPROF_BUILD_TIMINGS=1 adds cargo's per-crate timing report (target/cargo-timings/).
+BUILD=(cargo build --release --locked ${LLMPROF_BUILD_TIMINGS:+--timings})
+EARLY_LOG="${TMPDIR:-/tmp}/llmprof-early-build.log"
+build_pid=""
 
 # 3. libtorch 2.11.0: $LIBTORCH, or a venv with torch==2.11.0 (the PyPI wheel ships libtorch).
 if [ -n "${LIBTORCH:-}" ]; then
@@ -64,12 +68,11 @@ else
     say "creating .venv"
     python3 -m venv "$ROOT/.venv"
   fi
-  if ! "$PY" -c "import torch,sys; sys.exit(0 if torch.__version__.split('+')[0]=='$TORCH_VERSION' else 1)" 2>/dev/null; then
-    say "pip install torch==$TORCH_VERSION"
-    "$PY" -m pip install -q --upgrade pip
-    "$PY" -m pip install -q "torch==$TORCH_VERSION"
-  fi
-  site=$("$PY" -c "import torch,os; print(os.path.dirname(os.path.dirname(torch.__file__)))")
+  site=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  need_torch=0
+  "$PY" -c "import torch,sys; sys.exit(0 if torch.__version__.split('+')[0]=='$TORCH_VERSION' else 1)" 2>/dev/null || need_torch=1
+  [ "$need_torch" = 1 ] && "$PY" -m pip install -q --upgrade pip
+  # The small wheels first: the build needs them only late (the worker's build script), torch earlier.
   if [ ! -f "$site/nvidia/cu13/include/crt/host_config.h" ]; then
     say "pip install $CUDA_CRT (CUDA headers for the shim)"
     "$PY" -m pip install -q --no-deps "$CUDA_CRT"
@@ -85,13 +88,32 @@ else
   fi
   export LIBTORCH_USE_PYTORCH=1
   export PATH="$ROOT/.venv/bin:$PATH"
+  if [ "$need_torch" = 1 ]; then
+    # The crates compile while pip installs torch (a minute of downloading and unpacking that
+    # leaves a core free): the first step that needs torch, torch-sys's build script, comes a
+    # minute or more into the build. If it comes too early, it fails on the missing torch, the
+    # build stops, and step 4 builds again once pip is done, reusing what was compiled.
+    wait "$fetch_pid" || true
+    say "cargo build --release started beside pip (log: $EARLY_LOG)"
+    "${BUILD[@]}" >"$EARLY_LOG" 2>&1 &
+    build_pid=$!
+    # A background job ignores Ctrl-C: stop the build with the script.
+    trap 'kill "$build_pid" 2>/dev/null || true' EXIT
+    trap 'exit 130' INT TERM
+    say "pip install torch==$TORCH_VERSION"
+    "$PY" -m pip install -q "torch==$TORCH_VERSION"
+  fi
 fi
 
 # 4. Build both binaries (llmprof front end, llmprof-worker with libtorch).
-wait "$fetch_pid" || say "cargo fetch failed (${TMPDIR:-/tmp}/llmprof-cargo-fetch.log); the build fetches again"
-say "cargo build --release"
-# LLMPROF_BUILD_TIMINGS=1 adds cargo's per-crate timing report (target/cargo-timings/).
-cargo build --release --locked ${LLMPROF_BUILD_TIMINGS:+--timings}
+wait "$fetch_pid" 2>/dev/null || true
+if [ -n "$build_pid" ] && wait "$build_pid"; then
+  say "cargo build --release finished"
+else
+  [ -n "$build_pid" ] && say "the build started beside pip stopped (its log: $EARLY_LOG); building again with torch installed"
+  say "cargo build --release"
+  "${BUILD[@]}"
+fi
 say "built: $ROOT/target/release/llmprof ($(target/release/llmprof --version))"
 
 # 5. Datasets, then models (each idempotent; symlinks are git-ignored).
