@@ -72,7 +72,8 @@ else
   need_torch=0
   "$PY" -c "import torch,sys; sys.exit(0 if torch.__version__.split('+')[0]=='$TORCH_VERSION' else 1)" 2>/dev/null || need_torch=1
   [ "$need_torch" = 1 ] && "$PY" -m pip install -q --upgrade pip
-  # The small wheels first: the build needs them only late (the worker's build script), torch earlier.
+  # The CUDA compiler's wheels first: the build needs them only late (the worker's build script),
+  # torch earlier.
   if [ ! -f "$site/nvidia/cu13/include/crt/host_config.h" ]; then
     say "pip install $CUDA_CRT (CUDA headers for the shim)"
     "$PY" -m pip install -q --no-deps "$CUDA_CRT"
@@ -81,10 +82,6 @@ else
      || [ ! -d "$site/nvidia/cu13/include/nv" ]; then
     say "pip install $CUDA_NVCC (nvcc for llmprof's CUDA kernels)"
     "$PY" -m pip install -q --no-deps $CUDA_NVCC
-  fi
-  if [ ! -f "$site/cutlass_library/source/include/cutlass/gemm/collective/collective_builder.hpp" ]; then
-    say "pip install $CUTLASS (CUTLASS headers for llmprof's Hopper GEMMs)"
-    "$PY" -m pip install -q --no-deps "$CUTLASS"
   fi
   export LIBTORCH_USE_PYTORCH=1
   export PATH="$ROOT/.venv/bin:$PATH"
@@ -102,6 +99,13 @@ else
     trap 'exit 130' INT TERM
     say "pip install torch==$TORCH_VERSION"
     "$PY" -m pip install -q "torch==$TORCH_VERSION"
+  fi
+  # After torch: installed with --no-deps for its headers only, CUTLASS's Python package would make
+  # pip's check during the torch install list its unmet requirements. The worker's build script,
+  # which reads the headers, runs only after torch-sys's (minutes later).
+  if [ ! -f "$site/cutlass_library/source/include/cutlass/gemm/collective/collective_builder.hpp" ]; then
+    say "pip install $CUTLASS (CUTLASS headers for llmprof's Hopper GEMMs)"
+    "$PY" -m pip install -q --no-deps "$CUTLASS"
   fi
 fi
 
