@@ -7,4 +7,6 @@ if [ -z "${LIBTORCH:-}" ]; then
   export LIBTORCH_USE_PYTORCH=1
   export PATH="$PWD/.venv/bin:$PATH"
 fi
+# Every relative link in README.md, docs/ and reports/ resolves (a file or a heading).
+python3 scripts/check_md_links.py
 cargo test --workspace --release --locked "$@"

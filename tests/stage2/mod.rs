@@ -27,7 +27,7 @@ fn analyze_entry_points_render_markdown() {
     assert!(md.contains("### GPU time by bound"), "{md}");
 }
 
-/// Our own capture (docs/gpu-runs.md §4): llmprof stage2 on an H100, ncu 2025.3.1, the decode
+/// Our own capture (reports/gpu-runs.md §4): llmprof stage2 on an H100, ncu 2025.3.1, the decode
 /// step's lm_head GEMV. It must read the whole head once: 1280 × 129280 bf16 weights (spec §6).
 #[test]
 fn own_h100_capture_lm_head_reads_its_weights_once() {

@@ -110,7 +110,7 @@ mod tests {
         assert!((half - 7.5).abs() < 1e-9, "{half}");
     }
 
-    /// A recorded H100 trace (docs/gpu-runs/20261122-h100-stage1-6pages/nvml.csv, 640 samples
+    /// A recorded H100 trace (reports/gpu-runs/20261122-h100-stage1-6pages/nvml.csv, 640 samples
     /// at 50 ms over 34 s): over every 5-second window (overlapping by half), the interpolated
     /// counter agrees with the integrated power readings within 5 % (worst 4.4 %), and over the
     /// whole trace within 0.1 %. NVML's power reading on the H100 is a moving average of about a

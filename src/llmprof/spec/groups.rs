@@ -332,8 +332,8 @@ pub struct OptimSpec {
     pub vision_cuda_graph: bool,
     /// With `vision_cuda_graph`: the most pages a prefill may hold for its vision stages to
     /// replay graphs; larger batches launch op by op (their launches are amortised, and graphs
-    /// at batch 32 slowed the decode steps after them, docs/performance.md). 0: every batch.
-    /// Absent: 0.
+    /// at batch 32 slowed the decode steps after them, reports/performance-history.md). 0: every
+    /// batch. Absent: 0.
     #[serde(default)]
     pub vision_cuda_graph_max_pages: u64,
     /// With `vision_cuda_graph` on a CUDA device, when the views of a prefill make several vision
@@ -430,7 +430,7 @@ pub struct OptimSpec {
     /// With `decode_attention_kernel`: the smallest KV window (graph_kv_bucket multiples) whose
     /// decode steps use the kernel; shorter windows keep SDPA (the kernel's first version was
     /// slower than SDPA at windows of 1024 slots; since session 9 it is not,
-    /// docs/performance.md). 0: every window.
+    /// reports/performance-history.md). 0: every window.
     /// Absent: 0.
     #[serde(default)]
     pub decode_attention_min_window: u64,

@@ -74,8 +74,8 @@ int llmprof_cuda_graph_capture_end(llmprof_cuda_graph* graph) {
     // Upload the executable graph now rather than at its first launch. Without it, batch-1
     // decode-step graphs replayed with 6 vision graphs instantiated ran their 481 kernels with
     // ~0.46 us more idle time each (1.81 vs 1.65 ms per step on an H100, same kernel time);
-    // with it, they match the decode-graphs-only timing (docs/performance.md, "Vision CUDA
-    // graphs").
+    // with it, they match the decode-graphs-only timing (reports/performance-history.md, "Vision
+    // CUDA graphs").
     C10_CUDA_CHECK(cudaGraphUpload(graph->graph.raw_cuda_graph_exec(), previous.stream()));
   });
 }

@@ -80,7 +80,7 @@ impl NvtxObserver {
         let name = region.nvtx_name();
         // ASCII, not the crate's default wide string: Nsight Compute's --nvtx-include matches
         // push/pop ranges by their ASCII message (a wide message never matched, seen on an H100
-        // with ncu 2025.3.1; docs/gpu-runs.md). Region names are static ASCII without NULs.
+        // with ncu 2025.3.1; reports/gpu-runs.md). Region names are static ASCII without NULs.
         let range = (!self.options.no_ranges).then(|| {
             let message = std::ffi::CString::new(name).expect("region names contain no NUL");
             nvtx::LocalRange::new(nvtx::Str::Ascii(message))

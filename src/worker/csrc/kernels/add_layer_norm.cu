@@ -2,7 +2,7 @@
 // pre-norm blocks: sum = round(x + delta), out = round((sum − mean) · rstd · weight + bias) with
 // the statistics in fp32 over the rounded sum, as libtorch's add then layer_norm compute them.
 // It replaces per block two adds and two LayerNorm kernels over the whole token grid
-// (docs/performance.md, "Round 2, session 9").
+// (reports/performance-history.md, "Round 2, session 9").
 #include "dtype.cuh"
 #include "launch.h"
 

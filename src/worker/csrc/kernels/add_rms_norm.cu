@@ -1,8 +1,8 @@
 // The residual add and the RMSNorm after it in one kernel (launch.h): sum = round(x + delta),
 // out = round(sum · rsqrt(mean(sum²) + eps) · weight), the form of libtorch's fused RMSNorm (one
 // rounding after the fp32 product). It replaces per decoder layer two adds and two norm kernels
-// (docs/performance.md, "Round 2, session 8"); a prefill's many rows take a warp-per-row variant
-// ("session 11").
+// (reports/performance-history.md, "Round 2, session 8"); a prefill's many rows take a warp-per-row
+// variant ("session 11").
 #include "dtype.cuh"
 #include "launch.h"
 

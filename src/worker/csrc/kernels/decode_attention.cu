@@ -1,9 +1,10 @@
 // Decode attention over the written KV slots only, split over the slots (launch.h): one query
 // token per row, keys and values read from the static cache between the row's left padding and
 // the slot written this step (both read on the device, so a captured graph stays valid as the
-// sequence grows). It replaces SDPA over a whole KV window with a mask (docs/performance.md,
-// "Round 2, session 8"). Softmax in fp32: each split's maximum and denominator, rescaled to the
-// row's maximum when the splits are combined; the probabilities stay fp32 in the value sum.
+// sequence grows). It replaces SDPA over a whole KV window with a mask
+// (reports/performance-history.md, "Round 2, session 8"). Softmax in fp32: each split's maximum and
+// denominator, rescaled to the row's maximum when the splits are combined; the probabilities stay
+// fp32 in the value sum.
 #include "dtype.cuh"
 #include "launch.h"
 

@@ -1,7 +1,7 @@
 // The MoE combine in one kernel (launch.h): each token's k expert outputs, read from the
 // expert-sorted rows the grouped GEMM wrote, weighted and summed in fp32, rounded to the element
 // type, plus the shared experts' output. It replaces, per MoE layer, the unsort index_copy, the
-// casts to and from fp32, the weight multiply, the sum and the add (docs/performance.md,
+// casts to and from fp32, the weight multiply, the sum and the add (reports/performance-history.md,
 // "Round 2, session 8"), and rounds where they round.
 #include "dtype.cuh"
 #include "launch.h"

@@ -3,7 +3,7 @@
 // top-k (not renormalised, × scaling), then the token slots sorted stably by expert with the
 // group ends that the grouped GEMMs take. It replaces softmax, top-k, the scaling, the expert
 // counts (scatter_add), the stable argsort, the cumulative sum and the slot → token division:
-// about ten launches per MoE layer (docs/performance.md, "MoE routing").
+// about ten launches per MoE layer (reports/performance-history.md, "MoE routing").
 #include "dtype.cuh"
 #include "launch.h"
 #include "moe_route_token.cuh"

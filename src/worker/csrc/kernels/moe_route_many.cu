@@ -1,6 +1,6 @@
 // DeepSeek MoE routing for many tokens (a prefill) over many blocks (launch.h): the outputs of the
 // one-block router (moe_route.cu), whose single block took 247 µs for a 914-token prefill on an
-// H100 (docs/performance.md, "Round 2, session 11"). Three launches:
+// H100 (reports/performance-history.md, "Round 2, session 11"). Three launches:
 //   1. route_blocks: block b routes tokens [32 b, 32 b + 32), a warp per token (the same routing
 //      as the one-block router), and writes its expert counts to counts[b, e];
 //   2. scan_counts: one block turns the counts into group ends and, in place, each block's first

@@ -1,8 +1,8 @@
 // CLIP's quickGELU, x·sigmoid(1.702·x), in one kernel (launch.h), replacing a multiply by the
 // scalar, a sigmoid and a multiply (three passes over the MLP's 4,096-wide activations,
-// docs/performance.md "Round 2, session 10"). It rounds where libtorch's three ops round: the
-// scaled input and the sigmoid (1 / (1 + e^−t) in fp32, as libtorch computes it) are stored in
-// the element type, then the product.
+// reports/performance-history.md "Round 2, session 10"). It rounds where libtorch's three ops
+// round: the scaled input and the sigmoid (1 / (1 + e^−t) in fp32, as libtorch computes it) are
+// stored in the element type, then the product.
 #include "dtype.cuh"
 #include "launch.h"
 

@@ -1,10 +1,10 @@
 // RoPE and the KV-cache write of a fused qkv projection in one kernel (launch.h), for a decode
 // step's one token per row or a prefill's T tokens. It replaces per layer the RoPE ops on q and k
 // (mul, neg, two copies for the rotate-half concatenation, addcmul), the two writes into the
-// cache and the copies libtorch makes of their strided sources (docs/performance.md, "Round 2,
-// session 8" and "session 11"). It rounds where those ops round: x·cos is stored in the element
-// type first, then the second term is added as libtorch's addcmul does (one fused multiply-add)
-// or as a separate rounded product and add (the unfused formula).
+// cache and the copies libtorch makes of their strided sources (reports/performance-history.md,
+// "Round 2, session 8" and "session 11"). It rounds where those ops round: x·cos is stored in the
+// element type first, then the second term is added as libtorch's addcmul does (one fused
+// multiply-add) or as a separate rounded product and add (the unfused formula).
 #include "dtype.cuh"
 #include "launch.h"
 

@@ -1,7 +1,7 @@
 // MoE router logits in one kernel (launch.h): logits [tokens, experts] fp32 = x · Wᵀ with x in
 // the model's dtype read as fp32 and the router weight W kept in fp32, replacing the cast of x to
-// fp32 and the fp32 GEMV/GEMM (two or three kernels per MoE layer; docs/performance.md, "Round 2,
-// session 8"). Sums in fp32 like the GEMM, in another order.
+// fp32 and the fp32 GEMV/GEMM (two or three kernels per MoE layer; reports/performance-history.md,
+// "Round 2, session 8"). Sums in fp32 like the GEMM, in another order.
 #include "dtype.cuh"
 #include "launch.h"
 

@@ -2,8 +2,8 @@
 // straight from the qkv Linear's output, filling q′'s relative-position columns from one GEMM's
 // products, and merging windows back into the grid. They replace, per block, the pad,
 // window-partition and head-split copies, the key one-hots and the two concatenations; the
-// relative-position products stay cuBLAS GEMMs (docs/performance.md, "Round 2, kernels" and
-// "Round 2, session 10").
+// relative-position products stay cuBLAS GEMMs (reports/performance-history.md, "Round 2, kernels"
+// and "Round 2, session 10").
 #include "dtype.cuh"
 #include "launch.h"
 

@@ -2,9 +2,9 @@
 // channels-last), to the patch-embedding GEMM's operand [B, g, g, 3·p·p] (g = S/p; columns in the
 // convolution weight's (channel, row, column) order), normalised as (x/255 − 0.5)/0.5. It replaces
 // the fp32 conversion, the three scalar ops, the cast and the patch copy: six passes, four of
-// them over fp32 pixels (docs/performance.md, "Round 2, session 14"). It rounds where libtorch's
-// ops round: x·(1/255) (libtorch divides by a scalar as a multiply by its fp32 reciprocal), −0.5
-// (rounded in fp32 as libtorch's is), ×2 (exact), then one rounding to T.
+// them over fp32 pixels (reports/performance-history.md, "Round 2, session 14"). It rounds where
+// libtorch's ops round: x·(1/255) (libtorch divides by a scalar as a multiply by its fp32
+// reciprocal), −0.5 (rounded in fp32 as libtorch's is), ×2 (exact), then one rounding to T.
 #include "dtype.cuh"
 #include "launch.h"
 

@@ -4,7 +4,7 @@
 // resized tables, the softmax over the whole window, and the output written token-major in the
 // window ([windows, tokens, heads·head_dim]). It replaces, for windowed blocks, the q′/k′/v pack,
 // the gather of the products into q′ and cuDNN's attention over q·k widened by the folded bias
-// (docs/performance.md, "Round 2, session 15").
+// (reports/performance-history.md, "Round 2, session 15").
 //
 // One block per (window, head), four warps; the window's sides are template arguments (SAM's 14
 // and the tests' 4). The window's k′ and vᵀ (tokens padded to a multiple of 16, padding zero)

@@ -1,7 +1,7 @@
 // SwiGLU's activation in one kernel (launch.h): silu(gate)·up from the fused gate/up
 // projection's output [rows, 2f] → [rows, f], replacing silu and the multiply over strided
-// halves (two to four libtorch kernels, docs/performance.md "Round 2, session 8"). It rounds
-// where they round: silu (x / (1 + e^−x) in fp32, as libtorch computes it) is stored in the
+// halves (two to four libtorch kernels, reports/performance-history.md "Round 2, session 8"). It
+// rounds where they round: silu (x / (1 + e^−x) in fp32, as libtorch computes it) is stored in the
 // element type, then the product. Calls of at least 2^20 output values (prefills) whose halves
 // are whole 16-byte vectors (all of DeepSeek-OCR's) take the vector kernel; smaller calls
 // (DeepSeek-OCR's decode steps), other widths and unaligned inputs the element kernel, with the

@@ -4,9 +4,9 @@
 //! Why only inside graphs: on an H100 (driver 580), once any kernel has run eagerly on a second
 //! stream, every later graph replay in the process leaves ≈ 0.45 µs between its kernels instead
 //! of ≈ 0.13 µs, which made each batch-1 decode step (223 kernels) 6 % slower
-//! (docs/performance.md, "Round 2, session 13"). Replays of a graph whose capture forked onto a
-//! second stream do not: so the side stream only ever joins captures, and outside a capture the
-//! calls run one after the other on the current stream.
+//! (reports/performance-history.md, "Round 2, session 13"). Replays of a graph whose capture forked
+//! onto a second stream do not: so the side stream only ever joins captures, and outside a capture
+//! the calls run one after the other on the current stream.
 use super::shape_graphs::ShapeGraphs;
 use crate::ffi::streams::{self, SideStream};
 use anyhow::{Context, Result};

@@ -1,7 +1,8 @@
 //! The decoder's prefill as one CUDA graph per (embeddings' shape, left padding, KV cache)
 //! (`runtime.optim.prefill_cuda_graph`). A page's prefill launches ≈ 300 kernels; launched one by
 //! one they leave ≈ 1.7 µs between kernels on an H100 even with the host far ahead, 0.5 ms per
-//! batch-1 prefill, while a graph's replay leaves ≈ 0.13 µs (docs/performance.md, session 13).
+//! batch-1 prefill, while a graph's replay leaves ≈ 0.13 µs (reports/performance-history.md,
+//! session 13).
 //!
 //! The first prefill with a key on a KV cache used before runs eagerly and is then captured;
 //! later ones replay (a cache met for the first time, as on the eager decode path where every

@@ -1,8 +1,8 @@
 //! Small host arrays (token ids, slot indices, pad lengths) to the device without holding the
 //! host: through page-locked memory, as an asynchronous copy queued on the current stream. A
 //! copy from pageable memory waits for everything queued before it, so one issued after the
-//! vision pass's launches would hold the host until vision ends (docs/performance.md, sessions
-//! 12 and 13).
+//! vision pass's launches would hold the host until vision ends (reports/performance-history.md,
+//! sessions 12 and 13).
 use anyhow::Result;
 use tch::{Device, Kind, Tensor};
 

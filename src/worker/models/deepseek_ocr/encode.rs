@@ -27,8 +27,8 @@ impl DeepseekOcr {
     /// [`DeepseekOcr::encode_batch`] as part of a request of `request_pages` pages (more than
     /// `imgs` when the pages of a prefill go through vision one by one): the vision graphs'
     /// page limit counts the request's pages (it was introduced against slower decode steps
-    /// after graphed vision at large batches, gone since session 14 of docs/performance.md;
-    /// what it bounds now is the memory the graphs keep).
+    /// after graphed vision at large batches, gone since session 14 of
+    /// reports/performance-history.md; what it bounds now is the memory the graphs keep).
     pub(super) fn encode_pages(
         &self,
         imgs: &[&PreparedImage],

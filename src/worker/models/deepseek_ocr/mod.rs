@@ -187,8 +187,8 @@ impl DeepseekOcr {
         // Vision is launched first, so the GPU starts on it at once; the decoder's inputs then
         // go up as asynchronous copies from page-locked memory, queued behind vision without
         // holding the host (a copy from pageable memory would wait for vision to finish, and
-        // the decoder's launches after it would reach an idle GPU; docs/performance.md, "Round
-        // 2, session 13").
+        // the decoder's launches after it would reach an idle GPU; reports/performance-history.md,
+        // "Round 2, session 13").
         let image_rows = rows.iter().filter(|r| r.image.is_some()).count();
         let batched = match self.vision_batch {
             Some(max_views) => {

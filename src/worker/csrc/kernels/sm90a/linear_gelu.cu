@@ -1,8 +1,8 @@
 // y = act(x·Wᵀ + b) in one Hopper GEMM (CUTLASS 3's TMA warp-specialized kernel with an epilogue
 // that adds the bias to the fp32 accumulator and applies the activation before rounding once
 // to bf16): SAM's MLP without the separate GELU pass over its 3,072-wide activations
-// (docs/performance.md "Round 2, session 12"), and CLIP's with its quickGELU, v·σ(1.702·v)
-// (session 18). Built for sm_90a only (build_kernels.rs); the
+// (reports/performance-history.md "Round 2, session 12"), and CLIP's with its quickGELU,
+// v·σ(1.702·v) (session 18). Built for sm_90a only (build_kernels.rs); the
 // model calls it on compute capability 9.0 only (ffi/kernels_gemm.rs says where it runs) and uses
 // cuBLAS + libtorch's GELU elsewhere.
 //
@@ -113,8 +113,8 @@ struct Config {
 };
 
 // 128×256 tiles over 2×1 clusters, two consumer warp groups sharing each tile (cooperative): of
-// the schedules tried on an H100 (docs/performance.md, session 12) the fastest with this epilogue,
-// together with 256×128 over 1×2.
+// the schedules tried on an H100 (reports/performance-history.md, session 12) the fastest with this
+// epilogue, together with 256×128 over 1×2.
 template <template <class> class Act>
 using Gemm128x256 = Config<Act, Shape<_128, _256, _64>, Shape<_2, _1, _1>,
                            cutlass::gemm::KernelTmaWarpSpecializedCooperative,
@@ -168,7 +168,7 @@ int run(const void* x, const void* w, const void* b, void* y, int64_t m, int64_t
 
 // The variants llmprof_k_sm90_linear_gelu runs (launch.h): 0 GELU (erf), 1 quickGELU, both on
 // 128×256 tiles (for CLIP's fc1 at 8 pages, 128×128 tiles were slower at 4,848 rows, 0.091
-// against 0.077 ms, and within 4 % elsewhere: docs/performance.md, session 18).
+// against 0.077 ms, and within 4 % elsewhere: reports/performance-history.md, session 18).
 #define LLMPROF_LINEAR_GELU_VARIANTS(CALL)                                                    \
   switch (variant) {                                                                         \
     case 0: return CALL(Gemm128x256<GeluAS>);                                               \

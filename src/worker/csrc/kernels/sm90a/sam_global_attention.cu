@@ -1,7 +1,8 @@
 // SAM's global attention with its decomposed relative-position bias added inside a Hopper
 // flash-attention kernel: q·k stays 64 wide (the folded-bias path widens it to 192 for cuDNN and
 // packs q′/k′ for it), q, k and v are read by TMA where the qkv Linear wrote them, and the output
-// is written token-major for the projection (docs/performance.md, "Round 2, session 16").
+// is written token-major for the projection
+// (reports/performance-history.md, "Round 2, session 16").
 //
 // The kernel is CUTLASS's Hopper FMHA (examples/88_hopper_fmha, the nvidia-cutlass wheel's copy:
 // TMA loads by a producer warp group, three consumer warp groups of 64 queries sharing a
@@ -14,7 +15,8 @@
 // qw and k = kh·G + kw on the G×G grid). A thread's Pw values are loaded once per query tile and
 // kept in registers; each key tile costs a few Ph loads per row, issued one tile ahead.
 // Built for sm_90a only (build_kernels.rs); ffi/kernels_gemm.rs says where it runs.
-// Three consumer warp groups beat two by 0.11–0.14 ms per call of 8 pages (docs/performance.md).
+// Three consumer warp groups beat two by 0.11–0.14 ms per call of 8 pages
+// (reports/performance-history.md).
 #include "../launch.h"
 #include "cutlass_launch.h"
 

@@ -1,7 +1,7 @@
 // SAM's windowed attention (14×14 windows) in CUTLASS's Hopper flash-attention kernel, read by
 // TMA straight from the qkv Linear's output on the grid and written straight back to the grid
-// for the projection: no window partition, no q′/k′ pack, no padded copy (docs/performance.md,
-// "Round 2, session 17").
+// for the projection: no window partition, no q′/k′ pack, no padded copy
+// (reports/performance-history.md, "Round 2, session 17").
 //
 // How the windows are read: a 4-D TMA descriptor over qkv [B, H, W, 3·C] (channels, columns,
 // rows, batch) with a box of 64 channels × 16 columns × r rows. A window starts at column 14·wx,

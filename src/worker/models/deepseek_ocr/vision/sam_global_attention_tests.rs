@@ -97,7 +97,7 @@ fn global_kernel_is_as_accurate_as_the_folded_path_on_a_gpu() {
 /// [`global_kernel_is_as_accurate_as_the_folded_path_on_a_gpu`], no further from the fp32
 /// reference than the folded path in bf16, doubled. It also prints the milliseconds per
 /// attention block (qkv Linear, attention, projection) of both paths, 20 calls after 3
-/// warm-ups (shown with --nocapture; docs/performance.md, session 16, quotes them).
+/// warm-ups (shown with --nocapture; reports/performance-history.md, session 16, quotes them).
 #[test]
 #[ignore = "needs a Hopper GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn global_kernel_at_sam_batch_8_shapes_on_a_gpu() {

@@ -158,7 +158,8 @@ fn window_fmha_is_as_accurate_as_the_folded_path_on_a_gpu() {
 /// The kernel at SAM's batch-8 shapes (8 global views of 64×64 tokens, 48 crops of 40×40),
 /// 768 channels, 12 heads: accuracy as above, and the milliseconds per attention block (qkv
 /// Linear, attention, projection; the folded path's windows merged back to the grid) of both
-/// paths, 20 calls after 3 warm-ups (shown with --nocapture; docs/performance.md, session 17).
+/// paths, 20 calls after 3 warm-ups (shown with --nocapture; reports/performance-history.md,
+/// session 17).
 #[test]
 #[ignore = "needs a Hopper GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn window_fmha_at_sam_batch_8_shapes_on_a_gpu() {
