@@ -2,7 +2,9 @@
 //! tiny repository the way the Hub does: `GET /api/models/<repo>/revision/<rev>` lists siblings
 //! (size, lfs.sha256), `GET /<repo>/resolve/<rev>/<file>` answers with etag, x-repo-commit,
 //! x-linked-etag and x-linked-size for LFS files, and honours `Range` with 206 + content-range.
-//! Faults on demand: a transfer cut midway (once), corrupted bytes, a listed file that 404s.
+//! Faults on demand: a transfer cut midway (once), corrupted bytes, a listed file that 404s, and
+//! a hostile or broken server: another commit or extra file names in the listing, a file
+//! redirected to another origin, a server that accepts connections and never answers.
 #![allow(dead_code)]
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -28,6 +30,14 @@ pub struct Faults {
     pub corrupt: HashSet<String>,
     /// Files listed but answered with 404.
     pub missing: HashSet<String>,
+    /// The listing's `sha` instead of [`COMMIT`].
+    pub listing_sha: Option<String>,
+    /// Names added to the listing's siblings (never served).
+    pub extra_listed: Vec<String>,
+    /// Files whose resolve answers 302 to this base URL + the same path (another origin).
+    pub redirect_to: Option<String>,
+    /// Read the request, then send nothing and keep the connection open.
+    pub stall: bool,
 }
 
 /// One request the server saw: method + path, the Range and Authorization headers.
@@ -156,6 +166,10 @@ fn serve(
         range: range.clone(),
         auth,
     });
+    if faults.lock().unwrap().stall {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        return Ok(());
+    }
     let listing = format!("/api/models/{repo}/revision/");
     if let Some(rev) = path.strip_prefix(&listing) {
         if rev != "main" && rev != COMMIT {
@@ -167,7 +181,7 @@ fn serve(
                 None,
             );
         }
-        let siblings: Vec<serde_json::Value> = files
+        let mut siblings: Vec<serde_json::Value> = files
             .iter()
             .map(|f| {
                 let mut v = serde_json::json!({"rfilename": f.name, "size": f.bytes.len()});
@@ -177,7 +191,13 @@ fn serve(
                 v
             })
             .collect();
-        let body = serde_json::json!({"id": repo, "sha": COMMIT, "siblings": siblings}).to_string();
+        let f = faults.lock().unwrap();
+        for extra in &f.extra_listed {
+            siblings.push(serde_json::json!({"rfilename": extra, "size": 4}));
+        }
+        let sha = f.listing_sha.clone().unwrap_or_else(|| COMMIT.to_string());
+        drop(f);
+        let body = serde_json::json!({"id": repo, "sha": sha, "siblings": siblings}).to_string();
         return respond(
             &mut stream,
             "200 OK",
@@ -187,6 +207,25 @@ fn serve(
         );
     }
     let resolve = format!("/{repo}/resolve/");
+    let redirect = faults.lock().unwrap().redirect_to.clone();
+    if let (Some(base), Some(rest)) = (redirect, path.strip_prefix(&resolve)) {
+        // As the Hub does for LFS files: metadata on the first answer, the bytes elsewhere.
+        let name = rest.split_once('/').map_or("", |(_, n)| n);
+        if let Some(file) = files.iter().find(|f| f.name == name) {
+            return respond(
+                &mut stream,
+                "302 Found",
+                &[
+                    ("location", format!("{base}{path}")),
+                    ("x-repo-commit", COMMIT.into()),
+                    ("x-linked-etag", format!("\"{}\"", sha256_hex(&file.bytes))),
+                    ("x-linked-size", file.bytes.len().to_string()),
+                ],
+                b"",
+                None,
+            );
+        }
+    }
     let Some(rest) = path.strip_prefix(&resolve) else {
         return respond(
             &mut stream,

@@ -14,6 +14,7 @@ mod fuzz_interpolation;
 mod fuzz_overrides;
 mod fuzz_support;
 mod hub;
+mod hub_hostile;
 mod hydra_groups_settings;
 mod launchers;
 mod nsight_fuzz;

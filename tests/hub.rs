@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// `llmprof <args>` with the Hub at `hub` and the HF cache under `home`.
-fn run(hub: &FakeHub, home: &Path, extra_env: &[(&str, &str)], args: &[&str]) -> Output {
+pub(crate) fn run(hub: &FakeHub, home: &Path, extra_env: &[(&str, &str)], args: &[&str]) -> Output {
     let mut cmd = Command::new(llmprof());
     cmd.args(args)
         .current_dir(home)
@@ -24,11 +24,11 @@ fn run(hub: &FakeHub, home: &Path, extra_env: &[(&str, &str)], args: &[&str]) ->
     cmd.output().expect("llmprof runs")
 }
 
-fn cache_entry(home: &Path) -> PathBuf {
+pub(crate) fn cache_entry(home: &Path) -> PathBuf {
     home.join("hf/hub/models--tiny-org--tiny-model")
 }
 
-fn download(hub: &FakeHub, home: &Path, env: &[(&str, &str)]) -> Output {
+pub(crate) fn download(hub: &FakeHub, home: &Path, env: &[(&str, &str)]) -> Output {
     let conf = repo_root().join("conf").display().to_string();
     run(
         hub,

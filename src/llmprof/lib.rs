@@ -20,6 +20,7 @@ pub mod run_dir;
 pub mod settings;
 pub mod spec;
 pub mod stdout;
+pub mod untrusted;
 
 /// The composer crate, under the name the rest of llmprof uses.
 pub use llmprof_config as config;

@@ -62,7 +62,7 @@ pub fn dataset(what: DatasetCommand, base: &ComposeRequest) -> Result<i32> {
                 include
             };
             let filter = FileFilter::globs(&patterns).context("--include: not a glob pattern")?;
-            let snap = crate::hub::snapshot(&repo_ref, &filter, &HubEnv::from_env())?;
+            let snap = crate::hub::snapshot(&repo_ref, &filter, &HubEnv::from_env_and_settings()?)?;
             crate::stdout::println(&snap.dir.display().to_string())?;
             Ok(0)
         }
@@ -79,7 +79,11 @@ pub fn models(what: ModelsCommand, base: &ComposeRequest) -> Result<i32> {
         let (resolved, _) = compose(base, all)?;
         super::data_prep::hub_repo(&resolved, revision.as_deref())?
     };
-    let snap = crate::hub::snapshot(&repo_ref, &FileFilter::model(), &HubEnv::from_env())?;
+    let snap = crate::hub::snapshot(
+        &repo_ref,
+        &FileFilter::model(),
+        &HubEnv::from_env_and_settings()?,
+    )?;
     tracing::info!(repo = %repo_ref.label(), commit = %snap.commit, downloaded = snap.downloaded, "snapshot ready");
     crate::stdout::println(&snap.dir.display().to_string())?;
     Ok(0)

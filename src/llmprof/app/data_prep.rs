@@ -10,9 +10,12 @@ pub fn prepare(resolved: &mut Node, cwd: &Path, repo: &Path) -> Result<()> {
     crate::dataset::variant::apply_variant(resolved, cwd, Some(repo))?;
     if resolved.get_path("model.weights") == Some(&Node::Str("hub".into())) {
         let repo_ref = hub_repo(resolved, None)?;
-        let snapshot =
-            crate::hub::snapshot(&repo_ref, &FileFilter::model(), &HubEnv::from_env())
-                .with_context(|| format!("model.weights=hub: getting {}", repo_ref.label()))?;
+        let snapshot = crate::hub::snapshot(
+            &repo_ref,
+            &FileFilter::model(),
+            &HubEnv::from_env_and_settings()?,
+        )
+        .with_context(|| format!("model.weights=hub: getting {}", repo_ref.label()))?;
         tracing::info!(repo = %repo_ref.label(), commit = %snapshot.commit, dir = %snapshot.dir.display(), "model.weights=hub: snapshot ready");
         if let Some(n) = resolved.get_path_mut("model.path") {
             *n = Node::Str(snapshot.dir.display().to_string());

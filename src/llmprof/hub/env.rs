@@ -2,6 +2,7 @@
 //! huggingface_hub reads it (`constants.py`): HF_ENDPOINT, HF_HOME, HF_HUB_CACHE, HF_HUB_OFFLINE,
 //! HF_TOKEN, HF_TOKEN_PATH. Reading only: nothing here touches the network or the disk.
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// The Hub's address when HF_ENDPOINT is unset.
 pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
@@ -18,12 +19,83 @@ pub struct HubEnv {
     pub offline: bool,
     /// HF_TOKEN, else the token file (HF_TOKEN_PATH, else `$HF_HOME/token`).
     pub token: Option<String>,
+    /// How long to wait for a connection, and for each read of an answer (settings
+    /// `hub.connect_timeout_s`, `hub.read_timeout_s`): a silent server ends in an error naming
+    /// them instead of a wait without end.
+    pub timeouts: Timeouts,
 }
+
+/// Network waits of the Hub client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub read: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(DEFAULT_CONNECT_TIMEOUT_S),
+            read: Duration::from_secs(DEFAULT_READ_TIMEOUT_S),
+        }
+    }
+}
+
+/// `hub.connect_timeout_s` when unset.
+pub const DEFAULT_CONNECT_TIMEOUT_S: u64 = 20;
+/// `hub.read_timeout_s` when unset: one read of a download may wait this long (a CDN can be slow
+/// to start a large file).
+pub const DEFAULT_READ_TIMEOUT_S: u64 = 120;
+/// The longest wait a setting may ask for (one hour).
+pub const MAX_TIMEOUT_S: u64 = 3600;
 
 impl HubEnv {
     /// The settings of this process's environment.
     pub fn from_env() -> HubEnv {
         HubEnv::from_vars(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// This process's environment with llmprof's site settings applied (`hub.cache_dir` wins
+    /// over HF_HUB_CACHE; the timeouts), the settings' own errors named with their source.
+    pub fn from_env_and_settings() -> Result<HubEnv, crate::settings::SettingsError> {
+        let settings = crate::settings::Settings::load()?;
+        let mut env = HubEnv::from_env();
+        env.apply(&settings.hub)?;
+        Ok(env)
+    }
+
+    /// `hub` on top of this environment.
+    pub fn apply(
+        &mut self,
+        hub: &crate::settings::HubSettings,
+    ) -> Result<(), crate::settings::SettingsError> {
+        if let Some(dir) = &hub.cache_dir {
+            self.cache_dir = dir.clone();
+        }
+        for (key, value, slot) in [
+            (
+                "hub.connect_timeout_s",
+                hub.connect_timeout_s,
+                &mut self.timeouts.connect,
+            ),
+            (
+                "hub.read_timeout_s",
+                hub.read_timeout_s,
+                &mut self.timeouts.read,
+            ),
+        ] {
+            if let Some(v) = value {
+                if v == 0 || v > MAX_TIMEOUT_S {
+                    return Err(crate::settings::SettingsError {
+                        message: format!(
+                            "setting `{key}` = {v} is out of range: 1 to {MAX_TIMEOUT_S} seconds (`llmprof settings` shows which file or variable set it)"
+                        ),
+                    });
+                }
+                *slot = Duration::from_secs(v);
+            }
+        }
+        Ok(())
     }
 
     /// The settings `var` gives (a lookup of environment variables; tests pass a map).
@@ -45,7 +117,11 @@ impl HubEnv {
             .unwrap_or_else(|| hf_home.join("token"));
         let token = var("HF_TOKEN")
             .or_else(|| var("HUGGING_FACE_HUB_TOKEN"))
-            .or_else(|| std::fs::read_to_string(&token_path).ok())
+            // Only a regular file: a FIFO at the token path would block every Hub command.
+            .or_else(|| {
+                crate::dataset::file_kind::regular_file(&token_path).ok()?;
+                std::fs::read_to_string(&token_path).ok()
+            })
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty());
         let offline = ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"]
@@ -60,6 +136,7 @@ impl HubEnv {
             cache_dir,
             offline,
             token,
+            timeouts: Timeouts::default(),
         }
     }
 }

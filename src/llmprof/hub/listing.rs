@@ -72,6 +72,9 @@ struct LfsJson {
     size: Option<u64>,
 }
 
+/// The largest repository listing read (64 MiB).
+pub const MAX_LISTING_BYTES: u64 = 64 << 20;
+
 /// Asks the Hub for the listing of `repo`.
 pub fn fetch_listing(repo: &RepoRef, env: &HubEnv) -> Result<Listing, HubError> {
     let api = hf_hub::api::sync::ApiBuilder::from_cache(hf_hub::Cache::new(env.cache_dir.clone()))
@@ -83,9 +86,16 @@ pub fn fetch_listing(repo: &RepoRef, env: &HubEnv) -> Result<Listing, HubError> 
             url: env.endpoint.clone(),
             message: e.to_string(),
         })?;
-    let request = api.repo(repo.hf()).info_request().query("blobs", "true");
-    let url = request.url().to_string();
-    let response = match request.call() {
+    // hf-hub spells the listing's URL (revision encoding included); our client sends it, with
+    // the timeouts and the token rule of every other Hub request.
+    let url = api
+        .repo(repo.hf())
+        .info_request()
+        .query("blobs", "true")
+        .url()
+        .to_string();
+    let client = super::transfer::Client::new(env);
+    let response = match client.get_listing(&url).call() {
         Ok(r) => r,
         Err(ureq::Error::Status(status @ (401 | 404), _)) => {
             return Err(HubError::RepoNotFound {
@@ -104,29 +114,83 @@ pub fn fetch_listing(repo: &RepoRef, env: &HubEnv) -> Result<Listing, HubError> 
                 fix: fix.into(),
             });
         }
-        Err(e) => {
-            return Err(HubError::Transport {
-                url,
-                message: e.to_string(),
-            })
-        }
+        Err(e) => return Err(client.transport_error(&url, e.to_string())),
     };
-    let info: InfoJson = response.into_json().map_err(|e| HubError::BadResponse {
+    // A listing is a few hundred kilobytes even for large dataset repositories: more is refused
+    // before it is held in memory.
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(response.into_reader(), MAX_LISTING_BYTES + 1),
+        &mut body,
+    )
+    .map_err(|e| client.transport_error(&url, format!("reading the listing: {e}")))?;
+    if body.len() as u64 > MAX_LISTING_BYTES {
+        return Err(HubError::BadResponse {
+            repo: repo.id.clone(),
+            file: "(repository listing)".into(),
+            message: format!(
+                "{url} sent a listing over {} MiB: refused\n  fix: check HF_ENDPOINT",
+                MAX_LISTING_BYTES >> 20
+            ),
+        });
+    }
+    let info: InfoJson = serde_json::from_slice(&body).map_err(|e| HubError::BadResponse {
         repo: repo.id.clone(),
         file: "(repository listing)".into(),
         message: format!("{url} did not return the expected JSON (sha, siblings): {e}"),
     })?;
+    checked_listing(repo, &url, info)
+}
+
+/// The listing, once every server-supplied value that becomes a path is checked: the commit is
+/// 40 hex digits (it names the snapshot folder), each file name a relative path of ordinary
+/// components (it is joined under the snapshot), each LFS hash 64 hex digits.
+fn checked_listing(repo: &RepoRef, url: &str, info: InfoJson) -> Result<Listing, HubError> {
+    let refuse = |file: &str, message: String| {
+        HubError::BadResponse {
+        repo: repo.id.clone(),
+        file: file.to_string(),
+        message: format!("{url} {message}; nothing was written\n  fix: check HF_ENDPOINT: the server is not the Hub or a faithful mirror"),
+    }
+    };
+    if !super::snapshot::is_commit(&info.sha) {
+        return Err(refuse(
+            "(repository listing)",
+            format!(
+                "resolved the revision to '{}', not a 40-digit commit hash",
+                info.sha.escape_debug()
+            ),
+        ));
+    }
+    let mut files = Vec::with_capacity(info.siblings.len());
+    for s in info.siblings {
+        if let Err(e) = crate::untrusted::relative_path(&s.rfilename) {
+            return Err(refuse(
+                "(repository listing)",
+                format!("lists a file name that is not a safe relative path: {e}"),
+            ));
+        }
+        let sha256 = s.lfs.as_ref().map(|l| l.sha256.to_ascii_lowercase());
+        if let Some(h) = &sha256 {
+            if h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(refuse(
+                    &s.rfilename,
+                    format!(
+                        "gives '{}' as its sha256, not 64 hex digits",
+                        h.escape_debug()
+                    ),
+                ));
+            }
+        }
+        files.push(RemoteFile {
+            size: s.lfs.as_ref().and_then(|l| l.size).or(s.size),
+            sha256,
+            name: s.rfilename,
+        });
+    }
     Ok(Listing {
         commit: info.sha,
-        files: info
-            .siblings
-            .into_iter()
-            .map(|s| RemoteFile {
-                size: s.lfs.as_ref().and_then(|l| l.size).or(s.size),
-                sha256: s.lfs.map(|l| l.sha256.to_ascii_lowercase()),
-                name: s.rfilename,
-            })
-            .collect(),
+        files,
     })
 }
 

@@ -56,7 +56,7 @@ pub fn snapshot(repo: &RepoRef, filter: &FileFilter, env: &HubEnv) -> Result<Sna
     let listing = listing::fetch_listing(repo, env)?;
     let wanted = filter.select(repo, &listing)?;
     let blobs_dir = snapshot::repo_dir(&env.cache_dir, repo).join("blobs");
-    let client = transfer::Client::new(&env.endpoint, env.token.clone());
+    let client = transfer::Client::new(env);
     let mut blobs = Vec::with_capacity(wanted.len());
     let mut downloaded = 0;
     for file in &wanted {

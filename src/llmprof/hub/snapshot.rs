@@ -120,7 +120,7 @@ pub fn missing_model_files(dir: &Path) -> Vec<String> {
     missing
 }
 
-fn is_commit(rev: &str) -> bool {
+pub(super) fn is_commit(rev: &str) -> bool {
     rev.len() == 40 && rev.bytes().all(|b| b.is_ascii_hexdigit())
 }
 

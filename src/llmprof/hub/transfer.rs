@@ -9,17 +9,20 @@ use super::listing::{RemoteFile, RepoRef};
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The suffix of a partial download.
 pub const INCOMPLETE: &str = "incomplete";
 
-/// An HTTP agent for the Hub: no automatic redirects (the metadata lives on the first answer),
-/// the token sent only to the Hub's own host.
+/// HTTP agents for the Hub, with the connect and read timeouts of [`super::HubEnv`]: downloads
+/// follow no redirect automatically (the metadata lives on the first answer; `head` follows one
+/// by hand), the listing follows up to five with ureq's default of dropping the token on each;
+/// the token goes only to the endpoint's origin.
 pub struct Client {
     agent: ureq::Agent,
+    listing_agent: ureq::Agent,
     endpoint: String,
     token: Option<String>,
+    timeouts: super::env::Timeouts,
 }
 
 /// What the Hub says about one file before it is fetched.
@@ -32,25 +35,65 @@ struct FileHead {
 }
 
 impl Client {
-    pub fn new(endpoint: &str, token: Option<String>) -> Client {
-        let agent = ureq::AgentBuilder::new()
-            .redirects(0)
-            .timeout_connect(Duration::from_secs(20))
-            .timeout_read(Duration::from_secs(120))
-            .user_agent(&format!("llmprof/{}; hf-hub/0.4", crate::VERSION))
-            .try_proxy_from_env(true)
-            .build();
+    pub fn new(env: &super::HubEnv) -> Client {
+        let agent = |redirects| {
+            ureq::AgentBuilder::new()
+                .redirects(redirects)
+                .timeout_connect(env.timeouts.connect)
+                .timeout_read(env.timeouts.read)
+                .user_agent(&format!("llmprof/{}; hf-hub/0.4", crate::VERSION))
+                .try_proxy_from_env(true)
+                .build()
+        };
         Client {
-            agent,
-            endpoint: endpoint.to_string(),
-            token,
+            agent: agent(0),
+            listing_agent: agent(5),
+            endpoint: env.endpoint.clone(),
+            token: env.token.clone(),
+            timeouts: env.timeouts,
         }
     }
 
-    fn get(&self, url: &str) -> ureq::Request {
+    /// A GET of the listing API at `url` (redirects followed, the token dropped on each).
+    pub(super) fn get_listing(&self, url: &str) -> ureq::Request {
+        let req = self.listing_agent.get(url);
+        match &self.token {
+            Some(t) if same_origin(url, &self.endpoint) => {
+                req.set("Authorization", &format!("Bearer {t}"))
+            }
+            _ => req,
+        }
+    }
+
+    /// The transport error of `url`, naming the timeouts when the wait ran out.
+    pub(super) fn transport_error(&self, url: &str, message: String) -> HubError {
+        HubError::Transport {
+            url: url.to_string(),
+            message: self.explain_timeout(message),
+        }
+    }
+
+    fn explain_timeout(&self, message: String) -> String {
+        let lower = message.to_ascii_lowercase();
+        if lower.contains("timed out") || lower.contains("would block") || lower.contains("timeout")
+        {
+            format!(
+                "{message} (no answer within the {} s connect or {} s read timeout: settings hub.connect_timeout_s, hub.read_timeout_s)",
+                self.timeouts.connect.as_secs(),
+                self.timeouts.read.as_secs()
+            )
+        } else {
+            message
+        }
+    }
+
+    /// A GET of `url`, with the token only when `url` has the endpoint's origin (scheme, host and
+    /// port compared, never text prefixes: `https://huggingface.co.evil.net` and
+    /// `https://huggingface.co@evil.net` are other origins), so a redirect elsewhere gets none.
+    pub(super) fn get(&self, url: &str) -> ureq::Request {
         let req = self.agent.get(url);
         match &self.token {
-            Some(t) if url.starts_with(&self.endpoint) => {
+            Some(t) if same_origin(url, &self.endpoint) => {
                 req.set("Authorization", &format!("Bearer {t}"))
             }
             _ => req,
@@ -146,11 +189,21 @@ impl Client {
         let data_url = if (300..400).contains(&response.status()) {
             let location = header("location")
                 .ok_or_else(|| bad(repo, file, format!("{url} redirects without a location")))?;
-            if location.starts_with('/') {
+            let target = if location.starts_with('/') {
                 format!("{}{location}", origin(&self.endpoint))
             } else {
                 location
+            };
+            if scheme_of(&self.endpoint) == Some("https".into())
+                && scheme_of(&target) != Some("https".into())
+            {
+                return Err(bad(
+                    repo,
+                    file,
+                    format!("{url} redirects to {target}, which is not https: refused (the bytes would travel unencrypted)"),
+                ));
             }
+            target
         } else {
             url.to_string()
         };
@@ -188,6 +241,17 @@ impl Client {
             request = request.set("Range", &format!("bytes={have}-"));
         }
         let response = self.call(repo, file, &head.data_url, request)?;
+        if !matches!(response.status(), 200 | 206) {
+            return Err(bad(
+                repo,
+                file,
+                format!(
+                    "{} answered {} to the download (a second redirect or no content), not 200 or 206",
+                    head.data_url,
+                    response.status()
+                ),
+            ));
+        }
         let resumed = response.status() == 206;
         if have > 0 && !resumed {
             // The server ignored the range: start over.
@@ -201,12 +265,14 @@ impl Client {
             .append(have > 0)
             .open(partial)
             .map_err(HubError::io(partial))?;
-        let mut body = response.into_reader();
+        // At most one byte more than the file should have: a server that sends more fails the
+        // size check below instead of filling the disk.
+        let mut body = response.into_reader().take(head.size - have + 1);
         let got = copy_into(&mut body, &mut hasher, Some(&mut out)).map_err(|e| {
-            HubError::Transport {
-                url: head.data_url.clone(),
-                message: format!("{file}: transfer cut short ({e}); the partial file {} is kept and the next run resumes it", partial.display()),
-            }
+            self.transport_error(
+                &head.data_url,
+                format!("{file}: transfer cut short ({e}); the partial file {} is kept and the next run resumes it", partial.display()),
+            )
         })?;
         out.sync_all().map_err(HubError::io(partial))?;
         Ok((have + got, hex(&hasher.finalize())))
@@ -236,10 +302,7 @@ impl Client {
                     fix: fix.to_string(),
                 })
             }
-            Err(e) => Err(HubError::Transport {
-                url: url.to_string(),
-                message: e.to_string(),
-            }),
+            Err(e) => Err(self.transport_error(url, e.to_string())),
         }
     }
 }
@@ -284,6 +347,25 @@ fn origin(url: &str) -> &str {
     }
 }
 
+/// Scheme, host and port (the scheme's default filled in) of `url`; `None` when it does not parse.
+fn origin_parts(url: &str) -> Option<(String, String, u16)> {
+    let u = url::Url::parse(url).ok()?;
+    Some((
+        u.scheme().to_string(),
+        u.host_str()?.to_ascii_lowercase(),
+        u.port_or_known_default()?,
+    ))
+}
+
+/// Whether `a` and `b` have one origin (both parse, and scheme, host and port are equal).
+pub(super) fn same_origin(a: &str, b: &str) -> bool {
+    matches!((origin_parts(a), origin_parts(b)), (Some(x), Some(y)) if x == y)
+}
+
+fn scheme_of(url: &str) -> Option<String> {
+    url::Url::parse(url).ok().map(|u| u.scheme().to_string())
+}
+
 fn is_sha256(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
@@ -305,6 +387,29 @@ pub(crate) fn relative_blob(file: &str, etag: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_token_goes_to_the_endpoints_origin_only() {
+        let ep = "https://huggingface.co";
+        for same in [
+            "https://huggingface.co/api/models/x",
+            "https://HuggingFace.co:443/x/resolve/main/config.json",
+        ] {
+            assert!(same_origin(same, ep), "{same}");
+        }
+        for other in [
+            "https://huggingface.co.evil.net/x",
+            "https://huggingface.co@evil.net/x",
+            "http://huggingface.co/x",
+            "https://huggingface.co:8443/x",
+            "https://cdn-lfs.huggingface.co/x",
+            "not a url",
+        ] {
+            assert!(!same_origin(other, ep), "{other}");
+        }
+        assert!(same_origin("http://127.0.0.1:8/a", "http://127.0.0.1:8"));
+        assert!(!same_origin("http://127.0.0.1:9/a", "http://127.0.0.1:8"));
+    }
 
     #[test]
     fn origin_and_relative_pointers() {

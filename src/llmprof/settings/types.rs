@@ -42,12 +42,16 @@ pub struct ToolSettings {
     pub ncu: Option<PathBuf>,
 }
 
-/// The Hugging Face hub cache.
+/// The Hugging Face hub: its cache and how long to wait for it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HubSettings {
-    /// The cache folder (as `HF_HUB_CACHE`).
+    /// The cache folder (as `HF_HUB_CACHE`, which it overrides).
     pub cache_dir: Option<PathBuf>,
+    /// Seconds to wait for a connection to the Hub (default 20, at most 3600).
+    pub connect_timeout_s: Option<u64>,
+    /// Seconds to wait for each read of an answer (default 120, at most 3600).
+    pub read_timeout_s: Option<u64>,
 }
 
 /// Fallbacks for config values an experiment leaves to the machine.
