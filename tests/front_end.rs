@@ -19,6 +19,7 @@ mod hydra_groups_settings;
 mod launchers;
 mod nsight_fuzz;
 mod report;
+mod report_hostile;
 mod stage2;
 mod support;
 mod variants;

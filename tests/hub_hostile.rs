@@ -144,3 +144,36 @@ fn a_timeout_setting_out_of_range_names_the_setting() {
         "{err}"
     );
 }
+
+#[test]
+fn a_revision_or_repository_that_names_a_folder_outside_the_cache_is_refused() {
+    let hub = FakeHub::start(tiny_repo());
+    let conf = crate::support::repo_root()
+        .join("conf")
+        .display()
+        .to_string();
+    for args in [
+        vec![
+            "models",
+            "download",
+            "tiny-org/tiny-model",
+            "--revision",
+            "../../../../x",
+        ],
+        vec!["models", "download", "../../../tiny-model"],
+    ] {
+        let (root, home, before) = scratch_home("hub-bad-revision");
+        let mut all = vec!["--config-dir", conf.as_str()];
+        all.extend(args.iter().copied());
+        let out = crate::hub::run(&hub, &home, &[], &all);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(err.contains("outside the Hub cache"), "{args:?}: {err}");
+        nothing_written_outside_the_entry(&root, &home, &before);
+    }
+    assert!(
+        hub.paths().is_empty(),
+        "nothing was asked of the server: {:?}",
+        hub.paths()
+    );
+}

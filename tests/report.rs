@@ -21,13 +21,13 @@ fn copy_dir(src: &Path, dst: &Path) {
 }
 
 /// A fresh copy of a recorded run directory.
-fn recorded(name: &str, scratch_name: &str) -> PathBuf {
+pub(crate) fn recorded(name: &str, scratch_name: &str) -> PathBuf {
     let dir = scratch(scratch_name).join(name);
     copy_dir(&repo_root().join("tests/fixtures/report").join(name), &dir);
     dir
 }
 
-fn report(dir: &Path) -> PathBuf {
+pub(crate) fn report(dir: &Path) -> PathBuf {
     let out = run_in(dir.parent().unwrap(), &["report", dir.to_str().unwrap()]);
     assert!(
         out.status.success(),
@@ -70,7 +70,7 @@ fn report_rebuilds_the_page_and_rejects_what_is_not_a_run() {
 }
 
 /// Chromium, when installed (LLMPROF_CHROMIUM names another binary).
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("LLMPROF_CHROMIUM") {
         return Some(PathBuf::from(p));
     }
@@ -83,7 +83,7 @@ fn chromium() -> Option<PathBuf> {
 
 /// Runs headless Chromium with networking off on `page`; returns (stdout, stderr). Output goes
 /// through files: a DOM dump holds all of plotly.js, more than a pipe buffers.
-fn browse(chromium: &Path, page: &Path, extra: &[String]) -> (String, String) {
+pub(crate) fn browse(chromium: &Path, page: &Path, extra: &[String]) -> (String, String) {
     let out_path = page.with_extension("stdout.txt");
     let err_path = page.with_extension("stderr.txt");
     let mut child = Command::new(chromium)
@@ -152,7 +152,7 @@ fn report_pages_render_in_a_headless_browser() {
                     "job {job} page"
                 );
                 assert!(
-                    html.contains(&format!("href=\"{job}/report.html\"")),
+                    html.contains(&format!("href=\"./{job}/report.html\"")),
                     "job {job} link"
                 );
             }

@@ -36,6 +36,7 @@ pub struct Snapshot {
 /// files, verifying each) unless HF_HUB_OFFLINE is set, in which case only a complete cached
 /// snapshot will do.
 pub fn snapshot(repo: &RepoRef, filter: &FileFilter, env: &HubEnv) -> Result<Snapshot, HubError> {
+    check_names(repo)?;
     if env.offline {
         return match cached_snapshot(&env.cache_dir, repo) {
             Some((dir, commit)) => {
@@ -88,4 +89,25 @@ pub fn snapshot(repo: &RepoRef, filter: &FileFilter, env: &HubEnv) -> Result<Sna
         commit: listing.commit,
         downloaded,
     })
+}
+
+/// The repository id (`org/name` or `name`) and the revision become cache paths (`models--org--name`,
+/// `refs/<revision>`): both must be relative paths of ordinary components, the id at most two.
+fn check_names(repo: &RepoRef) -> Result<(), HubError> {
+    let bad = |what: &str, e: crate::untrusted::UnsafeName| {
+        HubError::BadResponse {
+        repo: repo.id.clone(),
+        file: what.to_string(),
+        message: format!("{e}: it would name a folder outside the Hub cache\n  fix: give the repository as org/name and the revision as a branch, tag or commit"),
+    }
+    };
+    let id = crate::untrusted::relative_path(&repo.id).map_err(|e| bad("the repository id", e))?;
+    if id.components().count() > 2 {
+        return Err(bad(
+            "the repository id",
+            crate::untrusted::UnsafeName::NotSingle(repo.id.clone()),
+        ));
+    }
+    crate::untrusted::relative_path(&repo.revision).map_err(|e| bad("the revision", e))?;
+    Ok(())
 }

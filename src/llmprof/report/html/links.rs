@@ -58,7 +58,8 @@ pub fn list(exists: impl Fn(&str) -> bool) -> String {
         if exists(file) {
             any = true;
             s.push_str(&format!(
-                "<li><a href=\"{0}\">{0}</a>: {1}</li>\n",
+                "<li><a href=\"{}\">{}</a>: {}</li>\n",
+                super::table::href(file),
                 esc(file),
                 esc(what)
             ));

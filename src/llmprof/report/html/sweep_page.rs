@@ -57,23 +57,18 @@ pub fn render(root: &Path, t: &SweepTable) -> String {
     .render()
 }
 
-/// A job's page, relative to the root when it is inside it.
+/// A job's page relative to the root; none when the page is not inside the root (after symbolic
+/// links) or its path is not UTF-8: links are relative paths only (docs/security.md).
 fn job_link(root: &Path, r: &SweepRow) -> Option<String> {
     let dir = r.job.dir.as_ref()?;
     let page = dir.join("report.html");
     if !page.is_file() {
         return None;
     }
-    let root_abs = std::fs::canonicalize(root).ok();
-    let page_abs = std::fs::canonicalize(&page).ok();
-    match (root_abs, page_abs) {
-        (Some(root), Some(page)) => Some(
-            page.strip_prefix(&root)
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| format!("file://{}", page.display())),
-        ),
-        _ => None,
-    }
+    let root = std::fs::canonicalize(root).ok()?;
+    let page = std::fs::canonicalize(&page).ok()?;
+    let relative = page.strip_prefix(&root).ok()?;
+    relative.to_str().map(str::to_string)
 }
 
 fn jobs(root: &Path, t: &SweepTable) -> String {

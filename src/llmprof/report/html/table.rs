@@ -64,9 +64,10 @@ impl Cell {
         }
     }
 
-    pub fn link(href: &str, label: &str) -> Self {
+    /// A link to `relative`, a path inside the report's folder (see [`href`]).
+    pub fn link(relative: &str, label: &str) -> Self {
         Cell {
-            text: format!("<a href=\"{}\">{}</a>", esc(href), esc(label)),
+            text: format!("<a href=\"{}\">{}</a>", href(relative), esc(label)),
             html: true,
             ..Cell::default()
         }
@@ -171,4 +172,44 @@ pub fn key_values(rows: &[(String, String)]) -> String {
     }
     s.push_str("</table>\n");
     s
+}
+
+/// The `href` of a path relative to the page (an artifact the report names): every segment
+/// percent-encoded but for letters, digits and `-._~`, joined with `/`, after `./`. Names come
+/// from inputs and job folders, which llmprof does not control (docs/security.md): encoded, a
+/// name such as `javascript:alert(1)` stays a file name (`./javascript%3Aalert%281%29`), never a
+/// scheme, and `#`, `?`, `%` and spaces stay part of the name.
+pub fn href(relative: &str) -> String {
+    let mut out = String::from("./");
+    for (i, segment) in relative.split('/').enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        for b in segment.bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                out.push(b as char);
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod href_tests {
+    use super::href;
+
+    #[test]
+    fn hrefs_are_relative_paths_never_schemes() {
+        assert_eq!(href("report.html"), "./report.html");
+        assert_eq!(href("3/report.html"), "./3/report.html");
+        assert_eq!(
+            href("javascript:alert(1).mmd"),
+            "./javascript%3Aalert%281%29.mmd"
+        );
+        assert_eq!(href("a b#c?d%.png"), "./a%20b%23c%3Fd%25.png");
+        assert_eq!(href("\"><script>"), "./%22%3E%3Cscript%3E");
+        assert_eq!(href("é.mmd"), "./%C3%A9.mmd");
+    }
 }
