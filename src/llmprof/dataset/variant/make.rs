@@ -29,6 +29,8 @@ pub struct VariantRequest {
 /// Makes the variant; returns its folder and metadata.
 pub fn make_variant(req: &VariantRequest) -> Result<(PathBuf, VariantMetadata)> {
     check_name(&req.variant)?;
+    crate::untrusted::single_component(&req.dataset)
+        .map_err(|e| anyhow::anyhow!("the dataset name {e}: it names a folder under datasets/"))?;
     if req.num_samples == 0 {
         bail!("--num-samples 0: a variant needs at least one item");
     }
@@ -118,7 +120,16 @@ fn write_variant(
                     ItemData::Page(p, e) => (p, e.clone()),
                     ItemData::Line(_) => unreachable!("image layouts hold files"),
                 };
-                let dest = out.join(sub).join(&item.name);
+                // Names come from the dataset (a subset file, OmniDocBench.json) and links in
+                // it may point anywhere: a variant only holds files of its source folder, each
+                // under its own relative name (docs/security.md).
+                let name = crate::untrusted::relative_path(&item.name).map_err(|e| {
+                    anyhow::anyhow!("dataset '{}': the item name {e}: a variant holds only files inside its source folder, under their relative names\n  fix: correct the subset file or the dataset's index", req.dataset)
+                })?;
+                crate::untrusted::inside(root, file).map_err(|e| {
+                    anyhow::anyhow!("dataset '{}': {e}: a variant holds only files inside its source folder\n  fix: copy the file into the dataset instead of linking it", req.dataset)
+                })?;
+                let dest = out.join(sub).join(name);
                 bytes += link_or_copy(file, &dest)?;
                 entries.extend(entry);
             }
@@ -233,6 +244,13 @@ fn link_or_copy(from: &Path, to: &Path) -> Result<u64> {
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    // Never onto an existing file: a copy would truncate it first (it may be the source).
+    if to.symlink_metadata().is_ok() {
+        bail!(
+            "{} is already in the variant: two items have this name",
+            to.display()
+        );
     }
     if std::fs::hard_link(&real, to).is_err() {
         std::fs::copy(&real, to)

@@ -34,6 +34,8 @@ pub fn apply_variant(resolved: &mut Node, cwd: &Path, repo: Option<&Path>) -> Re
         Some(Node::Str(n)) => n.clone(),
         _ => bail!("dataset.variant={variant} needs dataset.name"),
     };
+    crate::untrusted::single_component(&name)
+        .map_err(|e| anyhow::anyhow!("dataset.name {e}: it names a folder under datasets/"))?;
     let dir = variant_dir(&name, &variant, cwd, repo);
     if !dir.join(VARIANT_METADATA).is_file() {
         let parent = dir.parent().unwrap_or(&dir);
@@ -68,7 +70,12 @@ pub fn apply_variant(resolved: &mut Node, cwd: &Path, repo: Option<&Path>) -> Re
     }
     let root = match meta.data.as_str() {
         "." | "" => dir.clone(),
-        data => dir.join(data),
+        data => dir.join(crate::untrusted::single_component(data).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: `data` {e}: it names the variant's data folder inside the variant\n  fix: remake the variant with `llmprof dataset make-variant`",
+                dir.join(VARIANT_METADATA).display()
+            )
+        })?),
     };
     if let Some(n) = resolved.get_path_mut("dataset.root") {
         *n = Node::Str(root.display().to_string());

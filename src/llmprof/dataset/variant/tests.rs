@@ -225,3 +225,63 @@ fn a_missing_variant_names_the_fix() {
     apply_variant(&mut tree, &base, None).unwrap();
     assert_eq!(tree.get_path("dataset.subset_filelist"), Some(&Node::Null));
 }
+
+/// Names from the dataset and links in it cannot make a variant read or write outside the source
+/// and variant folders (docs/security.md); nothing outside changes, no variant is left.
+#[test]
+fn a_variant_holds_only_files_of_its_source_under_relative_names() {
+    let base = temp_dir("variant-escape");
+    let src = base.join("datasets/samples");
+    pages(&src, 4);
+    std::fs::write(base.join("outside.png"), b"secret").unwrap();
+    let outside_before = tree(&base);
+    // A subset file naming a page outside the folder, by `..` and by an absolute path.
+    for entry in [
+        "../../outside.png".to_string(),
+        base.join("outside.png").display().to_string(),
+    ] {
+        let list = base.join("escape.txt");
+        std::fs::write(&list, format!("p01.png\n{entry}\n")).unwrap();
+        let mut r = request(&base, "escape", 10, 0);
+        r.subset_file = Some(list.clone());
+        let e = format!("{:#}", make_variant(&r).unwrap_err());
+        assert!(e.contains("inside its source folder"), "{entry}: {e}");
+        assert!(
+            !base.join("datasets/samples/escape").exists(),
+            "{entry}: a variant was left"
+        );
+        std::fs::remove_file(&list).unwrap();
+    }
+    // A page that is a symbolic link to a file outside the folder.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(base.join("outside.png"), src.join("p09.png")).unwrap();
+        let mut meta = std::fs::read_to_string(src.join("metadata.yaml")).unwrap();
+        meta.push_str(
+            "  - file: p09.png\n    width: 1\n    height: 1\n    kinds: [text]\n    markdown: m\n",
+        );
+        std::fs::write(src.join("metadata.yaml"), meta).unwrap();
+        let e = format!(
+            "{:#}",
+            make_variant(&request(&base, "linked", 10, 0)).unwrap_err()
+        );
+        assert!(e.contains("leads outside"), "{e}");
+        assert!(!base.join("datasets/samples/linked").exists());
+        std::fs::remove_file(src.join("p09.png")).unwrap();
+    }
+    assert_eq!(std::fs::read(base.join("outside.png")).unwrap(), b"secret");
+    // A dataset name that is not one folder name.
+    let mut r = request(&base, "ok", 2, 0);
+    r.dataset = "../elsewhere".into();
+    let e = format!("{:#}", make_variant(&r).unwrap_err());
+    assert!(e.contains("the dataset name") && e.contains("'..'"), "{e}");
+    let after: Vec<_> = tree(&base)
+        .into_keys()
+        .filter(|p| !p.starts_with("datasets/samples"))
+        .collect();
+    let before: Vec<_> = outside_before
+        .into_keys()
+        .filter(|p| !p.starts_with("datasets/samples"))
+        .collect();
+    assert_eq!(after, before, "files appeared outside the dataset folder");
+}
