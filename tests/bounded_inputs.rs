@@ -309,3 +309,35 @@ fn analyze_ncu_with_a_fifo_finishes_and_a_fifo_argument_is_named() {
         "{text}"
     );
 }
+
+/// Special files where `compare` expects a run's files (metrics.json, status.json): an error
+/// naming the file and what it is, within seconds, never a read that waits for a writer.
+#[test]
+fn compare_with_a_fifo_for_a_runs_file_fails_naming_it() {
+    let fixture = repo_root().join("tests/fixtures/runs/stage1_cpu");
+    for file in ["metrics.json", "status.json"] {
+        let d = scratch(&format!("fifo-compare-{}", file.replace('.', "-")));
+        let run = d.join("run");
+        let copied = Command::new("cp")
+            .arg("-r")
+            .arg(&fixture)
+            .arg(&run)
+            .status();
+        assert!(
+            copied.is_ok_and(|s| s.success()),
+            "cp -r {}",
+            fixture.display()
+        );
+        std::fs::remove_file(run.join(file)).unwrap();
+        mkfifo(&run.join(file));
+        let (ok, text) = run_bounded(
+            &["compare", fixture.to_str().unwrap(), run.to_str().unwrap()],
+            Duration::from_secs(30),
+        );
+        assert!(!ok, "{text}");
+        assert!(
+            text.contains(file) && text.contains("named pipe"),
+            "{file}: {text}"
+        );
+    }
+}

@@ -40,8 +40,8 @@ pub struct SamplePage {
 /// Reads `<dir>/metadata.yaml`.
 pub fn read_sample_metadata(dir: &Path) -> Result<Vec<SamplePage>> {
     let path = dir.join(SAMPLES_METADATA);
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text = crate::untrusted::read_to_string(&path)
+        .with_context(|| format!("reading {}", path.display()))?;
     let meta: SamplesMetadata =
         serde_yaml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
     Ok(meta.pages)

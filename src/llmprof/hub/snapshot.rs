@@ -18,7 +18,8 @@ pub fn cached_commit(cache: &Path, repo: &RepoRef) -> Option<String> {
         return Some(repo.revision.clone());
     }
     let text =
-        std::fs::read_to_string(repo_dir(cache, repo).join("refs").join(&repo.revision)).ok()?;
+        crate::untrusted::read_to_string(repo_dir(cache, repo).join("refs").join(&repo.revision))
+            .ok()?;
     Some(text.trim().to_string()).filter(|c| !c.is_empty())
 }
 
@@ -84,7 +85,7 @@ pub fn missing_model_files(dir: &Path) -> Vec<String> {
     }
     let index = dir.join("model.safetensors.index.json");
     if index.is_file() {
-        let shards = std::fs::read_to_string(&index)
+        let shards = crate::untrusted::read_to_string(&index)
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
             .and_then(|v| {

@@ -62,6 +62,24 @@ impl Settings {
 
     /// The merged settings from the given files (and this process's environment).
     pub fn load_from(origins: &Origins) -> Result<Self, SettingsError> {
+        // A settings file that is there but not a regular file (a named pipe would block every
+        // command on its read) is an error naming it.
+        for file in origins.user_file.iter().chain([&origins.project_file]) {
+            if let Ok(md) = std::fs::metadata(file) {
+                if !md.is_file() {
+                    return Err(SettingsError {
+                        message: format!(
+                            "{}: {}",
+                            file.display(),
+                            crate::untrusted::open_regular(file).err().map_or_else(
+                                || "not a regular file".to_string(),
+                                |e| e.to_string()
+                            )
+                        ),
+                    });
+                }
+            }
+        }
         figment(origins)
             .extract()
             .map_err(|e| SettingsError::from_figment(e, origins))

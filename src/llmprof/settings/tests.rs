@@ -167,3 +167,17 @@ fn malformed_toml_names_the_file() {
     let err = Settings::load_from(&o).unwrap_err().to_string();
     assert!(err.contains("tools.nsys"), "{err}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_settings_file_that_is_a_named_pipe_is_an_error_naming_it() {
+    let dir = scratch("fifo");
+    let o = origins(&dir, "LLMPROF_T_FIFO_");
+    let c = std::ffi::CString::new(o.project_file.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let err = Settings::load_from(&o).unwrap_err().to_string();
+    assert!(
+        err.contains(&o.project_file.display().to_string()) && err.contains("named pipe"),
+        "{err}"
+    );
+}

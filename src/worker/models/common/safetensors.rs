@@ -35,7 +35,8 @@ pub fn kind_of_safetensors_dtype(dtype: &str) -> Option<Kind> {
 
 /// Reads the JSON header of one safetensors file.
 pub fn read_header(file: &Path) -> Result<Vec<(String, FileEntry)>> {
-    let mut f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+    let mut f = llmprof::untrusted::open_regular(file)
+        .with_context(|| format!("opening {}", file.display()))?;
     let mut len = [0u8; 8];
     f.read_exact(&mut len)
         .with_context(|| format!("reading header length of {}", file.display()))?;
@@ -103,7 +104,7 @@ pub fn checkpoint_files(path: &Path) -> Result<Vec<PathBuf>> {
     );
     let index = path.join("model.safetensors.index.json");
     let mut files: Vec<PathBuf> = if index.is_file() {
-        let text = std::fs::read_to_string(&index)
+        let text = llmprof::untrusted::read_to_string(&index)
             .with_context(|| format!("reading {}", index.display()))?;
         let v: serde_json::Value =
             serde_json::from_str(&text).with_context(|| format!("parsing {}", index.display()))?;
