@@ -114,6 +114,37 @@ fn wrong_value_types_and_ranges_name_the_key() {
     );
     let err = fails("bad-enum", &["stage1", "model.preprocess.mode=huge"]);
     assert!(err.contains("model.preprocess.mode"), "{err}");
+    // Counts that size allocations have upper bounds, checked before the run starts.
+    for (arg, key) in [
+        (
+            "runtime.repeats=4000000000",
+            "runtime.repeats=4000000000 is out of range: at most 100000",
+        ),
+        (
+            "runtime.batch_size=100000",
+            "runtime.batch_size=100000 is out of range: at most 4096",
+        ),
+        (
+            "infer.max_new_tokens=4000000000",
+            "infer.max_new_tokens=4000000000 is out of range",
+        ),
+        (
+            "dataset.sampling.num_epochs=4000000000",
+            "dataset.sampling.num_epochs=4000000000 is out of range",
+        ),
+    ] {
+        let err = fails("bad-count", &["stage1", arg]);
+        assert!(err.contains(key), "{arg}: {err}");
+    }
+    let err = fails(
+        "bad-product",
+        &[
+            "stage1",
+            "dataset.sampling.num_epochs=99999",
+            "dataset.sampling.num_samples_per_epoch=200",
+        ],
+    );
+    assert!(err.contains("at most 10000000 per run"), "{err}");
 }
 
 #[test]

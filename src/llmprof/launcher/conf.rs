@@ -7,6 +7,9 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// `_target_` values and the launcher each selects.
+/// The most jobs the local launcher runs at once (`n_jobs`, `jobs_per_gpu`).
+pub const MAX_PARALLEL_JOBS: usize = 1024;
+
 const TARGETS: &[(&str, Kind)] = &[
     ("llmprof.launcher.BasicLauncher", Kind::Basic),
     ("llmprof.launcher.LocalLauncher", Kind::Local),
@@ -152,6 +155,11 @@ impl LauncherConf {
                     .with_context(|| parse("local"))?;
                 if c.jobs_per_gpu == 0 || c.n_jobs == Some(0) {
                     bail!("hydra.launcher.n_jobs and jobs_per_gpu must be at least 1");
+                }
+                if c.jobs_per_gpu > MAX_PARALLEL_JOBS
+                    || c.n_jobs.is_some_and(|n| n > MAX_PARALLEL_JOBS)
+                {
+                    bail!("hydra.launcher.n_jobs and jobs_per_gpu are at most {MAX_PARALLEL_JOBS} (jobs run at once on this machine)");
                 }
                 LauncherConf::Local(c)
             }

@@ -57,6 +57,23 @@ impl RunSpec {
         }
         at_least("runtime.repeats", self.runtime.repeats as i64, 1)?;
         at_least("runtime.batch_size", self.runtime.batch_size as i64, 1)?;
+        for (key, value) in self.counts() {
+            if let Some(v) = value {
+                let max = LIMITS
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, m)| *m)
+                    .expect("every count has a limit");
+                if v > max {
+                    bail!("{key}={v} is out of range: at most {max} (docs/security.md, bounded sizes)");
+                }
+            }
+        }
+        let sampled = u64::from(self.dataset.sampling.num_samples_per_epoch.unwrap_or(1))
+            * u64::from(self.dataset.sampling.num_epochs);
+        if sampled > MAX_SAMPLED_INPUTS {
+            bail!("dataset.sampling.num_samples_per_epoch × num_epochs = {sampled} inputs: at most {MAX_SAMPLED_INPUTS} per run\n  fix: fewer epochs or samples, or a multirun");
+        }
         let o = &self.runtime.optim;
         at_least("runtime.optim.graph_kv_bucket", o.graph_kv_bucket as i64, 1)?;
         at_least(
@@ -153,6 +170,46 @@ impl RunSpec {
             }
         }
         Ok(())
+    }
+}
+
+/// Upper bounds of the counts a config sets, checked before anything is allocated for them
+/// (docs/security.md): far above any real run, low enough that a typo or a hostile value ends in
+/// this error instead of an allocation failure.
+pub const LIMITS: &[(&str, u64)] = &[
+    ("infer.max_new_tokens", 1 << 20),
+    ("runtime.warmup", 100_000),
+    ("runtime.repeats", 100_000),
+    ("runtime.batch_size", 4096),
+    ("dataset.sampling.num_epochs", 100_000),
+    ("dataset.num_prompts", 1_000_000),
+    ("dataset.input_len", 1 << 20),
+    ("dataset.output_len", 1 << 20),
+];
+
+/// The most inputs one run samples (samples per epoch × epochs).
+pub const MAX_SAMPLED_INPUTS: u64 = 10_000_000;
+
+impl RunSpec {
+    /// Each bounded count with its value (None: unset).
+    fn counts(&self) -> [(&'static str, Option<u64>); 8] {
+        let d = &self.dataset;
+        [
+            (
+                "infer.max_new_tokens",
+                Some(self.infer.max_new_tokens.into()),
+            ),
+            ("runtime.warmup", Some(self.runtime.warmup.into())),
+            ("runtime.repeats", Some(self.runtime.repeats.into())),
+            ("runtime.batch_size", Some(self.runtime.batch_size.into())),
+            (
+                "dataset.sampling.num_epochs",
+                Some(d.sampling.num_epochs.into()),
+            ),
+            ("dataset.num_prompts", d.num_prompts.map(u64::from)),
+            ("dataset.input_len", d.input_len.map(u64::from)),
+            ("dataset.output_len", d.output_len.map(u64::from)),
+        ]
     }
 }
 

@@ -132,7 +132,13 @@ fn key_values(line: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// `3`, `2-5`, `1,4,6-7`, `[2-3]`, `2-9%2` (the throttle after `%` ignored) → task numbers.
+/// The highest array task number read from Slurm's answers: a sweep never has more jobs than the
+/// composer allows (`MAX_SWEEP_JOBS`, 100,000), so larger numbers (a broken or hostile
+/// `squeue`) are dropped instead of expanded into memory.
+pub const MAX_TASK_ID: usize = 100_000;
+
+/// `3`, `2-5`, `1,4,6-7`, `[2-3]`, `2-9%2` (the throttle after `%` ignored) → task numbers, at
+/// most [`MAX_TASK_ID`].
 pub fn expand_tasks(spec: &str) -> Vec<usize> {
     let spec = spec.split('%').next().unwrap_or("");
     let spec = spec.trim_start_matches('[').trim_end_matches(']');
@@ -146,10 +152,10 @@ pub fn expand_tasks(spec: &str) -> Vec<usize> {
         match range.split_once('-') {
             Some((a, b)) => {
                 if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
-                    out.extend((a..=b).step_by(step));
+                    out.extend((a..=b.min(MAX_TASK_ID)).step_by(step));
                 }
             }
-            None => out.extend(range.parse::<usize>().ok()),
+            None => out.extend(range.parse::<usize>().ok().filter(|t| *t <= MAX_TASK_ID)),
         }
     }
     out
@@ -217,6 +223,10 @@ slurm_load_jobs error: Invalid job id specified
         assert_eq!(expand_tasks("1,4,6-7%2"), [1, 4, 6, 7]);
         assert_eq!(expand_tasks("0-6:3"), [0, 3, 6]);
         assert!(expand_tasks("").is_empty());
+        // A range no sweep can have ends at the bound instead of exhausting memory.
+        let huge = expand_tasks("0-18446744073709551615");
+        assert_eq!(huge.len(), MAX_TASK_ID + 1);
+        assert!(expand_tasks("4294967296").is_empty());
         assert_eq!(parse_sbatch_id("1234\n").as_deref(), Some("1234"));
         assert_eq!(parse_sbatch_id("77;cluster2").as_deref(), Some("77"));
         assert_eq!(parse_sbatch_id("sbatch: error: x"), None);

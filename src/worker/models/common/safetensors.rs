@@ -1,6 +1,6 @@
 //! Reading safetensors checkpoints: the files of a checkpoint (one file, an index of shards, or
 //! every `model*.safetensors`), and each file's JSON header (tensor name, dtype, shape, offsets).
-use anyhow::{ensure, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -37,6 +37,10 @@ pub fn kind_of_safetensors_dtype(dtype: &str) -> Option<Kind> {
 pub fn read_header(file: &Path) -> Result<Vec<(String, FileEntry)>> {
     let mut f = llmprof::untrusted::open_regular(file)
         .with_context(|| format!("opening {}", file.display()))?;
+    let file_len = f
+        .metadata()
+        .with_context(|| format!("reading {}", file.display()))?
+        .len();
     let mut len = [0u8; 8];
     f.read_exact(&mut len)
         .with_context(|| format!("reading header length of {}", file.display()))?;
@@ -77,14 +81,28 @@ pub fn read_header(file: &Path) -> Result<Vec<(String, FileEntry)>> {
         ensure!(offs.len() == 2, bad());
         let b = offs[0].as_u64().with_context(bad)?;
         let e = offs[1].as_u64().with_context(bad)?;
+        // The offsets come from the file: they must describe bytes the file has.
+        let (begin, end) = (data_start.checked_add(b), data_start.checked_add(e));
+        let (Some(begin), Some(end)) = (begin, end) else {
+            bail!(
+                "{}: `{name}` has data offsets [{b}, {e}] past any file size",
+                file.display()
+            );
+        };
+        ensure!(
+            b <= e && end <= file_len,
+            "{}: `{name}` has data offsets [{b}, {e}] outside the file's {} data bytes",
+            file.display(),
+            file_len.saturating_sub(data_start)
+        );
         out.push((
             name,
             FileEntry {
                 file: file.to_path_buf(),
                 dtype,
                 shape,
-                begin: data_start + b,
-                end: data_start + e,
+                begin,
+                end,
             },
         ));
     }
@@ -139,4 +157,44 @@ pub fn checkpoint_files(path: &Path) -> Result<Vec<PathBuf>> {
         path.display()
     );
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_header;
+
+    /// A safetensors file with one tensor `w` whose header says `offsets`, and `data` bytes.
+    fn file(name: &str, offsets: &str, data: usize) -> std::path::PathBuf {
+        let header = format!(r#"{{"w":{{"dtype":"F32","shape":[2],"data_offsets":{offsets}}}}}"#);
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend(header.as_bytes());
+        bytes.extend(vec![0u8; data]);
+        let p = std::env::temp_dir().join(format!(
+            "llmprof-st-{name}-{}.safetensors",
+            std::process::id()
+        ));
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    #[test]
+    fn offsets_outside_the_file_are_refused_naming_the_tensor() {
+        let ok = file("ok", "[0,8]", 8);
+        let entries = read_header(&ok).unwrap();
+        assert_eq!(entries[0].1.end - entries[0].1.begin, 8);
+        for (name, offsets) in [
+            ("past", "[0,4096]"),
+            ("reversed", "[8,0]"),
+            ("overflow", "[18446744073709551615,18446744073709551615]"),
+        ] {
+            let p = file(name, offsets, 8);
+            let e = format!("{:#}", read_header(&p).unwrap_err());
+            assert!(
+                e.contains("`w`") && e.contains("data offsets"),
+                "{name}: {e}"
+            );
+            std::fs::remove_file(p).unwrap();
+        }
+        std::fs::remove_file(ok).unwrap();
+    }
 }
