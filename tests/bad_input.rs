@@ -393,3 +393,30 @@ fn runtime_eager_turns_every_switch_off() {
         "{text}"
     );
 }
+
+/// A config group file holding one value instead of `key: value` lines (a round-2 guarantee):
+/// a number is refused naming the file and the fix; a word reads as `{word: null}`, as in Hydra,
+/// and an override into that group then names the file and the fix after Hydra's message.
+#[test]
+fn a_group_file_holding_one_value_names_the_file_and_the_fix() {
+    let tree = [
+        ("config.yaml", "defaults:\n  - runtime: fast\n  - _self_\n"),
+        ("runtime/fast.yaml", "warmup: 1\n"),
+        ("runtime/number.yaml", "5\n"),
+        ("runtime/word.yaml", "fast\n"),
+    ];
+    let err = fails_in_tree("scalar-number", &tree, &["runtime=number"]);
+    assert!(
+        err.contains("number.yaml")
+            && err.contains("Invalid loaded object type: int")
+            && err.contains("fix:"),
+        "{err}"
+    );
+    let err = fails_in_tree("scalar-word", &tree, &["runtime=word", "runtime.warmup=3"]);
+    assert!(
+        err.contains("Could not override 'runtime.warmup'")
+            && err.contains("config 'runtime/word' holds the single word 'fast'")
+            && err.contains("fix: write that file as `key: value` lines"),
+        "{err}"
+    );
+}

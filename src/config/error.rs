@@ -15,7 +15,7 @@ pub enum ConfigError {
         column: usize,
         reason: String,
     },
-    #[error("invalid config file {path}: {reason}")]
+    #[error("invalid config file {path}: {reason}\n  fix: a config file holds `key: value` lines (a mapping) or nothing; to set one value, override its key on the command line (group.key=value)")]
     BadFile { path: PathBuf, reason: String },
     #[error("config directory '{0}' does not exist\n  fix: pass an existing folder with --config-dir, or run from the repository root (which has conf/)")]
     ConfigDirMissing(PathBuf),

@@ -62,7 +62,7 @@ pub fn compose_at(
     let mut ovr = Overrides::new(&repo, &parsed)?;
     let defaults = create_defaults_list(&repo, &config_name, &mut ovr, req.multirun)?;
 
-    let mut cfg = merge_defaults(&repo, &defaults)?;
+    let (mut cfg, one_word_files) = merge_defaults(&repo, &defaults)?;
 
     // Hydra's own node came from `hydra/config` and its defaults list (builtin/) and the
     // primary config's `hydra:` section. A multirun is marked here; a run when it starts.
@@ -74,7 +74,7 @@ pub fn compose_at(
         }
     }
 
-    apply_config_overrides(&mut cfg, &ovr.config_overrides)?;
+    apply_config_overrides(&mut cfg, &ovr.config_overrides, &one_word_files)?;
 
     let mut hydra = cfg
         .as_map_mut()
@@ -109,9 +109,21 @@ pub fn compose_at(
     })
 }
 
-/// Merge the configs of a defaults list, each at its package, in order.
-fn merge_defaults(repo: &ConfigRepo, defaults: &[ResultDefault]) -> Result<Node, ConfigError> {
+/// A config file of the composition that held one word (read as `{word: null}`).
+struct OneWordFile {
+    package: String,
+    config_path: String,
+    word: String,
+}
+
+/// Merge the configs of a defaults list, each at its package, in order; also the files among
+/// them that held one word.
+fn merge_defaults(
+    repo: &ConfigRepo,
+    defaults: &[ResultDefault],
+) -> Result<(Node, Vec<OneWordFile>), ConfigError> {
     let mut cfg = Node::empty_map();
+    let mut one_word = Vec::new();
     for d in defaults {
         let loaded = repo.load(&d.config_path)?.ok_or_else(|| {
             composition(format!(
@@ -148,8 +160,28 @@ fn merge_defaults(repo: &ConfigRepo, defaults: &[ResultDefault]) -> Result<Node,
             })?;
         }
         merge::merge_into(&mut cfg, &embedded).map_err(|e| merge_failed(&d.config_path, &e))?;
+        if let Some(word) = loaded.scalar_word.clone().filter(|_| !loaded.builtin) {
+            one_word.push(OneWordFile {
+                package: d.package.clone(),
+                config_path: d.config_path.clone(),
+                word,
+            });
+        }
     }
-    Ok(cfg)
+    Ok((cfg, one_word))
+}
+
+/// For "Could not override `key`": the one-word file whose package holds `key`, named with the
+/// fix (Hydra's message stays first and unchanged).
+fn one_word_note(files: &[OneWordFile], key: &str) -> String {
+    files
+        .iter()
+        .find(|f| f.package.is_empty() || key == f.package || key.starts_with(&format!("{}.", f.package)))
+        .map(|f| format!(
+            "\n  note: config '{}' holds the single word '{}', which YAML reads as {{{}: null}}, so '{}' has no other keys\n  fix: write that file as `key: value` lines",
+            f.config_path, f.word, f.word, if f.package.is_empty() { "the config" } else { &f.package }
+        ))
+        .unwrap_or_default()
 }
 
 /// Hydra's node as its own defaults compose it, with no config directory and no overrides
@@ -158,7 +190,7 @@ pub fn hydra_defaults(multirun: bool) -> Node {
     let repo = ConfigRepo::builtin_only();
     let mut ovr = Overrides::new(&repo, &[]).expect("no overrides to parse");
     let list = hydra_defaults_list(&repo, &mut ovr).expect("Hydra's own defaults list builds");
-    let mut cfg = merge_defaults(&repo, &list).expect("Hydra's own configs merge");
+    let (mut cfg, _) = merge_defaults(&repo, &list).expect("Hydra's own configs merge");
     let mut hydra = cfg
         .as_map_mut()
         .and_then(|m| m.shift_remove("hydra"))
@@ -216,7 +248,11 @@ fn py_eq(a: &Node, b: &Node) -> bool {
 
 /// Hydra's `_apply_overrides_to_config`: `key=value` is OmegaConf.update in struct mode,
 /// `+key=value` adds, `++key=value` adds or overrides, `~key[=value]` deletes.
-fn apply_config_overrides(cfg: &mut Node, list: &[Override]) -> Result<(), ConfigError> {
+fn apply_config_overrides(
+    cfg: &mut Node,
+    list: &[Override],
+    one_word_files: &[OneWordFile],
+) -> Result<(), ConfigError> {
     for o in list {
         if o.package.is_some() {
             return Err(composition(format!(
@@ -234,12 +270,13 @@ fn apply_config_overrides(cfg: &mut Node, list: &[Override]) -> Result<(), Confi
         let update_err = |e: UpdateError, cfg_snapshot: &Node| {
             composition(match e {
                 UpdateError::KeyNotFound => format!(
-                    "Could not override '{key}'.{}\nTo append to your config use +{}",
+                    "Could not override '{key}'.{}\nTo append to your config use +{}{}",
                     suggest_key(cfg_snapshot, key)
                         .filter(|s| s != key)
                         .map(|s| format!(" Did you mean '{s}'?"))
                         .unwrap_or_default(),
-                    o.input
+                    o.input,
+                    one_word_note(one_word_files, key)
                 ),
                 UpdateError::Merge(m) => format!(
                     "Error merging override {}\n  {}",

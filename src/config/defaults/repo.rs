@@ -22,6 +22,9 @@ pub struct LoadedConfig {
     pub defaults: Vec<InputDefault>,
     /// Hydra's own config (builtin/), not a file of the config directory.
     pub builtin: bool,
+    /// The file held one word instead of `key: value` lines: OmegaConf (and so this composer)
+    /// reads it as `{word: null}`; a later "Could not override" names the file with it.
+    pub scalar_word: Option<String>,
 }
 
 pub struct ConfigRepo {
@@ -195,6 +198,12 @@ impl ConfigRepo {
             column: e.column,
             reason: e.message,
         })?;
+        let scalar_word = match &body {
+            Node::Str(s) => {
+                matches!(yaml_read::parse(s), Ok(Node::Str(_) | Node::Missing)).then(|| s.clone())
+            }
+            _ => None,
+        };
         let mut body = file_body(body).map_err(|reason| ConfigError::BadFile {
             path: file.to_path_buf(),
             reason,
@@ -229,6 +238,7 @@ impl ConfigRepo {
             package_header,
             defaults,
             builtin: false,
+            scalar_word,
         })
     }
 }
