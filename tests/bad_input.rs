@@ -420,3 +420,52 @@ fn a_group_file_holding_one_value_names_the_file_and_the_fix() {
         "{err}"
     );
 }
+
+/// A checkpoint whose own config.json describes another model (#40 item 7): refused before the
+/// run starts, each differing field named with both values; one of another family likewise.
+#[test]
+fn a_checkpoint_config_that_contradicts_the_model_is_refused() {
+    let ckpt = scratch("ckpt-mismatch-files");
+    std::fs::write(
+        ckpt.join("config.json"),
+        r#"{"model_type": "qwen2", "vocab_size": 152064, "hidden_size": 3584, "intermediate_size": 18944,
+            "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+            "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "max_position_embeddings": 32768,
+            "tie_word_embeddings": false, "bos_token_id": 151643, "eos_token_id": 151643}"#,
+    )
+    .unwrap();
+    let path = format!("model.path={}", ckpt.display());
+    let err = fails(
+        "ckpt-mismatch",
+        &[
+            "stage1",
+            "model=qwen2_5_0_5b",
+            "model.weights=files",
+            &path,
+            "device=cpu",
+        ],
+    );
+    assert!(
+        err.contains("does not match the chosen model")
+            && err.contains(
+                "model.arch.hidden_size: config.json says 3584, the chosen model says 896"
+            ),
+        "{err}"
+    );
+    let err = fails(
+        "ckpt-other-family",
+        &[
+            "stage1",
+            "model=deepseek_ocr",
+            "model.weights=files",
+            &path,
+            "device=cpu",
+        ],
+    );
+    assert!(
+        err.contains("does not match the chosen model")
+            || err.contains("not a deepseek_ocr checkpoint"),
+        "{err}"
+    );
+    assert!(err.contains("hidden_size"), "{err}");
+}

@@ -50,6 +50,9 @@ pub fn run_one(
     super::data_prep::prepare(&mut resolved, &cwd, &repo)?;
     // Validate before creating anything: a typo never leaves an empty run folder behind.
     let spec = RunSpec::from_tree(&resolved)?;
+    if spec.model.weights != crate::spec::WeightsSource::Synthetic {
+        crate::model::checkpoint_config::check(&spec.model.arch, Path::new(&spec.model.path))?;
+    }
     if command == "stage2" && !spec.pipeline.nsys.enable && !spec.pipeline.ncu.enable {
         bail!("stage2 needs a profiler: add pipeline.nsys.enable=true and/or pipeline.ncu.enable=true");
     }

@@ -1,6 +1,7 @@
 //! Models as the front end knows them, without tensors: the interface a model implements
 //! (`Model`, in the worker), the generation request, model families with their typed
 //! architectures, and each family's pure half (architecture, regions, analytic FLOPs/bytes).
+pub mod checkpoint_config;
 pub mod deepseek_ocr;
 pub mod dense;
 mod family;

@@ -66,6 +66,20 @@ pub struct ProjectorConfig {
     pub n_embed: i64,
 }
 
+/// The decoder fields a checkpoint's config.json must agree on with the chosen preset (they
+/// decide tensor shapes and the vocabulary; the vision encoders' are fixed by the official code):
+/// `model::checkpoint_config` compares them.
+pub const CHECKPOINT_FIELDS: &[&str] = &[
+    "decoder.vocab_size",
+    "decoder.hidden_size",
+    "decoder.num_hidden_layers",
+    "decoder.num_attention_heads",
+    "decoder.intermediate_size",
+    "decoder.moe_intermediate_size",
+    "decoder.n_routed_experts",
+    "decoder.num_experts_per_tok",
+];
+
 /// DeepSeek-V2-style MoE decoder with plain MHA (docs/deepseek-ocr.md §1, §2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -18,6 +18,20 @@ pub struct RopeScaling {
     pub original_max_position_embeddings: i64,
 }
 
+/// The fields a checkpoint's config.json must agree on with the chosen preset (they decide the
+/// tensor shapes and the vocabulary): `model::checkpoint_config` compares them.
+pub const CHECKPOINT_FIELDS: &[&str] = &[
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "attention_bias",
+    "tie_word_embeddings",
+];
+
 /// Every dimension the dense decoder needs (HF config.json names).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
