@@ -97,7 +97,13 @@ pub fn tiny_repo() -> Vec<HubFile> {
     vec![
         HubFile {
             name: "config.json".into(),
-            bytes: br#"{"model_type": "tiny"}"#.to_vec(),
+            // The decoder of conf/model/deepseek_ocr/arch/deepseek_ocr_tiny.yaml: a run with
+            // model=deepseek_ocr_tiny checks the checkpoint's config against it.
+            bytes: br#"{"model_type": "deepseek_vl_v2", "vocab_size": 320, "hidden_size": 64,
+                "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+                "intermediate_size": 96, "moe_intermediate_size": 32, "n_routed_experts": 8,
+                "num_experts_per_tok": 2}"#
+                .to_vec(),
             lfs: false,
         },
         HubFile {

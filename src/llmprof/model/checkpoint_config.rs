@@ -30,7 +30,8 @@ pub fn check(arch: &Arch, path: &Path) -> Result<()> {
     let family = arch.family();
     let described = match family {
         Family::DeepseekOcr => {
-            super::deepseek_ocr::ArchConfig::from_hf_config_json(&file).map(Arch::DeepseekOcr)
+            super::deepseek_ocr::ArchConfig::mapped_from_hf_config_json(&file)
+                .map(Arch::DeepseekOcr)
         }
         Family::DenseDecoder => {
             super::dense::DenseArch::from_hf_config_json(&file).map(Arch::DenseDecoder)

@@ -10,6 +10,16 @@ impl ArchConfig {
     /// take the DeepseekV2Config defaults; vision dims come from `vision_config.width.*` where
     /// present, otherwise the hard-coded constants the official code uses.
     pub fn from_hf_config_json(path: &Path) -> Result<Self> {
+        let cfg = Self::mapped_from_hf_config_json(path)?;
+        cfg.validate()
+            .with_context(|| format!("config mapped from {}", path.display()))?;
+        Ok(cfg)
+    }
+
+    /// [`ArchConfig::from_hf_config_json`] before the architecture's own consistency checks
+    /// (the image token id, for one, comes from the tokenizer, not config.json): what a
+    /// checkpoint's config says, field by field, for comparing with a chosen architecture.
+    pub fn mapped_from_hf_config_json(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading HF config {}", path.display()))?;
         let v: serde_json::Value = serde_json::from_str(&text)
@@ -138,8 +148,6 @@ impl ArchConfig {
                 }
             }
         }
-        cfg.validate()
-            .with_context(|| format!("config mapped from {}", path.display()))?;
         Ok(cfg)
     }
 }
