@@ -2,56 +2,8 @@
 //! through hf-hub's `ApiRepo::info_request`), and the choice of the files a model needs.
 use super::env::HubEnv;
 use super::error::{fix_for_status, HubError};
-use hf_hub::{Repo, RepoType};
+pub use super::repo::{Listing, RemoteFile, RepoRef};
 use serde::Deserialize;
-
-/// Which repository, of which kind, at which revision (a branch, tag or commit).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RepoRef {
-    pub id: String,
-    pub dataset: bool,
-    pub revision: String,
-}
-
-impl RepoRef {
-    pub fn model(id: &str, revision: &str) -> RepoRef {
-        RepoRef {
-            id: id.to_string(),
-            dataset: false,
-            revision: revision.to_string(),
-        }
-    }
-
-    /// hf-hub's view of it (cache folder name, URL parts).
-    pub fn hf(&self) -> Repo {
-        let kind = if self.dataset {
-            RepoType::Dataset
-        } else {
-            RepoType::Model
-        };
-        Repo::with_revision(self.id.clone(), kind, self.revision.clone())
-    }
-
-    /// `org/name@revision`, as messages write it.
-    pub fn label(&self) -> String {
-        format!("{}@{}", self.id, self.revision)
-    }
-}
-
-/// One file of the listing: its size and, for LFS files, its sha256 (when the Hub gives them).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteFile {
-    pub name: String,
-    pub size: Option<u64>,
-    pub sha256: Option<String>,
-}
-
-/// The commit a revision points at, and its files.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listing {
-    pub commit: String,
-    pub files: Vec<RemoteFile>,
-}
 
 #[derive(Deserialize)]
 struct InfoJson {
@@ -153,7 +105,7 @@ fn checked_listing(repo: &RepoRef, url: &str, info: InfoJson) -> Result<Listing,
         message: format!("{url} {message}; nothing was written\n  fix: check HF_ENDPOINT: the server is not the Hub or a faithful mirror"),
     }
     };
-    if !super::snapshot::is_commit(&info.sha) {
+    if !super::repo::is_commit(&info.sha) {
         return Err(refuse(
             "(repository listing)",
             format!(
@@ -172,7 +124,7 @@ fn checked_listing(repo: &RepoRef, url: &str, info: InfoJson) -> Result<Listing,
         }
         let sha256 = s.lfs.as_ref().map(|l| l.sha256.to_ascii_lowercase());
         if let Some(h) = &sha256 {
-            if h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+            if !super::repo::is_sha256(h) {
                 return Err(refuse(
                     &s.rfilename,
                     format!(

@@ -12,6 +12,7 @@
 mod env;
 mod error;
 mod listing;
+mod repo;
 mod snapshot;
 mod transfer;
 

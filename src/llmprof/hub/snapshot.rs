@@ -2,7 +2,7 @@
 //! snapshots/<commit>/<file> -> ../../blobs/<etag>, refs/<revision>}`. A snapshot is written only
 //! after every blob it points at is complete and verified, so readers never see half of one.
 use super::error::HubError;
-use super::listing::RepoRef;
+use super::repo::{is_commit, RepoRef};
 use super::transfer::relative_blob;
 use std::path::{Path, PathBuf};
 
@@ -119,10 +119,6 @@ pub fn missing_model_files(dir: &Path) -> Vec<String> {
         }
     }
     missing
-}
-
-pub(super) fn is_commit(rev: &str) -> bool {
-    rev.len() == 40 && rev.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 #[cfg(test)]

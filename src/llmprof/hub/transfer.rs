@@ -5,7 +5,7 @@
 //! other's partial file) from where the partial file ends, hash it while writing, and rename it
 //! only when its size and sha256 match.
 use super::error::{fix_for_status, HubError};
-use super::listing::{RemoteFile, RepoRef};
+use super::repo::{is_sha256, RemoteFile, RepoRef};
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -364,10 +364,6 @@ pub(super) fn same_origin(a: &str, b: &str) -> bool {
 
 fn scheme_of(url: &str) -> Option<String> {
     url::Url::parse(url).ok().map(|u| u.scheme().to_string())
-}
-
-fn is_sha256(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
