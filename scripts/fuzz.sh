@@ -3,6 +3,7 @@
 # each fuzz target for SECONDS (default 600) one after the other, appending one summary line per
 # target to the log. `cargo test` runs the same targets for 2 s each (the smoke run).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     TARGET: overrides yaml compose interpolation nsight
+#                                               hub_listing settings prompts sweep_state
 # Env: LLMPROF_FUZZ_SEED=N replays a run; CARGO=... the cargo command (default cargo);
 #      FUZZ_LOG=path (default target/fuzz/fuzz.log).
 set -euo pipefail
@@ -14,13 +15,17 @@ fi
 secs="${1:-600}"
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(overrides yaml compose interpolation nsight)
+[ "${#targets[@]}" -gt 0 ] || targets=(overrides yaml compose interpolation nsight hub_listing settings prompts sweep_state)
 declare -A test_name=(
   [overrides]=fuzz_overrides::fuzz_override_grammar
   [yaml]=fuzz_compose::fuzz_yaml_loader
   [compose]=fuzz_compose::fuzz_composer
   [interpolation]=fuzz_interpolation::fuzz_interpolation_resolver
   [nsight]=nsight_fuzz::nsight_csv_readers_never_panic_or_hang
+  [hub_listing]=fuzz_parsers::fuzz_hub_listing
+  [settings]=fuzz_parsers::fuzz_settings_file
+  [prompts]=fuzz_parsers::fuzz_prompts_jsonl
+  [sweep_state]=fuzz_parsers::fuzz_sweep_state
 )
 mkdir -p target/fuzz
 log="${FUZZ_LOG:-$PWD/target/fuzz/fuzz.log}"
@@ -33,7 +38,7 @@ cp "$built" "$bin"
 status=0
 for t in "${targets[@]}"; do
   name="${test_name[$t]:-}"
-  [ -n "$name" ] || { echo "fuzz.sh: unknown target '$t' (overrides yaml compose interpolation nsight)" >&2; exit 2; }
+  [ -n "$name" ] || { echo "fuzz.sh: unknown target '$t' (overrides yaml compose interpolation nsight hub_listing settings prompts sweep_state)" >&2; exit 2; }
   echo "== $(date -u +%FT%TZ) $t: ${secs}s ($name)" | tee -a "$log"
   out="target/fuzz/$t.out"
   LLMPROF_FUZZ_SECS="$secs" LLMPROF_FUZZ_LOG="$log" "$bin" --exact "$name" --nocapture \

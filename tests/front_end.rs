@@ -12,6 +12,7 @@ mod fuzz_compose;
 mod fuzz_gen;
 mod fuzz_interpolation;
 mod fuzz_overrides;
+mod fuzz_parsers;
 mod fuzz_support;
 mod hub;
 mod hub_hostile;

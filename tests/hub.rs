@@ -296,3 +296,24 @@ fn a_run_with_hub_weights_hands_the_snapshot_to_the_worker() {
     );
     assert!(resolved.contains("weights: hub"), "{resolved}");
 }
+
+/// The `hub.cache_dir` setting is where downloads go (it wins over HF_HOME's cache), and an error
+/// caused by a setting names it: shown settings are used settings (#40 item 6).
+#[test]
+fn the_cache_dir_setting_is_where_the_snapshot_goes() {
+    let hub = FakeHub::start(tiny_repo());
+    let home = scratch("hub-cache-setting");
+    let cache = home.join("site-cache");
+    let out = download(
+        &hub,
+        &home,
+        &[("LLMPROF_HUB__CACHE_DIR", cache.to_str().unwrap())],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let snap = cache
+        .join("models--tiny-org--tiny-model/snapshots")
+        .join(COMMIT);
+    assert_eq!(stdout(&out).trim(), snap.display().to_string());
+    assert!(snap.join("config.json").is_file());
+    assert!(!cache_entry(&home).exists(), "nothing in HF_HOME's cache");
+}

@@ -214,7 +214,16 @@ pub(crate) fn read_subset(list: &Path, dir: &Path) -> Result<Listing> {
         if entry.is_empty() {
             continue;
         }
-        let path = dir.join(entry);
+        // A subset file may come with a dataset (untrusted, docs/security.md): its entries name
+        // images inside the dataset's folder, by relative paths.
+        let path = crate::untrusted::join(dir, entry).map_err(|e| {
+            anyhow::anyhow!(
+                "{}:{}: the entry {e}: entries are image paths relative to {}",
+                list.display(),
+                n + 1,
+                dir.display()
+            )
+        })?;
         if !is_image(&path) {
             bail!(
                 "{}:{}: '{entry}' is not an image file name (expected one of {})",

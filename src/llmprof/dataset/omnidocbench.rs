@@ -57,7 +57,18 @@ pub fn list_omnidocbench_entries(root: &Path, subset_filelist: Option<&Path>) ->
     let pages = read_page_list(&json)?;
     let mut missing = Vec::new();
     let mut out = Listing::default();
-    for path in pages.into_iter().map(|p| images.join(p)) {
+    let mut paths = Vec::with_capacity(pages.len());
+    for p in pages {
+        // Names from the dataset's own index (untrusted, docs/security.md): relative to images/.
+        paths.push(crate::untrusted::join(&images, &p).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: image_path {e}: pages are paths relative to {}\n  fix: re-download the dataset",
+                json.display(),
+                images.display()
+            )
+        })?);
+    }
+    for path in paths {
         match file_kind::regular_file(&path) {
             Ok(_) => out.images.push(path),
             Err(s) if matches!(s.kind, NotRegular::Missing | NotRegular::BrokenSymlink) => {

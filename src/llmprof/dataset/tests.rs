@@ -117,6 +117,36 @@ fn subset_of_comments_only_says_how_to_fill_it() {
     assert!(e.contains("lists no images"), "{e}");
 }
 
+/// Entries of a subset file and of OmniDocBench.json name images inside the dataset's folder by
+/// relative paths: `..` and absolute paths are refused, naming the file and the entry.
+#[test]
+fn dataset_entries_cannot_leave_the_dataset_folder() {
+    let d = temp_dir("subset-escape");
+    touch(&d, &["p1.png"]);
+    for (entry, why) in [("../outside.png", "'..'"), ("/etc/outside.png", "absolute")] {
+        let list = d.join("subset.txt");
+        std::fs::write(&list, format!("p1.png\n{entry}\n")).unwrap();
+        let e = format!("{:#}", list_images(&d, Some(&list)).unwrap_err());
+        assert!(
+            e.contains("subset.txt:2") && e.contains(why),
+            "{entry}: {e}"
+        );
+    }
+    let root = temp_dir("omnidocbench-escape");
+    std::fs::create_dir_all(root.join("images")).unwrap();
+    std::fs::write(root.join("images/a.jpg"), b"x").unwrap();
+    std::fs::write(
+        root.join("OmniDocBench.json"),
+        r#"[{"page_info": {"image_path": "a.jpg"}}, {"page_info": {"image_path": "../../secret.jpg"}}]"#,
+    )
+    .unwrap();
+    let e = format!(
+        "{:#}",
+        super::omnidocbench::list_omnidocbench(&root, None).unwrap_err()
+    );
+    assert!(e.contains("OmniDocBench.json") && e.contains("'..'"), "{e}");
+}
+
 #[test]
 fn subset_rejects_non_images() {
     let d = temp_dir("subset-kind");

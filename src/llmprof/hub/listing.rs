@@ -76,6 +76,12 @@ pub fn fetch_listing(repo: &RepoRef, env: &HubEnv) -> Result<Listing, HubError> 
         &mut body,
     )
     .map_err(|e| client.transport_error(&url, format!("reading the listing: {e}")))?;
+    parse_listing(repo, &url, &body)
+}
+
+/// The listing API's answer `body` for `repo` (from `url`), every server-supplied value that
+/// becomes a path checked ([`checked_listing`]); a body over [`MAX_LISTING_BYTES`] is refused.
+pub fn parse_listing(repo: &RepoRef, url: &str, body: &[u8]) -> Result<Listing, HubError> {
     if body.len() as u64 > MAX_LISTING_BYTES {
         return Err(HubError::BadResponse {
             repo: repo.id.clone(),
@@ -86,12 +92,12 @@ pub fn fetch_listing(repo: &RepoRef, env: &HubEnv) -> Result<Listing, HubError> 
             ),
         });
     }
-    let info: InfoJson = serde_json::from_slice(&body).map_err(|e| HubError::BadResponse {
+    let info: InfoJson = serde_json::from_slice(body).map_err(|e| HubError::BadResponse {
         repo: repo.id.clone(),
         file: "(repository listing)".into(),
         message: format!("{url} did not return the expected JSON (sha, siblings): {e}"),
     })?;
-    checked_listing(repo, &url, info)
+    checked_listing(repo, url, info)
 }
 
 /// The listing, once every server-supplied value that becomes a path is checked: the commit is

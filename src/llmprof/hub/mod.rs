@@ -18,7 +18,7 @@ mod transfer;
 
 pub use env::{HubEnv, DEFAULT_ENDPOINT};
 pub use error::HubError;
-pub use listing::{FileFilter, RepoRef, MODEL_FILES};
+pub use listing::{parse_listing, FileFilter, Listing, RepoRef, MODEL_FILES};
 pub use snapshot::{cached_snapshot, missing_model_files};
 
 use std::path::PathBuf;

@@ -15,8 +15,7 @@ pub const INCOMPLETE: &str = "incomplete";
 
 /// HTTP agents for the Hub, with the connect and read timeouts of [`super::HubEnv`]: downloads
 /// follow no redirect automatically (the metadata lives on the first answer; `head` follows one
-/// by hand), the listing follows up to five with ureq's default of dropping the token on each;
-/// the token goes only to the endpoint's origin.
+/// by hand), the listing follows up to five; the token goes only to the endpoint's origin.
 pub struct Client {
     agent: ureq::Agent,
     listing_agent: ureq::Agent,
@@ -47,7 +46,16 @@ impl Client {
         };
         Client {
             agent: agent(0),
-            listing_agent: agent(5),
+            // As hf-hub's own agent: the token follows a redirect of the listing to the same host
+            // over the same or a safer scheme (a renamed repository), nowhere else.
+            listing_agent: ureq::AgentBuilder::new()
+                .redirects(5)
+                .redirect_auth_headers(ureq::RedirectAuthHeaders::SameHost)
+                .timeout_connect(env.timeouts.connect)
+                .timeout_read(env.timeouts.read)
+                .user_agent(&format!("llmprof/{}; hf-hub/0.4", crate::VERSION))
+                .try_proxy_from_env(true)
+                .build(),
             endpoint: env.endpoint.clone(),
             token: env.token.clone(),
             timeouts: env.timeouts,

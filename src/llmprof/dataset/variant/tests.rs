@@ -245,7 +245,11 @@ fn a_variant_holds_only_files_of_its_source_under_relative_names() {
         let mut r = request(&base, "escape", 10, 0);
         r.subset_file = Some(list.clone());
         let e = format!("{:#}", make_variant(&r).unwrap_err());
-        assert!(e.contains("inside its source folder"), "{entry}: {e}");
+        // The subset reader refuses them first; make-variant checks names again before writing.
+        assert!(
+            e.contains("'..'") || e.contains("absolute path"),
+            "{entry}: {e}"
+        );
         assert!(
             !base.join("datasets/samples/escape").exists(),
             "{entry}: a variant was left"
