@@ -43,11 +43,11 @@ for t in "${targets[@]}"; do
   out="target/fuzz/$t.out"
   LLMPROF_FUZZ_SECS="$secs" LLMPROF_FUZZ_LOG="$log" "$bin" --exact "$name" --nocapture \
     --test-threads 1 >"$out" 2>&1 || true
-  grep -oE 'fuzz [a-z]+: (ok|FAILED):.*' "$out" | tail -1 || true
-  if ! grep -qE 'fuzz [a-z]+: ok:' "$out"; then
+  grep -oE 'fuzz [a-z_]+: (ok|FAILED):.*' "$out" | tail -1 || true
+  if ! grep -qE 'fuzz [a-z_]+: ok:' "$out"; then
     status=1
     echo "fuzz.sh: $t failed; the input and seed (from $out):" | tee -a "$log"
-    sed -n '/fuzz [a-z]*: FAILED/,$p' "$out" | grep -v "^thread 'fuzz-case'" | head -80 | tee -a "$log"
+    sed -n '/fuzz [a-z_]*: FAILED/,$p' "$out" | grep -v "^thread 'fuzz-case'" | head -80 | tee -a "$log" || true
   fi
 done
 rm -f "$bin"
