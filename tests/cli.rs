@@ -123,3 +123,33 @@ fn arguments_that_are_not_utf8_get_an_error_not_a_panic() {
     assert!(help.status.success(), "{}", crate::support::stderr(&help));
     assert!(crate::support::stdout(&help).contains("Usage"));
 }
+
+/// Environment values that are not UTF-8 (#40 item 8): a setting's variable and an unrelated
+/// variable never panic a command; the setting's is an error naming the variable or is ignored,
+/// the unrelated one is ignored.
+#[test]
+fn environment_values_that_are_not_utf8_never_panic() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let bad = OsStr::from_bytes(b"/tmp/\xff\xfe");
+    for var in [
+        "LLMPROF_HUB__CACHE_DIR",
+        "SOME_OTHER_VARIABLE",
+        "HF_TOKEN",
+        "LLMPROF_WORKER",
+    ] {
+        let out = std::process::Command::new(crate::support::llmprof())
+            .arg("settings")
+            .env(var, bad)
+            .output()
+            .expect("llmprof runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("panicked") && out.status.code() != Some(101),
+            "{var}: {err}"
+        );
+        if !out.status.success() {
+            assert!(err.contains(var) || err.contains("UTF-8"), "{var}: {err}");
+        }
+    }
+}
