@@ -115,8 +115,8 @@ impl RunDir {
 
 pub fn read_status(dir: &Path) -> Result<Status> {
     let p = dir.join(STATUS_FILE);
-    let text =
-        crate::untrusted::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+    let text = crate::dataset::file_kind::read_to_string(&p)
+        .with_context(|| format!("reading {}", p.display()))?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))
 }
 

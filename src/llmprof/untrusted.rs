@@ -2,7 +2,8 @@
 //! lists, commits it resolves to, entries of a dataset's subset file or index, names a user passes
 //! for a dataset. One check for all of them: a name is a relative path of ordinary components (no
 //! root, no `..` or `.`, no backslash or NUL), or a single such component where one is meant; a
-//! path found on disk stays inside its root once symlinks are resolved.
+//! path found on disk stays inside its root once symlinks are resolved. (Reading only regular
+//! files is `dataset::file_kind`'s rule.)
 use std::path::{Component, Path, PathBuf};
 
 /// Why a name was refused as a path.
@@ -79,54 +80,6 @@ pub fn inside(root: &Path, path: &Path) -> Result<Option<PathBuf>, UnsafeName> {
     }
 }
 
-/// `std::fs::read_to_string` for a file llmprof does not control: only a regular file (symlinks
-/// followed) is opened, so a FIFO, socket or device where a file is expected is an error
-/// (`InvalidInput`, naming what it is) instead of a read that never ends.
-pub fn read_to_string(path: impl AsRef<Path>) -> std::io::Result<String> {
-    let path = path.as_ref();
-    let mut s = String::new();
-    std::io::Read::read_to_string(&mut open_regular(path)?, &mut s)?;
-    Ok(s)
-}
-
-/// `std::fs::File::open` of a regular file only (see [`read_to_string`]).
-pub fn open_regular(path: impl AsRef<Path>) -> std::io::Result<std::fs::File> {
-    let path = path.as_ref();
-    let md = std::fs::metadata(path)?;
-    if !md.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!(
-                "{} is not a regular file ({})",
-                path.display(),
-                kind_name(&md.file_type())
-            ),
-        ));
-    }
-    std::fs::File::open(path)
-}
-
-fn kind_name(t: &std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if t.is_fifo() {
-            return "a named pipe";
-        }
-        if t.is_socket() {
-            return "a socket";
-        }
-        if t.is_block_device() || t.is_char_device() {
-            return "a device";
-        }
-    }
-    if t.is_dir() {
-        "a folder"
-    } else {
-        "not a file"
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,22 +119,6 @@ mod tests {
         let e = single_component("a/b").unwrap_err().to_string();
         assert!(e.contains("more than one component"), "{e}");
         assert!(single_component("..").is_err());
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_named_pipe_is_refused_without_blocking() {
-        let dir = std::env::temp_dir().join(format!("llmprof-fifo-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let fifo = dir.join("metrics.json");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let e = read_to_string(&fifo).unwrap_err();
-        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
-        assert!(e.to_string().contains("a named pipe"), "{e}");
-        std::fs::write(dir.join("ok.json"), "{}").unwrap();
-        assert_eq!(read_to_string(dir.join("ok.json")).unwrap(), "{}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[cfg(unix)]

@@ -53,9 +53,10 @@ fn run(versions: &RuntimeVersions) -> Result<()> {
             if llmprof::logging::run_wants_log_file(&dir) {
                 llmprof::logging::log_to_file(&dir.join(llmprof::run_dir::LOG_FILE))?;
             }
-            let text =
-                llmprof::untrusted::read_to_string(dir.join(llmprof::run_dir::RESOLVED_CONFIG))
-                    .with_context(|| format!("reading the resolved config in {}", dir.display()))?;
+            let text = llmprof::dataset::file_kind::read_to_string(
+                dir.join(llmprof::run_dir::RESOLVED_CONFIG),
+            )
+            .with_context(|| format!("reading the resolved config in {}", dir.display()))?;
             let tree = llmprof::config::yaml::parse(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
             let spec = llmprof::spec::RunSpec::from_tree(&tree)?;
             tracing::info!(cuda = tch::Cuda::is_available(), device = %spec.device, "worker started");
@@ -129,7 +130,7 @@ fn run_debug(args: &[String]) -> Result<()> {
                 _ => StepPath::Graph { kv_bucket },
             };
             let optim = optim_of(&optim);
-            let text = llmprof::untrusted::read_to_string(&ids)
+            let text = llmprof::dataset::file_kind::read_to_string(&ids)
                 .with_context(|| format!("reading {}", ids.display()))?;
             let ids: Vec<i64> = serde_json::from_str(&text)
                 .with_context(|| format!("{} must be a JSON list of token ids", ids.display()))?;

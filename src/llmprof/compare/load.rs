@@ -117,7 +117,7 @@ pub fn load_run(dir: &Path) -> Result<Run, BadInput> {
 
 fn read_status(dir: &Path) -> Result<Status, BadInput> {
     let p = dir.join(STATUS_FILE);
-    let text = crate::untrusted::read_to_string(&p).map_err(|e| {
+    let text = crate::dataset::file_kind::read_to_string(&p).map_err(|e| {
         BadInput::new(
             &p,
             format!("cannot read: {e}"),
@@ -135,7 +135,7 @@ fn read_status(dir: &Path) -> Result<Status, BadInput> {
 
 fn read_metrics(dir: &Path) -> Result<RunReport, BadInput> {
     let p = dir.join(METRICS_JSON);
-    let text = crate::untrusted::read_to_string(&p).map_err(|e| {
+    let text = crate::dataset::file_kind::read_to_string(&p).map_err(|e| {
         BadInput::new(
             &p,
             format!("cannot read: {e}"),
@@ -178,7 +178,7 @@ fn read_kernels(dir: &Path) -> Result<Option<Vec<KernelRow>>, BadInput> {
     if !p.exists() {
         return Ok(None);
     }
-    let text = crate::untrusted::read_to_string(&p).map_err(|e| {
+    let text = crate::dataset::file_kind::read_to_string(&p).map_err(|e| {
         BadInput::new(
             &p,
             format!("cannot read: {e}"),
@@ -199,7 +199,7 @@ fn read_overrides(dir: &Path) -> Result<Vec<String>, BadInput> {
     if !p.exists() {
         return Ok(Vec::new());
     }
-    let text = crate::untrusted::read_to_string(&p)
+    let text = crate::dataset::file_kind::read_to_string(&p)
         .map_err(|e| BadInput::new(&p, format!("cannot read: {e}"), "check its permissions"))?;
     let list: Option<Vec<String>> = serde_yaml::from_str(&text).map_err(|e| {
         BadInput::new(

@@ -91,6 +91,28 @@ pub fn regular_file(path: &Path) -> Result<std::fs::Metadata, Skipped> {
     }
 }
 
+/// `std::fs::File::open` of a regular file only (symlinks followed): a FIFO, socket, device or
+/// folder where a file is expected is an `InvalidInput` error naming what it is, instead of an
+/// open or read that never ends. For files llmprof does not control (docs/security.md).
+pub fn open_regular(path: impl AsRef<Path>) -> std::io::Result<std::fs::File> {
+    let path = path.as_ref();
+    match regular_file(path) {
+        Ok(_) => std::fs::File::open(path),
+        Err(s) if s.kind == NotRegular::Missing => std::fs::File::open(path),
+        Err(s) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{s}, not a regular file"),
+        )),
+    }
+}
+
+/// `std::fs::read_to_string` through [`open_regular`].
+pub fn read_to_string(path: impl AsRef<Path>) -> std::io::Result<String> {
+    let mut s = String::new();
+    std::io::Read::read_to_string(&mut open_regular(path)?, &mut s)?;
+    Ok(s)
+}
+
 /// The kind of a non-regular file type (after following symlinks).
 pub fn kind_of(t: &std::fs::FileType) -> NotRegular {
     #[cfg(unix)]
@@ -143,6 +165,23 @@ pub fn skipped_note(skipped: &[Skipped]) -> Option<String> {
 mod tests {
     use super::super::test_util::{mkfifo, temp_dir};
     use super::*;
+
+    #[test]
+    fn open_regular_refuses_a_fifo_without_blocking_and_reads_files() {
+        let d = temp_dir("open-regular");
+        mkfifo(&d.join("metrics.json"));
+        let e = read_to_string(d.join("metrics.json")).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(
+            e.to_string()
+                .contains("is a FIFO (named pipe), not a regular file"),
+            "{e}"
+        );
+        std::fs::write(d.join("ok.json"), "{}").unwrap();
+        assert_eq!(read_to_string(d.join("ok.json")).unwrap(), "{}");
+        let missing = read_to_string(d.join("missing.json")).unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
+    }
 
     #[test]
     fn kinds_are_told_apart() {

@@ -40,7 +40,7 @@ pub struct SamplePage {
 /// Reads `<dir>/metadata.yaml`.
 pub fn read_sample_metadata(dir: &Path) -> Result<Vec<SamplePage>> {
     let path = dir.join(SAMPLES_METADATA);
-    let text = crate::untrusted::read_to_string(&path)
+    let text = crate::dataset::file_kind::read_to_string(&path)
         .with_context(|| format!("reading {}", path.display()))?;
     let meta: SamplesMetadata =
         serde_yaml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;

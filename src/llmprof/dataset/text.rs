@@ -76,7 +76,7 @@ pub fn prompts(spec: &DatasetSpec, base_dir: &Path) -> Result<Vec<InputItem>> {
         .as_deref()
         .context("dataset=prompts needs dataset.file: a JSONL file under dataset.root")?;
     let path = base_dir.join(&spec.root).join(file);
-    let text = crate::untrusted::read_to_string(&path).with_context(|| {
+    let text = crate::dataset::file_kind::read_to_string(&path).with_context(|| {
         format!(
             "reading the prompts file {} (dataset.root + dataset.file)",
             path.display()

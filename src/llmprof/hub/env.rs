@@ -118,10 +118,7 @@ impl HubEnv {
         let token = var("HF_TOKEN")
             .or_else(|| var("HUGGING_FACE_HUB_TOKEN"))
             // Only a regular file: a FIFO at the token path would block every Hub command.
-            .or_else(|| {
-                crate::dataset::file_kind::regular_file(&token_path).ok()?;
-                std::fs::read_to_string(&token_path).ok()
-            })
+            .or_else(|| crate::dataset::file_kind::read_to_string(&token_path).ok())
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty());
         let offline = ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"]

@@ -17,9 +17,10 @@ pub fn cached_commit(cache: &Path, repo: &RepoRef) -> Option<String> {
     if is_commit(&repo.revision) {
         return Some(repo.revision.clone());
     }
-    let text =
-        crate::untrusted::read_to_string(repo_dir(cache, repo).join("refs").join(&repo.revision))
-            .ok()?;
+    let text = crate::dataset::file_kind::read_to_string(
+        repo_dir(cache, repo).join("refs").join(&repo.revision),
+    )
+    .ok()?;
     Some(text.trim().to_string()).filter(|c| !c.is_empty())
 }
 
@@ -85,7 +86,7 @@ pub fn missing_model_files(dir: &Path) -> Vec<String> {
     }
     let index = dir.join("model.safetensors.index.json");
     if index.is_file() {
-        let shards = crate::untrusted::read_to_string(&index)
+        let shards = crate::dataset::file_kind::read_to_string(&index)
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
             .and_then(|v| {

@@ -35,9 +35,10 @@ struct FileHead {
 
 impl Client {
     pub fn new(env: &super::HubEnv) -> Client {
-        let agent = |redirects| {
+        let agent = |redirects, auth| {
             ureq::AgentBuilder::new()
                 .redirects(redirects)
+                .redirect_auth_headers(auth)
                 .timeout_connect(env.timeouts.connect)
                 .timeout_read(env.timeouts.read)
                 .user_agent(&format!("llmprof/{}; hf-hub/0.4", crate::VERSION))
@@ -45,32 +46,19 @@ impl Client {
                 .build()
         };
         Client {
-            agent: agent(0),
+            agent: agent(0, ureq::RedirectAuthHeaders::Never),
             // As hf-hub's own agent: the token follows a redirect of the listing to the same host
             // over the same or a safer scheme (a renamed repository), nowhere else.
-            listing_agent: ureq::AgentBuilder::new()
-                .redirects(5)
-                .redirect_auth_headers(ureq::RedirectAuthHeaders::SameHost)
-                .timeout_connect(env.timeouts.connect)
-                .timeout_read(env.timeouts.read)
-                .user_agent(&format!("llmprof/{}; hf-hub/0.4", crate::VERSION))
-                .try_proxy_from_env(true)
-                .build(),
+            listing_agent: agent(5, ureq::RedirectAuthHeaders::SameHost),
             endpoint: env.endpoint.clone(),
             token: env.token.clone(),
             timeouts: env.timeouts,
         }
     }
 
-    /// A GET of the listing API at `url` (redirects followed, the token dropped on each).
+    /// A GET of the listing API at `url` (up to five redirects followed, see [`Client::new`]).
     pub(super) fn get_listing(&self, url: &str) -> ureq::Request {
-        let req = self.listing_agent.get(url);
-        match &self.token {
-            Some(t) if same_origin(url, &self.endpoint) => {
-                req.set("Authorization", &format!("Bearer {t}"))
-            }
-            _ => req,
-        }
+        self.with_token(self.listing_agent.get(url), url)
     }
 
     /// The transport error of `url`, naming the timeouts when the wait ran out.
@@ -99,7 +87,11 @@ impl Client {
     /// port compared, never text prefixes: `https://huggingface.co.evil.net` and
     /// `https://huggingface.co@evil.net` are other origins), so a redirect elsewhere gets none.
     pub(super) fn get(&self, url: &str) -> ureq::Request {
-        let req = self.agent.get(url);
+        self.with_token(self.agent.get(url), url)
+    }
+
+    /// `req` to `url` with the token when `url` has the endpoint's origin.
+    fn with_token(&self, req: ureq::Request, url: &str) -> ureq::Request {
         match &self.token {
             Some(t) if same_origin(url, &self.endpoint) => {
                 req.set("Authorization", &format!("Bearer {t}"))

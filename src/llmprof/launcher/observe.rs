@@ -80,7 +80,8 @@ pub fn settle_interrupted(seen: &Observed, reason: &str) {
 /// "NAME (GPU i)" from a run's env.json (`gpu.name`, `gpu_index` or `gpu.index`), if it ran on one.
 pub fn gpu_of(run_dir: &Path) -> Option<String> {
     let text =
-        crate::untrusted::read_to_string(run_dir.join(crate::report::artifacts::ENV_JSON)).ok()?;
+        crate::dataset::file_kind::read_to_string(run_dir.join(crate::report::artifacts::ENV_JSON))
+            .ok()?;
     let env: serde_json::Value = serde_json::from_str(&text).ok()?;
     let name = env.pointer("/gpu/name")?.as_str()?;
     let index = env
@@ -95,7 +96,7 @@ pub fn gpu_of(run_dir: &Path) -> Option<String> {
 
 /// The last lines of a log that say what went wrong (for a job that could not write its status).
 pub fn log_tail(path: &Path) -> Option<String> {
-    let text = crate::untrusted::read_to_string(path).ok()?;
+    let text = crate::dataset::file_kind::read_to_string(path).ok()?;
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let pick = lines
         .iter()

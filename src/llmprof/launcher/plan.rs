@@ -55,7 +55,7 @@ impl SweepPlan {
     /// The plan of the sweep in `sweep_dir` (a job on a node that cannot read it is told why).
     pub fn read(sweep_dir: &Path) -> Result<Self> {
         let path = sweep_dir.join(PLAN_DIR).join(PLAN_FILE);
-        let text = crate::untrusted::read_to_string(&path).with_context(|| {
+        let text = crate::dataset::file_kind::read_to_string(&path).with_context(|| {
             format!(
                 "reading the sweep plan {} on host {}\n  fix: the sweep directory must be on a filesystem this machine shares with the one that started the sweep (or --resume was given a folder that is not a sweep directory)",
                 path.display(),
@@ -117,7 +117,7 @@ pub fn write_pointer(sweep_dir: &Path, num: usize, run_dir: &Path) -> Result<()>
 }
 
 pub fn read_pointer(sweep_dir: &Path, num: usize) -> Option<JobPointer> {
-    let text = crate::untrusted::read_to_string(pointer_path(sweep_dir, num)).ok()?;
+    let text = crate::dataset::file_kind::read_to_string(pointer_path(sweep_dir, num)).ok()?;
     serde_json::from_str(&text).ok()
 }
 

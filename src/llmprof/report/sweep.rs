@@ -217,7 +217,7 @@ pub fn table(jobs: &[SweepJob]) -> SweepTable {
 
 fn read_metrics(dir: &Path) -> Result<Value, String> {
     let p = dir.join(METRICS_JSON);
-    let text = crate::untrusted::read_to_string(&p)
+    let text = crate::dataset::file_kind::read_to_string(&p)
         .map_err(|e| format!("no numbers: {}: {e}", p.display()))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?;
     match v.get("schema").and_then(Value::as_str) {
@@ -315,14 +315,15 @@ pub fn jobs_on_disk(root: &Path) -> std::io::Result<Vec<SweepJob>> {
         .enumerate()
         .map(|(i, dir)| {
             let status = read_status(&dir).ok();
-            let overrides = crate::untrusted::read_to_string(dir.join(".hydra/overrides.yaml"))
-                .ok()
-                .and_then(|t| {
-                    serde_yaml::from_str::<Option<Vec<String>>>(&t)
-                        .ok()
-                        .flatten()
-                })
-                .unwrap_or_default();
+            let overrides =
+                crate::dataset::file_kind::read_to_string(dir.join(".hydra/overrides.yaml"))
+                    .ok()
+                    .and_then(|t| {
+                        serde_yaml::from_str::<Option<Vec<String>>>(&t)
+                            .ok()
+                            .flatten()
+                    })
+                    .unwrap_or_default();
             let num = dir
                 .file_name()
                 .and_then(|n| n.to_string_lossy().parse().ok())

@@ -65,19 +65,14 @@ impl Settings {
         // A settings file that is there but not a regular file (a named pipe would block every
         // command on its read) is an error naming it.
         for file in origins.user_file.iter().chain([&origins.project_file]) {
-            if let Ok(md) = std::fs::metadata(file) {
-                if !md.is_file() {
+            use crate::dataset::file_kind::{regular_file, NotRegular};
+            match regular_file(file) {
+                Err(s) if s.kind != NotRegular::Missing => {
                     return Err(SettingsError {
-                        message: format!(
-                            "{}: {}",
-                            file.display(),
-                            crate::untrusted::open_regular(file).err().map_or_else(
-                                || "not a regular file".to_string(),
-                                |e| e.to_string()
-                            )
-                        ),
-                    });
+                        message: format!("{s}, not a regular file"),
+                    })
                 }
+                _ => {}
             }
         }
         figment(origins)

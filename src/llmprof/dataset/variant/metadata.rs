@@ -71,7 +71,7 @@ pub struct Selection {
 impl VariantMetadata {
     pub fn read(dir: &Path) -> Result<VariantMetadata> {
         let path = dir.join(VARIANT_METADATA);
-        let text = crate::untrusted::read_to_string(&path)
+        let text = crate::dataset::file_kind::read_to_string(&path)
             .with_context(|| format!("reading the variant metadata {}", path.display()))?;
         serde_yaml::from_str(&text).with_context(|| {
             format!(

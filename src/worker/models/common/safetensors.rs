@@ -35,7 +35,7 @@ pub fn kind_of_safetensors_dtype(dtype: &str) -> Option<Kind> {
 
 /// Reads the JSON header of one safetensors file.
 pub fn read_header(file: &Path) -> Result<Vec<(String, FileEntry)>> {
-    let mut f = llmprof::untrusted::open_regular(file)
+    let mut f = llmprof::dataset::file_kind::open_regular(file)
         .with_context(|| format!("opening {}", file.display()))?;
     let file_len = f
         .metadata()
@@ -122,7 +122,7 @@ pub fn checkpoint_files(path: &Path) -> Result<Vec<PathBuf>> {
     );
     let index = path.join("model.safetensors.index.json");
     let mut files: Vec<PathBuf> = if index.is_file() {
-        let text = llmprof::untrusted::read_to_string(&index)
+        let text = llmprof::dataset::file_kind::read_to_string(&index)
             .with_context(|| format!("reading {}", index.display()))?;
         let v: serde_json::Value =
             serde_json::from_str(&text).with_context(|| format!("parsing {}", index.display()))?;

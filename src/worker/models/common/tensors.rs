@@ -89,7 +89,7 @@ pub fn read_checked(
     for t in wanted {
         let e = &entries[&t.name];
         if open.as_ref().map(|(p, _)| p != &e.file).unwrap_or(true) {
-            let f = llmprof::untrusted::open_regular(&e.file)
+            let f = llmprof::dataset::file_kind::open_regular(&e.file)
                 .with_context(|| format!("opening {}", e.file.display()))?;
             open = Some((e.file.clone(), f));
         }
