@@ -110,7 +110,10 @@ def read_run(batch: int, run_dir: Path) -> LlmprofRun:
         peak_bandwidth_gbs=get(doc, "peaks.peak_bandwidth_gbs", src, required=False),
         prefill_gflop=get(doc, "flops.prefill_gflop", src, required=False),
         step_bytes=get(doc, "flops.decode_step_bytes_mean", src, required=False),
-        switches=get(doc, "optim.switches", src),
+        # runtime.optim and the family's model.optim (absent from runs recorded before it).
+        switches={**get(doc, "optim.switches", src),
+                  **{f"model.{k}": v for k, v in
+                     (get(doc, "optim.model_switches", src, required=False) or {}).items()}},
         tpot_ms=get(doc, "serving.tpot_ms.p50_ms", src, required=False),
         vision_gflop=get(doc, "flops.vision_gflop", src, required=False),
         e2e_ms=get(doc, "serving.e2e_ms.p50_ms", src, required=False),
@@ -415,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{', '.join(f'{b}: {n}' for b, n in env['llmprof_max_new_tokens'].items())}), "
         f"dtype {a.dtype}, arch {a.arch}",
         f"- HF reference: {hf_line}",
-        f"- llmprof runtime.optim switches: {switches}",
+        f"- llmprof switches (runtime.optim; model.optim as model.*): {switches}",
         "- ratio: how many times better llmprof is (HF/llmprof for times and memory, llmprof/HF for tok/s)",
         "- decode floor = analytic bytes per step ÷ peak DRAM bandwidth from metrics.json peaks; "
         "prefill floor = analytic FLOPs ÷ peak tensor TFLOP/s; the HF prefill is the text decoder only, "

@@ -19,10 +19,10 @@
 #   DENSE_PRESETS="qwen2_5_0_5b qwen2_5_7b llama3_1_8b"  dense decoder presets checked the same
 #               way (scripts/dense_hf.py builds HF's Qwen2/Llama with seeded weights); "" skips them
 #   DENSE_LAYERS=4  layers of each dense model (real dimensions otherwise; empty: all layers)
-#   OPTIMS="eager fast"  llmprof's implementations checked: `eager` (SDPA and the static KV cache,
-#               every other switch off)
-#               and `fast` (every runtime.optim switch on, CUDA-graph decode steps over KV_BUCKET
-#               slots a window: what a run uses); each gets its own rows ("decoder fast fp32", ...)
+#   OPTIMS="eager fast"  llmprof's implementations checked: `eager` (runtime=eager's presets, every
+#               switch off) and `fast` (runtime=fast's presets, CUDA-graph decode steps over
+#               KV_BUCKET slots a window: what a run uses; docs/fast-path.md); each gets its own
+#               rows ("decoder fast fp32", ...)
 #   KV_BUCKET=16  KV slots per captured decode window of the fast rows (SEQ + GREEDY tokens must
 #               span several windows for the check to cover moving between them)
 #   REPORT_DIR  if set, table.md, timings.txt, results.jsonl and logs/ are copied there at the end

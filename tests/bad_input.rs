@@ -237,10 +237,10 @@ fn cuda_graph_without_its_prerequisites_names_the_fix() {
     );
     let err = fails(
         "graph-expert-loop",
-        &["stage1", "runtime.optim.grouped_moe=false"],
+        &["stage1", "model.optim.grouped_moe=false"],
     );
     assert!(
-        err.contains("needs runtime.optim.grouped_moe=true") && err.contains("fix:"),
+        err.contains("needs model.optim.grouped_moe=true") && err.contains("fix:"),
         "{err}"
     );
     let err = fails(
@@ -255,14 +255,14 @@ fn kernel_switches_without_their_prerequisites_name_the_fix() {
     // (run name, overrides, the switch left on, the switch it needs): one refusal at a time, the
     // switches the default turns on after the one tested turned off.
     let sam_off = [
-        "runtime.optim.sam_cuda_kernels=false",
-        "runtime.optim.sam_rel_pos_gemm=false",
-        "runtime.optim.sam_proj_in_windows=false",
+        "model.optim.sam_cuda_kernels=false",
+        "model.optim.sam_rel_pos_gemm=false",
+        "model.optim.sam_proj_in_windows=false",
     ];
     let cases: [(&str, Vec<&str>, &str, &str); 12] = [
         (
             "sam-kernels-materialised-bias",
-            vec!["runtime.optim.sam_fused_rel_pos=false"],
+            vec!["model.optim.sam_fused_rel_pos=false"],
             "sam_cuda_kernels",
             "sam_fused_rel_pos",
         ),
@@ -288,7 +288,7 @@ fn kernel_switches_without_their_prerequisites_name_the_fix() {
             "window-fmha-kernel-without-kernels",
             [
                 &sam_off[..],
-                &["runtime.optim.sam_global_attention_kernel=false"],
+                &["model.optim.sam_global_attention_kernel=false"],
             ]
             .concat(),
             "sam_window_fmha_kernel",
@@ -297,22 +297,22 @@ fn kernel_switches_without_their_prerequisites_name_the_fix() {
         (
             "window-kernel-without-windowed-projection",
             vec![
-                "runtime.optim.sam_window_attention_kernel=true",
-                "runtime.optim.sam_proj_in_windows=false",
+                "model.optim.sam_window_attention_kernel=true",
+                "model.optim.sam_proj_in_windows=false",
             ],
             "sam_window_attention_kernel",
             "sam_proj_in_windows",
         ),
         (
             "graph-uploads-of-fp32-views",
-            vec!["runtime.optim.vision_uint8_upload=false"],
+            vec!["model.optim.vision_uint8_upload=false"],
             "vision_graph_uploads",
             "vision_uint8_upload",
         ),
         (
             "routing-kernel-expert-loop",
             vec![
-                "runtime.optim.grouped_moe=false",
+                "model.optim.grouped_moe=false",
                 "runtime.optim.cuda_graph=false",
             ],
             "moe_routing_kernel",
@@ -341,15 +341,32 @@ fn kernel_switches_without_their_prerequisites_name_the_fix() {
         ),
         (
             "combine-kernel-libtorch-routing",
-            vec!["runtime.optim.moe_routing_kernel=false"],
+            vec!["model.optim.moe_routing_kernel=false"],
             "moe_combine_kernel",
             "moe_routing_kernel",
         ),
     ];
     for (name, overrides, switch, needs) in cases {
         let err = fails(name, &[&["stage1"][..], &overrides].concat());
-        let what = format!("runtime.optim.{switch}=true needs runtime.optim.{needs}=true");
-        let fix = format!("fix: set runtime.optim.{needs}=true, or runtime.optim.{switch}=false");
+        // The engine's switches are runtime.optim, the family's own model.optim.
+        let engine = [
+            "rope_kv_kernel",
+            "fused_projections",
+            "swiglu_kernel",
+            "add_rms_norm_kernel",
+            "fused_rms_norm",
+        ];
+        let key = |k: &str| {
+            let owner = if engine.contains(&k) {
+                "runtime"
+            } else {
+                "model"
+            };
+            format!("{owner}.optim.{k}")
+        };
+        let (switch, needs) = (key(switch), key(needs));
+        let what = format!("{switch}=true needs {needs}=true");
+        let fix = format!("fix: set {needs}=true, or {switch}=false");
         assert!(err.contains(&what) && err.contains(&fix), "{name}: {err}");
     }
 }
@@ -372,21 +389,25 @@ fn runtime_eager_turns_every_switch_off() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let tree: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    let optim = &tree["runtime"]["optim"];
-    for key in [
-        "cuda_graph",
-        "fused_projections",
-        "grouped_moe",
-        "sdpa",
-        "static_kv_cache",
-        "fused_rms_norm",
-        "sync_free_decode",
-        "batched_vision",
-        "vision_cuda_graph",
+    for (owner, key) in [
+        ("runtime", "cuda_graph"),
+        ("runtime", "fused_projections"),
+        ("model", "grouped_moe"),
+        ("runtime", "sdpa"),
+        ("runtime", "static_kv_cache"),
+        ("runtime", "fused_rms_norm"),
+        ("runtime", "sync_free_decode"),
+        ("model", "batched_vision"),
+        ("model", "vision_cuda_graph"),
     ] {
-        assert_eq!(optim[key], serde_yaml::Value::Bool(false), "{key}: {text}");
+        let value = &tree[owner]["optim"][key];
+        assert_eq!(
+            value,
+            &serde_yaml::Value::Bool(false),
+            "{owner}.optim.{key}: {text}"
+        );
     }
-    // The rest of the runtime group still comes from default.yaml.
+    // The rest of the runtime group still comes from fast.yaml.
     assert_eq!(
         tree["runtime"]["repeats"],
         serde_yaml::Value::from(3),

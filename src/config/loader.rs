@@ -367,13 +367,17 @@ pub fn suggest_key(cfg: &Node, key: &str) -> Option<String> {
         match node.child(seg) {
             Some(n) => node = n,
             None => {
-                let m = node.as_map()?;
-                let best = m
-                    .keys()
-                    .map(|k| (strsim::jaro_winkler(seg, k), k))
-                    .filter(|(s, _)| *s > 0.8)
-                    .max_by(|a, b| a.0.total_cmp(&b.0))?
-                    .1;
+                let close = node.as_map().and_then(|m| {
+                    m.keys()
+                        .map(|k| (strsim::jaro_winkler(seg, k), k))
+                        .filter(|(s, _)| *s > 0.8)
+                        .max_by(|a, b| a.0.total_cmp(&b.0))
+                });
+                let Some((_, best)) = close else {
+                    // No close sibling: the key may live elsewhere under the same name (a
+                    // switch that moved to another package).
+                    return moved_key(cfg, &segs);
+                };
                 let mut out: Vec<String> = segs[..i].iter().map(|s| s.to_string()).collect();
                 out.push(best.clone());
                 out.extend(segs[i + 1..].iter().map(|s| s.to_string()));
@@ -382,4 +386,26 @@ pub fn suggest_key(cfg: &Node, key: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// The one other path of `cfg` whose last segment is `segs`' last (none when there are several).
+fn moved_key(cfg: &Node, segs: &[&str]) -> Option<String> {
+    fn walk(node: &Node, prefix: &mut Vec<String>, leaf: &str, found: &mut Vec<String>) {
+        let Some(m) = node.as_map() else { return };
+        for (k, child) in m {
+            prefix.push(k.clone());
+            if k == leaf {
+                found.push(prefix.join("."));
+            }
+            walk(child, prefix, leaf, found);
+            prefix.pop();
+        }
+    }
+    let leaf = segs.last()?;
+    let mut found = Vec::new();
+    walk(cfg, &mut Vec::new(), leaf, &mut found);
+    match found.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
 }

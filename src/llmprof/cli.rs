@@ -219,10 +219,10 @@ pub enum DebugCommand {
         greedy: usize,
         #[arg(long)]
         out: PathBuf,
-        /// `eager` (libtorch's SDPA and the static KV cache, every other runtime.optim switch off,
-        /// op-by-op decode steps) or `fast` (every runtime.optim switch on, fixed-shape decode
-        /// steps captured as CUDA graphs on a GPU): what the parity checks against HF
-        /// transformers compare.
+        /// The presets of `runtime=eager` (every switch off, op-by-op decode steps) or
+        /// `runtime=fast` (the defaults, fixed-shape decode steps captured as CUDA graphs on a
+        /// GPU), engine and model switches alike (docs/fast-path.md): what the parity checks
+        /// against HF transformers compare.
         #[arg(long, value_parser = ["eager", "fast"], default_value = "eager")]
         optim: String,
         /// With `--optim fast`: KV slots per captured decode window (small values make the
@@ -230,8 +230,8 @@ pub enum DebugCommand {
         #[arg(long, default_value_t = 64)]
         kv_bucket: i64,
     },
-    /// Fast path against eager on seeded synthetic weights: each runtime.optim switch alone and
-    /// all together with CUDA graphs; fp32 greedy tokens must match fp32 eager, and a bf16
+    /// Fast path against eager on seeded synthetic weights: each switch (runtime.optim and the
+    /// family's model.optim) alone on the eager presets and the fast presets with CUDA graphs; fp32 greedy tokens must match fp32 eager, and a bf16
     /// variant may not be less accurate than eager bf16. DeepSeek-OCR also checks its vision
     /// switches (SAM attention, batched vision) on synthetic pages: fp32 embeddings within 1e-5
     /// relative of eager. Exits non-zero on a failure; --json writes {"decoder", "vision"}.
@@ -271,8 +271,8 @@ pub enum DebugCommand {
         image: Option<PathBuf>,
         #[arg(long, value_parser = ["fp32", "bf16"], default_value = "fp32")]
         dtype: String,
-        /// The vision switches: `fast` (runtime defaults: fused SAM attention, fused
-        /// projections, SDPA) or `eager` (reference formulations).
+        /// The presets of `runtime=fast` (the defaults: fused SAM attention, llmprof's kernels,
+        /// fused projections, SDPA) or `runtime=eager` (reference formulations).
         #[arg(long, value_parser = ["fast", "eager"], default_value = "fast")]
         optim: String,
         #[arg(long)]
@@ -289,7 +289,7 @@ pub enum DebugCommand {
         /// Compute dtype (the pixels are converted; features are written as f32).
         #[arg(long, value_parser = ["fp32", "bf16"], default_value = "fp32")]
         dtype: String,
-        /// `eager` (the reference formulation) or `fast` (every runtime.optim switch of SAM on:
+        /// The presets of `runtime=eager` (the reference formulation) or `runtime=fast` (SAM's
         /// fused relative-position attention, llmprof's CUDA and Hopper kernels where they run).
         #[arg(long, value_parser = ["eager", "fast"], default_value = "eager")]
         optim: String,

@@ -13,6 +13,7 @@ pub mod logging;
 pub mod measure;
 pub mod model;
 pub mod nsight;
+pub mod optim;
 pub mod region;
 pub mod report;
 pub mod roofline;

@@ -91,7 +91,6 @@ fn run_debug(args: &[String]) -> Result<()> {
     use clap::Parser;
     use llmprof::cli::DebugCommand;
     use llmprof_worker::models::common::graph_decode::StepPath;
-    use llmprof_worker::models::common::optim::ModelOptim;
     #[derive(Parser)]
     #[command(name = "llmprof debug")]
     struct DebugArgs {
@@ -108,11 +107,8 @@ fn run_debug(args: &[String]) -> Result<()> {
             llmprof::dtype::Dtype::from_name(d).unwrap_or(llmprof::dtype::Dtype::F32),
         )
     };
-    // `--optim`: clap restricts it to eager and fast.
-    let optim_of = |name: &str| match name {
-        "eager" => ModelOptim::default(),
-        _ => ModelOptim::FAST,
-    };
+    // `--optim`: clap restricts it to eager and fast, the presets of conf/ (runtime=eager|fast).
+    use llmprof_worker::models::{deepseek_ocr, dense};
     // fp32 checks compare true fp32 arithmetic: no TF32 in matmuls or convolutions.
     llmprof_worker::ffi::set_allow_tf32(false, false).context("turning TF32 off")?;
     match parsed.what {
@@ -129,7 +125,6 @@ fn run_debug(args: &[String]) -> Result<()> {
                 "eager" => StepPath::Eager,
                 _ => StepPath::Graph { kv_bucket },
             };
-            let optim = optim_of(&optim);
             let text = llmprof::dataset::file_kind::read_to_string(&ids)
                 .with_context(|| format!("reading {}", ids.display()))?;
             let ids: Vec<i64> = serde_json::from_str(&text)
@@ -141,7 +136,7 @@ fn run_debug(args: &[String]) -> Result<()> {
                         &ids,
                         kind(&dtype),
                         greedy,
-                        &optim,
+                        &dense::Switches::preset(&optim)?,
                         path,
                     )?
                 } else {
@@ -150,7 +145,7 @@ fn run_debug(args: &[String]) -> Result<()> {
                         &ids,
                         kind(&dtype),
                         greedy,
-                        &optim,
+                        &deepseek_ocr::Switches::preset(&optim)?,
                         path,
                     )?
                 };
@@ -198,10 +193,7 @@ fn run_debug(args: &[String]) -> Result<()> {
             optim,
             out,
         } => {
-            let optim = match optim.as_str() {
-                "eager" => ModelOptim::EAGER,
-                _ => ModelOptim::FAST,
-            };
+            let optim = deepseek_ocr::Switches::preset(&optim)?;
             let v = llmprof_worker::models::deepseek_ocr::checks::debug_vision::debug_vision(
                 &arch,
                 &weights,
@@ -254,7 +246,7 @@ fn run_debug(args: &[String]) -> Result<()> {
             let features = llmprof_worker::models::deepseek_ocr::checks::debug::debug_sam(
                 &weights,
                 &px,
-                &optim_of(&optim),
+                &deepseek_ocr::Switches::preset(&optim)?,
             )?;
             let features = features
                 .to_device(tch::Device::Cpu)

@@ -84,6 +84,8 @@ pub struct PairComparison {
     pub a: PathBuf,
     pub b: PathBuf,
     pub setup_mismatch: Vec<setup::Mismatch>,
+    /// The fast-path switches whose values differ (`runtime.optim.*`, `model.optim.*`).
+    pub switches: Vec<setup::Mismatch>,
     pub metrics: Vec<MetricRow>,
     pub kernels: kernels::KernelDiff,
 }
@@ -122,6 +124,7 @@ pub fn compare(a: &Path, b: &Path, opts: &Options) -> Result<Comparison, BadInpu
             a: p.a.dir.clone(),
             b: p.b.dir.clone(),
             setup_mismatch: setup::mismatches(&p.a.report, &p.b.report),
+            switches: setup::switch_differences(&p.a.report, &p.b.report),
             metrics: rows,
             kernels: kernels::diff(
                 p.a.kernels.as_deref(),

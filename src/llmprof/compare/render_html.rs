@@ -34,6 +34,14 @@ pub fn render(c: &Comparison) -> String {
         esc(&c.a.display().to_string()),
         esc(&c.b.display().to_string())
     );
+    let switches = super::render_md::switch_lines(c);
+    if !switches.is_empty() {
+        s.push_str("<p>Fast-path switches that differ:</p><ul>");
+        for l in &switches {
+            let _ = write!(s, "<li>{}</li>", esc(l));
+        }
+        s.push_str("</ul>\n");
+    }
     let class = if c.regressions.is_empty() {
         "ok"
     } else {

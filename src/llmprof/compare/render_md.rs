@@ -89,9 +89,21 @@ pub fn method_line(c: &Comparison) -> String {
 
 /// Every setup mismatch of every pair, one line each (empty when the setups agree).
 pub fn mismatch_lines(c: &Comparison) -> Vec<String> {
+    lines(c, |p| &p.setup_mismatch)
+}
+
+/// The fast-path switches that differ, one line each, with the job where there are several.
+pub fn switch_lines(c: &Comparison) -> Vec<String> {
+    lines(c, |p| &p.switches)
+}
+
+fn lines(
+    c: &Comparison,
+    of: fn(&super::PairComparison) -> &Vec<super::setup::Mismatch>,
+) -> Vec<String> {
     let mut out = Vec::new();
     for p in &c.pairs {
-        for m in &p.setup_mismatch {
+        for m in of(p) {
             let job = if p.job.is_empty() {
                 String::new()
             } else {
@@ -114,6 +126,14 @@ pub fn render(c: &Comparison) -> String {
         s.push('\n');
     }
     let _ = writeln!(s, "- A: `{}`\n- B: `{}`\n", c.a.display(), c.b.display());
+    let switches = switch_lines(c);
+    if !switches.is_empty() {
+        s.push_str("Fast-path switches that differ (docs/fast-path.md):\n\n");
+        for l in &switches {
+            let _ = writeln!(s, "- {l}");
+        }
+        s.push('\n');
+    }
     let _ = writeln!(s, "**Result: {}**\n", result_line(c));
     let _ = writeln!(s, "Method: {}\n", method_line(c));
     if !c.unmatched_jobs.is_empty() {

@@ -52,6 +52,38 @@ pub fn mismatches(a: &RunReport, b: &RunReport) -> Vec<Mismatch> {
         .collect()
 }
 
+/// The fast-path switches (`runtime.optim.*`, `model.optim.*`) whose values differ, by key; a
+/// switch only one run has reads as absent in the other. Often the change being measured, so
+/// listed apart from the setup mismatches.
+pub fn switch_differences(a: &RunReport, b: &RunReport) -> Vec<Mismatch> {
+    let keyed = |r: &RunReport| -> std::collections::BTreeMap<String, String> {
+        let o = &r.optim;
+        [
+            ("runtime.optim", &o.switches),
+            ("model.optim", &o.model_switches),
+        ]
+        .into_iter()
+        .flat_map(|(prefix, m)| {
+            m.iter()
+                .map(move |(k, v)| (format!("{prefix}.{k}"), v.to_string()))
+        })
+        .collect()
+    };
+    let (ka, kb) = (keyed(a), keyed(b));
+    let keys: std::collections::BTreeSet<&String> = ka.keys().chain(kb.keys()).collect();
+    let absent = "(absent)".to_string();
+    keys.into_iter()
+        .filter_map(|k| {
+            let (va, vb) = (ka.get(k).unwrap_or(&absent), kb.get(k).unwrap_or(&absent));
+            (va != vb).then(|| Mismatch {
+                field: k.clone(),
+                a: va.clone(),
+                b: vb.clone(),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +106,27 @@ mod tests {
             (m[0].a.as_str(), m[0].b.as_str()),
             ("(none)", "NVIDIA H200")
         );
+    }
+
+    #[test]
+    fn differing_switches_are_named_with_their_keys() {
+        let a: RunReport = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/runs/stage1_cpu/metrics.json"
+        ))
+        .unwrap();
+        assert!(switch_differences(&a, &a).is_empty());
+        let mut b = a.clone();
+        b.optim.switches["cuda_graph"] = serde_json::Value::Bool(false);
+        b.optim
+            .model_switches
+            .insert("sam_patch_gemm".into(), serde_json::Value::Bool(true));
+        let d = switch_differences(&a, &b);
+        let fields: Vec<&str> = d.iter().map(|x| x.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["model.optim.sam_patch_gemm", "runtime.optim.cuda_graph"]
+        );
+        assert_eq!((d[0].a.as_str(), d[0].b.as_str()), ("(absent)", "true"));
+        assert_eq!((d[1].a.as_str(), d[1].b.as_str()), ("true", "false"));
     }
 }

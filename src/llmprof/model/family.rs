@@ -1,7 +1,9 @@
-//! Model families and their architectures, typed: `model.family` picks the family and
-//! `model.arch` (conf/model/<family>/arch/*.yaml) must match its schema, checked when the spec is
-//! built, before any run directory exists.
+//! Model families, their architectures and their own fast-path switches, typed: `model.family`
+//! picks the family, and `model.arch` (conf/model/<family>/arch/*.yaml) and `model.optim`
+//! (conf/model/<family>/optim/*.yaml) must match its schemas, checked when the spec is built,
+//! before any run directory exists.
 use super::{deepseek_ocr, dense};
+use crate::optim::{EngineOptim, FamilyOptions};
 use crate::region::RegionTree;
 use serde::{Deserialize, Serialize};
 
@@ -36,23 +38,72 @@ impl Family {
 
     /// Parses `model.arch` against this family's schema.
     pub fn parse_arch(self, value: serde_json::Value) -> Result<Arch, String> {
-        fn typed<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Result<T, String> {
-            serde_path_to_error::deserialize(v).map_err(|e| {
-                let path = e.path().to_string();
-                let at = if path == "." {
-                    "model.arch".to_string()
-                } else {
-                    format!("model.arch.{path}")
-                };
-                format!("{at}: {}", e.inner())
-            })
-        }
         let arch = match self {
-            Family::DeepseekOcr => Arch::DeepseekOcr(typed(value)?),
-            Family::DenseDecoder => Arch::DenseDecoder(typed(value)?),
+            Family::DeepseekOcr => Arch::DeepseekOcr(typed(value, "model.arch")?),
+            Family::DenseDecoder => Arch::DenseDecoder(typed(value, "model.arch")?),
         };
         arch.validate().map_err(|e| format!("model.arch: {e:#}"))?;
         Ok(arch)
+    }
+
+    /// Parses `model.optim` against this family's schema (absent: an empty map, which a family
+    /// without switches of its own accepts).
+    pub fn parse_optim(self, value: Option<serde_json::Value>) -> Result<FamilyOptim, String> {
+        let value = match value {
+            None | Some(serde_json::Value::Null) => serde_json::json!({}),
+            Some(v) => v,
+        };
+        Ok(match self {
+            Family::DeepseekOcr => FamilyOptim::DeepseekOcr(typed(value, "model.optim")?),
+            Family::DenseDecoder => FamilyOptim::DenseDecoder(typed(value, "model.optim")?),
+        })
+    }
+
+    /// This family's preset `name` (`fast` or `eager`) of `model.optim`.
+    pub fn optim_preset(self, name: &str) -> Result<FamilyOptim, String> {
+        Ok(match self {
+            Family::DeepseekOcr => FamilyOptim::DeepseekOcr(FamilyOptions::preset(name)?),
+            Family::DenseDecoder => FamilyOptim::DenseDecoder(FamilyOptions::preset(name)?),
+        })
+    }
+}
+
+/// `value` as a `T`, an error naming the key under `at` (`model.arch.decoder: unknown field ...`).
+fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value, at: &str) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let key = if path == "." {
+            at.to_string()
+        } else {
+            format!("{at}.{path}")
+        };
+        format!("{key}: {}", e.inner())
+    })
+}
+
+/// A model's own fast-path switches (`model.optim`), one variant per family.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum FamilyOptim {
+    DeepseekOcr(deepseek_ocr::DeepseekOcrOptim),
+    DenseDecoder(dense::DenseOptim),
+}
+
+impl FamilyOptim {
+    /// The rules between the family's switches and the engine's.
+    pub fn check(&self, engine: &EngineOptim) -> Result<(), String> {
+        match self {
+            FamilyOptim::DeepseekOcr(o) => o.check(engine),
+            FamilyOptim::DenseDecoder(o) => o.check(engine),
+        }
+    }
+
+    /// The switches as named values, for reports.
+    pub fn named(&self) -> serde_json::Map<String, serde_json::Value> {
+        match self {
+            FamilyOptim::DeepseekOcr(o) => crate::optim::named(o),
+            FamilyOptim::DenseDecoder(o) => crate::optim::named(o),
+        }
     }
 }
 

@@ -92,7 +92,7 @@ pub struct GraphStats {
     /// KV windows (slots attended) captured, per batch size.
     pub windows: BTreeMap<i64, Vec<i64>>,
     /// Vision stages captured as graphs, one per stage and input shape
-    /// (`runtime.optim.vision_cuda_graph`); 0 in runs recorded before the switch existed.
+    /// (`model.optim.vision_cuda_graph`); 0 in runs recorded before the switch existed.
     #[serde(default)]
     pub vision_graphs_captured: usize,
     #[serde(default)]

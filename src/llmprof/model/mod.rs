@@ -9,7 +9,7 @@ mod generate;
 mod interface;
 pub mod linears;
 
-pub use family::{Arch, Family};
+pub use family::{Arch, Family, FamilyOptim};
 pub use generate::{GenerateConfig, GenerateOutput, NoRepeatNgram};
 pub use interface::{
     BatchWork, GraphStats, ImageInfo, LayoutElement, Model, ModelInfo, PageReading, RequestInfo,

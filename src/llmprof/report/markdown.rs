@@ -315,80 +315,23 @@ pub fn render(r: &RunReport) -> String {
     s
 }
 
-/// The `runtime.optim` switches and what the CUDA-graph path did.
+/// The fast-path switches (`runtime.optim`, then the model family's `model.optim`) and what the
+/// CUDA-graph path did.
 fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
-    let w = &o.switches;
-    let on = |b: bool| if b { "on" } else { "off" };
-    let _ = writeln!(s, "\n## Fast path (runtime.optim)\n");
+    let value = |v: &serde_json::Value| match v {
+        serde_json::Value::Bool(true) => "on".to_string(),
+        serde_json::Value::Bool(false) => "off".to_string(),
+        other => other.to_string(),
+    };
+    let _ = writeln!(s, "\n## Fast path (runtime.optim, model.optim)\n");
     let _ = writeln!(s, "| switch | value |\n|---|---|");
-    for (k, v) in [
-        ("cuda_graph", on(w.cuda_graph).to_string()),
-        ("graph_kv_bucket", w.graph_kv_bucket.to_string()),
-        ("fused_projections", on(w.fused_projections).to_string()),
-        ("grouped_moe", on(w.grouped_moe).to_string()),
-        ("sdpa", on(w.sdpa).to_string()),
-        ("static_kv_cache", on(w.static_kv_cache).to_string()),
-        ("fused_rms_norm", on(w.fused_rms_norm).to_string()),
-        ("sync_free_decode", on(w.sync_free_decode).to_string()),
-        ("eos_check_interval", w.eos_check_interval.to_string()),
-        ("batched_vision", on(w.batched_vision).to_string()),
-        ("vision_max_views", w.vision_max_views.to_string()),
-        ("sam_fused_rel_pos", on(w.sam_fused_rel_pos).to_string()),
-        ("sam_fused_windows", on(w.sam_fused_windows).to_string()),
-        ("sam_cuda_kernels", on(w.sam_cuda_kernels).to_string()),
-        ("sam_rel_pos_gemm", on(w.sam_rel_pos_gemm).to_string()),
-        ("sam_proj_in_windows", on(w.sam_proj_in_windows).to_string()),
-        ("vision_uint8_upload", on(w.vision_uint8_upload).to_string()),
-        (
-            "vision_graph_uploads",
-            on(w.vision_graph_uploads).to_string(),
-        ),
-        ("moe_routing_kernel", on(w.moe_routing_kernel).to_string()),
-        ("sam_patch_gemm", on(w.sam_patch_gemm).to_string()),
-        ("vision_cuda_graph", on(w.vision_cuda_graph).to_string()),
-        (
-            "vision_cuda_graph_max_pages",
-            w.vision_cuda_graph_max_pages.to_string(),
-        ),
-        ("vision_streams", on(w.vision_streams).to_string()),
-        ("prefill_cuda_graph", on(w.prefill_cuda_graph).to_string()),
-        (
-            "prefill_cuda_graph_max_batch",
-            w.prefill_cuda_graph_max_batch.to_string(),
-        ),
-        ("rope_kv_kernel", on(w.rope_kv_kernel).to_string()),
-        ("moe_combine_kernel", on(w.moe_combine_kernel).to_string()),
-        ("swiglu_kernel", on(w.swiglu_kernel).to_string()),
-        ("add_rms_norm_kernel", on(w.add_rms_norm_kernel).to_string()),
-        (
-            "add_layer_norm_kernel",
-            on(w.add_layer_norm_kernel).to_string(),
-        ),
-        ("quick_gelu_kernel", on(w.quick_gelu_kernel).to_string()),
-        ("sam_gelu_epilogue", on(w.sam_gelu_epilogue).to_string()),
-        ("clip_gelu_epilogue", on(w.clip_gelu_epilogue).to_string()),
-        (
-            "sam_window_attention_kernel",
-            on(w.sam_window_attention_kernel).to_string(),
-        ),
-        (
-            "sam_global_attention_kernel",
-            on(w.sam_global_attention_kernel).to_string(),
-        ),
-        (
-            "sam_window_fmha_kernel",
-            on(w.sam_window_fmha_kernel).to_string(),
-        ),
-        (
-            "decode_attention_kernel",
-            on(w.decode_attention_kernel).to_string(),
-        ),
-        (
-            "decode_attention_min_window",
-            w.decode_attention_min_window.to_string(),
-        ),
+    for (prefix, switches) in [
+        ("runtime.optim", &o.switches),
+        ("model.optim", &o.model_switches),
     ] {
-        let _ = writeln!(s, "| {k} | {v} |");
+        for (k, v) in switches {
+            let _ = writeln!(s, "| {prefix}.{k} | {} |", value(v));
+        }
     }
     if let Some(g) = &o.graphs {
         if g.graphs_captured > 0 || g.replays > 0 {

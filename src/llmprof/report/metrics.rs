@@ -34,7 +34,8 @@ pub struct RunReport {
     pub nvml: NvmlInfo,
     pub kineto: Option<KinetoInfo>,
     pub memory: Option<MemoryInfo>,
-    /// The `runtime.optim` switches of this run and what the CUDA-graph path did.
+    /// The fast-path switches of this run (`runtime.optim`, `model.optim`) and what the
+    /// CUDA-graph path did.
     pub optim: OptimInfo,
     pub requests: Vec<RequestRecord>,
 }
@@ -42,7 +43,13 @@ pub struct RunReport {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OptimInfo {
-    pub switches: crate::spec::OptimSpec,
+    /// `runtime.optim`: the engine's and the shared decoder layers' switches, by name (runs
+    /// recorded before the family switches moved to `model.optim` list those here too).
+    pub switches: serde_json::Map<String, serde_json::Value>,
+    /// `model.optim`: the switches of the model's family, by name (empty for a family without
+    /// switches of its own, and in runs recorded before they moved there).
+    #[serde(default)]
+    pub model_switches: serde_json::Map<String, serde_json::Value>,
     /// Decode steps replayed from captured graphs; null when decode steps ran eagerly.
     pub graphs: Option<GraphStats>,
 }

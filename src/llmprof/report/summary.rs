@@ -101,7 +101,8 @@ pub fn render(r: &RunReport) -> String {
 /// fast-path switch is suggested only when it was off (or, for CUDA graphs, on but never
 /// replayed); with everything on, the advice points at the kernels instead.
 fn decode_verdict(mbu: f64, optim: &OptimInfo, batch_size: u32) -> String {
-    let w = &optim.switches;
+    // Runs recorded before a switch existed read it as off.
+    let w = |name: &str| optim.switches.get(name).and_then(|v| v.as_bool()) == Some(true);
     if mbu >= 0.5 {
         let mut v = "decode is limited by memory bandwidth, as expected for one token at a time"
             .to_string();
@@ -112,24 +113,24 @@ fn decode_verdict(mbu: f64, optim: &OptimInfo, batch_size: u32) -> String {
     }
     let replays = optim.graphs.as_ref().map_or(0, |g| g.replays);
     let mut off: Vec<&str> = Vec::new();
-    if !w.cuda_graph {
+    if !w("cuda_graph") {
         off.push("CUDA graphs (runtime.optim.cuda_graph)");
     }
     for (on, what) in [
         (
-            w.sync_free_decode,
+            w("sync_free_decode"),
             "sync-free decode (runtime.optim.sync_free_decode)",
         ),
         (
-            w.fused_projections,
+            w("fused_projections"),
             "fused projections (runtime.optim.fused_projections)",
         ),
         (
-            w.fused_rms_norm,
+            w("fused_rms_norm"),
             "fused RMSNorm (runtime.optim.fused_rms_norm)",
         ),
         (
-            w.static_kv_cache,
+            w("static_kv_cache"),
             "a static KV cache (runtime.optim.static_kv_cache)",
         ),
     ] {
@@ -138,7 +139,7 @@ fn decode_verdict(mbu: f64, optim: &OptimInfo, batch_size: u32) -> String {
         }
     }
     let mut v = "decode uses neither the memory bandwidth nor the compute well".to_string();
-    if w.cuda_graph && replays == 0 {
+    if w("cuda_graph") && replays == 0 {
         v.push_str("; CUDA graphs were switched on but no decode step was replayed from one (see report.md, Fast path)");
     }
     if !off.is_empty() {
@@ -167,50 +168,23 @@ fn join_and(items: &[&str]) -> String {
 mod tests {
     use super::*;
     use crate::model::GraphStats;
-    use crate::spec::OptimSpec;
 
     fn optim(on: bool, replays: u64) -> OptimInfo {
         OptimInfo {
-            switches: OptimSpec {
-                cuda_graph: on,
-                graph_kv_bucket: 256,
-                fused_projections: on,
-                grouped_moe: on,
-                sdpa: on,
-                static_kv_cache: on,
-                fused_rms_norm: on,
-                sync_free_decode: on,
-                eos_check_interval: 8,
-                batched_vision: on,
-                vision_max_views: 16,
-                sam_fused_rel_pos: on,
-                sam_fused_windows: on,
-                sam_cuda_kernels: on,
-                sam_rel_pos_gemm: on,
-                sam_proj_in_windows: on,
-                vision_uint8_upload: on,
-                vision_graph_uploads: on,
-                moe_routing_kernel: on,
-                sam_patch_gemm: on,
-                vision_cuda_graph: on,
-                vision_cuda_graph_max_pages: 4,
-                vision_streams: on,
-                prefill_cuda_graph: on,
-                prefill_cuda_graph_max_batch: 8,
-                rope_kv_kernel: on,
-                moe_combine_kernel: on,
-                swiglu_kernel: on,
-                add_rms_norm_kernel: on,
-                add_layer_norm_kernel: on,
-                quick_gelu_kernel: on,
-                sam_gelu_epilogue: on,
-                clip_gelu_epilogue: on,
-                sam_window_attention_kernel: on,
-                sam_global_attention_kernel: on,
-                sam_window_fmha_kernel: on,
-                decode_attention_kernel: on,
-                decode_attention_min_window: 1280,
-            },
+            switches: crate::optim::with_switches(
+                &crate::optim::named(&crate::optim::EngineOptim::fast()),
+                &[
+                    "cuda_graph",
+                    "fused_projections",
+                    "sdpa",
+                    "static_kv_cache",
+                    "fused_rms_norm",
+                    "sync_free_decode",
+                ],
+                on,
+            )
+            .unwrap(),
+            model_switches: Default::default(),
             graphs: on.then(|| GraphStats {
                 graphs_captured: 2,
                 replays,
@@ -237,7 +211,7 @@ mod tests {
         assert!(v.contains("fused RMSNorm (runtime.optim.fused_rms_norm) and a static KV cache"));
 
         let mut partly = optim(true, 50);
-        partly.switches.fused_rms_norm = false;
+        partly.switches["fused_rms_norm"] = serde_json::Value::Bool(false);
         let v = decode_verdict(0.2, &partly, 1);
         assert!(!v.contains("cuda_graph"), "{v}");
         assert!(

@@ -1,5 +1,6 @@
 //! One typed struct per config group (conf/<group>/*.yaml): field names are the YAML keys.
-use crate::model::{Arch, Family};
+use crate::model::{Arch, Family, FamilyOptim};
+use crate::optim::EngineOptim;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -145,6 +146,9 @@ pub struct ModelSpec {
     pub preprocess: Option<PreprocessSpec>,
     /// Architecture (conf/model/<family>/arch/*.yaml).
     pub arch: Arch,
+    /// The family's own fast-path switches (conf/model/<family>/optim/*.yaml, the preset named
+    /// as the runtime preset).
+    pub optim: FamilyOptim,
 }
 
 /// `model.*` as written in YAML, before `arch` is checked against the family's schema.
@@ -165,6 +169,8 @@ pub struct RawModelSpec {
     #[serde(default)]
     preprocess: Option<PreprocessSpec>,
     arch: serde_json::Value,
+    #[serde(default)]
+    optim: Option<serde_json::Value>,
 }
 
 impl TryFrom<RawModelSpec> for ModelSpec {
@@ -176,6 +182,7 @@ impl TryFrom<RawModelSpec> for ModelSpec {
         }
         Ok(ModelSpec {
             arch: raw.family.parse_arch(raw.arch)?,
+            optim: raw.family.parse_optim(raw.optim)?,
             name: raw.name,
             family: raw.family,
             weights: raw.weights,
@@ -244,196 +251,8 @@ pub struct RuntimeSpec {
     pub warmup: u32,
     pub repeats: u32,
     pub batch_size: u32,
-    pub optim: OptimSpec,
-}
-
-/// Fast-path switches (`runtime.optim.*`); each is reported in metrics.json. `runtime=eager`
-/// turns them all off.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct OptimSpec {
-    /// Capture one decode step per batch size and KV window as a CUDA graph and replay it.
-    pub cuda_graph: bool,
-    /// KV slots per captured window: attention reads whole windows, one graph per window.
-    pub graph_kv_bucket: u32,
-    /// One matmul for q/k/v and one for gate/up.
-    pub fused_projections: bool,
-    /// Routed experts as grouped GEMMs (torch._grouped_mm) instead of a per-expert loop.
-    pub grouped_moe: bool,
-    /// libtorch's fused SDPA kernels instead of explicit matmul + softmax.
-    pub sdpa: bool,
-    /// Preallocated KV cache instead of concatenation per step.
-    pub static_kv_cache: bool,
-    /// One-kernel RMSNorm instead of HF's eight elementwise ops.
-    pub fused_rms_norm: bool,
-    /// Tokens stay on the GPU between steps; EOS checked every `eos_check_interval` steps.
-    pub sync_free_decode: bool,
-    pub eos_check_interval: u32,
-    /// The vision views of every row of a batch (and every crop of a page) go through SAM and
-    /// CLIP together, grouped by size, at most `vision_max_views` views per call; off: one page
-    /// at a time (its crops batched, its global view alone). Absent from runs recorded before
-    /// the switch existed: read as off.
-    #[serde(default)]
-    pub batched_vision: bool,
-    #[serde(default)]
-    pub vision_max_views: u32,
-    /// SAM's decomposed relative-position bias folded into q·k as extra channels (fused
-    /// attention, no mask) instead of a materialised [B, heads, N, N] bias. Absent: off.
-    #[serde(default)]
-    pub sam_fused_rel_pos: bool,
-    /// SAM's windowed blocks project on the whole grid and split into windows and heads with one
-    /// copy each way instead of partition/unpartition copies. Absent: off.
-    #[serde(default)]
-    pub sam_fused_windows: bool,
-    /// On a CUDA device, SAM's folded-bias attention packs q′/k′/v and merges windows with
-    /// llmprof's own CUDA kernels instead of pad, partition and concatenation copies (needs
-    /// `sam_fused_rel_pos`; no effect on the CPU). Absent: off.
-    #[serde(default)]
-    pub sam_cuda_kernels: bool,
-    /// With `sam_cuda_kernels`, SAM's relative-position products as one GEMM of q with both
-    /// axes' resized tables (each relative offset once) and one llmprof kernel gathering them
-    /// into q′, instead of two batched GEMMs over copies of q per window row and column and
-    /// strided copies into q′. Absent: off.
-    #[serde(default)]
-    pub sam_rel_pos_gemm: bool,
-    /// With `sam_cuda_kernels`, SAM's windowed blocks run the attention's output projection on
-    /// the windows and the add + LayerNorm kernel (`add_layer_norm_kernel`) reads each token's
-    /// row where its window put it, instead of a merge copy back to the grid before the
-    /// projection. Without the add + LayerNorm kernel it has no effect (the windows are merged
-    /// before the projection, as with the switch off). Absent: off.
-    #[serde(default)]
-    pub sam_proj_in_windows: bool,
-    /// Page pixels go to the GPU as uint8 from pinned memory and are normalised there, instead
-    /// of normalised to fp32 on the CPU and copied from pageable memory (4x the bytes). Absent:
-    /// off.
-    #[serde(default)]
-    pub vision_uint8_upload: bool,
-    /// With `vision_uint8_upload` on a CUDA device, for batches whose pages have the same views, a
-    /// vision call copies its page-locked uint8 views to the GPU itself (inside its CUDA graph
-    /// where there is one, each replay pointing the captured copies at its pages), instead of
-    /// every view being copied first and a call's views concatenated after (as batches of
-    /// mixed tile grids still do). Absent: off.
-    #[serde(default)]
-    pub vision_graph_uploads: bool,
-    /// On a CUDA device with `grouped_moe`, MoE routing (the router logits in one CUDA kernel,
-    /// then softmax, top-k, the stable sort of token slots by expert and the group ends in
-    /// another, or three over many blocks for a prefill) by llmprof's kernels, instead of about a
-    /// dozen libtorch kernels. Absent: off.
-    #[serde(default)]
-    pub moe_routing_kernel: bool,
-    /// SAM's patch embedding (16×16 convolution, stride 16, 3 input channels) as one GEMM over
-    /// unfolded patches, on tensor cores. Absent: off.
-    #[serde(default)]
-    pub sam_patch_gemm: bool,
-    /// On a CUDA device, each vision stage (SAM, the encoder after it, the projector) is
-    /// captured as a CUDA graph per input shape on first use and replayed after, so the vision
-    /// pass costs a few launches instead of thousands. Absent: off.
-    #[serde(default)]
-    pub vision_cuda_graph: bool,
-    /// With `vision_cuda_graph`: the most pages a prefill may hold for its vision stages to
-    /// replay graphs; larger batches launch op by op (their launches are amortised, and graphs
-    /// at batch 32 slowed the decode steps after them, reports/performance-history.md). 0: every
-    /// batch. Absent: 0.
-    #[serde(default)]
-    pub vision_cuda_graph_max_pages: u64,
-    /// With `vision_cuda_graph` on a CUDA device, when the views of a prefill make several vision
-    /// calls (views of one size per call), the whole vision pass is one CUDA graph whose capture
-    /// runs every second call (SAM, the encoder, the projector) on a second stream, so the calls
-    /// overlap in its replays. The vision sub-stages then get no times of their own and Kineto
-    /// attributes their kernels to the vision stage. Where vision runs op by op it has no
-    /// effect (eager work on a second stream slows later graph replays). Absent: off.
-    #[serde(default)]
-    pub vision_streams: bool,
-    /// On a CUDA device with a static KV cache and grouped MoE in bf16, the text decoder's
-    /// prefill into a KV cache used before (as graph decode reuses them) is captured as a CUDA
-    /// graph per prompt shape, left padding and KV cache after its first, eager run and replayed
-    /// after (its kernels then run without the GPU's gaps between separately
-    /// launched kernels). Absent: off.
-    #[serde(default)]
-    pub prefill_cuda_graph: bool,
-    /// With `prefill_cuda_graph`: the most rows a prefill may have to be captured (0: any).
-    /// Absent: 0.
-    #[serde(default)]
-    pub prefill_cuda_graph_max_batch: u64,
-    /// On a CUDA device with `fused_projections`, the RoPE on q and k and the K/V cache write of
-    /// each decode step and prefill in llmprof's one CUDA kernel per layer, instead of six to
-    /// eight libtorch kernels (RoPE ops, the cache writes and the copies of their strided
-    /// inputs). Absent: off.
-    #[serde(default)]
-    pub rope_kv_kernel: bool,
-    /// On a CUDA device with `moe_routing_kernel`, the MoE combine (the weighted sum of each
-    /// token's expert outputs read from the expert-sorted rows, plus the shared experts) in
-    /// llmprof's one CUDA kernel per layer, instead of the unsort copy, casts, multiply, sum and
-    /// add. Absent: off.
-    #[serde(default)]
-    pub moe_combine_kernel: bool,
-    /// On a CUDA device with `fused_projections`, SwiGLU's activation (silu of the gate half
-    /// times the up half of the fused projection's output) in llmprof's one CUDA kernel,
-    /// instead of silu and a multiply over strided halves. Absent: off.
-    #[serde(default)]
-    pub swiglu_kernel: bool,
-    /// On a CUDA device with `fused_rms_norm`, each residual add and the RMSNorm after it in
-    /// llmprof's one CUDA kernel, instead of an add and the norm. Absent: off.
-    #[serde(default)]
-    pub add_rms_norm_kernel: bool,
-    /// On a CUDA device, each residual add and the LayerNorm after it in the vision encoders'
-    /// blocks (SAM, CLIP) in llmprof's one CUDA kernel, instead of an add and the norm. Row
-    /// widths the kernel does not take fall back to the two ops. Absent: off.
-    #[serde(default)]
-    pub add_layer_norm_kernel: bool,
-    /// On a CUDA device, CLIP's quickGELU (x·sigmoid(1.702·x)) in llmprof's one CUDA kernel,
-    /// instead of a multiply by the scalar, a sigmoid and a multiply. Absent: off.
-    #[serde(default)]
-    pub quick_gelu_kernel: bool,
-    /// On a Hopper GPU (compute capability 9.0) with bf16 weights, the first Linear of SAM's MLP
-    /// and its erf-form GELU (erf within 1.5e-7) in one CUTLASS GEMM whose epilogue adds the
-    /// bias and applies GELU to the fp32 accumulator, instead of the GEMM and a separate GELU
-    /// pass over the 3,072-wide activations. Elsewhere (other GPUs, fp32, a build without the CUTLASS
-    /// headers) the two ops run as with the switch off. Absent: off.
-    #[serde(default)]
-    pub sam_gelu_epilogue: bool,
-    /// On a Hopper GPU (compute capability 9.0) with bf16 weights, the first Linear of CLIP's
-    /// MLP and its quickGELU in one CUTLASS GEMM whose epilogue adds the bias and applies
-    /// quickGELU to the fp32 accumulator, instead of the GEMM and a quickGELU pass over the
-    /// 4,096-wide activations. Elsewhere the two ops run as with the switch off. Absent: off.
-    #[serde(default)]
-    pub clip_gelu_epilogue: bool,
-    /// With `sam_proj_in_windows` (and so `sam_cuda_kernels`), in bf16 on a GPU: SAM's windowed
-    /// attention in one llmprof kernel that reads q, k and v from the qkv Linear's output and
-    /// folds the decomposed relative-position bias into q·k inside the kernel (96 wide, no q′/k′
-    /// in memory), instead of packing q′/k′ for cuDNN's attention (which runs them 128 wide).
-    /// fp32, other head sizes and windows other than 14×14 (SAM's) and 4×4 keep the folded path.
-    /// Absent: off.
-    #[serde(default)]
-    pub sam_window_attention_kernel: bool,
-    /// With `sam_cuda_kernels`, in bf16 on a Hopper GPU (compute capability 9.0) and a build
-    /// with the CUTLASS headers: SAM's global attention in one flash-attention kernel (CUTLASS's
-    /// Hopper FMHA) that reads q, k and v from the qkv Linear's output and adds the decomposed
-    /// relative-position bias to each score inside it (q·k 64 wide), instead of packing q′/k′
-    /// for cuDNN's attention (192 wide). Grids of 32, 40, 64 and 80 tokens a side (SAM at 512,
-    /// 640, 1024 and 1280 pixels); others, fp32 and other GPUs keep the folded path. Absent: off.
-    #[serde(default)]
-    pub sam_global_attention_kernel: bool,
-    /// With `sam_cuda_kernels`, in bf16 on a Hopper GPU and a build with the CUTLASS headers:
-    /// SAM's windowed attention (14×14 windows) in one flash-attention kernel (CUTLASS's Hopper
-    /// FMHA) that reads the windows by TMA from the qkv Linear's output on the grid, adds the
-    /// decomposed bias to each score and writes its output back on the grid: no pack, no q′/k′,
-    /// no windowed copy. Ahead of `sam_window_attention_kernel` where both are on. fp32, other
-    /// windows and other GPUs keep the other paths. Absent: off.
-    #[serde(default)]
-    pub sam_window_fmha_kernel: bool,
-    /// On a CUDA device, the fixed-shape (graph) decode step attends over each row's written
-    /// KV slots only, in llmprof's split-over-slots kernel (head_dim 64 or 128), instead of
-    /// SDPA over the whole KV window with a mask. No effect on eager decode steps. Absent: off.
-    #[serde(default)]
-    pub decode_attention_kernel: bool,
-    /// With `decode_attention_kernel`: the smallest KV window (graph_kv_bucket multiples) whose
-    /// decode steps use the kernel; shorter windows keep SDPA (the kernel's first version was
-    /// slower than SDPA at windows of 1024 slots; since session 9 it is not,
-    /// reports/performance-history.md). 0: every window.
-    /// Absent: 0.
-    #[serde(default)]
-    pub decode_attention_min_window: u64,
+    /// The engine's and the shared decoder layers' switches; the family's own are `model.optim`.
+    pub optim: EngineOptim,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

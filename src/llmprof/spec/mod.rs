@@ -27,7 +27,19 @@ pub struct RunSpec {
 impl RunSpec {
     /// Deserialize a resolved job config, then check ranges.
     pub fn from_tree(resolved: &Node) -> Result<Self> {
-        let json = resolved.to_serde_json();
+        Self::from_json(resolved.to_serde_json())
+    }
+
+    /// A config a run recorded (its resolved config.yaml), read as today's spec: in runs
+    /// recorded before a family's own switches moved from `runtime.optim` to `model.optim`, they
+    /// are moved (and switches the family does not have are dropped).
+    pub fn from_recorded_tree(resolved: &Node) -> Result<Self> {
+        let mut json = resolved.to_serde_json();
+        move_family_switches(&mut json);
+        Self::from_json(json)
+    }
+
+    fn from_json(json: serde_json::Value) -> Result<Self> {
         let spec: RunSpec = serde_path_to_error::deserialize(json).map_err(|e| {
             let path = e.path().to_string();
             anyhow::anyhow!(describe_serde_error(&path, &e.inner().to_string()))
@@ -74,51 +86,9 @@ impl RunSpec {
         if sampled > MAX_SAMPLED_INPUTS {
             bail!("dataset.sampling.num_samples_per_epoch × num_epochs = {sampled} inputs: at most {MAX_SAMPLED_INPUTS} per run\n  fix: fewer epochs or samples, or a multirun");
         }
-        let o = &self.runtime.optim;
-        at_least("runtime.optim.graph_kv_bucket", o.graph_kv_bucket as i64, 1)?;
-        at_least(
-            "runtime.optim.eos_check_interval",
-            o.eos_check_interval as i64,
-            1,
-        )?;
-        // (switch, on, the switch it needs, that one on, why): each a switch that only works on
-        // top of another.
-        let deepseek = self.model.family == crate::model::Family::DeepseekOcr;
-        let dependencies = [
-            ("sam_cuda_kernels", o.sam_cuda_kernels, "sam_fused_rel_pos", o.sam_fused_rel_pos,
-             "the kernels pack the folded relative-position bias, which the materialised-bias attention does not use"),
-            ("sam_rel_pos_gemm", o.sam_rel_pos_gemm, "sam_cuda_kernels", o.sam_cuda_kernels,
-             "the products are gathered into the q′ that the kernels pack"),
-            ("sam_proj_in_windows", o.sam_proj_in_windows, "sam_cuda_kernels", o.sam_cuda_kernels,
-             "the projection runs on the windows that the kernels' attention writes"),
-            ("sam_window_attention_kernel", o.sam_window_attention_kernel, "sam_proj_in_windows",
-             o.sam_proj_in_windows, "the kernel writes its output in the windows, projected there"),
-            ("sam_global_attention_kernel", o.sam_global_attention_kernel, "sam_cuda_kernels",
-             o.sam_cuda_kernels, "the kernel replaces the kernels' global attention, on their products of q with the tables"),
-            ("sam_window_fmha_kernel", o.sam_window_fmha_kernel, "sam_cuda_kernels",
-             o.sam_cuda_kernels, "the kernel replaces the kernels' windowed attention, on their products of q with the tables"),
-            ("vision_graph_uploads", o.vision_graph_uploads, "vision_uint8_upload", o.vision_uint8_upload,
-             "the calls copy the page-locked uint8 views; fp32 views are normalised and copied before"),
-            ("moe_routing_kernel", o.moe_routing_kernel, "grouped_moe", o.grouped_moe,
-             "the kernel sorts token slots for the grouped GEMMs"),
-            ("rope_kv_kernel", o.rope_kv_kernel, "fused_projections", o.fused_projections,
-             "the kernel reads q, k and v from the one fused projection's output"),
-            ("swiglu_kernel", o.swiglu_kernel, "fused_projections", o.fused_projections,
-             "the kernel reads gate and up from the one fused projection's output"),
-            ("add_rms_norm_kernel", o.add_rms_norm_kernel, "fused_rms_norm", o.fused_rms_norm,
-             "the kernel computes the fused norm's form (one rounding), not HF's eight-op norm"),
-            ("moe_combine_kernel", o.moe_combine_kernel, "moe_routing_kernel", o.moe_routing_kernel,
-             "the combine reads the routing kernel's slot order"),
-            ("cuda_graph", o.cuda_graph, "static_kv_cache", o.static_kv_cache,
-             "a graph replays fixed addresses, and a growing cache reallocates every step"),
-            ("cuda_graph", o.cuda_graph && deepseek, "grouped_moe", o.grouped_moe,
-             "the per-expert loop reads expert counts on the host, which a CUDA graph cannot capture"),
-        ];
-        for (switch, on, needed, needed_on, why) in dependencies {
-            if on && !needed_on {
-                bail!("runtime.optim.{switch}=true needs runtime.optim.{needed}=true: {why}\n  fix: set runtime.optim.{needed}=true, or runtime.optim.{switch}=false");
-            }
-        }
+        let engine = &self.runtime.optim;
+        engine.check().map_err(anyhow::Error::msg)?;
+        self.model.optim.check(engine).map_err(anyhow::Error::msg)?;
         at_least(
             "pipeline.nvml.interval_ms",
             self.pipeline.nvml.interval_ms as i64,
@@ -170,6 +140,48 @@ impl RunSpec {
             }
         }
         Ok(())
+    }
+}
+
+/// Moves the keys of `runtime.optim` that are not the engine's to `model.optim`, where the family
+/// has them (see [`RunSpec::from_recorded_tree`]).
+fn move_family_switches(json: &mut serde_json::Value) {
+    let engine = crate::optim::named(&crate::optim::EngineOptim::fast());
+    let family: Option<crate::model::Family> = json
+        .pointer("/model/family")
+        .and_then(|f| serde_json::from_value(f.clone()).ok());
+    let Some(family) = family else { return };
+    let known = family
+        .optim_preset("fast")
+        .map(|o| o.named())
+        .unwrap_or_default();
+    let Some(runtime) = json
+        .pointer_mut("/runtime/optim")
+        .and_then(|v| v.as_object_mut())
+    else {
+        return;
+    };
+    let moved: Vec<(String, serde_json::Value)> = runtime
+        .keys()
+        .filter(|k| !engine.contains_key(*k))
+        .cloned()
+        .collect::<Vec<_>>()
+        .into_iter()
+        .filter_map(|k| runtime.remove(&k).map(|v| (k, v)))
+        .filter(|(k, _)| known.contains_key(k))
+        .collect();
+    if moved.is_empty() {
+        return;
+    }
+    if let Some(model) = json.get_mut("model").and_then(|m| m.as_object_mut()) {
+        let optim = model
+            .entry("optim")
+            .or_insert_with(|| serde_json::json!({}));
+        if let Some(o) = optim.as_object_mut() {
+            for (k, v) in moved {
+                o.entry(k).or_insert(v);
+            }
+        }
     }
 }
 
@@ -325,5 +337,77 @@ mod tests {
                 && m.contains("did you mean 'infer.max_new_tokens'"),
             "{m}"
         );
+    }
+
+    fn composed(overrides: &[&str]) -> Node {
+        let conf = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conf");
+        let req = crate::config::ComposeRequest {
+            config_dir: conf,
+            config_name: "config".into(),
+            overrides: overrides.iter().map(|o| o.to_string()).collect(),
+            multirun: false,
+            job_name: "test".into(),
+        };
+        crate::config::compose(&req)
+            .unwrap()
+            .resolved_job()
+            .unwrap()
+    }
+
+    #[test]
+    fn runtime_eager_turns_the_engine_and_the_family_switches_off() {
+        let spec = RunSpec::from_tree(&composed(&["runtime=eager"])).unwrap();
+        assert_eq!(spec.runtime.optim, crate::optim::EngineOptim::eager());
+        assert_eq!(
+            spec.model.optim,
+            crate::model::Family::DeepseekOcr
+                .optim_preset("eager")
+                .unwrap()
+        );
+        let fast = RunSpec::from_tree(&composed(&[])).unwrap();
+        assert_eq!(fast.runtime.optim, crate::optim::EngineOptim::fast());
+        assert_eq!(
+            fast.model.optim,
+            crate::model::Family::DeepseekOcr
+                .optim_preset("fast")
+                .unwrap()
+        );
+    }
+
+    #[test]
+    fn configs_recorded_with_every_switch_in_runtime_optim_read_as_today() {
+        let runs: [&[&str]; 2] = [
+            &["model=deepseek_ocr", "model.optim.vision_streams=false"],
+            &["model=qwen2_5_0_5b"],
+        ];
+        for overrides in runs {
+            let model = overrides[0];
+            let today = composed(overrides);
+            let spec = RunSpec::from_tree(&today).unwrap();
+            // A config as runs recorded it before model.optim: every switch under runtime.optim
+            // (DeepSeek-OCR's too, also in a dense model's run).
+            let mut old = today.to_serde_json();
+            let family = old["model"]
+                .as_object_mut()
+                .unwrap()
+                .remove("optim")
+                .unwrap_or_default();
+            let deepseek = crate::model::Family::DeepseekOcr
+                .optim_preset("fast")
+                .unwrap();
+            let runtime = old["runtime"]["optim"].as_object_mut().unwrap();
+            for (k, v) in deepseek.named() {
+                runtime.insert(k.clone(), family.get(&k).cloned().unwrap_or(v));
+            }
+            let recorded =
+                crate::config::yaml::parse(&serde_yaml::to_string(&old).unwrap()).unwrap();
+            assert!(
+                RunSpec::from_tree(&recorded).is_err(),
+                "{model}: today's reader refuses it"
+            );
+            let read = RunSpec::from_recorded_tree(&recorded).unwrap();
+            assert_eq!(read.model.optim, spec.model.optim, "{model}");
+            assert_eq!(read.runtime.optim, spec.runtime.optim, "{model}");
+        }
     }
 }

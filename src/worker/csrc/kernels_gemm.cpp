@@ -74,7 +74,7 @@ int llmprof_linear_gelu(const void* x_p, const void* w_p, const void* b_p, const
     TORCH_CHECK(false,
                 "this llmprof-worker was built without llmprof's Hopper GEMMs (no nvcc or no "
                 "CUTLASS headers at build time); run ./bootstrap.sh --yes and rebuild, or set "
-                "runtime.optim.sam_gelu_epilogue=false (SAM) or runtime.optim.clip_gelu_epilogue=false "
+                "model.optim.sam_gelu_epilogue=false (SAM) or model.optim.clip_gelu_epilogue=false "
                 "(CLIP)");
 #else
     const auto& x = tensor_arg(x_p, "x");
@@ -134,7 +134,7 @@ int llmprof_sam_global_attention(const void* qkv_p, const void* prod_p, const vo
                 "this llmprof-worker was built without SAM's Hopper global attention (no nvcc, or "
                 "no CUTLASS headers with examples/88_hopper_fmha, at build time); run "
                 "./bootstrap.sh --yes and rebuild, or set "
-                "runtime.optim.sam_global_attention_kernel=false");
+                "model.optim.sam_global_attention_kernel=false");
 #else
     const auto& qkv = tensor_arg(qkv_p, "qkv");
     check_first(qkv, "qkv", 4, "[batch, grid, grid, 3·heads·64]", at::kBFloat16);
@@ -149,7 +149,7 @@ int llmprof_sam_global_attention(const void* qkv_p, const void* prod_p, const vo
     TORCH_CHECK(batch <= 65535 && heads <= 65535 && qkv.numel() <= INT32_MAX,
                 "sam_global_attention takes at most 65535 views and 2^31 - 1 elements of qkv "
                 "(the kernel's 32-bit strides), got ", qkv.sizes(), "; lower "
-                "runtime.optim.vision_max_views");
+                "model.optim.vision_max_views");
     c10::cuda::CUDAGuard guard(qkv.device());
     TORCH_CHECK(llmprof_sam_global_attention_on_device(qkv.device().index()) == 1,
                 "sam_global_attention needs a compute capability 9.0 GPU (H100/H200), got ",
@@ -172,7 +172,7 @@ int llmprof_sam_window_fmha(const void* qkv_p, const void* prod_p, const void* o
                 "this llmprof-worker was built without SAM's Hopper windowed attention (no nvcc, "
                 "or no CUTLASS headers with examples/88_hopper_fmha, at build time); run "
                 "./bootstrap.sh --yes and rebuild, or set "
-                "runtime.optim.sam_window_fmha_kernel=false");
+                "model.optim.sam_window_fmha_kernel=false");
 #else
     const auto& qkv = tensor_arg(qkv_p, "qkv");
     check_first(qkv, "qkv", 4, "[batch, h, w, 3·heads·64]", at::kBFloat16);
@@ -185,18 +185,18 @@ int llmprof_sam_window_fmha(const void* qkv_p, const void* prod_p, const void* o
     const int64_t windows = batch * ((h + 13) / 14) * ((w + 13) / 14);
     TORCH_CHECK(2 * windows * heads <= INT32_MAX && batch * h * w <= INT32_MAX,
                 "sam_window_fmha takes at most 2^31 - 1 tiles (two per 14x14 window and head) and "
-                "tokens, got ", qkv.sizes(), "; lower runtime.optim.vision_max_views or set "
-                "runtime.optim.sam_window_fmha_kernel=false");
+                "tokens, got ", qkv.sizes(), "; lower model.optim.vision_max_views or set "
+                "model.optim.sam_window_fmha_kernel=false");
     c10::cuda::CUDAGuard guard(qkv.device());
     TORCH_CHECK(llmprof_sam_global_attention_on_device(qkv.device().index()) == 1,
                 "sam_window_fmha needs a compute capability 9.0 GPU (H100/H200), got ",
-                qkv.device(), "; set runtime.optim.sam_window_fmha_kernel=false");
+                qkv.device(), "; set model.optim.sam_window_fmha_kernel=false");
     const int rc = llmprof_k_sm90_sam_window_fmha(qkv.data_ptr(), prod.data_ptr(), cols,
                                                   out.data_ptr(), batch, h, w, heads,
                                                   c10::cuda::getCurrentCUDAStream().stream());
     TORCH_CHECK(rc >= 0, "sam_window_fmha: CUTLASS failed for qkv ", qkv.sizes(), ": ",
                 llmprof_k_sm90_status_string(-rc),
-                "; set runtime.optim.sam_window_fmha_kernel=false to use the folded path");
+                "; set model.optim.sam_window_fmha_kernel=false to use the folded path");
     check_launch(rc, "sam_window_fmha");
 #endif
   });

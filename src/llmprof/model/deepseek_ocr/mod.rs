@@ -6,6 +6,7 @@ pub mod analytic_bytes;
 pub mod arch;
 pub mod arch_hf;
 pub mod arch_ocr2;
+pub mod optim;
 pub mod output;
 pub mod prompt;
 pub mod static_report;
@@ -14,6 +15,7 @@ pub mod views;
 
 pub use arch::ArchConfig;
 pub use arch_ocr2::{QueryEncoderConfig, TokenLayout};
+pub use optim::DeepseekOcrOptim;
 
 use crate::region::{Region, RegionTree, DECODE, DECODE_STEP, PREFILL};
 

@@ -3,9 +3,11 @@
 //! report. The tensor code is the worker's `models::dense`.
 pub mod analytic;
 pub mod arch;
+pub mod optim;
 pub mod static_report;
 
 pub use arch::{DenseArch, RopeScaling};
+pub use optim::DenseOptim;
 
 use crate::region::{RegionTree, DECODE, DECODE_STEP, PREFILL};
 

@@ -62,7 +62,7 @@ impl RunArtifacts {
         a.env = a.read(ENV_JSON, |t| Ok(serde_json::from_str(t)?));
         a.config_yaml = a.read(RESOLVED_CONFIG, |t| Ok(t.to_string()));
         a.spec = a.read(RESOLVED_CONFIG, |t| {
-            RunSpec::from_tree(&crate::config::yaml::parse(t)?)
+            RunSpec::from_recorded_tree(&crate::config::yaml::parse(t)?)
         });
         a.overrides = a
             .read(OVERRIDES_YAML, |t| {

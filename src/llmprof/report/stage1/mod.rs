@@ -127,7 +127,8 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
         kineto,
         memory: m.memory.as_ref().map(memory_info),
         optim: OptimInfo {
-            switches: spec.runtime.optim.clone(),
+            switches: crate::optim::named(&spec.runtime.optim),
+            model_switches: spec.model.optim.named(),
             graphs: m.graphs.clone(),
         },
         requests: m

@@ -5,9 +5,9 @@ use super::attention::{Attention, AttnShape, Rope};
 use super::kv_cache::{AttnMask, KvCache, KvDims};
 use super::layers::{RmsNorm, SwiGlu};
 use super::tensors::WeightPath;
-use crate::models::common::optim::ModelOptim;
 use anyhow::{ensure, Result};
 use llmprof::model::dense::RopeScaling;
+use llmprof::optim::EngineOptim;
 use tch::{Kind, Tensor};
 
 /// A layer's feed-forward block, [..., H] → [..., H].
@@ -71,7 +71,7 @@ impl DecoderLayer {
 }
 
 /// An RMSNorm, fused or not as `o` says.
-pub fn norm(vs: &WeightPath, eps: f64, o: &ModelOptim) -> Result<RmsNorm> {
+pub fn norm(vs: &WeightPath, eps: f64, o: &EngineOptim) -> Result<RmsNorm> {
     let mut n = RmsNorm::load(vs, eps)?;
     n.fused = o.fused_rms_norm;
     n.add_kernel = o.add_rms_norm_kernel;
@@ -87,7 +87,7 @@ pub struct Decoder {
     rope: Rope,
     max_positions: i64,
     dims: DecoderDims,
-    optim: ModelOptim,
+    optim: EngineOptim,
 }
 
 impl Decoder {
@@ -96,13 +96,13 @@ impl Decoder {
     pub fn load(
         vs: &WeightPath,
         dims: &DecoderDims,
-        optim: &ModelOptim,
+        optim: &EngineOptim,
         ffn: impl Fn(&WeightPath, i64) -> Result<Box<dyn FeedForward>>,
     ) -> Result<Self> {
         let m = vs.sub("model");
         if vs.device().is_cuda() {
             // Each kernel switch, where it takes effect (spec validation enforces the same
-            // dependencies for configured runs; ModelOptim may also be built directly).
+            // dependencies for configured runs; EngineOptim may also be built directly).
             for (switch, used) in [
                 (
                     "rope_kv_kernel",
@@ -132,7 +132,7 @@ impl Decoder {
                 )?;
                 attn.rope_kv_kernel = optim.rope_kv_kernel;
                 attn.decode_attention_kernel = optim.decode_attention_kernel;
-                attn.decode_attention_min_window = optim.decode_attention_min_window;
+                attn.decode_attention_min_window = optim.decode_attention_min_window as i64;
                 Ok(DecoderLayer {
                     input_ln: norm(&l.sub("input_layernorm"), dims.rms_norm_eps, optim)?,
                     attn,
@@ -165,7 +165,7 @@ impl Decoder {
     }
 
     /// The implementation choices this decoder was built with.
-    pub fn optim(&self) -> &ModelOptim {
+    pub fn optim(&self) -> &EngineOptim {
         &self.optim
     }
 

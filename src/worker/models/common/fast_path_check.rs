@@ -16,9 +16,10 @@
 
 use super::causal_lm::CausalLm;
 use super::graph_decode::{DecodeSession, StepPath};
-use super::optim::ModelOptim;
+use super::switches::Switches;
 use anyhow::Result;
 use llmprof::dtype::Dtype;
+use llmprof::optim::FamilyOptions;
 use llmprof::region::NoopObserver;
 use serde::Serialize;
 use tch::{Device, Kind, Tensor};
@@ -47,124 +48,92 @@ pub struct VariantCheck {
     pub passed: bool,
 }
 
-/// The variants checked: each switch alone on top of the eager baseline (`grouped_moe` only
-/// for a model with experts), then everything on with the graph step path over windows of
-/// `kv_bucket` slots.
-pub fn variants(kv_bucket: i64, moe: bool) -> Vec<(String, ModelOptim, StepPath)> {
-    let e = ModelOptim::EAGER;
-    let mut v: Vec<(String, ModelOptim, StepPath)> = vec![
+/// The variants checked: each switch alone on top of the eager presets (with the switches it
+/// needs), then the fast presets with the graph step path over windows of `kv_bucket` slots.
+/// A switch the family does not have is skipped (a dense model has no `grouped_moe`), and a
+/// helper switch it does not have is left out of the variants that name it.
+pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, StepPath)> {
+    let graph = StepPath::Graph { kv_bucket };
+    // (variant, the switch it checks, the switches it turns on, step path)
+    let table: [(&str, &str, &[&str], StepPath); 11] = [
         (
-            "fused_projections".into(),
-            ModelOptim {
-                fused_projections: true,
-                ..e
-            },
+            "fused_projections",
+            "fused_projections",
+            &["fused_projections"],
             StepPath::Eager,
         ),
         (
-            "grouped_moe".into(),
-            ModelOptim {
-                grouped_moe: true,
-                ..e
-            },
+            "grouped_moe",
+            "grouped_moe",
+            &["grouped_moe"],
             StepPath::Eager,
         ),
         (
-            "moe_routing_kernel".into(),
-            ModelOptim {
-                grouped_moe: true,
-                moe_routing_kernel: true,
-                ..e
-            },
+            "moe_routing_kernel",
+            "moe_routing_kernel",
+            &["grouped_moe", "moe_routing_kernel"],
+            StepPath::Eager,
+        ),
+        ("sdpa", "sdpa", &["sdpa"], StepPath::Eager),
+        (
+            "static_kv_cache",
+            "static_kv_cache",
+            &["static_kv_cache"],
             StepPath::Eager,
         ),
         (
-            "sdpa".into(),
-            ModelOptim { sdpa: true, ..e },
+            "fused_rms_norm",
+            "fused_rms_norm",
+            &["fused_rms_norm"],
             StepPath::Eager,
         ),
         (
-            "static_kv_cache".into(),
-            ModelOptim {
-                static_kv_cache: true,
-                ..e
-            },
+            "swiglu_kernel",
+            "swiglu_kernel",
+            &["fused_projections", "swiglu_kernel"],
             StepPath::Eager,
         ),
         (
-            "fused_rms_norm".into(),
-            ModelOptim {
-                fused_rms_norm: true,
-                ..e
-            },
+            "add_rms_norm_kernel",
+            "add_rms_norm_kernel",
+            &["fused_rms_norm", "add_rms_norm_kernel"],
             StepPath::Eager,
         ),
         (
-            "swiglu_kernel".into(),
-            ModelOptim {
-                fused_projections: true,
-                swiglu_kernel: true,
-                ..e
-            },
+            "moe_combine_kernel",
+            "moe_combine_kernel",
+            &["grouped_moe", "moe_routing_kernel", "moe_combine_kernel"],
             StepPath::Eager,
         ),
+        // The kernels run in the fixed-shape step only, so these variants take the graph path
+        // (which needs the static cache, and for a MoE model the grouped dispatch).
         (
-            "add_rms_norm_kernel".into(),
-            ModelOptim {
-                fused_rms_norm: true,
-                add_rms_norm_kernel: true,
-                ..e
-            },
-            StepPath::Eager,
+            "rope_kv_kernel+cuda_graph",
+            "rope_kv_kernel",
+            &[
+                "fused_projections",
+                "static_kv_cache",
+                "grouped_moe",
+                "rope_kv_kernel",
+            ],
+            graph,
         ),
         (
-            "moe_combine_kernel".into(),
-            ModelOptim {
-                grouped_moe: true,
-                moe_routing_kernel: true,
-                moe_combine_kernel: true,
-                ..e
-            },
-            StepPath::Eager,
-        ),
-        (
-            // The kernel runs in the fixed-shape step only, so this variant takes the graph path
-            // (which needs the static cache, and for a MoE model the grouped dispatch).
-            "rope_kv_kernel+cuda_graph".into(),
-            ModelOptim {
-                fused_projections: true,
-                static_kv_cache: true,
-                grouped_moe: true,
-                rope_kv_kernel: true,
-                ..e
-            },
-            StepPath::Graph { kv_bucket },
-        ),
-        (
-            "decode_attention_kernel+cuda_graph".into(),
-            ModelOptim {
-                static_kv_cache: true,
-                grouped_moe: true,
-                decode_attention_kernel: true,
-                ..e
-            },
-            StepPath::Graph { kv_bucket },
-        ),
-        (
-            "all+cuda_graph".into(),
-            ModelOptim::FAST,
-            StepPath::Graph { kv_bucket },
+            "decode_attention_kernel+cuda_graph",
+            "decode_attention_kernel",
+            &["static_kv_cache", "grouped_moe", "decode_attention_kernel"],
+            graph,
         ),
     ];
-    if !moe {
-        let moe_only = ["grouped_moe", "moe_routing_kernel", "moe_combine_kernel"];
-        v.retain(|(name, _, _)| !moe_only.contains(&name.as_str()));
-        for (_, o, _) in v.iter_mut() {
-            o.grouped_moe = false;
-            o.moe_routing_kernel = false;
-            o.moe_combine_kernel = false;
-        }
-    }
+    let eager = Switches::<F>::eager();
+    let mut v: Vec<(String, Switches<F>, StepPath)> = table
+        .into_iter()
+        .filter_map(|(name, checked, on, path)| {
+            let (switches, unknown) = eager.with_on(on);
+            (!unknown.iter().any(|u| u == checked)).then(|| (name.to_string(), switches, path))
+        })
+        .collect();
+    v.push(("all+cuda_graph".into(), Switches::<F>::fast(), graph));
     v
 }
 
@@ -256,11 +225,11 @@ pub fn rel_l2_error(a: &Trace, b: &Trace) -> Result<f64> {
 pub trait CheckSubject {
     type Weights;
     type Model: CausalLm;
+    /// The family's own switches (`model.optim`).
+    type Own: FamilyOptions;
     fn weights_f32(&self) -> Result<Self::Weights>;
     fn to_kind(&self, w: &Self::Weights, kind: Kind) -> Result<Self::Weights>;
-    fn build(&self, w: &Self::Weights, optim: &ModelOptim) -> Result<Self::Model>;
-    /// Whether the model has routed experts (the `grouped_moe` switch).
-    fn moe(&self) -> bool;
+    fn build(&self, w: &Self::Weights, switches: &Switches<Self::Own>) -> Result<Self::Model>;
 }
 
 /// Runs every variant in fp32 and in bf16 against the fp32 eager reference for `steps` decode
@@ -273,7 +242,7 @@ pub fn check<S: CheckSubject>(
 ) -> Result<Vec<VariantCheck>> {
     let w32 = subject.weights_f32()?;
     let reference = {
-        let m = subject.build(&w32, &ModelOptim::EAGER)?;
+        let m = subject.build(&w32, &Switches::eager())?;
         run(&m, StepPath::Eager, prompts, steps, None)?
     };
     let forced = Some(&reference.tokens[..]);
@@ -290,13 +259,13 @@ pub fn check<S: CheckSubject>(
         let eager_err = if kind == Kind::Float {
             None
         } else {
-            let m = subject.build(w, &ModelOptim::EAGER)?;
+            let m = subject.build(w, &Switches::eager())?;
             Some(rel_l2_error(
                 &run(&m, StepPath::Eager, prompts, steps, forced)?,
                 &reference,
             )?)
         };
-        for (name, optim, path) in variants(kv_bucket, subject.moe()) {
+        for (name, optim, path) in variants::<S::Own>(kv_bucket) {
             let m = subject.build(w, &optim)?;
             let t = run(&m, path, prompts, steps, forced)?;
             drop(m);

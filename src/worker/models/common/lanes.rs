@@ -1,5 +1,5 @@
 //! Independent calls of one pass (the vision pass's global views and crops) overlapped on two
-//! CUDA streams, inside CUDA graphs only (`runtime.optim.vision_streams`).
+//! CUDA streams, inside CUDA graphs only (`model.optim.vision_streams`).
 //!
 //! Why only inside graphs: on an H100 (driver 580), once any kernel has run eagerly on a second
 //! stream, every later graph replay in the process leaves ≈ 0.45 µs between its kernels instead

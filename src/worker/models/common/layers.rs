@@ -37,7 +37,7 @@ pub struct LayerNorm {
     pub bias: Tensor,
     pub eps: f64,
     /// [`LayerNorm::add_forward`] in llmprof's one kernel on a GPU
-    /// (`runtime.optim.add_layer_norm_kernel`).
+    /// (`model.optim.add_layer_norm_kernel`).
     pub add_kernel: bool,
 }
 
@@ -89,7 +89,7 @@ impl LayerNorm {
     ) -> Result<(Tensor, Tensor)> {
         anyhow::ensure!(
             self.add_kernel_takes(x, delta)?,
-            "a windowed residual add needs the add + LayerNorm kernel (runtime.optim.add_layer_norm_kernel on a GPU)"
+            "a windowed residual add needs the add + LayerNorm kernel (model.optim.add_layer_norm_kernel on a GPU)"
         );
         self.add_kernel(x, delta, Some(win))
     }

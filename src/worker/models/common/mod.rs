@@ -15,13 +15,13 @@ pub mod kept_graphs;
 pub mod kv_cache;
 pub mod lanes;
 pub mod layers;
-pub mod optim;
 pub mod pre_norm;
 pub mod prefill_graphs;
 pub mod replay;
 pub mod safetensors;
 pub mod shape_graphs;
 pub mod size_cache;
+pub mod switches;
 pub mod tensors;
 pub mod upload;
 

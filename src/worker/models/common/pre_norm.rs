@@ -1,6 +1,6 @@
 //! Running a stack of pre-LayerNorm blocks (SAM, CLIP) so that each residual add and the
 //! LayerNorm after it are one step ([`LayerNorm::add_forward`], one kernel with
-//! `runtime.optim.add_layer_norm_kernel`): a block receives its input and that input already
+//! `model.optim.add_layer_norm_kernel`): a block receives its input and that input already
 //! normalised, and hands back its output together with the next block's normalised input.
 use super::layers::LayerNorm;
 use anyhow::Result;

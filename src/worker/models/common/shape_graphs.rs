@@ -2,7 +2,7 @@
 //! runs eagerly (its result is returned, and it warms up every lazily built table and kernel
 //! plan), then the same function is captured on static input buffers; later calls with that
 //! shape copy their inputs in, replay, and get a copy of the output. Used for the vision pass
-//! (`runtime.optim.vision_cuda_graph`), whose thousands of small launches per page otherwise
+//! (`model.optim.vision_cuda_graph`), whose thousands of small launches per page otherwise
 //! leave the GPU waiting on the host at small batches.
 //!
 //! All graphs of one [`ShapeGraphs`] share a memory pool: they replay one at a time, and every
@@ -129,7 +129,7 @@ impl std::fmt::Debug for ShapeGraphs {
 }
 
 impl ShapeGraphs {
-    /// Graphs that capture when `enabled`; `switch` (e.g. `runtime.optim.vision_cuda_graph`) is
+    /// Graphs that capture when `enabled`; `switch` (e.g. `model.optim.vision_cuda_graph`) is
     /// the setting a capture error names as the fix.
     pub fn new(enabled: bool, switch: &'static str) -> Self {
         ShapeGraphs {

@@ -74,7 +74,7 @@ impl DeepseekOcr {
         let shapes: Vec<Vec<i64>> = views.iter().map(Tensor::size).collect();
         let grouping = vision::batch::Grouping::new(&shapes, max_views)?;
         let lanes = &self.vision_lanes;
-        // With `runtime.optim.vision_streams` and graphs, the whole pass is one graph whose
+        // With `model.optim.vision_streams` and graphs, the whole pass is one graph whose
         // capture runs every second call on a side stream, so calls overlap in its replays; its
         // stages then get no times of their own. Otherwise each stage is its own graph.
         let whole_pass = use_graphs && lanes.overlaps(grouping.len());
@@ -192,7 +192,7 @@ fn same_views(imgs: &[&PreparedImage]) -> bool {
 }
 
 /// Whether a request of `pages` pages replays vision graphs under the page limit `max_pages`
-/// (`runtime.optim.vision_cuda_graph_max_pages`; 0: no limit).
+/// (`model.optim.vision_cuda_graph_max_pages`; 0: no limit).
 fn graphs_allowed(max_pages: usize, pages: usize) -> bool {
     max_pages == 0 || pages <= max_pages
 }

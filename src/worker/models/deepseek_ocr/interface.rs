@@ -58,7 +58,17 @@ pub struct DeepseekOcrModel {
 }
 
 pub use crate::models::common::graph_decode::step_path;
-pub use crate::models::common::optim::model_optim;
+
+/// The switches of `spec`: `runtime.optim` and this family's `model.optim`.
+pub fn switches(spec: &RunSpec) -> Result<super::Switches> {
+    match spec.model.optim {
+        llmprof::model::FamilyOptim::DeepseekOcr(own) => Ok(super::Switches {
+            engine: spec.runtime.optim,
+            own,
+        }),
+        _ => bail!("model.optim is not the deepseek_ocr family's (model.family=deepseek_ocr)"),
+    }
+}
 
 /// The resolved preprocessing of `model.preprocess`.
 pub fn preprocess_config(spec: &RunSpec) -> Result<PreprocessConfig> {
@@ -96,7 +106,7 @@ impl DeepseekOcrModel {
         let dtype = device::dtype_for(spec.model.dtype, device);
         let kind = device::kind(dtype);
         let started = std::time::Instant::now();
-        let optim = model_optim(spec);
+        let optim = switches(spec)?;
         let synthetic = spec.model.weights == WeightsSource::Synthetic;
         let weights = if synthetic {
             notes.push(llmprof::model::SYNTHETIC_NOTE.to_string());
@@ -114,10 +124,10 @@ impl DeepseekOcrModel {
         };
         let mut model = DeepseekOcr::load_with(weights, &arch, &optim)?;
         model.set_vision_batch(
-            spec.runtime
-                .optim
+            optim
+                .own
                 .batched_vision
-                .then_some(spec.runtime.optim.vision_max_views as usize),
+                .then_some(optim.own.vision_max_views as usize),
         );
         if let Device::Cuda(i) = device {
             tch::Cuda::synchronize(i as i64);
@@ -157,17 +167,17 @@ impl DeepseekOcrModel {
     }
 }
 
-/// Notes (and the one impossible combination) of the `runtime.optim` switches on this device.
+/// Notes (and the one impossible combination) of the switches on this device.
 fn switch_notes(spec: &RunSpec, device: Device, dtype: Dtype) -> Result<Vec<String>> {
-    let o = &spec.runtime.optim;
+    let o = switches(spec)?;
     let mut notes = Vec::new();
-    if o.grouped_moe && device != Device::Cpu && dtype != Dtype::Bf16 {
-        if o.cuda_graph && spec.runtime.batch_size as i64 > GATHER_MAX_TOKENS {
+    if o.own.grouped_moe && device != Device::Cpu && dtype != Dtype::Bf16 {
+        if o.engine.cuda_graph && spec.runtime.batch_size as i64 > GATHER_MAX_TOKENS {
             bail!(
                 "model.dtype=f32 on a GPU with runtime.optim.cuda_graph=true supports runtime.batch_size <= {GATHER_MAX_TOKENS}: torch._grouped_mm has CUDA kernels for bf16 only, and the per-expert loop that replaces it above that batch reads expert counts on the host, which a graph cannot capture\n  fix: model.dtype=bf16, runtime.batch_size<={GATHER_MAX_TOKENS}, or runtime.optim.cuda_graph=false"
             );
         }
-        notes.push("runtime.optim.grouped_moe: torch._grouped_mm has CUDA kernels for bf16 only, so this fp32 run evaluates experts with gathered weights (<= 4 tokens) or the per-expert loop".to_string());
+        notes.push("model.optim.grouped_moe: torch._grouped_mm has CUDA kernels for bf16 only, so this fp32 run evaluates experts with gathered weights (<= 4 tokens) or the per-expert loop".to_string());
     }
     Ok(notes)
 }

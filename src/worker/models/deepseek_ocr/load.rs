@@ -3,8 +3,8 @@
 
 use super::{text, vision, ArchConfig, DeepseekOcr, Encoder, Part, Weights};
 use crate::models::common::lanes::Lanes;
-use crate::models::common::optim::ModelOptim;
 use crate::models::common::prefill_graphs::PrefillGraphs;
+use crate::models::deepseek_ocr::Switches;
 use anyhow::{Context, Result};
 use std::path::Path;
 use tch::{Device, Kind};
@@ -17,33 +17,33 @@ impl DeepseekOcr {
     /// Builds every part `weights` holds. Consumes the weights so per-expert tensors that the MoE
     /// restacks are freed.
     pub fn load(weights: Weights, cfg: &ArchConfig) -> Result<Self> {
-        Self::load_with(weights, cfg, &ModelOptim::default())
+        Self::load_with(weights, cfg, &Switches::eager())
     }
 
     /// [`DeepseekOcr::load`] with explicit decoder implementation choices.
-    pub fn load_with(weights: Weights, cfg: &ArchConfig, optim: &ModelOptim) -> Result<Self> {
+    pub fn load_with(weights: Weights, cfg: &ArchConfig, optim: &Switches) -> Result<Self> {
         cfg.validate()?;
         if weights.device().is_cuda() {
             let has = |p| weights.has_part(p);
             crate::ffi::kernels::require(
                 "sam_cuda_kernels",
-                optim.sam_cuda_kernels && optim.sam_fused_rel_pos && has(Part::Sam),
+                optim.own.sam_cuda_kernels && optim.own.sam_fused_rel_pos && has(Part::Sam),
             )?;
             crate::ffi::kernels::require(
                 "add_layer_norm_kernel",
-                optim.add_layer_norm_kernel && (has(Part::Sam) || has(Part::Encoder)),
+                optim.own.add_layer_norm_kernel && (has(Part::Sam) || has(Part::Encoder)),
             )?;
             crate::ffi::kernels::require(
                 "quick_gelu_kernel",
-                optim.quick_gelu_kernel && cfg.clip.is_some() && has(Part::Encoder),
+                optim.own.quick_gelu_kernel && cfg.clip.is_some() && has(Part::Encoder),
             )?;
             crate::ffi::kernels::require(
                 "moe_routing_kernel",
-                optim.moe_routing_kernel && optim.grouped_moe && has(Part::Decoder),
+                optim.own.moe_routing_kernel && optim.own.grouped_moe && has(Part::Decoder),
             )?;
             crate::ffi::kernels::require(
                 "moe_combine_kernel",
-                optim.moe_combine_kernel && optim.moe_routing_kernel && has(Part::Decoder),
+                optim.own.moe_combine_kernel && optim.own.moe_routing_kernel && has(Part::Decoder),
             )?;
         }
         let weights_on_gpu = weights.device().is_cuda();
@@ -51,23 +51,23 @@ impl DeepseekOcr {
         let model = vs.sub("model");
         let sam = if weights.has_part(Part::Sam) {
             let sam_optim = vision::sam_attention::SamOptim {
-                fused_rel_pos: optim.sam_fused_rel_pos,
-                fused_windows: optim.sam_fused_windows,
-                cuda_kernels: optim.sam_cuda_kernels,
-                rel_pos_gemm: optim.sam_rel_pos_gemm,
-                proj_in_windows: optim.sam_proj_in_windows,
-                patch_gemm: optim.sam_patch_gemm,
-                add_layer_norm_kernel: optim.add_layer_norm_kernel,
-                gelu_epilogue: optim.sam_gelu_epilogue,
-                window_kernel: optim.sam_window_attention_kernel,
-                global_kernel: optim.sam_global_attention_kernel,
-                window_fmha: optim.sam_window_fmha_kernel,
+                fused_rel_pos: optim.own.sam_fused_rel_pos,
+                fused_windows: optim.own.sam_fused_windows,
+                cuda_kernels: optim.own.sam_cuda_kernels,
+                rel_pos_gemm: optim.own.sam_rel_pos_gemm,
+                proj_in_windows: optim.own.sam_proj_in_windows,
+                patch_gemm: optim.own.sam_patch_gemm,
+                add_layer_norm_kernel: optim.own.add_layer_norm_kernel,
+                gelu_epilogue: optim.own.sam_gelu_epilogue,
+                window_kernel: optim.own.sam_window_attention_kernel,
+                global_kernel: optim.own.sam_global_attention_kernel,
+                window_fmha: optim.own.sam_window_fmha_kernel,
             };
             let sam =
                 Sam::load(&model.sub("sam_model"), &cfg.sam, sam_optim).context("loading SAM")?;
-            if weights_on_gpu && optim.sam_gelu_epilogue && !sam.gelu_epilogue() {
+            if weights_on_gpu && optim.own.sam_gelu_epilogue && !sam.gelu_epilogue() {
                 tracing::info!(
-                    "runtime.optim.sam_gelu_epilogue: SAM's MLP runs cuBLAS + GELU here (the fused \
+                    "model.optim.sam_gelu_epilogue: SAM's MLP runs cuBLAS + GELU here (the fused \
                      GEMM needs bf16 weights on a compute capability 9.0 GPU and a build with the \
                      CUTLASS headers)"
                 );
@@ -75,7 +75,7 @@ impl DeepseekOcr {
             // The Hopper attention kernels' switches, where the kernels cannot run here.
             let hopper_attention = weights.kind() == Kind::BFloat16
                 && crate::ffi::kernels_gemm::sam_global_attention_on(weights.device());
-            let window_fallback = match optim.sam_window_attention_kernel {
+            let window_fallback = match optim.own.sam_window_attention_kernel {
                 true => {
                     "sam_window_attention_kernel's kernel where it applies (bf16), else the \
                          folded-bias path"
@@ -84,19 +84,19 @@ impl DeepseekOcr {
             };
             for (on, switch, what, fallback) in [
                 (
-                    optim.sam_global_attention_kernel,
+                    optim.own.sam_global_attention_kernel,
                     "sam_global_attention_kernel",
                     "global",
                     "the folded-bias path",
                 ),
                 (
-                    optim.sam_window_fmha_kernel,
+                    optim.own.sam_window_fmha_kernel,
                     "sam_window_fmha_kernel",
                     "windowed",
                     window_fallback,
                 ),
             ] {
-                if weights_on_gpu && on && optim.sam_cuda_kernels && !hopper_attention {
+                if weights_on_gpu && on && optim.own.sam_cuda_kernels && !hopper_attention {
                     tracing::info!(
                         "runtime.optim.{switch}: SAM's {what} attention runs {fallback} here \
                          (the kernel needs bf16 weights on a compute capability 9.0 GPU and a \
@@ -115,15 +115,15 @@ impl DeepseekOcr {
                         &model.sub("vision_model"),
                         c,
                         vision::clip::ClipOptim {
-                            add_layer_norm_kernel: optim.add_layer_norm_kernel,
-                            quick_gelu_kernel: optim.quick_gelu_kernel,
-                            gelu_epilogue: optim.clip_gelu_epilogue,
+                            add_layer_norm_kernel: optim.own.add_layer_norm_kernel,
+                            quick_gelu_kernel: optim.own.quick_gelu_kernel,
+                            gelu_epilogue: optim.own.clip_gelu_epilogue,
                         },
                     )
                     .context("loading CLIP")?;
-                    if weights_on_gpu && optim.clip_gelu_epilogue && !clip.gelu_epilogue() {
+                    if weights_on_gpu && optim.own.clip_gelu_epilogue && !clip.gelu_epilogue() {
                         tracing::info!(
-                            "runtime.optim.clip_gelu_epilogue: CLIP's MLP runs cuBLAS + quickGELU \
+                            "model.optim.clip_gelu_epilogue: CLIP's MLP runs cuBLAS + quickGELU \
                              here (the fused GEMM needs bf16 weights on a compute capability 9.0 \
                              GPU and a build with the CUTLASS headers)"
                         );
@@ -161,20 +161,20 @@ impl DeepseekOcr {
             device: weights.device(),
             kind: weights.kind(),
             vision_batch: None,
-            uint8_upload: optim.vision_uint8_upload,
-            graph_uploads: optim.vision_graph_uploads,
+            uint8_upload: optim.own.vision_uint8_upload,
+            graph_uploads: optim.own.vision_graph_uploads,
             vision_lanes: Lanes::new(
-                optim.vision_cuda_graph && weights_on_gpu,
-                "runtime.optim.vision_cuda_graph",
+                optim.own.vision_cuda_graph && weights_on_gpu,
+                "model.optim.vision_cuda_graph",
                 match weights.device() {
-                    tch::Device::Cuda(d) if optim.vision_streams => Some(d),
+                    tch::Device::Cuda(d) if optim.own.vision_streams => Some(d),
                     _ => None,
                 },
             )?,
-            vision_graph_max_pages: optim.vision_cuda_graph_max_pages,
+            vision_graph_max_pages: optim.own.vision_cuda_graph_max_pages as usize,
             prefill_graphs: PrefillGraphs::new(
                 prefill_graphs_apply(optim, weights_on_gpu, weights.kind()),
-                optim.prefill_cuda_graph_max_batch,
+                optim.engine.prefill_cuda_graph_max_batch as usize,
             ),
         })
     }
@@ -202,9 +202,9 @@ impl DeepseekOcr {
 /// Whether the decoder's prefill is captured (`runtime.optim.prefill_cuda_graph`): on a GPU with
 /// a static KV cache and grouped MoE in bf16 (in other dtypes grouped MoE falls back to a
 /// per-expert loop that reads expert counts on the host, which a capture cannot).
-fn prefill_graphs_apply(optim: &ModelOptim, weights_on_gpu: bool, kind: Kind) -> bool {
-    let apply = optim.prefill_cuda_graph && weights_on_gpu;
-    if apply && !(optim.static_kv_cache && optim.grouped_moe && kind == Kind::BFloat16) {
+fn prefill_graphs_apply(optim: &Switches, weights_on_gpu: bool, kind: Kind) -> bool {
+    let apply = optim.engine.prefill_cuda_graph && weights_on_gpu;
+    if apply && !(optim.engine.static_kv_cache && optim.own.grouped_moe && kind == Kind::BFloat16) {
         tracing::info!(
             "runtime.optim.prefill_cuda_graph: the prefill runs op by op (a graph needs \
              static_kv_cache and grouped_moe with bf16 weights)"

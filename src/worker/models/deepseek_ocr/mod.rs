@@ -15,6 +15,9 @@ pub mod vision;
 
 pub use checkpoint::weights::{Part, Weights};
 pub use llmprof::model::deepseek_ocr::ArchConfig;
+/// The switches a DeepSeek-OCR model is built with: `runtime.optim` and its own `model.optim`.
+pub type Switches =
+    crate::models::common::switches::Switches<llmprof::model::deepseek_ocr::DeepseekOcrOptim>;
 
 use crate::models::common::causal_lm::{left_pad, CausalLm};
 use crate::models::common::kv_cache::KvCache;
@@ -60,20 +63,20 @@ pub struct DeepseekOcr {
     device: Device,
     kind: Kind,
     /// Vision batching across pages: at most this many views per SAM/CLIP call (0: no limit);
-    /// `None`: one page at a time (`runtime.optim.batched_vision`).
+    /// `None`: one page at a time (`model.optim.batched_vision`).
     vision_batch: Option<usize>,
-    /// Pixels go to a GPU as uint8 and are normalised there (`runtime.optim.vision_uint8_upload`).
+    /// Pixels go to a GPU as uint8 and are normalised there (`model.optim.vision_uint8_upload`).
     uint8_upload: bool,
     /// With `uint8_upload`, each vision call uploads its views itself
-    /// (`runtime.optim.vision_graph_uploads`).
+    /// (`model.optim.vision_graph_uploads`).
     graph_uploads: bool,
-    /// Vision stages captured per input shape (`runtime.optim.vision_cuda_graph`, GPU only), on
-    /// one stream or two (`runtime.optim.vision_streams`).
+    /// Vision stages captured per input shape (`model.optim.vision_cuda_graph`, GPU only), on
+    /// one stream or two (`model.optim.vision_streams`).
     vision_lanes: Lanes,
     /// The decoder's prefill captured per shape (`runtime.optim.prefill_cuda_graph`).
     prefill_graphs: PrefillGraphs,
     /// Prefills of more pages than this run vision without the graphs (0: no limit;
-    /// `runtime.optim.vision_cuda_graph_max_pages`).
+    /// `model.optim.vision_cuda_graph_max_pages`).
     vision_graph_max_pages: usize,
 }
 
@@ -86,7 +89,7 @@ impl DeepseekOcr {
         self.device
     }
 
-    /// Readies a page's views at data-loading time: with `runtime.optim.vision_uint8_upload` on
+    /// Readies a page's views at data-loading time: with `model.optim.vision_uint8_upload` on
     /// a GPU, pinned uint8 (normalised on the GPU inside the SAM call, [`preprocess::model_input`]); otherwise
     /// normalised to fp32 on the CPU now, so that the vision region only copies them.
     pub fn ready_pixels(&self, image: &mut PreparedImage) -> Result<()> {
@@ -124,7 +127,7 @@ impl DeepseekOcr {
         )
     }
 
-    /// What the vision graphs did so far (`runtime.optim.vision_cuda_graph`); `None` when they
+    /// What the vision graphs did so far (`model.optim.vision_cuda_graph`); `None` when they
     /// are off or there is no GPU.
     pub fn vision_graph_stats(&self) -> Option<ShapeGraphStats> {
         let graphs = self.vision_lanes.graphs();

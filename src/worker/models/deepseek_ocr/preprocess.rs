@@ -101,7 +101,7 @@ pub fn model_input(uploaded: &Tensor, kind: Kind) -> Result<Tensor> {
 
 impl PreparedImage {
     /// Normalises the views to fp32 on the CPU now (data-loading time), so that [`upload`] only
-    /// copies them: what every run did before `runtime.optim.vision_uint8_upload`.
+    /// copies them: what every run did before `model.optim.vision_uint8_upload`.
     pub fn normalise_on_cpu(&mut self) -> Result<()> {
         self.map_views(normalise)
     }

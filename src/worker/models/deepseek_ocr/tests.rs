@@ -326,7 +326,7 @@ fn mixed_image_and_text_batch_equals_rows_alone() {
 /// `optim(true)` (the switch under test on) and with `optim(false)`.
 fn tiny_on_gpu_with_and_without(
     kind: Kind,
-    optim: impl Fn(bool) -> crate::models::common::optim::ModelOptim,
+    optim: impl Fn(bool) -> Switches,
 ) -> (DeepseekOcr, DeepseekOcr) {
     assert!(tch::Cuda::is_available(), "no CUDA device");
     let cfg = ArchConfig::tiny();
@@ -344,12 +344,12 @@ fn tiny_on_gpu_with_and_without(
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn prefill_graphs_equal_eager_on_a_gpu() {
-    use crate::models::common::optim::ModelOptim;
+    use crate::models::deepseek_ocr::Switches;
     let dev = Device::Cuda(0);
-    let (graphed, eager) = tiny_on_gpu_with_and_without(Kind::BFloat16, |graphs| ModelOptim {
-        grouped_moe: true,
-        prefill_cuda_graph: graphs,
-        ..ModelOptim::default()
+    let (graphed, eager) = tiny_on_gpu_with_and_without(Kind::BFloat16, |graphs| {
+        let (mut s, _) = Switches::eager().with_on(&["sdpa", "static_kv_cache", "grouped_moe"]);
+        s.engine.prefill_cuda_graph = graphs;
+        s
     });
     let obs = NoopObserver;
     let mut cache = graphed.new_cache(2, 32).unwrap();
@@ -382,7 +382,7 @@ fn prefill_graphs_equal_eager_on_a_gpu() {
     assert_eq!(eager.prefill_graphs.stats(), (0, 0));
 }
 
-/// Vision graphs with the uploads inside (`runtime.optim.vision_graph_uploads`) on a GPU, the
+/// Vision graphs with the uploads inside (`model.optim.vision_graph_uploads`) on a GPU, the
 /// tiny model in fp32: a batch of pages with the same views (uploaded inside the replays), a
 /// batch of other tile grids (concatenated before the graphs) and a batch holding one page
 /// twice, each over rounds of new pixels in new pinned memory; every page equals the same batch
@@ -390,13 +390,14 @@ fn prefill_graphs_equal_eager_on_a_gpu() {
 #[test]
 #[ignore = "needs a CUDA GPU: cargo test -- --ignored on the GPU machine"]
 fn vision_graph_uploads_equal_eager_on_a_gpu() {
-    use crate::models::common::optim::ModelOptim;
-    let (graphed, eager) = tiny_on_gpu_with_and_without(Kind::Float, |graphs| ModelOptim {
-        vision_uint8_upload: true,
-        vision_graph_uploads: graphs,
-        vision_cuda_graph: graphs,
-        vision_streams: graphs,
-        ..ModelOptim::default()
+    use crate::models::deepseek_ocr::Switches;
+    let (graphed, eager) = tiny_on_gpu_with_and_without(Kind::Float, |graphs| {
+        let (mut s, _) =
+            Switches::eager().with_on(&["sdpa", "static_kv_cache", "vision_uint8_upload"]);
+        s.own.vision_graph_uploads = graphs;
+        s.own.vision_cuda_graph = graphs;
+        s.own.vision_streams = graphs;
+        s
     });
     let obs = NoopObserver;
     let pc = tiny_crop_mode();

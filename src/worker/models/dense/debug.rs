@@ -1,9 +1,9 @@
 //! `llmprof debug logits` for dense decoder checkpoints (HF parity checks): the architecture
 //! from the folder's config.json, fp32 (or bf16) last-position logits and greedy tokens.
+use super::Switches;
 use super::{checkpoint, DenseLm};
 use crate::models::common::fast_path_check;
 use crate::models::common::graph_decode::StepPath;
-use crate::models::common::optim::ModelOptim;
 use anyhow::{ensure, Result};
 use llmprof::model::dense::DenseArch;
 use std::path::Path;
@@ -38,7 +38,7 @@ pub fn debug_logits(
     ids: &[i64],
     dtype: Kind,
     greedy_n: usize,
-    optim: &ModelOptim,
+    optim: &Switches,
     path: StepPath,
 ) -> Result<(Tensor, Vec<i64>)> {
     ensure!(!ids.is_empty(), "debug logits needs at least one token id");

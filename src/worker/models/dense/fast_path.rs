@@ -1,8 +1,8 @@
 //! The fast-path check (`models::common::fast_path_check`) on a dense decoder: seeded weights
 //! under the official names, every switch except the MoE one.
+use super::Switches;
 use super::{checkpoint, DenseLm};
 use crate::models::common::fast_path_check::CheckSubject;
-use crate::models::common::optim::ModelOptim;
 use anyhow::Result;
 use llmprof::model::dense::DenseArch;
 use std::collections::HashMap;
@@ -15,6 +15,7 @@ pub struct Subject {
 }
 
 impl CheckSubject for Subject {
+    type Own = llmprof::model::dense::DenseOptim;
     type Weights = (HashMap<String, Tensor>, Kind);
     type Model = DenseLm;
     fn weights_f32(&self) -> Result<Self::Weights> {
@@ -30,10 +31,7 @@ impl CheckSubject for Subject {
                 .collect::<Result<_>>()?;
         Ok((t, kind))
     }
-    fn build(&self, w: &Self::Weights, optim: &ModelOptim) -> Result<DenseLm> {
+    fn build(&self, w: &Self::Weights, optim: &Switches) -> Result<DenseLm> {
         DenseLm::load(&w.0, &self.arch, self.device, w.1, optim)
-    }
-    fn moe(&self) -> bool {
-        false
     }
 }

@@ -5,7 +5,6 @@ use super::tokenizer::TextTokenizer;
 use super::{checkpoint, DenseLm};
 use crate::models::common::generate::generate_with;
 use crate::models::common::graph_decode::{decode_notes, step_path, DecodeSession};
-use crate::models::common::optim::model_optim;
 use crate::models::device;
 use anyhow::{bail, Result};
 use llmprof::dataset::{InputItem, TextInput};
@@ -77,7 +76,7 @@ impl DenseModel {
             }
             checkpoint::load(path, &arch, device, kind)?
         };
-        let model = DenseLm::load(&tensors, &arch, device, kind, &model_optim(spec))?;
+        let model = DenseLm::load(&tensors, &arch, device, kind, &switches(spec)?)?;
         drop(tensors);
         if let Device::Cuda(i) = device {
             tch::Cuda::synchronize(i as i64);
@@ -249,5 +248,16 @@ impl Model for DenseModel {
 
     fn decode_text(&self, tokens: &[i64]) -> String {
         self.tokenizer.decode(tokens)
+    }
+}
+
+/// The switches of `spec`: `runtime.optim` and this family's `model.optim`.
+pub fn switches(spec: &llmprof::spec::RunSpec) -> Result<super::Switches> {
+    match spec.model.optim {
+        llmprof::model::FamilyOptim::DenseDecoder(own) => Ok(super::Switches {
+            engine: spec.runtime.optim,
+            own,
+        }),
+        _ => bail!("model.optim is not the dense_decoder family's (model.family=dense_decoder)"),
     }
 }

@@ -14,8 +14,10 @@ use crate::models::common::causal_lm::{left_pad, CausalLm};
 use crate::models::common::decoder::{Decoder, DecoderDims, FeedForward};
 use crate::models::common::kv_cache::KvCache;
 use crate::models::common::layers::SwiGlu;
-use crate::models::common::optim::ModelOptim;
+
 use crate::models::common::tensors::WeightPath;
+/// The switches a dense model is built with (`runtime.optim`, and `model.optim`, empty).
+pub type Switches = crate::models::common::switches::Switches<llmprof::model::dense::DenseOptim>;
 use anyhow::{ensure, Result};
 use llmprof::model::dense::DenseArch;
 use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};
@@ -56,13 +58,14 @@ impl DenseLm {
         arch: &DenseArch,
         device: Device,
         kind: Kind,
-        optim: &ModelOptim,
+        optim: &Switches,
     ) -> Result<Self> {
         arch.validate()?;
         let vs = WeightPath::root(tensors, device, kind);
-        let decoder = Decoder::load(&vs, &dims(arch), optim, |mlp, _| {
+        let decoder = Decoder::load(&vs, &dims(arch), &optim.engine, |mlp, _| {
             Ok(Box::new(
-                SwiGlu::load(mlp, optim.fused_projections)?.with_kernel(optim.swiglu_kernel),
+                SwiGlu::load(mlp, optim.engine.fused_projections)?
+                    .with_kernel(optim.engine.swiglu_kernel),
             ) as Box<dyn FeedForward>)
         })?;
         Ok(DenseLm {

@@ -3,9 +3,9 @@
 
 use crate::models::common::fast_path_check;
 use crate::models::common::graph_decode::StepPath;
-use crate::models::common::optim::ModelOptim;
 use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
 use crate::models::deepseek_ocr::DeepseekOcr;
+use crate::models::deepseek_ocr::Switches;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ArchConfig;
 use std::path::Path;
@@ -32,7 +32,7 @@ pub fn debug_logits(
     ids: &[i64],
     dtype: Kind,
     greedy_n: usize,
-    optim: &ModelOptim,
+    optim: &Switches,
     path: StepPath,
 ) -> Result<(Tensor, Vec<i64>)> {
     let cfg = config_for_checkpoint(weights)?;
@@ -49,7 +49,7 @@ pub fn debug_logits_with(
     device: Device,
     dtype: Kind,
     greedy_n: usize,
-    optim: &ModelOptim,
+    optim: &Switches,
     path: StepPath,
 ) -> Result<(Tensor, Vec<i64>)> {
     ensure!(!ids.is_empty(), "debug_logits needs at least one token id");
@@ -61,7 +61,7 @@ pub fn debug_logits_with(
 /// SAM-only run: pixels [B,3,S,S] → fp32 features [B,1024,S/64,S/64] (on the pixels' device,
 /// computed in the pixels' float dtype) with SAM's switches in `optim`. Only SAM tensors are
 /// loaded.
-pub fn debug_sam(weights: &Path, pixels: &Tensor, optim: &ModelOptim) -> Result<Tensor> {
+pub fn debug_sam(weights: &Path, pixels: &Tensor, optim: &Switches) -> Result<Tensor> {
     let cfg = config_for_checkpoint(weights)?;
     debug_sam_with(&cfg, weights, pixels, optim)
 }
@@ -71,7 +71,7 @@ pub fn debug_sam_with(
     cfg: &ArchConfig,
     weights: &Path,
     pixels: &Tensor,
-    optim: &ModelOptim,
+    optim: &Switches,
 ) -> Result<Tensor> {
     let kind = pixels.kind();
     ensure!(
@@ -108,7 +108,7 @@ mod tests {
             .write_safetensors(&sam_file)
             .unwrap();
         let ids = [0i64, 5, 6, 7];
-        let eager = ModelOptim::default();
+        let eager = Switches::eager();
         let (logits, toks) = debug_logits_with(
             &cfg,
             &dec_file,
@@ -151,7 +151,7 @@ mod tests {
             Device::Cpu,
             Kind::Float,
             3,
-            &ModelOptim::FAST,
+            &Switches::fast(),
             StepPath::Graph { kv_bucket: 1 },
         )
         .unwrap();
@@ -162,7 +162,7 @@ mod tests {
         let px = Tensor::rand([1, 3, 128, 128], (Kind::Float, Device::Cpu));
         let f = debug_sam_with(&cfg, &sam_file, &px, &eager).unwrap();
         assert_eq!(f.size(), vec![1, 32, 2, 2]);
-        let fast = debug_sam_with(&cfg, &sam_file, &px, &ModelOptim::FAST).unwrap();
+        let fast = debug_sam_with(&cfg, &sam_file, &px, &Switches::fast()).unwrap();
         let e = rel(&fast, &f);
         assert!(
             e < 1e-5 && e > 0.0,

@@ -3,8 +3,8 @@
 //! Pixels come from a safetensors file (the reference's own preprocessing, so both encoders see
 //! the same input) or from a page image through llmprof's preprocessing (which also reports the
 //! tile grid and the image-token count the prompt will carry).
-use crate::models::common::optim::ModelOptim;
 use crate::models::deepseek_ocr::preprocess::{normalise, preprocess, PreparedImage};
+use crate::models::deepseek_ocr::Switches;
 use crate::models::deepseek_ocr::{ArchConfig, DeepseekOcr, Part, Weights};
 use anyhow::{bail, ensure, Context, Result};
 use llmprof::model::deepseek_ocr::prompt::image_token_count;
@@ -95,7 +95,7 @@ pub fn debug_vision(
     pixels: Option<&Path>,
     image: Option<&Path>,
     kind: Kind,
-    optim: &ModelOptim,
+    optim: &Switches,
 ) -> Result<VisionOutput> {
     let (cfg, pc) = arch_and_views(arch)?;
     let prepared = match (pixels, image) {
@@ -159,14 +159,14 @@ mod tests {
             Some(&pfile),
             None,
             Kind::Float,
-            &ModelOptim::FAST,
+            &Switches::fast(),
         )
         .unwrap();
         assert_eq!(out.image_tokens, 257 + 2 * 144);
         assert_eq!(out.embeddings.size(), vec![545, 64]);
         // The same file through the eager model: the fused SAM attention agrees with it.
         let w = Weights::load(&wfile, &cfg, &parts, Device::Cpu, Kind::Float).unwrap();
-        let m = DeepseekOcr::load_with(w, &cfg, &ModelOptim::EAGER).unwrap();
+        let m = DeepseekOcr::load_with(w, &cfg, &Switches::eager()).unwrap();
         let want = m
             .encode_images(
                 &PreparedImage {
@@ -186,7 +186,7 @@ mod tests {
             Some(&pfile),
             None,
             Kind::Float,
-            &ModelOptim::FAST
+            &Switches::fast()
         )
         .is_err());
     }

@@ -1,7 +1,7 @@
 //! The fast-path check (`models::common::fast_path_check`) on DeepSeek-OCR's decoder: seeded
 //! decoder-only weights, every switch including `grouped_moe`.
 use crate::models::common::fast_path_check::{self, CheckSubject, VariantCheck};
-use crate::models::common::optim::ModelOptim;
+use crate::models::deepseek_ocr::Switches;
 use crate::models::deepseek_ocr::{ArchConfig, DeepseekOcr, Part, Weights};
 use anyhow::Result;
 use tch::{Device, Kind};
@@ -14,6 +14,7 @@ pub struct Subject {
 }
 
 impl CheckSubject for Subject {
+    type Own = llmprof::model::deepseek_ocr::DeepseekOcrOptim;
     type Weights = Weights;
     type Model = DeepseekOcr;
     fn weights_f32(&self) -> Result<Weights> {
@@ -28,11 +29,8 @@ impl CheckSubject for Subject {
     fn to_kind(&self, w: &Weights, kind: Kind) -> Result<Weights> {
         w.to_kind(kind)
     }
-    fn build(&self, w: &Weights, optim: &ModelOptim) -> Result<DeepseekOcr> {
+    fn build(&self, w: &Weights, optim: &Switches) -> Result<DeepseekOcr> {
         DeepseekOcr::load_with(w.shallow_clone(), &self.cfg, optim)
-    }
-    fn moe(&self) -> bool {
-        true
     }
 }
 
@@ -76,7 +74,10 @@ mod tests {
             16,
         )
         .unwrap();
-        assert_eq!(checks.len(), 2 * variants(16, true).len());
+        let variants = variants::<llmprof::model::deepseek_ocr::DeepseekOcrOptim>(16);
+        // Every switch of the decoder's table, the MoE ones included, and all together.
+        assert_eq!(variants.len(), 12);
+        assert_eq!(checks.len(), 2 * variants.len());
         for c in &checks {
             assert!(c.passed, "{c:?}");
             if c.dtype == "fp32" {
@@ -107,7 +108,7 @@ mod tests {
                 seed,
             };
             let m = s
-                .build(&s.weights_f32().unwrap(), &ModelOptim::EAGER)
+                .build(&s.weights_f32().unwrap(), &Switches::eager())
                 .unwrap();
             run(&m, StepPath::Eager, &p, 8, None).unwrap()
         };
@@ -127,8 +128,8 @@ mod tests {
         }
         .weights_f32()
         .unwrap();
-        let m = DeepseekOcr::load_with(w.shallow_clone(), &cfg, &ModelOptim::FAST).unwrap();
-        let eager = DeepseekOcr::load_with(w, &cfg, &ModelOptim::EAGER).unwrap();
+        let m = DeepseekOcr::load_with(w.shallow_clone(), &cfg, &Switches::fast()).unwrap();
+        let eager = DeepseekOcr::load_with(w, &cfg, &Switches::eager()).unwrap();
         let path = StepPath::Graph { kv_bucket: 8 };
         let mut session = DecodeSession::new(&m, path).unwrap();
         for lens in [[20usize, 5], [7, 12], [20, 5]] {

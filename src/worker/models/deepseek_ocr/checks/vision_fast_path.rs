@@ -6,9 +6,8 @@
 //! - bf16: a variant's error against fp32 eager at most `BF16_ERROR_GROWTH_MAX` times eager
 //!   bf16's own error.
 use crate::models::common::fast_path_check::BF16_ERROR_GROWTH_MAX;
-use crate::models::common::optim::ModelOptim;
 use crate::models::deepseek_ocr::preprocess::PreparedImage;
-use crate::models::deepseek_ocr::{ArchConfig, DeepseekOcr, Part, Weights};
+use crate::models::deepseek_ocr::{ArchConfig, DeepseekOcr, Part, Switches, Weights};
 use anyhow::{ensure, Result};
 use llmprof::region::NoopObserver;
 use serde::Serialize;
@@ -33,183 +32,105 @@ pub struct VisionCheck {
     pub passed: bool,
 }
 
-/// The vision variants: each switch alone on top of eager, then all of them with batching.
-/// The `usize` is the batched-vision view limit (`None`: one page at a time).
-pub fn vision_variants() -> Vec<(&'static str, ModelOptim, Option<usize>)> {
-    let e = ModelOptim::EAGER;
-    vec![
-        (
-            "sam_fused_rel_pos",
-            ModelOptim {
-                sam_fused_rel_pos: true,
-                ..e
-            },
-            None,
-        ),
-        (
-            "sam_fused_windows",
-            ModelOptim {
-                sam_fused_windows: true,
-                ..e
-            },
-            None,
-        ),
+/// The vision variants: each switch alone on top of the eager presets (with the switches it
+/// needs), then the fast presets with batching. The `usize` is the batched-vision view limit
+/// (`None`: one page at a time).
+pub fn vision_variants() -> Vec<(&'static str, Switches, Option<usize>)> {
+    // SAM's kernels and what they read (the folded bias, the products of q with the tables).
+    const KERNELS: [&str; 3] = ["sam_fused_rel_pos", "sam_cuda_kernels", "sam_rel_pos_gemm"];
+    let with = |extra: &[&'static str], base: &[&'static str]| -> Vec<&'static str> {
+        base.iter().chain(extra).copied().collect()
+    };
+    let table: Vec<(&'static str, Vec<&'static str>, Option<usize>)> = vec![
+        ("sam_fused_rel_pos", vec!["sam_fused_rel_pos"], None),
+        ("sam_fused_windows", vec!["sam_fused_windows"], None),
         (
             "sam_cuda_kernels",
-            ModelOptim {
-                sam_fused_rel_pos: true,
-                sam_cuda_kernels: true,
-                ..e
-            },
+            vec!["sam_fused_rel_pos", "sam_cuda_kernels"],
             None,
         ),
+        ("sam_rel_pos_gemm", KERNELS.to_vec(), None),
+        // With the add + LayerNorm kernel, which reads the windows in place.
         (
-            "sam_rel_pos_gemm",
-            ModelOptim {
-                sam_fused_rel_pos: true,
-                sam_cuda_kernels: true,
-                sam_rel_pos_gemm: true,
-                ..e
-            },
-            None,
-        ),
-        (
-            // With the add + LayerNorm kernel, which reads the windows in place.
             "sam_proj_in_windows",
-            ModelOptim {
-                sam_fused_rel_pos: true,
-                sam_cuda_kernels: true,
-                sam_proj_in_windows: true,
-                add_layer_norm_kernel: true,
-                ..e
-            },
+            vec![
+                "sam_fused_rel_pos",
+                "sam_cuda_kernels",
+                "sam_proj_in_windows",
+                "add_layer_norm_kernel",
+            ],
             None,
         ),
+        ("vision_uint8_upload", vec!["vision_uint8_upload"], None),
+        ("sam_patch_gemm", vec!["sam_patch_gemm"], None),
+        ("add_layer_norm_kernel", vec!["add_layer_norm_kernel"], None),
+        ("quick_gelu_kernel", vec!["quick_gelu_kernel"], None),
+        ("sam_gelu_epilogue", vec!["sam_gelu_epilogue"], None),
+        ("clip_gelu_epilogue", vec!["clip_gelu_epilogue"], None),
+        // With SAM's kernels and the windowed projection it feeds.
         (
-            "vision_uint8_upload",
-            ModelOptim {
-                vision_uint8_upload: true,
-                ..e
-            },
-            None,
-        ),
-        (
-            "sam_patch_gemm",
-            ModelOptim {
-                sam_patch_gemm: true,
-                ..e
-            },
-            None,
-        ),
-        (
-            "add_layer_norm_kernel",
-            ModelOptim {
-                add_layer_norm_kernel: true,
-                ..e
-            },
-            None,
-        ),
-        (
-            "quick_gelu_kernel",
-            ModelOptim {
-                quick_gelu_kernel: true,
-                ..e
-            },
-            None,
-        ),
-        (
-            "sam_gelu_epilogue",
-            ModelOptim {
-                sam_gelu_epilogue: true,
-                ..e
-            },
-            None,
-        ),
-        (
-            "clip_gelu_epilogue",
-            ModelOptim {
-                clip_gelu_epilogue: true,
-                ..e
-            },
-            None,
-        ),
-        (
-            // With SAM's kernels and the windowed projection it feeds.
             "sam_window_attention_kernel",
-            ModelOptim {
-                sam_fused_rel_pos: true,
-                sam_cuda_kernels: true,
-                sam_rel_pos_gemm: true,
-                sam_proj_in_windows: true,
-                add_layer_norm_kernel: true,
-                sam_window_attention_kernel: true,
-                ..e
-            },
+            with(
+                &[
+                    "sam_proj_in_windows",
+                    "add_layer_norm_kernel",
+                    "sam_window_attention_kernel",
+                ],
+                &KERNELS,
+            ),
             None,
         ),
+        // With SAM's kernels, whose products of q with the tables they read.
         (
-            // With SAM's kernels, whose products of q with the tables it reads.
             "sam_global_attention_kernel",
-            ModelOptim {
-                sam_fused_rel_pos: true,
-                sam_cuda_kernels: true,
-                sam_rel_pos_gemm: true,
-                sam_global_attention_kernel: true,
-                ..e
-            },
+            with(&["sam_global_attention_kernel"], &KERNELS),
             None,
         ),
         (
-            // With SAM's kernels, whose products of q with the tables it reads.
             "sam_window_fmha_kernel",
-            ModelOptim {
-                sam_fused_rel_pos: true,
-                sam_cuda_kernels: true,
-                sam_rel_pos_gemm: true,
-                sam_window_fmha_kernel: true,
-                ..e
-            },
+            with(&["sam_window_fmha_kernel"], &KERNELS),
             None,
         ),
-        (
-            "vision_cuda_graph",
-            ModelOptim {
-                vision_cuda_graph: true,
-                ..e
-            },
-            None,
-        ),
+        ("vision_cuda_graph", vec!["vision_cuda_graph"], None),
         (
             "vision_streams",
-            ModelOptim {
-                vision_cuda_graph: true,
-                vision_streams: true,
-                ..e
-            },
+            vec!["vision_cuda_graph", "vision_streams"],
             Some(16),
         ),
+        // Uploads captured in the pass's graph, replayed with other pages' views.
         (
-            // Uploads captured in the pass's graph, replayed with other pages' views.
             "vision_graph_uploads",
-            ModelOptim {
-                vision_uint8_upload: true,
-                vision_graph_uploads: true,
-                vision_cuda_graph: true,
-                vision_streams: true,
-                ..e
-            },
+            vec![
+                "vision_uint8_upload",
+                "vision_graph_uploads",
+                "vision_cuda_graph",
+                "vision_streams",
+            ],
             Some(16),
         ),
-        ("batched_vision", e, Some(16)),
-        ("all", ModelOptim::FAST, Some(16)),
-    ]
+        ("batched_vision", vec![], Some(16)),
+    ];
+    let eager = Switches::eager();
+    let mut v: Vec<(&'static str, Switches, Option<usize>)> = table
+        .into_iter()
+        .map(|(name, on, batch)| {
+            let (switches, unknown) = eager.with_on(&on);
+            assert!(
+                unknown.is_empty(),
+                "not switches of this family: {unknown:?}"
+            );
+            (name, switches, batch)
+        })
+        .collect();
+    v.push(("all", Switches::fast(), Some(16)));
+    v
 }
 
 /// Every page's embeddings, concatenated, as fp32 on the CPU.
 fn embeddings(
     weights: &Weights,
     cfg: &ArchConfig,
-    optim: &ModelOptim,
+    optim: &Switches,
     batch: Option<usize>,
     pages: &[PreparedImage],
 ) -> Result<(Tensor, Vec<i64>)> {
@@ -239,7 +160,7 @@ fn embeddings(
     };
     let mut first = ready()?;
     let mut per_page = run(&first)?;
-    if optim.vision_cuda_graph {
+    if optim.own.vision_cuda_graph {
         // The first pass ran eagerly and captured; check what the replays return. They read
         // other host memory than the capture's: the first pages stay alive (their memory is not
         // reused) and are zeroed once read, so a replay still reading them would show.
@@ -289,8 +210,8 @@ pub fn check(
     let parts = [Part::Sam, Part::Encoder, Part::Projector];
     let w32 = Weights::synthetic(cfg, &parts, seed, device, Kind::Float)?;
     let w16 = w32.to_kind(Kind::BFloat16)?;
-    let (reference, counts) = embeddings(&w32, cfg, &ModelOptim::EAGER, None, pages)?;
-    let (eager16, _) = embeddings(&w16, cfg, &ModelOptim::EAGER, None, pages)?;
+    let (reference, counts) = embeddings(&w32, cfg, &Switches::eager(), None, pages)?;
+    let (eager16, _) = embeddings(&w16, cfg, &Switches::eager(), None, pages)?;
     let eager16_err = rel_error(&eager16, &reference)?;
     let mut out = Vec::new();
     for (name, optim, batch) in vision_variants() {

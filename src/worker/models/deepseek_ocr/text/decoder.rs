@@ -5,9 +5,9 @@ pub use crate::models::common::decoder::Decoder;
 use crate::models::common::decoder::{DecoderDims, FeedForward};
 use crate::models::common::kv_cache::KvDims;
 use crate::models::common::layers::SwiGlu;
-use crate::models::common::optim::ModelOptim;
 use crate::models::common::tensors::WeightPath;
 use crate::models::deepseek_ocr::text::moe::{Moe, MoeDispatch};
+use crate::models::deepseek_ocr::Switches;
 use anyhow::Result;
 use llmprof::model::deepseek_ocr::arch::DecoderConfig;
 use tch::Tensor;
@@ -42,19 +42,20 @@ pub fn kv_dims(cfg: &DecoderConfig) -> KvDims {
 }
 
 /// Loads the decoder from the root `vs` (names `model.embed_tokens…`, `lm_head.weight`).
-pub fn load(vs: &WeightPath, cfg: &DecoderConfig, o: &ModelOptim) -> Result<Decoder> {
-    Decoder::load(vs, &dims(cfg), o, |mlp, i| {
+pub fn load(vs: &WeightPath, cfg: &DecoderConfig, o: &Switches) -> Result<Decoder> {
+    Decoder::load(vs, &dims(cfg), &o.engine, |mlp, i| {
         Ok(if i < cfg.first_k_dense_replace {
-            Box::new(SwiGlu::load(mlp, o.fused_projections)?.with_kernel(o.swiglu_kernel))
-                as Box<dyn FeedForward>
+            Box::new(
+                SwiGlu::load(mlp, o.engine.fused_projections)?.with_kernel(o.engine.swiglu_kernel),
+            ) as Box<dyn FeedForward>
         } else {
-            let mut moe =
-                Moe::load(mlp, cfg, o.fused_projections)?.with_swiglu_kernel(o.swiglu_kernel);
-            if o.grouped_moe {
+            let mut moe = Moe::load(mlp, cfg, o.engine.fused_projections)?
+                .with_swiglu_kernel(o.engine.swiglu_kernel);
+            if o.own.grouped_moe {
                 moe.dispatch = MoeDispatch::Grouped;
             }
-            moe.routing_kernel = o.moe_routing_kernel;
-            moe.combine_kernel = o.moe_combine_kernel;
+            moe.routing_kernel = o.own.moe_routing_kernel;
+            moe.combine_kernel = o.own.moe_combine_kernel;
             Box::new(moe)
         })
     })

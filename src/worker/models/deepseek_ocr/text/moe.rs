@@ -46,11 +46,11 @@ pub struct Moe {
     /// With `Grouped` dispatch on a CUDA device: the router logits in one llmprof kernel (up to
     /// [`ROUTER_LOGITS_KERNEL_MAX_TOKENS`]), then softmax, top-k and the expert sort in llmprof's
     /// routing kernel (one block for a decode step, many for a prefill;
-    /// `runtime.optim.moe_routing_kernel`).
+    /// `model.optim.moe_routing_kernel`).
     pub routing_kernel: bool,
     /// With the routing kernel: the combine in llmprof's one kernel, reading the expert-sorted
     /// rows directly, for up to [`kernels::MOE_COMBINE_MAX_TOKENS`] tokens
-    /// (`runtime.optim.moe_combine_kernel`).
+    /// (`model.optim.moe_combine_kernel`).
     pub combine_kernel: bool,
     /// SwiGLU activations (routed and shared experts) in llmprof's kernel on a GPU
     /// (`runtime.optim.swiglu_kernel`); set with [`Moe::with_swiglu_kernel`].

@@ -18,12 +18,12 @@ pub struct ClipLayer {
     qkv: Linear,
     out: Linear,
     ln2: LayerNorm,
-    /// fc1 and its quickGELU, in one Hopper GEMM where `runtime.optim.clip_gelu_epilogue` asks
+    /// fc1 and its quickGELU, in one Hopper GEMM where `model.optim.clip_gelu_epilogue` asks
     /// for it and the weights allow it.
     fc1: LinearAct,
     fc2: Linear,
     heads: i64,
-    /// quickGELU in llmprof's one kernel on a GPU (`runtime.optim.quick_gelu_kernel`).
+    /// quickGELU in llmprof's one kernel on a GPU (`model.optim.quick_gelu_kernel`).
     quick_gelu_kernel: bool,
 }
 
@@ -31,11 +31,11 @@ pub struct ClipLayer {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClipOptim {
     /// Residual adds and the LayerNorms after them in llmprof's kernel
-    /// (`runtime.optim.add_layer_norm_kernel`).
+    /// (`model.optim.add_layer_norm_kernel`).
     pub add_layer_norm_kernel: bool,
-    /// quickGELU in llmprof's kernel (`runtime.optim.quick_gelu_kernel`).
+    /// quickGELU in llmprof's kernel (`model.optim.quick_gelu_kernel`).
     pub quick_gelu_kernel: bool,
-    /// fc1 and its quickGELU in one Hopper GEMM (`runtime.optim.clip_gelu_epilogue`).
+    /// fc1 and its quickGELU in one Hopper GEMM (`model.optim.clip_gelu_epilogue`).
     pub gelu_epilogue: bool,
 }
 
@@ -155,7 +155,7 @@ impl Clip {
     }
 
     /// Whether the MLPs' first Linear and quickGELU run as one Hopper GEMM
-    /// (`runtime.optim.clip_gelu_epilogue` on, bf16 weights on a device that has it).
+    /// (`model.optim.clip_gelu_epilogue` on, bf16 weights on a device that has it).
     pub fn gelu_epilogue(&self) -> bool {
         self.layers.iter().any(|l| l.fc1.fused())
     }

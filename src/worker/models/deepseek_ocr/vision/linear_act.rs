@@ -1,5 +1,5 @@
 //! An MLP's first Linear and its activation: one Hopper GEMM with the activation in its epilogue
-//! where the switch asks for it and the weights allow it (`runtime.optim.sam_gelu_epilogue`,
+//! where the switch asks for it and the weights allow it (`model.optim.sam_gelu_epilogue`,
 //! `clip_gelu_epilogue`; [`kernels_gemm::linear_act`]), else the Linear and the activation's own
 //! pass.
 use crate::ffi::kernels_gemm::{self, Activation};

@@ -7,8 +7,8 @@ use crate::models::common::attention::{Attention, AttnShape, Rope};
 use crate::models::common::decoder::norm;
 use crate::models::common::kv_cache::AttnMask;
 use crate::models::common::layers::{RmsNorm, SwiGlu};
-use crate::models::common::optim::ModelOptim;
 use crate::models::common::tensors::WeightPath;
+use crate::models::deepseek_ocr::Switches;
 use anyhow::{bail, ensure, Result};
 use llmprof::model::deepseek_ocr::QueryEncoderConfig;
 use std::collections::BTreeMap;
@@ -49,7 +49,7 @@ impl QueryEncoder {
         vs: &WeightPath,
         cfg: &QueryEncoderConfig,
         pixels_per_token: i64,
-        optim: &ModelOptim,
+        optim: &Switches,
     ) -> Result<Self> {
         let stack = vs.sub("model").sub("model");
         let shape = AttnShape {
@@ -62,16 +62,20 @@ impl QueryEncoder {
             .map(|i| {
                 let l = stack.sub("layers").sub(i);
                 Ok(EncoderLayer {
-                    input_ln: norm(&l.sub("input_layernorm"), cfg.rms_norm_eps, optim)?,
+                    input_ln: norm(&l.sub("input_layernorm"), cfg.rms_norm_eps, &optim.engine)?,
                     attn: Attention::load(
                         &l.sub("self_attn"),
                         shape,
-                        optim.fused_projections,
-                        optim.sdpa,
+                        optim.engine.fused_projections,
+                        optim.engine.sdpa,
                     )?,
-                    post_ln: norm(&l.sub("post_attention_layernorm"), cfg.rms_norm_eps, optim)?,
-                    mlp: SwiGlu::load(&l.sub("mlp"), optim.fused_projections)?
-                        .with_kernel(optim.swiglu_kernel),
+                    post_ln: norm(
+                        &l.sub("post_attention_layernorm"),
+                        cfg.rms_norm_eps,
+                        &optim.engine,
+                    )?,
+                    mlp: SwiGlu::load(&l.sub("mlp"), optim.engine.fused_projections)?
+                        .with_kernel(optim.engine.swiglu_kernel),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -89,7 +93,7 @@ impl QueryEncoder {
         }
         Ok(QueryEncoder {
             layers,
-            norm: norm(&stack.sub("norm"), cfg.rms_norm_eps, optim)?,
+            norm: norm(&stack.sub("norm"), cfg.rms_norm_eps, &optim.engine)?,
             queries,
             rope: Rope::new(cfg.head_dim, cfg.rope_theta, vs.device())?,
         })
@@ -166,8 +170,8 @@ mod tests {
         let qcfg = cfg.query_encoder.clone().unwrap();
         let root = w.root();
         let vs = root.sub("model").sub("qwen2_model");
-        let enc = QueryEncoder::load(&vs, &qcfg, 64, &ModelOptim::EAGER).unwrap();
-        let fused = QueryEncoder::load(&vs, &qcfg, 64, &ModelOptim::FAST).unwrap();
+        let enc = QueryEncoder::load(&vs, &qcfg, 64, &Switches::eager()).unwrap();
+        let fused = QueryEncoder::load(&vs, &qcfg, 64, &Switches::fast()).unwrap();
         let sam = Tensor::randn([2, 32, 2, 2], (Kind::Float, Device::Cpu));
         let out = enc.forward(&sam).unwrap();
         assert_eq!(out.size(), vec![2, 4, 32]);
@@ -177,7 +181,7 @@ mod tests {
             .double_value(&[]);
         assert!(err < 1e-5, "fused projections and SDPA: {err}");
         // Query k attends to queries ≤ k: changing query 2 changes outputs 2 and 3 only.
-        let mut changed = QueryEncoder::load(&vs, &qcfg, 64, &ModelOptim::EAGER).unwrap();
+        let mut changed = QueryEncoder::load(&vs, &qcfg, 64, &Switches::eager()).unwrap();
         let table = changed.queries.get(&4).unwrap() + 0.0;
         let _ = table.get(2).fill_(0.5);
         changed.queries.insert(4, table);

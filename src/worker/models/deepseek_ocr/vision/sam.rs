@@ -217,7 +217,7 @@ impl Sam {
     }
 
     /// Whether the MLPs run the fused Linear + GELU GEMM
-    /// (`runtime.optim.sam_gelu_epilogue` on, bf16 weights on a device that has it).
+    /// (`model.optim.sam_gelu_epilogue` on, bf16 weights on a device that has it).
     pub fn gelu_epilogue(&self) -> bool {
         self.blocks.iter().any(|b| b.lin1.fused())
     }

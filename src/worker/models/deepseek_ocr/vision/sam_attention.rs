@@ -1,6 +1,6 @@
 //! SAM's attention (docs/deepseek-ocr.md §3.1): multi-head attention over a [B,H,W,C] grid with
 //! the decomposed relative-position bias, globally or within ws×ws windows. Two switches pick the
-//! implementation (`runtime.optim.sam_fused_rel_pos`, `runtime.optim.sam_fused_windows`); each
+//! implementation (`model.optim.sam_fused_rel_pos`, `model.optim.sam_fused_windows`); each
 //! off-state is the reference formulation, and the tests hold the fused ones to it.
 //!
 //! The bias is bias[(qh,qw),(kh,kw)] = q·Rh[qh,kh] + q·Rw[qw,kw] with q unscaled. Materialised,

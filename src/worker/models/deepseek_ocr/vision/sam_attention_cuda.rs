@@ -1,14 +1,14 @@
-//! SAM's folded-bias attention (`runtime.optim.sam_cuda_kernels`) with llmprof's CUDA kernels
+//! SAM's folded-bias attention (`model.optim.sam_cuda_kernels`) with llmprof's CUDA kernels
 //! (`csrc/kernels/sam_attention.cu`): the qkv Linear runs on the unpadded grid; one kernel packs
 //! k′ = [k, onehot(row), onehot(col)], v and the q part of q′ per window and head (padded tokens
 //! take the Linear's bias, as zero inputs would). q′'s relative-position columns √d·q·Rh and
-//! √d·q·Rw come, with `runtime.optim.sam_rel_pos_gemm`, from one GEMM of q′'s q columns with
+//! √d·q·Rw come, with `model.optim.sam_rel_pos_gemm`, from one GEMM of q′'s q columns with
 //! both axes' resized tables (2·l − 1 rows each, every relative offset once) and one kernel that
 //! gathers each query's offsets into q′; without it, from two cuBLAS batched GEMMs over copies
 //! of q batched by window row and by column, copied into q′. cuDNN's fused attention runs with
 //! no mask over token-major q′/k′/v, so it writes its output token-major: for global attention
 //! merging the heads is a view; windowed outputs are projected in their windows and read in
-//! place by the add + LayerNorm kernel (`runtime.optim.sam_proj_in_windows`), or merged back
+//! place by the add + LayerNorm kernel (`model.optim.sam_proj_in_windows`), or merged back
 //! into the grid by one kernel. Same mathematics as
 //! [`super::sam_attention::SamAttention`] with `fused_rel_pos` (√d folded into the tables: exact
 //! for SAM's 64 channels, a power of two); `llmprof debug fast-path` holds it to the reference
@@ -81,17 +81,17 @@ pub struct AttentionParts<'a> {
     pub rel_pos_w: &'a Tensor,
     pub heads: i64,
     pub tables: &'a TableCache,
-    /// `runtime.optim.sam_rel_pos_gemm`.
+    /// `model.optim.sam_rel_pos_gemm`.
     pub rel_pos_gemm: bool,
-    /// `runtime.optim.sam_proj_in_windows`.
+    /// `model.optim.sam_proj_in_windows`.
     pub proj_in_windows: bool,
-    /// `runtime.optim.sam_window_attention_kernel`: windowed attention in one kernel where it
+    /// `model.optim.sam_window_attention_kernel`: windowed attention in one kernel where it
     /// takes the shapes and `proj_in_windows` holds ([`super::sam_window_attention`]).
     pub window_kernel: bool,
-    /// `runtime.optim.sam_global_attention_kernel`: global attention in one Hopper kernel with
+    /// `model.optim.sam_global_attention_kernel`: global attention in one Hopper kernel with
     /// the bias inside, where it takes the shape ([`kernels_gemm::sam_global_attention_fits`]).
     pub global_kernel: bool,
-    /// `runtime.optim.sam_window_fmha_kernel`: the biases of windowed attention in one Hopper
+    /// `model.optim.sam_window_fmha_kernel`: the biases of windowed attention in one Hopper
     /// kernel, where it takes the shape ([`kernels_gemm::sam_window_fmha_fits`]).
     pub window_fmha: Option<&'a WindowBiases>,
     /// The pass's k′ buffers to reuse, if any.
@@ -99,7 +99,7 @@ pub struct AttentionParts<'a> {
 }
 
 /// SAM attention's output: on the grid, or, for windowed attention with
-/// `runtime.optim.sam_proj_in_windows`, projected in the windows the attention ran in (the
+/// `model.optim.sam_proj_in_windows`, projected in the windows the attention ran in (the
 /// add + LayerNorm kernel after it reads the rows where they are; [`AttnOut::into_grid`] merges
 /// them for anything else).
 #[derive(Debug)]

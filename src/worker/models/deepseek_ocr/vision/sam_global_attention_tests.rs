@@ -1,5 +1,5 @@
 //! GPU tests of SAM's global attention in the Hopper kernel
-//! (`runtime.optim.sam_global_attention_kernel`, `csrc/kernels/sm90a/sam_global_attention.cu`).
+//! (`model.optim.sam_global_attention_kernel`, `csrc/kernels/sm90a/sam_global_attention.cu`).
 use super::sam_attention::tests::{
     attention_on, folded_and_kernel_errors_timed, kernels_gpu, rel_err, weights, FOLDED_KERNELS,
 };

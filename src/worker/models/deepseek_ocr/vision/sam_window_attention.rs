@@ -1,4 +1,4 @@
-//! SAM's windowed attention in one llmprof kernel (`runtime.optim.sam_window_attention_kernel`,
+//! SAM's windowed attention in one llmprof kernel (`model.optim.sam_window_attention_kernel`,
 //! `csrc/kernels/sam_window_attention.cu`): q, k and v read where the qkv Linear wrote them, the
 //! decomposed relative-position bias folded into q·k inside the kernel (the products gathered
 //! into q′'s extra columns per strip of queries, k′'s one-hot columns built per block), so no

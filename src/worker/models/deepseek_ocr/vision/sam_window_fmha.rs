@@ -1,5 +1,5 @@
 //! SAM's windowed attention in the Hopper flash-attention kernel
-//! (`runtime.optim.sam_window_fmha_kernel`, `csrc/kernels/sm90a/sam_window_fmha.cu`): q, k and v
+//! (`model.optim.sam_window_fmha_kernel`, `csrc/kernels/sm90a/sam_window_fmha.cu`): q, k and v
 //! read by TMA from the grid where the qkv Linear wrote them, the output written back on the
 //! grid, the decomposed bias added per score from the products of q with both tables.
 //!

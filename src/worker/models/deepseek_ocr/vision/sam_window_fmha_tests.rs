@@ -1,4 +1,4 @@
-//! Tests of SAM's windowed attention in the Hopper kernel (`runtime.optim.sam_window_fmha_kernel`,
+//! Tests of SAM's windowed attention in the Hopper kernel (`model.optim.sam_window_fmha_kernel`,
 //! `csrc/kernels/sm90a/sam_window_fmha.cu`).
 use super::sam_attention::tests::{
     attention_on, folded_and_kernel_errors_timed, kernels_gpu, rel_err, weights, FOLDED_KERNELS,

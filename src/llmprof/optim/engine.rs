@@ -1,0 +1,138 @@
+//! `runtime.optim`: the fast path of the engine (CUDA-graph decode steps and prefills, the KV
+//! cache, the sync-free loop) and of the decoder layers every family shares (fused projections,
+//! SDPA, RMSNorm, RoPE, SwiGLU). A family's own switches are `model.optim`, typed by the family
+//! (`crate::model::FamilyOptim`, each family's type implementing
+//! [`super::FamilyOptions`]). Presets: conf/runtime/fast.yaml (the default) and eager.yaml
+//! (docs/fast-path.md).
+use serde::{Deserialize, Serialize};
+
+/// `runtime.optim.*`; each is reported in metrics.json (`optim.switches`).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineOptim {
+    /// Capture one decode step per batch size and KV window as a CUDA graph and replay it.
+    pub cuda_graph: bool,
+    /// KV slots per captured window: attention reads whole windows, one graph per window.
+    pub graph_kv_bucket: u32,
+    /// One matmul for q/k/v and one for gate/up.
+    pub fused_projections: bool,
+    /// libtorch's fused SDPA kernels instead of explicit matmul + softmax.
+    pub sdpa: bool,
+    /// Preallocated KV cache instead of concatenation per step.
+    pub static_kv_cache: bool,
+    /// One-kernel RMSNorm instead of HF's eight elementwise ops.
+    pub fused_rms_norm: bool,
+    /// Tokens stay on the GPU between steps; EOS checked every `eos_check_interval` steps.
+    pub sync_free_decode: bool,
+    pub eos_check_interval: u32,
+    /// On a CUDA device with a static KV cache and grouped MoE in bf16, the text decoder's
+    /// prefill into a KV cache used before (as graph decode reuses them) is captured as a CUDA
+    /// graph per prompt shape, left padding and KV cache after its first, eager run and replayed
+    /// after (its kernels then run without the GPU's gaps between separately
+    /// launched kernels). Absent: off.
+    #[serde(default)]
+    pub prefill_cuda_graph: bool,
+    /// With `prefill_cuda_graph`: the most rows a prefill may have to be captured (0: any).
+    /// Absent: 0.
+    #[serde(default)]
+    pub prefill_cuda_graph_max_batch: u64,
+    /// On a CUDA device with `fused_projections`, the RoPE on q and k and the K/V cache write of
+    /// each decode step and prefill in llmprof's one CUDA kernel per layer, instead of six to
+    /// eight libtorch kernels (RoPE ops, the cache writes and the copies of their strided
+    /// inputs). Absent: off.
+    #[serde(default)]
+    pub rope_kv_kernel: bool,
+    /// On a CUDA device with `fused_projections`, SwiGLU's activation (silu of the gate half
+    /// times the up half of the fused projection's output) in llmprof's one CUDA kernel,
+    /// instead of silu and a multiply over strided halves. Absent: off.
+    #[serde(default)]
+    pub swiglu_kernel: bool,
+    /// On a CUDA device with `fused_rms_norm`, each residual add and the RMSNorm after it in
+    /// llmprof's one CUDA kernel, instead of an add and the norm. Absent: off.
+    #[serde(default)]
+    pub add_rms_norm_kernel: bool,
+    /// On a CUDA device, the fixed-shape (graph) decode step attends over each row's written
+    /// KV slots only, in llmprof's split-over-slots kernel (head_dim 64 or 128), instead of
+    /// SDPA over the whole KV window with a mask. No effect on eager decode steps. Absent: off.
+    #[serde(default)]
+    pub decode_attention_kernel: bool,
+    /// With `decode_attention_kernel`: the smallest KV window (graph_kv_bucket multiples) whose
+    /// decode steps use the kernel; shorter windows keep SDPA (the kernel's first version was
+    /// slower than SDPA at windows of 1024 slots; since session 9 it is not,
+    /// reports/performance-history.md). 0: every window.
+    /// Absent: 0.
+    #[serde(default)]
+    pub decode_attention_min_window: u64,
+}
+
+impl EngineOptim {
+    /// A preset of conf/runtime/ (`fast` or `eager`), read from the YAML that runs use, so the
+    /// debug checks and the tests mean by "fast" and "eager" what `runtime=fast|eager` means.
+    pub fn preset(name: &str) -> Result<Self, String> {
+        const FAST: &str = include_str!("../../../conf/runtime/fast.yaml");
+        const EAGER: &str = include_str!("../../../conf/runtime/eager.yaml");
+        let optim = |text: &str| super::preset::parse(text).map(|v| v["optim"].clone());
+        let value = match name {
+            "fast" => optim(FAST)?,
+            "eager" => super::preset::overlay(optim(FAST)?, optim(EAGER)?),
+            other => return Err(format!("no runtime preset '{other}': fast or eager")),
+        };
+        serde_json::from_value(value).map_err(|e| format!("conf/runtime/{name}.yaml: {e}"))
+    }
+
+    /// Every switch off, as `runtime=eager`.
+    pub fn eager() -> Self {
+        Self::preset("eager").expect("conf/runtime/eager.yaml is checked by a test")
+    }
+
+    /// The defaults, as `runtime=fast`.
+    pub fn fast() -> Self {
+        Self::preset("fast").expect("conf/runtime/fast.yaml is checked by a test")
+    }
+
+    /// The rules between these switches: (switch, the switch it needs, why).
+    pub fn check(&self) -> Result<(), String> {
+        for (key, value) in [
+            ("graph_kv_bucket", u64::from(self.graph_kv_bucket)),
+            ("eos_check_interval", u64::from(self.eos_check_interval)),
+        ] {
+            if value < 1 {
+                return Err(format!(
+                    "runtime.optim.{key}={value} is out of range: allowed range is >= 1"
+                ));
+            }
+        }
+        let rules = [
+            (
+                "rope_kv_kernel",
+                self.rope_kv_kernel,
+                "fused_projections",
+                self.fused_projections,
+                "the kernel reads q, k and v from the one fused projection's output",
+            ),
+            (
+                "swiglu_kernel",
+                self.swiglu_kernel,
+                "fused_projections",
+                self.fused_projections,
+                "the kernel reads gate and up from the one fused projection's output",
+            ),
+            (
+                "add_rms_norm_kernel",
+                self.add_rms_norm_kernel,
+                "fused_rms_norm",
+                self.fused_rms_norm,
+                "the kernel computes the fused norm's form (one rounding), not HF's eight-op norm",
+            ),
+            (
+                "cuda_graph",
+                self.cuda_graph,
+                "static_kv_cache",
+                self.static_kv_cache,
+                "a graph replays fixed addresses, and a growing cache reallocates every step",
+            ),
+        ];
+        crate::optim::check_needs("runtime.optim", &rules)?;
+        Ok(())
+    }
+}

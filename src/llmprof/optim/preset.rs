@@ -1,0 +1,54 @@
+//! Presets read from the YAML files that runs compose (conf/runtime/, conf/model/<family>/optim/),
+//! so code that needs "fast" or "eager" without composing a config (the debug checks, tests)
+//! means what a run means. A preset's `defaults` list may name only the `fast` preset, which
+//! this overlays the way Hydra merges it.
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// A preset file as JSON, without its `defaults` list (an empty file is an empty map).
+pub fn parse(text: &str) -> Result<Value, String> {
+    let mut v: Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    if v.is_null() {
+        v = Value::Object(serde_json::Map::new());
+    }
+    if let Some(m) = v.as_object_mut() {
+        m.remove("defaults");
+    }
+    Ok(v)
+}
+
+/// `top` merged over `base`, maps key by key.
+pub fn overlay(base: Value, top: Value) -> Value {
+    match (base, top) {
+        (Value::Object(mut b), Value::Object(t)) => {
+            for (k, v) in t {
+                let merged = match b.remove(&k) {
+                    Some(old) => overlay(old, v),
+                    None => v,
+                };
+                b.insert(k, merged);
+            }
+            Value::Object(b)
+        }
+        (_, t) => t,
+    }
+}
+
+/// A family's preset `name` from the texts of its fast.yaml and eager.yaml (eager over fast).
+pub fn family<T: DeserializeOwned>(
+    family: &str,
+    fast: &str,
+    eager: &str,
+    name: &str,
+) -> Result<T, String> {
+    let value = match name {
+        "fast" => parse(fast)?,
+        "eager" => overlay(parse(fast)?, parse(eager)?),
+        other => {
+            return Err(format!(
+                "no preset '{other}' in conf/model/{family}/optim/: fast or eager"
+            ))
+        }
+    };
+    serde_json::from_value(value).map_err(|e| format!("conf/model/{family}/optim/{name}.yaml: {e}"))
+}
