@@ -391,19 +391,20 @@ fn absent(capability: Option<u32>) -> String {
     }
 }
 
-/// Fails when `switch` (a `runtime.optim` key) is `used` but this build has no kernels, or has
-/// kernels that cannot launch on the current device.
+/// Fails when `switch` (a full key: `runtime.optim.rope_kv_kernel`, `model.optim.sam_cuda_kernels`)
+/// is `used` but this build has no kernels, or has kernels that cannot launch on the current
+/// device.
 pub fn require(switch: &str, used: bool) -> Result<(), ShimError> {
     if used && !built_in() {
         return Err(ShimError::new(format!(
-            "runtime.optim.{switch}=true, but {}, or set runtime.optim.{switch}=false",
+            "{switch}=true, but {}, or set {switch}=false",
             absent(current_device().map(|d| d.capability))
         )));
     }
     if used && !available() {
         let why = device_mismatch().unwrap_or_default();
         return Err(ShimError::new(format!(
-            "runtime.optim.{switch}=true, but {why}\n  or set runtime.optim.{switch}=false"
+            "{switch}=true, but {why}\n  or set {switch}=false"
         )));
     }
     Ok(())

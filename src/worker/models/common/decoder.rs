@@ -105,16 +105,19 @@ impl Decoder {
             // dependencies for configured runs; EngineOptim may also be built directly).
             for (switch, used) in [
                 (
-                    "rope_kv_kernel",
+                    "runtime.optim.rope_kv_kernel",
                     optim.rope_kv_kernel && optim.fused_projections,
                 ),
                 (
-                    "swiglu_kernel",
+                    "runtime.optim.swiglu_kernel",
                     optim.swiglu_kernel && optim.fused_projections,
                 ),
-                ("decode_attention_kernel", optim.decode_attention_kernel),
                 (
-                    "add_rms_norm_kernel",
+                    "runtime.optim.decode_attention_kernel",
+                    optim.decode_attention_kernel,
+                ),
+                (
+                    "runtime.optim.add_rms_norm_kernel",
                     optim.add_rms_norm_kernel && optim.fused_rms_norm,
                 ),
             ] {

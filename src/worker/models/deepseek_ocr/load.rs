@@ -26,23 +26,23 @@ impl DeepseekOcr {
         if weights.device().is_cuda() {
             let has = |p| weights.has_part(p);
             crate::ffi::kernels::require(
-                "sam_cuda_kernels",
+                "model.optim.sam_cuda_kernels",
                 optim.own.sam_cuda_kernels && optim.own.sam_fused_rel_pos && has(Part::Sam),
             )?;
             crate::ffi::kernels::require(
-                "add_layer_norm_kernel",
+                "model.optim.add_layer_norm_kernel",
                 optim.own.add_layer_norm_kernel && (has(Part::Sam) || has(Part::Encoder)),
             )?;
             crate::ffi::kernels::require(
-                "quick_gelu_kernel",
+                "model.optim.quick_gelu_kernel",
                 optim.own.quick_gelu_kernel && cfg.clip.is_some() && has(Part::Encoder),
             )?;
             crate::ffi::kernels::require(
-                "moe_routing_kernel",
+                "model.optim.moe_routing_kernel",
                 optim.own.moe_routing_kernel && optim.own.grouped_moe && has(Part::Decoder),
             )?;
             crate::ffi::kernels::require(
-                "moe_combine_kernel",
+                "model.optim.moe_combine_kernel",
                 optim.own.moe_combine_kernel && optim.own.moe_routing_kernel && has(Part::Decoder),
             )?;
         }
@@ -98,7 +98,7 @@ impl DeepseekOcr {
             ] {
                 if weights_on_gpu && on && optim.own.sam_cuda_kernels && !hopper_attention {
                     tracing::info!(
-                        "runtime.optim.{switch}: SAM's {what} attention runs {fallback} here \
+                        "model.optim.{switch}: SAM's {what} attention runs {fallback} here \
                          (the kernel needs bf16 weights on a compute capability 9.0 GPU and a \
                          build with the CUTLASS headers)"
                     );
