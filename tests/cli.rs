@@ -77,9 +77,10 @@ fn arguments_that_are_not_utf8_get_an_error_not_a_panic() {
             vec![OsStr::new("analyze"), OsStr::new("ncu"), bad],
             "does not exist",
         ),
+        // Forwarded: the worker, which owns debug's arguments, names the one that is not UTF-8.
         (
             vec![OsStr::new("debug"), OsStr::new("logits"), bad],
-            "unexpected argument",
+            "is not valid UTF-8",
         ),
         (
             vec![OsStr::new("--config-dir"), bad, OsStr::new("stage1")],
@@ -151,5 +152,32 @@ fn environment_values_that_are_not_utf8_never_panic() {
         if !out.status.success() {
             assert!(err.contains(var) || err.contains("UTF-8"), "{var}: {err}");
         }
+    }
+}
+
+/// `llmprof debug --help` is the worker's: it owns debug's arguments (#39 item 2) and lists the
+/// subcommands, exit 0; a subcommand's `--help` too.
+#[test]
+fn debug_help_is_the_workers() {
+    let dir = crate::support::scratch("cli-debug-help");
+    for (args, says) in [
+        (&["debug", "--help"][..], "fast-path"),
+        (&["debug", "logits", "--help"][..], "--weights"),
+    ] {
+        let out = std::process::Command::new(crate::support::llmprof())
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            crate::support::stderr(&out)
+        );
+        assert!(
+            text.contains("llmprof debug") && text.contains(says),
+            "{args:?}: {text}"
+        );
     }
 }

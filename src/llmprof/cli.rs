@@ -119,10 +119,13 @@ pub enum Command {
         #[arg(long)]
         open: bool,
     },
-    /// Numerical debugging entry points of the workload (compare against a reference).
+    /// Numerical debugging entry points of the workload (compare against a reference): logits,
+    /// fast-path, vision, sam. Run by llmprof-worker, which owns their arguments: `llmprof debug
+    /// --help` lists them.
+    #[command(disable_help_flag = true)]
     Debug {
-        #[command(subcommand)]
-        what: DebugCommand,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0.., value_parser = clap::value_parser!(std::ffi::OsString))]
+        args: Vec<std::ffi::OsString>,
     },
     /// Site settings (docs/settings.md): the merged settings and where each value comes from.
     Settings,
@@ -204,98 +207,6 @@ pub enum AnalyzeTool {
     },
 }
 
-#[derive(Debug, Subcommand, Clone)]
-pub enum DebugCommand {
-    /// Decoder logits for a prompt and N greedy tokens, from a safetensors file.
-    Logits {
-        #[arg(long)]
-        weights: PathBuf,
-        /// JSON list of token ids.
-        #[arg(long)]
-        ids: PathBuf,
-        #[arg(long, value_parser = ["fp32", "bf16"], default_value = "fp32")]
-        dtype: String,
-        #[arg(long, default_value_t = 0)]
-        greedy: usize,
-        #[arg(long)]
-        out: PathBuf,
-        /// The presets of `runtime=eager` (every switch off, op-by-op decode steps) or
-        /// `runtime=fast` (the defaults, fixed-shape decode steps captured as CUDA graphs on a
-        /// GPU), engine and model switches alike (docs/fast-path.md): what the parity checks
-        /// against HF transformers compare.
-        #[arg(long, value_parser = ["eager", "fast"], default_value = "eager")]
-        optim: String,
-        /// With `--optim fast`: KV slots per captured decode window (small values make the
-        /// steps cross windows).
-        #[arg(long, default_value_t = 64)]
-        kv_bucket: i64,
-    },
-    /// Fast path against eager on seeded synthetic weights: each switch (runtime.optim and the
-    /// family's model.optim) alone on the eager presets and the fast presets with CUDA graphs; fp32 greedy tokens must match fp32 eager, and a bf16
-    /// variant may not be less accurate than eager bf16. DeepSeek-OCR also checks its vision
-    /// switches (SAM attention, batched vision) on synthetic pages: fp32 embeddings within 1e-5
-    /// relative of eager. Exits non-zero on a failure; --json writes {"decoder", "vision"}.
-    FastPath {
-        /// Architecture: the released DeepSeek-OCR (`full`) or the tiny test one, DeepSeek-OCR-2
-        /// (`deepseek_ocr2`, `deepseek_ocr2_tiny`), or a dense decoder preset (qwen2_5_0_5b,
-        /// qwen2_5_7b, llama3_1_8b, each also as `<name>_tiny`).
-        #[arg(long, value_parser = ["full", "tiny", "deepseek_ocr2", "deepseek_ocr2_tiny", "qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b", "qwen2_5_0_5b_tiny", "qwen2_5_7b_tiny", "llama3_1_8b_tiny"], default_value = "full")]
-        arch: String,
-        #[arg(long, default_value_t = 64)]
-        steps: usize,
-        /// Prompt lengths of the (left-padded) batch rows.
-        #[arg(long, value_delimiter = ',', default_value = "913,600")]
-        prompt_lens: Vec<usize>,
-        /// KV slots per captured window (small values make the check cross windows).
-        #[arg(long, default_value_t = 64)]
-        kv_bucket: i64,
-        #[arg(long, default_value_t = 0)]
-        seed: i64,
-        /// Also write the results as JSON here.
-        #[arg(long)]
-        json: Option<PathBuf>,
-    },
-    /// The whole vision path of DeepSeek-OCR or DeepSeek-OCR-2 (SAM, the encoder after it,
-    /// projector, arrangement) from a weights file: writes `embeddings` [image tokens, hidden]
-    /// (f32), `image_tokens`, `grid` [cols, rows] and the encoded pixels to --out.
-    Vision {
-        #[arg(long)]
-        weights: PathBuf,
-        #[arg(long, value_parser = ["deepseek_ocr", "deepseek_ocr2", "tiny", "tiny_ocr2"], default_value = "deepseek_ocr2")]
-        arch: String,
-        /// Safetensors with `global` [1,3,S,S], optional `tiles` [n,3,s,s] and `grid` [cols, rows].
-        #[arg(long, conflicts_with = "image")]
-        pixels: Option<PathBuf>,
-        /// A page image, through llmprof's preprocessing (the released crop mode of --arch).
-        #[arg(long)]
-        image: Option<PathBuf>,
-        #[arg(long, value_parser = ["fp32", "bf16"], default_value = "fp32")]
-        dtype: String,
-        /// The presets of `runtime=fast` (the defaults: fused SAM attention, llmprof's kernels,
-        /// fused projections, SDPA) or `runtime=eager` (reference formulations).
-        #[arg(long, value_parser = ["fast", "eager"], default_value = "fast")]
-        optim: String,
-        #[arg(long)]
-        out: PathBuf,
-    },
-    /// SAM encoder features for normalised pixels, from a safetensors file.
-    Sam {
-        #[arg(long)]
-        weights: PathBuf,
-        #[arg(long)]
-        pixels: PathBuf,
-        #[arg(long)]
-        out: PathBuf,
-        /// Compute dtype (the pixels are converted; features are written as f32).
-        #[arg(long, value_parser = ["fp32", "bf16"], default_value = "fp32")]
-        dtype: String,
-        /// The presets of `runtime=eager` (the reference formulation) or `runtime=fast` (SAM's
-        /// fused relative-position attention, llmprof's CUDA and Hopper kernels where they run).
-        #[arg(long, value_parser = ["eager", "fast"], default_value = "eager")]
-        optim: String,
-    },
-}
-
 impl Command {
     pub fn name(&self) -> &'static str {
         match self {
@@ -314,7 +225,7 @@ impl Command {
     }
 }
 
-/// The help of the deepest subcommand `args` name (`analyze`, `analyze ncu`, `debug logits`, ...),
+/// The help of the deepest subcommand `args` name (`analyze`, `analyze ncu`, ...),
 /// for `--help` on a subcommand whose required arguments are missing.
 pub fn subcommand_help(args: &[String]) -> Option<String> {
     use clap::CommandFactory;

@@ -3,10 +3,19 @@
 //! (stage 1, infer) and hands measurements to the front-end library's report builder.
 //!
 //! - `ffi`: the C++ shim (Kineto, CUDA events and graphs, allocator statistics).
+//! - `checkpoint`: reading safetensors checkpoints under official tensor names.
+//! - `engine`: generation, CUDA graphs, the KV cache, uploads: how any family's model runs.
+//! - `models`: the building blocks (`models::layers`) and one folder per model family, behind
+//!   `llmprof::model`'s interface.
+//! - `checks`: the fast-path checks of `llmprof debug fast-path`.
 //! - `measure`: what needs CUDA or Kineto: event timers, the NVTX observer, allocator peaks.
-//! - `models`: the tensor code, one folder per model family, behind `llmprof::model`'s interface.
 //! - `workload`: the loops that drive a model: stage 1, infer, the overhead benchmark.
+pub mod checkpoint;
+pub mod checks;
+pub mod engine;
 pub mod ffi;
 pub mod measure;
 pub mod models;
+#[cfg(test)]
+pub(crate) mod test_util;
 pub mod workload;

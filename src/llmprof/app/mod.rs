@@ -18,6 +18,10 @@ use anyhow::{Context, Result};
 use std::path::PathBuf;
 
 pub fn run(cli: Cli) -> Result<i32> {
+    // The worker owns `debug`'s arguments, `--help` included (clap reads it as the global flag).
+    if let Some(Command::Debug { .. }) = &cli.command {
+        return forward_to_worker();
+    }
     let flags = cli.hydra.clone();
     let (command_name, overrides) = match &cli.command {
         None => ("llmprof", cli.overrides.clone()),

@@ -28,6 +28,22 @@ impl Family {
         }
     }
 
+    /// The family whose implementation reads an HF checkpoint with this `model_type` in its
+    /// config.json, if llmprof has one.
+    pub fn for_hf_model_type(model_type: &str) -> Option<Family> {
+        Family::ALL
+            .into_iter()
+            .find(|f| f.hf_model_types().contains(&model_type))
+    }
+
+    /// The `model_type`s of HF config.json files this family reads.
+    pub fn hf_model_types(self) -> &'static [&'static str] {
+        match self {
+            Family::DeepseekOcr => deepseek_ocr::HF_MODEL_TYPES,
+            Family::DenseDecoder => dense::HF_MODEL_TYPES,
+        }
+    }
+
     /// The regions models of this family mark.
     pub fn regions(self) -> RegionTree {
         match self {

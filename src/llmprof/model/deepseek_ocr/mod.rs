@@ -17,6 +17,9 @@ pub use arch::ArchConfig;
 pub use arch_ocr2::{QueryEncoderConfig, TokenLayout};
 pub use optim::DeepseekOcrOptim;
 
+/// The `model_type` of the released checkpoints' config.json.
+pub const HF_MODEL_TYPES: &[&str] = &["deepseek_vl_v2"];
+
 use crate::region::{Region, RegionTree, DECODE, DECODE_STEP, PREFILL};
 
 /// The whole vision path (SAM, CLIP, projector) inside prefill.

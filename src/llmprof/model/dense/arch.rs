@@ -162,7 +162,7 @@ impl DenseArch {
         };
         let float = |k: &str, d: f64| v.get(k).and_then(|x| x.as_f64()).unwrap_or(d);
         let model_type = v.get("model_type").and_then(|x| x.as_str()).unwrap_or("");
-        if !matches!(model_type, "qwen2" | "llama") {
+        if !super::HF_MODEL_TYPES.contains(&model_type) {
             bail!("model_type `{model_type}` is not a dense decoder llmprof implements (qwen2, llama)");
         }
         let heads = int("num_attention_heads")?;

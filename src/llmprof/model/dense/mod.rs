@@ -9,6 +9,9 @@ pub mod static_report;
 pub use arch::{DenseArch, RopeScaling};
 pub use optim::DenseOptim;
 
+/// The `model_type`s of the HF config.json files this family reads (Qwen2/2.5, Llama 3).
+pub const HF_MODEL_TYPES: &[&str] = &["qwen2", "llama"];
+
 use crate::region::{RegionTree, DECODE, DECODE_STEP, PREFILL};
 
 /// Every region a dense decoder marks: the generation loop's only.

@@ -4,7 +4,7 @@
 //! order they replace its `<image>` ids.
 
 use super::{preprocess, vision, DeepseekOcr, Encoder};
-use crate::models::common::graph_uploads;
+use crate::engine::graph_uploads;
 use anyhow::{Context, Result};
 use llmprof::model::deepseek_ocr::{CLIP, PROJECTOR, QUERY_ENCODER, SAM, VISION};
 use llmprof::region::RegionObserver;

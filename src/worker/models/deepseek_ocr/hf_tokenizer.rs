@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn locate_prefers_the_snapshot_then_the_assembled_file() {
-        let d = crate::models::common::test_util::temp_dir("hf-tokenizer-locate");
+        let d = crate::test_util::temp_dir("hf-tokenizer-locate");
         let model = d.join("deepseek-ocr");
         std::fs::create_dir_all(&model).unwrap();
         assert_eq!(HfTokenizer::locate(&model), None);

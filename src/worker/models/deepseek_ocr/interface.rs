@@ -6,8 +6,8 @@ use super::hf_tokenizer::HfTokenizer;
 use super::preprocess::{preprocess, PreparedImage};
 use super::text::moe::GATHER_MAX_TOKENS;
 use super::{DeepseekOcr, Part, PromptRow, Weights};
-use crate::models::common::graph_decode::DecodeSession;
-use crate::models::device;
+use crate::engine::device;
+use crate::engine::graph_decode::DecodeSession;
 use anyhow::{bail, Context, Result};
 use llmprof::dataset::{load_rgb_limited, ImageLimits, InputItem};
 use llmprof::dtype::Dtype;
@@ -57,7 +57,7 @@ pub struct DeepseekOcrModel {
     decode: RefCell<DecodeSession>,
 }
 
-pub use crate::models::common::graph_decode::step_path;
+pub use crate::engine::graph_decode::step_path;
 
 /// The switches of `spec`: `runtime.optim` and this family's `model.optim`.
 pub fn switches(spec: &RunSpec) -> Result<super::Switches> {
@@ -137,9 +137,7 @@ impl DeepseekOcrModel {
         let tokenizer = tokenizer_for(spec, &arch, &name, &mut notes)?;
         notes.extend(switch_notes(spec, device, dtype)?);
         let decode = DecodeSession::new(&model, step_path(spec))?;
-        notes.extend(crate::models::common::graph_decode::decode_notes(
-            spec, &decode,
-        ));
+        notes.extend(crate::engine::graph_decode::decode_notes(spec, &decode));
         Ok(DeepseekOcrModel {
             model,
             arch,

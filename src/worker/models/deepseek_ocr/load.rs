@@ -2,8 +2,8 @@
 //! choices of `runtime.optim`, after checking that the kernels those choices need were built.
 
 use super::{text, vision, ArchConfig, DeepseekOcr, Encoder, Part, Weights};
-use crate::models::common::lanes::Lanes;
-use crate::models::common::prefill_graphs::PrefillGraphs;
+use crate::engine::lanes::Lanes;
+use crate::engine::prefill_graphs::PrefillGraphs;
 use crate::models::deepseek_ocr::Switches;
 use anyhow::{Context, Result};
 use std::path::Path;

@@ -17,14 +17,14 @@ pub use checkpoint::weights::{Part, Weights};
 pub use llmprof::model::deepseek_ocr::ArchConfig;
 /// The switches a DeepSeek-OCR model is built with: `runtime.optim` and its own `model.optim`.
 pub type Switches =
-    crate::models::common::switches::Switches<llmprof::model::deepseek_ocr::DeepseekOcrOptim>;
+    crate::engine::switches::Switches<llmprof::model::deepseek_ocr::DeepseekOcrOptim>;
 
-use crate::models::common::causal_lm::{left_pad, CausalLm};
-use crate::models::common::kv_cache::KvCache;
-use crate::models::common::lanes::Lanes;
-use crate::models::common::prefill_graphs::PrefillGraphs;
-use crate::models::common::shape_graphs::ShapeGraphStats;
-use crate::models::common::upload::ints_to_device;
+use crate::engine::causal_lm::{left_pad, CausalLm};
+use crate::engine::kv_cache::KvCache;
+use crate::engine::lanes::Lanes;
+use crate::engine::prefill_graphs::PrefillGraphs;
+use crate::engine::shape_graphs::ShapeGraphStats;
+use crate::engine::upload::ints_to_device;
 use anyhow::{ensure, Context, Result};
 use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};
 use preprocess::PreparedImage;

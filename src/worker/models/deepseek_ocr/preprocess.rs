@@ -229,7 +229,7 @@ mod tests {
 
     #[test]
     fn unreadable_image_names_the_file() {
-        let dir = crate::models::common::test_util::temp_dir("img");
+        let dir = crate::test_util::temp_dir("img");
         let p = dir.join("broken.png");
         std::fs::write(&p, b"not an image").unwrap();
         let e = format!("{:#}", load_image(&p).unwrap_err());
@@ -240,7 +240,7 @@ mod tests {
 
     #[test]
     fn png_round_trip_loads_rgb() {
-        let dir = crate::models::common::test_util::temp_dir("png");
+        let dir = crate::test_util::temp_dir("png");
         let p = dir.join("a.png");
         image::GrayImage::from_pixel(3, 2, image::Luma([200]))
             .save(&p)

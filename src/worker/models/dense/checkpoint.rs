@@ -2,7 +2,7 @@
 //! every tensor's name and shape from the architecture, loading a checkpoint folder (sharded
 //! with `model.safetensors.index.json` or not) checked against it, and seeded synthetic tensors
 //! under the same names.
-use crate::models::common::tensors::{read_checked, TensorSpec};
+use crate::checkpoint::tensors::{read_checked, TensorSpec};
 use anyhow::Result;
 use llmprof::model::dense::DenseArch;
 use std::collections::HashMap;

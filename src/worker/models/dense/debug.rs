@@ -2,8 +2,8 @@
 //! from the folder's config.json, fp32 (or bf16) last-position logits and greedy tokens.
 use super::Switches;
 use super::{checkpoint, DenseLm};
-use crate::models::common::fast_path_check;
-use crate::models::common::graph_decode::StepPath;
+use crate::engine::fast_path_check;
+use crate::engine::graph_decode::StepPath;
 use anyhow::{ensure, Result};
 use llmprof::model::dense::DenseArch;
 use std::path::Path;
@@ -16,19 +16,6 @@ fn config_json(weights: &Path) -> Option<std::path::PathBuf> {
         weights.parent()
     };
     dir.map(|d| d.join("config.json")).filter(|p| p.is_file())
-}
-
-/// Whether the checkpoint's config.json names a dense decoder (model_type qwen2 or llama).
-pub fn is_dense_checkpoint(weights: &Path) -> bool {
-    config_json(weights)
-        .and_then(|p| std::fs::read_to_string(p).ok())
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| {
-            v.get("model_type")
-                .and_then(|m| m.as_str())
-                .map(str::to_string)
-        })
-        .is_some_and(|m| m == "qwen2" || m == "llama")
 }
 
 /// Last-position fp32 logits [vocab] (on the CPU) of `ids` and `greedy_n` greedy tokens, with the

@@ -1,8 +1,8 @@
-//! The fast-path check (`models::common::fast_path_check`) on a dense decoder: seeded weights
+//! The fast-path check (`engine::fast_path_check`) on a dense decoder: seeded weights
 //! under the official names, every switch except the MoE one.
 use super::Switches;
 use super::{checkpoint, DenseLm};
-use crate::models::common::fast_path_check::CheckSubject;
+use crate::engine::fast_path_check::CheckSubject;
 use anyhow::Result;
 use llmprof::model::dense::DenseArch;
 use std::collections::HashMap;

@@ -3,9 +3,9 @@
 //! static report. No page reading: text models have no layout grammar.
 use super::tokenizer::TextTokenizer;
 use super::{checkpoint, DenseLm};
-use crate::models::common::generate::generate_with;
-use crate::models::common::graph_decode::{decode_notes, step_path, DecodeSession};
-use crate::models::device;
+use crate::engine::device;
+use crate::engine::generate::generate_with;
+use crate::engine::graph_decode::{decode_notes, step_path, DecodeSession};
 use anyhow::{bail, Result};
 use llmprof::dataset::{InputItem, TextInput};
 use llmprof::model::dense::static_report::{render_markdown, static_report, StaticInputs};
@@ -185,7 +185,7 @@ impl Model for DenseModel {
             &mut self.decode.borrow_mut(),
             m,
             &ids,
-            |cache| crate::models::common::causal_lm::CausalLm::prefill_text(m, &ids, cache, obs),
+            |cache| crate::engine::causal_lm::CausalLm::prefill_text(m, &ids, cache, obs),
             cfg,
             obs,
         )

@@ -1,5 +1,5 @@
 //! Dense decoder LLMs (docs/models.md): Qwen2/2.5 and Llama 3 from HF config.json fields, on the
-//! shared decoder stack (`models::common`) with a dense SwiGLU in every layer. `interface.rs`
+//! shared decoder stack (`models::layers`) with a dense SwiGLU in every layer. `interface.rs`
 //! implements `Model`; the tokenizer, checkpoint layout, presets and the fast-path check live
 //! beside it.
 pub mod checkpoint;
@@ -9,15 +9,15 @@ pub mod interface;
 pub mod presets;
 pub mod tokenizer;
 
-use crate::models::common::attention::AttnShape;
-use crate::models::common::causal_lm::{left_pad, CausalLm};
-use crate::models::common::decoder::{Decoder, DecoderDims, FeedForward};
-use crate::models::common::kv_cache::KvCache;
-use crate::models::common::layers::SwiGlu;
+use crate::engine::causal_lm::{left_pad, CausalLm};
+use crate::engine::kv_cache::KvCache;
+use crate::models::layers::attention::AttnShape;
+use crate::models::layers::basic::SwiGlu;
+use crate::models::layers::decoder::{Decoder, DecoderDims, FeedForward};
 
-use crate::models::common::tensors::WeightPath;
+use crate::checkpoint::tensors::WeightPath;
 /// The switches a dense model is built with (`runtime.optim`, and `model.optim`, empty).
-pub type Switches = crate::models::common::switches::Switches<llmprof::model::dense::DenseOptim>;
+pub type Switches = crate::engine::switches::Switches<llmprof::model::dense::DenseOptim>;
 use anyhow::{ensure, Result};
 use llmprof::model::dense::DenseArch;
 use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};

@@ -1,6 +1,6 @@
 use super::*;
-use crate::models::common::fast_path_check::{check, prompts, variants};
-use crate::models::common::test_util::temp_dir;
+use crate::engine::fast_path_check::{check, prompts, variants};
+use crate::test_util::temp_dir;
 use llmprof::region::NoopObserver;
 
 fn tiny(name: &str) -> DenseArch {
@@ -62,7 +62,7 @@ fn cached_decode_equals_full_prefill_and_batches_equal_rows() {
 
 #[test]
 fn llama3_rope_scaling_changes_only_low_frequencies() {
-    use crate::models::common::attention::Rope;
+    use crate::models::layers::attention::Rope;
     let a = tiny("llama3_1_8b");
     let s = a.rope_scaling.clone().unwrap();
     let plain = Rope::new(a.head_dim, a.rope_theta, Device::Cpu).unwrap();

@@ -20,7 +20,7 @@ impl Part {
     pub const ALL: [Part; 4] = [Part::Decoder, Part::Sam, Part::Encoder, Part::Projector];
 }
 
-pub use crate::models::common::tensors::TensorSpec;
+pub use crate::checkpoint::tensors::TensorSpec;
 
 /// Every tensor of `part` under its official name (docs/deepseek-ocr.md §6), in checkpoint order.
 pub fn expected_tensors(cfg: &ArchConfig, part: Part) -> Vec<TensorSpec> {

@@ -3,8 +3,8 @@
 //! or build seeded synthetic tensors with the same names and shapes. Name/shape problems → one
 //! error listing all.
 pub use super::tensor_names::{expected_tensors, Part, TensorSpec};
-use crate::models::common::tensors::read_checked;
-pub use crate::models::common::tensors::WeightPath;
+use crate::checkpoint::tensors::read_checked;
+pub use crate::checkpoint::tensors::WeightPath;
 use anyhow::{Context, Result};
 use llmprof::model::deepseek_ocr::arch::ArchConfig;
 use std::collections::{HashMap, HashSet};
@@ -231,7 +231,7 @@ fn synthetic_std(t: &TensorSpec, cfg: &ArchConfig) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::common::test_util::temp_dir;
+    use crate::test_util::temp_dir;
 
     #[test]
     fn synthetic_round_trip_and_error_listing() {

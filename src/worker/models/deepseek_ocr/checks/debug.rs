@@ -1,8 +1,8 @@
 //! Debug entry points for parity checks against the reference implementation (the lead wires
 //! the CLI): decoder-only logits and SAM-only features from partial weight files.
 
-use crate::models::common::fast_path_check;
-use crate::models::common::graph_decode::StepPath;
+use crate::engine::fast_path_check;
+use crate::engine::graph_decode::StepPath;
 use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
 use crate::models::deepseek_ocr::DeepseekOcr;
 use crate::models::deepseek_ocr::Switches;
@@ -89,8 +89,8 @@ pub fn debug_sam_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::common::test_util::temp_dir;
     use crate::models::deepseek_ocr::PromptRow;
+    use crate::test_util::temp_dir;
     use llmprof::region::NoopObserver;
 
     #[test]

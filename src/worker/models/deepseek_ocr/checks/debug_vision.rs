@@ -135,7 +135,7 @@ pub fn debug_vision(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::common::test_util::temp_dir;
+    use crate::test_util::temp_dir;
 
     #[test]
     fn pixels_file_and_weights_file_give_the_models_embeddings() {

@@ -1,6 +1,6 @@
-//! The fast-path check (`models::common::fast_path_check`) on DeepSeek-OCR's decoder: seeded
+//! The fast-path check (`engine::fast_path_check`) on DeepSeek-OCR's decoder: seeded
 //! decoder-only weights, every switch including `grouped_moe`.
-use crate::models::common::fast_path_check::{self, CheckSubject, VariantCheck};
+use crate::engine::fast_path_check::{self, CheckSubject, VariantCheck};
 use crate::models::deepseek_ocr::Switches;
 use crate::models::deepseek_ocr::{ArchConfig, DeepseekOcr, Part, Weights};
 use anyhow::Result;
@@ -47,8 +47,8 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::common::fast_path_check::{prompts, rel_l2_error, run, variants};
-    use crate::models::common::graph_decode::{DecodeSession, StepPath};
+    use crate::engine::fast_path_check::{prompts, rel_l2_error, run, variants};
+    use crate::engine::graph_decode::{DecodeSession, StepPath};
     use crate::models::deepseek_ocr::PromptRow;
     use llmprof::region::NoopObserver;
 

@@ -1,11 +1,11 @@
 //! The fast-path check of the vision encoder: seeded SAM, CLIP and projector weights, the
 //! page embeddings of every vision switch alone and all together against the eager encoder
 //! (each page alone, reference SAM attention). The measures follow the decoder's check
-//! (`models::common::fast_path_check`):
+//! (`engine::fast_path_check`):
 //! - fp32: relative L2 error of the embeddings at most [`FP32_REL_ERROR_MAX`];
 //! - bf16: a variant's error against fp32 eager at most `BF16_ERROR_GROWTH_MAX` times eager
 //!   bf16's own error.
-use crate::models::common::fast_path_check::BF16_ERROR_GROWTH_MAX;
+use crate::engine::fast_path_check::BF16_ERROR_GROWTH_MAX;
 use crate::models::deepseek_ocr::preprocess::PreparedImage;
 use crate::models::deepseek_ocr::{ArchConfig, DeepseekOcr, Part, Switches, Weights};
 use anyhow::{ensure, Result};

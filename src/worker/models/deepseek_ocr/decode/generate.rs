@@ -1,7 +1,7 @@
-//! DeepSeek-OCR's generation: the shared greedy loop (`models::common::generate`) with the
+//! DeepSeek-OCR's generation: the shared greedy loop (`engine::generate`) with the
 //! model's own prefill (vision, then the decoder over the left-padded prompts).
-use crate::models::common::generate;
-use crate::models::common::graph_decode::{DecodeSession, StepPath};
+use crate::engine::generate;
+use crate::engine::graph_decode::{DecodeSession, StepPath};
 use crate::models::deepseek_ocr::{DeepseekOcr, PromptRow};
 use anyhow::Result;
 use llmprof::model::{GenerateConfig, GenerateOutput};

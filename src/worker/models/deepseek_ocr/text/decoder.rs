@@ -1,13 +1,13 @@
 //! DeepSeek-V2-style decoder (docs/deepseek-ocr.md §2) on the shared stack: plain MHA, dense
 //! SwiGLU in the first `first_k_dense_replace` layers and the MoE after, untied lm_head.
-use crate::models::common::attention::AttnShape;
-pub use crate::models::common::decoder::Decoder;
-use crate::models::common::decoder::{DecoderDims, FeedForward};
-use crate::models::common::kv_cache::KvDims;
-use crate::models::common::layers::SwiGlu;
-use crate::models::common::tensors::WeightPath;
+use crate::checkpoint::tensors::WeightPath;
+use crate::engine::kv_cache::KvDims;
 use crate::models::deepseek_ocr::text::moe::{Moe, MoeDispatch};
 use crate::models::deepseek_ocr::Switches;
+use crate::models::layers::attention::AttnShape;
+use crate::models::layers::basic::SwiGlu;
+pub use crate::models::layers::decoder::Decoder;
+use crate::models::layers::decoder::{DecoderDims, FeedForward};
 use anyhow::Result;
 use llmprof::model::deepseek_ocr::arch::DecoderConfig;
 use tch::Tensor;

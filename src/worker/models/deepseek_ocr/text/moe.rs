@@ -1,9 +1,9 @@
 //! DeepSeek MoE FFN (docs/deepseek-ocr.md §2): fp32 softmax router, greedy top-k without renormalisation,
 //! routed SwiGLU experts summed in fp32, plus always-on shared experts.
 
+use crate::checkpoint::tensors::WeightPath;
 use crate::ffi::kernels;
-use crate::models::common::layers::{silu_mul_halves, silu_mul_last, GateUp, SwiGlu};
-use crate::models::common::tensors::WeightPath;
+use crate::models::layers::basic::{silu_mul_halves, silu_mul_last, GateUp, SwiGlu};
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::DecoderConfig;
 use tch::{Kind, Tensor};

@@ -2,11 +2,11 @@
 //! SAM map [B,C,h,w] → [B, h·w+1, C] (CLS first, no post-LayerNorm).
 
 use super::linear_act::LinearAct;
+use crate::checkpoint::tensors::WeightPath;
+use crate::engine::size_cache::SizeCache;
 use crate::ffi::kernels_gemm::Activation;
-use crate::models::common::layers::{LayerNorm, Linear};
-use crate::models::common::pre_norm::{add_into_next, run_blocks};
-use crate::models::common::size_cache::SizeCache;
-use crate::models::common::tensors::WeightPath;
+use crate::models::layers::basic::{LayerNorm, Linear};
+use crate::models::layers::pre_norm::{add_into_next, run_blocks};
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ClipConfig;
 use tch::{Kind, Tensor};
@@ -187,7 +187,7 @@ impl Clip {
 #[cfg(test)]
 mod tests {
     use super::quick_gelu;
-    use crate::models::common::test_util::values_differing;
+    use crate::test_util::values_differing;
     use tch::{Device, Kind, Tensor};
 
     /// Off a GPU the switch changes nothing: the three libtorch ops run.
@@ -228,7 +228,7 @@ mod tests {
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn fc1_with_quick_gelu_epilogue_on_a_gpu() {
         use crate::ffi::kernels_gemm::{linear_act, linear_gelu_on, Activation};
-        use crate::models::common::test_util::gpu_ms_per_call;
+        use crate::test_util::gpu_ms_per_call;
         assert!(tch::Cuda::is_available(), "no CUDA device");
         let dev = Device::Cuda(0);
         if !linear_gelu_on(dev) {

@@ -2,9 +2,9 @@
 //! where the switch asks for it and the weights allow it (`model.optim.sam_gelu_epilogue`,
 //! `clip_gelu_epilogue`; [`kernels_gemm::linear_act`]), else the Linear and the activation's own
 //! pass.
+use crate::checkpoint::tensors::WeightPath;
 use crate::ffi::kernels_gemm::{self, Activation};
-use crate::models::common::layers::Linear;
-use crate::models::common::tensors::WeightPath;
+use crate::models::layers::basic::Linear;
 use anyhow::Result;
 use tch::{Kind, Tensor};
 

@@ -3,8 +3,8 @@
 //! grid (+newlines), then the view separator. DeepSeek-OCR-2: query outputs → Linear; tiles one
 //! after another, the global view, then the separator, no newlines.
 
-use crate::models::common::layers::Linear;
-use crate::models::common::tensors::WeightPath;
+use crate::checkpoint::tensors::WeightPath;
+use crate::models::layers::basic::Linear;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ProjectorConfig;
 use llmprof::model::deepseek_ocr::TokenLayout;

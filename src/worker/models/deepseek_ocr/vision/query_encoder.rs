@@ -3,12 +3,12 @@
 //! the final norm. Image tokens attend to each other both ways and never to the queries; a query
 //! attends to every image token and causally to the queries up to itself. Positions 0..2N−1,
 //! rotate-half RoPE. `[B, C, h, w]` SAM features → `[B, N, C]` with N = h·w.
-use crate::models::common::attention::{Attention, AttnShape, Rope};
-use crate::models::common::decoder::norm;
-use crate::models::common::kv_cache::AttnMask;
-use crate::models::common::layers::{RmsNorm, SwiGlu};
-use crate::models::common::tensors::WeightPath;
+use crate::checkpoint::tensors::WeightPath;
+use crate::engine::kv_cache::AttnMask;
 use crate::models::deepseek_ocr::Switches;
+use crate::models::layers::attention::{Attention, AttnShape, Rope};
+use crate::models::layers::basic::{RmsNorm, SwiGlu};
+use crate::models::layers::decoder::norm;
 use anyhow::{bail, ensure, Result};
 use llmprof::model::deepseek_ocr::QueryEncoderConfig;
 use std::collections::BTreeMap;

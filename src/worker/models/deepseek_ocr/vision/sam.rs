@@ -4,12 +4,12 @@
 use super::linear_act::LinearAct;
 use super::sam_attention::{AttnOut, SamAttention, SamOptim};
 use super::sam_attention_cuda::KeyBuffers;
+use crate::checkpoint::tensors::WeightPath;
+use crate::engine::size_cache::SizeCache;
 use crate::ffi::kernels_gemm::Activation;
 use crate::ffi::kernels_vision;
-use crate::models::common::layers::{LayerNorm, Linear};
-use crate::models::common::pre_norm::{add_into_next, run_blocks};
-use crate::models::common::size_cache::SizeCache;
-use crate::models::common::tensors::WeightPath;
+use crate::models::layers::basic::{LayerNorm, Linear};
+use crate::models::layers::pre_norm::{add_into_next, run_blocks};
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::SamConfig;
 use tch::{Kind, Tensor};
@@ -276,8 +276,8 @@ impl Sam {
 mod tests {
     use super::cut_patches;
     use crate::ffi::kernels_vision::sam_patches;
-    use crate::models::common::test_util::values_differing;
     use crate::models::deepseek_ocr::preprocess::model_input;
+    use crate::test_util::values_differing;
     use tch::{Device, Kind, Tensor};
 
     /// The patch kernel against libtorch's normalisation, cast and patch copy (what

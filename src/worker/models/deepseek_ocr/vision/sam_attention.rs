@@ -10,8 +10,8 @@
 
 use super::rel_pos::rel_pos_table;
 pub use super::sam_attention_cuda::AttnOut;
-use crate::models::common::layers::Linear;
-use crate::models::common::tensors::WeightPath;
+use crate::checkpoint::tensors::WeightPath;
+use crate::models::layers::basic::Linear;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::SamConfig;
 use tch::{Device, Kind, Tensor};

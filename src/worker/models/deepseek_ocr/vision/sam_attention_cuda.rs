@@ -16,9 +16,9 @@
 use super::rel_pos::{gather_rel_table, products_per_head, resized_rel_table};
 use super::sam_window_attention;
 use super::sam_window_fmha::{self, WindowBiases};
+use crate::engine::size_cache::{Shared, SizeCache};
 use crate::ffi::{kernels_gemm, kernels_vision};
-use crate::models::common::layers::Linear;
-use crate::models::common::size_cache::{Shared, SizeCache};
+use crate::models::layers::basic::Linear;
 use anyhow::{Context, Result};
 use std::cell::RefCell;
 use tch::Tensor;

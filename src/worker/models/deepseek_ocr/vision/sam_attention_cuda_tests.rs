@@ -108,7 +108,7 @@ fn reused_key_buffers_equal_fresh_packs_on_a_gpu() {
 fn windowed_rows_add_like_the_grid_on_a_gpu() {
     use super::super::sam_attention::window_partition;
     use super::AttnOut;
-    use crate::models::common::layers::LayerNorm;
+    use crate::models::layers::basic::LayerNorm;
     assert!(tch::Cuda::is_available(), "no CUDA device");
     let dev = Device::Cuda(0);
     for (kind, c) in [(Kind::Float, 256i64), (Kind::BFloat16, 768)] {

@@ -1,8 +1,8 @@
 //! Tests of SAM attention's formulations against the reference, on the CPU; the helpers are
 //! shared with the CUDA-kernel path's GPU test (`sam_attention_cuda`).
 use super::*;
-use crate::models::common::tensors::WeightPath;
-use crate::models::common::test_util::gpu_ms_per_call;
+use crate::checkpoint::tensors::WeightPath;
+use crate::test_util::gpu_ms_per_call;
 use std::collections::HashMap;
 
 #[test]

@@ -8,7 +8,7 @@
 //! windows, for the add + LayerNorm kernel to read there.
 use super::rel_pos::products_per_head;
 use crate::ffi::kernels_vision;
-use crate::models::common::layers::Linear;
+use crate::models::layers::basic::Linear;
 use anyhow::Result;
 use tch::Tensor;
 

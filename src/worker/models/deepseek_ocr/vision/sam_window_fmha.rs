@@ -14,7 +14,7 @@
 //! [`WindowBiases`] holds the two biases that change; [`forward`] runs the block's attention.
 use super::rel_pos::products_per_head;
 use crate::ffi::kernels_gemm;
-use crate::models::common::layers::Linear;
+use crate::models::layers::basic::Linear;
 use anyhow::{Context, Result};
 use tch::{Kind, Tensor};
 

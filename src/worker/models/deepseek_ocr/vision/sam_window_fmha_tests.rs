@@ -6,7 +6,7 @@ use super::sam_attention::tests::{
 use super::sam_attention::SamOptim;
 use super::sam_window_fmha::WindowBiases;
 use crate::ffi::kernels_gemm::{sam_global_attention_on, sam_window_fmha_fits};
-use crate::models::common::layers::Linear;
+use crate::models::layers::basic::Linear;
 use tch::{Device, Kind, Tensor};
 
 /// The biases the kernel runs with: the qkv Linear's q bias kept and its k and v biases zero,

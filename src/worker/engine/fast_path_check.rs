@@ -248,7 +248,7 @@ pub fn check<S: CheckSubject>(
     let forced = Some(&reference.tokens[..]);
     let mut out = Vec::new();
     for dtype in [Dtype::F32, Dtype::Bf16] {
-        let kind = crate::models::device::kind(dtype);
+        let kind = crate::engine::device::kind(dtype);
         let converted;
         let w = if kind == Kind::Float {
             &w32

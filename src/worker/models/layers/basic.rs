@@ -1,8 +1,8 @@
 //! Small building blocks shared by the encoders and the decoder: Linear, LayerNorm, RMSNorm,
 //! SwiGLU MLP. Each is loaded by official tensor names from a [`WeightPath`].
 
+use crate::checkpoint::tensors::WeightPath;
 use crate::ffi::{kernels, kernels_vision};
-use crate::models::common::tensors::WeightPath;
 use anyhow::Result;
 use tch::{Kind, Tensor};
 
@@ -265,7 +265,7 @@ impl SwiGlu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::common::test_util::values_differing;
+    use crate::test_util::values_differing;
     use tch::{Device, Kind};
 
     /// The SwiGLU kernel against silu and the multiply over the halves in libtorch, bit for bit,

@@ -8,7 +8,7 @@ use super::causal_lm::CausalLm;
 use super::graph_decode::DecodeSession;
 use super::kv_cache::KvCache;
 use super::replay::Replay;
-use crate::models::ngram_device::DeviceNgramBan;
+use crate::engine::ngram_device::DeviceNgramBan;
 use anyhow::{ensure, Result};
 use llmprof::model::{GenerateConfig, GenerateOutput, NoRepeatNgram};
 use llmprof::region::{RegionObserver, DECODE};

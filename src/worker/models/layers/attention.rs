@@ -2,8 +2,8 @@
 //! rotate-half RoPE over the full head dim (optionally with Llama 3's frequency scaling),
 //! reading/writing the KV cache (docs/deepseek-ocr.md §2, docs/models.md).
 
-use super::kv_cache::{AttnMask, KvCache};
-use super::tensors::WeightPath;
+use crate::checkpoint::tensors::WeightPath;
+use crate::engine::kv_cache::{AttnMask, KvCache};
 use crate::ffi::kernels;
 use anyhow::Result;
 use llmprof::model::dense::RopeScaling;

@@ -2,7 +2,7 @@
 //! LayerNorm after it are one step ([`LayerNorm::add_forward`], one kernel with
 //! `model.optim.add_layer_norm_kernel`): a block receives its input and that input already
 //! normalised, and hands back its output together with the next block's normalised input.
-use super::layers::LayerNorm;
+use super::basic::LayerNorm;
 use anyhow::Result;
 use tch::Tensor;
 

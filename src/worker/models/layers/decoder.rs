@@ -2,9 +2,9 @@
 //! RMSNorm, feed-forward), final RMSNorm, lm_head (its own weight or the tied embedding). The
 //! family decides each layer's feed-forward (dense SwiGLU, MoE, ...).
 use super::attention::{Attention, AttnShape, Rope};
-use super::kv_cache::{AttnMask, KvCache, KvDims};
-use super::layers::{RmsNorm, SwiGlu};
-use super::tensors::WeightPath;
+use super::basic::{RmsNorm, SwiGlu};
+use crate::checkpoint::tensors::WeightPath;
+use crate::engine::kv_cache::{AttnMask, KvCache, KvDims};
 use anyhow::{ensure, Result};
 use llmprof::model::dense::RopeScaling;
 use llmprof::optim::EngineOptim;

@@ -144,7 +144,7 @@ impl DeviceNgramBan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::common::generate::window_banned;
+    use crate::engine::generate::window_banned;
 
     /// A small deterministic generator (SplitMix64) for the random sequences.
     fn next(state: &mut u64) -> u64 {

@@ -1,11 +1,13 @@
 //! `llmprof debug fast-path`: the fast-path checks for the architecture `--arch` names — the
-//! decoder's (`common::fast_path_check`) for every family, and the vision encoder's for
+//! decoder's (`engine::fast_path_check`) for every family, and the vision encoder's for
 //! DeepSeek-OCR (`deepseek_ocr::checks::vision_fast_path`) on synthetic pages of its crop mode.
-use super::common::fast_path_check::{self, VariantCheck, BF16_ERROR_GROWTH_MAX};
-use super::deepseek_ocr::checks::vision_fast_path::{self, VisionCheck, FP32_REL_ERROR_MAX};
-use super::deepseek_ocr::preprocess::{self, PreparedImage};
-use super::deepseek_ocr::ArchConfig;
-use super::dense;
+use crate::engine::fast_path_check::{self, VariantCheck, BF16_ERROR_GROWTH_MAX};
+use crate::models::deepseek_ocr::checks::vision_fast_path::{
+    self, VisionCheck, FP32_REL_ERROR_MAX,
+};
+use crate::models::deepseek_ocr::preprocess::{self, PreparedImage};
+use crate::models::deepseek_ocr::ArchConfig;
+use crate::models::dense;
 use anyhow::{bail, Result};
 use llmprof::model::deepseek_ocr::views::{Mode, PreprocessConfig};
 use serde::Serialize;
@@ -134,7 +136,7 @@ pub fn run(
         7,
         &[cfg.tokens.image_token_id],
     );
-    let subject = super::deepseek_ocr::checks::fast_path::Subject {
+    let subject = crate::models::deepseek_ocr::checks::fast_path::Subject {
         cfg: cfg.clone(),
         device,
         seed,

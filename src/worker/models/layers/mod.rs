@@ -1,0 +1,7 @@
+//! Building blocks any family composes (tensor code): RMSNorm, SwiGLU and the other MLPs, GQA
+//! attention with RoPE over the engine's KV cache, the decoder stack, and the pre-LayerNorm block
+//! stack of vision encoders.
+pub mod attention;
+pub mod basic;
+pub mod decoder;
+pub mod pre_norm;
