@@ -9,4 +9,6 @@ if [ -z "${LIBTORCH:-}" ]; then
 fi
 # Every relative link in README.md, docs/ and reports/ resolves (a file or a heading).
 python3 scripts/check_md_links.py
+# No two top-level modules of a crate import each other, directly or in a loop (docs/architecture.md).
+python3 scripts/check_module_cycles.py
 cargo test --workspace --release --locked "$@"

@@ -169,8 +169,16 @@ impl Composed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loader::hydra_defaults;
     use crate::tree::yaml_read::parse;
+
+    /// The keys of Hydra's own `hydra` node these tests read, as Hydra's defaults set them (the
+    /// loader's `hydra_defaults`, which sits above this module, builds the whole node).
+    fn hydra_defaults(_multirun: bool) -> Node {
+        parse(
+            "mode: null\njob: {name: j, num: null, id: null}\nsweep: {dir: multi, subdir: '${hydra.job.num}'}\nruntime: {output_dir: ???, config_sources: [{path: hydra.conf, schema: pkg}]}\n",
+        )
+        .unwrap()
+    }
 
     fn composed(hydra: Node) -> Composed {
         Composed {

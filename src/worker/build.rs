@@ -6,10 +6,10 @@
 #![allow(clippy::disallowed_macros)]
 use std::path::{Path, PathBuf};
 
-#[path = "build_archs.rs"]
-mod archs;
-#[path = "build_kernels.rs"]
-mod kernels;
+mod build_archs;
+mod build_kernels;
+use build_archs as archs;
+use build_kernels as kernels;
 
 fn main() {
     if let Some(lib_dir) = link_libtorch_into_worker() {

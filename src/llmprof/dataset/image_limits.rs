@@ -5,7 +5,7 @@
 //! (10.8 GB): both decode in full, or abort the process, without a limit. The pixel default is
 //! PIL's: `Image.MAX_IMAGE_PIXELS` = 89,478,485 warns (DecompressionBombWarning) and twice that
 //! raises DecompressionBombError, so llmprof warns and refuses at the same two sizes.
-use crate::spec::DatasetSpec;
+use crate::dataset::DatasetSpec;
 use anyhow::{bail, Result};
 use std::path::Path;
 

@@ -4,16 +4,19 @@
 //! Only regular files are read: FIFOs, sockets, devices and symlink loops among the images are
 //! skipped with a warning each and returned in [`Listing::skipped`] so that a report can say so.
 mod batching;
+mod config;
 pub mod file_kind;
 mod image_limits;
 mod input;
 mod omnidocbench;
+pub mod paths;
 mod samples;
 mod sampling;
 pub mod text;
 pub mod variant;
 
 pub use batching::BatchPlan;
+pub use config::{DatasetSpec, SamplingSpec};
 pub use file_kind::{skipped_note, NotRegular, Skipped};
 pub use image_limits::{
     default_max_image_bytes, default_max_image_pixels, ImageLimits, DEFAULT_MAX_IMAGE_BYTES,
@@ -24,7 +27,6 @@ pub use omnidocbench::{list_omnidocbench, list_omnidocbench_entries, OMNIDOCBENC
 pub use samples::{read_sample_metadata, SamplePage, SAMPLES_METADATA};
 pub use sampling::{sample, SampleRef};
 
-use crate::spec::DatasetSpec;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! Folder and subset listings on scratch folders, and the shipped sample pages.
 use super::test_util::{temp_dir, touch};
 use super::*;
-use crate::spec::SamplingSpec;
+use crate::dataset::SamplingSpec;
 
 fn names(v: &[PathBuf]) -> Vec<String> {
     v.iter()

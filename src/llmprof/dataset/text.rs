@@ -4,7 +4,7 @@
 //! into token ids (it knows its vocabulary and tokenizer).
 use super::input::{InputItem, TextInput};
 use super::sampling::SplitMix64;
-use crate::spec::DatasetSpec;
+use crate::dataset::DatasetSpec;
 use anyhow::{bail, ensure, Context, Result};
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,6 @@
 //! What a generation request asks for and what it returns: greedy decoding with EOS stop,
 //! `max_new_tokens`, an optional forced length and the no-repeat-n-gram rule. Every model's
 //! generation loop takes these; the spec's `infer.*` and `runtime.optim.*` keys fill them.
-use crate::spec::RunSpec;
 use serde::{Deserialize, Serialize};
 
 /// No-repeat-n-gram rule.
@@ -94,31 +93,6 @@ impl GenerateOutput {
             if let Some(n) = r.output_len {
                 tokens.truncate(n);
             }
-        }
-    }
-}
-
-impl GenerateConfig {
-    /// The config of `spec` (`infer.*`, `runtime.optim.sync_free_decode`/`eos_check_interval`)
-    /// for up to `max_new_tokens` tokens; `ngram_exempt` are the ids the windowed n-gram rule
-    /// never bans (the model's table-cell tokens).
-    pub fn from_spec(spec: &RunSpec, ngram_exempt: &[i64], max_new_tokens: usize) -> Self {
-        let n = spec.infer.no_repeat_ngram_size as usize;
-        GenerateConfig {
-            max_new_tokens,
-            no_repeat: match (n, spec.infer.ngram_window) {
-                (0, _) => NoRepeatNgram::Off,
-                (n, None) => NoRepeatNgram::Hf { n },
-                (n, Some(w)) => NoRepeatNgram::Window {
-                    n,
-                    window: w as usize,
-                    exempt: ngram_exempt.to_vec(),
-                },
-            },
-            force_max_new_tokens: spec.infer.ignore_eos,
-            eos_check_interval: spec.runtime.optim.eos_check_interval as usize,
-            sync_free_decode: spec.runtime.optim.sync_free_decode,
-            replay_tokens: None,
         }
     }
 }

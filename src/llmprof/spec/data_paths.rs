@@ -2,28 +2,12 @@
 //! in the front end, before the resolved config is written: the worker then reads exactly the
 //! files config.resolved.yaml names, wherever it runs.
 use crate::config::Node;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The config keys holding paths to data the run reads.
 pub const DATA_PATH_KEYS: [&str; 3] = ["dataset.root", "dataset.subset_filelist", "model.path"];
 
-/// Where a relative `path` points: under `cwd` when it exists there, else under `repo` (the
-/// repository holding the config directory) when it exists there, else under `cwd` (so errors
-/// name the place the user meant).
-pub fn absolute(path: &str, cwd: &Path, repo: Option<&Path>) -> PathBuf {
-    let p = Path::new(path);
-    if p.is_absolute() {
-        return p.to_path_buf();
-    }
-    let here = cwd.join(p);
-    if here.exists() {
-        return here;
-    }
-    match repo.map(|r| r.join(p)) {
-        Some(there) if there.exists() => there,
-        _ => here,
-    }
-}
+pub use crate::dataset::paths::absolute;
 
 /// Rewrites every [`DATA_PATH_KEYS`] string of the resolved job config as an absolute path.
 pub fn make_absolute(resolved: &mut Node, cwd: &Path, repo: Option<&Path>) {
@@ -55,7 +39,7 @@ mod tests {
         assert_eq!(absolute("missing", &cwd, Some(&repo)), cwd.join("missing"));
         assert_eq!(
             absolute("/abs/x", &cwd, Some(&repo)),
-            PathBuf::from("/abs/x")
+            std::path::PathBuf::from("/abs/x")
         );
         let mut tree = crate::config::yaml::parse(
             "dataset: {root: here, subset_filelist: null}\nmodel: {path: missing}\n",

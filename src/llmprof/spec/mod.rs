@@ -2,6 +2,7 @@
 //! ranges checked). Everything downstream reads the spec, never the untyped tree. Defaults live
 //! in conf/, so every field here is required: a key missing from the YAML is an error too.
 pub mod data_paths;
+mod generate;
 mod groups;
 
 pub use groups::*;

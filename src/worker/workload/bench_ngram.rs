@@ -45,11 +45,7 @@ const RULE_FREE: &str = "rule, free";
 fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
     let prepared = bench_support::prepared(model, spec)?;
     let batch = bench_support::batch_of(&prepared, spec);
-    let rule = GenerateConfig::from_spec(
-        spec,
-        model.ngram_exempt_ids(),
-        spec.infer.max_new_tokens as usize,
-    );
+    let rule = spec.generate_config(model.ngram_exempt_ids(), spec.infer.max_new_tokens as usize);
     ensure!(
         rule.no_repeat != NoRepeatNgram::Off,
         "the n-gram benchmark needs a rule to measure: infer.no_repeat_ngram_size is 0 (set it, and infer.ngram_window, as the run would use them)"

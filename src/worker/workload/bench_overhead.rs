@@ -8,7 +8,7 @@ use crate::models::{with_model, ModelJob};
 use anyhow::{Context, Result};
 use llmprof::measure::nvml::NvmlSampler;
 use llmprof::measure::stats::Summary;
-use llmprof::model::{GenerateConfig, Model};
+use llmprof::model::Model;
 use llmprof::region::DECODE_STEP;
 use llmprof::report::artifacts;
 use llmprof::spec::RunSpec;
@@ -35,11 +35,7 @@ impl ModelJob for Overhead<'_> {
 fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
     let prepared = bench_support::prepared(model, spec)?;
     let batch = bench_support::batch_of(&prepared, spec);
-    let gen = GenerateConfig::from_spec(
-        spec,
-        model.ngram_exempt_ids(),
-        spec.infer.max_new_tokens as usize,
-    );
+    let gen = spec.generate_config(model.ngram_exempt_ids(), spec.infer.max_new_tokens as usize);
     for _ in 0..spec.runtime.warmup {
         model.generate(&batch, &gen, &llmprof::region::NoopObserver)?;
     }

@@ -91,11 +91,8 @@ pub fn write_predictions<M: Model>(
 ) -> Result<()> {
     let infos: Vec<RequestInfo> = prepared.iter().map(|r| model.describe(r)).collect();
     let names = unique_names(infos.iter().map(|r| r.name.as_str()));
-    let gen_cfg = GenerateConfig::from_spec(
-        spec,
-        model.ngram_exempt_ids(),
-        spec.infer.max_new_tokens as usize,
-    );
+    let gen_cfg =
+        spec.generate_config(model.ngram_exempt_ids(), spec.infer.max_new_tokens as usize);
     let font = match boxes::load_font(Path::new(boxes::LABEL_FONT)) {
         Ok(f) => Some(f),
         Err(e) => {

@@ -12,7 +12,7 @@ use llmprof::dataset::BatchPlan;
 use llmprof::measure::gpu::GpuProps;
 use llmprof::measure::memory::{AllocatorPeaks, RegionPeak, StagePeaks};
 use llmprof::measure::nvml::{nvml_index_for_cuda, query_gpu, unix_ns, NvmlSampler};
-use llmprof::model::{GenerateConfig, Model};
+use llmprof::model::Model;
 use llmprof::region::{Region, RegionGuard, RegionObserver, DECODE, DECODE_STEP, PREFILL};
 use llmprof::report::artifacts::{self, Stage1Files};
 use llmprof::report::measurements::{MemorySummary, Stage1Measurements, TimedRequest};
@@ -122,11 +122,8 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
     let prepared = inputs::prepare_and_record(model, spec, &items, run_dir, Some(&plan))?;
     let clock = ClockKind::detect();
     let cuda = info.cuda_device;
-    let gen_cfg = GenerateConfig::from_spec(
-        spec,
-        model.ngram_exempt_ids(),
-        spec.infer.max_new_tokens as usize,
-    );
+    let gen_cfg =
+        spec.generate_config(model.ngram_exempt_ids(), spec.infer.max_new_tokens as usize);
     let batches: Vec<Vec<&M::Request>> = plan.gather(&prepared);
     let allocator = CudaAllocator {
         device: cuda.unwrap_or(0) as i32,

@@ -12,7 +12,7 @@ pub use metadata::{Layout, Selection, VariantMetadata, VariantSize, VARIANT_META
 pub use select::choose;
 
 use crate::config::Node;
-use crate::spec::DatasetSpec;
+use crate::dataset::DatasetSpec;
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 /// under the repository `repo`.
 pub fn variant_dir(name: &str, variant: &str, cwd: &Path, repo: Option<&Path>) -> PathBuf {
     let rel = format!("datasets/{name}/{variant}");
-    crate::spec::data_paths::absolute(&rel, cwd, repo)
+    crate::dataset::paths::absolute(&rel, cwd, repo)
 }
 
 /// With `dataset.variant` set: points `dataset.root` at the variant's data (absolute) and

@@ -370,5 +370,4 @@ impl SamAttention {
 }
 
 #[cfg(test)]
-#[path = "sam_attention_tests.rs"]
 pub(crate) mod tests;

@@ -276,5 +276,4 @@ fn rel_pos_by_batched_gemms(
 }
 
 #[cfg(test)]
-#[path = "sam_attention_cuda_tests.rs"]
 mod tests;
