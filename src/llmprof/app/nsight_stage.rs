@@ -26,35 +26,16 @@ pub struct Stage2<'a> {
 /// Kernel names for ncu: the function name without namespace, template or parameters, which is
 /// what `--kernel-name-base function` matches (e.g. `indexSelectSmallIndex`).
 pub fn kernel_base_name(full: &str) -> String {
-    if let Some(nested) = full.strip_prefix("_ZN") {
-        return mangled_base_name(nested);
-    }
+    // Kineto reports kernels it could not demangle (deep CUTLASS templates such as
+    // torch._grouped_mm's) mangled, while ncu matches demangled function names.
+    let full = crate::measure::kernel_names::demangled(full);
     let s = full
         .trim_start_matches("void ")
         .replace("(anonymous namespace)", "");
-    let cut = s.find(['<', '(']).unwrap_or(s.len());
-    let head = &s[..cut];
+    // The demangler ends a name it stopped reading with `…`.
+    let cut = s.find(['<', '(', '…']).unwrap_or(s.len());
+    let head = s[..cut].trim_end_matches("::");
     head.rsplit("::").next().unwrap_or(head).trim().to_string()
-}
-
-/// The last name of an Itanium-mangled nested name (`7cutlass13device_kernelI…` →
-/// `device_kernel`): Kineto reports kernels it could not demangle (deep CUTLASS templates such as
-/// torch._grouped_mm's) in that form, while ncu matches demangled function names.
-fn mangled_base_name(nested: &str) -> String {
-    let mut rest = nested;
-    let mut last = "";
-    loop {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let Ok(len) = rest[..digits].parse::<usize>() else {
-            break;
-        };
-        let Some(name) = rest.get(digits..digits + len) else {
-            break;
-        };
-        last = name;
-        rest = &rest[digits + len..];
-    }
-    last.to_string()
 }
 
 /// `regex:` value matching one kernel base name, tolerant of namespaces and template suffixes.

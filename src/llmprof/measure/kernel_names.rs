@@ -13,6 +13,12 @@ mod mangled;
 pub const MAX_CHARS: usize = 80;
 
 /// [`short_name_within`] at [`MAX_CHARS`].
+/// `full` written as C++ where it is an Itanium-mangled name (`_ZN7cutlass13device_kernelI…` →
+/// `cutlass::device_kernel<…>`), else `full` unchanged.
+pub fn demangled(full: &str) -> String {
+    mangled::demangle_head(full).unwrap_or_else(|| full.to_string())
+}
+
 pub fn short_name(full: &str) -> String {
     short_name_within(full, MAX_CHARS)
 }
@@ -22,7 +28,7 @@ pub fn short_name(full: &str) -> String {
 pub fn short_name_within(full: &str, max: usize) -> String {
     let max = max.max(8);
     let full = full.trim();
-    let text = normalise(&mangled::demangle_head(full).unwrap_or_else(|| full.to_string()));
+    let text = normalise(&demangled(full));
     if text.is_empty() {
         return "(unnamed kernel)".into();
     }

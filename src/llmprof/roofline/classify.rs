@@ -70,6 +70,17 @@ pub enum BoundClass {
 }
 
 impl BoundClass {
+    /// The class's colour in every plot (roofline.svg, report.html).
+    pub fn color(self) -> &'static str {
+        match self {
+            BoundClass::MemoryBound => "#1f77b4",
+            BoundClass::ComputeBound => "#d62728",
+            BoundClass::Balanced => "#9467bd",
+            BoundClass::LatencyBound => "#ff7f0e",
+            BoundClass::Unknown => "#7f7f7f",
+        }
+    }
+
     pub const ALL: [BoundClass; 5] = [
         Self::MemoryBound,
         Self::ComputeBound,

@@ -26,16 +26,6 @@ fn escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn color(class: BoundClass) -> &'static str {
-    match class {
-        BoundClass::MemoryBound => "#1f77b4",
-        BoundClass::ComputeBound => "#d62728",
-        BoundClass::Balanced => "#9467bd",
-        BoundClass::LatencyBound => "#ff7f0e",
-        BoundClass::Unknown => "#7f7f7f",
-    }
-}
-
 struct Axes {
     x_lo: f64,
     x_hi: f64,
@@ -252,7 +242,7 @@ pub fn svg(title: &str, rows: &[&Row], roofs: Option<&Roofs>) -> String {
         let _ = writeln!(
             s,
             r##"<circle cx="{cx:.1}" cy="{cy:.1}" r="{r:.1}" fill="{}" fill-opacity="0.6" stroke="#000000" stroke-width="0.5"><title>{}</title></circle>"##,
-            color(row.bound.class),
+            row.bound.class.color(),
             escape(&row.point.name)
         );
         if rank < LABELS {
@@ -272,7 +262,7 @@ pub fn svg(title: &str, rows: &[&Row], roofs: Option<&Roofs>) -> String {
             s,
             r##"<circle cx="{}" cy="{y}" r="5" fill="{}" fill-opacity="0.6"/><text x="{}" y="{}" font-size="12">{}</text>"##,
             LEFT + 14.0,
-            color(*class),
+            class.color(),
             LEFT + 24.0,
             y + 4.0,
             class.label()

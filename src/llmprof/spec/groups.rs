@@ -55,28 +55,8 @@ impl DtypeChoice {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ResolutionMode {
-    Tiny,
-    Small,
-    Base,
-    Large,
-    Gundam,
-}
-
-impl ResolutionMode {
-    /// The YAML spelling (`gundam`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ResolutionMode::Tiny => "tiny",
-            ResolutionMode::Small => "small",
-            ResolutionMode::Base => "base",
-            ResolutionMode::Large => "large",
-            ResolutionMode::Gundam => "gundam",
-        }
-    }
-}
+/// `model.preprocess.mode`: the family's resolution modes (one type, the preprocessing's own).
+pub use crate::model::deepseek_ocr::views::Mode as ResolutionMode;
 
 /// `model.*`. `arch` is typed by `family` as soon as the spec is built (see [`RawModelSpec`]).
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -166,15 +146,8 @@ impl PreprocessSpec {
     /// The view sizes and tiling this preprocessing uses: the mode's, with the keys that are set
     /// overriding them.
     pub fn resolve(&self) -> crate::model::deepseek_ocr::views::PreprocessConfig {
-        use crate::model::deepseek_ocr::views::{Mode, PreprocessConfig};
-        let mode = match self.mode {
-            ResolutionMode::Tiny => Mode::Tiny,
-            ResolutionMode::Small => Mode::Small,
-            ResolutionMode::Base => Mode::Base,
-            ResolutionMode::Large => Mode::Large,
-            ResolutionMode::Gundam => Mode::Gundam,
-        };
-        let mut cfg = PreprocessConfig::from_mode(mode);
+        use crate::model::deepseek_ocr::views::PreprocessConfig;
+        let mut cfg = PreprocessConfig::from_mode(self.mode);
         if let Some(b) = self.base_size {
             cfg.base_size = b;
         }

@@ -14,6 +14,19 @@ pub enum Mode {
     Gundam,
 }
 
+impl Mode {
+    /// The YAML spelling (`gundam`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Tiny => "tiny",
+            Mode::Small => "small",
+            Mode::Base => "base",
+            Mode::Large => "large",
+            Mode::Gundam => "gundam",
+        }
+    }
+}
+
 /// Resolved preprocessing parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -2,7 +2,7 @@
 //! metrics across the profiled kernels, and the kernel table.
 use super::load::RunArtifacts;
 use super::page::{chart, no_data, Section};
-use super::plots::{base_layout, bound_color, marker_color};
+use super::plots::{base_layout, marker_color};
 use super::table::{num, text, Cell, Table};
 use crate::measure::kernel_names::short_name;
 use crate::nsight::ncu::analysis::NcuAnalysis;
@@ -83,7 +83,7 @@ fn bound_share(n: &NcuAnalysis) -> Plot {
                     s.time_ns / 1e3,
                     s.kernels
                 ))
-                .marker(Marker::new().color(bound_color(s.class))),
+                .marker(Marker::new().color(s.class.color())),
         );
     }
     plot.set_layout(

@@ -1,5 +1,4 @@
 //! Shared chart styling: the base layout every chart starts from and the colour palettes.
-use crate::roofline::BoundClass;
 use plotly::common::Title;
 use plotly::layout::{Legend, Margin};
 use plotly::Layout;
@@ -12,17 +11,6 @@ const PALETTE: [&str; 10] = [
 /// The k-th colour of the palette (cycling).
 pub fn marker_color(k: usize) -> &'static str {
     PALETTE[k % PALETTE.len()]
-}
-
-/// The colour of a bound class (the same as roofline.svg's).
-pub fn bound_color(class: BoundClass) -> &'static str {
-    match class {
-        BoundClass::MemoryBound => "#1f77b4",
-        BoundClass::ComputeBound => "#d62728",
-        BoundClass::Balanced => "#9467bd",
-        BoundClass::LatencyBound => "#ff7f0e",
-        BoundClass::Unknown => "#7f7f7f",
-    }
 }
 
 /// A titled layout with compact margins and the legend on the right.

@@ -3,7 +3,7 @@
 //! (each kernel's intensity ÷ its ridge against its FLOP/s ÷ its compute roof, so kernels of
 //! different precisions and clocks share one roof: y = min(x, 1)).
 use super::page::{chart, no_data};
-use super::plots::{base_layout, bound_color};
+use super::plots::base_layout;
 use crate::measure::kernel_names::short_name_within;
 use crate::roofline::precision::Precision;
 use crate::roofline::{BoundClass, RooflineReport, Roofs, Row};
@@ -97,7 +97,7 @@ fn add_classes(plot: &mut Plot, points: &[(&Row, f64, f64)]) {
             .hover_text_array(of.iter().map(|p| hover(p.0)).collect())
             .marker(
                 Marker::new()
-                    .color(bound_color(class))
+                    .color(class.color())
                     .size_array(sizes(&of))
                     .opacity(0.8),
             ),

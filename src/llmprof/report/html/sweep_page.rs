@@ -274,7 +274,7 @@ fn pareto(t: &SweepTable) -> String {
         .mode(Mode::MarkersText)
         .text_array(rows.iter().map(|r| label(r.0)).collect())
         .text_position(plotly::common::Position::TopCenter)
-        .marker(Marker::new().size(11).color("#4e79a7")),
+        .marker(Marker::new().size(11).color(marker_color(0))),
     );
     plot.set_layout(
         base_layout("tokens/s per user against tokens/s per GPU")

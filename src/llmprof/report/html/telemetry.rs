@@ -2,7 +2,7 @@
 //! against time, each request's stage windows shaded, and throttle events marked.
 use super::load::RunArtifacts;
 use super::page::{chart, esc, no_data, Section};
-use super::plots::base_layout;
+use super::plots::{base_layout, marker_color};
 use crate::measure::nvml::NvmlSample;
 use crate::report::StageWindow;
 use plotly::common::{DashType, Marker, MarkerSymbol, Mode, Title};
@@ -181,9 +181,9 @@ fn plot(samples: &[NvmlSample], windows: &[StageWindow], events: &[(usize, Vec<&
     let mut shapes: Vec<Shape> = Vec::new();
     for w in windows {
         let color = if w.stage == "prefill" {
-            "#f28e2b"
+            marker_color(1)
         } else {
-            "#4e79a7"
+            marker_color(0)
         };
         shapes.push(
             Shape::new()

@@ -2,7 +2,7 @@
 //! NVML saw in the stage's window, MBU of decode, and the peaks behind them.
 use super::load::RunArtifacts;
 use super::page::{chart, esc, no_data, Section};
-use super::plots::base_layout;
+use super::plots::{base_layout, marker_color};
 use super::table::key_values;
 use crate::report::RunReport;
 use plotly::common::{Marker, Title};
@@ -80,7 +80,7 @@ fn plot(m: &RunReport) -> Plot {
         plot.add_trace(
             Bar::new(x, y)
                 .name("vs datasheet peak")
-                .marker(Marker::new().color("#4e79a7")),
+                .marker(Marker::new().color(marker_color(0))),
         );
     }
     let (x, y): (Vec<String>, Vec<f64>) = u
@@ -92,14 +92,14 @@ fn plot(m: &RunReport) -> Plot {
         plot.add_trace(
             Bar::new(x, y)
                 .name("vs peak at the achieved clock")
-                .marker(Marker::new().color("#f28e2b")),
+                .marker(Marker::new().color(marker_color(1))),
         );
     }
     if let Some(mbu) = u.mbu_decode {
         plot.add_trace(
             Bar::new(vec!["MBU decode".to_string()], vec![pct(mbu)])
                 .name("MBU vs datasheet bandwidth")
-                .marker(Marker::new().color("#59a14f")),
+                .marker(Marker::new().color(marker_color(2))),
         );
     }
     plot.set_layout(
