@@ -17,15 +17,15 @@ shift || true
 targets=("$@")
 [ "${#targets[@]}" -gt 0 ] || targets=(overrides yaml compose interpolation nsight hub_listing settings prompts sweep_state)
 declare -A test_name=(
-  [overrides]=fuzz_overrides::fuzz_override_grammar
-  [yaml]=fuzz_compose::fuzz_yaml_loader
-  [compose]=fuzz_compose::fuzz_composer
-  [interpolation]=fuzz_interpolation::fuzz_interpolation_resolver
-  [nsight]=nsight_fuzz::nsight_csv_readers_never_panic_or_hang
-  [hub_listing]=fuzz_parsers::fuzz_hub_listing
-  [settings]=fuzz_parsers::fuzz_settings_file
-  [prompts]=fuzz_parsers::fuzz_prompts_jsonl
-  [sweep_state]=fuzz_parsers::fuzz_sweep_state
+  [overrides]=front_end::fuzz_overrides::fuzz_override_grammar
+  [yaml]=front_end::fuzz_compose::fuzz_yaml_loader
+  [compose]=front_end::fuzz_compose::fuzz_composer
+  [interpolation]=front_end::fuzz_interpolation::fuzz_interpolation_resolver
+  [nsight]=front_end::nsight_fuzz::nsight_csv_readers_never_panic_or_hang
+  [hub_listing]=front_end::fuzz_parsers::fuzz_hub_listing
+  [settings]=front_end::fuzz_parsers::fuzz_settings_file
+  [prompts]=front_end::fuzz_parsers::fuzz_prompts_jsonl
+  [sweep_state]=front_end::fuzz_parsers::fuzz_sweep_state
 )
 mkdir -p target/fuzz
 log="${FUZZ_LOG:-$PWD/target/fuzz/fuzz.log}"

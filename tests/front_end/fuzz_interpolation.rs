@@ -3,8 +3,8 @@
 //! other interpolations), nesting, escapes, the resolvers oc.env, oc.select, oc.decode, now and
 //! hydra. Every tree resolves or fails cleanly: no panic, no hang, bounded memory.
 //! Regressions at the end (docs/fuzzing.md).
-use crate::fuzz_gen::{deep, ident, interpolation, noisy, repeated};
-use crate::fuzz_support::{fuzz, replay};
+use crate::front_end::fuzz_gen::{deep, ident, interpolation, noisy, repeated};
+use crate::front_end::fuzz_support::{fuzz, replay};
 use llmprof_config::interpolate::{is_interpolation, resolve_tree, ResolveContext};
 use llmprof_config::{Map, Node};
 use proptest::prelude::*;

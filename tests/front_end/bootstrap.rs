@@ -249,9 +249,9 @@ fn omnidocbench_bootstrap_is_optional_when_absent() {
 
 #[test]
 fn model_bootstrap_downloads_with_the_rust_command() {
-    let hub = crate::fake_hub::FakeHub::start_as(
+    let hub = crate::front_end::fake_hub::FakeHub::start_as(
         "deepseek-ai/DeepSeek-OCR",
-        crate::fake_hub::tiny_repo(),
+        crate::front_end::fake_hub::tiny_repo(),
     );
     let root = scratch("bootstrap-download");
     let (cache, models) = (root.join("hub"), root.join("models"));
@@ -282,7 +282,7 @@ fn model_bootstrap_downloads_with_the_rust_command() {
         cache
             .join(CACHE_ENTRY)
             .join("snapshots")
-            .join(crate::fake_hub::COMMIT),
+            .join(crate::front_end::fake_hub::COMMIT),
         "{out}"
     );
 }

@@ -117,15 +117,16 @@ fn bomb_png_under_a_memory_limit_is_an_error_not_an_abort() {
     let png = d.join("bomb.png");
     bomb_png(&png, 60_000, 60_000, 2);
     let exe = std::env::current_exe().expect("test binary");
+    // This test's name as libtest knows it: its module path without the crate's name.
+    let name = format!(
+        "{}::bomb_png_under_a_memory_limit_is_an_error_not_an_abort",
+        module_path!().split_once("::").expect("a test module").1
+    );
     let out = Command::new("sh")
         .arg("-c")
         .arg("ulimit -v 1572864 && exec \"$0\" \"$@\"")
         .arg(&exe)
-        .args([
-            "bounded_inputs::bomb_png_under_a_memory_limit_is_an_error_not_an_abort",
-            "--exact",
-            "--test-threads=1",
-        ])
+        .args([name.as_str(), "--exact", "--test-threads=1"])
         .env("LLMPROF_TEST_BOMB_PNG", &png)
         .output()
         .expect("child test runs");

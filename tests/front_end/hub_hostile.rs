@@ -2,8 +2,8 @@
 //! that would lead out of the cache, a redirect to another origin while a token is set, a server
 //! that never answers. Each is refused with a message naming the problem, and nothing outside the
 //! cache entry is created (a before/after listing of the scratch root).
-use crate::fake_hub::{tiny_repo, FakeHub, COMMIT};
-use crate::hub::{cache_entry, download};
+use crate::front_end::fake_hub::{tiny_repo, FakeHub, COMMIT};
+use crate::front_end::hub::{cache_entry, download};
 use crate::support::{scratch, stderr};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -165,7 +165,7 @@ fn a_revision_or_repository_that_names_a_folder_outside_the_cache_is_refused() {
         let (root, home, before) = scratch_home("hub-bad-revision");
         let mut all = vec!["--config-dir", conf.as_str()];
         all.extend(args.iter().copied());
-        let out = crate::hub::run(&hub, &home, &[], &all);
+        let out = crate::front_end::hub::run(&hub, &home, &[], &all);
         let err = stderr(&out);
         assert!(!out.status.success(), "{args:?}: {err}");
         assert!(err.contains("outside the Hub cache"), "{args:?}: {err}");

@@ -1,7 +1,7 @@
 //! `llmprof models download` and `model.weights=hub` against the local fake Hub
-//! (tests/fake_hub.rs): full download, a transfer cut midway then resumed, a 404 naming repo and
+//! (tests/front_end/fake_hub.rs): full download, a transfer cut midway then resumed, a 404 naming repo and
 //! file, offline with and without a cached snapshot, and a wrong hash that leaves no snapshot.
-use crate::fake_hub::{sha256_hex, tiny_repo, FakeHub, COMMIT, REPO};
+use crate::front_end::fake_hub::{sha256_hex, tiny_repo, FakeHub, COMMIT, REPO};
 use crate::support::{llmprof, repo_root, scratch, stderr, stdout};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

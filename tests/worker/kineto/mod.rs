@@ -25,12 +25,13 @@ fn a_cpu_profile_prints_no_kineto_device_errors() {
     if tch::Cuda::device_count() > 0 {
         return; // the messages only exist without a GPU
     }
+    // The profile test's name as libtest knows it: this module's path without the crate's name.
+    let name = format!(
+        "{}::cpu_profile_finds_mm_with_its_flops_inside_the_user_scope",
+        module_path!().split_once("::").expect("a test module").1
+    );
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "kineto::cpu_profile_finds_mm_with_its_flops_inside_the_user_scope",
-            "--exact",
-            "--nocapture",
-        ])
+        .args([name.as_str(), "--exact", "--nocapture"])
         .env_remove("KINETO_LOG_LEVEL")
         .output()
         .unwrap();

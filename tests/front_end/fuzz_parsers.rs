@@ -4,8 +4,8 @@
 //! memory (the driver's gates); besides, what a parser accepts must hold its promises: a listing
 //! accepted has a 40-digit commit and only safe relative file names, prompts accepted are
 //! non-empty strings.
-use crate::fuzz_gen::noisy;
-use crate::fuzz_support::{fuzz, scratch_dir};
+use crate::front_end::fuzz_gen::noisy;
+use crate::front_end::fuzz_support::{fuzz, scratch_dir};
 use proptest::prelude::*;
 use proptest::sample::select;
 

@@ -3,8 +3,8 @@
 //! the same; random config trees (defaults lists with groups, packages, headers, `_self_`,
 //! `override`, interpolated and cyclic entries) with random overrides compose, resolve and print
 //! or fail cleanly: no panic, no hang, bounded memory. Regressions at the end (docs/fuzzing.md).
-use crate::fuzz_gen::{dotted, ident, override_line, yaml_doc, yaml_flow};
-use crate::fuzz_support::{fuzz, scratch_dir};
+use crate::front_end::fuzz_gen::{dotted, ident, override_line, yaml_doc, yaml_flow};
+use crate::front_end::fuzz_support::{fuzz, scratch_dir};
 use llmprof_config::{compose, yaml, ComposeRequest, Node};
 use proptest::prelude::*;
 use proptest::sample::select;

@@ -2,7 +2,7 @@
 //! URL scheme and a sweep job folder named like one become relative, percent-encoded links to
 //! their files, never `javascript:` or `data:` URLs, and no event handler appears; checked on the
 //! page's text and, where Chromium is installed (CI), on the DOM the browser builds from it.
-use crate::report::{browse, chromium, recorded, report};
+use crate::front_end::report::{browse, chromium, recorded, report};
 use std::path::Path;
 
 const HOSTILE: &str = "javascript:alert(1)";

@@ -2,8 +2,8 @@
 //! Every input parses or is refused without a panic, a hang or unbounded memory; a parsed value
 //! prints (Display, as sweeps write job overrides) to text that parses back to the same value.
 //! Regression tests for what fuzzing found sit at the end (docs/fuzzing.md).
-use crate::fuzz_gen::{deep, noisy, override_line, repeated};
-use crate::fuzz_support::{fuzz, scratch_dir};
+use crate::front_end::fuzz_gen::{deep, noisy, override_line, repeated};
+use crate::front_end::fuzz_support::{fuzz, scratch_dir};
 use llmprof_config::overrides::{parse_override, Element, Value};
 use proptest::prelude::*;
 
