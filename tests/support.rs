@@ -103,3 +103,34 @@ pub fn config_tree(root: &Path, files: &[(&str, &str)]) -> PathBuf {
     }
     conf
 }
+
+/// The files every stage-1 run directory holds, none empty (report.html and .hydra/ come on top
+/// of them where the run writes its own).
+pub const STAGE1_FILES: [&str; 15] = [
+    "report.md",
+    "metrics.json",
+    "stakeholder_summary.md",
+    "operators.md",
+    "kernels.md",
+    "kernels.json",
+    "trace.json",
+    "nvml.csv",
+    "env.json",
+    "inputs.yaml",
+    "assumptions.md",
+    "static_compute.json",
+    "static_compute.md",
+    "status.json",
+    "config.resolved.yaml",
+];
+
+/// Fails, naming `what` and the file, unless every one of `files` is a non-empty file in `run`.
+pub fn assert_non_empty_files(run: &Path, files: &[&str], what: &str) {
+    for f in files {
+        let p = run.join(f);
+        assert!(
+            p.is_file() && std::fs::metadata(&p).unwrap().len() > 0,
+            "{what}: {f} missing or empty"
+        );
+    }
+}

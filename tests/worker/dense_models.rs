@@ -19,29 +19,7 @@ fn each_preset_runs_stage1_as_its_tiny_fallback_on_random_tokens() {
                 "infer.no_repeat_ngram_size=0",
             ],
         );
-        for f in [
-            "report.md",
-            "metrics.json",
-            "stakeholder_summary.md",
-            "operators.md",
-            "kernels.md",
-            "kernels.json",
-            "trace.json",
-            "nvml.csv",
-            "env.json",
-            "inputs.yaml",
-            "assumptions.md",
-            "static_compute.json",
-            "static_compute.md",
-            "status.json",
-            "config.resolved.yaml",
-        ] {
-            let p = run.join(f);
-            assert!(
-                p.is_file() && std::fs::metadata(&p).unwrap().len() > 0,
-                "{preset}: {f} missing or empty"
-            );
-        }
+        crate::support::assert_non_empty_files(&run, &crate::support::STAGE1_FILES, preset);
         assert_eq!(m.setup.model, format!("{preset}_tiny"));
         assert_eq!(m.setup.mode, None, "text models have no resolution mode");
         assert!(

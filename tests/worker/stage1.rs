@@ -26,31 +26,9 @@ fn cpu_stage1_writes_every_artifact_and_a_valid_metrics_json() {
     );
     assert!(out.status.success(), "stage1 failed:\n{}", stderr(&out));
     let run = dir.join("run");
-    for f in [
-        "report.md",
-        "report.html",
-        "metrics.json",
-        "stakeholder_summary.md",
-        "operators.md",
-        "kernels.md",
-        "kernels.json",
-        "trace.json",
-        "nvml.csv",
-        "env.json",
-        "inputs.yaml",
-        "assumptions.md",
-        "static_compute.json",
-        "static_compute.md",
-        "status.json",
-        ".hydra/config.yaml",
-        "config.resolved.yaml",
-    ] {
-        let p = run.join(f);
-        assert!(
-            p.is_file() && std::fs::metadata(&p).unwrap().len() > 0,
-            "{f} missing or empty"
-        );
-    }
+    let mut files = crate::support::STAGE1_FILES.to_vec();
+    files.extend(["report.html", ".hydra/config.yaml"]);
+    crate::support::assert_non_empty_files(&run, &files, "stage1");
     let text = std::fs::read_to_string(run.join("metrics.json")).unwrap();
     let m: RunReport = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("metrics.json does not match the schema: {e}"));
