@@ -139,123 +139,29 @@ pub struct ArchConfig {
 }
 
 impl ArchConfig {
+    /// A preset of conf/model/deepseek_ocr/arch/, compiled in (the YAML is the one source of
+    /// its numbers) for code that runs without a composed config: tests, `llmprof debug`.
+    pub(super) fn preset(name: &str, yaml: &str) -> Self {
+        serde_yaml::from_str(yaml).unwrap_or_else(|e| {
+            panic!("conf/model/deepseek_ocr/arch/{name}.yaml does not read as an ArchConfig: {e}")
+        })
+    }
+
     /// The released DeepSeek-OCR (docs/deepseek-ocr.md §1).
     pub fn deepseek_ocr() -> Self {
-        ArchConfig {
-            sam: SamConfig {
-                image_size: 1024,
-                patch_size: 16,
-                width: 768,
-                depth: 12,
-                heads: 12,
-                mlp_dim: 3072,
-                window_size: 14,
-                global_attn_indexes: vec![2, 5, 8, 11],
-                out_chans: 256,
-                downsample_channels: vec![512, 1024],
-                layer_norm_eps: 1e-6,
-            },
-            clip: Some(ClipConfig {
-                width: 1024,
-                layers: 24,
-                heads: 16,
-                mlp_dim: 4096,
-                num_positions: 257,
-                patch_size: 14,
-                layer_norm_eps: 1e-5,
-            }),
-            query_encoder: None,
-            projector: ProjectorConfig {
-                input_dim: 2048,
-                n_embed: 1280,
-            },
-            decoder: DecoderConfig {
-                vocab_size: 129280,
-                hidden_size: 1280,
-                num_hidden_layers: 12,
-                num_attention_heads: 10,
-                num_key_value_heads: 10,
-                head_dim: 128,
-                intermediate_size: 6848,
-                moe_intermediate_size: 896,
-                n_routed_experts: 64,
-                n_shared_experts: 2,
-                num_experts_per_tok: 6,
-                first_k_dense_replace: 1,
-                norm_topk_prob: false,
-                routed_scaling_factor: 1.0,
-                rms_norm_eps: 1e-6,
-                rope_theta: 10000.0,
-                max_position_embeddings: 8192,
-            },
-            tokens: TokenConfig {
-                bos_token_id: 0,
-                eos_token_id: 1,
-                pad_token_id: 2,
-                image_token_id: 128815,
-                ngram_exempt_token_ids: vec![128821, 128822],
-            },
-        }
+        Self::preset(
+            "deepseek_ocr",
+            include_str!("../../../../conf/model/deepseek_ocr/arch/deepseek_ocr.yaml"),
+        )
     }
 
     /// Same structure with small dimensions, for CPU tests. Views of 128 px give a 8x8 SAM grid
     /// (two 4x4 windows per side) and 2x2 = 4 output tokens, matching CLIP's 2x2 position grid.
     pub fn tiny() -> Self {
-        ArchConfig {
-            sam: SamConfig {
-                image_size: 128,
-                patch_size: 16,
-                width: 32,
-                depth: 2,
-                heads: 2,
-                mlp_dim: 64,
-                window_size: 4,
-                global_attn_indexes: vec![1],
-                out_chans: 16,
-                downsample_channels: vec![24, 32],
-                layer_norm_eps: 1e-6,
-            },
-            clip: Some(ClipConfig {
-                width: 32,
-                layers: 2,
-                heads: 2,
-                mlp_dim: 64,
-                num_positions: 5,
-                patch_size: 14,
-                layer_norm_eps: 1e-5,
-            }),
-            query_encoder: None,
-            projector: ProjectorConfig {
-                input_dim: 64,
-                n_embed: 64,
-            },
-            decoder: DecoderConfig {
-                vocab_size: 320,
-                hidden_size: 64,
-                num_hidden_layers: 2,
-                num_attention_heads: 4,
-                num_key_value_heads: 4,
-                head_dim: 16,
-                intermediate_size: 96,
-                moe_intermediate_size: 32,
-                n_routed_experts: 8,
-                n_shared_experts: 1,
-                num_experts_per_tok: 2,
-                first_k_dense_replace: 1,
-                norm_topk_prob: false,
-                routed_scaling_factor: 1.0,
-                rms_norm_eps: 1e-6,
-                rope_theta: 10000.0,
-                max_position_embeddings: 4096,
-            },
-            tokens: TokenConfig {
-                bos_token_id: 0,
-                eos_token_id: 1,
-                pad_token_id: 2,
-                image_token_id: 300,
-                ngram_exempt_token_ids: vec![301, 302],
-            },
-        }
+        Self::preset(
+            "deepseek_ocr_tiny",
+            include_str!("../../../../conf/model/deepseek_ocr/arch/deepseek_ocr_tiny.yaml"),
+        )
     }
 
     /// Reads a YAML file holding exactly the serde fields of `ArchConfig`, then validates.
@@ -440,17 +346,38 @@ mod tests {
     }
 
     #[test]
-    fn constructors_validate() {
-        ArchConfig::deepseek_ocr().validate().unwrap();
-        ArchConfig::tiny().validate().unwrap();
-    }
-
-    #[test]
-    fn yaml_files_match_constructors() {
-        let real = ArchConfig::from_yaml_file(&conf_dir().join("deepseek_ocr.yaml")).unwrap();
-        assert_eq!(real, ArchConfig::deepseek_ocr());
-        let tiny = ArchConfig::from_yaml_file(&conf_dir().join("deepseek_ocr_tiny.yaml")).unwrap();
-        assert_eq!(tiny, ArchConfig::tiny());
+    fn every_arch_preset_is_compiled_in_and_validates() {
+        let compiled = [
+            ("deepseek_ocr", ArchConfig::deepseek_ocr()),
+            ("deepseek_ocr_tiny", ArchConfig::tiny()),
+            ("deepseek_ocr2", ArchConfig::deepseek_ocr2()),
+            ("deepseek_ocr2_tiny", ArchConfig::tiny_ocr2()),
+        ];
+        let mut on_disk: Vec<String> = std::fs::read_dir(conf_dir())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        on_disk.sort();
+        let mut names: Vec<String> = compiled.iter().map(|(n, _)| n.to_string()).collect();
+        names.sort();
+        assert_eq!(
+            on_disk, names,
+            "a preset file without its constructor, or the reverse"
+        );
+        for (name, arch) in &compiled {
+            let read =
+                ArchConfig::from_yaml_file(&conf_dir().join(format!("{name}.yaml"))).unwrap();
+            assert_eq!(&read, arch, "{name}");
+            arch.validate().unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        }
+        // OCR-2 as docs/deepseek-ocr.md §10 describes it against OCR: SAM's last conv to 896,
+        // the query encoder instead of CLIP, the same decoder.
+        let (ocr, ocr2) = (&compiled[0].1, &compiled[2].1);
+        assert_eq!(ocr2.sam.downsample_channels, [512, 896]);
+        assert!(ocr2.clip.is_none() && ocr2.query_encoder.is_some() && ocr.query_encoder.is_none());
+        assert_eq!(ocr2.decoder, ocr.decoder);
     }
 
     #[test]

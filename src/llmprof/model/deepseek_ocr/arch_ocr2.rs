@@ -78,43 +78,20 @@ impl ArchConfig {
     /// The released DeepSeek-OCR-2 (docs/deepseek-ocr.md §10): DeepSeek-OCR's SAM with a
     /// 512→896 last conv, the Qwen2-0.5B query encoder, an 896→1280 projector, the same decoder.
     pub fn deepseek_ocr2() -> Self {
-        let mut a = ArchConfig::deepseek_ocr();
-        a.sam.downsample_channels = vec![512, 896];
-        a.clip = None;
-        a.query_encoder = Some(QueryEncoderConfig {
-            hidden_size: 896,
-            num_hidden_layers: 24,
-            num_attention_heads: 14,
-            num_key_value_heads: 2,
-            head_dim: 64,
-            intermediate_size: 4864,
-            rms_norm_eps: 1e-6,
-            rope_theta: 1_000_000.0,
-            query_views: vec![768, 1024],
-        });
-        a.projector.input_dim = 896;
-        a
+        Self::preset(
+            "deepseek_ocr2",
+            include_str!("../../../../conf/model/deepseek_ocr/arch/deepseek_ocr2.yaml"),
+        )
     }
 
     /// DeepSeek-OCR-2's structure with [`ArchConfig::tiny`]'s dimensions, for CPU tests and the
     /// fallback: GQA (4 query heads on 2 K/V heads) and query tables for the tiny crop mode
     /// (64 px tiles, 128 px global views) and the released one (768, 1024).
     pub fn tiny_ocr2() -> Self {
-        let mut a = ArchConfig::tiny();
-        a.clip = None;
-        a.query_encoder = Some(QueryEncoderConfig {
-            hidden_size: 32,
-            num_hidden_layers: 2,
-            num_attention_heads: 4,
-            num_key_value_heads: 2,
-            head_dim: 8,
-            intermediate_size: 48,
-            rms_norm_eps: 1e-6,
-            rope_theta: 1_000_000.0,
-            query_views: vec![64, 128, 768, 1024],
-        });
-        a.projector.input_dim = 32;
-        a
+        Self::preset(
+            "deepseek_ocr2_tiny",
+            include_str!("../../../../conf/model/deepseek_ocr/arch/deepseek_ocr2_tiny.yaml"),
+        )
     }
 
     /// Whether image features are laid out as rows ending in a newline vector (DeepSeek-OCR) or
