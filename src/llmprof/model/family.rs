@@ -157,6 +157,15 @@ impl Arch {
         }
     }
 
+    /// `model.preprocess` against this architecture (a family without page preprocessing takes
+    /// any: the spec rejects it for families that need it).
+    pub fn check_preprocess(&self, p: &deepseek_ocr::PreprocessSpec) -> Result<(), String> {
+        match self {
+            Arch::DeepseekOcr(a) => p.check(a),
+            Arch::DenseDecoder(_) => Ok(()),
+        }
+    }
+
     fn validate(&self) -> anyhow::Result<()> {
         match self {
             Arch::DeepseekOcr(a) => a.validate(),

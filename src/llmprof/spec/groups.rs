@@ -57,6 +57,8 @@ impl DtypeChoice {
 
 /// `model.preprocess.mode`: the family's resolution modes (one type, the preprocessing's own).
 pub use crate::model::deepseek_ocr::views::Mode as ResolutionMode;
+/// `model.preprocess.*`: the document family's page preprocessing, owned by it.
+pub use crate::model::deepseek_ocr::PreprocessSpec;
 
 /// `model.*`. `arch` is typed by `family` as soon as the spec is built (see [`RawModelSpec`]).
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -128,38 +130,6 @@ impl TryFrom<RawModelSpec> for ModelSpec {
             cpu_fallback: raw.cpu_fallback,
             preprocess: raw.preprocess,
         })
-    }
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct PreprocessSpec {
-    pub mode: ResolutionMode,
-    pub base_size: Option<u32>,
-    pub image_size: Option<u32>,
-    pub crop_mode: Option<bool>,
-    pub min_crops: u32,
-    pub max_crops: u32,
-}
-
-impl PreprocessSpec {
-    /// The view sizes and tiling this preprocessing uses: the mode's, with the keys that are set
-    /// overriding them.
-    pub fn resolve(&self) -> crate::model::deepseek_ocr::views::PreprocessConfig {
-        use crate::model::deepseek_ocr::views::PreprocessConfig;
-        let mut cfg = PreprocessConfig::from_mode(self.mode);
-        if let Some(b) = self.base_size {
-            cfg.base_size = b;
-        }
-        if let Some(s) = self.image_size {
-            cfg.image_size = s;
-        }
-        if let Some(c) = self.crop_mode {
-            cfg.crop_mode = c;
-        }
-        cfg.min_crops = self.min_crops;
-        cfg.max_crops = self.max_crops;
-        cfg
     }
 }
 

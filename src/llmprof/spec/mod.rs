@@ -102,30 +102,10 @@ impl RunSpec {
             1,
         )?;
         if let Some(p) = &self.model.preprocess {
-            at_least("model.preprocess.min_crops", p.min_crops as i64, 1)?;
-            if p.max_crops < p.min_crops {
-                bail!(
-                "model.preprocess.max_crops={} is below min_crops={}: allowed range is [min_crops, 100]",
-                p.max_crops,
-                p.min_crops
-            );
-            }
-            if let crate::model::Arch::DeepseekOcr(a) = &self.model.arch {
-                let pc = p.resolve();
-                let (sides, keys) = if pc.crop_mode {
-                    (
-                        vec![pc.base_size, pc.image_size],
-                        "model.preprocess.base_size (global view) and image_size (tiles)",
-                    )
-                } else {
-                    (vec![pc.image_size], "model.preprocess.image_size")
-                };
-                for side in sides {
-                    if let Some(e) = a.check_view_side(side) {
-                        bail!("model.preprocess (mode {}): {e}\n  fix: set {keys} to sizes with queries, e.g. model.preprocess.mode=gundam model.preprocess.image_size=768 as conf/model/deepseek_ocr2.yaml does", p.mode.name());
-                    }
-                }
-            }
+            self.model
+                .arch
+                .check_preprocess(p)
+                .map_err(anyhow::Error::msg)?;
         }
         for (k, v) in [
             ("hardware.peak_tflops", self.hardware.peak_tflops),

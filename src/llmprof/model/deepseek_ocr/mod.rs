@@ -8,6 +8,7 @@ pub mod arch_hf;
 pub mod arch_ocr2;
 pub mod optim;
 pub mod output;
+mod preprocess_spec;
 pub mod prompt;
 pub mod static_report;
 pub mod tokenizer;
@@ -16,6 +17,7 @@ pub mod views;
 pub use arch::ArchConfig;
 pub use arch_ocr2::{QueryEncoderConfig, TokenLayout};
 pub use optim::DeepseekOcrOptim;
+pub use preprocess_spec::PreprocessSpec;
 
 /// The `model_type` of the released checkpoints' config.json.
 pub const HF_MODEL_TYPES: &[&str] = &["deepseek_vl_v2"];
