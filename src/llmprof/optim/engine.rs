@@ -69,15 +69,13 @@ impl EngineOptim {
     /// A preset of conf/runtime/ (`fast` or `eager`), read from the YAML that runs use, so the
     /// debug checks and the tests mean by "fast" and "eager" what `runtime=fast|eager` means.
     pub fn preset(name: &str) -> Result<Self, String> {
-        const FAST: &str = include_str!("../../../conf/runtime/fast.yaml");
-        const EAGER: &str = include_str!("../../../conf/runtime/eager.yaml");
-        let optim = |text: &str| super::preset::parse(text).map(|v| v["optim"].clone());
-        let value = match name {
-            "fast" => optim(FAST)?,
-            "eager" => super::preset::overlay(optim(FAST)?, optim(EAGER)?),
-            other => return Err(format!("no runtime preset '{other}': fast or eager")),
-        };
-        serde_json::from_value(value).map_err(|e| format!("conf/runtime/{name}.yaml: {e}"))
+        super::preset::read(
+            "conf/runtime",
+            include_str!("../../../conf/runtime/fast.yaml"),
+            include_str!("../../../conf/runtime/eager.yaml"),
+            Some("optim"),
+            name,
+        )
     }
 
     /// Every switch off, as `runtime=eager`.

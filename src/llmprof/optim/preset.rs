@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// A preset file as JSON, without its `defaults` list (an empty file is an empty map).
-pub fn parse(text: &str) -> Result<Value, String> {
+fn parse(text: &str) -> Result<Value, String> {
     let mut v: Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
     if v.is_null() {
         v = Value::Object(serde_json::Map::new());
@@ -18,7 +18,7 @@ pub fn parse(text: &str) -> Result<Value, String> {
 }
 
 /// `top` merged over `base`, maps key by key.
-pub fn overlay(base: Value, top: Value) -> Value {
+fn overlay(base: Value, top: Value) -> Value {
     match (base, top) {
         (Value::Object(mut b), Value::Object(t)) => {
             for (k, v) in t {
@@ -34,21 +34,27 @@ pub fn overlay(base: Value, top: Value) -> Value {
     }
 }
 
-/// A family's preset `name` from the texts of its fast.yaml and eager.yaml (eager over fast).
-pub fn family<T: DeserializeOwned>(
-    family: &str,
+/// The preset `name` (`fast`, or `eager` merged over `fast`) from the texts of `dir`'s fast.yaml
+/// and eager.yaml; `package` picks the key the switches sit under in those files (`optim` in
+/// conf/runtime/), `None` when they are the whole file (conf/model/<family>/optim/).
+pub fn read<T: DeserializeOwned>(
+    dir: &str,
     fast: &str,
     eager: &str,
+    package: Option<&str>,
     name: &str,
 ) -> Result<T, String> {
-    let value = match name {
-        "fast" => parse(fast)?,
-        "eager" => overlay(parse(fast)?, parse(eager)?),
-        other => {
-            return Err(format!(
-                "no preset '{other}' in conf/model/{family}/optim/: fast or eager"
-            ))
-        }
+    let switches = |text: &str| -> Result<Value, String> {
+        let file = parse(text)?;
+        Ok(match package {
+            Some(key) => file.get(key).cloned().unwrap_or_default(),
+            None => file,
+        })
     };
-    serde_json::from_value(value).map_err(|e| format!("conf/model/{family}/optim/{name}.yaml: {e}"))
+    let value = match name {
+        "fast" => switches(fast)?,
+        "eager" => overlay(switches(fast)?, switches(eager)?),
+        other => return Err(format!("no preset '{other}' in {dir}/: fast or eager")),
+    };
+    serde_json::from_value(value).map_err(|e| format!("{dir}/{name}.yaml: {e}"))
 }

@@ -142,11 +142,12 @@ fn move_family_switches(json: &mut serde_json::Value) {
     else {
         return;
     };
-    let moved: Vec<(String, serde_json::Value)> = runtime
+    let not_engine: Vec<String> = runtime
         .keys()
         .filter(|k| !engine.contains_key(*k))
         .cloned()
-        .collect::<Vec<_>>()
+        .collect();
+    let moved: Vec<(String, serde_json::Value)> = not_engine
         .into_iter()
         .filter_map(|k| runtime.remove(&k).map(|v| (k, v)))
         .filter(|(k, _)| known.contains_key(k))

@@ -32,12 +32,7 @@ pub fn with_model<J: ModelJob>(spec: &RunSpec, job: J) -> Result<J::Output> {
 /// the `model_type` of the config.json beside it names, DeepSeek-OCR's otherwise (its debug
 /// weights files come without one).
 pub fn family_of_checkpoint(weights: &Path) -> Family {
-    let dir = if weights.is_dir() {
-        Some(weights)
-    } else {
-        weights.parent()
-    };
-    dir.map(|d| d.join("config.json"))
+    crate::checkpoint::config_json_beside(weights)
         .and_then(|p| llmprof::dataset::file_kind::read_to_string(p).ok())
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|v| {

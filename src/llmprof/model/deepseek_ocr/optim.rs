@@ -142,10 +142,11 @@ pub struct DeepseekOcrOptim {
 
 impl FamilyOptions for DeepseekOcrOptim {
     fn preset(name: &str) -> Result<Self, String> {
-        preset::family(
-            "deepseek_ocr",
+        preset::read(
+            "conf/model/deepseek_ocr/optim",
             include_str!("../../../../conf/model/deepseek_ocr/optim/fast.yaml"),
             include_str!("../../../../conf/model/deepseek_ocr/optim/eager.yaml"),
+            None,
             name,
         )
     }

@@ -10,10 +10,11 @@ pub struct DenseOptim {}
 
 impl FamilyOptions for DenseOptim {
     fn preset(name: &str) -> Result<Self, String> {
-        preset::family(
-            "dense_decoder",
+        preset::read(
+            "conf/model/dense_decoder/optim",
             include_str!("../../../../conf/model/dense_decoder/optim/fast.yaml"),
             include_str!("../../../../conf/model/dense_decoder/optim/eager.yaml"),
+            None,
             name,
         )
     }

@@ -9,15 +9,6 @@ use llmprof::model::dense::DenseArch;
 use std::path::Path;
 use tch::{Device, Kind, Tensor};
 
-fn config_json(weights: &Path) -> Option<std::path::PathBuf> {
-    let dir = if weights.is_dir() {
-        Some(weights)
-    } else {
-        weights.parent()
-    };
-    dir.map(|d| d.join("config.json")).filter(|p| p.is_file())
-}
-
 /// Last-position fp32 logits [vocab] (on the CPU) of `ids` and `greedy_n` greedy tokens, with the
 /// implementation choices `optim` and decode steps on `path`; CUDA when available.
 pub fn debug_logits(
@@ -29,7 +20,7 @@ pub fn debug_logits(
     path: StepPath,
 ) -> Result<(Tensor, Vec<i64>)> {
     ensure!(!ids.is_empty(), "debug logits needs at least one token id");
-    let cfg = config_json(weights)
+    let cfg = crate::checkpoint::config_json_beside(weights)
         .ok_or_else(|| anyhow::anyhow!("no config.json beside {}", weights.display()))?;
     let arch = DenseArch::from_hf_config_json(&cfg)?;
     let device = Device::cuda_if_available();

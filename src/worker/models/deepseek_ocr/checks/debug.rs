@@ -13,12 +13,7 @@ use tch::{Device, Kind, Tensor};
 
 /// The config next to a checkpoint (`config.json` in its folder) or the released one.
 pub fn config_for_checkpoint(weights: &Path) -> Result<ArchConfig> {
-    let dir = if weights.is_dir() {
-        Some(weights)
-    } else {
-        weights.parent()
-    };
-    match dir.map(|d| d.join("config.json")).filter(|p| p.is_file()) {
+    match crate::checkpoint::config_json_beside(weights) {
         Some(p) => ArchConfig::from_hf_config_json(&p),
         None => Ok(ArchConfig::deepseek_ocr()),
     }
