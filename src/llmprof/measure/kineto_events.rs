@@ -1,8 +1,13 @@
 //! Kineto's events as plain records: host-side `OpRecord`s (ops, user scopes, runtime calls) and
 //! device-side `KernelRecord`s (kernels, memcpy, memset), read from libtorch's profiler (in the
 //! worker) or back from a Chrome trace, so tables can be tested on recorded data. Pure.
-use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use std::sync::Arc;
+
+use anyhow::Result;
+
+/// An event name or shape list, shared by every event that has it (traces repeat a few thousand
+/// names millions of times).
+pub type Name = Arc<str>;
 
 /// libkineto::ActivityType values (torch/include/kineto/ActivityType.h, torch 2.11).
 pub mod activity {
@@ -42,7 +47,7 @@ pub enum DeviceKind {
 /// A host-side event (operator, user scope, runtime/driver call).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct OpRecord {
-    pub name: String,
+    pub name: Name,
     pub kind: HostKind,
     pub thread_id: u64,
     /// Unix epoch nanoseconds.
@@ -56,7 +61,7 @@ pub struct OpRecord {
     /// FLOPs as counted by the profiler (`with_flops`); 0 when not counted.
     pub flops: u64,
     /// e.g. `[[8192, 8192], [8192, 8192]]`; empty when shapes were not recorded.
-    pub input_shapes: String,
+    pub input_shapes: Name,
 }
 
 impl OpRecord {
@@ -68,7 +73,7 @@ impl OpRecord {
 /// A device-side event (kernel, memcpy, memset, GPU image of a user scope).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct KernelRecord {
-    pub name: String,
+    pub name: Name,
     pub kind: DeviceKind,
     pub device_index: i32,
     pub stream: i64,
@@ -100,133 +105,9 @@ pub struct ProfileEvents {
 }
 
 impl ProfileEvents {
-    /// Reads a Chrome/Perfetto trace written by `ProfilerResult::save` (complete `"ph": "X"`
-    /// events of categories cpu_op, user_annotation, cuda_runtime, cuda_driver, kernel,
-    /// gpu_memcpy, gpu_memset, gpu_user_annotation; everything else is skipped).
+    /// Reads a Chrome/Perfetto trace held in memory (see [`crate::measure::kineto_json`], which
+    /// also reads files of any size).
     pub fn from_chrome_trace(json: &str) -> Result<Self> {
-        let root: Value = serde_json::from_str(json).context("trace is not JSON")?;
-        let Some(events) = root.get("traceEvents").and_then(Value::as_array) else {
-            bail!("trace has no traceEvents array");
-        };
-        let mut out = ProfileEvents::default();
-        for (i, ev) in events.iter().enumerate() {
-            if ev.get("ph").and_then(Value::as_str) != Some("X") {
-                continue;
-            }
-            let cat = ev.get("cat").and_then(Value::as_str).unwrap_or("");
-            let host_kind = match cat {
-                "cpu_op" => Some(HostKind::Op),
-                "user_annotation" => Some(HostKind::UserScope),
-                "cuda_runtime" => Some(HostKind::Runtime),
-                "cuda_driver" => Some(HostKind::Driver),
-                _ => None,
-            };
-            let device_kind = match cat {
-                "kernel" => Some(DeviceKind::Kernel),
-                "gpu_memcpy" => Some(DeviceKind::Memcpy),
-                "gpu_memset" => Some(DeviceKind::Memset),
-                "gpu_user_annotation" => Some(DeviceKind::UserScope),
-                _ => None,
-            };
-            if host_kind.is_none() && device_kind.is_none() {
-                continue;
-            }
-            let ctx = || format!("traceEvents[{i}] ({cat})");
-            let name = ev
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let start_ns = json_us_to_ns(ev.get("ts")).with_context(|| format!("{}: ts", ctx()))?;
-            let duration_ns =
-                json_us_to_ns(ev.get("dur")).with_context(|| format!("{}: dur", ctx()))?;
-            let args = ev.get("args");
-            let arg_u64 = |key: &str| args.and_then(|a| a.get(key)).and_then(Value::as_u64);
-            let external_id = arg_u64("External id").unwrap_or(0);
-            let correlation = arg_u64("correlation").unwrap_or(0);
-            let tid = ev.get("tid").and_then(Value::as_u64).unwrap_or(0);
-            if let Some(kind) = host_kind {
-                let (correlation_id, linked) = match kind {
-                    HostKind::Op | HostKind::UserScope => (external_id, 0),
-                    HostKind::Runtime | HostKind::Driver => (correlation, external_id),
-                };
-                out.ops.push(OpRecord {
-                    name,
-                    kind,
-                    thread_id: tid,
-                    start_ns,
-                    duration_ns,
-                    correlation_id,
-                    linked_correlation_id: linked,
-                    flops: arg_u64("flops").unwrap_or(0),
-                    input_shapes: args
-                        .and_then(|a| a.get("Input Dims"))
-                        .map(|v| v.to_string().replace(',', ", "))
-                        .unwrap_or_default(),
-                });
-            } else if let Some(kind) = device_kind {
-                out.kernels.push(KernelRecord {
-                    name,
-                    kind,
-                    device_index: args
-                        .and_then(|a| a.get("device"))
-                        .and_then(Value::as_i64)
-                        .or_else(|| ev.get("pid").and_then(Value::as_i64))
-                        .and_then(|d| i32::try_from(d).ok())
-                        .unwrap_or(0),
-                    stream: args
-                        .and_then(|a| a.get("stream"))
-                        .and_then(Value::as_i64)
-                        .unwrap_or(tid as i64),
-                    start_ns,
-                    duration_ns,
-                    correlation_id: correlation,
-                    op_correlation_id: external_id,
-                });
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// Converts a trace timestamp in microseconds (3 decimals = ns) to integer nanoseconds without
-/// going through a float multiply, so recorded values convert exactly.
-fn json_us_to_ns(value: Option<&Value>) -> Result<u64> {
-    let Some(value) = value else { bail!("missing") };
-    if let Some(us) = value.as_u64() {
-        return Ok(us * 1000);
-    }
-    let Some(us) = value.as_f64() else {
-        bail!("not a number: {value}")
-    };
-    if !us.is_finite() || us < 0.0 {
-        bail!("not a non-negative time: {value}");
-    }
-    // Display prints the shortest decimal that round-trips, i.e. the digits in the file.
-    let text = format!("{us}");
-    let (int_part, frac_part) = text.split_once('.').unwrap_or((&text, ""));
-    let mut frac: String = frac_part.chars().take(3).collect();
-    while frac.len() < 3 {
-        frac.push('0');
-    }
-    let int: u64 = int_part.parse().with_context(|| format!("time {text}"))?;
-    let frac: u64 = frac.parse().with_context(|| format!("time {text}"))?;
-    Ok(int * 1000 + frac)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn microseconds_convert_exactly() {
-        let v: Value = serde_json::from_str("4459499379117.141").unwrap();
-        assert_eq!(json_us_to_ns(Some(&v)).unwrap(), 4_459_499_379_117_141);
-        let v: Value = serde_json::from_str("0.768").unwrap();
-        assert_eq!(json_us_to_ns(Some(&v)).unwrap(), 768);
-        let v: Value = serde_json::from_str("12").unwrap();
-        assert_eq!(json_us_to_ns(Some(&v)).unwrap(), 12_000);
-        let v: Value = serde_json::from_str("1.5").unwrap();
-        assert_eq!(json_us_to_ns(Some(&v)).unwrap(), 1_500);
+        Ok(crate::measure::kineto_json::read_trace(json.as_bytes(), &mut |_| {})?.events)
     }
 }

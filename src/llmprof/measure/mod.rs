@@ -4,6 +4,7 @@
 pub mod gpu;
 pub mod kernel_names;
 pub mod kineto_events;
+pub mod kineto_json;
 pub mod memory;
 pub mod nvml;
 pub mod nvml_energy;

@@ -4,7 +4,7 @@
 //! kernels.md. Pure.
 use std::collections::HashMap;
 
-use super::kineto_events::{HostKind, ProfileEvents};
+use super::kineto_events::{HostKind, Name, ProfileEvents};
 
 mod markdown;
 pub use markdown::{render_kernels_md, render_operators_md, write_tables};
@@ -21,7 +21,7 @@ pub struct Attribution {
     pub kernel_owner: Vec<Option<usize>>,
     /// For each device event: its stage name — the owner's user scope, else the innermost GPU
     /// user annotation on the same device that contains it.
-    pub kernel_stage: Vec<Option<String>>,
+    pub kernel_stage: Vec<Option<Name>>,
 }
 
 impl Attribution {
@@ -53,13 +53,10 @@ impl Attribution {
             }
             .or_insert(i);
         }
-        let gpu_scopes: Vec<usize> = (0..events.kernels.len())
-            .filter(|&k| !events.kernels[k].is_gpu_work())
-            .collect();
-
+        let gpu_scope = innermost_gpu_scopes(events);
         let mut kernel_owner = Vec::with_capacity(events.kernels.len());
         let mut kernel_stage = Vec::with_capacity(events.kernels.len());
-        for k in &events.kernels {
+        for (index, k) in events.kernels.iter().enumerate() {
             let owner = if k.is_gpu_work() {
                 by_op_id
                     .get(&k.op_correlation_id)
@@ -73,19 +70,7 @@ impl Attribution {
             let stage = owner
                 .and_then(|i| op_scope[i])
                 .map(|s| ops[s].name.clone())
-                .or_else(|| {
-                    gpu_scopes
-                        .iter()
-                        .map(|&s| &events.kernels[s])
-                        .filter(|s| {
-                            k.is_gpu_work()
-                                && s.device_index == k.device_index
-                                && s.start_ns <= k.start_ns
-                                && k.end_ns() <= s.end_ns()
-                        })
-                        .min_by_key(|s| s.duration_ns)
-                        .map(|s| s.name.clone())
-                });
+                .or_else(|| gpu_scope[index].map(|s| events.kernels[s].name.clone()));
             kernel_owner.push(owner);
             kernel_stage.push(stage);
         }
@@ -96,6 +81,49 @@ impl Attribution {
             kernel_stage,
         }
     }
+}
+
+/// For each device event that is GPU work: the shortest GPU user annotation on the same device
+/// that contains it. One sweep per device over events sorted by start, with the annotations
+/// still open on a stack (they nest on the GPU timeline as their host ranges do).
+fn innermost_gpu_scopes(events: &ProfileEvents) -> Vec<Option<usize>> {
+    let kernels = &events.kernels;
+    let mut out = vec![None; kernels.len()];
+    if kernels.iter().all(|k| k.is_gpu_work()) {
+        return out;
+    }
+    let mut order: Vec<usize> = (0..kernels.len()).collect();
+    // Per device by start; on ties annotations (longest first) before the work they contain.
+    order.sort_by_key(|&i| {
+        let k = &kernels[i];
+        (
+            k.device_index,
+            k.start_ns,
+            k.is_gpu_work(),
+            std::cmp::Reverse(k.duration_ns),
+        )
+    });
+    let mut open: Vec<usize> = Vec::new();
+    let mut device = None;
+    for i in order {
+        let k = &kernels[i];
+        if device != Some(k.device_index) {
+            open.clear();
+            device = Some(k.device_index);
+        }
+        open.retain(|&s| kernels[s].end_ns() >= k.start_ns);
+        if !k.is_gpu_work() {
+            open.push(i);
+            continue;
+        }
+        out[i] = open
+            .iter()
+            .rev()
+            .copied()
+            .filter(|&s| kernels[s].end_ns() >= k.end_ns())
+            .min_by_key(|&s| kernels[s].duration_ns);
+    }
+    out
 }
 
 /// Parent of each host event: per thread, sort by start (longer first on ties) and keep a stack
@@ -224,9 +252,9 @@ pub fn operator_table(events: &ProfileEvents, attribution: &Attribution) -> Vec<
         if op.kind == HostKind::UserScope {
             continue;
         }
-        let r = *index.entry((op.name.as_str(), op.kind)).or_insert_with(|| {
+        let r = *index.entry((&*op.name, op.kind)).or_insert_with(|| {
             rows.push(OperatorRow {
-                name: op.name.clone(),
+                name: op.name.to_string(),
                 kind: op.kind,
                 calls: 0,
                 self_cpu_ns: 0,
@@ -271,11 +299,11 @@ pub fn kernel_table(events: &ProfileEvents, attribution: &Attribution) -> Vec<Ke
             continue;
         }
         let r = *index
-            .entry((stage.as_deref(), k.name.as_str()))
+            .entry((stage.as_deref(), &*k.name))
             .or_insert_with(|| {
                 rows.push(KernelRow {
-                    stage: stage.clone(),
-                    name: k.name.clone(),
+                    stage: stage.as_deref().map(String::from),
+                    name: k.name.to_string(),
                     calls: 0,
                     total_ns: 0,
                     mean_ns: 0.0,
@@ -328,16 +356,16 @@ mod tests {
             .iter()
             .find(|o| o.kind == HostKind::UserScope)
             .unwrap();
-        assert_eq!(scope.name, "decode_step");
+        assert_eq!(&*scope.name, "decode_step");
         assert_eq!(scope.start_ns, 4_459_499_379_117_141);
         assert_eq!(scope.duration_ns, 132_474_372);
-        let mm = ev.ops.iter().find(|o| o.name == "aten::mm").unwrap();
+        let mm = ev.ops.iter().find(|o| &*o.name == "aten::mm").unwrap();
         assert_eq!(mm.correlation_id, 3);
-        assert_eq!(mm.input_shapes, "[[8192, 8192], [8192, 8192]]");
+        assert_eq!(&*mm.input_shapes, "[[8192, 8192], [8192, 8192]]");
         let launch = ev
             .ops
             .iter()
-            .find(|o| o.name == "cuLaunchKernelEx")
+            .find(|o| &*o.name == "cuLaunchKernelEx")
             .unwrap();
         assert_eq!(
             (
@@ -440,7 +468,7 @@ mod tests {
             correlation_id: corr,
             linked_correlation_id: 0,
             flops: 0,
-            input_shapes: String::new(),
+            input_shapes: "".into(),
         }
     }
 
@@ -467,7 +495,7 @@ mod tests {
         let att = Attribution::new(&ev);
         assert_eq!(att.op_parent, vec![None, Some(0), Some(1)]);
         assert_eq!(att.kernel_owner, vec![Some(2)]);
-        assert_eq!(att.kernel_stage, vec![Some("decode_step".to_string())]);
+        assert_eq!(att.kernel_stage, vec![Some(Name::from("decode_step"))]);
         let rows = operator_table(&ev, &att);
         assert_eq!(
             (rows[0].name.as_str(), rows[0].self_cuda_ns),

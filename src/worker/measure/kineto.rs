@@ -109,7 +109,7 @@ pub fn events_from_raw(events: &[ffi::RawEvent]) -> ProfileEvents {
     let mut out = ProfileEvents::default();
     for e in events {
         let host = |kind| OpRecord {
-            name: e.name.clone(),
+            name: e.name.as_str().into(),
             kind,
             thread_id: e.start_thread_id,
             start_ns: e.start_ns,
@@ -117,10 +117,10 @@ pub fn events_from_raw(events: &[ffi::RawEvent]) -> ProfileEvents {
             correlation_id: e.correlation_id,
             linked_correlation_id: e.linked_correlation_id,
             flops: e.flops,
-            input_shapes: e.input_shapes.clone(),
+            input_shapes: e.input_shapes.as_str().into(),
         };
         let device = |kind| KernelRecord {
-            name: e.name.clone(),
+            name: e.name.as_str().into(),
             kind,
             device_index: e.device_index,
             stream: e.device_resource_id,
