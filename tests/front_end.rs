@@ -5,6 +5,7 @@
 mod support;
 
 mod front_end {
+    mod analyze_trace;
     mod bad_input;
     mod bootstrap;
     mod bounded_inputs;

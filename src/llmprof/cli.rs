@@ -41,7 +41,8 @@ pub struct HydraFlags {
     /// With --cfg: resolve interpolations before printing.
     #[arg(long, global = true)]
     pub resolve: bool,
-    /// Output format for --cfg (yaml|json), analyze (md|json) and compare (md|json|html).
+    /// Output format for --cfg (yaml|json), analyze (md|json; trace also html) and compare
+    /// (md|json|html).
     #[arg(long, global = true, value_enum, value_name = "FORMAT")]
     pub format: Option<Format>,
     /// Run once per combination of the sweep overrides (a=1,2 b=range(3)).
@@ -88,7 +89,7 @@ pub enum Command {
         #[arg(value_name = "OVERRIDES")]
         overrides: Vec<String>,
     },
-    /// Analyse Nsight outputs a user already has (no GPU needed).
+    /// Analyse what a user already has (no GPU needed): PyTorch profiler traces, Nsight outputs.
     Analyze {
         #[command(subcommand)]
         tool: AnalyzeTool,
@@ -196,6 +197,25 @@ pub enum ModelsCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum AnalyzeTool {
+    /// PyTorch profiler (Kineto) traces from any program (torch.profiler, vLLM, SGLang, llmprof):
+    /// operators, kernels by annotation, the GPU's time (computation, communication, copies,
+    /// idle), CUDA-graph replays, ranks side by side. docs/analyze-trace.md.
+    Trace {
+        /// Trace files (.json or .json.gz) or folders of them (one file per rank).
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// Write a folder (report.md, report.html, analysis.json, kernels.md, operators.md,
+        /// regions.md) instead of printing.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Annotations that are regions: names or globs, comma-separated (e.g.
+        /// 'prefill,decode*'). Default: every annotation but ProfilerStep#N.
+        #[arg(long, value_name = "LIST", value_delimiter = ',')]
+        regions: Vec<String>,
+        /// Rows per table in printed markdown and report.md.
+        #[arg(long, value_name = "N", default_value_t = 25)]
+        top: usize,
+    },
     /// `nsys stats` CSV exports (a folder or one CSV) or a `.nsys-rep`.
     Nsys { path: PathBuf },
     /// Nsight Compute CSVs (`--page raw` or details/metrics layouts): a folder or one CSV.

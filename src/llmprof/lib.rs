@@ -21,6 +21,7 @@ pub mod run_dir;
 pub mod settings;
 pub mod spec;
 pub mod stdout;
+pub mod trace;
 pub mod untrusted;
 
 /// The composer crate, under the name the rest of llmprof uses.

@@ -1,5 +1,6 @@
 //! Dispatch: compose the config, then print it (`--cfg`), run a stage, or analyse files.
 //! The only place that decides what a command means.
+mod analyze_trace;
 pub mod child;
 mod compare_cmd;
 mod data_commands;
@@ -101,6 +102,12 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Analyze { tool }) => {
             let json = matches!(flags.format, Some(crate::cli::Format::Json));
             let text = match tool {
+                AnalyzeTool::Trace {
+                    paths,
+                    out,
+                    regions,
+                    top,
+                } => analyze_trace::run(&paths, out.as_deref(), &regions, top, flags.format)?,
                 AnalyzeTool::Nsys { path } => crate::nsight::analyze::analyze_nsys(&path, json)?,
                 AnalyzeTool::Ncu { path, gpu } => {
                     crate::nsight::analyze::analyze_ncu(&path, json, gpu.as_deref())?

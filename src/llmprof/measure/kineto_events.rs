@@ -22,7 +22,7 @@ pub mod activity {
 }
 
 /// What a host-side event is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum HostKind {
     /// An ATen operator (`cpu_op`).
     Op,

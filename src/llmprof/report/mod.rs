@@ -10,5 +10,6 @@ pub mod metrics;
 pub mod stage1;
 pub mod summary;
 pub mod sweep;
+pub mod trace;
 
 pub use metrics::*;

@@ -70,22 +70,22 @@ fn cpu_profile_finds_mm_with_its_flops_inside_the_user_scope() {
     let ops = &profile.events.ops;
     let mm = ops
         .iter()
-        .find(|o| o.name == "aten::mm")
+        .find(|o| &*o.name == "aten::mm")
         .expect("aten::mm recorded");
     assert_eq!(
         mm.flops,
         2 * 64 * 128 * 32,
         "FLOPs of a 64×128 @ 128×32 matmul"
     );
-    assert_eq!(mm.input_shapes, "[[64, 128], [128, 32]]");
+    assert_eq!(&*mm.input_shapes, "[[64, 128], [128, 32]]");
     assert!(ops
         .iter()
-        .any(|o| o.kind == HostKind::UserScope && o.name == "decode_step"));
+        .any(|o| o.kind == HostKind::UserScope && &*o.name == "decode_step"));
 
     let att = Attribution::new(&profile.events);
-    let mm_index = ops.iter().position(|o| o.name == "aten::mm").unwrap();
+    let mm_index = ops.iter().position(|o| &*o.name == "aten::mm").unwrap();
     let scope = att.op_scope[mm_index].expect("aten::mm lies inside a user scope");
-    assert_eq!(ops[scope].name, "decode_step");
+    assert_eq!(&*ops[scope].name, "decode_step");
 
     let rows = operator_table(&profile.events, &att);
     let mm_row = rows.iter().find(|r| r.name == "aten::mm").unwrap();
@@ -98,7 +98,7 @@ fn cpu_profile_finds_mm_with_its_flops_inside_the_user_scope() {
     // The saved Chrome trace reads back with the same op.
     let json = std::fs::read_to_string(&trace).expect("trace written");
     let back = ProfileEvents::from_chrome_trace(&json).expect("trace parses");
-    assert!(back.ops.iter().any(|o| o.name == "aten::mm"));
+    assert!(back.ops.iter().any(|o| &*o.name == "aten::mm"));
 
     let (ops_md, kernels_md) = write_tables(&profile.events, &dir).expect("tables written");
     assert!(std::fs::read_to_string(ops_md)

@@ -15,6 +15,7 @@ pub mod table;
 mod telemetry;
 mod timing;
 mod top_tables;
+pub mod trace_page;
 mod utilisation;
 
 #[cfg(test)]

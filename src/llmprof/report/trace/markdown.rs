@@ -1,0 +1,279 @@
+//! The markdown of a trace analysis: a summary (GPU time, regions, graphs, iterations, the top
+//! kernels and operators, ranks side by side) and the full kernel, operator and region tables.
+use std::fmt::Write as _;
+
+use crate::measure::kernel_names::short_name;
+use crate::trace::analysis::TraceAnalysis;
+use crate::trace::ranks::{AcrossRanks, Analysed};
+use crate::trace::timeline::Breakdown;
+
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+fn ms(us: f64) -> String {
+    format!("{:.3}", us / 1000.0)
+}
+
+fn pct(part: f64, whole: f64) -> String {
+    if whole > 0.0 {
+        format!("{:.1}", 100.0 * part / whole)
+    } else {
+        "—".into()
+    }
+}
+
+/// The summary: everything for one trace, or each rank's summary and the view across ranks.
+pub fn summary(analysed: &Analysed, top: usize) -> String {
+    match analysed {
+        Analysed::One(a) => one(a, top, "#"),
+        Analysed::Ranks(m) => {
+            let mut out = format!("# Trace analysis: {} ranks\n\n", m.ranks.len());
+            out.push_str(&across(&m.across_ranks));
+            for r in &m.ranks {
+                out.push('\n');
+                out.push_str(&one(&r.analysis, top, "##"));
+            }
+            out
+        }
+    }
+}
+
+fn one(a: &TraceAnalysis, top: usize, h: &str) -> String {
+    let s = &a.source;
+    let mut out = format!("{h} Trace analysis: {}\n\n", s.path);
+    let rank = s.rank.map(|r| format!(", rank {r}")).unwrap_or_default();
+    let devices = if s.devices.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", s.devices.join(", "))
+    };
+    let _ = writeln!(
+        out,
+        "{} host events, {} GPU events ({} others skipped), {:.1} MB of JSON{rank}{devices}. \
+         GPU work summed: {} ms.\n",
+        s.host_events,
+        s.device_events,
+        s.skipped_events,
+        s.bytes as f64 / 1e6,
+        ms(a.gpu_total_us)
+    );
+    let _ = writeln!(out, "{h}# GPU time\n");
+    out.push_str(&breakdown_table(&a.timeline));
+    if a.graphs.launches > 0 {
+        let _ = writeln!(
+            out,
+            "\nCUDA graphs: {} launches replayed {} kernels ({} ms, {}% of GPU work).",
+            a.graphs.launches,
+            a.graphs.calls,
+            ms(a.graphs.total_us),
+            pct(a.graphs.total_us, a.gpu_total_us)
+        );
+    }
+    let _ = writeln!(out, "\n{h}# Regions\n");
+    out.push_str(&regions_table(a, top));
+    if !a.iterations.is_empty() {
+        let _ = writeln!(out, "\n{h}# Iterations (ProfilerStep#N)\n");
+        out.push_str(&iterations_table(a));
+    }
+    let _ = writeln!(out, "\n{h}# Kernels (top {top} by total time)\n");
+    out.push_str(&kernels_table(a, top));
+    let _ = writeln!(out, "\n{h}# Operators (top {top} by self CUDA time)\n");
+    out.push_str(&operators_table(a, top));
+    out
+}
+
+/// Per device: where the window went.
+pub fn breakdown_table(rows: &[Breakdown]) -> String {
+    let mut out = String::from(
+        "Window = first GPU work's start to the last one's end. Computation, communication \
+         (collectives no computation overlaps) and memory (copies and memsets nothing else \
+         overlaps) are unions over streams; idle = window − busy, split by what the GPU waited \
+         for (docs/analyze-trace.md).\n\n\
+         | device | window ms | computation % | communication % | memory % | idle % | host wait % | kernel wait % | other idle % | comm. under compute ms |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for d in rows {
+        let w = d.window_us;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            d.device,
+            ms(w),
+            pct(d.computation_us, w),
+            pct(d.communication_us, w),
+            pct(d.memory_us, w),
+            pct(d.idle_us, w),
+            pct(d.idle_host_wait_us, w),
+            pct(d.idle_kernel_wait_us, w),
+            pct(d.idle_other_us, w),
+            ms(d.communication_overlapped_us)
+        );
+    }
+    out
+}
+
+pub fn regions_table(a: &TraceAnalysis, top: usize) -> String {
+    let mut out = String::from(
+        "GPU work grouped by the innermost annotation around its launch (`--regions` picks \
+         which annotations count).\n\n\
+         | region | calls | total ms | share % | graph launches | kernels from graphs |\n\
+         |---|---:|---:|---:|---:|---:|\n",
+    );
+    for r in a.regions.iter().take(top) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.1} | {} | {} |",
+            cell(&r.region),
+            r.calls,
+            ms(r.total_us),
+            100.0 * r.share_of_gpu,
+            r.graph_launches,
+            r.graph_calls
+        );
+    }
+    more(&mut out, a.regions.len(), top, "regions.md");
+    out
+}
+
+fn iterations_table(a: &TraceAnalysis) -> String {
+    let mut out = String::from(
+        "| step | host ms | GPU span ms | computation ms | communication ms | memory ms | idle ms |\n\
+         |---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for it in &a.iterations {
+        let sum = |f: fn(&Breakdown) -> f64| it.devices.iter().map(f).sum::<f64>();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            it.step,
+            ms(it.host_us),
+            ms(it.gpu_span_us()),
+            ms(sum(|d| d.computation_us)),
+            ms(sum(|d| d.communication_us)),
+            ms(sum(|d| d.memory_us)),
+            ms(sum(|d| d.idle_us))
+        );
+    }
+    out
+}
+
+pub fn kernels_table(a: &TraceAnalysis, top: usize) -> String {
+    let mut out = String::from(
+        "| kernel | calls | total ms | mean µs | min µs | max µs | share % | from graphs |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for k in a.kernels.iter().take(top) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
+            cell(&k.short_name),
+            k.calls,
+            ms(k.total_us),
+            k.mean_us,
+            k.min_us,
+            k.max_us,
+            100.0 * k.share_of_gpu,
+            k.graph_calls
+        );
+    }
+    more(&mut out, a.kernels.len(), top, "kernels.md");
+    out
+}
+
+pub fn operators_table(a: &TraceAnalysis, top: usize) -> String {
+    let mut out = String::from(
+        "Self = without the host events nested in it; total = with them, outermost instances \
+         only. CUDA = GPU work the op launched; graph replays are charged to `cudaGraphLaunch`.\n\n\
+         | operator | kind | calls | self CPU ms | total CPU ms | self CUDA ms | total CUDA ms |\n\
+         |---|---|---:|---:|---:|---:|---:|\n",
+    );
+    for o in a.operators.iter().take(top) {
+        let _ = writeln!(
+            out,
+            "| {} | {:?} | {} | {} | {} | {} | {} |",
+            cell(&o.name),
+            o.kind,
+            o.calls,
+            ms(o.self_cpu_us),
+            ms(o.total_cpu_us),
+            ms(o.self_cuda_us),
+            ms(o.total_cuda_us)
+        );
+    }
+    more(&mut out, a.operators.len(), top, "operators.md");
+    out
+}
+
+/// The kernels of each region (kernels_by_region), for regions.md.
+pub fn region_kernels_table(a: &TraceAnalysis) -> String {
+    let mut out = String::from("| region | kernel | calls | total ms |\n|---|---|---:|---:|\n");
+    for k in &a.kernels_by_region {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            cell(&k.region),
+            cell(&short_name(&k.name)),
+            k.calls,
+            ms(k.total_us)
+        );
+    }
+    out
+}
+
+fn more(out: &mut String, len: usize, top: usize, file: &str) {
+    if len > top {
+        let _ = writeln!(
+            out,
+            "\n{} more rows: {file} with `--out`, or `--format json`.",
+            len - top
+        );
+    }
+}
+
+fn across(view: &AcrossRanks) -> String {
+    let mut out = String::from(
+        "## Across ranks\n\n| rank | window ms | computation ms | communication % | idle ms | steps | mean step ms |\n\
+         |---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in &view.ranks {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.1} | {} | {} | {} |",
+            r.rank,
+            ms(r.window_us),
+            ms(r.computation_us),
+            100.0 * r.communication_share,
+            ms(r.idle_us),
+            r.steps,
+            ms(r.mean_step_us)
+        );
+    }
+    if !view.steps.is_empty() {
+        out.push_str(
+            "\nPer step: the straggler is the rank that computed longest (the others wait for it \
+             in collectives); spread = its computation − the least.\n\n\
+             | step | slowest rank (host) | host spread ms | straggler rank | computation spread ms |\n\
+             |---:|---:|---:|---:|---:|\n",
+        );
+        for s in &view.steps {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                s.step,
+                s.slowest_rank,
+                ms(s.host_spread_us),
+                s.straggler_rank,
+                ms(s.computation_spread_us)
+            );
+        }
+    }
+    if let Some((rank, steps)) = view.usual_straggler {
+        let _ = writeln!(
+            out,
+            "\nStraggler: rank {rank} in {steps} of {} steps.",
+            view.steps.len()
+        );
+    }
+    out
+}
