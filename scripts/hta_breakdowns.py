@@ -2,7 +2,8 @@
 """Run Meta's HolisticTraceAnalysis (HTA) on a folder of Kineto traces and dump its breakdowns as JSON.
 
 For side-by-side comparison of `llmprof analyze trace` (docs/analyze-trace.md) with HTA's
-temporal / idle-time / kernel breakdowns. How HTA defines these: tmp/hta-definitions.md (scratch).
+temporal / idle-time / kernel breakdowns; how HTA defines them and how they differ from llmprof's:
+docs/analyze-trace.md.
 
 Install HTA once (not a dependency of llmprof):
     python3 -m venv /work/hta-venv && /work/hta-venv/bin/pip install HolisticTraceAnalysis

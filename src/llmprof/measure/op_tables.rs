@@ -213,7 +213,7 @@ pub fn operator_table(events: &ProfileEvents, attribution: &Attribution) -> Vec<
         }
     }
     let mut child_cpu = vec![0u64; n];
-    let mut depth = vec![0usize; n];
+    let mut depth = vec![0u32; n];
     for i in 0..n {
         let mut d = 0;
         let mut cur = attribution.op_parent[i];

@@ -82,15 +82,20 @@ pub fn assign(
 ) -> RegionOf {
     let ops = &events.ops;
     let none: Name = Name::from(NO_REGION);
-    // Per host event: its innermost accepted enclosing scope, memoised along parent chains.
-    let mut scope_memo: Vec<Option<Option<usize>>> = vec![None; ops.len()];
+    // Per host event: its innermost accepted enclosing scope, memoised along parent chains
+    // (u32: a trace holds millions of host events; UNKNOWN = not looked up, NONE = no scope).
+    const UNKNOWN: u32 = u32::MAX;
+    const NONE: u32 = u32::MAX - 1;
+    let mut scope_memo: Vec<u32> = vec![UNKNOWN; ops.len()];
     let mut accepted_scope = |start: usize| -> Option<usize> {
         let mut chain = Vec::new();
         let mut cur = Some(start);
         let found = loop {
             let Some(i) = cur else { break None };
-            if let Some(known) = scope_memo[i] {
-                break known;
+            match scope_memo[i] {
+                UNKNOWN => {}
+                NONE => break None,
+                known => break Some(known as usize),
             }
             chain.push(i);
             if ops[i].kind == HostKind::UserScope && filter.accepts(&ops[i].name) {
@@ -98,8 +103,14 @@ pub fn assign(
             }
             cur = attribution.op_parent[i];
         };
-        for i in chain {
-            scope_memo[i] = Some(found);
+        let memo = found
+            .and_then(|f| u32::try_from(f).ok())
+            .filter(|&f| f < NONE)
+            .unwrap_or(NONE);
+        if found.is_none() || memo != NONE {
+            for i in chain {
+                scope_memo[i] = memo;
+            }
         }
         found
     };

@@ -52,30 +52,83 @@ pub enum ReadError {
     Event { index: u64, reason: String },
 }
 
-struct Collect {
-    out: ReadTrace,
-    names: Interner,
-    index: u64,
-    error: Option<ReadError>,
+/// Events handed to a parser thread at a time (bytes of JSON).
+const BATCH_BYTES: usize = 4 << 20;
+
+/// Events scanned but not parsed yet, with where each ends in `bytes`.
+struct Batch {
+    seq: usize,
+    /// Index in traceEvents of the first event.
+    first: u64,
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
 }
 
-impl ScanSink for Collect {
-    fn event(&mut self, bytes: &[u8]) {
-        if self.error.is_some() {
-            return;
-        }
-        match parse_event(bytes, &mut self.names) {
-            Ok(Parsed::Host(op)) => self.out.events.ops.push(op),
-            Ok(Parsed::Device(k)) => self.out.events.kernels.push(k),
-            Ok(Parsed::Skipped) => self.out.skipped += 1,
+/// One batch parsed.
+#[derive(Default)]
+struct ParsedBatch {
+    seq: usize,
+    ops: Vec<crate::measure::kineto_events::OpRecord>,
+    kernels: Vec<crate::measure::kineto_events::KernelRecord>,
+    skipped: u64,
+    /// The first event that did not parse: its index and why.
+    error: Option<(u64, String)>,
+}
+
+fn parse_batch(batch: Batch, names: &mut Interner) -> ParsedBatch {
+    let mut out = ParsedBatch {
+        seq: batch.seq,
+        ..ParsedBatch::default()
+    };
+    let mut start = 0;
+    for (i, &end) in batch.ends.iter().enumerate() {
+        match parse_event(&batch.bytes[start..end], names) {
+            Ok(Parsed::Host(op)) => out.ops.push(op),
+            Ok(Parsed::Device(k)) => out.kernels.push(k),
+            Ok(Parsed::Skipped) => out.skipped += 1,
             Err(reason) => {
-                self.error = Some(ReadError::Event {
-                    index: self.index,
-                    reason,
-                })
+                out.error = Some((batch.first + i as u64, reason));
+                break;
             }
         }
-        self.index += 1;
+        start = end;
+    }
+    out
+}
+
+/// The scanner's sink on the reading thread: batches events for the parser threads and reads
+/// the header values itself.
+struct Batcher<'a> {
+    header: TraceHeader,
+    batch: Batch,
+    events: u64,
+    send: &'a std::sync::mpsc::SyncSender<Batch>,
+}
+
+impl Batcher<'_> {
+    fn flush(&mut self) {
+        if self.batch.ends.is_empty() {
+            return;
+        }
+        let next = Batch {
+            seq: self.batch.seq + 1,
+            first: self.events,
+            bytes: Vec::with_capacity(BATCH_BYTES + (64 << 10)),
+            ends: Vec::new(),
+        };
+        // A parser that stopped early (it never does before the end) only loses the batch.
+        let _ = self.send.send(std::mem::replace(&mut self.batch, next));
+    }
+}
+
+impl ScanSink for Batcher<'_> {
+    fn event(&mut self, bytes: &[u8]) {
+        self.batch.bytes.extend_from_slice(bytes);
+        self.batch.ends.push(self.batch.bytes.len());
+        self.events += 1;
+        if self.batch.bytes.len() >= BATCH_BYTES {
+            self.flush();
+        }
     }
 
     fn keeps(&self, key: &str) -> bool {
@@ -89,7 +142,7 @@ impl ScanSink for Collect {
         let Ok(value) = serde_json::from_slice::<serde_json::Value>(raw) else {
             return;
         };
-        let h = &mut self.out.header;
+        let h = &mut self.header;
         match key {
             "distributedInfo" => {
                 h.rank = value.get("rank").and_then(serde_json::Value::as_u64);
@@ -121,29 +174,110 @@ pub fn read_trace(input: impl Read, progress: &mut dyn FnMut(u64)) -> Result<Rea
     }
 }
 
-fn read_json(mut input: impl Read, progress: &mut dyn FnMut(u64)) -> Result<ReadTrace, ReadError> {
-    let mut scanner = Scanner::new();
-    let mut sink = Collect {
-        out: ReadTrace::default(),
-        names: Interner::default(),
-        index: 0,
-        error: None,
-    };
-    let mut chunk = vec![0u8; CHUNK];
-    loop {
-        let n = match input.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e.into()),
-        };
-        scanner.feed(&chunk[..n], &mut sink)?;
-        if let Some(err) = sink.error.take() {
-            return Err(err);
+/// Parser threads beside the reading one (events parse about ten times slower than they scan).
+fn parser_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
+}
+
+/// Parsed batches put back in the trace's order as they arrive: appended to the records at once
+/// (large vectors grow in place on Linux, so memory stays near the records' size), later ones
+/// kept until the batches before them are in.
+#[derive(Default)]
+struct InOrder {
+    out: ReadTrace,
+    next: usize,
+    waiting: std::collections::BTreeMap<usize, ParsedBatch>,
+    error: Option<(u64, String)>,
+}
+
+impl InOrder {
+    fn take(&mut self, batch: ParsedBatch) {
+        self.waiting.insert(batch.seq, batch);
+        while let Some(p) = self.waiting.remove(&self.next) {
+            self.next += 1;
+            if self.error.is_none() {
+                self.error = p.error;
+            }
+            self.out.skipped += p.skipped;
+            self.out.events.ops.extend(p.ops);
+            self.out.events.kernels.extend(p.kernels);
         }
-        sink.out.bytes += n as u64;
-        progress(sink.out.bytes);
     }
-    scanner.finish()?;
-    Ok(sink.out)
+}
+
+/// Reads and scans on this thread; parses batches of events on [`parser_threads`] others; puts
+/// the records back in the trace's order.
+fn read_json(mut input: impl Read, progress: &mut dyn FnMut(u64)) -> Result<ReadTrace, ReadError> {
+    use std::sync::{mpsc, Mutex};
+    let threads = parser_threads();
+    let (send, receive) = mpsc::sync_channel::<Batch>(threads);
+    let receive = Mutex::new(receive);
+    let (send_parsed, receive_parsed) = mpsc::channel::<ParsedBatch>();
+    let mut in_order = InOrder::default();
+    let scanned = std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let send_parsed = send_parsed.clone();
+            let receive = &receive;
+            scope.spawn(move || {
+                let mut names = Interner::default();
+                loop {
+                    let next = receive.lock().map(|r| r.recv());
+                    let Ok(Ok(batch)) = next else { break };
+                    if send_parsed.send(parse_batch(batch, &mut names)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(send_parsed);
+        let scanned = (|| -> Result<(TraceHeader, u64), ReadError> {
+            let mut scanner = Scanner::new();
+            let mut sink = Batcher {
+                header: TraceHeader::default(),
+                batch: Batch {
+                    seq: 0,
+                    first: 0,
+                    bytes: Vec::new(),
+                    ends: Vec::new(),
+                },
+                events: 0,
+                send: &send,
+            };
+            let mut chunk = vec![0u8; CHUNK];
+            let mut bytes = 0u64;
+            loop {
+                let n = match input.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                scanner.feed(&chunk[..n], &mut sink)?;
+                bytes += n as u64;
+                progress(bytes);
+                while let Ok(parsed) = receive_parsed.try_recv() {
+                    in_order.take(parsed);
+                }
+            }
+            scanner.finish()?;
+            sink.flush();
+            Ok((sink.header, bytes))
+        })();
+        // Closing the channel ends the parsers once they have drained it.
+        drop(send);
+        for parsed in receive_parsed.iter() {
+            in_order.take(parsed);
+        }
+        scanned
+    });
+    let (header, bytes) = scanned?;
+    if let Some((index, reason)) = in_order.error {
+        return Err(ReadError::Event { index, reason });
+    }
+    let mut out = in_order.out;
+    out.header = header;
+    out.bytes = bytes;
+    Ok(out)
 }
