@@ -292,3 +292,92 @@ fn files_that_are_not_traces_are_refused_by_name() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("no trace files"), "{}", stderr(&o));
 }
+
+/// The graph trace with every kernel `factor` times longer, written as plain JSON.
+fn slowed_copy(dir: &std::path::Path, factor: f64) -> PathBuf {
+    let mut events = raw_events("hf_cuda_graph.trace.json.gz");
+    for e in &mut events {
+        if e["cat"] == "kernel" {
+            let dur = e["dur"].as_f64().unwrap();
+            e["dur"] = serde_json::json!((dur * factor * 1000.0).round() / 1000.0);
+        }
+    }
+    let path = dir.join(format!("slowed-{factor}.json"));
+    std::fs::write(
+        &path,
+        serde_json::json!({ "traceEvents": events }).to_string(),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn compare_takes_two_traces_and_gates_on_iterations() {
+    let dir = scratch("analyze-trace-compare");
+    let base = fixture("hf_cuda_graph.trace.json.gz");
+    let base = base.to_str().unwrap();
+    // The same trace twice: nothing changed, exit 0.
+    let same = run_in(&dir, &["compare", base, base, "--format", "json"]);
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    let c: Value = serde_json::from_str(&stdout(&same)).unwrap();
+    let keys: Vec<&str> = c["pairs"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["key"].as_str().unwrap())
+        .collect();
+    for k in [
+        "iteration",
+        "iteration_gpu_busy",
+        "gpu_work",
+        "idle_share",
+        "region.decode",
+    ] {
+        assert!(keys.contains(&k), "{k} in {keys:?}");
+    }
+    // Kernels 30 % slower: GPU time per iteration regresses (9 samples a side), exit 1.
+    let slow = slowed_copy(&dir, 1.3);
+    let o = run_in(
+        &dir,
+        &["compare", base, slow.to_str().unwrap(), "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let c: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let busy = c["pairs"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "iteration_gpu_busy")
+        .unwrap()
+        .clone();
+    assert_eq!(busy["verdict"], "regressed", "{busy}");
+    assert!(c["pairs"][0]["kernels"]["rows"]
+        .as_array()
+        .is_some_and(|r| !r.is_empty()));
+    // Folders written by --out compare the same way.
+    let (out_a, out_b) = (dir.join("a"), dir.join("b"));
+    for (trace, out) in [(base, &out_a), (slow.to_str().unwrap(), &out_b)] {
+        assert!(run_in(
+            &dir,
+            &["analyze", "trace", trace, "--out", out.to_str().unwrap()]
+        )
+        .status
+        .success());
+    }
+    let o = run_in(
+        &dir,
+        &["compare", out_a.to_str().unwrap(), out_b.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("GPU busy time per iteration"),
+        "{}",
+        stdout(&o)
+    );
+    // A trace against a run directory: bad input, exit 2, saying which is which.
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let o = run_in(&dir, &["compare", base, run.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is a trace"), "{}", stderr(&o));
+}

@@ -178,7 +178,13 @@ fn stages(r: &RunReport, timed: &[&RequestRecord]) -> Vec<Metric> {
         .collect()
 }
 
-fn metric(key: &str, label: &str, unit: &'static str, better: Better, values: Values) -> Metric {
+pub fn metric(
+    key: &str,
+    label: &str,
+    unit: &'static str,
+    better: Better,
+    values: Values,
+) -> Metric {
     Metric {
         key: key.to_string(),
         label: label.to_string(),

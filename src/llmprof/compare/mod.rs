@@ -1,8 +1,9 @@
 //! `llmprof compare A B`: two stage-1 runs (or two multirun roots, jobs matched by their sweep
 //! overrides) side by side. Per metric: both values, the change, and a verdict from a
 //! significance test on the per-request samples combined with a threshold; a setup-mismatch
-//! list; the kernels whose time changed most. Reads run directories only (metrics.json,
-//! status.json, kernels.json, .hydra/overrides.yaml); never runs anything. Rendering and exit
+//! list; the kernels whose time changed most. Reads run directories (metrics.json, status.json,
+//! kernels.json, .hydra/overrides.yaml), or two traces (`traces`: trace files or the folders
+//! `analyze trace --out` writes, per-iteration times as samples); never runs anything. Rendering and exit
 //! codes are the caller's (`app/compare_cmd.rs`). docs/compare.md describes it.
 pub mod catalogue;
 pub mod kernels;
@@ -12,6 +13,7 @@ pub mod render_html;
 pub mod render_md;
 pub mod setup;
 pub mod stats;
+pub mod traces;
 pub mod verdict;
 
 use serde::Serialize;
@@ -111,6 +113,73 @@ impl Comparison {
 
 /// Loads both sides, matches jobs, compares every selected metric and the kernels.
 pub fn compare(a: &Path, b: &Path, opts: &Options) -> Result<Comparison, BadInput> {
+    let (out, unmatched_jobs) = match (traces::is_trace_input(a), traces::is_trace_input(b)) {
+        (true, true) => compare_traces(a, b, opts)?,
+        (false, false) => compare_runs(a, b, opts)?,
+        (a_trace, _) => {
+            let (trace, run) = if a_trace { (a, b) } else { (b, a) };
+            return Err(BadInput::new(
+                run,
+                format!("a run directory, while {} is a trace", trace.display()),
+                "compare two runs, or two traces (files or `analyze trace --out` folders)",
+            ));
+        }
+    };
+    finish(a, b, opts, out, unmatched_jobs)
+}
+
+/// Two traces (or analysed traces), rank by rank.
+fn compare_traces(
+    a: &Path,
+    b: &Path,
+    opts: &Options,
+) -> Result<(Vec<PairComparison>, Vec<String>), BadInput> {
+    let (left, right) = (traces::load(a)?, traces::load(b)?);
+    let (pairs, unmatched) = traces::pairs(&left, &right);
+    if pairs.is_empty() {
+        return Err(BadInput::new(
+            b,
+            "no rank of these traces matches a rank of A",
+            "compare traces of the same ranks",
+        ));
+    }
+    let out = pairs
+        .into_iter()
+        .map(|(label, x, y)| {
+            let devices = |t: &crate::trace::TraceAnalysis| t.source.devices.join(", ");
+            let setup_mismatch = if devices(x) != devices(y) {
+                vec![setup::Mismatch {
+                    field: "gpu".into(),
+                    a: devices(x),
+                    b: devices(y),
+                }]
+            } else {
+                Vec::new()
+            };
+            PairComparison {
+                job: label,
+                a: PathBuf::from(&x.source.path),
+                b: PathBuf::from(&y.source.path),
+                setup_mismatch,
+                switches: Vec::new(),
+                metrics: verdict::compare_all(&traces::metrics(x), &traces::metrics(y), opts),
+                kernels: kernels::diff(
+                    Some(&traces::kernel_rows(x)),
+                    Some(&traces::kernel_rows(y)),
+                    opts.top_kernels,
+                ),
+            }
+        })
+        .collect();
+    Ok((out, unmatched))
+}
+
+/// Two runs or two sweeps, job by job.
+fn compare_runs(
+    a: &Path,
+    b: &Path,
+    opts: &Options,
+) -> Result<(Vec<PairComparison>, Vec<String>), BadInput> {
     let left = load::load_input(a)?;
     let right = load::load_input(b)?;
     let (pairs, unmatched_jobs) = matching::pairs(&left, &right, a, b)?;
@@ -133,6 +202,17 @@ pub fn compare(a: &Path, b: &Path, opts: &Options) -> Result<Comparison, BadInpu
             ),
         });
     }
+    Ok((out, unmatched_jobs))
+}
+
+/// Selects the metrics asked for and collects the regressions.
+fn finish(
+    a: &Path,
+    b: &Path,
+    opts: &Options,
+    mut out: Vec<PairComparison>,
+    unmatched_jobs: Vec<String>,
+) -> Result<Comparison, BadInput> {
     if !opts.metrics.is_empty() {
         check_metric_names(&opts.metrics, &out, a)?;
         for p in &mut out {

@@ -77,7 +77,7 @@ pub fn result_line(c: &Comparison) -> String {
 pub fn method_line(c: &Comparison) -> String {
     let m = &c.method;
     format!(
-        "{}; confidence level {} %, alpha {}, {} bootstrap resamples (seed {:#x}); threshold {} %. Values are medians of the per-request samples (n = sample count), or the run's one value (threshold only).",
+        "{}; confidence level {} %, alpha {}, {} bootstrap resamples (seed {:#x}); threshold {} %. Values are medians of the samples (n = sample count), or the run's or trace's one value (threshold only).",
         m.test,
         m.confidence * 100.0,
         m.alpha,

@@ -9,7 +9,7 @@ use super::Options;
 use serde::Serialize;
 
 /// The method line every output states.
-pub const METHOD: &str = "two-sided Mann-Whitney U test on the per-request samples (exact for n <= 20 without ties, else normal approximation with tie and continuity correction) and a percentile bootstrap confidence interval of the ratio of medians B/A; significant = p < alpha and the interval excludes 1; a metric with one value per run, or too few samples to reach p < alpha, is judged on the threshold alone (marked threshold only)";
+pub const METHOD: &str = "two-sided Mann-Whitney U test on the samples (per request for runs, per ProfilerStep#N iteration for traces; exact for n <= 20 without ties, else normal approximation with tie and continuity correction) and a percentile bootstrap confidence interval of the ratio of medians B/A; significant = p < alpha and the interval excludes 1; a metric with one value per run, or too few samples to reach p < alpha, is judged on the threshold alone (marked threshold only)";
 
 /// Whether the Mann-Whitney test can reach p < alpha at all with these sample sizes: its smallest
 /// two-sided p is 2 ÷ C(n_a + n_b, n_a) (complete separation), e.g. 0.1 for 3 + 3, 0.029 for 4 + 4.
