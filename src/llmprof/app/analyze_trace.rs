@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use crate::cli::Format;
 use crate::dataset::file_kind::{self, NotRegular};
 use crate::measure::kineto_json::read_trace;
-use crate::report::trace::{html, markdown};
+use crate::report::trace::{html, markdown, ANALYSIS_JSON};
 use crate::trace::ranks::{Analysed, RankAnalysis};
 use crate::trace::regions::RegionFilter;
 use crate::trace::{analyse, Options};
@@ -159,12 +159,17 @@ fn read_one(file: &Path) -> Result<crate::measure::kineto_json::ReadTrace> {
         bar.finish_and_clear();
     }
     let read = read.with_context(|| format!("reading {}", file.display()))?;
-    tracing::info!(
+    let level_info = read.bytes >= PROGRESS_BYTES;
+    let elapsed = started.elapsed().as_secs_f64();
+    if level_info {
+        tracing::info!(file = %file.display(), events = read.events.ops.len() + read.events.kernels.len(), mb = read.bytes as f64 / 1e6, seconds = elapsed, "trace read");
+    }
+    tracing::debug!(
         file = %file.display(),
         host_events = read.events.ops.len(),
         gpu_events = read.events.kernels.len(),
         mb = read.bytes as f64 / 1e6,
-        seconds = started.elapsed().as_secs_f64(),
+        seconds = elapsed,
         "trace read"
     );
     if read.events.kernels.is_empty() && read.events.ops.is_empty() {
@@ -173,9 +178,7 @@ fn read_one(file: &Path) -> Result<crate::measure::kineto_json::ReadTrace> {
     Ok(read)
 }
 
-/// Files the folder gets; an existing folder must be empty or an earlier output.
-const ANALYSIS_JSON: &str = "analysis.json";
-
+/// Writes the report folder; an existing folder must be empty or an earlier output.
 fn write_folder(dir: &Path, analysed: &Analysed, top: usize) -> Result<String> {
     if dir.exists() {
         let mut entries =

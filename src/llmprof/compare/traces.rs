@@ -8,12 +8,10 @@ use std::path::Path;
 use super::catalogue::{metric, Better, Metric, Values};
 use super::BadInput;
 use crate::measure::op_tables::KernelRow;
+use crate::report::trace::ANALYSIS_JSON;
 use crate::trace::analysis::{TraceAnalysis, SCHEMA};
 use crate::trace::ranks::Analysed;
 use crate::trace::{analyse, Options};
-
-/// The analysis file `analyze trace --out` writes.
-pub const ANALYSIS_JSON: &str = "analysis.json";
 
 const FIX: &str = "pass two trace files (.json, .json.gz) or two folders written by `llmprof analyze trace --out`";
 

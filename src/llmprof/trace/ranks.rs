@@ -96,7 +96,9 @@ pub fn across(ranks: &[(u64, &TraceAnalysis)]) -> AcrossRanks {
             }
         })
         .collect();
-    let mut by_step: BTreeMap<u64, (BTreeMap<u64, f64>, BTreeMap<u64, f64>)> = BTreeMap::new();
+    /// Per rank: host duration, computation.
+    type PerRank = (BTreeMap<u64, f64>, BTreeMap<u64, f64>);
+    let mut by_step: BTreeMap<u64, PerRank> = BTreeMap::new();
     for (rank, a) in ranks {
         for it in &a.iterations {
             let e = by_step.entry(it.step).or_default();

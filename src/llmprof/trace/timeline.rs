@@ -12,6 +12,7 @@
 //!   the threshold (HTA's `consecutive_kernel_delay`, 30 µs), else *other* (waits on events,
 //!   other streams, other devices). HTA classifies gaps per stream; here they are the device's
 //!   gaps, so the three parts add up to the idle time.
+//!
 //! Pure.
 use std::collections::HashMap;
 

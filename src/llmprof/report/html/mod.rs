@@ -8,14 +8,13 @@ pub mod links;
 pub mod load;
 mod ncu;
 pub mod page;
-mod plots;
+pub(crate) mod plots;
 mod roofline;
 pub mod sweep_page;
 pub mod table;
 mod telemetry;
 mod timing;
 mod top_tables;
-pub mod trace_page;
 mod utilisation;
 
 #[cfg(test)]

@@ -11,6 +11,15 @@ fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
+/// `1.2 MB`, `30.5 kB`.
+pub fn size(bytes: u64) -> String {
+    if bytes >= 1_000_000 {
+        format!("{:.1} MB", bytes as f64 / 1e6)
+    } else {
+        format!("{:.1} kB", bytes as f64 / 1e3)
+    }
+}
+
 fn ms(us: f64) -> String {
     format!("{:.3}", us / 1000.0)
 }
@@ -50,12 +59,12 @@ fn one(a: &TraceAnalysis, top: usize, h: &str) -> String {
     };
     let _ = writeln!(
         out,
-        "{} host events, {} GPU events ({} others skipped), {:.1} MB of JSON{rank}{devices}. \
+        "{} host events, {} GPU events ({} others skipped), {} of JSON{rank}{devices}. \
          GPU work summed: {} ms.\n",
         s.host_events,
         s.device_events,
         s.skipped_events,
-        s.bytes as f64 / 1e6,
+        size(s.bytes),
         ms(a.gpu_total_us)
     );
     let _ = writeln!(out, "{h}# GPU time\n");

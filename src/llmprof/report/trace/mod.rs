@@ -1,6 +1,9 @@
 //! Reports of `llmprof analyze trace`: markdown (printed, or report.md and the full tables in
-//! `--out`) and one self-contained report.html (`report::html::trace_page`, beside the other
-//! pages it shares widgets with). Rendering only; the numbers come from `trace`.
+//! `--out`) and one self-contained report.html built from report.html's widgets
+//! (`report::html::{page, table, plots}`). Rendering only; the numbers come from `trace`.
+pub mod html;
 pub mod markdown;
 
-pub use super::html::trace_page as html;
+/// The analysis `analyze trace --out` writes (the JSON `--format json` prints), which `compare`
+/// reads back.
+pub const ANALYSIS_JSON: &str = "analysis.json";

@@ -5,9 +5,10 @@ use plotly::common::{Marker, Title};
 use plotly::layout::{Axis, BarMode};
 use plotly::{Bar, Plot};
 
-use super::page::{chart, esc, Page, Section};
-use super::plots::{base_layout, marker_color};
-use super::table::{num, text, Cell, Table};
+use super::markdown::size;
+use crate::report::html::page::{chart, esc, Page, Section};
+use crate::report::html::plots::{base_layout, marker_color};
+use crate::report::html::table::{num, text, Cell, Table};
 use crate::trace::analysis::TraceAnalysis;
 use crate::trace::ranks::{AcrossRanks, Analysed};
 use crate::trace::timeline::Breakdown;
@@ -78,10 +79,10 @@ fn pct(part: f64, whole: f64) -> Option<f64> {
 fn gpu_time(a: &TraceAnalysis, id: &str) -> String {
     let s = &a.source;
     let mut body = format!(
-        "<p>{} host events, {} GPU events, {:.1} MB of JSON{}. GPU work summed: {:.3} ms.{}</p>\n",
+        "<p>{} host events, {} GPU events, {} of JSON{}. GPU work summed: {:.3} ms.{}</p>\n",
         s.host_events,
         s.device_events,
-        s.bytes as f64 / 1e6,
+        size(s.bytes),
         if s.devices.is_empty() {
             String::new()
         } else {
@@ -149,7 +150,8 @@ fn gpu_time(a: &TraceAnalysis, id: &str) -> String {
 
 fn stacked(bars: &[(String, &Breakdown)]) -> Plot {
     let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
-    let parts: [(&str, fn(&Breakdown) -> f64); 6] = [
+    type Part = (&'static str, fn(&Breakdown) -> f64);
+    let parts: [Part; 6] = [
         ("computation", |d| d.computation_us),
         ("communication", |d| d.communication_us),
         ("memory", |d| d.memory_us),
