@@ -292,3 +292,96 @@ fn slurm_launcher_runs_the_sweep_as_one_job_array() {
     );
     assert!(sweep.join(format!("slurm/logs/{array}_0.out")).is_file());
 }
+
+/// Slurm's four commands as shell scripts: `--version` answers, `sbatch` refuses (so nothing is
+/// queued), leaving the batch script llmprof wrote in the sweep directory.
+fn fake_slurm_bin(dir: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("fake-slurm-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["sbatch", "squeue", "scontrol", "scancel"] {
+        let path = bin.join(tool);
+        std::fs::write(
+            &path,
+            "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'slurm 23.02 (fake)'; exit 0; }\necho 'fake: not submitting' >&2; exit 1\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    bin
+}
+
+/// The site's Slurm settings (docs/settings.md) reach the batch script: partition/account/qos
+/// under what the config sets, setup lines and exported variables before the job; a variable
+/// name bash cannot export is refused, naming the setting.
+#[test]
+fn slurm_settings_shape_the_batch_script() {
+    let dir = scratch("launcher-slurm-settings");
+    let bin = fake_slurm_bin(&dir);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::fs::write(
+        dir.join("llmprof.toml"),
+        "[slurm]\naccount = \"site-acct\"\nsetup = [\"module load cuda/12.4\"]\n[slurm.env]\nHF_HOME = \"/shared/hf\"\n",
+    )
+    .unwrap();
+    let c = conf();
+    let run = |sweep: &str, env: &[(&str, &str)]| {
+        let mut cmd = Command::new(crate::support::llmprof());
+        cmd.args(sweep_args(
+            &c,
+            sweep,
+            &["hydra/launcher=slurm", "hydra.launcher.qos=cfg-qos"],
+        ))
+        .current_dir(&dir)
+        .env("PATH", &path)
+        .env("HOME", &dir);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("llmprof runs")
+    };
+    let out = run(
+        "hydra.sweep.dir=sweep",
+        &[
+            ("LLMPROF_SLURM__PARTITION", "site-part"),
+            ("LLMPROF_SLURM__QOS", "site-qos"),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "sbatch refused: {}",
+        stderr(&out)
+    );
+    let script = read(&dir.join("sweep/slurm/array-1.sbatch"));
+    for line in [
+        "#SBATCH --partition=site-part",
+        "#SBATCH --account=site-acct",
+        "#SBATCH --qos=cfg-qos",
+        "module load cuda/12.4",
+        "export HF_HOME=/shared/hf",
+    ] {
+        assert!(
+            script.lines().any(|l| l == line),
+            "missing {line:?} in\n{script}"
+        );
+    }
+    assert!(
+        !script.contains("site-qos"),
+        "the config's qos wins:\n{script}"
+    );
+    let out = run(
+        "hydra.sweep.dir=sweep2",
+        &[("LLMPROF_SLURM__ENV__BAD-NAME", "x")],
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("slurm.env") && err.contains("not a shell variable name"),
+        "{err}"
+    );
+}

@@ -30,6 +30,13 @@ pub struct Slurm {
 impl Launcher for Slurm {
     fn launch(&self, plan: &SweepPlan, nums: &[usize], host: &dyn Host) -> Result<Vec<JobResult>> {
         submit::check_tools()?;
+        let settings = crate::settings::Settings::load()?;
+        let site = settings.slurm();
+        if let Some(bad) = site.env.keys().find(|k| !script::is_shell_variable(k)) {
+            anyhow::bail!(
+                "the setting slurm.env names {bad:?}, which is not a shell variable name (letters, digits and _, not starting with a digit)\n  fix: rename or remove it (`llmprof settings` shows where it comes from)"
+            );
+        }
         let slurm_dir = plan.sweep_dir.join("slurm");
         std::fs::create_dir_all(slurm_dir.join("logs"))
             .with_context(|| format!("creating {}", slurm_dir.display()))?;
@@ -42,6 +49,7 @@ impl Launcher for Slurm {
         };
         let text = script::render(&script::ScriptInput {
             conf: &self.conf,
+            site,
             nums,
             sweep_dir: &plan.sweep_dir,
             cwd: &plan.cwd,

@@ -1,12 +1,17 @@
 //! The batch script of a sweep's job array, kept in the sweep directory
 //! (`slurm/array-<attempt>.sbatch`): `#SBATCH` lines from the launcher config (submitit_slurm's
-//! flags for the same names), the setup lines, then `llmprof __job <sweep> $SLURM_ARRAY_TASK_ID`,
-//! which reads its overrides from the sweep plan. Pure: text in, text out.
+//! flags for the same names), the site's defaults from the settings where the config leaves a
+//! flag unset (`slurm.partition`, `.account`, `.qos`), the site's setup lines and exported
+//! variables (`slurm.setup`, `slurm.env`), the config's setup lines, then `llmprof __job <sweep>
+//! $SLURM_ARRAY_TASK_ID`, which reads its overrides from the sweep plan. Pure: text in, text out.
 use super::super::conf::SlurmConf;
+use crate::settings::SlurmSettings;
 use std::path::Path;
 
 pub struct ScriptInput<'a> {
     pub conf: &'a SlurmConf,
+    /// The site's settings (docs/settings.md): defaults under the config's values.
+    pub site: &'a SlurmSettings,
     /// The jobs (array task ids) to run.
     pub nums: &'a [usize],
     /// Absolute.
@@ -52,6 +57,15 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// Whether `name` can be exported by bash (`slurm.env`'s keys are checked with it).
+pub fn is_shell_variable(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// An `#SBATCH --key=value` line; `true` is a bare flag, `false`/null leave it out.
 fn flag(key: &str, value: &serde_json::Value) -> Option<String> {
     let key = key.replace('_', "-");
@@ -89,9 +103,15 @@ pub fn render(input: &ScriptInput) -> String {
         ("cpus-per-task", c.cpus_per_task.map(|v| v.to_string())),
         ("gpus-per-node", c.gpus_per_node.map(|v| v.to_string())),
         ("mem", c.mem_gb.map(|v| format!("{v}GB"))),
-        ("partition", c.partition.clone()),
-        ("qos", c.qos.clone()),
-        ("account", c.account.clone()),
+        (
+            "partition",
+            c.partition.clone().or_else(|| input.site.partition.clone()),
+        ),
+        ("qos", c.qos.clone().or_else(|| input.site.qos.clone())),
+        (
+            "account",
+            c.account.clone().or_else(|| input.site.account.clone()),
+        ),
         ("comment", c.comment.clone()),
         ("constraint", c.constraint.clone()),
         ("exclude", c.exclude.clone()),
@@ -108,6 +128,14 @@ pub fn render(input: &ScriptInput) -> String {
             .filter_map(|(k, v)| flag(k, v)),
     );
     lines.push(String::new());
+    if !input.site.setup.is_empty() || !input.site.env.is_empty() {
+        lines.push("# site setup (llmprof settings: slurm.setup, slurm.env)".into());
+        lines.extend(input.site.setup.iter().cloned());
+        for (name, value) in &input.site.env {
+            lines.push(format!("export {name}={}", shell_quote(value)));
+        }
+        lines.push(String::new());
+    }
     if !c.setup.is_empty() {
         lines.push("# setup (hydra.launcher.setup)".into());
         lines.extend(c.setup.iter().cloned());
@@ -156,6 +184,7 @@ mod tests {
         }));
         let s = render(&ScriptInput {
             conf: &c,
+            site: &SlurmSettings::default(),
             nums: &[1, 3],
             sweep_dir: Path::new("/shared/sw eep"),
             cwd: Path::new("/shared/work"),
@@ -183,6 +212,54 @@ mod tests {
         // #SBATCH lines must all come before the first command.
         let first_cmd = s.lines().position(|l| l == "module load cuda/12").unwrap();
         assert!(s.lines().skip(first_cmd).all(|l| !l.starts_with("#SBATCH")));
+    }
+
+    #[test]
+    fn site_settings_fill_what_the_config_leaves_unset_and_set_up_each_job() {
+        let c = conf(serde_json::json!({"partition": "gpu", "setup": ["echo config"]}));
+        let site = SlurmSettings {
+            partition: Some("site-part".into()),
+            account: Some("site-acct".into()),
+            qos: None,
+            setup: vec!["module load cuda/12.4".into()],
+            env: [("HF_HOME".to_string(), "/shared/hf cache".to_string())].into(),
+        };
+        let s = render(&ScriptInput {
+            conf: &c,
+            site: &site,
+            nums: &[0],
+            sweep_dir: Path::new("/s"),
+            cwd: Path::new("/w"),
+            llmprof: Path::new("/bin/llmprof"),
+        });
+        let at = |l: &str| {
+            s.lines()
+                .position(|x| x == l)
+                .unwrap_or_else(|| panic!("missing {l:?} in\n{s}"))
+        };
+        // The experiment's config wins; the site fills the rest.
+        at("#SBATCH --partition=gpu");
+        assert!(!s.contains("site-part"));
+        at("#SBATCH --account=site-acct");
+        assert!(!s.contains("--qos"));
+        // Site setup and variables first, then the config's setup, then the job.
+        let (module, export, config) = (
+            at("module load cuda/12.4"),
+            at("export HF_HOME='/shared/hf cache'"),
+            at("echo config"),
+        );
+        assert!(module < export && export < config && config < at(s.lines().last().unwrap()));
+    }
+
+    #[test]
+    fn shell_variable_names() {
+        assert!(is_shell_variable("HF_HOME") && is_shell_variable("_x1"));
+        assert!(
+            !is_shell_variable("1X")
+                && !is_shell_variable("A-B")
+                && !is_shell_variable("")
+                && !is_shell_variable("A B")
+        );
     }
 
     #[test]
