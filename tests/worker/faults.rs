@@ -83,3 +83,47 @@ fn a_full_disk_fails_the_run_with_its_cause() {
         "status.json names the cause: {err}"
     );
 }
+
+/// Environment values that are not UTF-8 (#40 item 8) in every variable the front end or the
+/// worker reads while a run goes: the run still ends cleanly (it succeeds, or fails naming the
+/// variable), never with a panic (exit 101). The front end's own reads are covered by
+/// `front_end::cli::environment_values_that_are_not_utf8_never_panic`.
+#[test]
+fn environment_values_that_are_not_utf8_never_panic_a_run() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let bad = OsStr::from_bytes(b"\xff\xfe-not-utf8");
+    let dir = scratch("env-not-utf8");
+    for (k, var) in [
+        "CUDA_VISIBLE_DEVICES",
+        "RUST_LOG",
+        "HF_HOME",
+        "HF_HUB_CACHE",
+        "HF_TOKEN",
+        "KINETO_LOG_LEVEL",
+        "SLURM_ARRAY_JOB_ID",
+        "SLURM_ARRAY_TASK_ID",
+        "LLMPROF_WORKER",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let run = format!("run-{k}");
+        let out = quick_stage1(&dir, &run, &[])
+            .env(var, bad)
+            .stdout(Stdio::null())
+            .output()
+            .expect("llmprof runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code() != Some(101) && !err.contains("panicked"),
+            "{var}: {err}"
+        );
+        if !out.status.success() {
+            assert!(
+                err.contains(var),
+                "{var}: a failure names the variable:\n{err}"
+            );
+        }
+    }
+}

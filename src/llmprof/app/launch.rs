@@ -124,9 +124,9 @@ pub(super) fn composed_base_dir(composed: &Composed) -> PathBuf {
     }
 }
 
-/// The workload binary next to this one (or `LLMPROF_WORKER`).
+/// The workload binary next to this one (or `LLMPROF_WORKER`, any path, UTF-8 or not).
 pub fn worker_path() -> Result<PathBuf> {
-    if let Ok(p) = std::env::var("LLMPROF_WORKER") {
+    if let Some(p) = std::env::var_os("LLMPROF_WORKER").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
     let exe = std::env::current_exe().context("locating the llmprof binary")?;
@@ -136,6 +136,12 @@ pub fn worker_path() -> Result<PathBuf> {
 fn launch_worker(command: &str, run_dir: &Path) -> Result<()> {
     let worker = worker_path()?;
     if !worker.is_file() {
+        if std::env::var_os("LLMPROF_WORKER").is_some_and(|p| !p.is_empty()) {
+            bail!(
+                "the workload binary {} that LLMPROF_WORKER names is missing\n  fix: point LLMPROF_WORKER at llmprof-worker, or unset it to use the one beside llmprof",
+                worker.display()
+            );
+        }
         bail!(
             "the workload binary {} is missing\n  fix: build it with ./bootstrap.sh --yes (or cargo build --release with LIBTORCH_USE_PYTORCH=1)",
             worker.display()

@@ -26,8 +26,13 @@ pub fn parse_nvidia_smi_list(text: &str) -> Vec<String> {
 
 /// The GPUs this machine shows to a process started from here.
 pub fn visible() -> Vec<String> {
-    if let Ok(v) = std::env::var("CUDA_VISIBLE_DEVICES") {
-        return parse_visible(&v);
+    match std::env::var("CUDA_VISIBLE_DEVICES") {
+        Ok(v) => return parse_visible(&v),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            tracing::warn!("CUDA_VISIBLE_DEVICES is not UTF-8, so it names no GPU: jobs run without one (unset it, or list GPU indices or UUIDs)");
+            return Vec::new();
+        }
+        Err(std::env::VarError::NotPresent) => {}
     }
     if let Ok(out) = std::process::Command::new("nvidia-smi").arg("-L").output() {
         if out.status.success() {

@@ -81,7 +81,7 @@ fn env_json(m: &Stage1Measurements, runtime: &serde_json::Value) -> serde_json::
         "gpu": m.gpu.as_ref().ok(),
         // The machine's index of the GPU (NVML), and the launcher's pinning (multi-GPU sweeps).
         "gpu_index": m.gpu.as_ref().ok().and_then(|g| g.index),
-        "cuda_visible_devices": std::env::var("CUDA_VISIBLE_DEVICES").ok(),
+        "cuda_visible_devices": std::env::var_os("CUDA_VISIBLE_DEVICES").map(|v| v.to_string_lossy().into_owned()),
         "host": {
             "hostname": std::fs::read_to_string("/etc/hostname").map(|s| s.trim().to_string()).unwrap_or_default(),
             "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
