@@ -136,7 +136,20 @@ pub fn checkpoint_files(path: &Path) -> Result<Vec<PathBuf>> {
             .collect();
         names.sort();
         names.dedup();
-        names.into_iter().map(|n| path.join(n)).collect()
+        // Shard names come from the checkpoint (untrusted, docs/security.md): relative paths
+        // inside its folder. Not resolved further: a Hub cache snapshot's files are links into
+        // its blobs folder by design.
+        names
+            .iter()
+            .map(|n| {
+                llmprof::untrusted::join(path, n).map_err(|e| {
+                    anyhow::anyhow!(
+                        "{}: weight_map names the shard {e}: shards are files of the checkpoint folder\n  fix: re-download the checkpoint",
+                        index.display()
+                    )
+                })
+            })
+            .collect::<Result<_>>()?
     } else {
         let mut v = Vec::new();
         for entry in
@@ -161,7 +174,39 @@ pub fn checkpoint_files(path: &Path) -> Result<Vec<PathBuf>> {
 
 #[cfg(test)]
 mod tests {
-    use super::read_header;
+    use super::{checkpoint_files, read_header};
+
+    #[test]
+    fn shard_names_that_leave_the_checkpoint_are_refused() {
+        let dir = std::env::temp_dir().join(format!("llmprof-st-index-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for shard in [
+            "../outside.safetensors",
+            "/etc/passwd",
+            "a/../../b.safetensors",
+        ] {
+            let index = serde_json::json!({"weight_map": {"w": "model-1.safetensors", "v": shard}});
+            std::fs::write(dir.join("model.safetensors.index.json"), index.to_string()).unwrap();
+            let e = format!("{:#}", checkpoint_files(&dir).unwrap_err());
+            assert!(
+                e.contains("model.safetensors.index.json")
+                    && e.contains(shard)
+                    && e.contains("fix:"),
+                "{shard}: {e}"
+            );
+        }
+        let index = serde_json::json!({"weight_map": {"w": "model-1.safetensors", "v": "sub/model-2.safetensors"}});
+        std::fs::write(dir.join("model.safetensors.index.json"), index.to_string()).unwrap();
+        let files = checkpoint_files(&dir).unwrap();
+        assert_eq!(
+            files,
+            [
+                dir.join("model-1.safetensors"),
+                dir.join("sub/model-2.safetensors")
+            ]
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 
     /// A safetensors file with one tensor `w` whose header says `offsets`, and `data` bytes.
     fn file(name: &str, offsets: &str, data: usize) -> std::path::PathBuf {
