@@ -3,7 +3,7 @@
 # each fuzz target for SECONDS (default 600) one after the other, appending one summary line per
 # target to the log. `cargo test` runs the same targets for 2 s each (the smoke run).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     TARGET: overrides yaml compose interpolation nsight
-#                                               hub_listing settings prompts sweep_state
+#                                               hub_listing settings prompts sweep_state hub_headers
 # Env: LLMPROF_FUZZ_SEED=N replays a run; CARGO=... the cargo command (default cargo);
 #      FUZZ_LOG=path (default target/fuzz/fuzz.log).
 set -euo pipefail
@@ -15,7 +15,7 @@ fi
 secs="${1:-600}"
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(overrides yaml compose interpolation nsight hub_listing settings prompts sweep_state)
+[ "${#targets[@]}" -gt 0 ] || targets=(overrides yaml compose interpolation nsight hub_listing settings prompts sweep_state hub_headers)
 declare -A test_name=(
   [overrides]=front_end::fuzz_overrides::fuzz_override_grammar
   [yaml]=front_end::fuzz_compose::fuzz_yaml_loader
@@ -26,6 +26,7 @@ declare -A test_name=(
   [settings]=front_end::fuzz_parsers::fuzz_settings_file
   [prompts]=front_end::fuzz_parsers::fuzz_prompts_jsonl
   [sweep_state]=front_end::fuzz_parsers::fuzz_sweep_state
+  [hub_headers]=front_end::fuzz_parsers::fuzz_hub_headers
 )
 mkdir -p target/fuzz
 log="${FUZZ_LOG:-$PWD/target/fuzz/fuzz.log}"

@@ -1,6 +1,6 @@
 //! Fuzz targets of the parsers of untrusted input added in round 3 (#40 item 9, docs/fuzzing.md):
-//! the Hub's repository listing, site settings files, prompts JSONL files and a sweep's state
-//! (`.llmprof/sweep.json`). Each input is parsed or refused, never a panic, a hang or unbounded
+//! the Hub's repository listing and its answers' headers, site settings files, prompts JSONL files
+//! and a sweep's state (`.llmprof/sweep.json`). Each input is parsed or refused, never a panic, a hang or unbounded
 //! memory (the driver's gates); besides, what a parser accepts must hold its promises: a listing
 //! accepted has a 40-digit commit and only safe relative file names, prompts accepted are
 //! non-empty strings.
@@ -220,4 +220,67 @@ fn check_sweep_state(text: &String) -> Result<(), String> {
 #[test]
 fn fuzz_sweep_state() {
     fuzz("sweep_state", sweep_state(), check_sweep_state);
+}
+
+/// The first answer for a Hub file: status, endpoint, and each header llmprof reads (absent, a
+/// hostile string, or a number), as (endpoint, status, headers).
+type HubAnswer = (String, u16, Vec<(String, String)>);
+
+fn hub_answer() -> impl Strategy<Value = HubAnswer> + Clone {
+    let header_value = prop_oneof![
+        3 => hostile_str(),
+        1 => select(vec![
+            "\"0123abcd\"", "W/\"etag\"", "bytes 0-0/1234", "bytes 0-0/", "18446744073709551616",
+            "-5", "https://cdn.example/x", "http://evil.example/x", "/relative/x", "javascript:1",
+        ])
+        .prop_map(str::to_string),
+    ];
+    let names = select(vec![
+        "x-linked-etag",
+        "etag",
+        "x-linked-size",
+        "content-range",
+        "location",
+    ]);
+    (
+        select(vec!["https://huggingface.co", "http://127.0.0.1:9"]).prop_map(str::to_string),
+        select(vec![200u16, 206, 301, 302, 307, 308, 404]),
+        prop::collection::vec((names.prop_map(str::to_string), header_value), 0..6),
+    )
+}
+
+fn check_hub_answer(answer: &HubAnswer) -> Result<(), String> {
+    let (endpoint, status, headers) = answer;
+    let url = format!("{endpoint}/org/m/resolve/main/config.json");
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let Ok(head) = llmprof::hub::file_head(endpoint, &url, *status, header) else {
+        return Ok(());
+    };
+    if head.etag.is_empty()
+        || head.etag.contains(['/', '\\'])
+        || head.etag == "."
+        || head.etag == ".."
+    {
+        return Err(format!(
+            "accepted the etag {:?} (it names a cache file)",
+            head.etag
+        ));
+    }
+    if endpoint.starts_with("https://") && !head.data_url.starts_with("https://") {
+        return Err(format!(
+            "an https endpoint's bytes would come from {}",
+            head.data_url
+        ));
+    }
+    Ok(())
+}
+
+#[test]
+fn fuzz_hub_headers() {
+    fuzz("hub_headers", hub_answer(), check_hub_answer);
 }

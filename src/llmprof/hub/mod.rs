@@ -20,6 +20,7 @@ pub use env::{HubEnv, DEFAULT_ENDPOINT};
 pub use error::HubError;
 pub use listing::{parse_listing, FileFilter, Listing, RepoRef, MODEL_FILES};
 pub use snapshot::{cached_snapshot, missing_model_files};
+pub use transfer::{file_head, FileHead};
 
 use std::path::PathBuf;
 

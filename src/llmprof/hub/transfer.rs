@@ -26,11 +26,56 @@ pub struct Client {
 
 /// What the Hub says about one file before it is fetched.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct FileHead {
-    etag: String,
-    size: u64,
-    /// Where the bytes are (the resolve URL itself, or the CDN URL it redirects to).
-    data_url: String,
+pub struct FileHead {
+    /// The blob's name in the cache: never empty, `.`, `..`, and never holds a separator.
+    pub etag: String,
+    pub size: u64,
+    /// Where the bytes are (the resolve URL itself, or the CDN URL it redirects to); https when
+    /// the endpoint is.
+    pub data_url: String,
+}
+
+/// Reads the first answer for `url` (its status and headers, untrusted): the etag, the size and
+/// where the bytes are; an error message saying what was missing or refused. Pure.
+pub fn file_head(
+    endpoint: &str,
+    url: &str,
+    status: u16,
+    header: impl Fn(&str) -> Option<String>,
+) -> Result<FileHead, String> {
+    let header = |name: &str| header(name).map(|v| v.trim().to_string());
+    let etag = header("x-linked-etag")
+        .or_else(|| header("etag"))
+        .map(|e| e.trim_start_matches("W/").trim_matches('"').to_string())
+        .filter(|e| !e.is_empty() && !e.contains(['/', '\\']) && e != "." && e != "..")
+        .ok_or_else(|| format!("{url} sent no usable etag header"))?;
+    let size = header("x-linked-size")
+        .or_else(|| header("content-range").and_then(|r| r.rsplit('/').next().map(str::to_string)))
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| format!("{url} sent neither x-linked-size nor content-range"))?;
+    let data_url = if (300..400).contains(&status) {
+        let location =
+            header("location").ok_or_else(|| format!("{url} redirects without a location"))?;
+        let target = if location.starts_with('/') {
+            format!("{}{location}", origin(endpoint))
+        } else {
+            location
+        };
+        if scheme_of(endpoint) == Some("https".into()) && scheme_of(&target) != Some("https".into())
+        {
+            return Err(format!(
+                "{url} redirects to {target}, which is not https: refused (the bytes would travel unencrypted)"
+            ));
+        }
+        target
+    } else {
+        url.to_string()
+    };
+    Ok(FileHead {
+        etag,
+        size,
+        data_url,
+    })
 }
 
 impl Client {
@@ -168,50 +213,10 @@ impl Client {
     /// The first answer for `url`: etag, size and where the bytes are.
     fn head(&self, repo: &RepoRef, file: &str, url: &str) -> Result<FileHead, HubError> {
         let response = self.call(repo, file, url, self.get(url).set("Range", "bytes=0-0"))?;
-        let header = |name: &str| response.header(name).map(|v| v.trim().to_string());
-        let etag = header("x-linked-etag")
-            .or_else(|| header("etag"))
-            .map(|e| e.trim_start_matches("W/").trim_matches('"').to_string())
-            .filter(|e| !e.is_empty() && !e.contains(['/', '\\']) && e != "." && e != "..")
-            .ok_or_else(|| bad(repo, file, format!("{url} sent no usable etag header")))?;
-        let size = header("x-linked-size")
-            .or_else(|| {
-                header("content-range").and_then(|r| r.rsplit('/').next().map(str::to_string))
-            })
-            .and_then(|s| s.parse::<u64>().ok())
-            .ok_or_else(|| {
-                bad(
-                    repo,
-                    file,
-                    format!("{url} sent neither x-linked-size nor content-range"),
-                )
-            })?;
-        let data_url = if (300..400).contains(&response.status()) {
-            let location = header("location")
-                .ok_or_else(|| bad(repo, file, format!("{url} redirects without a location")))?;
-            let target = if location.starts_with('/') {
-                format!("{}{location}", origin(&self.endpoint))
-            } else {
-                location
-            };
-            if scheme_of(&self.endpoint) == Some("https".into())
-                && scheme_of(&target) != Some("https".into())
-            {
-                return Err(bad(
-                    repo,
-                    file,
-                    format!("{url} redirects to {target}, which is not https: refused (the bytes would travel unencrypted)"),
-                ));
-            }
-            target
-        } else {
-            url.to_string()
-        };
-        Ok(FileHead {
-            etag,
-            size,
-            data_url,
+        file_head(&self.endpoint, url, response.status(), |name| {
+            response.header(name).map(str::to_string)
         })
+        .map_err(|message| bad(repo, file, message))
     }
 
     /// Appends to `partial` from where it ends; returns the final length and the sha256 of the
