@@ -14,6 +14,7 @@ pub mod measure;
 pub mod model;
 pub mod nsight;
 pub mod optim;
+pub mod ranges;
 pub mod region;
 pub mod report;
 pub mod roofline;

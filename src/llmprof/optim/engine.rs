@@ -94,11 +94,7 @@ impl EngineOptim {
             ("graph_kv_bucket", u64::from(self.graph_kv_bucket)),
             ("eos_check_interval", u64::from(self.eos_check_interval)),
         ] {
-            if value < 1 {
-                return Err(format!(
-                    "runtime.optim.{key}={value} is out of range: allowed range is >= 1"
-                ));
-            }
+            crate::ranges::at_least(&format!("runtime.optim.{key}"), value as i64, 1)?;
         }
         let rules = [
             (

@@ -208,10 +208,7 @@ impl RunSpec {
 }
 
 fn at_least(key: &str, value: i64, min: i64) -> Result<()> {
-    if value < min {
-        bail!("{key}={value} is out of range: allowed range is >= {min}");
-    }
-    Ok(())
+    crate::ranges::at_least(key, value, min).map_err(anyhow::Error::msg)
 }
 
 /// Turn serde's message into one that names the full key and suggests the closest valid key.

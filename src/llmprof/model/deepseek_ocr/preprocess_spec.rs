@@ -38,12 +38,7 @@ impl PreprocessSpec {
     /// The ranges of the crop counts, and that `arch` has what these views need (DeepSeek-OCR-2's
     /// query encoder has queries for some view sides only).
     pub fn check(&self, arch: &ArchConfig) -> Result<(), String> {
-        if self.min_crops < 1 {
-            return Err(format!(
-                "model.preprocess.min_crops={} is out of range: allowed range is >= 1",
-                self.min_crops
-            ));
-        }
+        crate::ranges::at_least("model.preprocess.min_crops", i64::from(self.min_crops), 1)?;
         if self.max_crops < self.min_crops {
             return Err(format!(
                 "model.preprocess.max_crops={} is below min_crops={}: allowed range is [min_crops, 100]",
