@@ -248,6 +248,8 @@ fn a_folder_of_ranks_gets_the_view_across_ranks() {
         .unwrap();
     }
     std::fs::write(ranks.join("notes.txt"), "not a trace").unwrap();
+    // Other JSON in the folder (a config, an earlier analysis) is skipped with a warning.
+    std::fs::write(ranks.join("config.json"), r#"{"hidden_size": 512}"#).unwrap();
     let a = analyse_json(&[ranks.to_str().unwrap()]);
     let list = a["ranks"].as_array().expect("several files: a ranks list");
     assert_eq!(

@@ -30,34 +30,28 @@ pub fn run(
         ..Options::default()
     };
     let files = trace_files(paths)?;
-    let mut ranks = Vec::new();
-    for (index, file) in files.iter().enumerate() {
-        let read = read_one(file)?;
+    let mut traces = Vec::new();
+    for (file, in_folder) in &files {
+        let read = match read_one(file) {
+            Ok(read) => read,
+            // A folder may hold other JSON (an analysis.json, a config): skipped, said.
+            Err(e) if *in_folder && not_a_trace(&e) => {
+                tracing::warn!(file = %file.display(), "skipped: not a trace ({:#})", e);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let analysis = analyse(&read, &file.display().to_string(), &options);
-        let rank = analysis.source.rank.or_else(|| rank_in_name(file));
-        ranks.push((rank, index as u64, analysis));
+        let named = analysis.source.rank.or_else(|| rank_in_name(file));
+        traces.push((named, analysis));
     }
-    let mut seen = std::collections::HashSet::new();
-    let distinct = ranks
-        .iter()
-        .all(|(r, _, _)| r.is_some_and(|r| seen.insert(r)));
-    if !distinct && ranks.len() > 1 {
-        tracing::warn!(
-            "the traces do not name distinct ranks (distributedInfo.rank or 'rankN' in the file \
-             name): numbering them 0..{} in file-name order",
-            ranks.len() - 1
-        );
+    if traces.is_empty() {
+        bail!("none of the files given is a trace (each was skipped above)");
     }
-    let ranks: Vec<RankAnalysis> = ranks
+    let ranks: Vec<RankAnalysis> = number_ranks(traces.iter().map(|t| t.0).collect())
         .into_iter()
-        .map(|(rank, index, analysis)| RankAnalysis {
-            rank: if distinct {
-                rank.unwrap_or(index)
-            } else {
-                index
-            },
-            analysis,
-        })
+        .zip(traces)
+        .map(|(rank, (_, analysis))| RankAnalysis { rank, analysis })
         .collect();
     let analysed = Analysed::from_ranks(ranks);
     if let Some(dir) = out {
@@ -73,12 +67,55 @@ pub fn run(
     })
 }
 
-/// The trace files named by `paths`: files as given, folders' `.json`/`.json.gz` files sorted.
-fn trace_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+/// Each trace's rank: the one it names (distributedInfo, or `rankN` in its file name) when no
+/// other trace names the same, else the smallest number no trace names, in file order.
+fn number_ranks(named: Vec<Option<u64>>) -> Vec<u64> {
+    let mut count = std::collections::HashMap::new();
+    for r in named.iter().flatten() {
+        *count.entry(*r).or_insert(0) += 1;
+    }
+    let kept: Vec<Option<u64>> = named.iter().map(|r| r.filter(|r| count[r] == 1)).collect();
+    let mut used: std::collections::HashSet<u64> = kept.iter().flatten().copied().collect();
+    let mut next = 0;
+    let renumbered = kept.iter().filter(|r| r.is_none()).count();
+    if renumbered > 0 && named.len() > 1 {
+        tracing::warn!(
+            "{renumbered} trace(s) name no rank of their own (distributedInfo.rank, or 'rankN' in the file name): numbered after the others in file order"
+        );
+    }
+    kept.into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                while used.contains(&next) {
+                    next += 1;
+                }
+                used.insert(next);
+                next
+            })
+        })
+        .collect()
+}
+
+/// Whether reading failed because the file is not a trace at all (rather than a broken one).
+fn not_a_trace(e: &anyhow::Error) -> bool {
+    use crate::measure::kineto_json::{scan::ScanError, ReadError};
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<ReadError>(),
+            Some(ReadError::Scan(
+                ScanError::NoEvents | ScanError::Syntax { offset: 0, .. }
+            ))
+        )
+    })
+}
+
+/// The trace files named by `paths`, each with whether a folder scan found it: files as given,
+/// folders' `.json`/`.json.gz` files sorted.
+fn trace_files(paths: &[PathBuf]) -> Result<Vec<(PathBuf, bool)>> {
     let mut files = Vec::new();
     for path in paths {
         match file_kind::regular_file(path) {
-            Ok(_) => files.push(path.clone()),
+            Ok(_) => files.push((path.clone(), false)),
             Err(s) if s.kind == NotRegular::Directory => {
                 let mut found = Vec::new();
                 let mut skipped = Vec::new();
@@ -105,7 +142,7 @@ fn trace_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
                     );
                 }
                 found.sort();
-                files.extend(found);
+                files.extend(found.into_iter().map(|f| (f, true)));
             }
             Err(s) if s.kind == NotRegular::Missing => bail!("{} does not exist", path.display()),
             Err(s) => bail!("{s}: pass a trace file (.json, .json.gz) or a folder of them"),
@@ -123,10 +160,18 @@ fn rank_in_name(path: &Path) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// Gzip by content (its magic bytes), as the reader decides.
+fn is_gzip(file: &Path) -> bool {
+    let mut magic = [0u8; 2];
+    file_kind::open_regular(file)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok_and(|()| magic == [0x1f, 0x8b])
+}
+
 fn read_one(file: &Path) -> Result<crate::measure::kineto_json::ReadTrace> {
     let f = file_kind::open_regular(file).with_context(|| format!("opening {}", file.display()))?;
     let size = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let gz = file.to_string_lossy().ends_with(".gz");
+    let gz = is_gzip(file);
     let bar = (size >= PROGRESS_BYTES).then(|| {
         let bar = if gz {
             indicatif::ProgressBar::new_spinner()
@@ -237,6 +282,17 @@ fn write_folder(dir: &Path, analysed: &Analysed, top: usize) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_colliding_or_missing_ranks_are_renumbered() {
+        assert_eq!(
+            number_ranks(vec![Some(4), Some(5), None, Some(7)]),
+            [4, 5, 0, 7]
+        );
+        assert_eq!(number_ranks(vec![Some(1), Some(1), Some(0)]), [1, 2, 0]);
+        assert_eq!(number_ranks(vec![None, None]), [0, 1]);
+        assert_eq!(number_ranks(vec![Some(3)]), [3]);
+    }
 
     #[test]
     fn ranks_are_read_from_file_names() {

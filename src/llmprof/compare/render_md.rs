@@ -4,6 +4,12 @@
 use super::{Basis, Comparison, MetricRow, PairComparison, Verdict};
 use std::fmt::Write;
 
+/// Text from a run or a trace (a region's name) inside a table cell: bars escaped, line breaks
+/// as spaces.
+fn table_text(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
 /// A number with about four significant digits.
 pub fn num(v: f64) -> String {
     let a = v.abs();
@@ -174,8 +180,8 @@ fn pair(s: &mut String, p: &PairComparison) {
         let _ = writeln!(
             s,
             "| {} (`{}`) | {} | {} | {} | {} | {}/{} | {} | {} | {} | {} |",
-            m.label,
-            m.key,
+            table_text(&m.label),
+            table_text(&m.key).replace('`', "'"),
             m.unit,
             opt(m.a),
             opt(m.b),

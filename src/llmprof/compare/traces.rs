@@ -27,7 +27,7 @@ pub fn load(path: &Path) -> Result<Analysed, BadInput> {
         let file = path.join(ANALYSIS_JSON);
         let text = crate::dataset::file_kind::read_to_string(&file)
             .map_err(|e| BadInput::new(&file, format!("cannot read: {e}"), FIX))?;
-        let analysed: Analysed = serde_json::from_str(&text).map_err(|e| {
+        let analysed = Analysed::from_json(&text).map_err(|e| {
             BadInput::new(
                 &file,
                 format!("not an analysis of `analyze trace` ({SCHEMA}): {e}"),

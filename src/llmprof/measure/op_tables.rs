@@ -53,7 +53,7 @@ impl Attribution {
             }
             .or_insert(i);
         }
-        let gpu_scope = innermost_gpu_scopes(events);
+        let gpu_scope = innermost_gpu_scopes(events, |_| true);
         let mut kernel_owner = Vec::with_capacity(events.kernels.len());
         let mut kernel_stage = Vec::with_capacity(events.kernels.len());
         for (index, k) in events.kernels.iter().enumerate() {
@@ -84,9 +84,13 @@ impl Attribution {
 }
 
 /// For each device event that is GPU work: the shortest GPU user annotation on the same device
-/// that contains it. One sweep per device over events sorted by start, with the annotations
-/// still open on a stack (they nest on the GPU timeline as their host ranges do).
-fn innermost_gpu_scopes(events: &ProfileEvents) -> Vec<Option<usize>> {
+/// that contains it, among those `accept` takes. One sweep per device over events sorted by
+/// start, with the annotations still open on a stack (they nest on the GPU timeline as their
+/// host ranges do).
+pub fn innermost_gpu_scopes(
+    events: &ProfileEvents,
+    accept: impl Fn(&crate::measure::kineto_events::KernelRecord) -> bool,
+) -> Vec<Option<usize>> {
     let kernels = &events.kernels;
     let mut out = vec![None; kernels.len()];
     if kernels.iter().all(|k| k.is_gpu_work()) {
@@ -113,7 +117,9 @@ fn innermost_gpu_scopes(events: &ProfileEvents) -> Vec<Option<usize>> {
         }
         open.retain(|&s| kernels[s].end_ns() >= k.start_ns);
         if !k.is_gpu_work() {
-            open.push(i);
+            if accept(k) {
+                open.push(i);
+            }
             continue;
         }
         out[i] = open

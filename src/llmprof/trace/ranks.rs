@@ -30,10 +30,10 @@ pub struct StepAcrossRanks {
     pub host_us: BTreeMap<u64, f64>,
     /// Per rank: computation time of the step's GPU work.
     pub computation_us: BTreeMap<u64, f64>,
-    /// The rank whose step took longest on the host.
-    pub slowest_rank: u64,
-    /// The rank that computed longest.
-    pub straggler_rank: u64,
+    /// The rank whose step took longest on the host (none when all are within 1 %).
+    pub slowest_rank: Option<u64>,
+    /// The rank that computed longest (none when all are within 1 %).
+    pub straggler_rank: Option<u64>,
     /// Longest − shortest computation.
     pub computation_spread_us: f64,
     /// Longest − shortest host duration.
@@ -49,11 +49,16 @@ pub struct AcrossRanks {
     pub usual_straggler: Option<(u64, u64)>,
 }
 
-fn argmax(map: &BTreeMap<u64, f64>) -> u64 {
-    map.iter()
-        .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
-        .map(|(r, _)| *r)
-        .unwrap_or(0)
+/// Ranks closer than this share of the largest value have no slowest one.
+pub const TIE: f64 = 0.01;
+
+/// The rank with the largest value; `None` when all are within [`TIE`] of it (no rank stands
+/// out: identical ranks, or steps without GPU work).
+fn argmax(map: &BTreeMap<u64, f64>) -> Option<u64> {
+    let (rank, max) = map
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))?;
+    (spread(map) > TIE * max.abs()).then_some(*rank)
 }
 
 fn spread(map: &BTreeMap<u64, f64>) -> f64 {
@@ -120,8 +125,8 @@ pub fn across(ranks: &[(u64, &TraceAnalysis)]) -> AcrossRanks {
         })
         .collect();
     let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
-    for s in &steps {
-        *counts.entry(s.straggler_rank).or_default() += 1;
+    for rank in steps.iter().filter_map(|s| s.straggler_rank) {
+        *counts.entry(rank).or_default() += 1;
     }
     let usual_straggler = counts
         .into_iter()
@@ -149,8 +154,9 @@ pub struct MultiRankAnalysis {
     pub across_ranks: AcrossRanks,
 }
 
-/// What `analyze trace` produced: one trace, or several ranks.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+/// What `analyze trace` produced: one trace, or several ranks. Read back with
+/// [`Analysed::from_json`] (an untagged derive cannot read the rank-keyed maps).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(untagged)]
 pub enum Analysed {
     Ranks(MultiRankAnalysis),
@@ -158,6 +164,16 @@ pub enum Analysed {
 }
 
 impl Analysed {
+    /// Reads analysis.json: several ranks when it has `ranks`, else one trace.
+    pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
+        let value: serde_json::Value = serde_json::from_str(text)?;
+        if value.get("ranks").is_some() {
+            Ok(Analysed::Ranks(serde_json::from_value(value)?))
+        } else {
+            Ok(Analysed::One(Box::new(serde_json::from_value(value)?)))
+        }
+    }
+
     /// `ranks` in rank order (one entry: a single trace).
     pub fn from_ranks(mut ranks: Vec<RankAnalysis>) -> Self {
         if ranks.len() == 1 {

@@ -10,7 +10,7 @@ use regex::Regex;
 
 use super::timeline::Launches;
 use crate::measure::kineto_events::{HostKind, Name, ProfileEvents};
-use crate::measure::op_tables::Attribution;
+use crate::measure::op_tables::{innermost_gpu_scopes, Attribution};
 
 /// The region of work that no chosen annotation encloses.
 pub const NO_REGION: &str = "(no region)";
@@ -73,7 +73,7 @@ pub struct RegionOf {
 }
 
 /// Assigns regions: the innermost accepted host scope around the op or call that launched the
-/// work, else the innermost GPU annotation around the work when accepted, else [`NO_REGION`].
+/// work, else the innermost accepted GPU annotation around the work, else [`NO_REGION`].
 pub fn assign(
     events: &ProfileEvents,
     attribution: &Attribution,
@@ -114,6 +114,7 @@ pub fn assign(
         }
         found
     };
+    let gpu_scope = innermost_gpu_scopes(events, |k| filter.accepts(&k.name));
     let mut region = Vec::with_capacity(events.kernels.len());
     let mut graph_launch = Vec::with_capacity(events.kernels.len());
     for (k, kernel) in events.kernels.iter().enumerate() {
@@ -128,11 +129,7 @@ pub fn assign(
         let from_host = host
             .and_then(&mut accepted_scope)
             .map(|s| ops[s].name.clone());
-        let from_gpu = || {
-            attribution.kernel_stage[k]
-                .clone()
-                .filter(|name| filter.accepts(name))
-        };
+        let from_gpu = || gpu_scope[k].map(|s| events.kernels[s].name.clone());
         region.push(Some(
             from_host.or_else(from_gpu).unwrap_or_else(|| none.clone()),
         ));

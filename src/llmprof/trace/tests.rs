@@ -277,7 +277,11 @@ fn the_straggler_and_communication_share_across_ranks() {
     let view = across(&[(0, &r0), (1, &r1)]);
     assert_eq!(view.steps.len(), 3);
     for s in &view.steps {
-        assert_eq!(s.straggler_rank, 1);
+        assert_eq!(s.straggler_rank, Some(1));
+        assert_eq!(
+            s.slowest_rank, None,
+            "equal host durations: no slowest rank"
+        );
         assert_eq!(s.computation_spread_us, 30.0);
         assert_eq!(s.host_spread_us, 0.0);
     }
@@ -338,4 +342,60 @@ fn on_a_recorded_trace_region_totals_equal_the_raw_sums() {
         a.timeline[0].sum_computation_us + a.timeline[0].sum_memory_us,
         a.gpu_total_us
     );
+}
+
+#[test]
+fn identical_ranks_have_no_straggler_and_a_multi_rank_analysis_reads_back() {
+    use super::ranks::{Analysed, RankAnalysis};
+    let one = rank(0).analyse(&Options::default());
+    let view = across(&[(0, &one), (1, &one)]);
+    assert!(view.steps.iter().all(|s| s.straggler_rank.is_none()));
+    assert_eq!(view.usual_straggler, None);
+    let analysed = Analysed::from_ranks(vec![
+        RankAnalysis {
+            rank: 0,
+            analysis: rank(0).analyse(&Options::default()),
+        },
+        RankAnalysis {
+            rank: 1,
+            analysis: rank(1).analyse(&Options::default()),
+        },
+    ]);
+    let text = serde_json::to_string(&analysed).unwrap();
+    assert_eq!(Analysed::from_json(&text).unwrap(), analysed);
+    let single = Analysed::from_ranks(vec![RankAnalysis {
+        rank: 0,
+        analysis: one,
+    }]);
+    assert_eq!(
+        Analysed::from_json(&serde_json::to_string(&single).unwrap()).unwrap(),
+        single
+    );
+}
+
+#[test]
+fn work_without_a_recorded_launch_takes_the_innermost_accepted_gpu_annotation() {
+    let mut t = Trace::default();
+    for (name, ts, dur) in [("decode", 0.0, 100.0), ("attn", 10.0, 20.0)] {
+        t.events.push(
+            json!({"ph": "X", "cat": "gpu_user_annotation", "name": name, "pid": 0,
+            "tid": 7, "ts": ts, "dur": dur, "args": {"device": 0}}),
+        );
+    }
+    // A kernel inside both, whose launch the trace does not hold.
+    t.events.push(
+        json!({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+        "ts": 12.0, "dur": 5.0, "args": {"correlation": 999, "device": 0, "stream": 7}}),
+    );
+    let region_of = |patterns: &[&str]| {
+        let options = Options {
+            regions: RegionFilter::new(&patterns.iter().map(|p| p.to_string()).collect::<Vec<_>>())
+                .unwrap(),
+            ..Options::default()
+        };
+        t.analyse(&options).regions[0].region.clone()
+    };
+    assert_eq!(region_of(&[]), "attn");
+    assert_eq!(region_of(&["decode"]), "decode");
+    assert_eq!(region_of(&["prefill"]), "(no region)");
 }

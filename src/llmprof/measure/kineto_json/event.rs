@@ -107,6 +107,11 @@ pub fn parse_event(bytes: &[u8], names: &mut Interner) -> Result<Parsed, String>
     }
     let start_ns = ns_of(ev.ts).map_err(|e| format!("ts: {e}"))?;
     let duration_ns = ns_of(ev.dur).map_err(|e| format!("dur: {e}"))?;
+    if start_ns.checked_add(duration_ns).is_none() {
+        return Err(format!(
+            "ts + dur overflows: {start_ns} ns + {duration_ns} ns"
+        ));
+    }
     let args: RawArgs = match ev.args {
         Some(raw) => serde_json::from_str(raw.get()).map_err(|e| format!("args: {e}"))?,
         None => RawArgs::default(),

@@ -212,6 +212,9 @@ impl InOrder {
 fn read_json(mut input: impl Read, progress: &mut dyn FnMut(u64)) -> Result<ReadTrace, ReadError> {
     use std::sync::{mpsc, Mutex};
     let threads = parser_threads();
+    // Set by a parser that met a bad event: reading stops there instead of going through the
+    // rest of a file that will be refused anyway.
+    let stop = std::sync::atomic::AtomicBool::new(false);
     let (send, receive) = mpsc::sync_channel::<Batch>(threads);
     let receive = Mutex::new(receive);
     let (send_parsed, receive_parsed) = mpsc::channel::<ParsedBatch>();
@@ -219,13 +222,17 @@ fn read_json(mut input: impl Read, progress: &mut dyn FnMut(u64)) -> Result<Read
     let scanned = std::thread::scope(|scope| {
         for _ in 0..threads {
             let send_parsed = send_parsed.clone();
-            let receive = &receive;
+            let (receive, stop) = (&receive, &stop);
             scope.spawn(move || {
                 let mut names = Interner::default();
                 loop {
                     let next = receive.lock().map(|r| r.recv());
                     let Ok(Ok(batch)) = next else { break };
-                    if send_parsed.send(parse_batch(batch, &mut names)).is_err() {
+                    let parsed = parse_batch(batch, &mut names);
+                    if parsed.error.is_some() {
+                        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    if send_parsed.send(parsed).is_err() {
                         break;
                     }
                 }
@@ -248,6 +255,9 @@ fn read_json(mut input: impl Read, progress: &mut dyn FnMut(u64)) -> Result<Read
             let mut chunk = vec![0u8; CHUNK];
             let mut bytes = 0u64;
             loop {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Ok((sink.header, bytes));
+                }
                 let n = match input.read(&mut chunk) {
                     Ok(0) => break,
                     Ok(n) => n,
@@ -272,10 +282,11 @@ fn read_json(mut input: impl Read, progress: &mut dyn FnMut(u64)) -> Result<Read
         }
         scanned
     });
-    let (header, bytes) = scanned?;
+    // A bad event lies before anything the scanner met later: its error comes first.
     if let Some((index, reason)) = in_order.error {
         return Err(ReadError::Event { index, reason });
     }
+    let (header, bytes) = scanned?;
     let mut out = in_order.out;
     out.header = header;
     out.bytes = bytes;

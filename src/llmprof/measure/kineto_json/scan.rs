@@ -131,7 +131,10 @@ impl Scanner {
             let b = chunk[i];
             match self.state {
                 State::Start => {
-                    if is_ws(b) {
+                    // A UTF-8 byte order mark (EF BB BF) is skipped like white space.
+                    if is_ws(b)
+                        || ((self.consumed + i as u64) < 3 && matches!(b, 0xEF | 0xBB | 0xBF))
+                    {
                         i += 1;
                     } else if b == b'{' {
                         self.state = State::Key;
@@ -404,6 +407,8 @@ impl Scanner {
                 offset: 0,
                 what: "the file is empty".into(),
             }),
+            // The Chrome trace format lets the bare array form end without its `]`.
+            State::Events if self.bare_array => Ok(()),
             State::Event | State::Events => Err(truncated("traceEvents")),
             _ if !self.seen_events => Err(ScanError::NoEvents),
             _ => Err(truncated("the top-level object")),

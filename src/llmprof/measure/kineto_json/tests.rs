@@ -69,9 +69,22 @@ fn every_chunk_size_finds_the_same_events_and_values() {
 }
 
 #[test]
-fn the_bare_array_form_is_a_trace() {
+fn the_bare_array_form_is_a_trace_even_without_its_end() {
     let seen = scan_in_chunks(r#"[{"ph": "X"}, {"ph": "B"}]"#, 3).unwrap();
     assert_eq!(seen.events.len(), 2);
+    // The Chrome trace format allows the closing bracket to be missing.
+    let seen = scan_in_chunks("[{\"ph\": \"X\"},\n{\"ph\": \"B\"},\n", 3).unwrap();
+    assert_eq!(seen.events.len(), 2);
+    assert!(matches!(
+        scan_in_chunks(r#"[{"ph": "X"}, {"ph"#, 3),
+        Err(ScanError::Truncated { .. })
+    ));
+}
+
+#[test]
+fn a_byte_order_mark_is_skipped() {
+    let seen = scan_in_chunks("\u{feff}{\"traceEvents\": [{}]}", 1).unwrap();
+    assert_eq!(seen.events, ["{}"]);
 }
 
 #[test]

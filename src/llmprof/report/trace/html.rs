@@ -224,9 +224,10 @@ fn kernels(a: &TraceAnalysis, id: &str) -> String {
             num("from graphs"),
         ],
     );
-    for k in a.kernels.iter().take(MAX_ROWS) {
+    let names = super::markdown::distinct_short_names(a.kernels.iter().map(|k| k.name.as_str()));
+    for (k, name) in a.kernels.iter().zip(names).take(MAX_ROWS) {
         t.push(vec![
-            Cell::named(k.short_name.clone(), k.name.clone()),
+            Cell::named(name, k.name.clone()),
             Cell::num(Some(k.calls as f64), 0),
             Cell::num(ms(k.total_us), 3),
             Cell::num(Some(k.mean_us), 2),
@@ -303,9 +304,9 @@ fn across(view: &AcrossRanks) -> String {
         for st in &view.steps {
             s.push(vec![
                 Cell::num(Some(st.step as f64), 0),
-                Cell::num(Some(st.slowest_rank as f64), 0),
+                Cell::num(st.slowest_rank.map(|r| r as f64), 0),
                 Cell::num(ms(st.host_spread_us), 3),
-                Cell::num(Some(st.straggler_rank as f64), 0),
+                Cell::num(st.straggler_rank.map(|r| r as f64), 0),
                 Cell::num(ms(st.computation_spread_us), 3),
             ]);
         }

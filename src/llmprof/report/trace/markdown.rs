@@ -7,8 +7,35 @@ use crate::trace::analysis::TraceAnalysis;
 use crate::trace::ranks::{AcrossRanks, Analysed};
 use crate::trace::timeline::Breakdown;
 
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+/// Trace-provided text in a table cell: backslashes and bars escaped, line breaks as spaces.
+pub fn cell(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace(['\n', '\r'], " ")
+}
+
+/// Short names for `full` names that stay distinct: where different kernels shorten alike, each
+/// gets ` (variant k)` in the order given, so a table never shows two rows that look the same.
+pub fn distinct_short_names<'a>(full: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let full: Vec<&str> = full.collect();
+    let short: Vec<String> = full.iter().map(|f| short_name(f)).collect();
+    let mut kinds: std::collections::HashMap<&str, Vec<&str>> = Default::default();
+    for (s, f) in short.iter().zip(&full) {
+        let v = kinds.entry(s.as_str()).or_default();
+        if !v.contains(f) {
+            v.push(f);
+        }
+    }
+    short
+        .iter()
+        .zip(&full)
+        .map(
+            |(s, f)| match kinds[s.as_str()].iter().position(|g| g == f) {
+                Some(k) if kinds[s.as_str()].len() > 1 => format!("{s} (variant {})", k + 1),
+                _ => s.clone(),
+            },
+        )
+        .collect()
 }
 
 /// `1.2 MB`, `30.5 kB`.
@@ -172,11 +199,12 @@ pub fn kernels_table(a: &TraceAnalysis, top: usize) -> String {
         "| kernel | calls | total ms | mean µs | min µs | max µs | share % | from graphs |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    for k in a.kernels.iter().take(top) {
+    let names = distinct_short_names(a.kernels.iter().map(|k| k.name.as_str()));
+    for (k, name) in a.kernels.iter().zip(&names).take(top) {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
-            cell(&k.short_name),
+            cell(name),
             k.calls,
             ms(k.total_us),
             k.mean_us,
@@ -217,12 +245,13 @@ pub fn operators_table(a: &TraceAnalysis, top: usize) -> String {
 /// The kernels of each region (kernels_by_region), for regions.md.
 pub fn region_kernels_table(a: &TraceAnalysis) -> String {
     let mut out = String::from("| region | kernel | calls | total ms |\n|---|---|---:|---:|\n");
-    for k in &a.kernels_by_region {
+    let names = distinct_short_names(a.kernels_by_region.iter().map(|k| k.name.as_str()));
+    for (k, name) in a.kernels_by_region.iter().zip(&names) {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} |",
             cell(&k.region),
-            cell(&short_name(&k.name)),
+            cell(name),
             k.calls,
             ms(k.total_us)
         );
@@ -238,6 +267,11 @@ fn more(out: &mut String, len: usize, top: usize, file: &str) {
             len - top
         );
     }
+}
+
+/// A rank, or "—" when all ranks were within 1 % (no rank stands out).
+fn rank_or_tie(rank: Option<u64>) -> String {
+    rank.map_or_else(|| "— (within 1 %)".to_string(), |r| r.to_string())
 }
 
 fn across(view: &AcrossRanks) -> String {
@@ -270,9 +304,9 @@ fn across(view: &AcrossRanks) -> String {
                 out,
                 "| {} | {} | {} | {} | {} |",
                 s.step,
-                s.slowest_rank,
+                rank_or_tie(s.slowest_rank),
                 ms(s.host_spread_us),
-                s.straggler_rank,
+                rank_or_tie(s.straggler_rank),
                 ms(s.computation_spread_us)
             );
         }
@@ -285,4 +319,26 @@ fn across(view: &AcrossRanks) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kernels_that_shorten_alike_stay_apart() {
+        // Two kernels of the transformers fixture that shorten alike (tests/fixtures/kineto).
+        let a = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<c10::BFloat16> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<c10::BFloat16> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1})";
+        let b = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::CompareFunctor<long> >(at::TensorIteratorBase&, at::native::(anonymous namespace)::CompareFunctor<long> const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::CompareFunctor<long> >(at::TensorIteratorBase&, at::native::(anonymous namespace)::CompareFunctor<long> const&)::{lambda(int)#1})";
+        assert_eq!(
+            crate::measure::kernel_names::short_name(a),
+            crate::measure::kernel_names::short_name(b)
+        );
+        let names = super::distinct_short_names([a, b, a, "nvjet_x"].into_iter());
+        assert_ne!(names[0], names[1]);
+        assert_eq!(names[0], names[2]);
+        assert!(
+            names[0].ends_with("(variant 1)") && names[1].ends_with("(variant 2)"),
+            "{names:?}"
+        );
+        assert_eq!(names[3], "nvjet_x");
+    }
 }
