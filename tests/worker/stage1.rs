@@ -94,4 +94,34 @@ fn cpu_stage1_writes_every_artifact_and_a_valid_metrics_json() {
     ] {
         assert!(inputs.contains(key), "inputs.yaml lacks {key}:\n{inputs}");
     }
+    // trace.json reads as a PyTorch trace does (#41 item 5): a rank, and one ProfilerStep#N per
+    // generated token (the prefill, then the 2 profiled decode steps), each holding its work.
+    let trace = run.join("trace.json");
+    let out = run_in(
+        &dir,
+        &[
+            "analyze",
+            "trace",
+            trace.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let a: serde_json::Value = serde_json::from_str(&crate::support::stdout(&out)).unwrap();
+    assert_eq!(a["source"]["rank"], 0);
+    assert_eq!(a["source"]["world_size"], 1);
+    let steps = a["iterations"].as_array().expect("iterations");
+    let numbers: Vec<u64> = steps.iter().map(|s| s["step"].as_u64().unwrap()).collect();
+    assert_eq!(numbers, [0, 1, 2], "{a:#}");
+    let regions: Vec<&str> = a["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["region"].as_str().unwrap())
+        .collect();
+    assert!(
+        !regions.iter().any(|r| r.starts_with("ProfilerStep")),
+        "{regions:?}"
+    );
 }

@@ -84,6 +84,8 @@ impl KinetoSession {
         if let Some(path) = trace_path {
             raw.save(path)
                 .with_context(|| format!("writing Kineto trace {}", path.display()))?;
+            add_distributed_info(path)
+                .with_context(|| format!("adding distributedInfo to {}", path.display()))?;
         }
         Ok(Profile {
             events: events_from_raw(&events),
@@ -91,6 +93,27 @@ impl KinetoSession {
             trace_start_ns: raw.trace_start_ns(),
         })
     }
+}
+
+/// Puts `"distributedInfo": {"backend": "none", "rank": 0, "world_size": 1}` at the top of a
+/// trace Kineto wrote (it adds one only under torch.distributed), so that analysers of PyTorch
+/// traces read the rank (HTA looks for `"rank": N`). A trace that has one is left alone.
+pub fn add_distributed_info(path: &Path) -> Result<()> {
+    let text = std::fs::read_to_string(path)?;
+    if text.contains("\"distributedInfo\"") {
+        return Ok(());
+    }
+    let Some(open) = text.find('{') else {
+        anyhow::bail!("not a JSON object");
+    };
+    let info = r#""distributedInfo": {"backend": "none", "rank": 0, "world_size": 1},"#;
+    let mut out = String::with_capacity(text.len() + info.len() + 8);
+    out.push_str(&text[..=open]);
+    out.push_str("\n  ");
+    out.push_str(info);
+    out.push_str(&text[open + 1..]);
+    std::fs::write(path, out)?;
+    Ok(())
 }
 
 impl Drop for KinetoSession {

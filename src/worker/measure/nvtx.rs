@@ -8,14 +8,17 @@ use anyhow::{anyhow, Result};
 
 use super::timing::{ClockKind, StageTime, StageTimer};
 use crate::ffi;
-use llmprof::region::{Region, RegionGuard, RegionObserver};
+use llmprof::region::{Region, RegionGuard, RegionObserver, DECODE_STEP, PREFILL};
 
 /// Options of `NvtxObserver`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct NvtxOptions {
     /// Synchronize the current CUDA stream before each range closes.
     pub sync_on_exit: bool,
-    /// Also open an `at::RecordFunction` user scope, so Kineto tables get stages.
+    /// Also open an `at::RecordFunction` user scope, so Kineto tables get stages; and around the
+    /// prefill and each decode step a `ProfilerStep#N` scope (N = 0 for the prefill, then 1, 2,
+    /// ...), named as torch.profiler's `step()` names iterations, so that analysers of PyTorch
+    /// traces (HTA, `llmprof analyze trace`) see one iteration per generated token.
     pub kineto_scopes: bool,
     /// Time each region with this clock (`StageTimer`); `None` records no times.
     pub timing: Option<ClockKind>,
@@ -29,6 +32,8 @@ pub struct NvtxObserver {
     timer: Option<RefCell<StageTimer>>,
     /// The first error raised while closing a region (guards cannot return errors).
     deferred_error: RefCell<Option<anyhow::Error>>,
+    /// The next `ProfilerStep#N` scope's N.
+    next_step: std::cell::Cell<u64>,
 }
 
 impl NvtxObserver {
@@ -39,6 +44,18 @@ impl NvtxObserver {
                 .timing
                 .map(|clock| RefCell::new(StageTimer::new(clock))),
             deferred_error: RefCell::new(None),
+            next_step: std::cell::Cell::new(0),
+        }
+    }
+
+    /// A user scope, or `None` with the error deferred.
+    fn user_scope(&self, name: &str, what: impl std::fmt::Display) -> Option<ffi::UserScope> {
+        match ffi::UserScope::begin(name) {
+            Ok(scope) => Some(scope),
+            Err(err) => {
+                self.defer(Err(anyhow!(err).context(format!("user scope for {what}"))));
+                None
+            }
         }
     }
 
@@ -85,14 +102,17 @@ impl NvtxObserver {
             let message = std::ffi::CString::new(name).expect("region names contain no NUL");
             nvtx::LocalRange::new(nvtx::Str::Ascii(message))
         });
+        let iteration = self.options.kineto_scopes && (region == PREFILL || region == DECODE_STEP);
+        let step_scope = iteration.then(|| {
+            let n = self.next_step.get();
+            self.next_step.set(n + 1);
+            self.user_scope(
+                &format!("ProfilerStep#{n}"),
+                format!("{region} (iteration {n})"),
+            )
+        });
         let scope = if self.options.kineto_scopes {
-            match ffi::UserScope::begin(name) {
-                Ok(scope) => Some(scope),
-                Err(err) => {
-                    self.defer(Err(anyhow!(err).context(format!("user scope for {region}"))));
-                    None
-                }
-            }
+            self.user_scope(name, region)
         } else {
             None
         };
@@ -115,6 +135,7 @@ impl NvtxObserver {
                 }
             }
             drop(scope);
+            drop(step_scope);
             drop(range);
         })
     }
