@@ -99,6 +99,12 @@ impl KinetoSession {
 /// trace Kineto wrote (it adds one only under torch.distributed), so that analysers of PyTorch
 /// traces read the rank (HTA looks for `"rank": N`). A trace that has one is left alone.
 pub fn add_distributed_info(path: &Path) -> Result<()> {
+    // libkineto reports no error when it cannot write (a full disk): there is nothing to amend,
+    // and the run's next write meets the cause itself.
+    if !path.exists() {
+        tracing::warn!(path = %path.display(), "Kineto wrote no trace file (is the disk full?)");
+        return Ok(());
+    }
     let text = std::fs::read_to_string(path)?;
     if text.contains("\"distributedInfo\"") {
         return Ok(());
