@@ -3,8 +3,6 @@
 //! worker) or back from a Chrome trace, so tables can be tested on recorded data. Pure.
 use std::sync::Arc;
 
-use anyhow::Result;
-
 /// An event name or shape list, shared by every event that has it (traces repeat a few thousand
 /// names millions of times).
 pub type Name = Arc<str>;
@@ -102,12 +100,4 @@ impl KernelRecord {
 pub struct ProfileEvents {
     pub ops: Vec<OpRecord>,
     pub kernels: Vec<KernelRecord>,
-}
-
-impl ProfileEvents {
-    /// Reads a Chrome/Perfetto trace held in memory (see [`crate::measure::kineto_json`], which
-    /// also reads files of any size).
-    pub fn from_chrome_trace(json: &str) -> Result<Self> {
-        Ok(crate::measure::kineto_json::read_trace(json.as_bytes(), &mut |_| {})?.events)
-    }
 }

@@ -15,6 +15,13 @@ mod tests;
 use event::{parse_event, Interner, Parsed};
 use scan::{ScanError, ScanSink, Scanner};
 
+impl ProfileEvents {
+    /// Reads a Chrome/Perfetto trace held in memory ([`read_trace`] reads files of any size).
+    pub fn from_chrome_trace(json: &str) -> Result<Self, ReadError> {
+        Ok(read_trace(json.as_bytes(), &mut |_| {})?.events)
+    }
+}
+
 /// Bytes read per chunk.
 const CHUNK: usize = 4 << 20;
 
