@@ -9,7 +9,7 @@ mod types;
 
 pub use device::apply_default_device;
 pub use layers::{figment, Origins, ENV_PREFIX, ENV_SPLIT, PROJECT_FILE};
-pub use show::render;
+pub use show::{render, source_of_setting};
 pub use types::{DefaultSettings, HubSettings, Settings, SlurmSettings, ToolSettings};
 
 /// A settings file or variable that cannot be read: the message names the file (or variable)

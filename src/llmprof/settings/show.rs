@@ -59,6 +59,14 @@ fn leaves(
     }
 }
 
+/// Where the setting `key` (`slurm.env.HF_HOME`) of this process comes from: its file, its
+/// environment variable, the built-in default, or `unset`; for errors a setting causes.
+pub fn source_of_setting(key: &str) -> String {
+    let origins = Origins::from_env();
+    let path: Vec<String> = key.split('.').map(String::from).collect();
+    source_of(&figment(&origins), &origins, key, &path)
+}
+
 /// The layer a key's value came from, or `unset`.
 fn source_of(fig: &Figment, origins: &Origins, key: &str, path: &[String]) -> String {
     let Some(md) = fig.find_metadata(key) else {

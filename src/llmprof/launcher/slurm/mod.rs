@@ -33,8 +33,9 @@ impl Launcher for Slurm {
         let settings = crate::settings::Settings::load()?;
         let site = settings.slurm();
         if let Some(bad) = site.env.keys().find(|k| !script::is_shell_variable(k)) {
+            let from = crate::settings::source_of_setting(&format!("slurm.env.{bad}"));
             anyhow::bail!(
-                "the setting slurm.env names {bad:?}, which is not a shell variable name (letters, digits and _, not starting with a digit)\n  fix: rename or remove it (`llmprof settings` shows where it comes from)"
+                "the setting slurm.env.{bad} ({from}) is not a shell variable name (letters, digits and _, not starting with a digit)\n  fix: rename or remove it there"
             );
         }
         let slurm_dir = plan.sweep_dir.join("slurm");
