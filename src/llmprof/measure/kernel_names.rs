@@ -23,6 +23,30 @@ pub fn short_name(full: &str) -> String {
     short_name_within(full, MAX_CHARS)
 }
 
+/// Short names for `full` names that stay distinct: where different kernels shorten alike, each
+/// gets ` (variant k)` in the order given, so a table never shows two rows that look the same.
+pub fn distinct_short_names<'a>(full: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let full: Vec<&str> = full.collect();
+    let short: Vec<String> = full.iter().map(|f| short_name(f)).collect();
+    let mut kinds: std::collections::HashMap<&str, Vec<&str>> = Default::default();
+    for (s, f) in short.iter().zip(&full) {
+        let v = kinds.entry(s.as_str()).or_default();
+        if !v.contains(f) {
+            v.push(f);
+        }
+    }
+    short
+        .iter()
+        .zip(&full)
+        .map(
+            |(s, f)| match kinds[s.as_str()].iter().position(|g| g == f) {
+                Some(k) if kinds[s.as_str()].len() > 1 => format!("{s} (variant {})", k + 1),
+                _ => s.clone(),
+            },
+        )
+        .collect()
+}
+
 /// A readable name of at most `max` characters (8 at least) for a demangled kernel name; never
 /// empty. Names that are not C++ signatures (`nvjet_…`, `Memset (Device)`) are only truncated.
 pub fn short_name_within(full: &str, max: usize) -> String {

@@ -199,3 +199,19 @@ fn ncu_csv_anonymous_namespace_without_its_bracket() {
     let short = short_name(ncu);
     assert!(short.starts_with("indexSelectSmallIndex<"), "{short}");
 }
+
+#[test]
+fn kernels_that_shorten_alike_stay_apart() {
+    // Two kernels of the transformers fixture that shorten alike (tests/fixtures/kineto).
+    let a = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<c10::BFloat16> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<c10::BFloat16> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1})";
+    let b = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::CompareFunctor<long> >(at::TensorIteratorBase&, at::native::(anonymous namespace)::CompareFunctor<long> const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::CompareFunctor<long> >(at::TensorIteratorBase&, at::native::(anonymous namespace)::CompareFunctor<long> const&)::{lambda(int)#1})";
+    assert_eq!(super::short_name(a), super::short_name(b));
+    let names = super::distinct_short_names([a, b, a, "nvjet_x"].into_iter());
+    assert_ne!(names[0], names[1]);
+    assert_eq!(names[0], names[2]);
+    assert!(
+        names[0].ends_with("(variant 1)") && names[1].ends_with("(variant 2)"),
+        "{names:?}"
+    );
+    assert_eq!(names[3], "nvjet_x");
+}

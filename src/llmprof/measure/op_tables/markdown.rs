@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::{kernel_table, operator_table, Attribution, KernelRow, OperatorRow};
-use crate::measure::kernel_names::short_name;
+use crate::measure::kernel_names::distinct_short_names;
 use crate::measure::kineto_events::ProfileEvents;
 
 fn ms(ns: u64) -> String {
@@ -59,12 +59,13 @@ pub fn render_kernels_md(rows: &[KernelRow]) -> String {
          the head of its template arguments; kernels.json and trace.json hold the full names.\n\n\
          | stage | kernel | calls | total ms | mean ms | share |\n|---|---|---:|---:|---:|---:|\n",
     );
-    for r in rows {
+    let names = distinct_short_names(rows.iter().map(|r| r.name.as_str()));
+    for (r, name) in rows.iter().zip(&names) {
         let _ = writeln!(
             out,
             "| {} | `{}` | {} | {} | {:.4} | {:.1}% |",
             cell(r.stage.as_deref().unwrap_or("(none)")),
-            cell(&short_name(&r.name)),
+            cell(name),
             r.calls,
             ms(r.total_ns),
             r.mean_ns / 1e6,

@@ -3,7 +3,7 @@
 use super::load::RunArtifacts;
 use super::page::{no_data, Section};
 use super::table::{num, text, Cell, Table};
-use crate::measure::kernel_names::short_name;
+use crate::measure::kernel_names::{distinct_short_names, short_name};
 
 pub fn section(a: &RunArtifacts) -> Section {
     let title = "Top operators and kernels";
@@ -57,9 +57,10 @@ pub fn section(a: &RunArtifacts) -> Section {
                     num("share of GPU %"),
                 ],
             );
-            for r in rows {
+            let names = distinct_short_names(rows.iter().map(|r| r.name.as_str()));
+            for (r, name) in rows.iter().zip(names) {
                 t.push(vec![
-                    Cell::named(short_name(&r.name), r.name.clone()),
+                    Cell::named(name, r.name.clone()),
                     Cell::text(r.stage.clone().unwrap_or_default()),
                     Cell::num(Some(r.calls as f64), 0),
                     Cell::num(Some(r.total_ns as f64 / 1e6), 3),
@@ -84,9 +85,10 @@ pub fn section(a: &RunArtifacts) -> Section {
                     num("share %"),
                 ],
             );
-            for r in &k.top_kernels {
+            let names = distinct_short_names(k.top_kernels.iter().map(|r| r.name.as_str()));
+            for (r, name) in k.top_kernels.iter().zip(names) {
                 t.push(vec![
-                    Cell::named(short_name(&r.name), r.name.clone()),
+                    Cell::named(name, r.name.clone()),
                     Cell::text(r.stage.clone().unwrap_or_default()),
                     Cell::num(Some(r.calls as f64), 0),
                     Cell::num(Some(r.total_ms), 3),

@@ -2,7 +2,7 @@
 //! says which time it holds; kernels appear under their short names (`measure::kernel_names`).
 use std::fmt::Write as _;
 
-use crate::measure::kernel_names::short_name;
+use crate::measure::kernel_names::distinct_short_names;
 use crate::report::metrics::{KinetoInfo, RunReport, TopRow};
 
 /// Both sections, for a report with a Kineto pass.
@@ -83,11 +83,12 @@ fn top_kernels(s: &mut String, rows: &[TopRow]) {
             s,
             "| kernel | stage | calls | total ms | share of GPU time |\n|---|---|---:|---:|---:|"
         );
-        for r in rows {
+        let names = distinct_short_names(rows.iter().map(|r| r.name.as_str()));
+        for (r, name) in rows.iter().zip(&names) {
             let _ = writeln!(
                 s,
                 "| `{}` | {} | {} | {:.3} | {} |",
-                cell(&short_name(&r.name)),
+                cell(name),
                 cell(r.stage.as_deref().unwrap_or("—")),
                 r.calls,
                 r.total_ms,

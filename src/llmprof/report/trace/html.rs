@@ -224,7 +224,9 @@ fn kernels(a: &TraceAnalysis, id: &str) -> String {
             num("from graphs"),
         ],
     );
-    let names = super::markdown::distinct_short_names(a.kernels.iter().map(|k| k.name.as_str()));
+    let names = crate::measure::kernel_names::distinct_short_names(
+        a.kernels.iter().map(|k| k.name.as_str()),
+    );
     for (k, name) in a.kernels.iter().zip(names).take(MAX_ROWS) {
         t.push(vec![
             Cell::named(name, k.name.clone()),

@@ -2,7 +2,7 @@
 //! kernels and operators, ranks side by side) and the full kernel, operator and region tables.
 use std::fmt::Write as _;
 
-use crate::measure::kernel_names::short_name;
+use crate::measure::kernel_names::distinct_short_names;
 use crate::trace::analysis::TraceAnalysis;
 use crate::trace::ranks::{AcrossRanks, Analysed};
 use crate::trace::timeline::Breakdown;
@@ -12,30 +12,6 @@ pub fn cell(text: &str) -> String {
     text.replace('\\', "\\\\")
         .replace('|', "\\|")
         .replace(['\n', '\r'], " ")
-}
-
-/// Short names for `full` names that stay distinct: where different kernels shorten alike, each
-/// gets ` (variant k)` in the order given, so a table never shows two rows that look the same.
-pub fn distinct_short_names<'a>(full: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let full: Vec<&str> = full.collect();
-    let short: Vec<String> = full.iter().map(|f| short_name(f)).collect();
-    let mut kinds: std::collections::HashMap<&str, Vec<&str>> = Default::default();
-    for (s, f) in short.iter().zip(&full) {
-        let v = kinds.entry(s.as_str()).or_default();
-        if !v.contains(f) {
-            v.push(f);
-        }
-    }
-    short
-        .iter()
-        .zip(&full)
-        .map(
-            |(s, f)| match kinds[s.as_str()].iter().position(|g| g == f) {
-                Some(k) if kinds[s.as_str()].len() > 1 => format!("{s} (variant {})", k + 1),
-                _ => s.clone(),
-            },
-        )
-        .collect()
 }
 
 /// `1.2 MB`, `30.5 kB`.
@@ -319,26 +295,4 @@ fn across(view: &AcrossRanks) -> String {
         );
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn kernels_that_shorten_alike_stay_apart() {
-        // Two kernels of the transformers fixture that shorten alike (tests/fixtures/kineto).
-        let a = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<c10::BFloat16> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<c10::BFloat16> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1})";
-        let b = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::CompareFunctor<long> >(at::TensorIteratorBase&, at::native::(anonymous namespace)::CompareFunctor<long> const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::CompareFunctor<long> >(at::TensorIteratorBase&, at::native::(anonymous namespace)::CompareFunctor<long> const&)::{lambda(int)#1})";
-        assert_eq!(
-            crate::measure::kernel_names::short_name(a),
-            crate::measure::kernel_names::short_name(b)
-        );
-        let names = super::distinct_short_names([a, b, a, "nvjet_x"].into_iter());
-        assert_ne!(names[0], names[1]);
-        assert_eq!(names[0], names[2]);
-        assert!(
-            names[0].ends_with("(variant 1)") && names[1].ends_with("(variant 2)"),
-            "{names:?}"
-        );
-        assert_eq!(names[3], "nvjet_x");
-    }
 }
