@@ -22,6 +22,24 @@ pub struct Attribution {
     /// For each device event: its stage name — the owner's user scope, else the innermost GPU
     /// user annotation on the same device that contains it.
     pub kernel_stage: Vec<Option<Name>>,
+    /// The runtime or driver calls, by the CUPTI correlation id their GPU work carries.
+    pub launches: Launches,
+}
+
+/// The runtime or driver call that launched each piece of GPU work (by CUPTI correlation id).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Launches {
+    by_correlation: HashMap<u64, usize>,
+}
+
+impl Launches {
+    /// Index into `events.ops` of the call that launched `k`.
+    pub fn of(&self, k: &crate::measure::kineto_events::KernelRecord) -> Option<usize> {
+        if k.correlation_id == 0 {
+            return None;
+        }
+        self.by_correlation.get(&k.correlation_id).copied()
+    }
 }
 
 impl Attribution {
@@ -42,14 +60,16 @@ impl Attribution {
             .collect();
 
         let mut by_op_id: HashMap<u64, usize> = HashMap::new();
-        let mut by_launch_id: HashMap<u64, usize> = HashMap::new();
+        let mut launches = Launches::default();
         for (i, op) in ops.iter().enumerate() {
             if op.correlation_id == 0 {
                 continue;
             }
             match op.kind {
                 HostKind::Op | HostKind::UserScope => by_op_id.entry(op.correlation_id),
-                HostKind::Runtime | HostKind::Driver => by_launch_id.entry(op.correlation_id),
+                HostKind::Runtime | HostKind::Driver => {
+                    launches.by_correlation.entry(op.correlation_id)
+                }
             }
             .or_insert(i);
         }
@@ -62,7 +82,7 @@ impl Attribution {
                     .get(&k.op_correlation_id)
                     .copied()
                     .filter(|&i| ops[i].kind == HostKind::Op)
-                    .or_else(|| by_launch_id.get(&k.correlation_id).copied())
+                    .or_else(|| launches.of(k))
                     .or_else(|| by_op_id.get(&k.op_correlation_id).copied())
             } else {
                 None
@@ -79,6 +99,7 @@ impl Attribution {
             op_scope,
             kernel_owner,
             kernel_stage,
+            launches,
         }
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::iterations::{iterations, Iteration};
 use super::regions::{self, RegionFilter, RegionKernel, RegionStat};
-use super::timeline::{self, Breakdown, Launches};
+use super::timeline::{self, us, Breakdown};
 use crate::measure::kernel_names::short_name;
 use crate::measure::kineto_events::{HostKind, ProfileEvents};
 use crate::measure::kineto_json::ReadTrace;
@@ -102,23 +102,18 @@ pub struct TraceAnalysis {
     pub graphs: Graphs,
 }
 
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1000.0
-}
-
 /// Analyses a trace read from `path`.
 pub fn analyse(read: &ReadTrace, path: &str, options: &Options) -> TraceAnalysis {
     let events = &read.events;
     let attribution = Attribution::new(events);
-    let launches = Launches::new(events);
-    let of = regions::assign(events, &attribution, &launches, &options.regions);
-    let (region_stats, kernels_by_region) = regions::tables(events, &of);
+    let of = regions::assign(events, &attribution, &options.regions);
     let gpu_total: u64 = events
         .kernels
         .iter()
         .filter(|k| k.is_gpu_work())
         .map(|k| k.duration_ns)
         .sum();
+    let (region_stats, kernels_by_region) = regions::tables(events, &of, gpu_total);
     let mut launches_seen: Vec<usize> = of.graph_launch.iter().flatten().copied().collect();
     launches_seen.sort_unstable();
     launches_seen.dedup();
@@ -161,13 +156,12 @@ pub fn analyse(read: &ReadTrace, path: &str, options: &Options) -> TraceAnalysis
             .collect(),
         regions: region_stats,
         kernels_by_region,
-        timeline: timeline::per_device(events, &launches, options.kernel_wait_threshold_ns),
-        iterations: iterations(
+        timeline: timeline::per_device(
             events,
-            &attribution,
-            &launches,
+            &attribution.launches,
             options.kernel_wait_threshold_ns,
         ),
+        iterations: iterations(events, &attribution, options.kernel_wait_threshold_ns),
         graphs,
     }
 }

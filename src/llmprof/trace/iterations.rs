@@ -4,7 +4,7 @@
 //! device over the work it launched. Unlike HTA, the last step is kept (HTA drops it by default,
 //! `include_last_profiler_step=False`). Pure.
 use super::regions::iteration_number;
-use super::timeline::{breakdown, Breakdown, Launches};
+use super::timeline::{breakdown, us, Breakdown};
 use crate::measure::kineto_events::{HostKind, ProfileEvents};
 use crate::measure::op_tables::Attribution;
 
@@ -38,10 +38,10 @@ impl Iteration {
 pub fn iterations(
     events: &ProfileEvents,
     attribution: &Attribution,
-    launches: &Launches,
     threshold_ns: u64,
 ) -> Vec<Iteration> {
     let ops = &events.ops;
+    let launches = &attribution.launches;
     // (start, end, step, op index) of every step range, by start.
     let mut steps: Vec<(u64, u64, u64)> = ops
         .iter()
@@ -74,7 +74,7 @@ pub fn iterations(
         .zip(work)
         .map(|(&(start, end, step), by_device)| Iteration {
             step,
-            host_us: (end - start) as f64 / 1000.0,
+            host_us: us(end - start),
             devices: by_device
                 .into_iter()
                 .map(|(device, items)| breakdown(events, launches, device, &items, threshold_ns))

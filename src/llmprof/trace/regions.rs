@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use regex::Regex;
 
-use super::timeline::Launches;
+use super::timeline::us;
 use crate::measure::kineto_events::{HostKind, Name, ProfileEvents};
 use crate::measure::op_tables::{innermost_gpu_scopes, Attribution};
 
@@ -77,7 +77,6 @@ pub struct RegionOf {
 pub fn assign(
     events: &ProfileEvents,
     attribution: &Attribution,
-    launches: &Launches,
     filter: &RegionFilter,
 ) -> RegionOf {
     let ops = &events.ops;
@@ -123,7 +122,7 @@ pub fn assign(
             graph_launch.push(None);
             continue;
         }
-        let launch = launches.of(kernel);
+        let launch = attribution.launches.of(kernel);
         graph_launch.push(launch.filter(|&l| is_graph_launch(&ops[l].name)));
         let host = attribution.kernel_owner[k].or(launch);
         let from_host = host
@@ -164,14 +163,13 @@ pub struct RegionKernel {
     pub total_us: f64,
 }
 
-/// The region table (by total time) and the kernels of each region (by total time).
-pub fn tables(events: &ProfileEvents, of: &RegionOf) -> (Vec<RegionStat>, Vec<RegionKernel>) {
-    let gpu_total: u64 = events
-        .kernels
-        .iter()
-        .filter(|k| k.is_gpu_work())
-        .map(|k| k.duration_ns)
-        .sum();
+/// The region table (by total time) and the kernels of each region (by total time);
+/// `gpu_total`: all GPU work's summed durations, ns (the shares' denominator).
+pub fn tables(
+    events: &ProfileEvents,
+    of: &RegionOf,
+    gpu_total: u64,
+) -> (Vec<RegionStat>, Vec<RegionKernel>) {
     let mut regions: HashMap<&str, (u64, u64, Vec<usize>, u64)> = HashMap::new();
     let mut pairs: HashMap<(&str, &str), (u64, u64)> = HashMap::new();
     for (k, kernel) in events.kernels.iter().enumerate() {
@@ -197,7 +195,7 @@ pub fn tables(events: &ProfileEvents, of: &RegionOf) -> (Vec<RegionStat>, Vec<Re
             RegionStat {
                 region: region.to_string(),
                 calls,
-                total_us: total as f64 / 1000.0,
+                total_us: us(total),
                 share_of_gpu: if gpu_total == 0 {
                     0.0
                 } else {
@@ -219,7 +217,7 @@ pub fn tables(events: &ProfileEvents, of: &RegionOf) -> (Vec<RegionStat>, Vec<Re
             region: region.to_string(),
             name: name.to_string(),
             calls,
-            total_us: total as f64 / 1000.0,
+            total_us: us(total),
         })
         .collect();
     kernels.sort_by(|a, b| {

@@ -17,7 +17,8 @@
 use std::collections::HashMap;
 
 use super::intervals::IntervalSet;
-use crate::measure::kineto_events::{DeviceKind, HostKind, KernelRecord, ProfileEvents};
+use crate::measure::kineto_events::{DeviceKind, KernelRecord, ProfileEvents};
+use crate::measure::op_tables::Launches;
 
 /// HTA's `consecutive_kernel_delay` default (30, compared with trace microseconds).
 pub const KERNEL_WAIT_THRESHOLD_NS: u64 = 30_000;
@@ -62,32 +63,8 @@ pub fn classify(k: &KernelRecord) -> WorkClass {
     }
 }
 
-/// The runtime or driver call that launched each piece of GPU work (by CUPTI correlation id).
-pub struct Launches {
-    by_correlation: HashMap<u64, usize>,
-}
-
-impl Launches {
-    pub fn new(events: &ProfileEvents) -> Self {
-        let mut by_correlation = HashMap::new();
-        for (i, op) in events.ops.iter().enumerate() {
-            if matches!(op.kind, HostKind::Runtime | HostKind::Driver) && op.correlation_id != 0 {
-                by_correlation.entry(op.correlation_id).or_insert(i);
-            }
-        }
-        Launches { by_correlation }
-    }
-
-    /// Index into `events.ops` of the call that launched `k`.
-    pub fn of(&self, k: &KernelRecord) -> Option<usize> {
-        if k.correlation_id == 0 {
-            return None;
-        }
-        self.by_correlation.get(&k.correlation_id).copied()
-    }
-}
-
-fn us(ns: u64) -> f64 {
+/// Nanoseconds as the microseconds trace analyses report.
+pub fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }
 

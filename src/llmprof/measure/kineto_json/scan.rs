@@ -103,11 +103,6 @@ impl Scanner {
         }
     }
 
-    /// Events handed over so far.
-    pub fn events(&self) -> u64 {
-        self.events
-    }
-
     fn syntax(&self, at: usize, what: impl Into<String>) -> ScanError {
         ScanError::Syntax {
             offset: self.consumed + at as u64,
