@@ -65,6 +65,7 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     println!("cargo:rerun-if-changed=csrc/streams.cpp");
     println!("cargo:rerun-if-changed=csrc/host_memory.cpp");
     println!("cargo:rerun-if-changed=csrc/cuda_graph.cpp");
+    println!("cargo:rerun-if-changed=csrc/nvtx.cpp");
     println!("cargo:rerun-if-changed=csrc/kernel_args.h");
     println!("cargo:rerun-if-changed=csrc/kernels");
     println!("cargo:rerun-if-env-changed=LLMPROF_CUDA_INCLUDE");
@@ -84,6 +85,15 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
         );
     }
     let cuda = find_cuda_runtime(torch_root).unwrap_or_else(|why| panic!("{why}"));
+    // NVTX v3 (header-only) for the worker's ranges, next to the runtime headers.
+    if !cuda.include.join("nvtx3/nvToolsExt.h").is_file() {
+        panic!(
+            "NVTX headers not found: {} has no nvtx3/nvToolsExt.h. With the torch wheel they come \
+             from `nvidia-nvtx` (pulled by torch; `pip install nvidia-nvtx` into the torch venv \
+             restores them); a CUDA toolkit has them in its include folder (docs/build.md)",
+            cuda.include.display()
+        );
+    }
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let kernels = kernels::compile(torch_root, &out_dir);
     let kernel_objects = kernels.objects;

@@ -98,6 +98,14 @@ int64_t llmprof_torch_build_option(const char* key, char* buf, size_t buf_len);
 /* cudaGetErrorString of a CUDA runtime error code: a static string, never NULL. */
 const char* llmprof_cuda_error_string(int32_t code);
 
+/* ---- NVTX -------------------------------------------------------------------------------- */
+
+/* Opens a thread-local NVTX range named by the ASCII `message` (Nsight Compute's --nvtx-include
+ * matches push/pop ranges by their ASCII message); never fails. */
+void llmprof_nvtx_range_push(const char* message);
+/* Closes the innermost range this thread opened. */
+void llmprof_nvtx_range_pop(void);
+
 /* ---- CUDA -------------------------------------------------------------------------------- */
 
 /* Number of visible CUDA devices (0 without a GPU or driver; never an error). */

@@ -9,3 +9,4 @@
 #include "streams.cpp"
 #include "host_memory.cpp"
 #include "cuda_graph.cpp"
+#include "nvtx.cpp"

@@ -95,13 +95,7 @@ impl NvtxObserver {
     /// A range and scope for `region`, timed when `time` and this observer times regions.
     fn enter_timed(&self, region: Region, time: bool) -> RegionGuard<'_> {
         let name = region.nvtx_name();
-        // ASCII, not the crate's default wide string: Nsight Compute's --nvtx-include matches
-        // push/pop ranges by their ASCII message (a wide message never matched, seen on an H100
-        // with ncu 2025.3.1; reports/gpu-runs.md). Region names are static ASCII without NULs.
-        let range = (!self.options.no_ranges).then(|| {
-            let message = std::ffi::CString::new(name).expect("region names contain no NUL");
-            nvtx::LocalRange::new(nvtx::Str::Ascii(message))
-        });
+        let range = (!self.options.no_ranges).then(|| ffi::nvtx::NvtxRange::push(name));
         let iteration = self.options.kineto_scopes && (region == PREFILL || region == DECODE_STEP);
         let step_scope = iteration.then(|| {
             let n = self.next_step.get();
