@@ -106,9 +106,10 @@ pub fn config_tree(root: &Path, files: &[(&str, &str)]) -> PathBuf {
 
 /// The files every stage-1 run directory holds, none empty (report.html and .hydra/ come on top
 /// of them where the run writes its own).
-pub const STAGE1_FILES: [&str; 15] = [
+pub const STAGE1_FILES: [&str; 16] = [
     "report.md",
     "metrics.json",
+    "measurements.json",
     "stakeholder_summary.md",
     "operators.md",
     "kernels.md",

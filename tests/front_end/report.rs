@@ -40,6 +40,27 @@ pub(crate) fn report(dir: &Path) -> PathBuf {
 }
 
 #[test]
+fn a_run_from_before_measurements_json_keeps_its_numbers() {
+    // Recorded by an llmprof whose worker wrote metrics.json itself: there is nothing to derive
+    // the numbers from again, so metrics.json stays byte for byte, and the Markdown reports are
+    // rendered from it (#39 item 3).
+    let dir = recorded("stage1-cpu", "report-old-run");
+    assert!(!dir.join("measurements.json").exists() && !dir.join("report.md").exists());
+    let metrics = std::fs::read(dir.join("metrics.json")).unwrap();
+    let out = run_in(dir.parent().unwrap(), &["report", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("recorded before measurements.json existed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(std::fs::read(dir.join("metrics.json")).unwrap() == metrics);
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("deepseek_ocr_tiny"), "{report}");
+    assert!(dir.join("stakeholder_summary.md").is_file());
+}
+
+#[test]
 fn report_rebuilds_the_page_and_rejects_what_is_not_a_run() {
     let dir = recorded("stage1-cpu", "report-cli");
     let page = report(&dir);

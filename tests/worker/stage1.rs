@@ -124,4 +124,31 @@ fn cpu_stage1_writes_every_artifact_and_a_valid_metrics_json() {
         !regions.iter().any(|r| r.starts_with("ProfilerStep")),
         "{regions:?}"
     );
+    // The front end built every report from measurements.json, so `llmprof report` builds the
+    // same files again, byte for byte, without the worker (#39 item 3).
+    let rebuilt = [
+        "metrics.json",
+        "report.md",
+        "stakeholder_summary.md",
+        "assumptions.md",
+        "report.html",
+    ];
+    let before: Vec<Vec<u8>> = rebuilt
+        .iter()
+        .map(|f| std::fs::read(run.join(f)).unwrap())
+        .collect();
+    for f in rebuilt {
+        std::fs::remove_file(run.join(f)).unwrap();
+    }
+    // The directory named as the run named it: report.html shows that path.
+    let out = run_in(&dir, &["report", "run"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for (f, bytes) in rebuilt.iter().zip(before) {
+        let again = std::fs::read(run.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        // report.html embeds nothing of the moment it was written, so it too must match.
+        assert!(
+            again == bytes,
+            "{f} differs when rebuilt from measurements.json"
+        );
+    }
 }

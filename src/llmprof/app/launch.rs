@@ -76,7 +76,7 @@ pub fn run_one(
         let name = req.config_name.trim_end_matches(".yaml");
         super::nsight_stage::Stage2::new(&spec, composed, &dir.path, &req.config_dir, name).run()
     } else {
-        launch_worker(command, &dir.path)
+        launch_worker(command, &dir.path).and_then(|()| build_reports(&dir.path, &spec))
     };
     // A signal that arrived while the stage ran ends it as interrupted, whatever it returned.
     let result = match shutdown::interrupted() {
@@ -113,6 +113,25 @@ pub fn run_one(
     crate::report::html::write_after_run(&dir.path);
     shutdown::set_run(None);
     Ok((dir.path, state))
+}
+
+/// The reports of what the worker measured (stage 1 writes measurements.json): built here, as
+/// `llmprof report DIR` builds them again later; report.md goes to stdout.
+fn build_reports(run_dir: &Path, spec: &RunSpec) -> Result<()> {
+    if !run_dir
+        .join(crate::report::artifacts::MEASUREMENTS_JSON)
+        .is_file()
+    {
+        return Ok(());
+    }
+    let report = crate::report::rebuild::stage1(run_dir, spec).with_context(|| {
+        format!(
+            "building the reports from the measurements (after a fix: `llmprof report {}`)",
+            run_dir.display()
+        )
+    })?;
+    crate::stdout::println(&crate::report::markdown::render(&report))?;
+    Ok(())
 }
 
 /// The repository holding the config directory: relative data paths (datasets/…, models/…)

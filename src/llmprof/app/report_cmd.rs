@@ -1,16 +1,55 @@
-//! `llmprof report RUN_DIR [--open]`: rebuild report.html from the artifacts already in a run
-//! directory or a multirun root (no GPU, no libtorch), and optionally open it in a browser.
+//! `llmprof report RUN_DIR [--open]`: rebuild every report of a run directory (or of each job of
+//! a multirun root, then the sweep's summary) from what the run recorded, without a GPU or
+//! libtorch: stage 1's metrics.json, report.md, summary and assumptions.md from measurements.json
+//! (report/rebuild.rs), then report.html; optionally open the page in a browser.
 use crate::report::html;
+use crate::report::rebuild::{self, Rebuilt};
 use anyhow::Result;
 use std::path::Path;
 
 pub fn run(dir: &Path, open: bool) -> Result<i32> {
+    if html::is_multirun_root(dir) {
+        let jobs = crate::report::sweep::jobs_on_disk(dir)?;
+        for job in jobs.iter().filter_map(|j| j.dir.as_deref()) {
+            // One job that cannot be rebuilt leaves the others and the sweep page to be built.
+            if let Err(e) = rebuild_one(job) {
+                tracing::warn!("{}: {e:#}", job.display());
+                eprintln!("llmprof: {}: {e:#}", job.display());
+            }
+        }
+        // The sweep's numbers come from the jobs' metrics.json, read again after their rebuild.
+        let jobs = crate::report::sweep::jobs_on_disk(dir)?;
+        let summary = crate::report::sweep::summary_markdown(&jobs);
+        crate::run_dir::write_atomic(
+            &dir.join(crate::report::artifacts::SWEEP_SUMMARY_MD),
+            &summary,
+        )?;
+    } else {
+        html::load::RunArtifacts::check_is_run_dir(dir)?;
+        rebuild_one(dir)?;
+    }
     let path = html::write(dir)?;
     crate::stdout::println(&path.display().to_string())?;
     if open {
         open_in_browser(&path);
     }
     Ok(0)
+}
+
+/// The reports of one run directory, saying what they were built from.
+fn rebuild_one(dir: &Path) -> Result<()> {
+    match rebuild::run_dir(dir)? {
+        Rebuilt::Measurements(_) => tracing::info!(
+            "{}: metrics.json, report.md, stakeholder_summary.md, assumptions.md rebuilt from measurements.json",
+            dir.display()
+        ),
+        Rebuilt::MetricsOnly(_) => tracing::warn!(
+            "{}: recorded before measurements.json existed: metrics.json kept as recorded, report.md and stakeholder_summary.md rendered from it",
+            dir.display()
+        ),
+        Rebuilt::Nothing => {}
+    }
+    Ok(())
 }
 
 /// Hands the page to the desktop's opener; says so when there is none (the page is written).

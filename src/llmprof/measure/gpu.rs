@@ -2,9 +2,9 @@
 //! (stage 1), ncu's `device__attribute_*` columns or a known board name (stage 2, `analyze ncu`).
 //! Peaks are derived from this one type (`peaks::resolve`); the rated boost clock comes from the
 //! per-SKU table by `name` (`peaks::sku`), never from `max_sm_clock_mhz`.
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GpuProps {
     pub name: String,
     /// Device index (NVML), when known.

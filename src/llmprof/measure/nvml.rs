@@ -17,7 +17,7 @@ use nvml_wrapper::Nvml;
 
 /// Why NVML could not be used (no driver, no device, ...). Displays as
 /// `NVML unavailable: <reason>`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NvmlUnavailable {
     pub reason: String,
 }
@@ -51,7 +51,7 @@ pub struct WindowMean {
 }
 
 /// What a sampling run produced: rows, or why there are none.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NvmlTrace {
     pub device_index: u32,
     pub interval: Duration,

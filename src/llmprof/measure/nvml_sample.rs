@@ -1,7 +1,7 @@
 //! One NVML reading: the sampler writes it, nvml.csv holds it, the window maths reads it.
 
 /// One NVML reading. A field is `None` when the device does not support it or the call failed.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NvmlSample {
     /// Unix epoch nanoseconds (the same clock as Kineto timestamps).
     pub unix_ns: u64,

@@ -197,7 +197,7 @@ fn nest_by_thread(events: &ProfileEvents) -> Vec<Option<usize>> {
 }
 
 /// One row of the operator table (all instances of one name and kind), times in ns.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct OperatorRow {
     pub name: String,
     pub kind: HostKind,

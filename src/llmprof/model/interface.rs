@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 pub const SYNTHETIC_NOTE: &str = "synthetic weights: timings valid, text meaningless";
 
 /// A model as built for a run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ModelInfo {
     /// The model option actually run (a CPU fallback may replace the configured one).
     pub name: String,
@@ -33,7 +33,7 @@ pub struct ModelInfo {
 }
 
 /// What reports record about one prepared request (inputs.yaml, metrics.json `requests`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestInfo {
     /// File stem of the input, naming per-input outputs.
     pub name: String,
@@ -48,7 +48,7 @@ pub struct RequestInfo {
 }
 
 /// How an input image became tokens.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImageInfo {
     pub width: u32,
     pub height: u32,
@@ -61,7 +61,7 @@ pub struct ImageInfo {
 
 /// Analytic work of one batch (FLOP = 2 × multiply-accumulate), from the model's architecture
 /// and the batch's actual shapes. A parent region's FLOPs include its children's.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BatchWork {
     /// FLOPs per region over the whole batch (`prefill` includes any input encoder).
     pub region_flops: BTreeMap<String, f64>,

@@ -1,6 +1,7 @@
-//! The files of a run directory: every artifact's name, defined once, and the writers of the
-//! artifacts built from a `RunReport` and its measurements (metrics.json, report.md, the
-//! stakeholder summary, env.json, assumptions.md, inputs.yaml, nvml.csv, static analysis).
+//! The files of a run directory: every artifact's name, defined once, and their writers: the
+//! worker's (measurements.json, env.json, inputs.yaml, nvml.csv, static analysis) and the front
+//! end's reports built from them (metrics.json, report.md, the stakeholder summary,
+//! assumptions.md).
 use super::measurements::Stage1Measurements;
 use super::metrics::{RunReport, SYNTHETIC_NOTE};
 use crate::config::{Map, Node};
@@ -11,10 +12,14 @@ use anyhow::{Context, Result};
 use std::path::Path;
 
 pub const METRICS_JSON: &str = "metrics.json";
+/// What stage 1 measured (report/measurements.rs): the input every stage-1 report is built from.
+pub const MEASUREMENTS_JSON: &str = "measurements.json";
 pub const REPORT_MD: &str = "report.md";
 /// The self-contained HTML report (report/html/), beside report.md.
 pub const REPORT_HTML: &str = "report.html";
 pub const SUMMARY_MD: &str = "stakeholder_summary.md";
+/// A multirun root's table of its jobs (report/sweep.rs).
+pub const SWEEP_SUMMARY_MD: &str = "summary.md";
 pub const ENV_JSON: &str = "env.json";
 pub const ASSUMPTIONS_MD: &str = "assumptions.md";
 pub const INPUTS_YAML: &str = "inputs.yaml";
@@ -48,29 +53,43 @@ pub fn write_json(run_dir: &Path, name: &str, value: &impl serde::Serialize) -> 
     write(run_dir, name, &(text + "\n"))
 }
 
-/// What stage 1 writes besides the Kineto tables: metrics.json, report.md, the summary,
-/// env.json, assumptions.md and, when given, the static analysis.
+/// What the worker writes at the end of stage 1, besides the Kineto tables and the raw outputs:
+/// measurements.json (every report's input), env.json and, when given, the static analysis.
 pub struct Stage1Files<'a> {
-    pub report: &'a RunReport,
     pub measurements: &'a Stage1Measurements,
     /// What the worker knows of its own runtime (libtorch, CUDA): merged into env.json.
     pub runtime_env: serde_json::Value,
-    /// The model's own lines of assumptions.md.
-    pub model_assumptions: &'a [String],
     pub static_analysis: Option<&'a StaticAnalysis>,
 }
 
-pub fn write_stage1(run_dir: &Path, spec: &RunSpec, f: &Stage1Files) -> Result<()> {
-    write_json(run_dir, METRICS_JSON, f.report)?;
-    write(run_dir, REPORT_MD, &super::markdown::render(f.report))?;
-    write(run_dir, SUMMARY_MD, &super::summary::render(f.report))?;
+/// The worker's end of stage 1: the measurements and the environment they were taken in.
+pub fn write_stage1_measurements(run_dir: &Path, f: &Stage1Files) -> Result<()> {
+    write(run_dir, MEASUREMENTS_JSON, &f.measurements.to_json())?;
     write_json(run_dir, ENV_JSON, &env_json(f.measurements, &f.runtime_env))?;
-    write(run_dir, ASSUMPTIONS_MD, &assumptions_md(spec, f))?;
     if let Some(s) = f.static_analysis {
         write_json(run_dir, STATIC_JSON, &s.json)?;
         write(run_dir, STATIC_MD, &s.markdown)?;
     }
     Ok(())
+}
+
+/// The reports built from a run's measurements (the front end, after the run and in
+/// `llmprof report`): metrics.json, report.md, the stakeholder summary and assumptions.md.
+pub fn write_stage1_reports(
+    run_dir: &Path,
+    spec: &RunSpec,
+    m: &Stage1Measurements,
+    report: &RunReport,
+) -> Result<()> {
+    write_json(run_dir, METRICS_JSON, report)?;
+    write_report_renderings(run_dir, report)?;
+    write(run_dir, ASSUMPTIONS_MD, &assumptions_md(spec, m))
+}
+
+/// report.md and the stakeholder summary of `report`.
+pub fn write_report_renderings(run_dir: &Path, report: &RunReport) -> Result<()> {
+    write(run_dir, REPORT_MD, &super::markdown::render(report))?;
+    write(run_dir, SUMMARY_MD, &super::summary::render(report))
 }
 
 fn env_json(m: &Stage1Measurements, runtime: &serde_json::Value) -> serde_json::Value {
@@ -96,15 +115,15 @@ fn env_json(m: &Stage1Measurements, runtime: &serde_json::Value) -> serde_json::
     env
 }
 
-fn assumptions_md(spec: &RunSpec, f: &Stage1Files) -> String {
+fn assumptions_md(spec: &RunSpec, m: &Stage1Measurements) -> String {
     let mut lines = vec!["FLOP = 2 × multiply-accumulate everywhere.".to_string()];
-    lines.extend(f.model_assumptions.iter().cloned());
+    lines.extend(m.model_assumptions.iter().cloned());
     lines.extend([
         "MFU = analytic FLOPs ÷ (mean stage time × peak dense FLOP/s of the run's precision); MBU = decode bytes per step ÷ mean step time ÷ peak DRAM bandwidth. Peaks come from the detected GPU (NVML/CUDA properties × the per-architecture table in src/llmprof/measure/peaks.rs) unless hardware.peak_* override them.".to_string(),
-        format!("Stage times: {} timers at region boundaries, read after one synchronisation per request; decode steps are timed without host syncs. Prefill = time to first token, the model's input encoders included.", f.measurements.clock),
+        format!("Stage times: {} timers at region boundaries, read after one synchronisation per request; decode steps are timed without host syncs. Prefill = time to first token, the model's input encoders included.", m.clock),
         "NVML windows: the prefill and decode stages are bracketed by one stream synchronisation each, and the sampler's rows falling inside are averaged; energy comes from the total-energy counter.".to_string(),
         format!("The Kineto pass is a separate run of the first batch with decode capped at {} steps, after {} discarded profiled warm-up pass(es); its times are reported only as tables and overhead.", spec.pipeline.torch_profiler.max_decode_steps, spec.pipeline.torch_profiler.warmup),
-        format!("Weights: {}.", if f.measurements.model.synthetic { SYNTHETIC_NOTE } else { "loaded from safetensors" }),
+        format!("Weights: {}.", if m.model.synthetic { SYNTHETIC_NOTE } else { "loaded from safetensors" }),
     ]);
     let mut s = String::from("# Assumptions\n\n");
     for l in lines {

@@ -264,26 +264,23 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
         memory,
         gpu: gpu_props(cuda),
         graphs: model.graph_stats(),
+        model_assumptions: model.assumptions(),
     };
-    let report = llmprof::report::stage1::build(&measurements, spec);
     let static_analysis = if spec.pipeline.static_analysis.enable {
         Some(model.static_analysis(&prepared[0], batch_size, spec.infer.max_new_tokens as usize)?)
     } else {
         None
     };
-    artifacts::write_stage1(
+    // The front end builds metrics.json and the reports from these files once the worker exits
+    // (and again with `llmprof report DIR`).
+    artifacts::write_stage1_measurements(
         run_dir,
-        spec,
         &Stage1Files {
-            report: &report,
             measurements: &measurements,
             runtime_env: runtime_env(),
-            model_assumptions: &model.assumptions(),
             static_analysis: static_analysis.as_ref(),
         },
-    )?;
-    llmprof::stdout::println(&llmprof::report::markdown::render(&report))?;
-    Ok(())
+    )
 }
 
 /// NVML's properties of the run's GPU with the SM count from the CUDA runtime, or why not.

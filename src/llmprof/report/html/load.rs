@@ -37,9 +37,8 @@ pub struct RunArtifacts {
 }
 
 impl RunArtifacts {
-    /// Reads what `dir` holds. Fails only when `dir` is not a run directory (no status.json,
-    /// no metrics.json).
-    pub fn load(dir: &Path) -> Result<Self> {
+    /// Fails, naming the fix, when `dir` is not a run directory (no status.json, no metrics.json).
+    pub fn check_is_run_dir(dir: &Path) -> Result<()> {
         if !dir.is_dir() {
             bail!(
                 "{} is not a directory\n  fix: pass a run directory (the folder with status.json and metrics.json)",
@@ -52,6 +51,13 @@ impl RunArtifacts {
                 dir.display()
             );
         }
+        Ok(())
+    }
+
+    /// Reads what `dir` holds. Fails only when `dir` is not a run directory (no status.json,
+    /// no metrics.json).
+    pub fn load(dir: &Path) -> Result<Self> {
+        Self::check_is_run_dir(dir)?;
         let mut a = RunArtifacts {
             dir: dir.to_path_buf(),
             ..RunArtifacts::default()

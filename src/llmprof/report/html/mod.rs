@@ -123,7 +123,9 @@ pub fn write_after_run(dir: &Path) {
 /// printed, never fatal (the jobs' own directories hold their results).
 pub fn write_sweep_files(root: &Path, jobs: &[SweepJob]) {
     let md = super::sweep::summary_markdown(jobs);
-    if let Err(e) = crate::run_dir::write_atomic(&root.join("summary.md"), &md) {
+    if let Err(e) =
+        crate::run_dir::write_atomic(&root.join(super::artifacts::SWEEP_SUMMARY_MD), &md)
+    {
         tracing::warn!("summary.md: {e:#}");
         eprintln!("llmprof: {e:#}");
     }

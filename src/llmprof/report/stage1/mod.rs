@@ -288,13 +288,13 @@ fn memory_info(m: &MemorySummary) -> MemoryInfo {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::timings::tests::request;
     use super::*;
     use crate::dtype::Dtype;
     use crate::model::{Family, ModelInfo};
 
-    fn measurements() -> Stage1Measurements {
+    pub(crate) fn measurements() -> Stage1Measurements {
         Stage1Measurements {
             model: ModelInfo {
                 name: "tiny".into(),
@@ -317,10 +317,11 @@ mod tests {
             memory: None,
             gpu: Err("no GPU".into()),
             graphs: None,
+            model_assumptions: vec!["an assumption".into()],
         }
     }
 
-    fn spec() -> RunSpec {
+    pub(crate) fn spec() -> RunSpec {
         let conf = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conf");
         let req = crate::config::ComposeRequest {
             config_dir: conf,

@@ -1,0 +1,69 @@
+//! Building a run directory's reports from what the run recorded, in the front end: right after
+//! the worker's stage 1, and again whenever `llmprof report DIR` asks (after a report fix, on an
+//! old run, on another machine; no GPU, no libtorch). The worker writes measurements.json and the
+//! raw outputs; everything derived from them is written here.
+use super::artifacts::{self, MEASUREMENTS_JSON, METRICS_JSON};
+use super::measurements::Stage1Measurements;
+use super::metrics::RunReport;
+use crate::run_dir::RESOLVED_CONFIG;
+use crate::spec::RunSpec;
+use anyhow::{Context, Result};
+use std::path::Path;
+
+/// What a rebuild of one run directory could build from.
+#[derive(Debug)]
+pub enum Rebuilt {
+    /// measurements.json: metrics.json, report.md, the summary and assumptions.md, all anew.
+    Measurements(RunReport),
+    /// A run recorded before measurements.json existed: metrics.json is kept as recorded (its
+    /// numbers cannot be derived again), report.md and the summary are rendered from it.
+    MetricsOnly(RunReport),
+    /// Neither file (an infer or stage-2 run, or a run that failed before measuring).
+    Nothing,
+}
+
+/// Stage 1's reports from `run_dir`'s measurements.json under `spec` (the run's own spec).
+pub fn stage1(run_dir: &Path, spec: &RunSpec) -> Result<RunReport> {
+    let m = Stage1Measurements::read(&run_dir.join(MEASUREMENTS_JSON))?;
+    let report = super::stage1::build(&m, spec);
+    artifacts::write_stage1_reports(run_dir, spec, &m, &report)
+        .with_context(|| format!("writing the reports of {}", run_dir.display()))?;
+    Ok(report)
+}
+
+/// Every report `run_dir` can have again, with the spec it recorded (config.resolved.yaml).
+pub fn run_dir(run_dir: &Path) -> Result<Rebuilt> {
+    if run_dir.join(MEASUREMENTS_JSON).is_file() {
+        let spec = recorded_spec(run_dir)?;
+        return Ok(Rebuilt::Measurements(stage1(run_dir, &spec)?));
+    }
+    let metrics = run_dir.join(METRICS_JSON);
+    if !metrics.is_file() {
+        return Ok(Rebuilt::Nothing);
+    }
+    let text = std::fs::read_to_string(&metrics)
+        .with_context(|| format!("reading {}", metrics.display()))?;
+    let report: RunReport = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a metrics.json this llmprof reads (schema {})",
+            metrics.display(),
+            super::metrics::SCHEMA
+        )
+    })?;
+    artifacts::write_report_renderings(run_dir, &report)?;
+    Ok(Rebuilt::MetricsOnly(report))
+}
+
+/// The spec a run recorded (its resolved config), read as runs of older releases wrote it.
+fn recorded_spec(run_dir: &Path) -> Result<RunSpec> {
+    let path = run_dir.join(RESOLVED_CONFIG);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "reading {} (a run's reports are built under the config it ran)",
+            path.display()
+        )
+    })?;
+    let tree = crate::config::yaml::parse(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    RunSpec::from_recorded_tree(&tree).with_context(|| format!("reading {}", path.display()))
+}
