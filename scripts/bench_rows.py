@@ -25,15 +25,12 @@ class LlmprofRun:
     vision_ms: float | None
     step_ms: float
     peak_allocated_gib: float | None
-    peak_tflops: float | None
-    peak_bandwidth_gbs: float | None
-    prefill_gflop: float | None
-    step_bytes: float | None
     switches: dict[str, Any]
     tpot_ms: float | None = None  # serving.tpot_ms.p50_ms: the step plus the token selection
-    vision_gflop: float | None = None  # flops.vision_gflop: analytic, per request (the batch)
     e2e_ms: float | None = None  # serving.e2e_ms.p50_ms: request start -> last token
     kineto_overhead_pct: float | None = None  # kineto.overhead_pct, when the profiler ran
+    # utilisation.floor_ms: the floors metrics.json computes at its peaks (stage -> ms)
+    floor_ms: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -69,17 +66,16 @@ def sub(a: float | None, b: float | None) -> float | None:
 
 @dataclasses.dataclass
 class Floors:
-    prefill_ms: float | None  # analytic FLOPs ÷ peak TFLOP/s
-    decode_step_ms: float | None  # analytic bytes per step ÷ peak DRAM bandwidth
+    prefill_ms: float | None  # metrics.json utilisation.floor_ms.prefill: FLOPs ÷ peak FLOP/s
+    decode_step_ms: float | None  # utilisation.floor_ms.decode_step: the roofline's floor (bytes ÷ bandwidth
+    # or FLOPs ÷ peak, the larger)
     decode_tok_s_ceiling: float | None  # batch × 1000 ÷ decode_step_ms
 
 
 def floors(r: LlmprofRun) -> Floors:
-    prefill = div(r.prefill_gflop, r.peak_tflops)  # GFLOP / (TFLOP/s) = ms
-    bandwidth = r.peak_bandwidth_gbs * 1e9 if r.peak_bandwidth_gbs is not None else None
-    step = div(r.step_bytes, bandwidth)
-    step = step * 1e3 if step is not None else None
-    return Floors(prefill, step, div(r.batch * 1000.0, step))
+    """The floors metrics.json computed (report/stage1/work.rs), never derived again here."""
+    step = r.floor_ms.get("decode_step")
+    return Floors(r.floor_ms.get("prefill"), step, div(r.batch * 1000.0, step))
 
 
 def table_rows(runs: list[LlmprofRun], fl: dict[int, Floors], hf: dict[int, HfResult]) -> list[Row]:
@@ -147,15 +143,15 @@ def distinct_rows(distinct: list[LlmprofRun], by_batch: dict[int, LlmprofRun]) -
 
 def vision_rows(runs: list[LlmprofRun], hf_vision: dict[int, float | None]) -> list[Row]:
     """Vision per page (SAM + CLIP + projector) at each batch size: llmprof's vision region ÷ pages,
-    HF's SAM encoder + CLIP-L on the same views, floor = analytic vision FLOPs ÷ peak TFLOP/s."""
+    HF's SAM encoder + CLIP-L on the same views, floor = metrics.json's vision floor ÷ pages."""
     rows = []
     for r in runs:
         if r.vision_ms is None:
             continue
         per_page = r.vision_ms / r.batch
         hf = hf_vision.get(r.batch)
-        gflop = r.vision_gflop / r.batch if r.vision_gflop is not None else None
-        floor = div(gflop, r.peak_tflops)
+        vision_floor = r.floor_ms.get("vision")
+        floor = vision_floor / r.batch if vision_floor is not None else None
         rows.append(Row(f"vision ms/page, batch {r.batch} (SAM + CLIP + projector)", "ms", per_page, hf,
                         div(hf, per_page), floor, div(floor, per_page)))
     return rows

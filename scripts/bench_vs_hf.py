@@ -106,18 +106,14 @@ def read_run(batch: int, run_dir: Path) -> LlmprofRun:
         vision_ms=get(doc, "stages.vision.p50_ms", src, required=False),
         step_ms=float(get(doc, "stages.decode_step.p50_ms", src)),
         peak_allocated_gib=get(doc, "memory.peak_allocated_gib", src, required=False),
-        peak_tflops=get(doc, "peaks.peak_tflops", src, required=False),
-        peak_bandwidth_gbs=get(doc, "peaks.peak_bandwidth_gbs", src, required=False),
-        prefill_gflop=get(doc, "flops.prefill_gflop", src, required=False),
-        step_bytes=get(doc, "flops.decode_step_bytes_mean", src, required=False),
         # runtime.optim and the family's model.optim (absent from runs recorded before it).
         switches={**get(doc, "optim.switches", src),
                   **{f"model.{k}": v for k, v in
                      (get(doc, "optim.model_switches", src, required=False) or {}).items()}},
         tpot_ms=get(doc, "serving.tpot_ms.p50_ms", src, required=False),
-        vision_gflop=get(doc, "flops.vision_gflop", src, required=False),
         e2e_ms=get(doc, "serving.e2e_ms.p50_ms", src, required=False),
         kineto_overhead_pct=get(doc, "kineto.overhead_pct", src, required=False),
+        floor_ms=get(doc, "utilisation.floor_ms", src, required=False) or {},
     )
     size = int(get(doc, "setup.batch_size", src))
     if size != batch:
@@ -420,10 +416,10 @@ def main(argv: list[str] | None = None) -> int:
         f"- HF reference: {hf_line}",
         f"- llmprof switches (runtime.optim; model.optim as model.*): {switches}",
         "- ratio: how many times better llmprof is (HF/llmprof for times and memory, llmprof/HF for tok/s)",
-        "- decode floor = analytic bytes per step ÷ peak DRAM bandwidth from metrics.json peaks; "
-        "prefill floor = analytic FLOPs ÷ peak tensor TFLOP/s; the HF prefill is the text decoder only, "
+        "- floors are metrics.json's utilisation.floor_ms: decode = the larger of analytic bytes per step ÷ peak DRAM "
+        "bandwidth and FLOPs ÷ peak; prefill = analytic FLOPs ÷ peak tensor TFLOP/s; the HF prefill is the text decoder only, "
         "llmprof's includes the vision encoder; the tok/s floor column is the ceiling batch × 1000 ÷ decode floor; "
-        "vision floor = analytic vision FLOPs per page ÷ peak TFLOP/s; HF vision = transformers' DeepseekOcr2 SAM "
+        "vision floor = floor_ms.vision per page (analytic vision FLOPs ÷ peak TFLOP/s); HF vision = transformers' DeepseekOcr2 SAM "
         "encoder + a CLIP-L vision tower of DeepSeek-OCR's size on the same views (scripts/bench_vision_hf.py)",
         "- decoder-only prefill = llmprof prefill p50 − vision p50 (an approximation: the p50 of a "
         "difference is not the difference of p50s); llmprof's peak memory includes the vision encoder",

@@ -17,36 +17,17 @@ import json
 import sys
 from pathlib import Path
 
-# config.json of each preset (sources: the Hugging Face model pages cited in the YAML files).
-PRESETS: dict[str, dict] = {
-    "qwen2_5_0_5b": {
-        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 151936,
-        "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
-        "num_attention_heads": 14, "num_key_value_heads": 2, "rms_norm_eps": 1e-6,
-        "rope_theta": 1000000.0, "max_position_embeddings": 32768, "tie_word_embeddings": True,
-        "bos_token_id": 151643, "eos_token_id": 151643, "hidden_act": "silu",
-        "use_sliding_window": False,
-    },
-    "qwen2_5_7b": {
-        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 152064,
-        "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
-        "num_attention_heads": 28, "num_key_value_heads": 4, "rms_norm_eps": 1e-6,
-        "rope_theta": 1000000.0, "max_position_embeddings": 131072, "tie_word_embeddings": False,
-        "bos_token_id": 151643, "eos_token_id": 151643, "hidden_act": "silu",
-        "use_sliding_window": False,
-    },
-    "llama3_1_8b": {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 128256,
-        "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
-        "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
-        "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                         "original_max_position_embeddings": 8192, "rope_type": "llama3"},
-        "max_position_embeddings": 131072, "attention_bias": False, "mlp_bias": False,
-        "tie_word_embeddings": False, "bos_token_id": 128000, "eos_token_id": 128001,
-        "hidden_act": "silu",
-    },
-}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conf_arch import arch, presets  # noqa: E402
+
+# The architecture of each preset is conf/model/dense_decoder/arch/<preset>.yaml, whose keys are
+# config.json's. What config.json adds is the transformers class: a Qwen2 block has q/k/v biases
+# and no o_proj bias (attention_bias in the YAML), a Llama block has no bias anywhere (Llama's
+# attention_bias would add one to o_proj too, so a biased preset cannot be a Llama).
+QWEN2 = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu",
+         "use_sliding_window": False}
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+         "mlp_bias": False}
 
 
 def log(msg: str) -> None:
@@ -54,9 +35,20 @@ def log(msg: str) -> None:
 
 
 def config_dict(preset: str, layers: int | None = None) -> dict:
-    if preset not in PRESETS:
-        raise SystemExit(f"unknown preset {preset} (one of {', '.join(PRESETS)})")
-    d = dict(PRESETS[preset])
+    """config.json of `preset`: its conf/ architecture with the transformers class it implies."""
+    if preset not in presets("dense_decoder"):
+        raise SystemExit(f"unknown preset {preset} (one of {', '.join(presets('dense_decoder'))})")
+    d = dict(arch("dense_decoder", preset))
+    if d.get("attention_bias"):
+        # Qwen2's config.json has neither: the biases are the class's, head_dim is hidden ÷ heads.
+        d.pop("attention_bias")
+        if d.get("head_dim") == d["hidden_size"] // d["num_attention_heads"]:
+            d.pop("head_dim")
+        d.update(QWEN2)
+    else:
+        d.update(LLAMA)
+    if d.get("rope_scaling") is None:
+        d.pop("rope_scaling", None)
     if layers:
         d["num_hidden_layers"] = layers
     return d
@@ -142,7 +134,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("make-weights")
-    p.add_argument("--preset", required=True, choices=sorted(PRESETS))
+    p.add_argument("--preset", required=True, choices=presets("dense_decoder"))
     p.add_argument("--layers", type=int, default=None, help="fewer layers than the real model (time)")
     p.add_argument("--out", required=True)
     p.add_argument("--seed", type=int, default=0)

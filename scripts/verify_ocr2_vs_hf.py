@@ -38,6 +38,7 @@ import torch
 SCRIPT_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPT_DIR))
 from verify_vs_hf import REAL_DEC, hf_text_config, init_params, set_fp32_precision  # noqa: E402
+from conf_arch import arch  # noqa: E402
 
 FP32_MAX = 1e-4
 # A bf16 run may be at most this many times less accurate (against HF fp32) than HF's own bf16.
@@ -92,17 +93,25 @@ def official_name(hf: str) -> str | None:
 def build_hf(device: torch.device, seed: int):
     from transformers import DeepseekOcr2Config, DeepseekOcr2Model
 
+    # OCR-2's architecture from conf/model/deepseek_ocr/arch/deepseek_ocr2.yaml (its decoder is
+    # OCR's, one layer of it is enough for the vision path checked here).
+    ocr2 = arch("deepseek_ocr", "deepseek_ocr2")
+    sam, qe = ocr2["sam"], ocr2["query_encoder"]
     dec = dict(REAL_DEC, num_hidden_layers=1)
     vision = {
-        "sam_config": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                           global_attn_indexes=[2, 5, 8, 11], downsample_channels=[512, 896]),
-        "encoder_config": dict(hidden_size=896, num_hidden_layers=24, num_attention_heads=14,
-                               num_key_value_heads=2, intermediate_size=4864, rms_norm_eps=1e-6,
-                               rope_parameters={"rope_type": "default", "rope_theta": 1e6},
+        "sam_config": dict(hidden_size=sam["width"], num_hidden_layers=sam["depth"],
+                           num_attention_heads=sam["heads"],
+                           global_attn_indexes=sam["global_attn_indexes"],
+                           downsample_channels=sam["downsample_channels"]),
+        "encoder_config": dict(hidden_size=qe["hidden_size"], num_hidden_layers=qe["num_hidden_layers"],
+                               num_attention_heads=qe["num_attention_heads"],
+                               num_key_value_heads=qe["num_key_value_heads"],
+                               intermediate_size=qe["intermediate_size"], rms_norm_eps=qe["rms_norm_eps"],
+                               rope_parameters={"rope_type": "default", "rope_theta": qe["rope_theta"]},
                                vocab_size=1),
     }
     cfg = DeepseekOcr2Config(vision_config=vision, text_config=hf_text_config(dec, None).to_dict(),
-                             image_token_id=128815)
+                             image_token_id=ocr2["tokens"]["image_token_id"])
     enc = cfg.vision_config.encoder_config
     theta = (getattr(enc, "rope_parameters", None) or {}).get("rope_theta", getattr(enc, "rope_theta", None))
     assert theta == 1e6, f"the encoder's RoPE base is {theta}, not 1e6: config keys changed"

@@ -32,25 +32,23 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 # --------------------------------------------------------------------------------------------
-# Configurations (DeepSeek-OCR field names, docs/deepseek-ocr.md §1). TINY_* are for CPU dry runs only.
+# Configurations: DeepSeek-OCR's, from conf/model/deepseek_ocr/arch/deepseek_ocr.yaml (field names
+# of docs/deepseek-ocr.md §1). TINY_* are this script's shapes for CPU dry runs only.
 
-REAL_DEC = dict(
-    vocab_size=129280, hidden_size=1280, intermediate_size=6848, moe_intermediate_size=896,
-    num_hidden_layers=12, num_attention_heads=10, num_key_value_heads=10,
-    n_routed_experts=64, n_shared_experts=2, num_experts_per_tok=6, first_k_dense_replace=1,
-    norm_topk_prob=False, routed_scaling_factor=1.0, rms_norm_eps=1e-6, rope_theta=10000.0,
-    max_position_embeddings=8192, bos_token_id=0, eos_token_id=1,
-)
-# llmprof validates token ids (image id 128815) against the vocab, so the tiny vocab stays real.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conf_arch import arch  # noqa: E402
+
+_OCR = arch("deepseek_ocr", "deepseek_ocr")
+_TOKENS = _OCR["tokens"]
+# The decoder's fields with the ids its config.json carries (head_dim is implied by the heads).
+REAL_DEC = {k: v for k, v in _OCR["decoder"].items() if k != "head_dim"}
+REAL_DEC.update(bos_token_id=_TOKENS["bos_token_id"], eos_token_id=_TOKENS["eos_token_id"])
+# llmprof validates token ids (the image id) against the vocab, so the tiny vocab stays real.
 TINY_DEC = dict(REAL_DEC, hidden_size=128, intermediate_size=256, moe_intermediate_size=64,
                 num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4,
                 n_routed_experts=8, n_shared_experts=2, num_experts_per_tok=3)
 
-REAL_SAM = dict(
-    image_size=1024, patch_size=16, width=768, depth=12, heads=12, mlp_dim=3072, window_size=14,
-    global_attn_indexes=[2, 5, 8, 11], out_chans=256, downsample_channels=[512, 1024],
-    layer_norm_eps=1e-6,
-)
+REAL_SAM = dict(_OCR["sam"])
 # llmprof's config.json reader only maps width/layers/heads/global_attn_indexes/
 # downsample_channels for SAM, so the tiny SAM changes only those.
 TINY_SAM = dict(REAL_SAM, width=96, depth=3, heads=2, global_attn_indexes=[1])

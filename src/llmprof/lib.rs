@@ -19,6 +19,7 @@ pub mod region;
 pub mod report;
 pub mod roofline;
 pub mod run_dir;
+pub mod run_files;
 pub mod settings;
 pub mod spec;
 pub mod stdout;

@@ -75,7 +75,8 @@ pub fn wants_log_file(job_logging: Option<&Node>) -> bool {
 /// [`wants_log_file`] for a run directory, from its `.hydra/hydra.yaml` (the worker's view);
 /// a missing or unreadable file keeps the log file.
 pub fn run_wants_log_file(run_dir: &Path) -> bool {
-    let Ok(text) = crate::dataset::file_kind::read_to_string(run_dir.join(".hydra/hydra.yaml"))
+    let Ok(text) =
+        crate::dataset::file_kind::read_to_string(run_dir.join(crate::run_files::HYDRA_YAML))
     else {
         return true;
     };

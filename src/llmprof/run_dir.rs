@@ -6,11 +6,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-pub const STATUS_FILE: &str = "status.json";
-pub const RESOLVED_CONFIG: &str = "config.resolved.yaml";
-pub const LOG_FILE: &str = "llmprof.log";
-/// Written by the worker when it fails: its error message, for status.json.
-pub const WORKER_ERROR: &str = "worker_error.txt";
+use crate::run_files::{HYDRA_CONFIG_YAML, HYDRA_DIR, HYDRA_YAML, OVERRIDES_YAML};
+pub use crate::run_files::{LOG_FILE, RESOLVED_CONFIG, STATUS_FILE, WORKER_ERROR};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -61,19 +58,13 @@ impl RunDir {
     ) -> Result<Self> {
         let path = create_fresh_dir(wanted, "hydra.run.dir")?;
         let dir = RunDir { path };
-        let hydra_dir = dir.path.join(".hydra");
+        let hydra_dir = dir.path.join(HYDRA_DIR);
         std::fs::create_dir_all(&hydra_dir)
             .with_context(|| format!("creating {}", hydra_dir.display()))?;
-        dir.write(".hydra/config.yaml", &composed.job.to_yaml())?;
+        dir.write(HYDRA_CONFIG_YAML, &composed.job.to_yaml())?;
         let abs = std::fs::canonicalize(&dir.path).unwrap_or(dir.path.clone());
-        dir.write(
-            ".hydra/hydra.yaml",
-            &composed.hydra_config_for_run(&abs).to_yaml(),
-        )?;
-        dir.write(
-            ".hydra/overrides.yaml",
-            &composed.task_overrides().to_yaml(),
-        )?;
+        dir.write(HYDRA_YAML, &composed.hydra_config_for_run(&abs).to_yaml())?;
+        dir.write(OVERRIDES_YAML, &composed.task_overrides().to_yaml())?;
         dir.write(RESOLVED_CONFIG, &resolved_job.to_yaml())?;
         dir.set_status(&Status {
             state: RunState::Running,
@@ -181,6 +172,24 @@ pub fn create_fresh_dir(wanted: &Path, key: &str) -> Result<PathBuf> {
         "could not find a free run directory name near {}",
         wanted.display()
     )
+}
+
+/// The job folders of a multirun root, in job order: each sub-folder holding a status.json (every
+/// job writes one when its directory is made), numbered names by number (2 before 10), others
+/// after them by name. compare, `llmprof report` and the sweep summary list jobs with this.
+pub fn job_dirs(root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join(STATUS_FILE).is_file())
+        .collect();
+    dirs.sort_by_key(|p| {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        (name.parse::<u64>().unwrap_or(u64::MAX), name)
+    });
+    Ok(dirs)
 }
 
 #[cfg(test)]

@@ -254,7 +254,7 @@ fn start(command: &str, req: &ComposeRequest) -> Result<(SweepPlan, LauncherConf
     let sweep_dir = std::fs::canonicalize(&sweep_dir)
         .with_context(|| format!("resolving {}", sweep_dir.display()))?;
     write_atomic(
-        &sweep_dir.join("multirun.yaml"),
+        &sweep_dir.join(crate::report::artifacts::MULTIRUN_YAML),
         &master.full_config(false)?.to_yaml(),
     )?;
     let plan = SweepPlan {

@@ -6,6 +6,7 @@ use crate::config::Composed;
 use crate::measure::op_tables::KernelRow;
 use crate::nsight::{self, ncu, nsys};
 use crate::region::{Region, RegionTree};
+use crate::report::artifacts;
 use crate::spec::{NcuClockControl, RunSpec};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -169,7 +170,8 @@ impl<'a> Stage2<'a> {
             }
         }
         let cmd_txt = self.commands.join("\n") + "\n";
-        std::fs::write(self.run_dir.join("cmd.txt"), cmd_txt).context("writing cmd.txt")?;
+        std::fs::write(self.run_dir.join(artifacts::CMD_TXT), cmd_txt)
+            .with_context(|| format!("writing {}", artifacts::CMD_TXT))?;
         if !problems.is_empty() {
             let text = format!(
                 "# Stage 2 problems\n\n{}\n",
@@ -179,7 +181,7 @@ impl<'a> Stage2<'a> {
                     .collect::<Vec<_>>()
                     .join("\n")
             );
-            std::fs::write(self.run_dir.join("stage2_problems.md"), text)?;
+            std::fs::write(self.run_dir.join(artifacts::STAGE2_PROBLEMS_MD), text)?;
             for p in &problems {
                 tracing::error!("{p}");
             }
@@ -192,7 +194,7 @@ impl<'a> Stage2<'a> {
 
     /// Profile one child run; export the summaries; return kernels by total GPU time.
     fn run_nsys(&mut self, nsys_bin: &Path) -> Result<Vec<(String, f64)>> {
-        let dir = self.run_dir.join("nsys");
+        let dir = self.run_dir.join(artifacts::NSYS_DIR);
         std::fs::create_dir_all(&dir)?;
         let n = &self.spec.pipeline.nsys;
         let opts = nsys::command::ProfileOptions {
@@ -207,7 +209,7 @@ impl<'a> Stage2<'a> {
             &nsys::command::profile_args(&opts, &child),
             "nsys profile",
         )?;
-        let rep = dir.join("profile.nsys-rep");
+        let rep = dir.join(artifacts::NSYS_REP);
         let prefix = dir.join("stats");
         self.exec(
             nsys_bin,
@@ -215,9 +217,9 @@ impl<'a> Stage2<'a> {
             "nsys stats",
         )?;
         let md = nsight::analyze::analyze_nsys(&dir, false)?;
-        std::fs::write(self.run_dir.join("kernels.md"), md)?;
+        std::fs::write(self.run_dir.join(artifacts::KERNELS_MD), md)?;
         let json = nsight::analyze::analyze_nsys(&dir, true)?;
-        std::fs::write(self.run_dir.join("nsys_summary.json"), json)?;
+        std::fs::write(self.run_dir.join(artifacts::NSYS_SUMMARY_JSON), json)?;
         let csv =
             nsys::command::stats_output_path(&prefix, nsys::parse::ReportKind::CudaGpuKernSum);
         let f = std::fs::File::open(&csv).with_context(|| format!("opening {}", csv.display()))?;
@@ -249,7 +251,7 @@ impl<'a> Stage2<'a> {
             &child[1..],
             "stage1 with the Kineto pass (kernel selection)",
         )?;
-        let path = dir.join("kernels.json");
+        let path = dir.join(artifacts::KERNELS_JSON);
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
         let rows: Vec<KernelRow> = serde_json::from_str(&text)
@@ -296,7 +298,7 @@ impl<'a> Stage2<'a> {
                 )
             );
         }
-        let dir = self.run_dir.join("ncu");
+        let dir = self.run_dir.join(artifacts::NCU_DIR);
         std::fs::create_dir_all(&dir)?;
         let (collect, metrics) = match &c.set {
             Some(set) => (
@@ -385,15 +387,15 @@ impl<'a> Stage2<'a> {
         );
         let analysis = ncu::analysis::ncu_roofline_with(&dir, None, &useful)?;
         std::fs::write(
-            self.run_dir.join("roofline.md"),
+            self.run_dir.join(artifacts::ROOFLINE_MD),
             crate::roofline::markdown::render(&analysis.roofline),
         )?;
         std::fs::write(
-            self.run_dir.join("ncu.md"),
+            self.run_dir.join(artifacts::NCU_MD),
             ncu::analysis::render(&dir, &analysis, false)?,
         )?;
         std::fs::write(
-            self.run_dir.join("ncu_kernels.json"),
+            self.run_dir.join(artifacts::NCU_KERNELS_JSON),
             ncu::analysis::render(&dir, &analysis, true)?,
         )?;
         if self.spec.output.plots {

@@ -9,9 +9,9 @@ use crate::run_dir::{RunState, Status, STATUS_FILE};
 use std::path::{Path, PathBuf};
 
 /// The file that marks a multirun root.
-pub const MULTIRUN_YAML: &str = "multirun.yaml";
+use crate::run_files::MULTIRUN_YAML;
 /// Hydra's record of a job's overrides.
-pub const OVERRIDES_YAML: &str = ".hydra/overrides.yaml";
+use crate::run_files::OVERRIDES_YAML;
 
 const FIX_PATH: &str = "pass a stage1 run directory (the folder holding metrics.json and status.json) or a multirun root (the folder holding multirun.yaml)";
 
@@ -55,20 +55,8 @@ pub fn load_input(path: &Path) -> Result<Input, BadInput> {
 
 /// Every job folder of a multirun root, in job order; each must have succeeded.
 fn load_sweep(root: &Path) -> Result<Input, BadInput> {
-    let entries = std::fs::read_dir(root)
+    let dirs = crate::run_dir::job_dirs(root)
         .map_err(|e| BadInput::new(root, format!("cannot list: {e}"), "check its permissions"))?;
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir() && (p.join(STATUS_FILE).exists() || p.join(OVERRIDES_YAML).exists()))
-        .collect();
-    // Job folders are numbered (hydra.sweep.subdir = job number): 2 before 10.
-    dirs.sort_by_key(|p| {
-        let name = p
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        (name.parse::<u64>().unwrap_or(u64::MAX), name)
-    });
     if dirs.is_empty() {
         return Err(BadInput::new(
             root,

@@ -1,4 +1,4 @@
-//! The files of a run directory: every artifact's name, defined once, and their writers: the
+//! The writers of a run directory's files (their names are defined once, in `run_files`): the
 //! worker's (measurements.json, env.json, inputs.yaml, nvml.csv, static analysis) and the front
 //! end's reports built from them (metrics.json, report.md, the stakeholder summary,
 //! assumptions.md).
@@ -11,34 +11,7 @@ use crate::spec::RunSpec;
 use anyhow::{Context, Result};
 use std::path::Path;
 
-pub const METRICS_JSON: &str = "metrics.json";
-/// What stage 1 measured (report/measurements.rs): the input every stage-1 report is built from.
-pub const MEASUREMENTS_JSON: &str = "measurements.json";
-pub const REPORT_MD: &str = "report.md";
-/// The self-contained HTML report (report/html/), beside report.md.
-pub const REPORT_HTML: &str = "report.html";
-pub const SUMMARY_MD: &str = "stakeholder_summary.md";
-/// A multirun root's table of its jobs (report/sweep.rs).
-pub const SWEEP_SUMMARY_MD: &str = "summary.md";
-pub const ENV_JSON: &str = "env.json";
-pub const ASSUMPTIONS_MD: &str = "assumptions.md";
-pub const INPUTS_YAML: &str = "inputs.yaml";
-pub const NVML_CSV: &str = "nvml.csv";
-pub const STATIC_JSON: &str = "static_compute.json";
-pub const STATIC_MD: &str = "static_compute.md";
-pub const OPERATORS_MD: &str = "operators.md";
-pub const KERNELS_MD: &str = "kernels.md";
-/// The kernel table as JSON (a list of `measure::op_tables::KernelRow`); stage 2 reads it.
-pub const KERNELS_JSON: &str = "kernels.json";
-pub const TRACE_JSON: &str = "trace.json";
-pub const PREDICTIONS_JSONL: &str = "predictions.jsonl";
-/// README.md of an infer run directory.
-pub const INFER_README: &str = "README.md";
-/// Crops of image elements, linked from the markdown as `images/<name>_<k>.png`.
-pub const IMAGES_DIR: &str = "images";
-pub const OVERHEAD_JSON: &str = "overhead.json";
-/// The n-gram rule's cost on decode over one token stream (`llmprof-worker bench-ngram`).
-pub const NGRAM_JSON: &str = "ngram.json";
+pub use crate::run_files::*;
 
 /// Writes `text` to `run_dir/name`, naming the file in the error.
 pub fn write(run_dir: &Path, name: &str, text: &str) -> Result<()> {

@@ -202,6 +202,11 @@ pub struct Utilisation {
     /// MFU of prefill and of the decode step against the peak at the clock NVML saw in their
     /// windows (`peaks.at_window_clock`): how busy the GPU was at the speed it actually ran.
     pub mfu_at_window_clock: BTreeMap<String, f64>,
+    /// The shortest time each stage with analytic work could take at the peaks (`peaks`), ms:
+    /// its FLOPs ÷ peak FLOP/s; for `decode_step` the larger of that and its bytes ÷ peak DRAM
+    /// bandwidth (the roofline's floor). Absent in runs recorded before it.
+    #[serde(default)]
+    pub floor_ms: BTreeMap<String, f64>,
     /// Why MFU/MBU are missing, when they are.
     pub unavailable: Option<String>,
 }

@@ -296,34 +296,25 @@ pub fn summary_markdown(jobs: &[SweepJob]) -> String {
     s
 }
 
-/// The jobs of a sweep folder already on disk (for `llmprof report <multirun root>`): each
-/// sub-folder with a status.json, numbered by its name where it is a number.
+/// The jobs of a sweep folder already on disk (for `llmprof report <multirun root>`), as
+/// `run_dir::job_dirs` lists them, numbered by their name where it is a number.
 pub fn jobs_on_disk(root: &Path) -> std::io::Result<Vec<SweepJob>> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join(crate::run_dir::STATUS_FILE).is_file())
-        .collect();
-    dirs.sort_by_key(|p| {
-        let name = p
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        (name.parse::<usize>().unwrap_or(usize::MAX), name)
-    });
+    let dirs = crate::run_dir::job_dirs(root)?;
     Ok(dirs
         .into_iter()
         .enumerate()
         .map(|(i, dir)| {
             let status = read_status(&dir).ok();
-            let overrides =
-                crate::dataset::file_kind::read_to_string(dir.join(".hydra/overrides.yaml"))
+            let overrides = crate::dataset::file_kind::read_to_string(
+                dir.join(crate::run_files::OVERRIDES_YAML),
+            )
+            .ok()
+            .and_then(|t| {
+                serde_yaml::from_str::<Option<Vec<String>>>(&t)
                     .ok()
-                    .and_then(|t| {
-                        serde_yaml::from_str::<Option<Vec<String>>>(&t)
-                            .ok()
-                            .flatten()
-                    })
-                    .unwrap_or_default();
+                    .flatten()
+            })
+            .unwrap_or_default();
             let num = dir
                 .file_name()
                 .and_then(|n| n.to_string_lossy().parse().ok())

@@ -78,8 +78,8 @@ pub fn render_kernels_md(rows: &[KernelRow]) -> String {
 /// Writes `operators.md` and `kernels.md` into `dir`; returns their paths.
 pub fn write_tables(events: &ProfileEvents, dir: &Path) -> Result<(PathBuf, PathBuf)> {
     let attribution = Attribution::new(events);
-    let ops_path = dir.join("operators.md");
-    let kernels_path = dir.join("kernels.md");
+    let ops_path = dir.join(crate::run_files::OPERATORS_MD);
+    let kernels_path = dir.join(crate::run_files::KERNELS_MD);
     std::fs::write(
         &ops_path,
         render_operators_md(&operator_table(events, &attribution)),

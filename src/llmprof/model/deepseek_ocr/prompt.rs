@@ -2,7 +2,7 @@
 //! BOS + N×`<image>` + encoded text.
 
 use super::arch_ocr2::TokenLayout;
-use super::tokenizer::TokenIds;
+use super::tokenizer::{SpecialIds, TokenIds};
 use super::views::{PreprocessConfig, TileGrid};
 use anyhow::{ensure, Result};
 
@@ -45,10 +45,10 @@ pub fn image_token_count(layout: TokenLayout, cfg: &PreprocessConfig, grid: Tile
 /// no EOS.
 pub fn build_prompt_ids(
     tok: &dyn TokenIds,
+    sp: SpecialIds,
     prompt: &str,
     image_tokens: &[usize],
 ) -> Result<Vec<i64>> {
-    let sp = tok.special();
     let pieces: Vec<&str> = prompt.trim().split("<image>").collect();
     ensure!(
         pieces.len() == image_tokens.len() + 1,
@@ -68,7 +68,7 @@ pub fn build_prompt_ids(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tokenizer::ByteTokenizer;
+    use super::super::tokenizer::{tiny_byte_tokenizer, TINY_SPECIAL};
     use super::super::views::{select_grid, Mode};
     use super::*;
 
@@ -150,13 +150,14 @@ mod tests {
 
     #[test]
     fn prompt_layout() {
-        let tok = ByteTokenizer::tiny();
-        let ids = build_prompt_ids(&tok, "<image>\n<|grounding|>OCR. ", &[5]).unwrap();
+        let tok = tiny_byte_tokenizer();
+        let ids =
+            build_prompt_ids(&tok, TINY_SPECIAL, "<image>\n<|grounding|>OCR. ", &[5]).unwrap();
         let mut want = vec![0];
         want.extend([300; 5]);
         want.extend([b'\n' as i64 + 3, 307]);
         want.extend("OCR.".bytes().map(|b| b as i64 + 3));
         assert_eq!(ids, want);
-        assert!(build_prompt_ids(&tok, "no image", &[5]).is_err());
+        assert!(build_prompt_ids(&tok, TINY_SPECIAL, "no image", &[5]).is_err());
     }
 }

@@ -2,48 +2,50 @@
 //! metrics.json, nvml.csv, the markdown reports, the Nsight outputs).
 use super::load::RunArtifacts;
 use super::page::{esc, Section};
+use crate::report::artifacts as a;
+use crate::run_dir::{LOG_FILE, RESOLVED_CONFIG, STATUS_FILE};
 
 /// (file, what it is), in the order shown.
 const ARTIFACTS: &[(&str, &str)] = &[
-    ("report.md", "the Markdown report"),
+    (a::REPORT_MD, "the Markdown report"),
     (
-        "metrics.json",
+        a::METRICS_JSON,
         "every number of this page (schema: docs/metrics-schema.md)",
     ),
     (
-        "trace.json",
+        a::MEASUREMENTS_JSON,
+        "what the run measured (every report is built from it: llmprof report DIR)",
+    ),
+    (
+        a::TRACE_JSON,
         "Kineto trace: open in https://ui.perfetto.dev or chrome://tracing",
     ),
-    ("nvml.csv", "NVML samples"),
-    ("kernels.json", "kernel table of the Kineto pass"),
+    (a::NVML_CSV, "NVML samples"),
+    (a::KERNELS_JSON, "kernel table of the Kineto pass"),
     (
-        "kernels.md",
+        a::KERNELS_MD,
         "kernel table (Kineto, or Nsight Systems in stage 2)",
     ),
-    ("operators.md", "operator table"),
-    ("stakeholder_summary.md", "one-page summary"),
-    ("static_compute.md", "analytic FLOPs and bytes"),
-    ("assumptions.md", "how the numbers are derived"),
-    ("env.json", "software and hardware environment"),
-    ("inputs.yaml", "the inputs"),
-    ("config.resolved.yaml", "the resolved config"),
-    ("status.json", "run state"),
-    ("llmprof.log", "log"),
-    ("roofline.md", "roofline tables"),
-    ("roofline.svg", "roofline plot"),
-    ("ncu.md", "Nsight Compute analysis"),
-    ("ncu_kernels.json", "Nsight Compute analysis as JSON"),
-    ("nsys_summary.json", "Nsight Systems summary"),
-    (
-        "nsys/profile.nsys-rep",
-        "Nsight Systems report (open in nsys-ui)",
-    ),
-    ("stage2_problems.md", "what went wrong in stage 2"),
-    ("cmd.txt", "profiler command lines"),
-    ("predictions.jsonl", "predictions"),
-    ("README.md", "what the files are"),
-    ("summary.md", "sweep summary"),
-    ("multirun.yaml", "sweep config"),
+    (a::OPERATORS_MD, "operator table"),
+    (a::SUMMARY_MD, "one-page summary"),
+    (a::STATIC_MD, "analytic FLOPs and bytes"),
+    (a::ASSUMPTIONS_MD, "how the numbers are derived"),
+    (a::ENV_JSON, "software and hardware environment"),
+    (a::INPUTS_YAML, "the inputs"),
+    (RESOLVED_CONFIG, "the resolved config"),
+    (STATUS_FILE, "run state"),
+    (LOG_FILE, "log"),
+    (a::ROOFLINE_MD, "roofline tables"),
+    (a::ROOFLINE_SVG, "roofline plot"),
+    (a::NCU_MD, "Nsight Compute analysis"),
+    (a::NCU_KERNELS_JSON, "Nsight Compute analysis as JSON"),
+    (a::NSYS_SUMMARY_JSON, "Nsight Systems summary"),
+    (a::STAGE2_PROBLEMS_MD, "what went wrong in stage 2"),
+    (a::CMD_TXT, "profiler command lines"),
+    (a::PREDICTIONS_JSONL, "predictions"),
+    (a::INFER_README, "what the files are"),
+    (a::SWEEP_SUMMARY_MD, "sweep summary"),
+    (a::MULTIRUN_YAML, "sweep config"),
 ];
 
 pub fn section(a: &RunArtifacts) -> Section {
@@ -54,7 +56,18 @@ pub fn section(a: &RunArtifacts) -> Section {
 pub fn list(exists: impl Fn(&str) -> bool) -> String {
     let mut s = String::from("<ul>\n");
     let mut any = false;
-    for (file, what) in ARTIFACTS {
+    // Nsight Systems' report sits in its folder; it is listed after the Nsight summaries.
+    let nsys_report = format!("{}/{}", a::NSYS_DIR, a::NSYS_REP);
+    let mut files: Vec<(&str, &str)> = ARTIFACTS.to_vec();
+    let at = files
+        .iter()
+        .position(|(f, _)| *f == a::NSYS_SUMMARY_JSON)
+        .map_or(files.len(), |i| i + 1);
+    files.insert(
+        at,
+        (&nsys_report, "Nsight Systems report (open in nsys-ui)"),
+    );
+    for (file, what) in files {
         if exists(file) {
             any = true;
             s.push_str(&format!(

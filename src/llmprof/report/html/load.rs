@@ -11,10 +11,7 @@ use crate::spec::RunSpec;
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 
-/// The ncu CSV folder of a stage-2 run directory.
-pub const NCU_DIR: &str = "ncu";
-/// The task overrides Hydra records (the difference from the defaults).
-pub const OVERRIDES_YAML: &str = ".hydra/overrides.yaml";
+pub use crate::report::artifacts::{NCU_DIR, OVERRIDES_YAML};
 
 /// Everything report.html reads from one run directory.
 #[derive(Default)]

@@ -62,7 +62,7 @@ pub fn render_run(a: &RunArtifacts) -> String {
 
 /// A multirun root: has multirun.yaml.
 pub fn is_multirun_root(dir: &Path) -> bool {
-    dir.join("multirun.yaml").is_file()
+    dir.join(super::artifacts::MULTIRUN_YAML).is_file()
 }
 
 /// The page of `dir`: a multirun root's sweep page, or a run directory's page.

@@ -17,7 +17,7 @@ type Metric = fn(&KernelMetrics) -> Option<f64>;
 pub fn section(a: &RunArtifacts) -> Section {
     let title = "Kernels under Nsight Compute (roofline)";
     let Some(n) = &a.ncu else {
-        let why = if a.has("ncu_kernels.json") {
+        let why = if a.has(crate::report::artifacts::NCU_KERNELS_JSON) {
             "ncu_kernels.json is here but the ncu/ CSV folder it was built from is not"
         } else {
             "no ncu/ folder in this run directory (stage 2 with pipeline.ncu.enable=true writes it)"

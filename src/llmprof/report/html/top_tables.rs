@@ -102,7 +102,7 @@ pub fn section(a: &RunArtifacts) -> Section {
         )),
         _ => body.push_str(&no_data(&format!(
             "no kernel table ({} absent{})",
-            "kernels.json",
+            crate::report::artifacts::KERNELS_JSON,
             if kineto.is_some() {
                 ""
             } else {

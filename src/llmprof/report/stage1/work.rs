@@ -157,6 +157,17 @@ pub fn utilisation(
     ));
     work.push((E2E.into(), flops.e2e_gflop * 1e9));
     let mut u = Utilisation::default();
+    for (region, f) in &work {
+        if region == E2E {
+            continue;
+        }
+        // Compute floor; a decode step also reads its weights and KV cache: the roofline's larger.
+        let mut floor_s = f / peak;
+        if region == DECODE_STEP.nvtx_name() {
+            floor_s = floor_s.max(flops.decode_step_bytes_mean / bandwidth);
+        }
+        u.floor_ms.insert(region.clone(), floor_s * 1e3);
+    }
     for (region, f) in work {
         if let Some(s) = stages.get(&region) {
             if s.mean_ms > 0.0 {
@@ -263,6 +274,12 @@ mod tests {
         // decode step: 1 GFLOP in 2 ms = 0.5; 2 GB in 2 ms = 1000 GB/s = MBU 1.
         assert!((u.mfu["decode_step"] - 0.5).abs() < 1e-12);
         assert!((u.mbu_decode.unwrap() - 1.0).abs() < 1e-12);
+        // Floors at the peaks: prefill 4 GFLOP at 1 TFLOP/s = 4 ms, vision 1 GFLOP 1 ms; a decode step is bound by its
+        // 2 GB at 1000 GB/s (2 ms), not its 1 GFLOP (1 ms); no floor for end to end.
+        assert!((u.floor_ms["prefill"] - 4.0).abs() < 1e-12);
+        assert!((u.floor_ms["vision"] - 1.0).abs() < 1e-12);
+        assert!((u.floor_ms["decode_step"] - 2.0).abs() < 1e-12);
+        assert!(!u.floor_ms.contains_key("e2e"));
         // One request: the median is the mean.
         assert_eq!(u.mfu_p50, u.mfu);
         assert_eq!(u.mbu_decode_p50, u.mbu_decode);

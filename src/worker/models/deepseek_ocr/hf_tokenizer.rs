@@ -1,15 +1,13 @@
-//! The real DeepSeek-OCR tokenizer (docs/deepseek-ocr.md §8: DeepSeek-V3 byte-level BPE + 12 OCR added tokens)
-//! loaded from an HF `tokenizer.json` with the `tokenizers` crate, behind `TokenIds`.
-
-use anyhow::{anyhow, bail, Context, Result};
-use llmprof::model::deepseek_ocr::tokenizer::{SpecialIds, TokenIds};
+//! The real DeepSeek-OCR tokenizer (docs/deepseek-ocr.md §8: DeepSeek-V3 byte-level BPE + 12 OCR
+//! added tokens): the shared `HfTokenizer` with this family's checks (its special tokens must be
+//! there; the §8 id table) and where its tokenizer.json lives.
+use crate::models::layers::hf_tokenizer::HfTokenizer;
+use anyhow::{bail, Result};
+use llmprof::model::deepseek_ocr::tokenizer::{
+    SpecialIds, BOS_TOKEN, EOS_TOKEN, IMAGE_TOKEN, PAD_TOKEN,
+};
+use llmprof::model::tokenizer::TokenIds;
 use std::path::{Path, PathBuf};
-
-/// BOS, EOS and pad as spelled in the vocabulary (docs/deepseek-ocr.md §8; the bars and spaces are U+FF5C, U+2581).
-pub const BOS_TOKEN: &str = "<｜begin▁of▁sentence｜>";
-pub const EOS_TOKEN: &str = "<｜end▁of▁sentence｜>";
-pub const PAD_TOKEN: &str = "<｜▁pad▁｜>";
-pub const IMAGE_TOKEN: &str = "<image>";
 
 /// Spec §8 ids of the tokens the workload relies on (`<tr>`/`</tr>` are inferred there).
 pub const SPEC_TOKEN_IDS: [(&str, i64); 15] = [
@@ -30,129 +28,50 @@ pub const SPEC_TOKEN_IDS: [(&str, i64); 15] = [
     ("<|Assistant|>", 128826),
 ];
 
-/// An HF `tokenizer.json`. `encode` never adds BOS/EOS (the prompt builder adds BOS itself).
-pub struct HfTokenizer {
-    inner: tokenizers::Tokenizer,
-    special: SpecialIds,
-    path: PathBuf,
+/// BOS, EOS, pad and `<image>` as `t` numbers them; an error naming the missing ones when `t` is
+/// not a DeepSeek-OCR tokenizer.
+pub fn special_ids(t: &HfTokenizer) -> Result<SpecialIds> {
+    let missing: Vec<&str> = [BOS_TOKEN, EOS_TOKEN, PAD_TOKEN, IMAGE_TOKEN]
+        .into_iter()
+        .filter(|tok| t.token_id(tok).is_none())
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "tokenizer {} lacks {} (not a DeepSeek-OCR tokenizer; build one with scripts/assemble_tokenizer.py)",
+            t.path().display(),
+            missing.join(", ")
+        );
+    }
+    let id = |tok: &str| t.token_id(tok).expect("checked above");
+    Ok(SpecialIds {
+        bos: id(BOS_TOKEN),
+        eos: id(EOS_TOKEN),
+        pad: id(PAD_TOKEN),
+        image: id(IMAGE_TOKEN),
+    })
 }
 
-impl std::fmt::Debug for HfTokenizer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HfTokenizer")
-            .field("path", &self.path)
-            .field("special", &self.special)
-            .finish()
+/// The tokenizer for a model folder: `<model_dir>/tokenizer.json`, else the assembled
+/// `<model_dir>/../tokenizer/tokenizer.json` (models/bootstrap.sh). `None` when neither exists.
+pub fn locate(model_dir: &Path) -> Option<PathBuf> {
+    let own = model_dir.join("tokenizer.json");
+    if own.is_file() {
+        return Some(own);
     }
+    let assembled = model_dir.parent()?.join("tokenizer").join("tokenizer.json");
+    assembled.is_file().then_some(assembled)
 }
 
-impl HfTokenizer {
-    /// Loads `tokenizer.json`; BOS, EOS, pad and `<image>` must be in its vocabulary.
-    pub fn from_file(path: &Path) -> Result<Self> {
-        let inner = tokenizers::Tokenizer::from_file(path)
-            .map_err(|e| anyhow!("loading tokenizer {}: {e}", path.display()))?;
-        Self::new(inner, path.to_path_buf())
-    }
-
-    /// Like `from_file`, from the JSON text (tests, embedded tokenizers).
-    pub fn from_json(json: &str) -> Result<Self> {
-        let inner: tokenizers::Tokenizer = json
-            .parse()
-            .map_err(|e| anyhow!("parsing tokenizer JSON: {e}"))?;
-        Self::new(inner, PathBuf::from("<inline>"))
-    }
-
-    fn new(inner: tokenizers::Tokenizer, path: PathBuf) -> Result<Self> {
-        let find = |t: &str| inner.token_to_id(t).map(i64::from);
-        let missing: Vec<&str> = [BOS_TOKEN, EOS_TOKEN, PAD_TOKEN, IMAGE_TOKEN]
-            .into_iter()
-            .filter(|t| find(t).is_none())
-            .collect();
-        if !missing.is_empty() {
-            bail!(
-                "tokenizer {} lacks {} (not a DeepSeek-OCR tokenizer; build one with scripts/assemble_tokenizer.py)",
-                path.display(),
-                missing.join(", ")
-            );
-        }
-        let id = |t: &str| find(t).expect("checked above");
-        let special = SpecialIds {
-            bos: id(BOS_TOKEN),
-            eos: id(EOS_TOKEN),
-            pad: id(PAD_TOKEN),
-            image: id(IMAGE_TOKEN),
-        };
-        Ok(HfTokenizer {
-            inner,
-            special,
-            path,
+/// The docs/deepseek-ocr.md §8 tokens whose id in `t` differs from the table (empty for the real
+/// tokenizer).
+pub fn spec_id_mismatches(t: &HfTokenizer) -> Vec<(&'static str, i64, Option<i64>)> {
+    SPEC_TOKEN_IDS
+        .iter()
+        .filter_map(|&(tok, want)| {
+            let got = t.token_id(tok);
+            (got != Some(want)).then_some((tok, want, got))
         })
-    }
-
-    /// The tokenizer for a model folder: `<model_dir>/tokenizer.json`, else the assembled
-    /// `<model_dir>/../tokenizer/tokenizer.json` (models/bootstrap.sh). `None` when neither exists.
-    pub fn locate(model_dir: &Path) -> Option<PathBuf> {
-        let own = model_dir.join("tokenizer.json");
-        if own.is_file() {
-            return Some(own);
-        }
-        let assembled = model_dir.parent()?.join("tokenizer").join("tokenizer.json");
-        assembled.is_file().then_some(assembled)
-    }
-
-    /// Id of one token (added or in the vocabulary), e.g. `<td>` for the n-gram exemptions.
-    pub fn token_id(&self, token: &str) -> Option<i64> {
-        self.inner.token_to_id(token).map(i64::from)
-    }
-
-    /// Vocabulary size including added tokens (128,827 for DeepSeek-OCR).
-    pub fn vocab_size(&self) -> usize {
-        self.inner.get_vocab_size(true)
-    }
-
-    /// The docs/deepseek-ocr.md §8 tokens whose id differs from the table (empty for the real tokenizer).
-    pub fn spec_id_mismatches(&self) -> Vec<(&'static str, i64, Option<i64>)> {
-        SPEC_TOKEN_IDS
-            .iter()
-            .filter_map(|&(t, want)| {
-                let got = self.token_id(t);
-                (got != Some(want)).then_some((t, want, got))
-            })
-            .collect()
-    }
-}
-
-impl TokenIds for HfTokenizer {
-    fn encode(&self, text: &str) -> Result<Vec<i64>> {
-        let enc = self.inner.encode(text, false).map_err(|e| {
-            anyhow!(
-                "tokenizing {} bytes with {}: {e}",
-                text.len(),
-                self.path.display()
-            )
-        })?;
-        Ok(enc.get_ids().iter().map(|&i| i64::from(i)).collect())
-    }
-
-    fn decode(&self, ids: &[i64]) -> Result<String> {
-        let ids: Vec<u32> = ids
-            .iter()
-            .map(|&i| {
-                u32::try_from(i).with_context(|| format!("token id {i} is negative or too large"))
-            })
-            .collect::<Result<_>>()?;
-        self.inner.decode(&ids, false).map_err(|e| {
-            anyhow!(
-                "decoding {} ids with {}: {e}",
-                ids.len(),
-                self.path.display()
-            )
-        })
-    }
-
-    fn special(&self) -> SpecialIds {
-        self.special
-    }
+        .collect()
 }
 
 #[cfg(test)]
@@ -215,7 +134,7 @@ mod tests {
     fn tiny_tokenizer_special_ids_and_round_trip() {
         let t = HfTokenizer::from_json(&tiny_json()).unwrap();
         assert_eq!(
-            t.special(),
+            special_ids(&t).unwrap(),
             SpecialIds {
                 bos: 0,
                 eos: 1,
@@ -235,13 +154,15 @@ mod tests {
         assert!(!ids.contains(&0), "no BOS from encode: {ids:?}");
         assert_eq!(t.decode(&ids).unwrap(), text);
         // The spec table is about the real ids, so the tiny layout differs from it.
-        assert_eq!(t.spec_id_mismatches().len(), 12);
+        assert_eq!(spec_id_mismatches(&t).len(), 12);
     }
 
     #[test]
     fn missing_specials_are_named() {
         let json = tiny_json().replace("<image>", "<img>");
-        let e = HfTokenizer::from_json(&json).unwrap_err().to_string();
+        let e = special_ids(&HfTokenizer::from_json(&json).unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("lacks <image>"), "{e}");
         assert!(
             HfTokenizer::decode(&HfTokenizer::from_json(&tiny_json()).unwrap(), &[-1]).is_err()
@@ -253,18 +174,12 @@ mod tests {
         let d = crate::test_util::temp_dir("hf-tokenizer-locate");
         let model = d.join("deepseek-ocr");
         std::fs::create_dir_all(&model).unwrap();
-        assert_eq!(HfTokenizer::locate(&model), None);
+        assert_eq!(locate(&model), None);
         std::fs::create_dir_all(d.join("tokenizer")).unwrap();
         std::fs::write(d.join("tokenizer/tokenizer.json"), "{}").unwrap();
-        assert_eq!(
-            HfTokenizer::locate(&model),
-            Some(d.join("tokenizer/tokenizer.json"))
-        );
+        assert_eq!(locate(&model), Some(d.join("tokenizer/tokenizer.json")));
         std::fs::write(model.join("tokenizer.json"), "{}").unwrap();
-        assert_eq!(
-            HfTokenizer::locate(&model),
-            Some(model.join("tokenizer.json"))
-        );
+        assert_eq!(locate(&model), Some(model.join("tokenizer.json")));
     }
 
     /// The real (or assembled) tokenizer: docs/deepseek-ocr.md §8 ids and the docs/deepseek-ocr.md §5 prompt encoding.
@@ -272,12 +187,11 @@ mod tests {
     #[ignore = "needs models/deepseek-ocr/tokenizer.json or models/tokenizer/tokenizer.json: run models/bootstrap.sh"]
     fn real_tokenizer_matches_spec() {
         let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/deepseek-ocr");
-        let path =
-            HfTokenizer::locate(&models).expect("no tokenizer.json: run models/bootstrap.sh");
+        let path = locate(&models).expect("no tokenizer.json: run models/bootstrap.sh");
         let t = HfTokenizer::from_file(&path).unwrap();
-        assert_eq!(t.spec_id_mismatches(), vec![], "{}", path.display());
+        assert_eq!(spec_id_mismatches(&t), vec![], "{}", path.display());
         assert_eq!(
-            t.special(),
+            special_ids(&t).unwrap(),
             SpecialIds {
                 bos: 0,
                 eos: 1,

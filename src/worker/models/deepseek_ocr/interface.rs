@@ -2,19 +2,22 @@
 //! (CPU fallback to the tiny architecture, synthetic or checkpoint weights, tokenizer, decode
 //! session), pages turned into requests, generation, analytic work and the page reading.
 use super::decode::generate::generate_with;
-use super::hf_tokenizer::HfTokenizer;
+use super::hf_tokenizer;
 use super::preprocess::{preprocess, PreparedImage};
 use super::text::moe::GATHER_MAX_TOKENS;
 use super::{DeepseekOcr, Part, PromptRow, Weights};
 use crate::engine::device;
 use crate::engine::graph_decode::DecodeSession;
+use crate::models::layers::hf_tokenizer::HfTokenizer;
 use anyhow::{bail, Context, Result};
 use llmprof::dataset::{load_rgb_limited, ImageLimits, InputItem};
 use llmprof::dtype::Dtype;
 use llmprof::model::deepseek_ocr::output::read_page;
 use llmprof::model::deepseek_ocr::prompt::{build_prompt_ids, image_token_count};
 use llmprof::model::deepseek_ocr::static_report::{render_markdown, static_report, StaticInputs};
-use llmprof::model::deepseek_ocr::tokenizer::{ByteTokenizer, SpecialIds, TokenIds};
+use llmprof::model::deepseek_ocr::tokenizer::{
+    byte_fallback, tiny_byte_tokenizer, SpecialIds, TokenIds, TINY_SPECIAL,
+};
 use llmprof::model::deepseek_ocr::views::PreprocessConfig;
 use llmprof::model::deepseek_ocr::{analytic, analytic_bytes, ArchConfig, REGIONS};
 use llmprof::model::{
@@ -50,6 +53,8 @@ pub struct DeepseekOcrModel {
     pub preprocess: PreprocessConfig,
     mode: ResolutionMode,
     tokenizer: Box<dyn TokenIds>,
+    /// BOS, EOS, pad and `<image>` as the tokenizer numbers them.
+    special: SpecialIds,
     info: ModelInfo,
     /// Limits on the page images this model decodes (`dataset.max_image_*`).
     image_limits: ImageLimits,
@@ -134,7 +139,7 @@ impl DeepseekOcrModel {
         }
         let load_ms = started.elapsed().as_secs_f64() * 1e3;
         tracing::info!(load_ms, model = %name, ?device, %dtype, "model ready");
-        let tokenizer = tokenizer_for(spec, &arch, &name, &mut notes)?;
+        let (tokenizer, special) = tokenizer_for(spec, &arch, &name, &mut notes)?;
         notes.extend(switch_notes(spec, device, dtype)?);
         let decode = DecodeSession::new(&model, step_path(spec))?;
         notes.extend(crate::engine::graph_decode::decode_notes(spec, &decode));
@@ -149,6 +154,7 @@ impl DeepseekOcrModel {
                 .map(|p| p.mode)
                 .context("model.preprocess is missing")?,
             tokenizer,
+            special,
             image_limits: ImageLimits::from_spec(&spec.dataset),
             info: ModelInfo {
                 name,
@@ -181,21 +187,21 @@ fn switch_notes(spec: &RunSpec, device: Device, dtype: Dtype) -> Result<Vec<Stri
 }
 
 /// The real tokenizer when the model folder (or bootstrap's assembled one) has tokenizer.json and
-/// the architecture is the real one; otherwise the byte fallback, with a note.
+/// the architecture is the real one; otherwise the byte fallback, with a note. With its special ids.
 fn tokenizer_for(
     spec: &RunSpec,
     arch: &ArchConfig,
     model_name: &str,
     notes: &mut Vec<String>,
-) -> Result<Box<dyn TokenIds>> {
+) -> Result<(Box<dyn TokenIds>, SpecialIds)> {
     if tiny_arch(model_name).is_some() {
-        return Ok(Box::new(ByteTokenizer::tiny()));
+        return Ok((Box::new(tiny_byte_tokenizer()), TINY_SPECIAL));
     }
     let model_dir = Path::new(&spec.model.path);
-    match HfTokenizer::locate(model_dir) {
+    match hf_tokenizer::locate(model_dir) {
         Some(path) => {
             let t = HfTokenizer::from_file(&path)?;
-            let sp = t.special();
+            let sp = hf_tokenizer::special_ids(&t)?;
             if sp.image != arch.tokens.image_token_id || sp.bos != arch.tokens.bos_token_id {
                 bail!(
                     "{} does not match the architecture: <image>={} BOS={} but model.arch.tokens says {} and {}",
@@ -203,19 +209,20 @@ fn tokenizer_for(
                 );
             }
             tracing::info!(path = %path.display(), "tokenizer");
-            Ok(Box::new(t))
+            Ok((Box::new(t), sp))
         }
         None => {
             notes.push(format!(
                 "no tokenizer.json under {} (run models/bootstrap.sh): the prompt text is encoded byte by byte (image-token counts are exact; text-token counts differ slightly from the real BPE)",
                 model_dir.display()
             ));
-            Ok(Box::new(ByteTokenizer::with_special(SpecialIds {
+            let special = SpecialIds {
                 bos: arch.tokens.bos_token_id,
                 eos: arch.tokens.eos_token_id,
                 pad: arch.tokens.pad_token_id,
                 image: arch.tokens.image_token_id,
-            })))
+            };
+            Ok((Box::new(byte_fallback(special)), special))
         }
     }
 }
@@ -243,7 +250,12 @@ impl Model for DeepseekOcrModel {
             .with_context(|| format!("readying the pixels of {}", item.path.display()))?;
         let image_tokens =
             image_token_count(self.arch.token_layout(), &self.preprocess, image.grid);
-        let prompt_ids = build_prompt_ids(self.tokenizer.as_ref(), prompt, &[image_tokens])?;
+        let prompt_ids = build_prompt_ids(
+            self.tokenizer.as_ref(),
+            self.special,
+            prompt,
+            &[image_tokens],
+        )?;
         Ok(OcrRequest {
             item: item.clone(),
             image,

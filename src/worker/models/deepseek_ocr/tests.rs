@@ -188,8 +188,13 @@ fn prefill_image_prompt(
     prep: &PreparedImage,
     placeholders: usize,
 ) -> Result<Tensor> {
-    let tok = tokenizer::ByteTokenizer::tiny();
-    let p = prompt::build_prompt_ids(&tok, "<image>\nFree OCR.", &[placeholders])?;
+    let tok = tokenizer::tiny_byte_tokenizer();
+    let p = prompt::build_prompt_ids(
+        &tok,
+        tokenizer::TINY_SPECIAL,
+        "<image>\nFree OCR.",
+        &[placeholders],
+    )?;
     m.prefill(
         &[PromptRow {
             ids: &p,
@@ -277,9 +282,10 @@ fn real_dims_vision_path_on_a_small_view() {
 fn mixed_image_and_text_batch_equals_rows_alone() {
     let mut m = tiny();
     let (prep, n) = tiny_crop_page(&m);
-    let tok = tokenizer::ByteTokenizer::tiny();
-    let first = prompt::build_prompt_ids(&tok, "<image>\nFree OCR.", &[n]).unwrap();
-    let third = prompt::build_prompt_ids(&tok, "<image>\nOCR the page, please.", &[n]).unwrap();
+    let tok = tokenizer::tiny_byte_tokenizer();
+    let sp = tokenizer::TINY_SPECIAL;
+    let first = prompt::build_prompt_ids(&tok, sp, "<image>\nFree OCR.", &[n]).unwrap();
+    let third = prompt::build_prompt_ids(&tok, sp, "<image>\nOCR the page, please.", &[n]).unwrap();
     let text = ids(9, 4);
     let rows = [
         PromptRow {

@@ -84,10 +84,7 @@ impl DenseModel {
         let load_ms = started.elapsed().as_secs_f64() * 1e3;
         tracing::info!(load_ms, model = %name, ?device, %dtype, "model ready");
         let tokenizer = if fallback {
-            TextTokenizer::Bytes {
-                bos: arch.bos_token_id,
-                vocab: arch.vocab_size,
-            }
+            TextTokenizer::bytes(arch.bos_token_id, arch.vocab_size)?
         } else {
             TextTokenizer::for_folder(path, arch.bos_token_id, arch.vocab_size, &mut notes)?
         };

@@ -4,4 +4,5 @@
 pub mod attention;
 pub mod basic;
 pub mod decoder;
+pub mod hf_tokenizer;
 pub mod pre_norm;
