@@ -28,9 +28,10 @@ CUDA_NVCC="nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-cccl==13.0
 # CUTLASS's C++ headers (the wheel carries them under cutlass_library/source) for the Hopper GEMMs.
 CUTLASS=nvidia-cutlass==4.2.0.0
 
-# 1. System packages: libclang for nvtx-sys (bindgen), a font for plot labels, binutils for checks,
-#    libzstd-dev + pkg-config so that zstd-sys links Debian's zstd (.cargo/config.toml).
-APT_PKGS="libclang-dev fonts-dejavu-core binutils g++ python3-venv procps libzstd-dev pkg-config"
+# 1. System packages: a font for plot labels, binutils for checks, g++ for the shim and tch's
+#    wrappers, libzstd-dev + pkg-config so that zstd-sys links Debian's zstd (.cargo/config.toml).
+#    (No libclang: NVTX comes through the shim, nothing runs bindgen.)
+APT_PKGS="fonts-dejavu-core binutils g++ python3-venv procps libzstd-dev pkg-config"
 missing=""
 for p in $APT_PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -4,7 +4,7 @@
 //! overall peak. The allocator is reached through [`AllocatorProbe`] (the worker's CUDA shim on
 //! a GPU, a fake in tests); its statistics live on the host, so reading them never syncs the GPU.
 
-use crate::region::{Region, RegionGuard, RegionObserver};
+use crate::region::{Module, Region, RegionGuard, RegionObserver};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -92,6 +92,11 @@ impl<P: AllocatorProbe> RegionObserver for AllocatorPeaks<'_, P> {
     fn enter_overlapped(&self, region: Region) -> RegionGuard<'_> {
         self.inner.enter_overlapped(region)
     }
+
+    /// Forwarded; a module takes no allocator reading (modules are never measured themselves).
+    fn enter_module(&self, module: Module, index: Option<u32>) -> RegionGuard<'_> {
+        self.inner.enter_module(module, index)
+    }
 }
 
 #[cfg(test)]
@@ -160,5 +165,27 @@ mod tests {
         assert_eq!(s.regions["decode"].reserved_bytes, 36);
         assert_eq!(s.overall.allocated_bytes, 50);
         assert!(s.open.is_empty());
+    }
+
+    /// A module inside a stage takes no reading of its own: its peak stays the stage's, and no
+    /// module name becomes a region key.
+    #[test]
+    fn module_marks_take_no_peak() {
+        let fake = Fake::default();
+        let store = RefCell::new(StagePeaks::default());
+        let obs = AllocatorPeaks {
+            inner: &NoopObserver,
+            probe: &fake,
+            peaks: &store,
+        };
+        {
+            let _s = obs.enter(DECODE_STEP);
+            fake.set(40);
+            let _m = obs.enter_module(crate::region::Module::indexed("layer", None), Some(0));
+            fake.set(70);
+        }
+        let s = store.borrow();
+        assert_eq!(s.regions.keys().collect::<Vec<_>>(), ["decode_step"]);
+        assert_eq!(s.regions["decode_step"].allocated_bytes, 70);
     }
 }

@@ -8,7 +8,9 @@ use anyhow::{anyhow, Result};
 
 use super::timing::{ClockKind, StageTime, StageTimer};
 use crate::ffi;
-use llmprof::region::{Region, RegionGuard, RegionObserver, DECODE_STEP, PREFILL};
+use llmprof::region::{
+    Module, ModulePath, Region, RegionGuard, RegionObserver, DECODE_STEP, PREFILL,
+};
 
 /// Options of `NvtxObserver`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -24,6 +26,10 @@ pub struct NvtxOptions {
     pub timing: Option<ClockKind>,
     /// Skip the NVTX push/pop itself (for measuring its overhead; see scripts/bench_overhead.sh).
     pub no_ranges: bool,
+    /// Label modules (`enter_module`) with an NVTX range and, with `kineto_scopes`, a Kineto user
+    /// scope named by the module path (`module:layer[3].attention.qkv`). Off, a module costs one
+    /// call and an empty guard. Never timed either way.
+    pub modules: bool,
 }
 
 /// Pushes/pops an NVTX range per region; single-threaded (regions nest on one thread).
@@ -34,6 +40,8 @@ pub struct NvtxObserver {
     deferred_error: RefCell<Option<anyhow::Error>>,
     /// The next `ProfilerStep#N` scope's N.
     next_step: std::cell::Cell<u64>,
+    /// The modules open now, outermost first (their path names the scope).
+    open_modules: RefCell<Vec<(Module, Option<u32>)>>,
 }
 
 impl NvtxObserver {
@@ -45,6 +53,7 @@ impl NvtxObserver {
                 .map(|clock| RefCell::new(StageTimer::new(clock))),
             deferred_error: RefCell::new(None),
             next_step: std::cell::Cell::new(0),
+            open_modules: RefCell::new(Vec::new()),
         }
     }
 
@@ -88,6 +97,29 @@ impl RegionObserver for NvtxObserver {
 
     fn enter_overlapped(&self, region: Region) -> RegionGuard<'_> {
         self.enter_timed(region, false)
+    }
+
+    fn enter_module(&self, module: Module, index: Option<u32>) -> RegionGuard<'_> {
+        if !self.options.modules {
+            return RegionGuard::noop();
+        }
+        let path = {
+            let mut open = self.open_modules.borrow_mut();
+            open.push((module, index));
+            ModulePath::of_stack(&open).expect("a module was just opened")
+        };
+        let name = path.scope_name();
+        let range = (!self.options.no_ranges).then(|| ffi::nvtx::NvtxRange::push(&name));
+        let scope = if self.options.kineto_scopes {
+            self.user_scope(&name, &name)
+        } else {
+            None
+        };
+        RegionGuard::on_exit(move || {
+            drop(scope);
+            drop(range);
+            self.open_modules.borrow_mut().pop();
+        })
     }
 }
 
@@ -146,6 +178,7 @@ mod tests {
             kineto_scopes: true,
             timing: Some(ClockKind::Host),
             no_ranges: false,
+            modules: false,
         });
         {
             let _decode = obs.enter(llmprof::region::DECODE);
@@ -172,6 +205,31 @@ mod tests {
         let times = obs.finish().unwrap();
         let names: Vec<&str> = times.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["prefill"]);
+    }
+
+    /// Modules label work and are never timed: with timing on, only the stage gets a time.
+    #[test]
+    fn modules_are_scoped_never_timed() {
+        const LAYER: Module = Module::indexed("layer", None);
+        const QKV: Module = Module::within("qkv", LAYER);
+        for modules in [false, true] {
+            let obs = NvtxObserver::new(NvtxOptions {
+                timing: Some(ClockKind::Host),
+                modules,
+                ..NvtxOptions::default()
+            });
+            {
+                let _step = obs.enter(llmprof::region::DECODE_STEP);
+                let _layer = obs.enter_module(LAYER, Some(1));
+                let _qkv = obs.enter_module(QKV, None);
+                let open = obs.open_modules.borrow().len();
+                assert_eq!(open, if modules { 2 } else { 0 });
+            }
+            assert!(obs.open_modules.borrow().is_empty(), "every module closed");
+            let times = obs.finish().unwrap();
+            let names: Vec<&str> = times.iter().map(|t| t.name.as_str()).collect();
+            assert_eq!(names, ["decode_step"], "modules = {modules}");
+        }
     }
 
     #[test]

@@ -41,6 +41,7 @@ pub fn timed_generate<M: Model>(
         kineto_scopes: false,
         timing: Some(clock),
         no_ranges,
+        modules: false,
     });
     let out = model.generate(batch, gen, &obs)?;
     let ms = obs

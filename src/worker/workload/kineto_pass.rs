@@ -44,6 +44,7 @@ pub fn run<M: Model>(
             kineto_scopes: true,
             timing: Some(ClockKind::detect()),
             no_ranges: false,
+            modules: false,
         })
     };
     for pass in 0..t.warmup {

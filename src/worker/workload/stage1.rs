@@ -13,7 +13,7 @@ use llmprof::measure::gpu::GpuProps;
 use llmprof::measure::memory::{AllocatorPeaks, RegionPeak, StagePeaks};
 use llmprof::measure::nvml::{nvml_index_for_cuda, query_gpu, unix_ns, NvmlSampler};
 use llmprof::model::Model;
-use llmprof::region::{Region, RegionGuard, RegionObserver, DECODE, DECODE_STEP, PREFILL};
+use llmprof::region::{Module, Region, RegionGuard, RegionObserver, DECODE, DECODE_STEP, PREFILL};
 use llmprof::report::artifacts::{self, Stage1Files};
 use llmprof::report::measurements::{MemorySummary, Stage1Measurements, TimedRequest};
 use llmprof::report::stage1::E2E;
@@ -53,6 +53,10 @@ impl RegionObserver for StageWindows<'_> {
 
     fn enter_overlapped(&self, region: Region) -> RegionGuard<'_> {
         self.inner.enter_overlapped(region)
+    }
+
+    fn enter_module(&self, module: Module, index: Option<u32>) -> RegionGuard<'_> {
+        self.inner.enter_module(module, index)
     }
 }
 
@@ -169,6 +173,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 kineto_scopes: false,
                 timing: Some(clock),
                 no_ranges: false,
+                modules: false,
             });
             let windows = StageWindows {
                 inner: &obs,

@@ -1,6 +1,10 @@
 //! Profiling regions as data: each model declares its regions (name and nesting) in a
 //! [`RegionTree`]; the generation loop's regions (prefill, decode, decode_step) are shared by all.
 //! The model only marks boundaries through a [`RegionObserver`]; measurement owns timers and sync.
+//! Below the stages, a model marks its modules (`modules.rs`), which label work and are never timed.
+mod modules;
+
+pub use modules::{check_modules, is_module_scope, Module, ModulePath};
 
 /// A named stretch of the workload. Its name is the single source of the NVTX range name, the
 /// Kineto user scope and the report key.
@@ -49,19 +53,37 @@ pub const DECODE: Region = Region::root("decode");
 /// One decode step (one new token per row); its duration is the time per output token.
 pub const DECODE_STEP: Region = Region::within("decode_step", DECODE);
 
-/// The regions a model marks, in nesting order (a parent before its children).
+/// The regions a model marks, in nesting order (a parent before its children), and its modules
+/// (lists a family concatenates: the shared decoder's, then its own).
 #[derive(Debug, Clone, Copy)]
 pub struct RegionTree {
     regions: &'static [Region],
+    modules: &'static [&'static [Module]],
 }
 
 impl RegionTree {
     pub const fn new(regions: &'static [Region]) -> Self {
-        RegionTree { regions }
+        RegionTree {
+            regions,
+            modules: &[],
+        }
+    }
+
+    /// The same regions with the modules the model marks below them.
+    pub const fn with_modules(self, modules: &'static [&'static [Module]]) -> Self {
+        RegionTree {
+            regions: self.regions,
+            modules,
+        }
     }
 
     pub fn all(&self) -> &'static [Region] {
         self.regions
+    }
+
+    /// Every module the model marks, parents before children.
+    pub fn modules(&self) -> impl Iterator<Item = Module> + '_ {
+        self.modules.iter().flat_map(|l| l.iter().copied())
     }
 
     pub fn find(&self, name: &str) -> Option<Region> {
@@ -135,6 +157,10 @@ impl RegionTree {
                 ));
             }
         }
+        check_modules(self.modules)?;
+        if let Some(m) = self.modules().find(|m| self.find(m.name()).is_some()) {
+            return Err(format!("'{}' is both a region and a module", m.name()));
+        }
         Ok(())
     }
 }
@@ -178,6 +204,12 @@ pub trait RegionObserver {
     /// stream's clock cannot tell its work from what runs beside it. No default: an observer
     /// that wraps another must forward it as overlapped, or it would time the region after all.
     fn enter_overlapped(&self, region: Region) -> RegionGuard<'_>;
+
+    /// Marks the start of `module` (with its index when it is indexed, e.g. the layer); the
+    /// returned guard marks its end. Modules are never timed and never synchronise: observers
+    /// label work with them (scopes, ranges, a capture's record) or ignore them. No default: an
+    /// observer that wraps another must forward it.
+    fn enter_module(&self, module: Module, index: Option<u32>) -> RegionGuard<'_>;
 }
 
 /// Observer that records nothing.
@@ -190,6 +222,10 @@ impl RegionObserver for NoopObserver {
     }
 
     fn enter_overlapped(&self, _region: Region) -> RegionGuard<'_> {
+        RegionGuard::noop()
+    }
+
+    fn enter_module(&self, _module: Module, _index: Option<u32>) -> RegionGuard<'_> {
         RegionGuard::noop()
     }
 }
@@ -212,6 +248,16 @@ mod tests {
 
         fn enter_overlapped(&self, region: Region) -> RegionGuard<'_> {
             self.enter(region)
+        }
+
+        fn enter_module(&self, module: Module, index: Option<u32>) -> RegionGuard<'_> {
+            let name = format!(
+                "{}{}",
+                module.name(),
+                index.map(|i| format!("[{i}]")).unwrap_or_default()
+            );
+            self.0.borrow_mut().push(format!("+{name}"));
+            RegionGuard::on_exit(move || self.0.borrow_mut().push(format!("-{name}")))
         }
     }
 
@@ -248,5 +294,31 @@ mod tests {
         assert!(orphan.check().unwrap_err().contains("not declared before"));
         let no_step = RegionTree::new(&[PREFILL, DECODE]);
         assert!(no_step.check().unwrap_err().contains("decode_step"));
+        const LAYER: Module = Module::indexed("layer", None);
+        const CLASH: Module = Module::root("inner");
+        let ok = TREE.with_modules(&[&[LAYER]]);
+        ok.check().unwrap();
+        assert_eq!(ok.modules().collect::<Vec<_>>(), [LAYER]);
+        let clash = TREE.with_modules(&[&[LAYER], &[CLASH]]);
+        assert!(clash
+            .check()
+            .unwrap_err()
+            .contains("both a region and a module"));
+        let orphan = TREE.with_modules(&[&[Module::within("qkv", LAYER)]]);
+        assert!(orphan.check().unwrap_err().contains("not declared before"));
+    }
+
+    #[test]
+    fn module_guards_nest_inside_regions() {
+        const LAYER: Module = Module::indexed("layer", None);
+        let rec = Recorder(RefCell::new(Vec::new()));
+        {
+            let _s = rec.enter(DECODE_STEP);
+            let _l = rec.enter_module(LAYER, Some(2));
+        }
+        assert_eq!(
+            *rec.0.borrow(),
+            ["+decode_step", "+layer[2]", "-layer[2]", "-decode_step"]
+        );
     }
 }
