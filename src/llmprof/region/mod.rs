@@ -304,7 +304,8 @@ mod tests {
             .check()
             .unwrap_err()
             .contains("both a region and a module"));
-        let orphan = TREE.with_modules(&[&[Module::within("qkv", LAYER)]]);
+        const QKV: Module = Module::within("qkv", LAYER);
+        let orphan = TREE.with_modules(&[&[QKV]]);
         assert!(orphan.check().unwrap_err().contains("not declared before"));
     }
 
