@@ -6,6 +6,7 @@ pub mod kernel_names;
 pub mod kineto_events;
 pub mod kineto_json;
 pub mod memory;
+pub mod module_attr;
 pub mod nvml;
 pub mod nvml_energy;
 pub mod nvml_sample;

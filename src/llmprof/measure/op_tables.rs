@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::kineto_events::{HostKind, Name, ProfileEvents};
+use crate::region::is_module_scope;
 
 mod markdown;
 pub use markdown::{render_kernels_md, render_operators_md, write_tables};
@@ -14,7 +15,8 @@ pub use markdown::{render_kernels_md, render_operators_md, write_tables};
 pub struct Attribution {
     /// For each host event: the innermost host event on the same thread that contains it.
     pub op_parent: Vec<Option<usize>>,
-    /// For each host event: the innermost enclosing user scope (itself for a user scope).
+    /// For each host event: the innermost enclosing user scope (itself for a user scope), module
+    /// scopes (`module:...`, measure/module_attr.rs) skipped.
     pub op_scope: Vec<Option<usize>>,
     /// For each device event: the host event it is charged to — the op that launched it
     /// (`op_correlation_id`), else the runtime call with the same CUPTI correlation id.
@@ -50,7 +52,8 @@ impl Attribution {
             .map(|i| {
                 let mut cur = Some(i);
                 while let Some(j) = cur {
-                    if ops[j].kind == HostKind::UserScope {
+                    // A module's scope labels work inside a stage; it is not a stage itself.
+                    if ops[j].kind == HostKind::UserScope && !is_module_scope(&ops[j].name) {
                         return Some(j);
                     }
                     cur = op_parent[j];
@@ -73,7 +76,7 @@ impl Attribution {
             }
             .or_insert(i);
         }
-        let gpu_scope = innermost_gpu_scopes(events, |_| true);
+        let gpu_scope = innermost_gpu_scopes(events, |k| !is_module_scope(&k.name));
         let mut kernel_owner = Vec::with_capacity(events.kernels.len());
         let mut kernel_stage = Vec::with_capacity(events.kernels.len());
         for (index, k) in events.kernels.iter().enumerate() {

@@ -118,7 +118,9 @@ impl Stage1Measurements {
     /// Reads measurements.json, refusing another schema (named before any field it lacks).
     pub fn read(path: &std::path::Path) -> Result<Self, ReadError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ReadError::Io(shown.clone(), e))?;
+        // A regular file only (a FIFO or device under that name is refused, not waited on).
+        let text = crate::dataset::file_kind::read_to_string(path)
+            .map_err(|e| ReadError::Io(shown.clone(), e))?;
         let mut value: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| ReadError::Format(shown.clone(), e))?;
         let schema = value
@@ -268,6 +270,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("absent.json"), "{e}");
+        // A FIFO under the name is refused at once, not read (it would never end).
+        let fifo = dir.join("fifo.json");
+        crate::dataset::test_util::mkfifo(&fifo);
+        let e = Stage1Measurements::read(&fifo).unwrap_err().to_string();
+        assert!(e.contains("fifo.json"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -41,7 +41,7 @@ pub fn run_dir(run_dir: &Path) -> Result<Rebuilt> {
     if !metrics.is_file() {
         return Ok(Rebuilt::Nothing);
     }
-    let text = std::fs::read_to_string(&metrics)
+    let text = crate::dataset::file_kind::read_to_string(&metrics)
         .with_context(|| format!("reading {}", metrics.display()))?;
     let report: RunReport = serde_json::from_str(&text).with_context(|| {
         format!(
@@ -57,7 +57,7 @@ pub fn run_dir(run_dir: &Path) -> Result<Rebuilt> {
 /// The spec a run recorded (its resolved config), read as runs of older releases wrote it.
 fn recorded_spec(run_dir: &Path) -> Result<RunSpec> {
     let path = run_dir.join(RESOLVED_CONFIG);
-    let text = std::fs::read_to_string(&path).with_context(|| {
+    let text = crate::dataset::file_kind::read_to_string(&path).with_context(|| {
         format!(
             "reading {} (a run's reports are built under the config it ran)",
             path.display()

@@ -2,7 +2,8 @@
 //! scopes on the host (for work whose launch was recorded), else `gpu_user_annotation` ranges on
 //! the GPU timeline. Which annotations count as regions is chosen by glob patterns (`--regions
 //! 'prefill,decode*'`); by default every annotation but the iteration markers (`ProfilerStep#N`)
-//! does, and a kernel's region is its innermost one. Work replayed from a CUDA graph is
+//! and llmprof's module scopes (`module:*`, asked for by `--regions 'module:*'`) does, and a
+//! kernel's region is its innermost one. Work replayed from a CUDA graph is
 //! recognised by its launch (`cudaGraphLaunch`, `cuGraphLaunch`) and counted per launch. Pure.
 use std::collections::HashMap;
 
@@ -24,7 +25,8 @@ pub struct RegionFilter {
 }
 
 impl RegionFilter {
-    /// `patterns`: globs where `*` matches any text; empty = every annotation but ProfilerStep#N.
+    /// `patterns`: globs where `*` matches any text; empty = every annotation but ProfilerStep#N
+    /// and module scopes.
     pub fn new(patterns: &[String]) -> Result<Self, String> {
         let mut compiled = Vec::new();
         for p in patterns {
@@ -43,7 +45,7 @@ impl RegionFilter {
 
     pub fn accepts(&self, name: &str) -> bool {
         if self.patterns.is_empty() {
-            !is_iteration_marker(name)
+            !is_iteration_marker(name) && !crate::region::is_module_scope(name)
         } else {
             self.patterns.iter().any(|p| p.is_match(name))
         }

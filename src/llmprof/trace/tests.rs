@@ -211,6 +211,15 @@ fn kernels_are_grouped_by_their_annotations_and_graph_replays_counted() {
 }
 
 #[test]
+fn module_scopes_are_regions_only_when_asked_for() {
+    let default = RegionFilter::new(&[]).unwrap();
+    assert!(default.accepts("decode_step") && !default.accepts("module:layer[3].mlp"));
+    assert!(!default.accepts("ProfilerStep#4"));
+    let modules = RegionFilter::new(&["module:*".to_string()]).unwrap();
+    assert!(modules.accepts("module:layer[3].mlp") && !modules.accepts("decode_step"));
+}
+
+#[test]
 fn iterations_hold_the_work_their_steps_launched() {
     let a = phases().analyse(&Options::default());
     let steps: Vec<(u64, f64, u64, f64)> = a
