@@ -8,6 +8,7 @@ mod family;
 mod generate;
 mod interface;
 pub mod linears;
+pub mod module_work;
 pub mod tokenizer;
 
 pub use family::{Arch, Family, FamilyOptim};

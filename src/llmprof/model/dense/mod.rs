@@ -2,6 +2,7 @@
 //! from HF config.json fields, the regions the model marks, analytic FLOPs/bytes and the static
 //! report. The tensor code is the worker's `models::dense`.
 pub mod analytic;
+pub mod analytic_modules;
 pub mod arch;
 pub mod optim;
 pub mod static_report;
@@ -14,8 +15,10 @@ pub const HF_MODEL_TYPES: &[&str] = &["qwen2", "llama"];
 
 use crate::region::{RegionTree, DECODE, DECODE_STEP, PREFILL};
 
-/// Every region a dense decoder marks: the generation loop's only.
-pub const REGIONS: RegionTree = RegionTree::new(&[PREFILL, DECODE, DECODE_STEP]);
+/// Every region a dense decoder marks: the generation loop's only; below them, the shared
+/// decoder's modules (model/module_work.rs).
+pub const REGIONS: RegionTree = RegionTree::new(&[PREFILL, DECODE, DECODE_STEP])
+    .with_modules(&[crate::model::module_work::DECODER_MODULES]);
 
 #[cfg(test)]
 mod tests;

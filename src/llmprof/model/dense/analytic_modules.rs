@@ -1,0 +1,122 @@
+//! A dense decoder's decode step module by module (model/module_work.rs): every layer's
+//! attention modules and SwiGLU MLP, the embedding lookup, the final norm and lm_head. The
+//! modules' FLOPs add up to `analytic::decode_step_flops` over the batch, and their weight and KV
+//! bytes to `analytic::decode_step_bytes` (tests).
+use super::arch::DenseArch;
+use crate::model::module_work::{attention_work, swiglu_work, LayerShape, ModuleWork};
+
+/// One decode step of `batch` rows, each attending to `context_len` keys (itself included).
+pub fn decode_step_work(
+    a: &DenseArch,
+    context_len: i64,
+    batch: i64,
+    dtype_bytes: u64,
+) -> Vec<ModuleWork> {
+    let b = dtype_bytes as f64;
+    let (h, v) = (a.hidden_size as f64, a.vocab_size as f64);
+    let t = batch as f64;
+    let shape = LayerShape {
+        hidden: h,
+        q: (a.num_attention_heads * a.head_dim) as f64,
+        kv: (a.num_key_value_heads * a.head_dim) as f64,
+        rows: t,
+        context: context_len as f64,
+        dtype_bytes: b,
+        qkv_bias: a.attention_bias,
+    };
+    let top = |module: &str, flops: f64, weights: f64, act: f64| ModuleWork {
+        module: module.to_string(),
+        index: None,
+        flops,
+        weight_bytes: weights * b,
+        activation_bytes: act * b,
+        kv_bytes: 0.0,
+    };
+    // A tied table is read once, by lm_head; an untied one only at the batch's rows.
+    let embedding_rows = if a.tie_word_embeddings {
+        0.0
+    } else {
+        batch.min(a.vocab_size) as f64 * h
+    };
+    let mut out = vec![top("embed", 0.0, embedding_rows, t * h)];
+    for layer in 0..a.num_hidden_layers as u32 {
+        out.extend(attention_work(&shape, layer));
+        out.extend(swiglu_work(
+            &shape,
+            a.intermediate_size as f64,
+            "layer.mlp",
+            layer,
+        ));
+    }
+    out.push(top("final_norm", 0.0, h, 2.0 * t * h));
+    out.push(top("lm_head", 2.0 * t * h * v, v * h, t * (h + v)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::analytic::{decode_step_bytes, decode_step_flops};
+    use super::*;
+
+    fn presets() -> Vec<(&'static str, DenseArch)> {
+        let conf = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../conf/model/dense_decoder/arch");
+        ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"]
+            .into_iter()
+            .map(|p| {
+                let text = std::fs::read_to_string(conf.join(format!("{p}.yaml"))).unwrap();
+                (p, serde_yaml::from_str(&text).unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sums_match_the_step_totals() {
+        for (name, a) in presets() {
+            for (context, batch) in [(1i64, 1i64), (1000, 1), (300, 32)] {
+                let m = decode_step_work(&a, context, batch, 2);
+                let flops: f64 = m.iter().map(|w| w.flops).sum();
+                let want = decode_step_flops(&a, context).total() * batch as f64;
+                assert!(
+                    (flops / want - 1.0).abs() < 1e-12,
+                    "{name}: {flops} vs {want}"
+                );
+                let bytes: f64 = m.iter().map(ModuleWork::step_bytes).sum();
+                let want = decode_step_bytes(&a, context, batch, 2).total();
+                assert!(
+                    (bytes / want - 1.0).abs() < 1e-12,
+                    "{name}: {bytes} vs {want}"
+                );
+                let layers = m.iter().filter_map(|w| w.index).max().unwrap() + 1;
+                assert_eq!(layers as i64, a.num_hidden_layers, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn llama_3_1_8b_modules_read_what_their_weights_hold() {
+        let (_, a) = presets().pop().unwrap();
+        let m = decode_step_work(&a, 1000, 1, 2);
+        let get = |module: &str| {
+            m.iter()
+                .find(|w| w.module == module && w.index == Some(0))
+                .unwrap()
+        };
+        // q 4096 + k 1024 + v 1024 outputs of 4096 inputs, bf16: 50.3 MB per layer, no bias.
+        assert_eq!(
+            get("layer.attention.qkv").weight_bytes,
+            4096.0 * 6144.0 * 2.0
+        );
+        // The core reads the whole cache of its layer: 1000 keys × (K + V) 2 × 1024 × 2 B.
+        assert_eq!(
+            get("layer.attention.core").kv_bytes,
+            1000.0 * 2.0 * 1024.0 * 2.0
+        );
+        assert_eq!(get("layer.mlp.down").weight_bytes, 14336.0 * 4096.0 * 2.0);
+        // At batch 1 the step is bound by its bytes: every weight module's floor is its bytes.
+        let qkv = get("layer.attention.qkv");
+        let floor = qkv.floor_s(989.4e12, 3.35e12);
+        let bytes = qkv.weight_bytes + qkv.activation_bytes;
+        assert!((floor - bytes / 3.35e12).abs() < 1e-15);
+    }
+}

@@ -1,0 +1,202 @@
+//! The modules of a transformer decoder that every family shares (the names the shared layers
+//! mark, region/modules.rs) and the analytic work of each in one decode step: FLOPs and the bytes
+//! it must move (weights read, KV cache read and written, activations), so that each module has a
+//! floor (bytes at peak bandwidth or FLOPs at peak compute, whichever is larger) to set its time
+//! against (#41, docs/design/module-attribution.md §4). FLOP = 2 × multiply-accumulate.
+use crate::region::Module;
+use serde::Serialize;
+
+/// The token embedding lookup.
+pub const EMBED: Module = Module::root("embed");
+/// One decoder layer, indexed by its position.
+pub const LAYER: Module = Module::indexed("layer", None);
+pub const ATTENTION: Module = Module::within("attention", LAYER);
+/// The RMSNorm before attention (with the residual add of the layer before, when fused).
+pub const ATTENTION_NORM: Module = Module::within("input_norm", ATTENTION);
+/// The q, k, v projections (fused or not).
+pub const QKV: Module = Module::within("qkv", ATTENTION);
+/// RoPE on q and k, and the new token's K/V written to the cache.
+pub const ROPE_KV: Module = Module::within("rope_kv", ATTENTION);
+/// Softmax(q·kᵀ)·v over the cache.
+pub const CORE: Module = Module::within("core", ATTENTION);
+pub const O_PROJ: Module = Module::within("o_proj", ATTENTION);
+pub const MLP: Module = Module::within("mlp", LAYER);
+/// The RMSNorm after attention (with attention's residual add).
+pub const MLP_NORM: Module = Module::within("post_norm", MLP);
+pub const GATE_UP: Module = Module::within("gate_up", MLP);
+/// SiLU(gate) · up.
+pub const ACT: Module = Module::within("act", MLP);
+pub const DOWN: Module = Module::within("down", MLP);
+/// The RMSNorm after the last layer.
+pub const FINAL_NORM: Module = Module::root("final_norm");
+pub const LM_HEAD: Module = Module::root("lm_head");
+
+/// The shared decoder's modules, parents first (a family appends its own list after it).
+pub const DECODER_MODULES: &[Module] = &[
+    EMBED,
+    LAYER,
+    ATTENTION,
+    ATTENTION_NORM,
+    QKV,
+    ROPE_KV,
+    CORE,
+    O_PROJ,
+    MLP,
+    MLP_NORM,
+    GATE_UP,
+    ACT,
+    DOWN,
+    FINAL_NORM,
+    LM_HEAD,
+];
+
+/// What one module instance does in one decode step of the whole batch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModuleWork {
+    /// The module path (`layer.attention.qkv`, `lm_head`).
+    pub module: String,
+    /// The layer, for modules inside an indexed one.
+    pub index: Option<u32>,
+    pub flops: f64,
+    /// Weights read (each once per step, whatever the batch).
+    pub weight_bytes: f64,
+    /// Activations read and written (the step's rows through the module).
+    pub activation_bytes: f64,
+    /// KV cache read (attention's core) and written (rope_kv).
+    pub kv_bytes: f64,
+}
+
+impl ModuleWork {
+    /// Bytes that count against the step's bandwidth floor: weights and KV cache. Activations
+    /// are listed for the module's own floor but stay out of the step's (the step's analytic
+    /// bytes never counted them: they mostly live in L2 between kernels).
+    pub fn step_bytes(&self) -> f64 {
+        self.weight_bytes + self.kv_bytes
+    }
+
+    /// The shortest time at `peak_flops` (FLOP/s) and `bandwidth` (B/s), in seconds: the larger
+    /// of compute and all the bytes it moves.
+    pub fn floor_s(&self, peak_flops: f64, bandwidth: f64) -> f64 {
+        let bytes = self.weight_bytes + self.kv_bytes + self.activation_bytes;
+        (self.flops / peak_flops).max(bytes / bandwidth)
+    }
+}
+
+/// The shapes one decode step of a decoder layer works on.
+#[derive(Debug, Clone, Copy)]
+pub struct LayerShape {
+    pub hidden: f64,
+    /// Query width (heads × head_dim) and key (= value) width (kv heads × head_dim).
+    pub q: f64,
+    pub kv: f64,
+    /// Rows of the batch (one new token each) and keys each row attends to (itself included).
+    pub rows: f64,
+    pub context: f64,
+    /// Bytes per element of weights, activations and the KV cache.
+    pub dtype_bytes: f64,
+    /// q/k/v biases present (Qwen2).
+    pub qkv_bias: bool,
+}
+
+/// The attention modules of one layer in one decode step (the MLP is the family's: dense SwiGLU
+/// or mixture of experts).
+pub fn attention_work(s: &LayerShape, layer: u32) -> Vec<ModuleWork> {
+    let (h, q, kv, t, b) = (s.hidden, s.q, s.kv, s.rows, s.dtype_bytes);
+    let qkv_out = q + 2.0 * kv;
+    let bias = if s.qkv_bias { qkv_out } else { 0.0 };
+    let kv_per_token = 2.0 * kv * b;
+    let w = |module: &str, flops: f64, weights: f64, act: f64, kv_bytes: f64| ModuleWork {
+        module: module.to_string(),
+        index: Some(layer),
+        flops,
+        weight_bytes: weights * b,
+        activation_bytes: act * b,
+        kv_bytes,
+    };
+    vec![
+        // x read twice (residual add fused) and written once; the norm's weight.
+        w("layer.attention.input_norm", 0.0, h, 3.0 * t * h, 0.0),
+        w(
+            "layer.attention.qkv",
+            2.0 * t * h * qkv_out,
+            h * qkv_out + bias,
+            t * (h + qkv_out),
+            0.0,
+        ),
+        // q and k rotated in place, the new K/V written to the cache.
+        w(
+            "layer.attention.rope_kv",
+            0.0,
+            0.0,
+            t * 2.0 * (q + kv),
+            t * kv_per_token,
+        ),
+        // q·kᵀ and p·v over the context, for every query head; the cache read.
+        w(
+            "layer.attention.core",
+            4.0 * t * q * s.context,
+            0.0,
+            2.0 * t * q,
+            t * s.context * kv_per_token,
+        ),
+        w(
+            "layer.attention.o_proj",
+            2.0 * t * q * h,
+            q * h,
+            t * (q + h),
+            0.0,
+        ),
+    ]
+}
+
+/// A SwiGLU MLP of intermediate size `f` over `s.rows` tokens, named under `prefix` (`layer.mlp`).
+pub fn swiglu_work(s: &LayerShape, f: f64, prefix: &str, layer: u32) -> Vec<ModuleWork> {
+    let (h, t, b) = (s.hidden, s.rows, s.dtype_bytes);
+    let w = |name: &str, flops: f64, weights: f64, act: f64| ModuleWork {
+        module: format!("{prefix}.{name}"),
+        index: Some(layer),
+        flops,
+        weight_bytes: weights * b,
+        activation_bytes: act * b,
+        kv_bytes: 0.0,
+    };
+    vec![
+        w("post_norm", 0.0, h, 3.0 * t * h),
+        w(
+            "gate_up",
+            2.0 * t * h * 2.0 * f,
+            2.0 * h * f,
+            t * (h + 2.0 * f),
+        ),
+        w("act", 0.0, 0.0, 3.0 * t * f),
+        w("down", 2.0 * t * f * h, f * h, t * (f + h)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_tree_is_valid_and_disjoint_from_the_stages() {
+        crate::region::check_modules(&[DECODER_MODULES]).unwrap();
+        crate::model::dense::REGIONS.check().unwrap();
+    }
+
+    #[test]
+    fn a_module_floor_is_its_larger_bound() {
+        let m = ModuleWork {
+            module: "layer.attention.qkv".into(),
+            index: Some(0),
+            flops: 2e9,
+            weight_bytes: 3e6,
+            activation_bytes: 1e6,
+            kv_bytes: 0.0,
+        };
+        // 2 GFLOP at 1 TFLOP/s = 2 ms; 4 MB at 1 TB/s = 4 µs: compute-bound.
+        assert!((m.floor_s(1e12, 1e12) - 2e-3).abs() < 1e-15);
+        // At 1 GB/s the bytes win: 4 ms.
+        assert!((m.floor_s(1e12, 1e9) - 4e-3).abs() < 1e-15);
+        assert_eq!(m.step_bytes(), 3e6);
+    }
+}
