@@ -3,6 +3,7 @@
 //! output grammar. The tensor code is the worker's `models::deepseek_ocr`.
 pub mod analytic;
 pub mod analytic_bytes;
+pub mod analytic_modules;
 pub mod arch;
 pub mod arch_hf;
 pub mod arch_ocr2;
@@ -46,4 +47,8 @@ pub const REGIONS: RegionTree = RegionTree::new(&[
     PROJECTOR,
     DECODE,
     DECODE_STEP,
+])
+.with_modules(&[
+    crate::model::module_work::DECODER_MODULES,
+    analytic_modules::MOE_MODULES,
 ]);

@@ -1,0 +1,177 @@
+//! DeepSeek-OCR's decode step module by module (model/module_work.rs): the shared attention
+//! modules in every layer, the dense SwiGLU MLP of the first `first_k_dense_replace` layers, and
+//! the mixture of experts of the others (norm, router, routing, the routed experts' gate/up,
+//! activation and down, the weighted combine, the shared experts), plus the embedding lookup, the
+//! final norm and lm_head. Routed experts read the expected distinct experts of the batch
+//! (analytic_bytes.rs); their FLOPs are top-k per token. The modules' FLOPs add up to
+//! `analytic::decode_step_flops` over the batch, their weight and KV bytes to
+//! `analytic_bytes::decode_step_bytes` (tests).
+use super::analytic_bytes::expected_distinct_experts;
+use super::arch::ArchConfig;
+use crate::model::module_work::{attention_work, swiglu_work, LayerShape, ModuleWork, LAYER};
+use crate::region::Module;
+
+pub const MOE: Module = Module::within("moe", LAYER);
+/// The RMSNorm after attention (with attention's residual add).
+pub const MOE_NORM: Module = Module::within("moe_norm", MOE);
+/// The gate's logits over the routed experts.
+pub const ROUTER: Module = Module::within("router", MOE);
+/// Softmax, top-k and the sort of rows by expert.
+pub const ROUTING: Module = Module::within("routing", MOE);
+pub const EXPERTS_GATE_UP: Module = Module::within("experts_gate_up", MOE);
+pub const EXPERTS_ACT: Module = Module::within("experts_act", MOE);
+pub const EXPERTS_DOWN: Module = Module::within("experts_down", MOE);
+/// The routed experts' outputs weighted and summed per row.
+pub const COMBINE: Module = Module::within("combine", MOE);
+pub const SHARED_EXPERTS: Module = Module::within("shared_experts", MOE);
+
+/// DeepSeek-OCR's own modules, after the shared decoder's.
+pub const MOE_MODULES: &[Module] = &[
+    MOE,
+    MOE_NORM,
+    ROUTER,
+    ROUTING,
+    EXPERTS_GATE_UP,
+    EXPERTS_ACT,
+    EXPERTS_DOWN,
+    COMBINE,
+    SHARED_EXPERTS,
+];
+
+/// One decode step of `batch` rows, each attending to `context_len` keys (itself included).
+pub fn decode_step_work(
+    cfg: &ArchConfig,
+    context_len: i64,
+    batch: i64,
+    dtype_bytes: u64,
+) -> Vec<ModuleWork> {
+    let d = &cfg.decoder;
+    let b = dtype_bytes as f64;
+    let (h, v, t) = (d.hidden_size as f64, d.vocab_size as f64, batch as f64);
+    let shape = LayerShape {
+        hidden: h,
+        q: (d.num_attention_heads * d.head_dim) as f64,
+        kv: (d.num_key_value_heads * d.head_dim) as f64,
+        rows: t,
+        context: context_len as f64,
+        dtype_bytes: b,
+        qkv_bias: false,
+    };
+    let work = |module: &str, index: Option<u32>, flops: f64, weights: f64, act: f64| ModuleWork {
+        module: module.to_string(),
+        index,
+        flops,
+        weight_bytes: weights * b,
+        activation_bytes: act * b,
+        kv_bytes: 0.0,
+    };
+    let (e, k) = (d.n_routed_experts as f64, d.num_experts_per_tok as f64);
+    let f = d.moe_intermediate_size as f64;
+    let distinct = expected_distinct_experts(cfg, batch);
+    let mut out = vec![work(
+        "embed",
+        None,
+        0.0,
+        batch.min(d.vocab_size) as f64 * h,
+        t * h,
+    )];
+    for layer in 0..d.num_hidden_layers as u32 {
+        out.extend(attention_work(&shape, layer));
+        if (layer as i64) < d.first_k_dense_replace {
+            out.extend(swiglu_work(
+                &shape,
+                d.intermediate_size as f64,
+                "layer.mlp",
+                layer,
+            ));
+            continue;
+        }
+        let i = Some(layer);
+        out.extend([
+            work("layer.moe.moe_norm", i, 0.0, h, 3.0 * t * h),
+            work("layer.moe.router", i, 2.0 * t * h * e, e * h, t * (h + e)),
+            // fp32 scores in, top-k ids and weights out (no weights).
+            work("layer.moe.routing", i, 0.0, 0.0, t * e * 2.0 + t * k * 2.0),
+            work(
+                "layer.moe.experts_gate_up",
+                i,
+                2.0 * t * k * h * 2.0 * f,
+                distinct * 2.0 * h * f,
+                t * k * (h + 2.0 * f),
+            ),
+            work("layer.moe.experts_act", i, 0.0, 0.0, 3.0 * t * k * f),
+            work(
+                "layer.moe.experts_down",
+                i,
+                2.0 * t * k * f * h,
+                distinct * f * h,
+                t * k * (f + h),
+            ),
+            work("layer.moe.combine", i, 0.0, 0.0, t * (k + 1.0) * h),
+        ]);
+        let shared = cfg.shared_intermediate() as f64;
+        let mut s = swiglu_work(&shape, shared, "layer.moe.shared_experts", layer);
+        // The shared experts' norm is the MoE's (above): keep its MLP parts only, under one name.
+        s.retain(|w| !w.module.ends_with("post_norm"));
+        out.push(ModuleWork {
+            module: "layer.moe.shared_experts".into(),
+            index: i,
+            flops: s.iter().map(|w| w.flops).sum(),
+            weight_bytes: s.iter().map(|w| w.weight_bytes).sum(),
+            activation_bytes: s.iter().map(|w| w.activation_bytes).sum(),
+            kv_bytes: 0.0,
+        });
+    }
+    out.push(work("final_norm", None, 0.0, h, 2.0 * t * h));
+    out.push(work("lm_head", None, 2.0 * t * h * v, v * h, t * (h + v)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::analytic::decode_step_flops;
+    use super::super::analytic_bytes::decode_step_bytes;
+    use super::*;
+
+    #[test]
+    fn sums_match_the_step_totals() {
+        for cfg in [
+            ArchConfig::deepseek_ocr(),
+            ArchConfig::tiny(),
+            ArchConfig::deepseek_ocr2(),
+        ] {
+            for (context, batch) in [(1i64, 1i64), (1000, 1), (1300, 32)] {
+                let m = decode_step_work(&cfg, context, batch, 2);
+                let flops: f64 = m.iter().map(|w| w.flops).sum();
+                let want = decode_step_flops(&cfg, context).total() * batch as f64;
+                assert!((flops / want - 1.0).abs() < 1e-12, "{flops} vs {want}");
+                let bytes: f64 = m.iter().map(ModuleWork::step_bytes).sum();
+                let want = decode_step_bytes(&cfg, context, batch, 2).total();
+                assert!((bytes / want - 1.0).abs() < 1e-12, "{bytes} vs {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_layer_is_dense_and_the_others_route() {
+        let cfg = ArchConfig::deepseek_ocr();
+        let m = decode_step_work(&cfg, 1000, 1, 2);
+        let kinds = |layer: u32| -> Vec<&str> {
+            m.iter()
+                .filter(|w| w.index == Some(layer))
+                .map(|w| w.module.as_str())
+                .collect()
+        };
+        assert!(kinds(0).contains(&"layer.mlp.gate_up") && !kinds(0).contains(&"layer.moe.router"));
+        assert!(kinds(1).contains(&"layer.moe.router") && !kinds(1).contains(&"layer.mlp.gate_up"));
+        // Batch 1 routes to 6 experts: gate_up reads 6 × 2 × 1280 × 896 bf16 weights.
+        let gate_up = m
+            .iter()
+            .find(|w| w.module == "layer.moe.experts_gate_up" && w.index == Some(1))
+            .unwrap();
+        assert!((gate_up.weight_bytes - 6.0 * 2.0 * 1280.0 * 896.0 * 2.0).abs() < 1e-3);
+        let tree = [crate::model::module_work::DECODER_MODULES, MOE_MODULES];
+        crate::region::check_modules(&tree).unwrap();
+        super::super::REGIONS.check().unwrap();
+    }
+}
