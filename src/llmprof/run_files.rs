@@ -56,6 +56,8 @@ pub const STAGE2_PROBLEMS_MD: &str = "stage2_problems.md";
 /// Nsight Systems' folder: the report (`NSYS_REP`) and `nsys stats` CSVs.
 pub const NSYS_DIR: &str = "nsys";
 pub const NSYS_REP: &str = "profile.nsys-rep";
+/// `NSYS_REP` inside `NSYS_DIR`, as the run directory's links name it.
+pub const NSYS_REP_PATH: &str = "nsys/profile.nsys-rep";
 pub const NSYS_SUMMARY_JSON: &str = "nsys_summary.json";
 /// Nsight Compute's folder: one CSV per profiled kernel set.
 pub const NCU_DIR: &str = "ncu";
@@ -68,7 +70,7 @@ pub const ROOFLINE_SVG: &str = "roofline.svg";
 #[cfg(test)]
 mod tests {
     #[test]
-    fn hydra_files_are_inside_hydra_dir() {
+    fn nested_files_are_inside_their_folders() {
         for f in [
             super::HYDRA_CONFIG_YAML,
             super::HYDRA_YAML,
@@ -79,5 +81,9 @@ mod tests {
                 Some(std::path::Path::new(super::HYDRA_DIR))
             );
         }
+        assert_eq!(
+            std::path::Path::new(super::NSYS_REP_PATH),
+            std::path::Path::new(super::NSYS_DIR).join(super::NSYS_REP)
+        );
     }
 }

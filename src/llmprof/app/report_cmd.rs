@@ -9,8 +9,7 @@ use std::path::Path;
 
 pub fn run(dir: &Path, open: bool) -> Result<i32> {
     if html::is_multirun_root(dir) {
-        let jobs = crate::report::sweep::jobs_on_disk(dir)?;
-        for job in jobs.iter().filter_map(|j| j.dir.as_deref()) {
+        for job in &crate::run_dir::job_dirs(dir)? {
             // One job that cannot be rebuilt leaves the others and the sweep page to be built.
             if let Err(e) = rebuild_one(job) {
                 tracing::warn!("{}: {e:#}", job.display());
@@ -39,11 +38,11 @@ pub fn run(dir: &Path, open: bool) -> Result<i32> {
 /// The reports of one run directory, saying what they were built from.
 fn rebuild_one(dir: &Path) -> Result<()> {
     match rebuild::run_dir(dir)? {
-        Rebuilt::Measurements(_) => tracing::info!(
+        Rebuilt::Measurements => tracing::info!(
             "{}: metrics.json, report.md, stakeholder_summary.md, assumptions.md rebuilt from measurements.json",
             dir.display()
         ),
-        Rebuilt::MetricsOnly(_) => tracing::warn!(
+        Rebuilt::MetricsOnly => tracing::warn!(
             "{}: recorded before measurements.json existed: metrics.json kept as recorded, report.md and stakeholder_summary.md rendered from it",
             dir.display()
         ),

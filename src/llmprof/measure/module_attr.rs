@@ -46,21 +46,8 @@ pub fn kernel_modules(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::kineto_events::{DeviceKind, KernelRecord, Name, OpRecord};
-
-    fn host(name: &str, kind: HostKind, start: u64, dur: u64, corr: u64, linked: u64) -> OpRecord {
-        OpRecord {
-            name: name.into(),
-            kind,
-            thread_id: 1,
-            start_ns: start,
-            duration_ns: dur,
-            correlation_id: corr,
-            linked_correlation_id: linked,
-            flops: 0,
-            input_shapes: "".into(),
-        }
-    }
+    use crate::measure::kineto_events::{DeviceKind, KernelRecord, Name};
+    use crate::measure::op_tables::tests::host;
 
     fn device(
         name: &str,
@@ -89,21 +76,20 @@ mod tests {
     fn step() -> ProfileEvents {
         ProfileEvents {
             ops: vec![
-                host("decode_step", HostKind::UserScope, 0, 1000, 1, 0),
-                host("module:layer[3]", HostKind::UserScope, 10, 800, 2, 0),
+                host("decode_step", HostKind::UserScope, 0, 1000, 1),
+                host("module:layer[3]", HostKind::UserScope, 10, 800, 2),
                 host(
                     "module:layer[3].attention.qkv",
                     HostKind::UserScope,
                     20,
                     100,
                     3,
-                    0,
                 ),
-                host("aten::mm", HostKind::Op, 30, 50, 4, 0),
-                host("cudaLaunchKernel", HostKind::Runtime, 40, 10, 100, 4),
-                host("module:layer[3].mlp", HostKind::UserScope, 200, 100, 5, 0),
-                host("cudaLaunchKernel", HostKind::Runtime, 210, 10, 101, 0),
-                host("cudaLaunchKernel", HostKind::Runtime, 900, 10, 102, 0),
+                host("aten::mm", HostKind::Op, 30, 50, 4),
+                host("cudaLaunchKernel", HostKind::Runtime, 40, 10, 100),
+                host("module:layer[3].mlp", HostKind::UserScope, 200, 100, 5),
+                host("cudaLaunchKernel", HostKind::Runtime, 210, 10, 101),
+                host("cudaLaunchKernel", HostKind::Runtime, 900, 10, 102),
             ],
             kernels: vec![
                 device("sm90_gemm", DeviceKind::Kernel, 300, 40, 100, 4),

@@ -357,4 +357,4 @@ pub fn kernel_table(events: &ProfileEvents, attribution: &Attribution) -> Vec<Ke
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

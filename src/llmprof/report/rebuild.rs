@@ -14,10 +14,10 @@ use std::path::Path;
 #[derive(Debug)]
 pub enum Rebuilt {
     /// measurements.json: metrics.json, report.md, the summary and assumptions.md, all anew.
-    Measurements(RunReport),
+    Measurements,
     /// A run recorded before measurements.json existed: metrics.json is kept as recorded (its
     /// numbers cannot be derived again), report.md and the summary are rendered from it.
-    MetricsOnly(RunReport),
+    MetricsOnly,
     /// Neither file (an infer or stage-2 run, or a run that failed before measuring).
     Nothing,
 }
@@ -35,7 +35,8 @@ pub fn stage1(run_dir: &Path, spec: &RunSpec) -> Result<RunReport> {
 pub fn run_dir(run_dir: &Path) -> Result<Rebuilt> {
     if run_dir.join(MEASUREMENTS_JSON).is_file() {
         let spec = recorded_spec(run_dir)?;
-        return Ok(Rebuilt::Measurements(stage1(run_dir, &spec)?));
+        stage1(run_dir, &spec)?;
+        return Ok(Rebuilt::Measurements);
     }
     let metrics = run_dir.join(METRICS_JSON);
     if !metrics.is_file() {
@@ -51,7 +52,7 @@ pub fn run_dir(run_dir: &Path) -> Result<Rebuilt> {
         )
     })?;
     artifacts::write_report_renderings(run_dir, &report)?;
-    Ok(Rebuilt::MetricsOnly(report))
+    Ok(Rebuilt::MetricsOnly)
 }
 
 /// The spec a run recorded (its resolved config), read as runs of older releases wrote it.

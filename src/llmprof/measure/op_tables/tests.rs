@@ -128,7 +128,8 @@ fn kernel_table_from_recorded_trace() {
     assert_eq!((memset.calls, memset.total_ns), (6, 5_408));
 }
 
-fn host(name: &str, kind: HostKind, start: u64, dur: u64, corr: u64) -> OpRecord {
+/// A host event on thread 1 (also used by measure/module_attr.rs's tests).
+pub(crate) fn host(name: &str, kind: HostKind, start: u64, dur: u64, corr: u64) -> OpRecord {
     OpRecord {
         name: name.into(),
         kind,

@@ -40,6 +40,7 @@ const ARTIFACTS: &[(&str, &str)] = &[
     (a::NCU_MD, "Nsight Compute analysis"),
     (a::NCU_KERNELS_JSON, "Nsight Compute analysis as JSON"),
     (a::NSYS_SUMMARY_JSON, "Nsight Systems summary"),
+    (a::NSYS_REP_PATH, "Nsight Systems report (open in nsys-ui)"),
     (a::STAGE2_PROBLEMS_MD, "what went wrong in stage 2"),
     (a::CMD_TXT, "profiler command lines"),
     (a::PREDICTIONS_JSONL, "predictions"),
@@ -56,18 +57,7 @@ pub fn section(a: &RunArtifacts) -> Section {
 pub fn list(exists: impl Fn(&str) -> bool) -> String {
     let mut s = String::from("<ul>\n");
     let mut any = false;
-    // Nsight Systems' report sits in its folder; it is listed after the Nsight summaries.
-    let nsys_report = format!("{}/{}", a::NSYS_DIR, a::NSYS_REP);
-    let mut files: Vec<(&str, &str)> = ARTIFACTS.to_vec();
-    let at = files
-        .iter()
-        .position(|(f, _)| *f == a::NSYS_SUMMARY_JSON)
-        .map_or(files.len(), |i| i + 1);
-    files.insert(
-        at,
-        (&nsys_report, "Nsight Systems report (open in nsys-ui)"),
-    );
-    for (file, what) in files {
+    for (file, what) in ARTIFACTS {
         if exists(file) {
             any = true;
             s.push_str(&format!(
