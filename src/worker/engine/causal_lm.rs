@@ -21,8 +21,15 @@ pub trait CausalLm {
         cache: &mut KvCache,
         obs: &dyn RegionObserver,
     ) -> Result<Tensor>;
-    /// The fixed-shape step at the cache's device-side counter over `window` slots (capturable).
-    fn decode_step_device(&self, tokens: &Tensor, cache: &KvCache, window: i64) -> Result<Tensor>;
+    /// The fixed-shape step at the cache's device-side counter over `window` slots (capturable);
+    /// it marks modules only (`obs.enter_module`), never regions, so a capture can record them.
+    fn decode_step_device(
+        &self,
+        tokens: &Tensor,
+        cache: &KvCache,
+        window: i64,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor>;
     /// Text-only prefill of left-padded `prompts` into an empty cache → fp32 last-position
     /// logits [B, vocab] (the fast-path check and text requests).
     fn prefill_text(

@@ -16,7 +16,7 @@ use super::kv_cache::KvCache;
 use crate::ffi::CudaGraph;
 use anyhow::{ensure, Context, Result};
 use llmprof::model::GraphStats;
-use llmprof::region::{RegionObserver, DECODE_STEP};
+use llmprof::region::{NoopObserver, RegionObserver, DECODE_STEP};
 use std::collections::{BTreeMap, HashMap};
 use tch::{Device, Kind, Tensor};
 
@@ -185,7 +185,7 @@ impl DecodeSession {
         }
         let logits = {
             let _s = obs.enter(DECODE_STEP);
-            model.decode_step_device(&state.tokens, &state.cache, window)?
+            model.decode_step_device(&state.tokens, &state.cache, window, obs)?
         };
         state.cache.advance_host_len(1);
         self.stats.eager_steps += 1;
@@ -195,7 +195,7 @@ impl DecodeSession {
             let share = state.graphs.values().next().map(|(g, _)| g);
             let out = graph
                 .capture(share, || {
-                    model.decode_step_device(&state.tokens, &state.cache, window)
+                    model.decode_step_device(&state.tokens, &state.cache, window, &NoopObserver)
                 })
                 .with_context(|| {
                     format!(

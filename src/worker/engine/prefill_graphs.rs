@@ -17,6 +17,7 @@ use super::kv_cache::KvCache;
 use super::shape_graphs::copy_of;
 use crate::ffi::CudaGraph;
 use anyhow::{ensure, Context, Result};
+use llmprof::region::{NoopObserver, RegionObserver};
 use std::cell::{Cell, RefCell};
 use tch::{Kind, Tensor};
 
@@ -86,7 +87,8 @@ impl PrefillGraphs {
         &self,
         x: &Tensor,
         cache: &mut KvCache,
-        prefill: &dyn Fn(&Tensor, &mut KvCache) -> Result<Tensor>,
+        obs: &dyn RegionObserver,
+        prefill: &dyn Fn(&Tensor, &mut KvCache, &dyn RegionObserver) -> Result<Tensor>,
     ) -> Result<Tensor> {
         let (b, t, _) = x.size3()?;
         let applies = self.enabled
@@ -94,7 +96,7 @@ impl PrefillGraphs {
             && !cache.is_growing()
             && (self.max_batch == 0 || b as usize <= self.max_batch);
         if !applies {
-            return prefill(x, cache);
+            return prefill(x, cache, obs);
         }
         ensure!(
             cache.is_empty(),
@@ -111,7 +113,7 @@ impl PrefillGraphs {
         // the graphs that baked in the previous one's buffers.
         if self.last_cache.replace(Some(key.cache)) != Some(key.cache) {
             self.graphs.borrow_mut().clear();
-            return prefill(x, cache);
+            return prefill(x, cache, obs);
         }
         if let Some(c) = self.graphs.borrow_mut().get_mut(&key) {
             c.input.f_copy_(x)?;
@@ -127,14 +129,14 @@ impl PrefillGraphs {
         // which a capture cannot), then capture the same work. The eager call wrote the slots
         // and moved both of the cache's counters; the capture runs only the host side, so it
         // starts from the host counter moved back and leaves it at T again.
-        let eager = prefill(x, cache)?;
+        let eager = prefill(x, cache, obs)?;
         let input = copy_of(x)?;
         cache.rewind_host_len(t)?;
         let mut graph = CudaGraph::new().context("creating a CUDA graph")?;
         let output = {
             let graphs = self.graphs.borrow();
             let share = graphs.any().map(|c| &c.graph);
-            let captured = graph.capture(share, || prefill(&input, cache));
+            let captured = graph.capture(share, || prefill(&input, cache, &NoopObserver));
             if captured.is_err() && cache.len() < t {
                 // The eager prefill filled the cache: its host counter says so again.
                 cache.advance_host_len(t - cache.len());

@@ -205,7 +205,7 @@ impl DeepseekOcr {
             None => Vec::new(),
         };
         let ids = ints_to_device(&flat, self.device)?.f_view([rows.len() as i64, t])?; // (b, t)
-        let emb = dec.embed(&ids)?; // (b, t, H)
+        let emb = dec.embed(&ids, obs)?; // (b, t, H)
         let all_slots = slots.concat();
         let slots_dev = match all_slots.is_empty() {
             true => None,
@@ -242,9 +242,9 @@ impl DeepseekOcr {
             }
             first_slot += n;
         }
-        self.prefill_graphs.run(&emb, cache, &|x, cache| {
-            let hidden = dec.forward(x, cache)?; // (b, t, H)
-            dec.logits(&hidden.f_select(1, t - 1)?) // (b, vocab)
+        self.prefill_graphs.run(&emb, cache, obs, &|x, cache, obs| {
+            let hidden = dec.forward(x, cache, obs)?; // (b, t, H)
+            dec.logits(&hidden.f_select(1, t - 1)?, obs) // (b, vocab)
         })
     }
 
@@ -257,24 +257,25 @@ impl DeepseekOcr {
     ) -> Result<Tensor> {
         let dec = self.decoder()?;
         let _s = obs.enter(DECODE_STEP);
-        let emb = dec.embed(&tokens.f_view([-1, 1])?)?; // (b, 1, H)
-        let hidden = dec.forward(&emb, cache)?; // (b, 1, H)
-        dec.logits(&hidden.f_squeeze_dim(1)?) // (b, vocab)
+        let emb = dec.embed(&tokens.f_view([-1, 1])?, obs)?; // (b, 1, H)
+        let hidden = dec.forward(&emb, cache, obs)?; // (b, 1, H)
+        dec.logits(&hidden.f_squeeze_dim(1)?, obs) // (b, vocab)
     }
 
     /// One decode step at the cache's device-side slot counter over the first `window` slots
     /// (see [`Decoder::forward_device_step`]): tokens [B] → fp32 logits [B, vocab]. Advances
-    /// only the device-side counter; no region marks (a captured graph replays without them).
+    /// only the device-side counter; module marks only (a captured graph replays without any).
     pub fn decode_step_device(
         &self,
         tokens: &Tensor,
         cache: &KvCache,
         window: i64,
+        obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
         let dec = self.decoder()?;
-        let emb = dec.embed(&tokens.f_view([-1, 1])?)?; // (b, 1, H)
-        let hidden = dec.forward_device_step(&emb, cache, window)?; // (b, 1, H)
-        dec.logits(&hidden.f_squeeze_dim(1)?) // (b, vocab)
+        let emb = dec.embed(&tokens.f_view([-1, 1])?, obs)?; // (b, 1, H)
+        let hidden = dec.forward_device_step(&emb, (cache, window), obs)?; // (b, 1, H)
+        dec.logits(&hidden.f_squeeze_dim(1)?, obs) // (b, vocab)
     }
 }
 
@@ -310,8 +311,14 @@ impl CausalLm for DeepseekOcr {
         DeepseekOcr::decode_step(self, tokens, cache, obs)
     }
 
-    fn decode_step_device(&self, tokens: &Tensor, cache: &KvCache, window: i64) -> Result<Tensor> {
-        DeepseekOcr::decode_step_device(self, tokens, cache, window)
+    fn decode_step_device(
+        &self,
+        tokens: &Tensor,
+        cache: &KvCache,
+        window: i64,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        DeepseekOcr::decode_step_device(self, tokens, cache, window, obs)
     }
 
     fn prefill_text(

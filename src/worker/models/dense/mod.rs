@@ -85,9 +85,9 @@ impl DenseLm {
     }
 
     /// The last hidden state of each row → fp32 logits [B, vocab].
-    fn last_logits(&self, hidden: &Tensor) -> Result<Tensor> {
+    fn last_logits(&self, hidden: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         let t = hidden.size()[1];
-        self.decoder.logits(&hidden.f_select(1, t - 1)?)
+        self.decoder.logits(&hidden.f_select(1, t - 1)?, obs)
     }
 }
 
@@ -126,15 +126,23 @@ impl CausalLm for DenseLm {
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
         let _s = obs.enter(DECODE_STEP);
-        let emb = self.decoder.embed(&tokens.f_view([-1, 1])?)?;
-        let hidden = self.decoder.forward(&emb, cache)?;
-        self.last_logits(&hidden)
+        let emb = self.decoder.embed(&tokens.f_view([-1, 1])?, obs)?;
+        let hidden = self.decoder.forward(&emb, cache, obs)?;
+        self.last_logits(&hidden, obs)
     }
 
-    fn decode_step_device(&self, tokens: &Tensor, cache: &KvCache, window: i64) -> Result<Tensor> {
-        let emb = self.decoder.embed(&tokens.f_view([-1, 1])?)?;
-        let hidden = self.decoder.forward_device_step(&emb, cache, window)?;
-        self.last_logits(&hidden)
+    fn decode_step_device(
+        &self,
+        tokens: &Tensor,
+        cache: &KvCache,
+        window: i64,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let emb = self.decoder.embed(&tokens.f_view([-1, 1])?, obs)?;
+        let hidden = self
+            .decoder
+            .forward_device_step(&emb, (cache, window), obs)?;
+        self.last_logits(&hidden, obs)
     }
 
     /// Left-padded prompts into an empty cache (pad = EOS; padded keys are masked).
@@ -159,8 +167,10 @@ impl CausalLm for DenseLm {
             .f_view([prompts.len() as i64, t])?
             .f_to_device(self.device)?;
         cache.set_left_padding(&pads)?;
-        let hidden = self.decoder.forward(&self.decoder.embed(&ids)?, cache)?;
-        self.last_logits(&hidden)
+        let hidden = self
+            .decoder
+            .forward(&self.decoder.embed(&ids, obs)?, cache, obs)?;
+        self.last_logits(&hidden, obs)
     }
 }
 

@@ -173,3 +173,120 @@ fn sharded_checkpoint_loads_and_bad_ones_name_the_tensor() {
         "{err}"
     );
 }
+
+/// The module paths one pass of `layers` layers marks, in order (each layer as layer 0's, see
+/// [`ModuleRecorder::leaves_of_layer_0_and_rest`]).
+fn expected_decoder_paths() -> Vec<String> {
+    let mut v = vec!["module:embed".to_string(), "module:embed".to_string()];
+    for p in [
+        "",
+        ".attention",
+        ".attention.input_norm",
+        ".attention.qkv",
+        ".attention.rope_kv",
+        ".attention.core",
+        ".attention.o_proj",
+        ".mlp",
+        ".mlp.post_norm",
+        ".mlp.gate_up",
+        ".mlp.act",
+        ".mlp.down",
+    ] {
+        v.push(format!("module:layer[0]{p}"));
+    }
+    v.push("module:final_norm".into());
+    v.push("module:lm_head".into());
+    v
+}
+
+#[test]
+fn decode_step_marks_every_layer_module_in_order() {
+    use crate::test_util::ModuleRecorder;
+    let a = tiny("llama3_1_8b");
+    let eager = build(&a, 4);
+    // The fixed-shape step needs the static KV cache of the fast presets.
+    let w = checkpoint::synthetic(&a, 4, Device::Cpu, Kind::Float).unwrap();
+    let fast = DenseLm::load(&w, &a, Device::Cpu, Kind::Float, &Switches::fast()).unwrap();
+    let seq = &prompts(&[6], a.vocab_size, 2, &[])[0];
+    let tok = Tensor::from_slice(&[seq[0]]);
+    for pass in ["prefill", "decode_step", "decode_step_device"] {
+        let m = if pass == "decode_step_device" {
+            &fast
+        } else {
+            &eager
+        };
+        let rec = ModuleRecorder::default();
+        let mut cache = m.new_cache(1, 16).unwrap();
+        if pass != "prefill" {
+            let _ = m
+                .prefill_text(&[&seq[..5]], &mut cache, &NoopObserver)
+                .unwrap();
+        }
+        match pass {
+            "prefill" => m.prefill_text(&[seq], &mut cache, &rec).map(drop),
+            "decode_step" => m.decode_step(&tok, &mut cache, &rec).map(drop),
+            _ => m.decode_step_device(&tok, &cache, 16, &rec).map(drop),
+        }
+        .unwrap();
+        assert!(
+            rec.misplaced.borrow().is_empty(),
+            "{pass}: {:?}",
+            rec.misplaced.borrow()
+        );
+        assert_eq!(
+            rec.leaves_of_layer_0_and_rest(),
+            expected_decoder_paths(),
+            "{pass}"
+        );
+        // Every layer, in order, with the same modules as layer 0.
+        let paths = rec.paths.borrow();
+        for i in 0..a.num_hidden_layers {
+            let of_i = paths
+                .iter()
+                .filter(|p| p.starts_with(&format!("module:layer[{i}]")));
+            assert_eq!(of_i.count(), 12, "{pass}: layer {i}");
+        }
+        let first = |i: i64| {
+            paths
+                .iter()
+                .position(|p| *p == format!("module:layer[{i}]"))
+        };
+        assert!(
+            (1..a.num_hidden_layers).all(|i| first(i) > first(i - 1)),
+            "{pass}"
+        );
+        // The tree the family declares has exactly the modules marked.
+        let mut declared: Vec<&str> = llmprof::model::dense::REGIONS
+            .modules()
+            .map(|m| m.name())
+            .collect();
+        let mut marked: Vec<&str> = paths
+            .iter()
+            .map(|p| p.rsplit('.').next().unwrap().trim_start_matches("module:"))
+            .map(|n| n.split('[').next().unwrap())
+            .collect();
+        declared.sort_unstable();
+        marked.sort_unstable();
+        marked.dedup();
+        assert_eq!(marked, declared, "{pass}");
+    }
+}
+
+#[test]
+fn module_marks_change_no_logit() {
+    use crate::test_util::ModuleRecorder;
+    let a = tiny("qwen2_5_0_5b");
+    let m = build(&a, 5);
+    let seq = &prompts(&[7], a.vocab_size, 3, &[])[0];
+    let run = |obs: &dyn llmprof::region::RegionObserver| {
+        let mut cache = m.new_cache(1, 16).unwrap();
+        let p = m.prefill_text(&[seq], &mut cache, obs).unwrap();
+        let d = m
+            .decode_step(&Tensor::from_slice(&[seq[1]]), &mut cache, obs)
+            .unwrap();
+        (p, d)
+    };
+    let (p0, d0) = run(&NoopObserver);
+    let (p1, d1) = run(&ModuleRecorder::default());
+    assert!(p0.equal(&p1) && d0.equal(&d1));
+}

@@ -2,104 +2,16 @@
 //! rotate-half RoPE over the full head dim (optionally with Llama 3's frequency scaling),
 //! reading/writing the KV cache (docs/deepseek-ocr.md §2, docs/models.md).
 
+mod rope;
+
 use crate::checkpoint::tensors::WeightPath;
 use crate::engine::kv_cache::{AttnMask, KvCache};
 use crate::ffi::kernels;
 use anyhow::Result;
-use llmprof::model::dense::RopeScaling;
+use llmprof::model::module_work::{CORE, O_PROJ, QKV, ROPE_KV};
+use llmprof::region::RegionObserver;
+pub use rope::{apply_rope, apply_rope_fma, Rope};
 use tch::{Kind, Tensor};
-
-/// RoPE tables, NeoX "rotate-half" convention: inv_freq_i = θ^(−2i/d), i < d/2, duplicated over
-/// both halves. No MLA even/odd regroup (docs/deepseek-ocr.md §2, §9.1).
-#[derive(Debug)]
-pub struct Rope {
-    inv_freq: Tensor,
-}
-
-impl Rope {
-    pub fn new(head_dim: i64, theta: f64, device: tch::Device) -> Result<Self> {
-        let i = Tensor::f_arange_start_step(0, head_dim, 2, (Kind::Float, device))?; // (d/2)
-        let inv_freq = i
-            .f_div_scalar(head_dim as f64)?
-            .f_mul_scalar(-theta.ln())?
-            .f_exp()?;
-        Ok(Rope { inv_freq })
-    }
-
-    /// [`Rope::new`] with `scaling` applied to the frequencies (HF
-    /// `_compute_llama3_parameters`): wavelengths above original/low_freq_factor are divided by
-    /// `factor`, those below original/high_freq_factor kept, and the band between interpolated.
-    pub fn with_scaling(
-        head_dim: i64,
-        theta: f64,
-        scaling: Option<&RopeScaling>,
-        device: tch::Device,
-    ) -> Result<Self> {
-        let rope = Self::new(head_dim, theta, device)?;
-        let Some(s) = scaling else {
-            return Ok(rope);
-        };
-        let old = s.original_max_position_embeddings as f64;
-        let low_wavelen = old / s.low_freq_factor;
-        let high_wavelen = old / s.high_freq_factor;
-        let inv = &rope.inv_freq;
-        let wavelen = inv
-            .f_reciprocal()?
-            .f_mul_scalar(2.0 * std::f64::consts::PI)?;
-        let scaled = inv.f_div_scalar(s.factor)?;
-        let llama = scaled.f_where_self(&wavelen.f_gt(low_wavelen)?, inv)?;
-        let smooth = wavelen
-            .f_reciprocal()?
-            .f_mul_scalar(old)?
-            .f_sub_scalar(s.low_freq_factor)?
-            .f_div_scalar(s.high_freq_factor - s.low_freq_factor)?;
-        // (1 − smooth)·llama/factor + smooth·llama
-        let smoothed = smooth
-            .f_neg()?
-            .f_add_scalar(1.0)?
-            .f_mul(&llama.f_div_scalar(s.factor)?)?
-            .f_add(&smooth.f_mul(&llama)?)?;
-        let medium = wavelen
-            .f_lt(high_wavelen)?
-            .f_logical_not()?
-            .f_logical_and(&wavelen.f_gt(low_wavelen)?.f_logical_not()?)?;
-        Ok(Rope {
-            inv_freq: smoothed.f_where_self(&medium, &llama)?,
-        })
-    }
-
-    /// positions [B,T] (int) → (cos, sin) [B,1,T,d], computed in fp32 and cast to `kind`.
-    pub fn cos_sin(&self, positions: &Tensor, kind: Kind) -> Result<(Tensor, Tensor)> {
-        let freqs = positions
-            .f_to_kind(Kind::Float)?
-            .f_unsqueeze(-1)?
-            .f_mul(&self.inv_freq)?; // (b, t, d/2)
-        let emb = Tensor::f_cat(&[&freqs, &freqs], -1)?.f_unsqueeze(1)?; // (b, 1, t, d)
-        Ok((emb.f_cos()?.f_to_kind(kind)?, emb.f_sin()?.f_to_kind(kind)?))
-    }
-}
-
-/// x·cos + rotate_half(x)·sin with rotate_half([x1, x2]) = [−x2, x1].
-pub fn apply_rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
-    Ok(x.f_mul(cos)?.f_add(&rotate_half(x)?.f_mul(sin)?)?)
-}
-
-/// [`apply_rope`] with one fused multiply-add (`addcmul`) for the second term.
-pub fn apply_rope_fma(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
-    Ok(x.f_mul(cos)?.f_addcmul_(&rotate_half(x)?, sin)?)
-}
-
-/// rotate_half([x1, x2]) = [−x2, x1] over the last dim.
-fn rotate_half(x: &Tensor) -> Result<Tensor> {
-    let d = x.size()[x.dim() - 1];
-    Ok(Tensor::f_cat(
-        &[
-            x.f_narrow(-1, d / 2, d / 2)?.f_neg()?,
-            x.f_narrow(-1, 0, d / 2)?,
-        ],
-        -1,
-    )?)
-}
 
 /// The attention's shape: query heads, K/V heads (GQA when fewer), head dim, q/k/v bias.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +20,14 @@ pub struct AttnShape {
     pub kv_heads: i64,
     pub head_dim: i64,
     pub qkv_bias: bool,
+}
+
+/// What the q/k/v projections give before RoPE.
+enum Projected {
+    /// q [B,heads,T,hd], k and v [B,kv_heads,T,hd].
+    Heads(Tensor, Tensor, Tensor),
+    /// The fused projection without GQA, viewed [B,T,3,heads,hd] (RoPE on q and k together).
+    Packed(Tensor),
 }
 
 /// The q/k/v projections: three weights or one concatenated [q+2kv, H] (biases alike).
@@ -176,16 +96,16 @@ impl Attention {
         })
     }
 
-    /// x [B,T,H] → q [B,heads,T,hd], k and v [B,kv_heads,T,hd] (RoPE on q and k).
-    fn project(&self, x: &Tensor, cos_sin: &(Tensor, Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    /// The q/k/v projections of x [B,T,H], before RoPE.
+    fn qkv(&self, x: &Tensor) -> Result<Projected> {
         let (b, t, _) = x.size3()?;
         let (nh, nkv, hd) = (self.heads, self.kv_heads, self.head_dim);
         let heads = |y: Tensor, n: i64| -> Result<Tensor> {
             Ok(y.f_view([b, t, n, hd])?.f_transpose(1, 2)?) // (b, n, t, hd)
         };
         let lin = |p: &(Tensor, Option<Tensor>)| x.f_linear(&p.0, p.1.as_ref());
-        let (q, k, v) = match &self.qkv {
-            Qkv::Split { q, k, v } => (
+        Ok(match &self.qkv {
+            Qkv::Split { q, k, v } => Projected::Heads(
                 heads(lin(q)?, nh)?,
                 heads(lin(k)?, nkv)?,
                 heads(lin(v)?, nkv)?,
@@ -193,14 +113,27 @@ impl Attention {
             Qkv::Fused(w, bias) if nkv != nh => {
                 let y = x.f_linear(w, bias.as_ref())?;
                 let parts = y.f_split_with_sizes([nh * hd, nkv * hd, nkv * hd], -1)?;
-                (
+                Projected::Heads(
                     heads(parts[0].shallow_clone(), nh)?,
                     heads(parts[1].shallow_clone(), nkv)?,
                     heads(parts[2].shallow_clone(), nkv)?,
                 )
             }
             Qkv::Fused(w, bias) => {
-                let y = x.f_linear(w, bias.as_ref())?.f_view([b, t, 3, nh, hd])?;
+                Projected::Packed(x.f_linear(w, bias.as_ref())?.f_view([b, t, 3, nh, hd])?)
+            }
+        })
+    }
+
+    /// RoPE on q and k of the projections → q [B,heads,T,hd], k and v [B,kv_heads,T,hd].
+    fn rope(&self, p: Projected, cos_sin: &(Tensor, Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+        match p {
+            Projected::Heads(q, k, v) => Ok((
+                apply_rope(&q, &cos_sin.0, &cos_sin.1)?,
+                apply_rope(&k, &cos_sin.0, &cos_sin.1)?,
+                v,
+            )),
+            Projected::Packed(y) => {
                 // RoPE on q and k together: half the kernels of two separate calls.
                 let (cos, sin) = (&cos_sin.0, &cos_sin.1); // (b, 1, t, hd)
                 let cos = cos.f_transpose(1, 2)?.f_unsqueeze(2)?; // (b, t, 1, 1, hd)
@@ -209,25 +142,21 @@ impl Attention {
                 let part = |src: &Tensor, i: i64| -> Result<Tensor> {
                     Ok(src.f_select(2, i)?.f_transpose(1, 2)?) // (b, nh, t, hd)
                 };
-                return Ok((part(&qk, 0)?, part(&qk, 1)?, part(&y, 2)?));
+                Ok((part(&qk, 0)?, part(&qk, 1)?, part(&y, 2)?))
             }
-        };
-        Ok((
-            apply_rope(&q, &cos_sin.0, &cos_sin.1)?,
-            apply_rope(&k, &cos_sin.0, &cos_sin.1)?,
-            v,
-        ))
+        }
     }
 
-    /// softmax(q·kᵀ/√d + mask)·v → o_proj [B,T,H]; q [B,heads,T,hd], k/v [B,kv_heads,L,hd].
-    /// GQA: one query token per row folds each group's heads onto the query axis (q
-    /// [B,kv_heads,group,hd], no K/V copy); longer queries repeat K/V per group.
-    fn attend(&self, q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result<Tensor> {
+    /// softmax(q·kᵀ/√d + mask)·v → the heads' outputs [B,T,heads·hd], before o_proj; q
+    /// [B,heads,T,hd], k/v [B,kv_heads,L,hd]. GQA: one query token per row folds each group's
+    /// heads onto the query axis (q [B,kv_heads,group,hd], no K/V copy); longer queries repeat
+    /// K/V per group.
+    fn attend_heads(&self, q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result<Tensor> {
         let (b, _, t, _) = q.size4()?;
         let g = self.heads / self.kv_heads;
         if g > 1 && t == 1 {
             let qg = q.f_reshape([b, self.kv_heads, g, self.head_dim])?;
-            return self.out_one_token(&self.core(&qg, k, v, mask)?); // (b, nkv, g, hd)
+            return self.one_token_heads(&self.core(&qg, k, v, mask)?); // (b, nkv, g, hd)
         }
         let (k, v) = if g > 1 {
             (repeat_kv(k, g)?, repeat_kv(v, g)?)
@@ -235,18 +164,34 @@ impl Attention {
             (k.shallow_clone(), v.shallow_clone())
         };
         let o = self.core(q, &k, &v, mask)?; // (b, nh, t, hd)
-        let o = o
-            .f_transpose(1, 2)?
-            .f_reshape([b, t, self.heads * self.head_dim])?;
-        Ok(o.f_linear::<Tensor>(&self.o, None)?)
+        Ok(o.f_transpose(1, 2)?
+            .f_reshape([b, t, self.heads * self.head_dim])?)
     }
 
     /// One query token per row: the heads' outputs (any [B, .., .., hd] layout whose memory order
-    /// is head-major, as [B, heads, 1, hd] or GQA's [B, kv_heads, group, hd]) → o_proj [B,1,H].
-    fn out_one_token(&self, o: &Tensor) -> Result<Tensor> {
+    /// is head-major, as [B, heads, 1, hd] or GQA's [B, kv_heads, group, hd]) → [B,1,heads·hd].
+    fn one_token_heads(&self, o: &Tensor) -> Result<Tensor> {
         let b = o.size4()?.0;
-        let o = o.f_reshape([b, 1, self.heads * self.head_dim])?;
+        Ok(o.f_reshape([b, 1, self.heads * self.head_dim])?)
+    }
+
+    fn o_proj(&self, o: &Tensor) -> Result<Tensor> {
         Ok(o.f_linear::<Tensor>(&self.o, None)?)
+    }
+
+    /// [`Attention::attend_heads`] as the module `core`, then o_proj as `o_proj` → [B,T,H].
+    fn attend_marked(
+        &self,
+        (q, k, v): (&Tensor, &Tensor, &Tensor),
+        mask: &AttnMask,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let o = {
+            let _m = obs.enter_module(CORE, None);
+            self.attend_heads(q, k, v, mask)?
+        };
+        let _m = obs.enter_module(O_PROJ, None);
+        self.o_proj(&o)
     }
 
     /// softmax(q·kᵀ/√d + mask)·v with matching head counts.
@@ -271,20 +216,21 @@ impl Attention {
         cos_sin: &(Tensor, Tensor),
         mask: &AttnMask,
     ) -> Result<Tensor> {
-        let (q, k, v) = self.project(x, cos_sin)?;
-        self.attend(&q, &k, &v, mask)
+        let (q, k, v) = self.rope(self.qkv(x)?, cos_sin)?;
+        self.o_proj(&self.attend_heads(&q, &k, &v, mask)?)
     }
 
     /// x [B,T,H] → [B,T,H]; writes this call's K/V into `cache` for `layer`. On a GPU with the
     /// fused projection and a static cache, RoPE and the K/V write run as llmprof's kernel
-    /// (`runtime.optim.rope_kv_kernel`), as in the decode step.
+    /// (`runtime.optim.rope_kv_kernel`), as in the decode step. Marks the modules `qkv`,
+    /// `rope_kv`, `core` and `o_proj`.
     pub fn forward(
         &self,
         x: &Tensor,
         cos_sin: &(Tensor, Tensor),
-        cache: &mut KvCache,
-        layer: usize,
+        (cache, layer): (&mut KvCache, usize),
         mask: &AttnMask,
+        obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
         let (b, t, _) = x.size3()?;
         if let (true, true, Qkv::Fused(w, bias)) = (
@@ -293,27 +239,41 @@ impl Attention {
             &self.qkv,
         ) {
             if let Some(buffers) = cache.static_buffers_for(layer, t)? {
-                let q = self.project_rope_kv(x, (w, bias.as_ref()), cos_sin, buffers)?;
+                let q = self.project_rope_kv(x, (w, bias.as_ref()), cos_sin, buffers, obs)?;
                 let (k_all, v_all) = cache.window(layer, cache.len() + t)?;
-                return self.attend(&q, &k_all, &v_all, mask);
+                return self.attend_marked((&q, &k_all, &v_all), mask, obs);
             }
         }
-        let (q, k, v) = self.project(x, cos_sin)?;
-        let (k_all, v_all) = cache.append(layer, &k, &v)?; // (b, nh, l, hd)
-        self.attend(&q, &k_all, &v_all, mask)
+        let p = {
+            let _m = obs.enter_module(QKV, None);
+            self.qkv(x)?
+        };
+        let (q, k_all, v_all) = {
+            let _m = obs.enter_module(ROPE_KV, None);
+            let (q, k, v) = self.rope(p, cos_sin)?;
+            let (k_all, v_all) = cache.append(layer, &k, &v)?; // (b, nh, l, hd)
+            (q, k_all, v_all)
+        };
+        self.attend_marked((&q, &k_all, &v_all), mask, obs)
     }
 
-    /// The fused projection of x [B,T,H], then RoPE and the K/V write in llmprof's kernel into
-    /// `(k_cache, v_cache, slot)` at slots slot … slot + T − 1 → q [B, heads, T, hd]. The eager
-    /// formula it replaces: addcmul (one FMA) without GQA, else mul + add.
+    /// The fused projection of x [B,T,H] (module `qkv`), then RoPE and the K/V write in
+    /// llmprof's kernel (`rope_kv`) into `(k_cache, v_cache, slot)` at slots slot … slot + T − 1
+    /// → q [B, heads, T, hd]. The eager formula it replaces: addcmul (one FMA) without GQA,
+    /// else mul + add.
     fn project_rope_kv(
         &self,
         x: &Tensor,
         (w, bias): (&Tensor, Option<&Tensor>),
         cos_sin: &(Tensor, Tensor),
         (k_cache, v_cache, slot): (&Tensor, &Tensor, &Tensor),
+        obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
-        let y = x.f_linear(w, bias)?; // (b, t, (nh + 2 nkv)·hd)
+        let y = {
+            let _m = obs.enter_module(QKV, None);
+            x.f_linear(w, bias)? // (b, t, (nh + 2 nkv)·hd)
+        };
+        let _m = obs.enter_module(ROPE_KV, None);
         Ok(kernels::rope_kv(
             &y,
             (&cos_sin.0, &cos_sin.1),
@@ -336,40 +296,50 @@ impl Attention {
 
     /// One token per row [B,1,H] at the cache's device-side slot, attending over the first
     /// `window` slots under `mask` (from [`KvCache::device_step_mask`]), or over the written
-    /// slots only through llmprof's kernel. Capturable.
+    /// slots only through llmprof's kernel. Capturable. Marks the modules as
+    /// [`Attention::forward`] does.
     pub fn forward_device_step(
         &self,
         x: &Tensor,
         cos_sin: &(Tensor, Tensor),
-        cache: &KvCache,
-        layer: usize,
-        mask: &AttnMask,
-        window: i64,
+        (cache, layer): (&KvCache, usize),
+        (mask, window): (&AttnMask, i64),
+        obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
         let (q, k_all, v_all) = match (self.rope_kv_kernel, x.device().is_cuda(), &self.qkv) {
             (true, true, Qkv::Fused(w, bias)) => {
                 let buffers = cache.device_step_buffers(layer);
-                let q = self.project_rope_kv(x, (w, bias.as_ref()), cos_sin, buffers)?;
+                let q = self.project_rope_kv(x, (w, bias.as_ref()), cos_sin, buffers, obs)?;
                 let (k_all, v_all) = cache.window(layer, window)?;
                 (q, k_all, v_all)
             }
             _ => {
-                let (q, k, v) = self.project(x, cos_sin)?;
+                let p = {
+                    let _m = obs.enter_module(QKV, None);
+                    self.qkv(x)?
+                };
+                let _m = obs.enter_module(ROPE_KV, None);
+                let (q, k, v) = self.rope(p, cos_sin)?;
                 let (k_all, v_all) = cache.append_at_device_len(layer, &k, &v, window)?;
                 (q, k_all, v_all)
             }
         };
         if self.uses_decode_kernel(x.device(), window) {
-            let (k_cache, v_cache, len) = cache.device_step_buffers(layer);
-            let o = kernels::decode_attention(
-                &q.f_contiguous()?,
-                (k_cache, v_cache),
-                (cache.device_pad(), len),
-                window,
-            )?; // (b, nh, 1, hd)
-            return self.out_one_token(&o);
+            let o = {
+                let _m = obs.enter_module(CORE, None);
+                let (k_cache, v_cache, len) = cache.device_step_buffers(layer);
+                let o = kernels::decode_attention(
+                    &q.f_contiguous()?,
+                    (k_cache, v_cache),
+                    (cache.device_pad(), len),
+                    window,
+                )?; // (b, nh, 1, hd)
+                self.one_token_heads(&o)?
+            };
+            let _m = obs.enter_module(O_PROJ, None);
+            return self.o_proj(&o);
         }
-        self.attend(&q, &k_all, &v_all, mask)
+        self.attend_marked((&q, &k_all, &v_all), mask, obs)
     }
 }
 
@@ -412,37 +382,3 @@ fn math_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result
 
 #[cfg(test)]
 mod gpu_tests;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tch::Device;
-
-    #[test]
-    fn rope_hand_case() {
-        // d = 4, θ = 100: inv_freq = [1, 0.1]. Position 1 rotates pair (x0, x2) by 1 rad and
-        // (x1, x3) by 0.1 rad.
-        let rope = Rope::new(4, 100.0, Device::Cpu).unwrap();
-        let pos = Tensor::from_slice(&[1i64]).view([1, 1]);
-        let (cos, sin) = rope.cos_sin(&pos, Kind::Double).unwrap();
-        let x = Tensor::from_slice(&[1f64, 2., 3., 4.]).view([1, 1, 1, 4]);
-        let y = Vec::<f64>::try_from(&apply_rope(&x, &cos, &sin).unwrap().view([4])).unwrap();
-        let (c1, s1, c2, s2) = (1f64.cos(), 1f64.sin(), 0.1f64.cos(), 0.1f64.sin());
-        let want = [
-            1. * c1 - 3. * s1,
-            2. * c2 - 4. * s2,
-            3. * c1 + 1. * s1,
-            4. * c2 + 2. * s2,
-        ];
-        for (a, b) in y.iter().zip(want) {
-            assert!((a - b).abs() < 1e-6, "{y:?} vs {want:?}");
-        }
-        // Position 0 is the identity.
-        let (cos0, sin0) = rope
-            .cos_sin(&Tensor::from_slice(&[0i64]).view([1, 1]), Kind::Double)
-            .unwrap();
-        assert!(apply_rope(&x, &cos0, &sin0)
-            .unwrap()
-            .allclose(&x, 1e-12, 1e-12, false));
-    }
-}

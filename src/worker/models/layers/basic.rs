@@ -4,6 +4,8 @@
 use crate::checkpoint::tensors::WeightPath;
 use crate::ffi::{kernels, kernels_vision};
 use anyhow::Result;
+use llmprof::model::module_work::{ACT, DOWN, GATE_UP};
+use llmprof::region::RegionObserver;
 use tch::{Kind, Tensor};
 
 /// `y = x·Wᵀ + b` (weight `[out, in]`).
@@ -197,12 +199,33 @@ impl GateUp {
     /// `silu(x·gateᵀ) ⊙ x·upᵀ` [..., F]; `kernel`: the fused form's activation in llmprof's
     /// kernel on a GPU.
     pub fn act(&self, xs: &Tensor, kernel: bool) -> Result<Tensor> {
+        self.project(xs)?.act(kernel)
+    }
+
+    /// The projections alone: `x·gateᵀ` and `x·upᵀ`, or `x·[gate; up]ᵀ`.
+    pub fn project(&self, xs: &Tensor) -> Result<GateUpOut> {
+        Ok(match self {
+            GateUp::Split { gate, up } => GateUpOut::Split(
+                xs.f_linear::<Tensor>(gate, None)?,
+                xs.f_linear::<Tensor>(up, None)?,
+            ),
+            GateUp::Fused(w) => GateUpOut::Fused(xs.f_linear::<Tensor>(w, None)?),
+        })
+    }
+}
+
+/// What [`GateUp::project`] gives: the two projections, or one tensor holding both halves.
+pub enum GateUpOut {
+    Split(Tensor, Tensor),
+    Fused(Tensor),
+}
+
+impl GateUpOut {
+    /// `silu(gate) ⊙ up` [..., F]; `kernel` as in [`GateUp::act`].
+    pub fn act(self, kernel: bool) -> Result<Tensor> {
         match self {
-            GateUp::Split { gate, up } => Ok(xs
-                .f_linear::<Tensor>(gate, None)?
-                .f_silu()?
-                .f_mul(&xs.f_linear::<Tensor>(up, None)?)?),
-            GateUp::Fused(w) => silu_mul_last(&xs.f_linear::<Tensor>(w, None)?, kernel),
+            GateUpOut::Split(gate, up) => Ok(gate.f_silu()?.f_mul(&up)?),
+            GateUpOut::Fused(gu) => silu_mul_last(&gu, kernel),
         }
     }
 }
@@ -259,6 +282,21 @@ impl SwiGlu {
             .gate_up
             .act(xs, self.kernel)?
             .f_linear::<Tensor>(&self.down, None)?)
+    }
+
+    /// [`SwiGlu::forward`] with its parts marked as the decoder MLP's modules (`gate_up`, `act`,
+    /// `down`); the same kernels in the same order.
+    pub fn forward_marked(&self, xs: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
+        let gu = {
+            let _m = obs.enter_module(GATE_UP, None);
+            self.gate_up.project(xs)?
+        };
+        let a = {
+            let _m = obs.enter_module(ACT, None);
+            gu.act(self.kernel)?
+        };
+        let _m = obs.enter_module(DOWN, None);
+        Ok(a.f_linear::<Tensor>(&self.down, None)?)
     }
 }
 

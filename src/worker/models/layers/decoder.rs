@@ -7,17 +7,27 @@ use crate::checkpoint::tensors::WeightPath;
 use crate::engine::kv_cache::{AttnMask, KvCache, KvDims};
 use anyhow::{ensure, Result};
 use llmprof::model::dense::RopeScaling;
+use llmprof::model::module_work::{
+    ATTENTION, ATTENTION_NORM, EMBED, FINAL_NORM, LAYER, LM_HEAD, MLP, MLP_NORM,
+};
 use llmprof::optim::EngineOptim;
+use llmprof::region::{Module, RegionObserver};
 use tch::{Kind, Tensor};
 
 /// A layer's feed-forward block, [..., H] → [..., H].
 pub trait FeedForward: std::fmt::Debug {
-    fn forward(&self, x: &Tensor) -> Result<Tensor>;
+    /// Runs the block, marking its inner modules on `obs`.
+    fn forward(&self, x: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor>;
+
+    /// The module the block is (its norm before it is `.1`): the shared MLP's by default.
+    fn modules(&self) -> (Module, Module) {
+        (MLP, MLP_NORM)
+    }
 }
 
 impl FeedForward for SwiGlu {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        SwiGlu::forward(self, x)
+    fn forward(&self, x: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
+        self.forward_marked(x, obs)
     }
 }
 
@@ -53,20 +63,37 @@ pub struct DecoderLayer {
 }
 
 impl DecoderLayer {
-    /// Pre-norm residual block on the residual stream `h` and its norm `normed` (this layer's
-    /// input_ln of `h`); `attn` maps the normed input to the attention output, and `next_ln`
-    /// (the next layer's input norm, or the final norm) normalises the output. Returns the new
-    /// (h, normed). Each residual add is fused with the norm after it
-    /// ([`RmsNorm::add_forward`]).
+    /// Pre-norm residual block on the residual stream `h`: `pending` is the previous layer's
+    /// feed-forward output, added to `h` in this layer's input norm ([`RmsNorm::add_forward`]
+    /// fuses each residual add with the norm after it; the first layer has none). `attn` maps
+    /// the normed input to the attention output. Returns the new residual stream and this
+    /// layer's feed-forward output, for the next norm to add. Marks `attention` {`input_norm`,
+    /// the attention's own} and the feed-forward's module {its norm, the block's own}.
     fn forward(
         &self,
-        (h, normed): (&Tensor, &Tensor),
-        next_ln: &RmsNorm,
+        (h, pending): (&Tensor, Option<&Tensor>),
+        obs: &dyn RegionObserver,
         attn: impl FnOnce(&Attention, &Tensor) -> Result<Tensor>,
     ) -> Result<(Tensor, Tensor)> {
-        let (h, normed) = self.post_ln.add_forward(h, &attn(&self.attn, normed)?)?;
-        let f = self.ffn.forward(&normed)?;
-        next_ln.add_forward(&h, &f)
+        let a = {
+            let _m = obs.enter_module(ATTENTION, None);
+            let (h, normed) = {
+                let _n = obs.enter_module(ATTENTION_NORM, None);
+                match pending {
+                    Some(f) => self.input_ln.add_forward(h, f)?,
+                    None => (h.shallow_clone(), self.input_ln.forward(h)?),
+                }
+            };
+            (h, attn(&self.attn, &normed)?)
+        };
+        let (ffn_module, ffn_norm) = self.ffn.modules();
+        let _m = obs.enter_module(ffn_module, None);
+        let (h, normed) = {
+            let _n = obs.enter_module(ffn_norm, None);
+            self.post_ln.add_forward(&a.0, &a.1)?
+        };
+        let f = self.ffn.forward(&normed, obs)?;
+        Ok((h, f))
     }
 }
 
@@ -176,14 +203,20 @@ impl Decoder {
         &self.dims
     }
 
-    /// ids [B,T] (int64) → embeddings [B,T,H] (no scaling).
-    pub fn embed(&self, ids: &Tensor) -> Result<Tensor> {
+    /// ids [B,T] (int64) → embeddings [B,T,H] (no scaling), as the module `embed`.
+    pub fn embed(&self, ids: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
+        let _m = obs.enter_module(EMBED, None);
         Ok(Tensor::f_embedding(&self.embed, ids, -1, false, false)?)
     }
 
     /// Runs all layers over embeddings x [B,T,H] at the cache's next slots, advances the cache,
     /// and returns the final-normed hidden states [B,T,H].
-    pub fn forward(&self, x: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+    pub fn forward(
+        &self,
+        x: &Tensor,
+        cache: &mut KvCache,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
         let (b, t, _) = x.size3()?;
         ensure!(
             b == cache.batch(),
@@ -196,38 +229,55 @@ impl Decoder {
             cache.len() + t,
             self.max_positions
         );
-        let positions = cache.positions(t)?; // (b, t)
-        let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
-        let mask = cache.attention_mask(t)?;
-        let out = self.run_layers(x, |a, x, i| a.forward(x, &cos_sin, cache, i, &mask))?;
+        let (cos_sin, mask) = {
+            // Positions, RoPE tables and the mask: the embedding's work.
+            let _m = obs.enter_module(EMBED, None);
+            let positions = cache.positions(t)?; // (b, t)
+            (
+                self.rope.cos_sin(&positions, x.kind())?,
+                cache.attention_mask(t)?,
+            )
+        };
+        let out = self.run_layers(x, obs, |a, x, i| {
+            a.forward(x, &cos_sin, (&mut *cache, i), &mask, obs)
+        })?;
         cache.advance(t)?;
         Ok(out)
     }
 
     /// Every layer over embeddings `x`, `attn(layer's attention, normed input, layer index)`
-    /// giving each attention output → the final-normed hidden states.
+    /// giving each attention output → the final-normed hidden states. Marks each `layer` with
+    /// its index, and `final_norm` (with the last layer's residual add).
     fn run_layers(
         &self,
         x: &Tensor,
+        obs: &dyn RegionObserver,
         mut attn: impl FnMut(&Attention, &Tensor, usize) -> Result<Tensor>,
     ) -> Result<Tensor> {
-        let Some(first) = self.layers.first() else {
-            return self.norm.forward(x);
-        };
         let mut h = x.shallow_clone();
-        let mut normed = first.input_ln.forward(&h)?;
+        let mut pending: Option<Tensor> = None;
         for (i, layer) in self.layers.iter().enumerate() {
-            let next_ln = self.layers.get(i + 1).map_or(&self.norm, |l| &l.input_ln);
-            (h, normed) = layer.forward((&h, &normed), next_ln, |a, x| attn(a, x, i))?;
+            let _l = obs.enter_module(LAYER, Some(i as u32));
+            let (next_h, f) = layer.forward((&h, pending.as_ref()), obs, |a, x| attn(a, x, i))?;
+            (h, pending) = (next_h, Some(f));
         }
-        Ok(normed)
+        let _m = obs.enter_module(FINAL_NORM, None);
+        match pending {
+            Some(f) => Ok(self.norm.add_forward(&h, &f)?.1),
+            None => self.norm.forward(&h),
+        }
     }
 
     /// One token per row, x [B,1,H], at the cache's device-side slot counter, attending over
     /// the first `window` slots; advances only the device-side counter. Every shape is fixed
     /// by (B, window) and nothing syncs with the host, so a CUDA graph can capture this once
     /// and replay it for every step whose slot is below `window`.
-    pub fn forward_device_step(&self, x: &Tensor, cache: &KvCache, window: i64) -> Result<Tensor> {
+    pub fn forward_device_step(
+        &self,
+        x: &Tensor,
+        (cache, window): (&KvCache, i64),
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
         let (b, t, _) = x.size3()?;
         ensure!(
             t == 1 && b == cache.batch(),
@@ -240,26 +290,31 @@ impl Decoder {
             self.max_positions
         );
         cache.check_device_step(window)?;
-        let positions = cache.device_step_positions()?; // (b, 1)
-        let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
-        let kernel = self
-            .layers
-            .first()
-            .is_some_and(|l| l.attn.uses_decode_kernel(x.device(), window));
-        let mask = if kernel {
-            AttnMask::None // the kernel reads each row's padding and length itself
-        } else {
-            cache.device_step_additive_mask(window, x.kind())?
+        let (cos_sin, mask) = {
+            let _m = obs.enter_module(EMBED, None);
+            let positions = cache.device_step_positions()?; // (b, 1)
+            let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
+            let kernel = self
+                .layers
+                .first()
+                .is_some_and(|l| l.attn.uses_decode_kernel(x.device(), window));
+            let mask = if kernel {
+                AttnMask::None // the kernel reads each row's padding and length itself
+            } else {
+                cache.device_step_additive_mask(window, x.kind())?
+            };
+            (cos_sin, mask)
         };
-        let out = self.run_layers(x, |a, x, i| {
-            a.forward_device_step(x, &cos_sin, cache, i, &mask, window)
+        let out = self.run_layers(x, obs, |a, x, i| {
+            a.forward_device_step(x, &cos_sin, (cache, i), (&mask, window), obs)
         })?;
         cache.advance_device_len()?;
         Ok(out)
     }
 
-    /// hidden [..., H] → fp32 logits [..., vocab].
-    pub fn logits(&self, hidden: &Tensor) -> Result<Tensor> {
+    /// hidden [..., H] → fp32 logits [..., vocab], as the module `lm_head`.
+    pub fn logits(&self, hidden: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
+        let _m = obs.enter_module(LM_HEAD, None);
         Ok(hidden
             .f_linear::<Tensor>(&self.lm_head, None)?
             .f_to_kind(Kind::Float)?)

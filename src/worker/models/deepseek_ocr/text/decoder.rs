@@ -9,12 +9,18 @@ use crate::models::layers::basic::SwiGlu;
 pub use crate::models::layers::decoder::Decoder;
 use crate::models::layers::decoder::{DecoderDims, FeedForward};
 use anyhow::Result;
+use llmprof::model::deepseek_ocr::analytic_modules::{MOE, MOE_NORM};
 use llmprof::model::deepseek_ocr::arch::DecoderConfig;
+use llmprof::region::{Module, RegionObserver};
 use tch::Tensor;
 
 impl FeedForward for Moe {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        Moe::forward(self, x)
+    fn forward(&self, x: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
+        Moe::forward(self, x, obs)
+    }
+
+    fn modules(&self) -> (Module, Module) {
+        (MOE, MOE_NORM)
     }
 }
 

@@ -3,9 +3,13 @@
 
 use crate::checkpoint::tensors::WeightPath;
 use crate::ffi::kernels;
-use crate::models::layers::basic::{silu_mul_halves, silu_mul_last, GateUp, SwiGlu};
+use crate::models::layers::basic::{silu_mul_halves, GateUp, GateUpOut, SwiGlu};
 use anyhow::{ensure, Result};
+use llmprof::model::deepseek_ocr::analytic_modules::{
+    COMBINE, EXPERTS_ACT, EXPERTS_DOWN, EXPERTS_GATE_UP, ROUTER, ROUTING, SHARED_EXPERTS,
+};
 use llmprof::model::deepseek_ocr::arch::DecoderConfig;
+use llmprof::region::RegionObserver;
 use tch::{Kind, Tensor};
 
 /// How routed experts are evaluated.
@@ -109,7 +113,11 @@ impl Moe {
     /// Router: x [N,H] → (weights fp32 [N,k], expert ids [N,k]) — softmax probabilities of the
     /// top-k experts, unsorted, not renormalised, × routed_scaling_factor.
     pub fn route(&self, xs: &Tensor) -> Result<(Tensor, Tensor)> {
-        let logits = self.router_logits(xs)?; // (n, e)
+        self.top_k_of(&self.router_logits(xs)?)
+    }
+
+    /// Softmax over router `logits` [N,E], top-k, × routed_scaling_factor (see [`Moe::route`]).
+    fn top_k_of(&self, logits: &Tensor) -> Result<(Tensor, Tensor)> {
         let scores = logits.f_softmax(-1, Kind::Float)?;
         let (w, idx) = scores.f_topk(self.top_k, -1, true, false)?; // (n, k)
         let w = if self.scaling != 1.0 {
@@ -129,28 +137,48 @@ impl Moe {
             && self.num_experts() <= kernels::MOE_ROUTE_MAX_EXPERTS
     }
 
-    /// x [B,T,H] → [B,T,H].
-    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+    /// x [B,T,H] → [B,T,H]. Marks the MoE's modules: `router` (logits), `routing` (softmax,
+    /// top-k, the sort by expert), `experts_gate_up`, `experts_act`, `experts_down`, `combine`
+    /// (back to token order, the weighted sum) and `shared_experts`, in every dispatch.
+    pub fn forward(&self, x: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         let (b, t, h) = x.size3()?;
         let xs = x.f_reshape([b * t, h])?; // (n, h)
         if self.uses_routing_kernel(&xs) {
-            let xs = xs.f_contiguous()?;
-            let logits = if b * t <= ROUTER_LOGITS_KERNEL_MAX_TOKENS {
-                kernels::router_logits(&xs, &self.gate_f32)?
-            } else {
-                self.router_logits(&xs)? // a prefill: cuBLAS's fp32 GEMM beats the GEMV kernel
+            let (xs, logits) = {
+                let _m = obs.enter_module(ROUTER, None);
+                let xs = xs.f_contiguous()?;
+                let logits = if b * t <= ROUTER_LOGITS_KERNEL_MAX_TOKENS {
+                    kernels::router_logits(&xs, &self.gate_f32)?
+                } else {
+                    self.router_logits(&xs)? // a prefill: cuBLAS's fp32 GEMM beats the GEMV kernel
+                };
+                (xs, logits)
             };
-            let r = kernels::moe_route(&logits, &xs, self.top_k, self.scaling)?;
-            let sorted = self.experts_on_sorted_rows(&r.sorted_x, &r.group_ends)?;
+            let r = {
+                let _m = obs.enter_module(ROUTING, None);
+                kernels::moe_route(&logits, &xs, self.top_k, self.scaling)?
+            };
+            let sorted = self.experts_on_sorted_rows(&r.sorted_x, &r.group_ends, obs)?;
             if self.combine_kernel && b * t <= kernels::MOE_COMBINE_MAX_TOKENS {
-                let shared = self.shared.as_ref().map(|s| s.forward(&xs)).transpose()?;
+                let shared = self.shared_forward(&xs, obs)?;
+                let _m = obs.enter_module(COMBINE, None);
                 let y = kernels::moe_combine(&sorted, &r.slot_pos, &r.weights, shared.as_ref())?;
                 return Ok(y.f_view(x.size().as_slice())?);
             }
-            let per_slot = unsort(&sorted, &r.order, b * t, self.top_k, h)?;
-            return self.combine(&per_slot, &r.weights, &xs, x);
+            let per_slot = {
+                let _m = obs.enter_module(COMBINE, None);
+                unsort(&sorted, &r.order, b * t, self.top_k, h)?
+            };
+            return self.combine(&per_slot, &r.weights, &xs, x, obs);
         }
-        let (w, idx) = self.route(&xs)?;
+        let logits = {
+            let _m = obs.enter_module(ROUTER, None);
+            self.router_logits(&xs)?
+        };
+        let (w, idx) = {
+            let _m = obs.enter_module(ROUTING, None);
+            self.top_k_of(&logits)?
+        };
         let dispatch = match self.dispatch {
             MoeDispatch::Grouped if !grouped_mm_supported(x) => MoeDispatch::Auto,
             d => d,
@@ -161,23 +189,42 @@ impl Moe {
             d => d,
         };
         let per_slot = match dispatch {
-            MoeDispatch::Gathered => self.experts_gathered(&xs, &idx)?,
-            MoeDispatch::Grouped => self.experts_grouped(&xs, &idx)?,
-            _ => self.experts_sorted(&xs, &idx)?,
+            MoeDispatch::Gathered => self.experts_gathered(&xs, &idx, obs)?,
+            MoeDispatch::Grouped => self.experts_grouped(&xs, &idx, obs)?,
+            _ => self.experts_sorted(&xs, &idx, obs)?,
         }; // (n, k, h) in model dtype
-        self.combine(&per_slot, &w, &xs, x)
+        self.combine(&per_slot, &w, &xs, x, obs)
+    }
+
+    /// The shared experts on x [N,H] (`shared_experts`), when the model has them.
+    fn shared_forward(&self, xs: &Tensor, obs: &dyn RegionObserver) -> Result<Option<Tensor>> {
+        let _m = obs.enter_module(SHARED_EXPERTS, None);
+        self.shared.as_ref().map(|s| s.forward(xs)).transpose()
     }
 
     /// Σ_k weight·expert output in fp32, plus the shared experts: → x's shape and dtype.
-    fn combine(&self, per_slot: &Tensor, w: &Tensor, xs: &Tensor, x: &Tensor) -> Result<Tensor> {
-        let y = per_slot
-            .f_to_kind(Kind::Float)?
-            .f_mul(&w.f_unsqueeze(-1)?)?
-            .f_sum_dim_intlist(1, false, Kind::Float)?; // (n, h) fp32
-        let mut y = y.f_to_kind(x.kind())?;
-        if let Some(s) = &self.shared {
-            y = y.f_add(&s.forward(xs)?)?;
-        }
+    fn combine(
+        &self,
+        per_slot: &Tensor,
+        w: &Tensor,
+        xs: &Tensor,
+        x: &Tensor,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let y = {
+            let _m = obs.enter_module(COMBINE, None);
+            per_slot
+                .f_to_kind(Kind::Float)?
+                .f_mul(&w.f_unsqueeze(-1)?)?
+                .f_sum_dim_intlist(1, false, Kind::Float)? // (n, h) fp32
+                .f_to_kind(x.kind())?
+        };
+        let shared = self.shared_forward(xs, obs)?;
+        let _m = obs.enter_module(COMBINE, None);
+        let y = match shared {
+            Some(s) => y.f_add(&s)?,
+            None => y,
+        };
         Ok(y.f_view(x.size().as_slice())?)
     }
 
@@ -196,12 +243,21 @@ impl Moe {
     }
 
     /// Expert outputs per (token, slot) [N,k,H], evaluating each used expert once on its tokens.
-    fn experts_sorted(&self, xs: &Tensor, idx: &Tensor) -> Result<Tensor> {
+    fn experts_sorted(
+        &self,
+        xs: &Tensor,
+        idx: &Tensor,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
         let (n, h) = xs.size2()?;
         let k = self.top_k;
-        let (order, counts) = self.sort_slots(idx)?;
-        let counts = Vec::<i64>::try_from(&counts.f_to_device(tch::Device::Cpu)?)?; // host sync
-        let sorted_x = xs.f_index_select(0, &order.f_floor_divide_scalar(k)?)?; // (n·k, h)
+        let (order, counts, sorted_x) = {
+            let _m = obs.enter_module(ROUTING, None);
+            let (order, counts) = self.sort_slots(idx)?;
+            let counts = Vec::<i64>::try_from(&counts.f_to_device(tch::Device::Cpu)?)?; // host sync
+            let sorted_x = xs.f_index_select(0, &order.f_floor_divide_scalar(k)?)?; // (n·k, h)
+            (order, counts, sorted_x)
+        };
         let mut outs = Vec::new();
         let mut start = 0;
         for (ei, &cnt) in counts.iter().enumerate() {
@@ -210,23 +266,37 @@ impl Moe {
             }
             let ei = ei as i64;
             let xe = sorted_x.f_narrow(0, start, cnt)?;
-            let act = match &self.gate_up {
-                GateUp::Split { gate, up } => GateUp::Split {
-                    gate: gate.f_get(ei)?,
-                    up: up.f_get(ei)?,
-                },
-                GateUp::Fused(w) => GateUp::Fused(w.f_get(ei)?),
-            }
-            .act(&xe, self.swiglu_kernel)?;
+            let gu = {
+                let _m = obs.enter_module(EXPERTS_GATE_UP, None);
+                match &self.gate_up {
+                    GateUp::Split { gate, up } => GateUp::Split {
+                        gate: gate.f_get(ei)?,
+                        up: up.f_get(ei)?,
+                    },
+                    GateUp::Fused(w) => GateUp::Fused(w.f_get(ei)?),
+                }
+                .project(&xe)?
+            };
+            let act = {
+                let _m = obs.enter_module(EXPERTS_ACT, None);
+                gu.act(self.swiglu_kernel)?
+            };
+            let _m = obs.enter_module(EXPERTS_DOWN, None);
             outs.push(act.f_linear::<Tensor>(&self.w_down.f_get(ei)?, None)?);
             start += cnt;
         }
+        let _m = obs.enter_module(COMBINE, None);
         let outs = Tensor::f_cat(&outs, 0)?; // (n·k, h), sorted order
         unsort(&outs, &order, n, k, h)
     }
 
     /// Same result via gathered weights and bmm, without host sync.
-    fn experts_gathered(&self, xs: &Tensor, idx: &Tensor) -> Result<Tensor> {
+    fn experts_gathered(
+        &self,
+        xs: &Tensor,
+        idx: &Tensor,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
         let (n, h) = xs.size2()?;
         let k = self.top_k;
         let flat = idx.f_reshape([-1])?; // (n·k)
@@ -234,42 +304,76 @@ impl Moe {
             .f_unsqueeze(1)?
             .f_expand([n, k, h], false)?
             .f_reshape([n * k, h, 1])?; // (n·k, h, 1)
-        let act = match &self.gate_up {
-            GateUp::Split { gate, up } => {
-                let g = gate.f_index_select(0, &flat)?; // (n·k, f, h)
-                let u = up.f_index_select(0, &flat)?;
-                g.f_bmm(&xk)?.f_silu()?.f_mul(&u.f_bmm(&xk)?)?
+        let gu = {
+            let _m = obs.enter_module(EXPERTS_GATE_UP, None);
+            match &self.gate_up {
+                GateUp::Split { gate, up } => {
+                    let g = gate.f_index_select(0, &flat)?; // (n·k, f, h)
+                    let u = up.f_index_select(0, &flat)?;
+                    GateUpOut::Split(g.f_bmm(&xk)?, u.f_bmm(&xk)?)
+                }
+                GateUp::Fused(w) => GateUpOut::Fused(w.f_index_select(0, &flat)?.f_bmm(&xk)?),
             }
-            GateUp::Fused(w) => silu_mul_halves(&w.f_index_select(0, &flat)?.f_bmm(&xk)?, 1)?,
+        };
+        let act = {
+            let _m = obs.enter_module(EXPERTS_ACT, None);
+            match gu {
+                GateUpOut::Split(g, u) => g.f_silu()?.f_mul(&u)?,
+                GateUpOut::Fused(gu) => silu_mul_halves(&gu, 1)?,
+            }
         }; // (n·k, f, 1)
+        let _m = obs.enter_module(EXPERTS_DOWN, None);
         let d = self.w_down.f_index_select(0, &flat)?; // (n·k, h, f)
         Ok(d.f_bmm(&act)?.f_view([n, k, h])?) // (n, k, h)
     }
 
     /// Same result via grouped GEMMs over expert-sorted slots; group ends stay on the device.
-    fn experts_grouped(&self, xs: &Tensor, idx: &Tensor) -> Result<Tensor> {
-        let (order, counts) = self.sort_slots(idx)?;
-        let offs = counts.f_cumsum(0, Kind::Int)?; // (e) int32 group ends
-        let slot_token = order.f_floor_divide_scalar(self.top_k)?;
-        let sorted = self.experts_on_sorted_rows(&xs.f_index_select(0, &slot_token)?, &offs)?;
+    fn experts_grouped(
+        &self,
+        xs: &Tensor,
+        idx: &Tensor,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let (order, offs, rows) = {
+            let _m = obs.enter_module(ROUTING, None);
+            let (order, counts) = self.sort_slots(idx)?;
+            let offs = counts.f_cumsum(0, Kind::Int)?; // (e) int32 group ends
+            let slot_token = order.f_floor_divide_scalar(self.top_k)?;
+            (order, offs, xs.f_index_select(0, &slot_token)?)
+        };
+        let sorted = self.experts_on_sorted_rows(&rows, &offs, obs)?;
         let (n, h) = xs.size2()?;
+        let _m = obs.enter_module(COMBINE, None);
         unsort(&sorted, &order, n, self.top_k, h)
     }
 
     /// Grouped GEMMs over the token rows of the slots sorted by expert, `sorted_x` [N·k, H], with
     /// `offs` [E] int32 group ends → expert outputs [N·k, H] in sorted order.
-    fn experts_on_sorted_rows(&self, sorted_x: &Tensor, offs: &Tensor) -> Result<Tensor> {
+    fn experts_on_sorted_rows(
+        &self,
+        sorted_x: &Tensor,
+        offs: &Tensor,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
         // _grouped_mm takes B as [E, K, N]; the transposed views of [E, N, K] weights are the
         // column-major layout its CUDA kernel wants.
         let gmm = |a: &Tensor, w: &Tensor| -> Result<Tensor> {
             Ok(a.f_internal_grouped_mm::<&Tensor>(&w.f_transpose(1, 2)?, Some(offs), None, None)?)
         };
-        let act = match &self.gate_up {
-            GateUp::Split { gate, up } => {
-                gmm(sorted_x, gate)?.f_silu()?.f_mul(&gmm(sorted_x, up)?)?
+        let gu = {
+            let _m = obs.enter_module(EXPERTS_GATE_UP, None);
+            match &self.gate_up {
+                GateUp::Split { gate, up } => {
+                    GateUpOut::Split(gmm(sorted_x, gate)?, gmm(sorted_x, up)?)
+                }
+                GateUp::Fused(w) => GateUpOut::Fused(gmm(sorted_x, w)?),
             }
-            GateUp::Fused(w) => silu_mul_last(&gmm(sorted_x, w)?, self.swiglu_kernel)?,
+        };
+        let act = {
+            let _m = obs.enter_module(EXPERTS_ACT, None);
+            gu.act(self.swiglu_kernel)?
         }; // (n·k, f)
+        let _m = obs.enter_module(EXPERTS_DOWN, None);
         gmm(&act, &self.w_down) // (n·k, h), sorted order
     }
 }
@@ -292,80 +396,4 @@ fn unsort(sorted: &Tensor, order: &Tensor, n: i64, k: i64, h: i64) -> Result<Ten
 mod gpu_tests;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
-    use llmprof::model::deepseek_ocr::arch::ArchConfig;
-    use tch::Device;
-
-    /// Per-token loop over experts, router recomputed on the host (softmax, sort, no renorm).
-    fn naive(w: &Weights, layer: i64, cfg: &ArchConfig, x: &Tensor) -> Tensor {
-        let d = &cfg.decoder;
-        let p = format!("model.layers.{layer}.mlp");
-        let gate = w.get(&format!("{p}.gate.weight")).unwrap();
-        let (n, _) = x.size2().unwrap();
-        let mut rows = Vec::new();
-        for t in 0..n {
-            let xt = x.get(t).unsqueeze(0); // (1, h)
-            let logits = Vec::<f32>::try_from(&xt.matmul(&gate.tr()).view([-1])).unwrap();
-            let m = logits.iter().cloned().fold(f32::MIN, f32::max);
-            let z: f32 = logits.iter().map(|l| (l - m).exp()).sum();
-            let mut probs: Vec<(usize, f32)> = logits
-                .iter()
-                .map(|l| (l - m).exp() / z)
-                .enumerate()
-                .collect();
-            probs.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap());
-            let mut acc = Tensor::zeros([1, d.hidden_size], (Kind::Float, Device::Cpu));
-            for &(e, pr) in probs.iter().take(d.num_experts_per_tok as usize) {
-                let ep = format!("{p}.experts.{e}");
-                let g = w.get(&format!("{ep}.gate_proj.weight")).unwrap();
-                let u = w.get(&format!("{ep}.up_proj.weight")).unwrap();
-                let dn = w.get(&format!("{ep}.down_proj.weight")).unwrap();
-                let o = (xt.matmul(&g.tr()).silu() * xt.matmul(&u.tr())).matmul(&dn.tr());
-                acc += o * (pr as f64);
-            }
-            let sp = format!("{p}.shared_experts");
-            let g = w.get(&format!("{sp}.gate_proj.weight")).unwrap();
-            let u = w.get(&format!("{sp}.up_proj.weight")).unwrap();
-            let dn = w.get(&format!("{sp}.down_proj.weight")).unwrap();
-            acc += (xt.matmul(&g.tr()).silu() * xt.matmul(&u.tr())).matmul(&dn.tr());
-            rows.push(acc);
-        }
-        Tensor::cat(&rows, 0)
-    }
-
-    #[test]
-    fn moe_matches_naive_loop_for_every_dispatch() {
-        let cfg = ArchConfig::tiny();
-        let w = Weights::synthetic(&cfg, &[Part::Decoder], 3, Device::Cpu, Kind::Float).unwrap();
-        let x = Tensor::randn([2, 5, cfg.decoder.hidden_size], (Kind::Float, Device::Cpu));
-        let want = naive(&w, 1, &cfg, &x.view([10, -1]));
-        for fused in [false, true] {
-            let mut moe =
-                Moe::load(&w.root().sub("model.layers.1.mlp"), &cfg.decoder, fused).unwrap();
-            for d in [
-                MoeDispatch::Sorted,
-                MoeDispatch::Gathered,
-                MoeDispatch::Grouped,
-                MoeDispatch::Auto,
-            ] {
-                moe.dispatch = d;
-                let got = moe.forward(&x).unwrap().view([10, -1]);
-                let err = (&got - &want).abs().max().double_value(&[]);
-                assert!(err < 1e-4, "{d:?} fused={fused}: max abs err {err}");
-            }
-        }
-        let moe = Moe::load(&w.root().sub("model.layers.1.mlp"), &cfg.decoder, false).unwrap();
-        // Not renormalised: routed weights sum to < 1 with 2 of 8 experts.
-        let (wts, _) = moe.route(&x.view([10, -1])).unwrap();
-        let max_sum = wts
-            .sum_dim_intlist(1, false, Kind::Float)
-            .max()
-            .double_value(&[]);
-        assert!(
-            max_sum < 0.999,
-            "top-k weights look renormalised: {max_sum}"
-        );
-    }
-}
+mod tests;

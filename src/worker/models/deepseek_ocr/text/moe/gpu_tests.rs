@@ -194,6 +194,7 @@ fn moe_layer_with_the_combine_kernel_matches_the_libtorch_combine_on_a_gpu() {
     use super::{Moe, MoeDispatch};
     use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
     use llmprof::model::deepseek_ocr::arch::ArchConfig;
+    use llmprof::region::NoopObserver;
     assert!(tch::Cuda::is_available(), "no CUDA device");
     let dev = Device::Cuda(0);
     let cfg = ArchConfig::tiny();
@@ -208,7 +209,7 @@ fn moe_layer_with_the_combine_kernel_matches_the_libtorch_combine_on_a_gpu() {
             moe.dispatch = MoeDispatch::Grouped;
             moe.routing_kernel = true;
             moe.combine_kernel = combine_kernel;
-            moe.forward(&x).unwrap().to_kind(Kind::Float)
+            moe.forward(&x, &NoopObserver).unwrap().to_kind(Kind::Float)
         };
         let (got, want) = (run(true), run(false));
         assert_eq!(got.size(), want.size());
