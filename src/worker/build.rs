@@ -65,6 +65,8 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     println!("cargo:rerun-if-changed=csrc/streams.cpp");
     println!("cargo:rerun-if-changed=csrc/host_memory.cpp");
     println!("cargo:rerun-if-changed=csrc/cuda_graph.cpp");
+    println!("cargo:rerun-if-changed=csrc/graph_nodes.cpp");
+    println!("cargo:rerun-if-changed=csrc/graph_nodes.h");
     println!("cargo:rerun-if-changed=csrc/nvtx.cpp");
     println!("cargo:rerun-if-changed=csrc/kernel_args.h");
     println!("cargo:rerun-if-changed=csrc/kernels");

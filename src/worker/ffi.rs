@@ -8,6 +8,7 @@ use std::path::Path;
 use std::ptr::NonNull;
 
 pub mod cuda_graph;
+pub mod graph_nodes;
 pub mod host_memory;
 pub mod kernel_archs;
 pub mod kernels;

@@ -59,7 +59,9 @@ impl Module {
 
 /// Where a piece of work ran: the open modules joined by dots (`layer.attention.qkv`) and the
 /// index of the indexed module on the way (the layer), if any.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct ModulePath {
     pub kind: String,
     pub index: Option<u32>,

@@ -1,6 +1,7 @@
 // CUDA graphs (at::cuda::CUDAGraph captured on a pool stream) and the host-to-device copies
 // captured in them whose source changes per replay. Follows the shim's error convention
 // (shim_guard.h).
+#include "graph_nodes.h"
 #include "shim.h"
 #include "shim_guard.h"
 
@@ -13,17 +14,30 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 
+#include <ATen/record_function.h>
+
+#include <algorithm>
+#include <atomic>
 #include <optional>
 
 using llmprof::guarded;
 
+namespace {
+std::atomic<uint64_t> g_next_graph_serial{1};
+}
+
 struct llmprof_cuda_graph {
-  explicit llmprof_cuda_graph(bool keep) : graph(keep), keep_graph(keep) {}
+  explicit llmprof_cuda_graph(bool keep)
+      : graph(keep), keep_graph(keep), serial(g_next_graph_serial.fetch_add(1)) {}
   // With keep_graph, the graph itself is kept after instantiation: captured uploads name its
   // nodes.
   at::cuda::CUDAGraph graph;
   const bool keep_graph;
   std::optional<c10::cuda::CUDAStream> previous_stream;
+  // Process-unique; each replay names it (llmprof::graph_replay#<serial>) for Kineto.
+  const uint64_t serial;
+  // Which module added each node (graph_nodes.h), taken before the capture ends.
+  llmprof::CaptureRecord record;
 };
 
 extern "C" {
@@ -48,6 +62,7 @@ int llmprof_cuda_graph_capture_begin(llmprof_cuda_graph* graph,
     c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromPool());
     try {
       graph->graph.capture_begin(pool);
+      llmprof::capture_record_begin();
     } catch (...) {
       c10::cuda::setCurrentCUDAStream(*graph->previous_stream);
       graph->previous_stream.reset();
@@ -62,6 +77,8 @@ int llmprof_cuda_graph_capture_end(llmprof_cuda_graph* graph) {
     TORCH_CHECK(graph->previous_stream.has_value(), "no capture in progress");
     const auto previous = *graph->previous_stream;
     graph->previous_stream.reset();
+    // Before capture_end: without keep_graph the graph is freed once instantiated.
+    graph->record = llmprof::capture_record_finish();
     try {
       graph->graph.capture_end();
       // A kept graph is not instantiated by capture_end.
@@ -84,8 +101,45 @@ int llmprof_cuda_graph_replay(llmprof_cuda_graph* graph) {
   return guarded("cuda_graph_replay", [&] {
     TORCH_CHECK(graph != nullptr, "graph is NULL");
     TORCH_CHECK(!graph->previous_stream.has_value(), "replay during capture");
+    // A cpu op around the launch while Kineto records, so that the replayed kernels (which
+    // carry only the launch's correlation) can be traced back to this graph's capture record.
+    at::RecordFunction replay_op(at::RecordScope::FUNCTION);
+    if (replay_op.isActive()) {
+      replay_op.before("llmprof::graph_replay#" + std::to_string(graph->serial));
+    }
     graph->graph.replay();
   });
+}
+
+uint64_t llmprof_cuda_graph_serial(const llmprof_cuda_graph* graph) {
+  return graph == nullptr ? 0 : graph->serial;
+}
+
+size_t llmprof_cuda_graph_record_len(const llmprof_cuda_graph* graph) {
+  return graph == nullptr ? 0 : graph->record.nodes.size();
+}
+
+int llmprof_cuda_graph_record_node(const llmprof_cuda_graph* graph, size_t index,
+                                   llmprof_graph_node* out) {
+  return guarded("cuda_graph_record_node", [&] {
+    TORCH_CHECK(graph != nullptr && out != nullptr, "NULL argument");
+    TORCH_CHECK(index < graph->record.nodes.size(), "node ", index, " of ",
+                graph->record.nodes.size());
+    const auto& n = graph->record.nodes[index];
+    *out = llmprof_graph_node{n.kind,        n.mark,           n.name.data(),
+                              n.name.size(), n.deps.data(),    n.deps.size()};
+  });
+}
+
+size_t llmprof_cuda_graph_record_error(const llmprof_cuda_graph* graph, char* buf, size_t len) {
+  if (graph == nullptr) return 0;
+  const std::string& e = graph->record.error;
+  if (buf != nullptr && len > 0) {
+    const size_t n = std::min(len - 1, e.size());
+    std::copy(e.data(), e.data() + n, buf);
+    buf[n] = '\0';
+  }
+  return e.size();
 }
 
 void llmprof_cuda_graph_destroy(llmprof_cuda_graph* graph) {

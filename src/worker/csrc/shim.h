@@ -165,6 +165,26 @@ int llmprof_cuda_graph_capture_begin(llmprof_cuda_graph* graph,
 int llmprof_cuda_graph_capture_end(llmprof_cuda_graph* graph);
 /* Launches the graph on the current stream. */
 int llmprof_cuda_graph_replay(llmprof_cuda_graph* graph);
+/* The capture record: what each node of the graph is and which mark (llmprof_capture_mark) was
+ * in effect when it was added. The serial is process-unique; while Kineto records, each replay
+ * runs inside a cpu op named "llmprof::graph_replay#<serial>". */
+uint64_t llmprof_cuda_graph_serial(const llmprof_cuda_graph* graph);
+size_t llmprof_cuda_graph_record_len(const llmprof_cuda_graph* graph);
+typedef struct llmprof_graph_node {
+  int kind; /* 0 other, 1 kernel, 2 memcpy, 3 memset */
+  uint32_t mark;
+  const char* name; /* demangled kernel name, not NUL-terminated; valid while the graph lives */
+  size_t name_len;
+  const uint32_t* deps; /* indices of the nodes this one depends on */
+  size_t n_deps;
+} llmprof_graph_node;
+int llmprof_cuda_graph_record_node(const llmprof_cuda_graph* graph, size_t index,
+                                   llmprof_graph_node* out);
+/* Why the record is empty (a capture that could not be read), as llmprof_last_error copies. */
+size_t llmprof_cuda_graph_record_error(const llmprof_cuda_graph* graph, char* buf, size_t len);
+/* While this thread captures a graph: the nodes added from now on belong to `mark` (until the
+ * next call). A no-op outside a capture. */
+int llmprof_capture_mark(uint32_t mark);
 void llmprof_cuda_graph_destroy(llmprof_cuda_graph* graph);
 /* While the current stream captures a graph: copies the dense, page-locked host tensor `src`
  * into the CUDA tensor `dst` (same shape, strides and dtype; both at::Tensor*) on it. Out: the

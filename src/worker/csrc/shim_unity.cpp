@@ -8,5 +8,6 @@
 #include "kernels_gemm.cpp"
 #include "streams.cpp"
 #include "host_memory.cpp"
+#include "graph_nodes.cpp"
 #include "cuda_graph.cpp"
 #include "nvtx.cpp"

@@ -11,6 +11,7 @@
 //!   window. Without a GPU the fixed-shape step runs eagerly every time (same numbers, no
 //!   capture), which is how the CPU tests check it against the eager path.
 
+use super::capture_marks::{keep_record, CaptureMarks};
 use super::causal_lm::CausalLm;
 use super::kv_cache::KvCache;
 use crate::ffi::CudaGraph;
@@ -193,9 +194,10 @@ impl DecodeSession {
             let started = std::time::Instant::now();
             let mut graph = CudaGraph::new().context("creating a CUDA graph")?;
             let share = state.graphs.values().next().map(|(g, _)| g);
+            let marks = CaptureMarks::new(&NoopObserver);
             let out = graph
                 .capture(share, || {
-                    model.decode_step_device(&state.tokens, &state.cache, window, &NoopObserver)
+                    model.decode_step_device(&state.tokens, &state.cache, window, &marks)
                 })
                 .with_context(|| {
                     format!(
@@ -203,6 +205,8 @@ impl DecodeSession {
                         self.current_batch
                     )
                 })?;
+            let label = format!("decode_step batch {} window {window}", self.current_batch);
+            keep_record(&graph, &marks, label);
             state.graphs.insert(window, (graph, out));
             self.stats.graphs_captured += 1;
             self.stats.capture_ms_total += started.elapsed().as_secs_f64() * 1e3;

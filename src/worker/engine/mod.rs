@@ -6,6 +6,7 @@
 //! built with (the engine's `runtime.optim` beside its family's `model.optim`), and the check of
 //! every switch against the eager presets on any `CausalLm` (`fast_path_check`). Families plug in
 //! through [`causal_lm::CausalLm`]; nothing here names a family.
+pub mod capture_marks;
 pub mod causal_lm;
 pub mod device;
 pub mod fast_path_check;

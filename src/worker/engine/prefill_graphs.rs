@@ -12,6 +12,7 @@
 //! distinct keys occur; at most [`KEPT_PREFILLS`] graphs are kept ([`KeptGraphs`]). Graphs
 //! share one memory pool: they replay one at a time and each output is copied out before the
 //! next replay.
+use super::capture_marks::{keep_record, CaptureMarks};
 use super::kept_graphs::KeptGraphs;
 use super::kv_cache::KvCache;
 use super::shape_graphs::copy_of;
@@ -136,7 +137,11 @@ impl PrefillGraphs {
         let output = {
             let graphs = self.graphs.borrow();
             let share = graphs.any().map(|c| &c.graph);
-            let captured = graph.capture(share, || prefill(&input, cache, &NoopObserver));
+            let marks = CaptureMarks::new(&NoopObserver);
+            let captured = graph.capture(share, || prefill(&input, cache, &marks));
+            if captured.is_ok() {
+                keep_record(&graph, &marks, format!("prefill batch {b} tokens {t}"));
+            }
             if captured.is_err() && cache.len() < t {
                 // The eager prefill filled the cache: its host counter says so again.
                 cache.advance_host_len(t - cache.len());

@@ -91,6 +91,11 @@ impl CudaGraph {
         Ok(value)
     }
 
+    /// The shim's handle, for the capture record's readers (`ffi::graph_nodes`).
+    pub(super) fn raw(&self) -> *const RawCudaGraph {
+        self.handle.as_ptr()
+    }
+
     pub fn replay(&mut self) -> Result<(), ShimError> {
         // SAFETY: live handle.
         check(unsafe { llmprof_cuda_graph_replay(self.handle.as_ptr()) })

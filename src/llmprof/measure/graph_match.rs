@@ -1,0 +1,320 @@
+//! Replayed kernels matched to the nodes of their graph's capture record, so that each gets the
+//! module that launched it at capture (#41, docs/design/module-attribution.md §2.4–2.5). A
+//! replay is the GPU work of one graph launch (the events carrying the launch's correlation),
+//! found under its replay op (`llmprof::graph_replay#<serial>`). Its events, in start order, are
+//! walked against the record's work nodes in dependency order: each event takes the ready node of
+//! its kind whose kernel name equals its own (a node without a name matches by kind and is
+//! counted unchecked). Copies and memsets the trace does not show are skipped and counted. At the
+//! first event no ready node explains, the walk stops for that replay: a mismatch is reported
+//! with its position, never guessed past, and the replay's remaining events stay unmatched
+//! (their time still counts). Pure.
+use super::capture_record::{replay_serial, CaptureRecord, NodeKind, NodeOwner};
+use super::kineto_events::{DeviceKind, ProfileEvents};
+use super::op_tables::Attribution;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// Mismatches kept with their details; the rest are only counted.
+const KEPT_MISMATCHES: usize = 20;
+
+/// Where a replay stopped matching.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mismatch {
+    pub serial: u64,
+    pub label: String,
+    /// The replay's position among all replays of this graph in the trace (0-based).
+    pub replay: u64,
+    /// The event's position in its replay (0-based).
+    pub position: usize,
+    /// Names of the nodes ready there (at most 3).
+    pub expected: Vec<String>,
+    pub found: String,
+}
+
+/// How the replays of a trace matched their records.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GraphMapping {
+    /// Distinct graphs replayed.
+    pub graphs: u32,
+    /// ... of which had no record (captured before recording began, or past the kept ones).
+    pub graphs_without_record: u32,
+    pub replays: u64,
+    /// Replays whose every event matched a node.
+    pub replays_matched: u64,
+    pub kernels_matched: u64,
+    pub kernels_unmatched: u64,
+    pub unmatched_ns: u64,
+    /// Copy and memset nodes with no event in the trace.
+    pub copies_not_traced: u64,
+    /// Events matched to a node the driver gave no name for.
+    pub names_unchecked: u64,
+    /// Kernel nodes left over after a replay's events ran out.
+    pub nodes_missing: u64,
+    pub mismatches: Vec<Mismatch>,
+    pub mismatches_total: u64,
+}
+
+/// For each device event of the trace: the owner its capture recorded (replayed work that
+/// matched), else `None`; plus how the matching went.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplayOwners {
+    pub owners: Vec<Option<NodeOwner>>,
+    /// For each device event: whether it was replayed from a graph (matched or not).
+    pub replayed: Vec<bool>,
+    pub mapping: GraphMapping,
+}
+
+fn node_kind_of(kind: DeviceKind) -> Option<NodeKind> {
+    match kind {
+        DeviceKind::Kernel => Some(NodeKind::Kernel),
+        DeviceKind::Memcpy => Some(NodeKind::Memcpy),
+        DeviceKind::Memset => Some(NodeKind::Memset),
+        DeviceKind::UserScope => None,
+    }
+}
+
+/// A name without whitespace (CUPTI and the driver's demangler may space templates apart).
+fn normalised(name: &str) -> String {
+    name.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// The graph serial of each device event's replay op and the launch it came from, if any.
+fn replay_of(events: &ProfileEvents, attribution: &Attribution, i: usize) -> Option<(u64, usize)> {
+    let launch = attribution.kernel_owner[i]?;
+    let mut cur = attribution.op_parent[launch];
+    while let Some(op) = cur {
+        if let Some(serial) = replay_serial(&events.ops[op].name) {
+            return Some((serial, launch));
+        }
+        cur = attribution.op_parent[op];
+    }
+    None
+}
+
+/// The record's work nodes (kernels, copies, memsets) with their dependencies on work nodes
+/// (through any other nodes between them).
+struct WorkGraph<'a> {
+    record: &'a CaptureRecord,
+    work: Vec<usize>,
+    /// Per work node: indices (into `work`) of the work nodes it waits for.
+    deps: Vec<Vec<usize>>,
+    names: Vec<String>,
+}
+
+impl<'a> WorkGraph<'a> {
+    fn new(record: &'a CaptureRecord) -> Self {
+        let nodes = &record.nodes;
+        let work: Vec<usize> = (0..nodes.len())
+            .filter(|&i| nodes[i].kind != NodeKind::Other)
+            .collect();
+        let position: HashMap<usize, usize> =
+            work.iter().enumerate().map(|(p, &n)| (n, p)).collect();
+        let deps = work
+            .iter()
+            .map(|&n| {
+                let mut found = Vec::new();
+                let mut stack: Vec<usize> = nodes[n].deps.iter().map(|&d| d as usize).collect();
+                let mut seen = std::collections::HashSet::new();
+                while let Some(d) = stack.pop() {
+                    if d >= nodes.len() || !seen.insert(d) {
+                        continue;
+                    }
+                    match position.get(&d) {
+                        Some(&p) => found.push(p),
+                        None => stack.extend(nodes[d].deps.iter().map(|&x| x as usize)),
+                    }
+                }
+                found
+            })
+            .collect();
+        let names = work.iter().map(|&n| normalised(&nodes[n].name)).collect();
+        WorkGraph {
+            record,
+            work,
+            deps,
+            names,
+        }
+    }
+
+    fn node(&self, p: usize) -> &super::capture_record::GraphNode {
+        &self.record.nodes[self.work[p]]
+    }
+}
+
+/// One replay's walk: the owner of each event (in `events` order) until the first mismatch.
+struct Walk {
+    owners: Vec<Option<NodeOwner>>,
+    mismatch: Option<(usize, Vec<String>, String)>,
+    unchecked: u64,
+    copies_skipped: u64,
+    kernels_left: u64,
+}
+
+fn walk(g: &WorkGraph, events: &[(NodeKind, String)]) -> Walk {
+    let n = g.work.len();
+    let mut waiting: Vec<usize> = g.deps.iter().map(Vec::len).collect();
+    let mut dependents = vec![Vec::new(); n];
+    for (p, ds) in g.deps.iter().enumerate() {
+        for &d in ds {
+            dependents[d].push(p);
+        }
+    }
+    let mut ready: std::collections::BTreeSet<usize> =
+        (0..n).filter(|&p| waiting[p] == 0).collect();
+    let mut done = vec![false; n];
+    let mut out = Walk {
+        owners: Vec::with_capacity(events.len()),
+        mismatch: None,
+        unchecked: 0,
+        copies_skipped: 0,
+        kernels_left: 0,
+    };
+    let mut finish =
+        |p: usize, ready: &mut std::collections::BTreeSet<usize>, done: &mut Vec<bool>| {
+            ready.remove(&p);
+            done[p] = true;
+            for &q in &dependents[p] {
+                waiting[q] -= 1;
+                if waiting[q] == 0 {
+                    ready.insert(q);
+                }
+            }
+        };
+    for (pos, (kind, name)) in events.iter().enumerate() {
+        let name = normalised(name);
+        loop {
+            let hit = ready.iter().copied().find(|&p| {
+                g.node(p).kind == *kind && (g.names[p] == name || g.names[p].is_empty())
+            });
+            if let Some(p) = hit {
+                if g.names[p].is_empty() {
+                    out.unchecked += 1;
+                }
+                out.owners.push(Some(g.node(p).owner.clone()));
+                finish(p, &mut ready, &mut done);
+                break;
+            }
+            // Copies and memsets a trace may not show: skip one and look again.
+            let copy = ready
+                .iter()
+                .copied()
+                .find(|&p| g.node(p).kind != NodeKind::Kernel);
+            match copy {
+                Some(p) => {
+                    out.copies_skipped += 1;
+                    finish(p, &mut ready, &mut done);
+                }
+                None => {
+                    let expected = ready
+                        .iter()
+                        .take(3)
+                        .map(|&p| g.node(p).name.clone())
+                        .collect();
+                    out.mismatch = Some((pos, expected, name));
+                    return out;
+                }
+            }
+        }
+    }
+    for (p, _) in done.iter().enumerate().filter(|(_, d)| !**d) {
+        match g.node(p).kind {
+            NodeKind::Kernel => out.kernels_left += 1,
+            _ => out.copies_skipped += 1,
+        }
+    }
+    out
+}
+
+/// Matches every replayed device event of `events` against `records` (by graph serial).
+pub fn match_replays(
+    events: &ProfileEvents,
+    attribution: &Attribution,
+    records: &BTreeMap<u64, CaptureRecord>,
+) -> ReplayOwners {
+    let k = &events.kernels;
+    let mut out = ReplayOwners {
+        owners: vec![None; k.len()],
+        replayed: vec![false; k.len()],
+        mapping: GraphMapping::default(),
+    };
+    // Replays: (serial, launch) → device events, in trace order of launches.
+    let mut replays: BTreeMap<(u64, u64, usize), Vec<usize>> = BTreeMap::new();
+    for (i, e) in k.iter().enumerate() {
+        if !e.is_gpu_work() {
+            continue;
+        }
+        if let Some((serial, launch)) = replay_of(events, attribution, i) {
+            out.replayed[i] = true;
+            let key = (serial, events.ops[launch].start_ns, launch);
+            replays.entry(key).or_default().push(i);
+        }
+    }
+    let mut graphs: BTreeMap<u64, Option<WorkGraph>> = BTreeMap::new();
+    let mut replay_no: HashMap<u64, u64> = HashMap::new();
+    let m = &mut out.mapping;
+    for ((serial, _, _), mut idx) in replays {
+        idx.sort_by_key(|&i| (k[i].start_ns, k[i].end_ns()));
+        let g = graphs.entry(serial).or_insert_with(|| {
+            records
+                .get(&serial)
+                .filter(|r| r.error.is_none())
+                .map(WorkGraph::new)
+        });
+        let nth = replay_no.entry(serial).or_insert(0);
+        let this_replay = *nth;
+        *nth += 1;
+        m.replays += 1;
+        let unmatched = |m: &mut GraphMapping, from: usize| {
+            m.kernels_unmatched += (idx.len() - from) as u64;
+            m.unmatched_ns += idx[from..].iter().map(|&i| k[i].duration_ns).sum::<u64>();
+        };
+        let Some(g) = g else {
+            unmatched(m, 0);
+            continue;
+        };
+        let seq: Vec<(NodeKind, String)> = idx
+            .iter()
+            .map(|&i| {
+                (
+                    node_kind_of(k[i].kind).expect("GPU work"),
+                    k[i].name.to_string(),
+                )
+            })
+            .collect();
+        let w = walk(g, &seq);
+        for (j, owner) in w.owners.iter().enumerate() {
+            out.owners[idx[j]] = owner.clone();
+        }
+        m.kernels_matched += w.owners.len() as u64;
+        m.names_unchecked += w.unchecked;
+        m.copies_not_traced += w.copies_skipped;
+        match w.mismatch {
+            Some((position, expected, found)) => {
+                unmatched(m, position);
+                m.mismatches_total += 1;
+                if m.mismatches.len() < KEPT_MISMATCHES {
+                    m.mismatches.push(Mismatch {
+                        serial,
+                        label: g.record.label.clone(),
+                        replay: this_replay,
+                        position,
+                        expected,
+                        found,
+                    });
+                }
+            }
+            None => {
+                m.nodes_missing += w.kernels_left;
+                if w.kernels_left == 0 {
+                    m.replays_matched += 1;
+                }
+            }
+        }
+    }
+    m.graphs = graphs.len() as u32;
+    m.graphs_without_record = graphs.values().filter(|g| g.is_none()).count() as u32;
+    out
+}
+
+#[cfg(test)]
+mod tests;
