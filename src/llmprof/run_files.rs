@@ -38,6 +38,11 @@ pub const KERNELS_MD: &str = "kernels.md";
 /// The kernel table as JSON (a list of `measure::op_tables::KernelRow`); stage 2 reads it.
 pub const KERNELS_JSON: &str = "kernels.json";
 pub const TRACE_JSON: &str = "trace.json";
+/// GPU time by stage and module (built from measurements.json by the front end).
+pub const MODULES_MD: &str = "modules.md";
+/// The capture records of the CUDA graphs the Kineto pass replayed (a list of
+/// `measure::capture_record::CaptureRecord`): which module added each node.
+pub const GRAPH_RECORDS_JSON: &str = "graph_records.json";
 pub const PREDICTIONS_JSONL: &str = "predictions.jsonl";
 /// README.md of an infer run directory.
 pub const INFER_README: &str = "README.md";

@@ -2,12 +2,13 @@
 //! module that launched it at capture (#41, docs/design/module-attribution.md §2.4–2.5). A
 //! replay is the GPU work of one graph launch (the events carrying the launch's correlation),
 //! found under its replay op (`llmprof::graph_replay#<serial>`). Its events, in start order, are
-//! walked against the record's work nodes in dependency order: each event takes the ready node of
-//! its kind whose kernel name equals its own (a node without a name matches by kind and is
-//! counted unchecked). Copies and memsets the trace does not show are skipped and counted. At the
-//! first event no ready node explains, the walk stops for that replay: a mismatch is reported
-//! with its position, never guessed past, and the replay's remaining events stay unmatched
-//! (their time still counts). Pure.
+//! walked against the record's kernels in dependency order: each kernel takes the ready node
+//! whose kernel name equals its own (a node without a name matches any and is counted
+//! unchecked). Copies and memsets carry no name and look alike, so each takes the first node of
+//! its kind not taken yet; those the trace does not show are counted. At the first event no node
+//! explains, the walk stops for that replay: a mismatch is reported with its position, never
+//! guessed past, and the replay's remaining events stay unmatched (their time still counts).
+//! Pure.
 use super::capture_record::{replay_serial, CaptureRecord, NodeKind, NodeOwner};
 use super::kineto_events::{DeviceKind, ProfileEvents};
 use super::op_tables::Attribution;
@@ -46,7 +47,7 @@ pub struct GraphMapping {
     pub unmatched_ns: u64,
     /// Copy and memset nodes with no event in the trace.
     pub copies_not_traced: u64,
-    /// Events matched to a node the driver gave no name for.
+    /// Kernels matched to a node the driver gave no name for.
     pub names_unchecked: u64,
     /// Kernel nodes left over after a replay's events ran out.
     pub nodes_missing: u64,
@@ -78,38 +79,46 @@ fn normalised(name: &str) -> String {
     name.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
-/// The graph serial of each device event's replay op and the launch it came from, if any.
-fn replay_of(events: &ProfileEvents, attribution: &Attribution, i: usize) -> Option<(u64, usize)> {
-    let launch = attribution.kernel_owner[i]?;
-    let mut cur = attribution.op_parent[launch];
+/// The graph serial of a device event's replay op, if it was replayed: its owner is the replay
+/// op itself (Kineto links the launched work to the op around the launch) or the graph launch
+/// inside it.
+fn replay_of(events: &ProfileEvents, attribution: &Attribution, i: usize) -> Option<u64> {
+    let mut cur = attribution.kernel_owner[i];
     while let Some(op) = cur {
         if let Some(serial) = replay_serial(&events.ops[op].name) {
-            return Some((serial, launch));
+            return Some(serial);
         }
         cur = attribution.op_parent[op];
     }
     None
 }
 
-/// The record's work nodes (kernels, copies, memsets) with their dependencies on work nodes
-/// (through any other nodes between them).
+/// The record's kernels with their dependencies on other kernels (through any other nodes
+/// between them), and its copies and memsets. Copies carry no name to check and do not gate
+/// the kernels: many look alike (a vision graph has tens of memsets), so which one an event is
+/// cannot be told, and a trace may leave some out.
 struct WorkGraph<'a> {
     record: &'a CaptureRecord,
-    work: Vec<usize>,
-    /// Per work node: indices (into `work`) of the work nodes it waits for.
+    kernels: Vec<usize>,
+    /// Per kernel: indices (into `kernels`) of the kernels it waits for.
     deps: Vec<Vec<usize>>,
     names: Vec<String>,
+    /// Memcpy and memset nodes, by node index.
+    copies: Vec<usize>,
 }
 
 impl<'a> WorkGraph<'a> {
     fn new(record: &'a CaptureRecord) -> Self {
         let nodes = &record.nodes;
-        let work: Vec<usize> = (0..nodes.len())
-            .filter(|&i| nodes[i].kind != NodeKind::Other)
+        let kernels: Vec<usize> = (0..nodes.len())
+            .filter(|&i| nodes[i].kind == NodeKind::Kernel)
+            .collect();
+        let copies = (0..nodes.len())
+            .filter(|&i| matches!(nodes[i].kind, NodeKind::Memcpy | NodeKind::Memset))
             .collect();
         let position: HashMap<usize, usize> =
-            work.iter().enumerate().map(|(p, &n)| (n, p)).collect();
-        let deps = work
+            kernels.iter().enumerate().map(|(p, &n)| (n, p)).collect();
+        let deps = kernels
             .iter()
             .map(|&n| {
                 let mut found = Vec::new();
@@ -127,17 +136,21 @@ impl<'a> WorkGraph<'a> {
                 found
             })
             .collect();
-        let names = work.iter().map(|&n| normalised(&nodes[n].name)).collect();
+        let names = kernels
+            .iter()
+            .map(|&n| normalised(&nodes[n].name))
+            .collect();
         WorkGraph {
             record,
-            work,
+            kernels,
             deps,
             names,
+            copies,
         }
     }
 
-    fn node(&self, p: usize) -> &super::capture_record::GraphNode {
-        &self.record.nodes[self.work[p]]
+    fn kernel(&self, p: usize) -> &super::capture_record::GraphNode {
+        &self.record.nodes[self.kernels[p]]
     }
 }
 
@@ -146,12 +159,12 @@ struct Walk {
     owners: Vec<Option<NodeOwner>>,
     mismatch: Option<(usize, Vec<String>, String)>,
     unchecked: u64,
-    copies_skipped: u64,
+    copies_left: u64,
     kernels_left: u64,
 }
 
 fn walk(g: &WorkGraph, events: &[(NodeKind, String)]) -> Walk {
-    let n = g.work.len();
+    let n = g.kernels.len();
     let mut waiting: Vec<usize> = g.deps.iter().map(Vec::len).collect();
     let mut dependents = vec![Vec::new(); n];
     for (p, ds) in g.deps.iter().enumerate() {
@@ -161,67 +174,62 @@ fn walk(g: &WorkGraph, events: &[(NodeKind, String)]) -> Walk {
     }
     let mut ready: std::collections::BTreeSet<usize> =
         (0..n).filter(|&p| waiting[p] == 0).collect();
-    let mut done = vec![false; n];
+    let mut kernels_done = 0usize;
+    let mut copies_used = vec![false; g.copies.len()];
     let mut out = Walk {
         owners: Vec::with_capacity(events.len()),
         mismatch: None,
         unchecked: 0,
-        copies_skipped: 0,
+        copies_left: 0,
         kernels_left: 0,
     };
-    let mut finish =
-        |p: usize, ready: &mut std::collections::BTreeSet<usize>, done: &mut Vec<bool>| {
-            ready.remove(&p);
-            done[p] = true;
-            for &q in &dependents[p] {
-                waiting[q] -= 1;
-                if waiting[q] == 0 {
-                    ready.insert(q);
-                }
-            }
-        };
     for (pos, (kind, name)) in events.iter().enumerate() {
         let name = normalised(name);
-        loop {
-            let hit = ready.iter().copied().find(|&p| {
-                g.node(p).kind == *kind && (g.names[p] == name || g.names[p].is_empty())
-            });
-            if let Some(p) = hit {
-                if g.names[p].is_empty() {
-                    out.unchecked += 1;
-                }
-                out.owners.push(Some(g.node(p).owner.clone()));
-                finish(p, &mut ready, &mut done);
-                break;
-            }
-            // Copies and memsets a trace may not show: skip one and look again.
-            let copy = ready
-                .iter()
-                .copied()
-                .find(|&p| g.node(p).kind != NodeKind::Kernel);
-            match copy {
-                Some(p) => {
-                    out.copies_skipped += 1;
-                    finish(p, &mut ready, &mut done);
+        if *kind != NodeKind::Kernel {
+            // The first copy node of its kind not taken yet.
+            let c = (0..g.copies.len())
+                .find(|&c| !copies_used[c] && g.record.nodes[g.copies[c]].kind == *kind);
+            match c {
+                Some(c) => {
+                    copies_used[c] = true;
+                    out.owners
+                        .push(Some(g.record.nodes[g.copies[c]].owner.clone()));
                 }
                 None => {
-                    let expected = ready
-                        .iter()
-                        .take(3)
-                        .map(|&p| g.node(p).name.clone())
-                        .collect();
-                    out.mismatch = Some((pos, expected, name));
+                    out.mismatch = Some((pos, vec![format!("no {kind:?} node left")], name));
                     return out;
                 }
             }
+            continue;
+        }
+        let hit = ready
+            .iter()
+            .copied()
+            .find(|&p| g.names[p] == name || g.names[p].is_empty());
+        let Some(p) = hit else {
+            let expected = ready
+                .iter()
+                .take(3)
+                .map(|&p| g.kernel(p).name.clone())
+                .collect();
+            out.mismatch = Some((pos, expected, name));
+            return out;
+        };
+        if g.names[p].is_empty() {
+            out.unchecked += 1;
+        }
+        out.owners.push(Some(g.kernel(p).owner.clone()));
+        ready.remove(&p);
+        kernels_done += 1;
+        for &q in &dependents[p] {
+            waiting[q] -= 1;
+            if waiting[q] == 0 {
+                ready.insert(q);
+            }
         }
     }
-    for (p, _) in done.iter().enumerate().filter(|(_, d)| !**d) {
-        match g.node(p).kind {
-            NodeKind::Kernel => out.kernels_left += 1,
-            _ => out.copies_skipped += 1,
-        }
-    }
+    out.kernels_left = (n - kernels_done) as u64;
+    out.copies_left = copies_used.iter().filter(|u| !**u).count() as u64;
     out
 }
 
@@ -237,18 +245,28 @@ pub fn match_replays(
         replayed: vec![false; k.len()],
         mapping: GraphMapping::default(),
     };
-    // Replays: (serial, launch) → device events, in trace order of launches.
-    let mut replays: BTreeMap<(u64, u64, usize), Vec<usize>> = BTreeMap::new();
+    // Replays: the work of one launch carries the launch's CUPTI correlation id.
+    let mut by_launch: HashMap<(u64, u64), Vec<usize>> = HashMap::new();
     for (i, e) in k.iter().enumerate() {
         if !e.is_gpu_work() {
             continue;
         }
-        if let Some((serial, launch)) = replay_of(events, attribution, i) {
+        if let Some(serial) = replay_of(events, attribution, i) {
             out.replayed[i] = true;
-            let key = (serial, events.ops[launch].start_ns, launch);
-            replays.entry(key).or_default().push(i);
+            by_launch
+                .entry((serial, e.correlation_id))
+                .or_default()
+                .push(i);
         }
     }
+    // In the order the replays ran: (serial, first start) → events.
+    let replays: BTreeMap<(u64, u64, u64), Vec<usize>> = by_launch
+        .into_iter()
+        .map(|((serial, corr), idx)| {
+            let first = idx.iter().map(|&i| k[i].start_ns).min().unwrap_or(0);
+            ((serial, first, corr), idx)
+        })
+        .collect();
     let mut graphs: BTreeMap<u64, Option<WorkGraph>> = BTreeMap::new();
     let mut replay_no: HashMap<u64, u64> = HashMap::new();
     let m = &mut out.mapping;
@@ -287,7 +305,7 @@ pub fn match_replays(
         }
         m.kernels_matched += w.owners.len() as u64;
         m.names_unchecked += w.unchecked;
-        m.copies_not_traced += w.copies_skipped;
+        m.copies_not_traced += w.copies_left;
         match w.mismatch {
             Some((position, expected, found)) => {
                 unmatched(m, position);

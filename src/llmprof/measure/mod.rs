@@ -9,6 +9,7 @@ pub mod kineto_events;
 pub mod kineto_json;
 pub mod memory;
 pub mod module_attr;
+pub mod module_tables;
 pub mod nvml;
 pub mod nvml_energy;
 pub mod nvml_sample;

@@ -156,6 +156,14 @@ pub trait Model {
     /// Analytic FLOPs and bytes of `batch` run for `decode_steps` steps.
     fn work(&self, batch: &[&Self::Request], decode_steps: usize) -> BatchWork;
 
+    /// The analytic work of each module (model/module_work.rs) in one decode step of `batch`,
+    /// at the mean context of `decode_steps` steps after its prompts.
+    fn decode_step_modules(
+        &self,
+        batch: &[&Self::Request],
+        decode_steps: usize,
+    ) -> Vec<crate::model::module_work::ModuleWork>;
+
     /// Per-module parameters, FLOPs and bytes for `request` at batch `batch`, decoding up to
     /// `max_new_tokens`.
     fn static_analysis(

@@ -4,7 +4,7 @@
 //! floor (bytes at peak bandwidth or FLOPs at peak compute, whichever is larger) to set its time
 //! against (#41, docs/design/module-attribution.md §4). FLOP = 2 × multiply-accumulate.
 use crate::region::Module;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The token embedding lookup.
 pub const EMBED: Module = Module::root("embed");
@@ -51,7 +51,7 @@ pub const DECODER_MODULES: &[Module] = &[
 ];
 
 /// What one module instance does in one decode step of the whole batch.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModuleWork {
     /// The module path (`layer.attention.qkv`, `lm_head`).
     pub module: String,

@@ -67,6 +67,13 @@ pub struct ModulePath {
     pub index: Option<u32>,
 }
 
+/// The engine's work between decode steps: the n-gram ban, the argmax, EOS bookkeeping and the
+/// next tokens' upload (outside `decode_step`, so outside any captured step).
+pub const SAMPLING: Module = Module::root("sampling");
+
+/// The modules the engine marks whatever the model (a family lists them with its own).
+pub const ENGINE_MODULES: &[Module] = &[SAMPLING];
+
 /// What starts the name of a module's Kineto user scope or NVTX range.
 pub const SCOPE_PREFIX: &str = "module:";
 

@@ -5,8 +5,10 @@
 //! unit-tested on hand-made measurements.
 use crate::measure::gpu::GpuProps;
 use crate::measure::memory::RegionPeak;
+use crate::measure::module_tables::ModuleProfile;
 use crate::measure::nvml::NvmlTrace;
 use crate::measure::op_tables::{KernelRow, OperatorRow};
+use crate::model::module_work::ModuleWork;
 use crate::model::{BatchWork, GraphStats, ModelInfo, RequestInfo};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -76,6 +78,14 @@ pub struct KinetoSummary {
     pub kineto_flops: u64,
     /// The model's analytic FLOPs of the same pass (its batch and decode steps).
     pub analytic_flops: f64,
+    /// GPU time by stage and module (eager work by its module scopes, replayed work by its
+    /// graph's capture record); absent in runs from before module attribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modules: Option<ModuleProfile>,
+    /// The model's analytic work per module in one decode step of the pass's batch at its mean
+    /// context (empty when the model gives none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decode_step_modules: Vec<ModuleWork>,
 }
 
 /// Caching-allocator peaks: at the end of the run and per region of the timed requests.
@@ -208,6 +218,8 @@ mod tests {
             }],
             kineto_flops: 880,
             analytic_flops: 1000.0,
+            modules: None,
+            decode_step_modules: vec![],
         });
         m.memory = Some(MemorySummary {
             counters: RegionPeak::default(),

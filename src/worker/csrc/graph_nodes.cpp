@@ -141,8 +141,12 @@ CaptureRecord capture_record_finish() {
       size_t n_deps = 0;
       C10_CUDA_CHECK(cudaGraphNodeGetDependencies(n, nullptr, nullptr, &n_deps));
       std::vector<cudaGraphNode_t> deps(n_deps);
+      // With the edges' data: a NULL one is refused (cudaErrorLossyQuery) when an edge carries
+      // data, as the programmatic (overlapping) dependencies of PDL kernels do. Either kind of
+      // edge orders the two nodes' starts, which is all the matcher needs.
+      std::vector<cudaGraphEdgeData> edges(n_deps);
       if (n_deps > 0) {
-        C10_CUDA_CHECK(cudaGraphNodeGetDependencies(n, deps.data(), nullptr, &n_deps));
+        C10_CUDA_CHECK(cudaGraphNodeGetDependencies(n, deps.data(), edges.data(), &n_deps));
       }
       for (size_t d = 0; d < n_deps; ++d) {
         const auto at = index.find(deps[d]);

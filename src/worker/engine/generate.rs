@@ -11,7 +11,7 @@ use super::replay::Replay;
 use crate::engine::ngram_device::DeviceNgramBan;
 use anyhow::{ensure, Result};
 use llmprof::model::{GenerateConfig, GenerateOutput, NoRepeatNgram};
-use llmprof::region::{RegionObserver, DECODE};
+use llmprof::region::{RegionObserver, DECODE, SAMPLING};
 use std::collections::HashSet;
 use tch::{Device, Kind, Tensor};
 
@@ -101,6 +101,7 @@ pub fn generate_with<M: CausalLm>(
         let mut finished = Tensor::f_zeros([b as i64], (Kind::Bool, device))?;
         let eos_t = Tensor::f_full([b as i64], eos, (Kind::Int64, device))?;
         for step in 0..cfg.max_new_tokens {
+            let sampling = obs.enter_module(SAMPLING, None);
             if let Some(rule) = &ngram {
                 rule.apply(&mut logits)?;
             }
@@ -126,6 +127,7 @@ pub fn generate_with<M: CausalLm>(
             {
                 break;
             }
+            drop(sampling);
             logits = session.step(model, &next, obs)?;
             decode_steps += 1;
         }
@@ -158,6 +160,7 @@ pub fn generate_with<M: CausalLm>(
     let mut gen: Vec<Vec<i64>> = vec![Vec::new(); b];
     let mut done = vec![false; b];
     for step in 0..cfg.max_new_tokens {
+        let sampling = obs.enter_module(SAMPLING, None);
         let mut ban_rows = Vec::new();
         let mut ban_cols = Vec::new();
         for r in 0..b {
@@ -203,11 +206,9 @@ pub fn generate_with<M: CausalLm>(
         if step + 1 == cfg.max_new_tokens || done.iter().all(|&d| d) {
             break;
         }
-        logits = session.step(
-            model,
-            &Tensor::f_from_slice(&feed)?.f_to_device(device)?,
-            obs,
-        )?;
+        let feed = Tensor::f_from_slice(&feed)?.f_to_device(device)?;
+        drop(sampling);
+        logits = session.step(model, &feed, obs)?;
         decode_steps += 1;
     }
     let hit_eos = (0..b).map(|r| done[r] || gen[r].contains(&eos)).collect();

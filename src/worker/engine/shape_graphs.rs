@@ -14,11 +14,13 @@
 //! copies them to the GPU itself ([`super::graph_uploads::copy_into`]), and each replay points
 //! those captured copies at its own inputs, so the copies run inside the replay.
 
+use super::capture_marks::{keep_record, CaptureMarks};
 use super::graph_uploads;
 use super::kept_graphs::KeptGraphs;
 use crate::ffi::cuda_graph::{self, CapturedUpload};
 use crate::ffi::CudaGraph;
 use anyhow::{ensure, Context, Result};
+use llmprof::region::NoopObserver;
 use std::cell::RefCell;
 use tch::Tensor;
 
@@ -254,6 +256,13 @@ impl ShapeGraphs {
                     )
                 })?
         };
+        // The captured function marks no modules yet: its record names each node's kernel, so
+        // replays are still matched (their work is outside modules, not unmatched).
+        keep_record(
+            &graph,
+            &CaptureMarks::new(&NoopObserver),
+            format!("{stage} inputs {:?}", key.inputs),
+        );
         let host: Vec<Option<&Tensor>> = inputs.iter().map(|t| on_host(t).then_some(t)).collect();
         let uploads = host_uploads(&host, uploads)
             .with_context(|| format!("the {stage} CUDA graph's host inputs"))?;

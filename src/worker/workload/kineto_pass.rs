@@ -6,9 +6,11 @@ use crate::measure::kineto::{KinetoSession, ProfilerConfig};
 use crate::measure::nvtx::{NvtxObserver, NvtxOptions};
 use crate::measure::timing::ClockKind;
 use anyhow::{Context, Result};
-use llmprof::measure::op_tables;
+use llmprof::measure::kineto_events::ProfileEvents;
+use llmprof::measure::module_tables::{self, ModuleProfile};
+use llmprof::measure::{capture_record, graph_match, module_attr, op_tables};
 use llmprof::model::{GenerateConfig, Model};
-use llmprof::region::{DECODE, PREFILL};
+use llmprof::region::{RegionTree, DECODE, PREFILL};
 use llmprof::report::artifacts;
 use llmprof::report::measurements::KinetoSummary;
 use llmprof::spec::{Activity, RunSpec};
@@ -44,7 +46,7 @@ pub fn run<M: Model>(
             kineto_scopes: true,
             timing: Some(ClockKind::detect()),
             no_ranges: false,
-            modules: false,
+            modules: true,
         })
     };
     for pass in 0..t.warmup {
@@ -91,6 +93,7 @@ pub fn run<M: Model>(
     )?;
     artifacts::write_json(run_dir, artifacts::KERNELS_JSON, &kernels)?;
     let work = model.work(batch, out.decode_steps);
+    let modules = module_profile(events, &attribution, &model.regions(), run_dir)?;
     Ok(KinetoSummary {
         prefill_ms: sum(PREFILL.nvtx_name()),
         decode_ms: sum(DECODE.nvtx_name()),
@@ -105,5 +108,44 @@ pub fn run<M: Model>(
             .copied()
             .unwrap_or(0.0)
             + work.step_flops.iter().sum::<f64>(),
+        modules: Some(modules),
+        decode_step_modules: model.decode_step_modules(batch, out.decode_steps),
+    })
+}
+
+/// GPU time by stage and module: eager work by the module scopes above it, replayed work by its
+/// graph's capture record (also written to graph_records.json for offline checks).
+fn module_profile(
+    events: &ProfileEvents,
+    attribution: &op_tables::Attribution,
+    regions: &RegionTree,
+    run_dir: &Path,
+) -> Result<ModuleProfile> {
+    let records = crate::engine::capture_marks::records();
+    let eager = module_attr::kernel_modules(events, attribution);
+    let replay = graph_match::match_replays(events, attribution, &records);
+    let replayed: std::collections::BTreeSet<u64> = events
+        .ops
+        .iter()
+        .filter_map(|o| capture_record::replay_serial(&o.name))
+        .collect();
+    let kept: Vec<&capture_record::CaptureRecord> = records
+        .values()
+        .filter(|r| replayed.contains(&r.serial))
+        .collect();
+    artifacts::write_json(run_dir, artifacts::GRAPH_RECORDS_JSON, &kept)?;
+    let m = &replay.mapping;
+    if m.mismatches_total > 0 || m.graphs_without_record > 0 {
+        tracing::warn!(
+            mismatches = m.mismatches_total,
+            graphs_without_record = m.graphs_without_record,
+            unmatched_kernels = m.kernels_unmatched,
+            "some replayed kernels have no module (modules.md says which)"
+        );
+    }
+    Ok(ModuleProfile {
+        rows: module_tables::module_rows(events, attribution, &eager, &replay),
+        stage_runs: module_tables::stage_runs(events, &regions.names()),
+        mapping: replay.mapping,
     })
 }

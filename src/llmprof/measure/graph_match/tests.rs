@@ -43,13 +43,13 @@ fn fixture() -> ProfileEvents {
 fn replays(events: &ProfileEvents, a: &Attribution) -> Vec<Vec<usize>> {
     let mut by_launch: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     for (i, k) in events.kernels.iter().enumerate() {
-        if let Some((_, launch)) = replay_of(events, a, i) {
+        if replay_of(events, a, i).is_some() {
+            let launch = a.launches.of(k).unwrap();
             by_launch
                 .entry(events.ops[launch].start_ns)
                 .or_default()
                 .push(i);
         }
-        let _ = k;
     }
     let mut v: Vec<Vec<usize>> = by_launch.into_values().collect();
     for r in &mut v {
@@ -257,5 +257,110 @@ fn two_branches_interleaved_in_time_match_by_name_and_readiness() {
     assert_eq!(
         got.owners[2].as_ref().unwrap().region.as_deref(),
         Some("sam")
+    );
+}
+
+#[test]
+fn replayed_work_linked_to_the_replay_op_itself_matches_the_same() {
+    // Kineto gives work launched inside an op that op's id (External id): replayed kernels are
+    // then owned by the replay op, not by the graph launch (seen in llmprof's traces on an H200).
+    let (mut events, _, _, record) = setup();
+    let replay_ops: Vec<usize> = (0..events.ops.len())
+        .filter(|&i| replay_serial(&events.ops[i].name).is_some())
+        .collect();
+    for (n, &op) in replay_ops.iter().enumerate() {
+        events.ops[op].correlation_id = 9_000_000 + n as u64;
+    }
+    let a0 = Attribution::new(&events);
+    for i in 0..events.kernels.len() {
+        let Some(launch) = a0.launches.of(&events.kernels[i]) else {
+            continue;
+        };
+        if let Some(n) = replay_ops
+            .iter()
+            .position(|&op| a0.op_parent[launch] == Some(op))
+        {
+            events.kernels[i].op_correlation_id = 9_000_000 + n as u64;
+        }
+    }
+    let a = Attribution::new(&events);
+    assert!(replay_ops
+        .iter()
+        .any(|&op| a.kernel_owner.contains(&Some(op))));
+    let got = match_replays(&events, &a, &BTreeMap::from([(5, record)]));
+    let m = &got.mapping;
+    assert_eq!(
+        (m.replays, m.replays_matched, m.kernels_matched),
+        (8, 8, 8 * 218)
+    );
+}
+
+#[test]
+fn memsets_take_the_first_free_node_of_their_kind_and_never_hold_kernels_back() {
+    // k0 → memset → k1, and a second memset; the trace shows the memsets first, then the kernels.
+    // A third memset event has no node left: a mismatch at its position.
+    let kernel_node = |name: &str, deps: Vec<u32>| GraphNode {
+        kind: NodeKind::Kernel,
+        name: name.into(),
+        deps,
+        owner: NodeOwner::default(),
+    };
+    let memset_node = |deps: Vec<u32>, m: &str| GraphNode {
+        kind: NodeKind::Memset,
+        name: String::new(),
+        deps,
+        owner: NodeOwner {
+            region: None,
+            module: Some(ModulePath {
+                kind: m.into(),
+                index: None,
+            }),
+        },
+    };
+    let record = CaptureRecord {
+        serial: 2,
+        label: "g".into(),
+        nodes: vec![
+            kernel_node("k0", vec![]),
+            memset_node(vec![0], "first"),
+            kernel_node("k1", vec![1]),
+            memset_node(vec![], "second"),
+        ],
+        error: None,
+    };
+    let g = WorkGraph::new(&record);
+    let ev = |k: NodeKind, n: &str| (k, n.to_string());
+    let w = walk(
+        &g,
+        &[
+            ev(NodeKind::Memset, "Memset (Device)"),
+            ev(NodeKind::Memset, "Memset (Device)"),
+            ev(NodeKind::Kernel, "k0"),
+            ev(NodeKind::Kernel, "k1"),
+        ],
+    );
+    assert!(w.mismatch.is_none());
+    let modules: Vec<Option<String>> = w
+        .owners
+        .iter()
+        .map(|o| o.as_ref().unwrap().module.as_ref().map(|m| m.kind.clone()))
+        .collect();
+    assert_eq!(
+        modules,
+        [Some("first".into()), Some("second".into()), None, None]
+    );
+    assert_eq!((w.kernels_left, w.copies_left), (0, 0));
+    let w = walk(
+        &g,
+        &[
+            ev(NodeKind::Memset, "m"),
+            ev(NodeKind::Memset, "m"),
+            ev(NodeKind::Memset, "m"),
+        ],
+    );
+    assert_eq!(w.mismatch.unwrap().0, 2);
+    assert_eq!(
+        w.kernels_left, 0,
+        "kernels are not counted before the walk ends"
     );
 }

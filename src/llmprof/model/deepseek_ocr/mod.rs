@@ -49,6 +49,7 @@ pub const REGIONS: RegionTree = RegionTree::new(&[
     DECODE_STEP,
 ])
 .with_modules(&[
+    crate::region::ENGINE_MODULES,
     crate::model::module_work::DECODER_MODULES,
     analytic_modules::MOE_MODULES,
 ]);

@@ -17,8 +17,10 @@ use crate::region::{RegionTree, DECODE, DECODE_STEP, PREFILL};
 
 /// Every region a dense decoder marks: the generation loop's only; below them, the shared
 /// decoder's modules (model/module_work.rs).
-pub const REGIONS: RegionTree = RegionTree::new(&[PREFILL, DECODE, DECODE_STEP])
-    .with_modules(&[crate::model::module_work::DECODER_MODULES]);
+pub const REGIONS: RegionTree = RegionTree::new(&[PREFILL, DECODE, DECODE_STEP]).with_modules(&[
+    crate::region::ENGINE_MODULES,
+    crate::model::module_work::DECODER_MODULES,
+]);
 
 #[cfg(test)]
 mod tests;

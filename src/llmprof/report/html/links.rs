@@ -23,6 +23,14 @@ const ARTIFACTS: &[(&str, &str)] = &[
     (a::NVML_CSV, "NVML samples"),
     (a::KERNELS_JSON, "kernel table of the Kineto pass"),
     (
+        a::MODULES_MD,
+        "GPU time by module, with each module's analytic floor",
+    ),
+    (
+        a::GRAPH_RECORDS_JSON,
+        "which module added each node of the replayed CUDA graphs",
+    ),
+    (
         a::KERNELS_MD,
         "kernel table (Kineto, or Nsight Systems in stage 2)",
     ),

@@ -370,6 +370,8 @@ pub(crate) mod tests {
             kernels: vec![],
             kineto_flops: 880,
             analytic_flops: 1000.0,
+            modules: None,
+            decode_step_modules: vec![],
         });
         let r = build(&m, &spec());
         let k = r.kineto.unwrap();

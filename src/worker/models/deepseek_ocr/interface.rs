@@ -330,6 +330,21 @@ impl Model for DeepseekOcrModel {
         }
     }
 
+    fn decode_step_modules(
+        &self,
+        batch: &[&OcrRequest],
+        decode_steps: usize,
+    ) -> Vec<llmprof::model::module_work::ModuleWork> {
+        let prompt = batch.iter().map(|r| r.prompt_ids.len()).max().unwrap_or(0);
+        let context = (prompt + decode_steps.saturating_sub(1) / 2 + 1) as i64;
+        llmprof::model::deepseek_ocr::analytic_modules::decode_step_work(
+            &self.arch,
+            context,
+            batch.len() as i64,
+            self.info.dtype.bytes(),
+        )
+    }
+
     fn static_analysis(
         &self,
         r: &OcrRequest,
