@@ -2,6 +2,7 @@
 //! metrics.json deserialises into the documented schema (`RunReport`, unknown fields rejected)
 //! with the numbers the run must have.
 use crate::support::{repo_root, run_in, scratch, stderr};
+use llmprof::report::metrics_modules::TimeSource;
 use llmprof::report::{RunReport, SCHEMA, SYNTHETIC_NOTE};
 
 #[test]
@@ -80,6 +81,53 @@ fn cpu_stage1_writes_every_artifact_and_a_valid_metrics_json() {
     assert!(
         report.contains("NVML unavailable") && report.contains("n/a"),
         "{report}"
+    );
+    // The module breakdown (#41 item 2), from host time without a GPU: every module the decoder
+    // marks has time in the decode step, and the step's rows add up to its scopes' own time.
+    let modules = m.modules.as_ref().expect("metrics.json modules");
+    assert_eq!(modules.source, TimeSource::Host);
+    let step = &modules.stages["decode_step"];
+    let kinds: Vec<&str> = step.kinds.iter().map(|k| k.module.as_str()).collect();
+    for module in [
+        "embed",
+        "layer.attention.input_norm",
+        "layer.attention.qkv",
+        "layer.attention.rope_kv",
+        "layer.attention.core",
+        "layer.attention.o_proj",
+        "layer.mlp.gate_up",
+        "layer.moe.router",
+        "layer.moe.routing",
+        "layer.moe.experts_gate_up",
+        "layer.moe.experts_act",
+        "layer.moe.experts_down",
+        "layer.moe.combine",
+        "layer.moe.shared_experts",
+        "final_norm",
+        "lm_head",
+    ] {
+        let k = step.kinds.iter().find(|k| k.module == module);
+        assert!(
+            k.is_some_and(|k| k.ms_per_run > 0.0),
+            "{module} missing: {kinds:?}"
+        );
+    }
+    assert_eq!(step.runs, 2);
+    let sum: f64 = step.kinds.iter().map(|k| k.ms_per_run).sum();
+    assert!(
+        (sum - step.span_ms).abs() < 1e-6 * step.span_ms,
+        "{sum} vs {}",
+        step.span_ms
+    );
+    assert!(step.timed_ms.is_some() && step.residual_pct.is_some());
+    assert!(modules.stages["decode"]
+        .kinds
+        .iter()
+        .any(|k| k.module == "sampling"));
+    let md = std::fs::read_to_string(run.join("modules.md")).unwrap();
+    assert!(
+        md.starts_with("# Host time by module") && md.contains("## decode_step: 2 run(s)"),
+        "{md}"
     );
     let inputs = std::fs::read_to_string(run.join("inputs.yaml")).unwrap();
     for key in [

@@ -16,3 +16,4 @@ pub mod nvml_sample;
 pub mod op_tables;
 pub mod peaks;
 pub mod stats;
+pub mod step_timeline;

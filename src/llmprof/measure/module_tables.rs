@@ -8,7 +8,8 @@ use super::capture_record::NodeOwner;
 use super::graph_match::{GraphMapping, ReplayOwners};
 use super::kineto_events::{HostKind, ProfileEvents};
 use super::op_tables::Attribution;
-use crate::region::ModulePath;
+use super::step_timeline::StageTimeline;
+use crate::region::{is_module_scope, ModulePath};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -32,13 +33,29 @@ pub struct ModuleTimeRow {
     pub replayed_ns: u64,
 }
 
+/// Which clock a module breakdown's times come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeSource {
+    /// GPU work (kernels, copies, memsets) by module.
+    #[default]
+    Gpu,
+    /// A pass without GPU work: the module scopes' host time.
+    Host,
+}
+
 /// The module breakdown of a Kineto pass.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModuleProfile {
+    #[serde(default)]
+    pub source: TimeSource,
     pub rows: Vec<ModuleTimeRow>,
     /// How many times each stage ran in the pass (its user scopes), to give times per step.
     pub stage_runs: BTreeMap<String, u64>,
     pub mapping: GraphMapping,
+    /// Each stage's timeline (span, busy, gaps), per run.
+    #[serde(default)]
+    pub timelines: Vec<StageTimeline>,
 }
 
 /// Rows per (stage, module, index): `eager` is each device event's module from its scopes,
@@ -92,6 +109,93 @@ pub fn module_rows(
     rows.into_values().collect()
 }
 
+/// Rows from host time, for a pass without GPU work (a CPU run): each module scope's self time
+/// (its duration less the module scopes directly inside it), charged to the stage scope around
+/// it; the rest of each scope of `stages` (less the stage scopes inside it) is
+/// `(outside modules)`. `kernels` counts the operators whose innermost module scope it is. The
+/// rows of a stage add up to its scopes' own durations.
+pub fn host_module_rows(
+    events: &ProfileEvents,
+    attribution: &Attribution,
+    stages: &[&str],
+) -> Vec<ModuleTimeRow> {
+    let ops = &events.ops;
+    let is_module = |i: usize| ops[i].kind == HostKind::UserScope && is_module_scope(&ops[i].name);
+    // The nearest module scope above `i` (not `i` itself), stopping at a stage scope.
+    let module_parent = |i: usize| -> Option<usize> {
+        let mut cur = attribution.op_parent[i];
+        while let Some(p) = cur {
+            if is_module(p) {
+                return Some(p);
+            }
+            if ops[p].kind == HostKind::UserScope {
+                return None;
+            }
+            cur = attribution.op_parent[p];
+        }
+        None
+    };
+    let mut child_ns = vec![0u64; ops.len()];
+    let mut op_count = vec![0u64; ops.len()];
+    let is_stage = |i: usize| ops[i].kind == HostKind::UserScope && stages.contains(&&*ops[i].name);
+    let mut top_level_ns: BTreeMap<usize, u64> = BTreeMap::new();
+    for (i, op) in ops.iter().enumerate() {
+        if is_stage(i) {
+            top_level_ns.entry(i).or_default();
+            // A stage inside another: its time is its own, not the outer stage's.
+            if let Some(outer) = attribution.op_parent[i].and_then(|p| attribution.op_scope[p]) {
+                *top_level_ns.entry(outer).or_default() += op.duration_ns;
+            }
+        }
+        if is_module(i) {
+            match module_parent(i) {
+                Some(p) => child_ns[p] += op.duration_ns,
+                None => {
+                    if let Some(stage) = attribution.op_scope[i] {
+                        *top_level_ns.entry(stage).or_default() += op.duration_ns;
+                    }
+                }
+            }
+        } else if op.kind == HostKind::Op {
+            if let Some(p) = module_parent(i) {
+                op_count[p] += 1;
+            }
+        }
+    }
+    let mut rows: BTreeMap<(String, String, Option<u32>), ModuleTimeRow> = BTreeMap::new();
+    let mut add = |stage: &str, module: String, index: Option<u32>, ns: u64, ops: u64| {
+        let row = rows
+            .entry((stage.to_string(), module.clone(), index))
+            .or_insert_with(|| ModuleTimeRow {
+                stage: stage.to_string(),
+                module,
+                index,
+                time_ns: 0,
+                kernels: 0,
+                replayed_ns: 0,
+            });
+        row.time_ns += ns;
+        row.kernels += ops;
+    };
+    for i in (0..ops.len()).filter(|&i| is_module(i)) {
+        let (Some(stage), Some(path)) = (
+            attribution.op_scope[i],
+            ModulePath::parse_scope(&ops[i].name),
+        ) else {
+            continue;
+        };
+        let own = ops[i].duration_ns.saturating_sub(child_ns[i]);
+        add(&ops[stage].name, path.kind, path.index, own, op_count[i]);
+    }
+    for (stage, inside) in top_level_ns.into_iter().filter(|(s, _)| is_stage(*s)) {
+        let rest = ops[stage].duration_ns.saturating_sub(inside);
+        if rest > 0 {
+            add(&ops[stage].name, OUTSIDE_MODULES.to_string(), None, rest, 0);
+        }
+    }
+    rows.into_values().collect()
+}
+
 /// How many user scopes named each of `stages` the pass has.
 pub fn stage_runs(events: &ProfileEvents, stages: &[&str]) -> BTreeMap<String, u64> {
     stages
@@ -127,6 +231,46 @@ mod tests {
             correlation_id: corr,
             op_correlation_id: op,
         }
+    }
+
+    #[test]
+    fn host_rows_give_each_module_its_self_time_and_the_stage_the_rest() {
+        // decode [0,300) ⊃ decode_step [0,100) ⊃ layer[0] [10,60) ⊃ attention [20,40) ⊃ mm;
+        // lm_head [70,90).
+        let ops = vec![
+            host("decode", HostKind::UserScope, 0, 300, 1),
+            host("decode_step", HostKind::UserScope, 0, 100, 2),
+            host("module:layer[0]", HostKind::UserScope, 10, 50, 3),
+            host("module:layer[0].attention", HostKind::UserScope, 20, 20, 4),
+            host("aten::mm", HostKind::Op, 25, 5, 5),
+            host("module:lm_head", HostKind::UserScope, 70, 20, 6),
+        ];
+        let events = ProfileEvents {
+            ops,
+            kernels: vec![],
+        };
+        let a = Attribution::new(&events);
+        let rows = host_module_rows(&events, &a, &["decode", "decode_step", "prefill"]);
+        let got: Vec<(&str, &str, Option<u32>, u64, u64)> = rows
+            .iter()
+            .map(|r| (&*r.stage, &*r.module, r.index, r.time_ns, r.kernels))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("decode", OUTSIDE_MODULES, None, 200, 0),
+                ("decode_step", OUTSIDE_MODULES, None, 30, 0),
+                ("decode_step", "layer", Some(0), 30, 0),
+                ("decode_step", "layer.attention", Some(0), 20, 1),
+                ("decode_step", "lm_head", None, 20, 0),
+            ]
+        );
+        let step: u64 = rows
+            .iter()
+            .filter(|r| r.stage == "decode_step")
+            .map(|r| r.time_ns)
+            .sum();
+        assert_eq!(step, 100);
     }
 
     #[test]

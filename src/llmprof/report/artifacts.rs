@@ -56,12 +56,8 @@ pub fn write_stage1_reports(
 ) -> Result<()> {
     write_json(run_dir, METRICS_JSON, report)?;
     write_report_renderings(run_dir, report)?;
-    if let Some(md) = m
-        .kineto
-        .as_ref()
-        .and_then(|k| super::modules_md::render(k, report.peaks.as_ref()))
-    {
-        write(run_dir, MODULES_MD, &md)?;
+    if let Some(modules) = &report.modules {
+        write(run_dir, MODULES_MD, &super::modules_md::render(modules))?;
     }
     write(run_dir, ASSUMPTIONS_MD, &assumptions_md(spec, m))
 }

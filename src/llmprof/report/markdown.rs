@@ -3,6 +3,7 @@
 use super::metrics::{RunReport, StageStats};
 use std::fmt::Write as _;
 
+mod modules;
 mod top_tables;
 
 /// Regions of the generation loop every model shares, in the order the table ends with.
@@ -235,6 +236,9 @@ pub fn render(r: &RunReport) -> String {
                 "\nKineto matmul FLOPs ÷ analytic matmul FLOPs (profiled pass): {ratio:.3}"
             );
         }
+    }
+    if let Some(m) = &r.modules {
+        modules::render(&mut s, m);
     }
     if let Some(k) = &r.kineto {
         top_tables::render(&mut s, r, k);

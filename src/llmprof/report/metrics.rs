@@ -33,6 +33,10 @@ pub struct RunReport {
     pub utilisation: Utilisation,
     pub nvml: NvmlInfo,
     pub kineto: Option<KinetoInfo>,
+    /// GPU time by stage and module, with the stages' timelines (the Kineto pass); absent in runs
+    /// from before module attribution and without a Kineto pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modules: Option<super::metrics_modules::ModulesInfo>,
     pub memory: Option<MemoryInfo>,
     /// The fast-path switches of this run (`runtime.optim`, `model.optim`) and what the
     /// CUDA-graph path did.

@@ -7,6 +7,7 @@ pub mod html;
 pub mod markdown;
 pub mod measurements;
 pub mod metrics;
+pub mod metrics_modules;
 pub mod modules_md;
 pub mod rebuild;
 pub mod stage1;

@@ -8,7 +8,7 @@ use crate::measure::timing::ClockKind;
 use anyhow::{Context, Result};
 use llmprof::measure::kineto_events::ProfileEvents;
 use llmprof::measure::module_tables::{self, ModuleProfile};
-use llmprof::measure::{capture_record, graph_match, module_attr, op_tables};
+use llmprof::measure::{capture_record, graph_match, module_attr, op_tables, step_timeline};
 use llmprof::model::{GenerateConfig, Model};
 use llmprof::region::{RegionTree, DECODE, PREFILL};
 use llmprof::report::artifacts;
@@ -143,9 +143,27 @@ fn module_profile(
             "some replayed kernels have no module (modules.md says which)"
         );
     }
+    let stages = regions.names();
+    // Without GPU work (a CPU run) the same breakdown comes from host time.
+    let on_gpu = events.kernels.iter().any(|k| k.is_gpu_work());
     Ok(ModuleProfile {
-        rows: module_tables::module_rows(events, attribution, &eager, &replay),
-        stage_runs: module_tables::stage_runs(events, &regions.names()),
+        source: match on_gpu {
+            true => module_tables::TimeSource::Gpu,
+            false => module_tables::TimeSource::Host,
+        },
+        rows: match on_gpu {
+            true => module_tables::module_rows(events, attribution, &eager, &replay),
+            false => module_tables::host_module_rows(events, attribution, &stages),
+        },
+        stage_runs: module_tables::stage_runs(events, &stages),
         mapping: replay.mapping,
+        timelines: stages
+            .iter()
+            .map(|s| match on_gpu {
+                true => step_timeline::stage_timeline(events, attribution, s),
+                false => step_timeline::host_stage_timeline(events, attribution, s, &stages),
+            })
+            .filter(|t| t.runs > 0)
+            .collect(),
     })
 }

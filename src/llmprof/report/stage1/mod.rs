@@ -1,6 +1,7 @@
 //! Stage 1's numbers: [`Stage1Measurements`] (plain data from the worker) → [`RunReport`], the
 //! one source of metrics.json, report.md and the summary. Each part is computed in its own
 //! module and unit-tested there: timings, analytic work and utilisation, NVML windows.
+pub mod modules;
 mod nvml_windows;
 mod serving;
 mod timings;
@@ -73,6 +74,10 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
     );
     let utilisation = work::utilisation(&warm, &flops, &stages, &peaks);
     let kineto = m.kineto.as_ref().map(|k| kineto_info(k, &stages));
+    let module_info = m
+        .kineto
+        .as_ref()
+        .and_then(|k| modules::build(k, &stages, peaks.as_ref().ok()));
     if let Some(k) = m
         .kineto
         .as_ref()
@@ -125,6 +130,7 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
         utilisation,
         nvml,
         kineto,
+        modules: module_info,
         memory: m.memory.as_ref().map(memory_info),
         optim: OptimInfo {
             switches: crate::optim::named(&spec.runtime.optim),

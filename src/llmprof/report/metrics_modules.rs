@@ -1,0 +1,75 @@
+//! metrics.json `modules`: where each stage's GPU time goes, module by module, and how the
+//! stage's time on the GPU timeline adds up (docs/metrics-schema.md). Built by
+//! report/stage1/modules.rs from the Kineto pass's module breakdown.
+use crate::measure::graph_match::GraphMapping;
+pub use crate::measure::module_tables::TimeSource;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModulesInfo {
+    /// `gpu`: GPU work by module; `host`: a run without a GPU, the module scopes' host time.
+    pub source: TimeSource,
+    /// How replayed kernels were matched to their graphs' capture records.
+    pub mapping: GraphMapping,
+    /// Of the replayed GPU time, the share no capture node explains.
+    pub unmatched_share: f64,
+    /// Per stage (`decode_step` first in the report; `prefill`, vision stages, `decode`).
+    pub stages: BTreeMap<String, StageModules>,
+}
+
+/// One stage's breakdown, per run of the stage (a decode step, a prefill).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageModules {
+    /// Runs of the stage in the Kineto pass.
+    pub runs: u64,
+    /// GPU work per run: Σ durations of its kernels, copies and memsets (= Σ `kinds`).
+    pub work_ms: f64,
+    /// Work of two streams at the same time (counted in `work_ms` twice).
+    pub overlap_ms: f64,
+    /// GPU idle inside the run's span, between its kernels.
+    pub idle_inside_ms: f64,
+    /// First start to last end on the GPU: `work − overlap + idle_inside`.
+    pub span_ms: f64,
+    /// From a run's end to the next run's start, and the GPU work of other stages inside it
+    /// (sampling between decode steps).
+    pub gap_ms: f64,
+    pub gap_work_ms: f64,
+    /// The stage's timed mean (CUDA events over the timed repeats), when timed.
+    pub timed_ms: Option<f64>,
+    /// (span − timed) ÷ timed, in %.
+    pub residual_pct: Option<f64>,
+    /// |residual| ≤ 2 %.
+    pub within_2pct: Option<bool>,
+    /// Per module kind, summed over its instances (layers); sorted by time above the floor where
+    /// there are floors, else by time; `(outside modules)` and `(unmatched)` last.
+    pub kinds: Vec<ModuleKind>,
+    /// Per layer: its modules' time per run.
+    pub layers: Vec<LayerTime>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleKind {
+    /// `layer.attention.qkv`, `lm_head`, `(outside modules)`, `(unmatched)`.
+    pub module: String,
+    pub instances: usize,
+    pub ms_per_run: f64,
+    /// Of the stage's work.
+    pub share: f64,
+    pub kernels_per_run: f64,
+    /// The analytic floor per run (the decode step, with peaks): the larger of the module's
+    /// bytes at peak bandwidth and its FLOPs at peak compute, summed over instances.
+    pub floor_ms: Option<f64>,
+    pub times_floor: Option<f64>,
+    pub above_floor_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerTime {
+    pub index: u32,
+    pub ms_per_run: f64,
+}
