@@ -42,6 +42,9 @@ pub struct GraphNode {
     /// The demangled kernel name; empty for other kinds, or when the driver did not give it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// The same name as the driver gives it (mangled), which CUPTI reports for some kernels.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mangled: String,
     /// Indices of the nodes this one waits for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deps: Vec<u32>,
@@ -82,6 +85,7 @@ mod tests {
                 GraphNode {
                     kind: NodeKind::Kernel,
                     name: "void gemv<float>(float*)".into(),
+                    mangled: String::new(),
                     deps: vec![],
                     owner: NodeOwner {
                         region: None,
@@ -94,6 +98,7 @@ mod tests {
                 GraphNode {
                     kind: NodeKind::Memset,
                     name: String::new(),
+                    mangled: String::new(),
                     deps: vec![0],
                     owner: NodeOwner::default(),
                 },

@@ -103,6 +103,7 @@ struct WorkGraph<'a> {
     /// Per kernel: indices (into `kernels`) of the kernels it waits for.
     deps: Vec<Vec<usize>>,
     names: Vec<String>,
+    mangled: Vec<String>,
     /// Memcpy and memset nodes, by node index.
     copies: Vec<usize>,
 }
@@ -140,11 +141,16 @@ impl<'a> WorkGraph<'a> {
             .iter()
             .map(|&n| normalised(&nodes[n].name))
             .collect();
+        let mangled = kernels
+            .iter()
+            .map(|&n| normalised(&nodes[n].mangled))
+            .collect();
         WorkGraph {
             record,
             kernels,
             deps,
             names,
+            mangled,
             copies,
         }
     }
@@ -163,7 +169,10 @@ struct Walk {
     kernels_left: u64,
 }
 
-fn walk(g: &WorkGraph, events: &[(NodeKind, String)]) -> Walk {
+/// One replayed event: its kind, name and stream.
+type Event = (NodeKind, String, i64);
+
+fn walk(g: &WorkGraph, events: &[Event]) -> Walk {
     let n = g.kernels.len();
     let mut waiting: Vec<usize> = g.deps.iter().map(Vec::len).collect();
     let mut dependents = vec![Vec::new(); n];
@@ -183,7 +192,20 @@ fn walk(g: &WorkGraph, events: &[(NodeKind, String)]) -> Walk {
         copies_left: 0,
         kernels_left: 0,
     };
-    for (pos, (kind, name)) in events.iter().enumerate() {
+    // The kernel last matched on each stream: a graph's branches run on streams of their own,
+    // and where two branches launch kernels of one name, the node that follows the stream's
+    // last one is the branch's.
+    let mut last_on_stream: HashMap<i64, usize> = HashMap::new();
+    // The next kernel's name on each event's stream, to tell apart two ready nodes of one name
+    // where a stream has no kernel matched yet: the node whose dependent has that name.
+    let mut next_on_stream: Vec<Option<String>> = vec![None; events.len()];
+    let mut seen: HashMap<i64, String> = HashMap::new();
+    for (pos, (kind, name, stream)) in events.iter().enumerate().rev() {
+        if *kind == NodeKind::Kernel {
+            next_on_stream[pos] = seen.insert(*stream, normalised(name));
+        }
+    }
+    for (pos, (kind, name, stream)) in events.iter().enumerate() {
         let name = normalised(name);
         if *kind != NodeKind::Kernel {
             // The first copy node of its kind not taken yet.
@@ -202,10 +224,29 @@ fn walk(g: &WorkGraph, events: &[(NodeKind, String)]) -> Walk {
             }
             continue;
         }
-        let hit = ready
-            .iter()
-            .copied()
-            .find(|&p| g.names[p] == name || g.names[p].is_empty());
+        let fits = |p: usize| g.names[p] == name || g.mangled[p] == name || g.names[p].is_empty();
+        let follows = |p: usize| {
+            last_on_stream
+                .get(stream)
+                .is_some_and(|last| g.deps[p].contains(last))
+        };
+        let leads_on = |p: usize| {
+            next_on_stream[pos].as_ref().is_some_and(|next| {
+                dependents[p]
+                    .iter()
+                    .any(|&q| g.names[q] == *next || g.mangled[q] == *next)
+            })
+        };
+        let candidates: Vec<usize> = ready.iter().copied().filter(|&p| fits(p)).collect();
+        let hit = match candidates.len() {
+            0 | 1 => candidates.first().copied(),
+            _ => candidates
+                .iter()
+                .copied()
+                .find(|&p| follows(p))
+                .or_else(|| candidates.iter().copied().find(|&p| leads_on(p)))
+                .or(candidates.first().copied()),
+        };
         let Some(p) = hit else {
             let expected = ready
                 .iter()
@@ -219,6 +260,7 @@ fn walk(g: &WorkGraph, events: &[(NodeKind, String)]) -> Walk {
             out.unchecked += 1;
         }
         out.owners.push(Some(g.kernel(p).owner.clone()));
+        last_on_stream.insert(*stream, p);
         ready.remove(&p);
         kernels_done += 1;
         for &q in &dependents[p] {
@@ -290,13 +332,11 @@ pub fn match_replays(
             unmatched(m, 0);
             continue;
         };
-        let seq: Vec<(NodeKind, String)> = idx
+        let seq: Vec<Event> = idx
             .iter()
             .map(|&i| {
-                (
-                    node_kind_of(k[i].kind).expect("GPU work"),
-                    k[i].name.to_string(),
-                )
+                let kind = node_kind_of(k[i].kind).expect("GPU work");
+                (kind, k[i].name.to_string(), k[i].stream)
             })
             .collect();
         let w = walk(g, &seq);

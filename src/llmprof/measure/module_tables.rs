@@ -56,6 +56,10 @@ pub struct ModuleProfile {
     /// Each stage's timeline (span, busy, gaps), per run.
     #[serde(default)]
     pub timelines: Vec<StageTimeline>,
+    /// Stages with other stages inside (a prefill holding vision): their timed mean includes
+    /// those stages' time, their rows do not.
+    #[serde(default)]
+    pub nesting_stages: Vec<String>,
 }
 
 /// Rows per (stage, module, index): `eager` is each device event's module from its scopes,
@@ -307,6 +311,7 @@ mod tests {
                 GraphNode {
                     kind: NodeKind::Kernel,
                     name: "lm_head_gemm".into(),
+                    mangled: String::new(),
                     deps: vec![],
                     owner: NodeOwner {
                         region: None,
@@ -319,6 +324,7 @@ mod tests {
                 GraphNode {
                     kind: NodeKind::Kernel,
                     name: "not_other".into(),
+                    mangled: String::new(),
                     deps: vec![0],
                     owner: NodeOwner::default(),
                 },

@@ -37,8 +37,13 @@ pub struct StageModules {
     /// (sampling between decode steps).
     pub gap_ms: f64,
     pub gap_work_ms: f64,
-    /// The stage's timed mean (CUDA events over the timed repeats), when timed.
+    /// The stage's timed mean (CUDA events over the timed repeats), when timed and holding no
+    /// other stage.
     pub timed_ms: Option<f64>,
+    /// The timed mean less the GPU busy time of the profiled runs (work − overlap): the idle
+    /// between kernels the unprofiled runs had, if their kernels took as long.
+    #[serde(default)]
+    pub timed_idle_ms: Option<f64>,
     /// (span − timed) ÷ timed, in %.
     pub residual_pct: Option<f64>,
     /// |residual| ≤ 2 %.

@@ -62,10 +62,13 @@ fn stage_section(s: &mut String, stage: &str, st: &StageModules, host: bool) {
     let timed = match (st.timed_ms, st.residual_pct) {
         (Some(t), Some(r)) => format!(
             "; the timed mean {t:.3} ms, span − timed {r:+.1} % ({})",
-            if st.within_2pct == Some(true) {
-                "within 2 %"
-            } else {
-                "beyond 2 %: Kineto's own overhead, or work outside the stage's scopes"
+            match (st.within_2pct, st.timed_idle_ms) {
+                (Some(true), _) => "within 2 %".to_string(),
+                (_, Some(idle)) => format!(
+                    "beyond 2 %: the profiled runs idle {:.3} ms between kernels, the timed ones {idle:.3} ms (timed − GPU busy); the difference is the profiler's cost on the host, which slows launches of eager work",
+                    st.idle_inside_ms
+                ),
+                _ => "beyond 2 %".to_string(),
             }
         ),
         _ => String::new(),

@@ -126,8 +126,9 @@ int llmprof_cuda_graph_record_node(const llmprof_cuda_graph* graph, size_t index
     TORCH_CHECK(index < graph->record.nodes.size(), "node ", index, " of ",
                 graph->record.nodes.size());
     const auto& n = graph->record.nodes[index];
-    *out = llmprof_graph_node{n.kind,        n.mark,           n.name.data(),
-                              n.name.size(), n.deps.data(),    n.deps.size()};
+    *out = llmprof_graph_node{n.kind,         n.mark,           n.name.data(),
+                              n.name.size(),  n.mangled.data(), n.mangled.size(),
+                              n.deps.data(),  n.deps.size()};
   });
 }
 

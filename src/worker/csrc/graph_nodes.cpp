@@ -62,6 +62,7 @@ std::string demangled(const char* mangled) {
   return status == 0 && out ? std::string(out.get()) : std::string(mangled);
 }
 
+// The kernel's name as the driver gives it (mangled), empty when unknown.
 std::string kernel_name_of(cudaGraphNode_t node) {
   static const DriverNames driver;
   if (driver.get_params == nullptr) return {};
@@ -73,7 +74,7 @@ std::string kernel_name_of(cudaGraphNode_t node) {
   } else if (params.kern != nullptr && driver.kernel_name != nullptr) {
     if (driver.kernel_name(&name, params.kern) != CUDA_SUCCESS) name = nullptr;
   }
-  return demangled(name);
+  return name == nullptr ? std::string() : std::string(name);
 }
 
 std::vector<cudaGraphNode_t> graph_nodes_of(cudaGraph_t graph) {
@@ -135,7 +136,10 @@ CaptureRecord capture_record_finish() {
                : type == cudaGraphNodeTypeMemcpy ? 2
                : type == cudaGraphNodeTypeMemset ? 3
                                                  : 0;
-      if (r.kind == 1) r.name = kernel_name_of(n);
+      if (r.kind == 1) {
+        r.mangled = kernel_name_of(n);
+        r.name = r.mangled.empty() ? std::string() : demangled(r.mangled.c_str());
+      }
       const auto m = s.node_mark.find(n);
       r.mark = m == s.node_mark.end() ? 0 : m->second;
       size_t n_deps = 0;

@@ -16,6 +16,7 @@ struct NodeRecord {
   int kind = 0;  // 0 other, 1 kernel, 2 memcpy, 3 memset
   uint32_t mark = 0;
   std::string name;            // demangled kernel name; empty for other kinds or when unknown
+  std::string mangled;         // the name as the driver gives it (CUPTI may report this form)
   std::vector<uint32_t> deps;  // indices of the nodes this one depends on
 };
 

@@ -175,6 +175,8 @@ typedef struct llmprof_graph_node {
   uint32_t mark;
   const char* name; /* demangled kernel name, not NUL-terminated; valid while the graph lives */
   size_t name_len;
+  const char* mangled; /* the driver's (mangled) name, likewise */
+  size_t mangled_len;
   const uint32_t* deps; /* indices of the nodes this one depends on */
   size_t n_deps;
 } llmprof_graph_node;

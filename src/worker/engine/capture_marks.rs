@@ -126,6 +126,7 @@ pub fn keep_record(graph: &CudaGraph, marks: &CaptureMarks, label: String) {
                     .map(|n| GraphNode {
                         kind: n.kind,
                         name: n.name,
+                        mangled: n.mangled,
                         deps: n.deps,
                         owner: owners.get(n.mark as usize).cloned().unwrap_or_default(),
                     })

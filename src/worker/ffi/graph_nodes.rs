@@ -12,6 +12,8 @@ struct RawGraphNode {
     mark: u32,
     name: *const c_char,
     name_len: usize,
+    mangled: *const c_char,
+    mangled_len: usize,
     deps: *const u32,
     n_deps: usize,
 }
@@ -46,6 +48,8 @@ pub struct RawNode {
     pub kind: NodeKind,
     pub mark: u32,
     pub name: String,
+    /// The driver's (mangled) name: CUPTI reports some kernels in this form.
+    pub mangled: String,
     pub deps: Vec<u32>,
 }
 
@@ -67,6 +71,8 @@ pub fn read_record(graph: &CudaGraph) -> Result<(u64, Vec<RawNode>, Option<Strin
             mark: 0,
             name: std::ptr::null(),
             name_len: 0,
+            mangled: std::ptr::null(),
+            mangled_len: 0,
             deps: std::ptr::null(),
             n_deps: 0,
         };
@@ -74,16 +80,21 @@ pub fn read_record(graph: &CudaGraph) -> Result<(u64, Vec<RawNode>, Option<Strin
         check(unsafe { llmprof_cuda_graph_record_node(g, i, &mut raw) })?;
         // SAFETY: the shim's pointers stay valid while the graph lives (we hold it) and span
         // the lengths it gave.
-        let (name, deps) = unsafe {
-            let name = match raw.name.is_null() {
-                true => &[][..],
-                false => std::slice::from_raw_parts(raw.name.cast::<u8>(), raw.name_len),
+        let (name, mangled, deps) = unsafe {
+            let text = |p: *const c_char, len: usize| match p.is_null() {
+                true => String::new(),
+                false => String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), len))
+                    .into_owned(),
             };
             let deps = match raw.deps.is_null() {
                 true => &[][..],
                 false => std::slice::from_raw_parts(raw.deps, raw.n_deps),
             };
-            (String::from_utf8_lossy(name).into_owned(), deps.to_vec())
+            (
+                text(raw.name, raw.name_len),
+                text(raw.mangled, raw.mangled_len),
+                deps.to_vec(),
+            )
         };
         nodes.push(RawNode {
             kind: match raw.kind {
@@ -94,6 +105,7 @@ pub fn read_record(graph: &CudaGraph) -> Result<(u64, Vec<RawNode>, Option<Strin
             },
             mark: raw.mark,
             name,
+            mangled,
             deps,
         });
     }

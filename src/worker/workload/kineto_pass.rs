@@ -165,5 +165,13 @@ fn module_profile(
             })
             .filter(|t| t.runs > 0)
             .collect(),
+        nesting_stages: regions
+            .all()
+            .iter()
+            .filter_map(|r| regions.parent(*r))
+            .map(|p| p.nvtx_name().to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
     })
 }

@@ -70,6 +70,7 @@ fn chain_record(k: &[&KernelRecord]) -> CaptureRecord {
             .map(|(i, e)| GraphNode {
                 kind: node_kind_of(e.kind).unwrap(),
                 name: e.name.to_string(),
+                mangled: String::new(),
                 deps: if i == 0 { vec![] } else { vec![i as u32 - 1] },
                 owner: NodeOwner {
                     region: None,
@@ -178,6 +179,7 @@ fn untraced_copies_are_skipped_and_counted_not_failed() {
     let memset = GraphNode {
         kind: NodeKind::Memset,
         name: String::new(),
+        mangled: String::new(),
         deps: vec![10],
         owner: NodeOwner::default(),
     };
@@ -197,6 +199,7 @@ fn two_branches_interleaved_in_time_match_by_name_and_readiness() {
     let node = |name: &str, deps: Vec<u32>, m: &str| GraphNode {
         kind: NodeKind::Kernel,
         name: name.into(),
+        mangled: String::new(),
         deps,
         owner: NodeOwner {
             region: Some("sam".into()),
@@ -302,12 +305,14 @@ fn memsets_take_the_first_free_node_of_their_kind_and_never_hold_kernels_back() 
     let kernel_node = |name: &str, deps: Vec<u32>| GraphNode {
         kind: NodeKind::Kernel,
         name: name.into(),
+        mangled: String::new(),
         deps,
         owner: NodeOwner::default(),
     };
     let memset_node = |deps: Vec<u32>, m: &str| GraphNode {
         kind: NodeKind::Memset,
         name: String::new(),
+        mangled: String::new(),
         deps,
         owner: NodeOwner {
             region: None,
@@ -329,7 +334,7 @@ fn memsets_take_the_first_free_node_of_their_kind_and_never_hold_kernels_back() 
         error: None,
     };
     let g = WorkGraph::new(&record);
-    let ev = |k: NodeKind, n: &str| (k, n.to_string());
+    let ev = |k: NodeKind, n: &str| (k, n.to_string(), 7i64);
     let w = walk(
         &g,
         &[
@@ -363,4 +368,73 @@ fn memsets_take_the_first_free_node_of_their_kind_and_never_hold_kernels_back() 
         w.kernels_left, 0,
         "kernels are not counted before the walk ends"
     );
+}
+
+#[test]
+fn two_streams_launching_one_kernel_name_keep_their_own_chains() {
+    // fork → a: x → wide; fork → b: x → narrow; join. Stream 8 (b) runs its `x` first, before
+    // stream 7's: taking the lowest ready `x` (a's) would leave b's `narrow` waiting on a node
+    // never matched. The next kernel on the event's stream tells the two apart.
+    let node = |name: &str, deps: Vec<u32>, m: &str| GraphNode {
+        kind: NodeKind::Kernel,
+        name: name.into(),
+        mangled: String::new(),
+        deps,
+        owner: NodeOwner {
+            region: None,
+            module: Some(ModulePath {
+                kind: m.into(),
+                index: None,
+            }),
+        },
+    };
+    let record = CaptureRecord {
+        serial: 3,
+        label: "lanes".into(),
+        nodes: vec![
+            node("fork", vec![], "f"),
+            node("x", vec![0], "ax"),
+            node("wide", vec![1], "aw"),
+            node("x", vec![0], "bx"),
+            node("narrow", vec![3], "bn"),
+            node("join", vec![2, 4], "j"),
+        ],
+        error: None,
+    };
+    let g = WorkGraph::new(&record);
+    let ev = |n: &str, s: i64| (NodeKind::Kernel, n.to_string(), s);
+    let w = walk(
+        &g,
+        &[
+            ev("fork", 7),
+            ev("x", 8),
+            ev("x", 7),
+            ev("narrow", 8),
+            ev("wide", 7),
+            ev("join", 7),
+        ],
+    );
+    assert!(w.mismatch.is_none());
+    let modules: Vec<String> = w
+        .owners
+        .iter()
+        .map(|o| o.as_ref().unwrap().module.as_ref().unwrap().kind.clone())
+        .collect();
+    assert_eq!(modules, ["f", "bx", "ax", "bn", "aw", "j"]);
+    // The same trace with mangled names on the events matches the driver's names too.
+    let mut mangled = record.clone();
+    mangled.nodes[5].mangled = "_Z4joinv".into();
+    let g = WorkGraph::new(&mangled);
+    let w = walk(
+        &g,
+        &[
+            ev("fork", 7),
+            ev("x", 7),
+            ev("wide", 7),
+            ev("x", 8),
+            ev("narrow", 8),
+            ev("_Z4joinv", 7),
+        ],
+    );
+    assert!(w.mismatch.is_none() && w.owners.len() == 6);
 }

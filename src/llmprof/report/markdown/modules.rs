@@ -123,6 +123,7 @@ mod tests {
                 gap_ms: 0.1,
                 gap_work_ms: 0.05,
                 timed_ms: Some(9.6),
+                timed_idle_ms: Some(1.1),
                 residual_pct: Some(-100.0 * 0.1 / 9.6),
                 within_2pct: Some(true),
                 kinds,

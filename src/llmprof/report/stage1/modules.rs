@@ -98,7 +98,12 @@ pub fn build(
             let t = p.timelines.iter().find(|t| t.stage == stage);
             let ms = |ns: f64| ns / 1e6;
             let span = t.map_or(0.0, |t| ms(t.span_ns));
-            let timed = stages.get(stage).map(|s| s.mean_ms).filter(|m| *m > 0.0);
+            // A stage holding others is timed with them; its rows are its own work only.
+            let timed = stages
+                .get(stage)
+                .map(|s| s.mean_ms)
+                .filter(|m| *m > 0.0 && !p.nesting_stages.iter().any(|n| n == stage));
+            let busy = t.map(|t| ms(t.work_ns - t.overlap_ns()));
             let residual = timed
                 .filter(|_| t.is_some())
                 .map(|tm| 100.0 * (span - tm) / tm);
@@ -111,6 +116,7 @@ pub fn build(
                 gap_ms: t.map_or(0.0, |t| ms(t.gap_ns)),
                 gap_work_ms: t.map_or(0.0, |t| ms(t.gap_work_ns)),
                 timed_ms: timed,
+                timed_idle_ms: timed.zip(busy).map(|(tm, b)| tm - b),
                 residual_pct: residual,
                 within_2pct: residual.map(|r| r.abs() <= 2.0),
                 kinds: kinds(p, stage, &k.decode_step_modules, peaks),

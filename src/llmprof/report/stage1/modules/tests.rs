@@ -48,6 +48,7 @@ fn profile() -> ModuleProfile {
         ],
         stage_runs: BTreeMap::from([("decode_step".into(), 2), ("prefill".into(), 1)]),
         mapping: Default::default(),
+        nesting_stages: vec![],
         timelines: vec![StageTimeline {
             stage: "decode_step".into(),
             runs: 2,
@@ -139,6 +140,8 @@ fn stages_add_up_on_the_timeline_and_are_set_against_the_timed_mean() {
     );
     assert!((d.residual_pct.unwrap() - 100.0 * 0.05 / 3.95).abs() < 1e-9);
     assert_eq!(d.within_2pct, Some(true));
+    // The timed runs' idle: timed 3.95 − busy (3.75 − 0.25).
+    assert!((d.timed_idle_ms.unwrap() - 0.45).abs() < 1e-12);
     assert_eq!(
         d.layers
             .iter()
@@ -146,12 +149,18 @@ fn stages_add_up_on_the_timeline_and_are_set_against_the_timed_mean() {
             .collect::<Vec<_>>(),
         [(0, 1.5), (1, 1.5)]
     );
-    // A stage without a timeline or a timed mean gets no residual.
+    // A stage without a timeline or a timed mean gets no residual, nor one holding other stages
+    // (its timed mean holds theirs too).
     let p = &m.stages["prefill"];
     assert_eq!(
         (p.residual_pct, p.within_2pct, p.span_ms),
         (None, None, 0.0)
     );
+    let mut nesting = profile();
+    nesting.nesting_stages = vec!["decode_step".into()];
+    let n = build(&summary(Some(nesting)), &stages, None).unwrap();
+    assert_eq!(n.stages["decode_step"].timed_ms, None);
+    assert_eq!(n.stages["decode_step"].residual_pct, None);
     let far = BTreeMap::from([("decode_step".to_string(), timed(3.8))]);
     let m2 = build(&summary(Some(profile())), &far, None).unwrap();
     assert_eq!(m2.stages["decode_step"].within_2pct, Some(false));
