@@ -130,8 +130,21 @@ pub fn metrics(r: &RunReport) -> Vec<Metric> {
         Better::Lower,
         r.nvml.energy_j_per_decode_token,
     );
+    // Module deltas: the decode step's GPU time per module kind (the profiled pass).
+    let step = r.modules.as_ref().and_then(|m| m.stages.get("decode_step"));
+    for k in step.map(|s| s.kinds.as_slice()).unwrap_or_default() {
+        out.push(metric(
+            &format!("module.{}", k.module),
+            &format!("decode step: {}", k.module),
+            "ms",
+            Better::Lower,
+            Values::Single(k.ms_per_run, PROFILED),
+        ));
+    }
     out
 }
+
+const PROFILED: &str = "one value per run (the profiled Kineto pass's mean per step)";
 
 /// Every region of `stages`: the model's own (alphabetically), then the generation loop's.
 fn stages(r: &RunReport, timed: &[&RequestRecord]) -> Vec<Metric> {
@@ -230,6 +243,53 @@ pub fn selects(list: &[String], key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_decode_steps_modules_are_metrics_selected_by_module_or_name() {
+        let mut r = fixture();
+        assert!(!metrics(&r).iter().any(|m| m.key.starts_with("module.")));
+        let kind = |module: &str, ms: f64| crate::report::metrics_modules::ModuleKind {
+            module: module.into(),
+            instances: 2,
+            ms_per_run: ms,
+            share: 0.5,
+            kernels_per_run: 2.0,
+            floor_ms: None,
+            times_floor: None,
+            above_floor_ms: None,
+            top_kernels: vec![],
+        };
+        let stage = crate::report::metrics_modules::StageModules {
+            runs: 2,
+            work_ms: 3.0,
+            overlap_ms: 0.0,
+            idle_inside_ms: 0.0,
+            span_ms: 3.0,
+            gap_ms: 0.0,
+            gap_work_ms: 0.0,
+            timed_ms: None,
+            timed_idle_ms: None,
+            residual_pct: None,
+            within_2pct: None,
+            kinds: vec![kind("layer.attention.qkv", 1.0), kind("lm_head", 2.0)],
+            layers: vec![],
+        };
+        r.modules = Some(crate::report::metrics_modules::ModulesInfo {
+            source: Default::default(),
+            mapping: Default::default(),
+            unmatched_share: 0.0,
+            stages: [("decode_step".to_string(), stage)].into(),
+        });
+        let m = metrics(&r);
+        let qkv = m
+            .iter()
+            .find(|x| x.key == "module.layer.attention.qkv")
+            .unwrap();
+        assert_eq!(qkv.values, Values::Single(1.0, PROFILED));
+        assert_eq!((qkv.unit, qkv.better), ("ms", Better::Lower));
+        assert!(selects(&["module".into()], "module.lm_head"));
+        assert!(selects(&["qkv".into()], &qkv.key));
+    }
 
     fn fixture() -> RunReport {
         serde_json::from_str(include_str!(

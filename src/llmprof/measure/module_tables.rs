@@ -44,6 +44,17 @@ pub enum TimeSource {
     Host,
 }
 
+/// One kernel's GPU work within one module kind (summed over layers) of one stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModuleKernelRow {
+    pub stage: String,
+    pub module: String,
+    /// The kernel's full (demangled) name.
+    pub name: String,
+    pub calls: u64,
+    pub total_ns: u64,
+}
+
 /// The module breakdown of a Kineto pass.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModuleProfile {
@@ -56,49 +67,74 @@ pub struct ModuleProfile {
     /// Each stage's timeline (span, busy, gaps), per run.
     #[serde(default)]
     pub timelines: Vec<StageTimeline>,
+    /// GPU work per (stage, module kind, kernel): which kernels each module runs.
+    #[serde(default)]
+    pub kernels: Vec<ModuleKernelRow>,
     /// Stages with other stages inside (a prefill holding vision): their timed mean includes
     /// those stages' time, their rows do not.
     #[serde(default)]
     pub nesting_stages: Vec<String>,
 }
 
-/// Rows per (stage, module, index): `eager` is each device event's module from its scopes,
-/// `replay` the matcher's owners. Work outside every stage is left out.
+/// Each GPU event's (stage, module, layer index), `None` outside every stage: `eager` is each
+/// device event's module from its scopes, `replay` the matcher's owners.
+fn event_modules(
+    events: &ProfileEvents,
+    attribution: &Attribution,
+    eager: &[Option<ModulePath>],
+    replay: &ReplayOwners,
+) -> Vec<Option<(String, String, Option<u32>)>> {
+    events
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            if !k.is_gpu_work() {
+                return None;
+            }
+            let owner: Option<&NodeOwner> = replay.owners[i].as_ref();
+            let stage = owner
+                .and_then(|o| o.region.clone())
+                .or_else(|| attribution.kernel_stage[i].as_deref().map(str::to_string))?;
+            let (module, index) = if replay.replayed[i] {
+                match owner {
+                    None => (UNMATCHED.to_string(), None),
+                    Some(o) => match &o.module {
+                        Some(p) => (p.kind.clone(), p.index),
+                        None => (OUTSIDE_MODULES.to_string(), None),
+                    },
+                }
+            } else {
+                match &eager[i] {
+                    Some(p) => (p.kind.clone(), p.index),
+                    None => (OUTSIDE_MODULES.to_string(), None),
+                }
+            };
+            Some((stage, module, index))
+        })
+        .collect()
+}
+
+/// Rows per (stage, module, index), and per (stage, module kind, kernel name) summed over
+/// layers. Work outside every stage is left out.
 pub fn module_rows(
     events: &ProfileEvents,
     attribution: &Attribution,
     eager: &[Option<ModulePath>],
     replay: &ReplayOwners,
-) -> Vec<ModuleTimeRow> {
+) -> (Vec<ModuleTimeRow>, Vec<ModuleKernelRow>) {
     let mut rows: BTreeMap<(String, String, Option<u32>), ModuleTimeRow> = BTreeMap::new();
+    let mut kernels: BTreeMap<(String, String, String), ModuleKernelRow> = BTreeMap::new();
+    let owners = event_modules(events, attribution, eager, replay);
     for (i, k) in events.kernels.iter().enumerate() {
-        if !k.is_gpu_work() {
+        let Some((stage, module, index)) = owners[i].clone() else {
             continue;
-        }
-        let owner: Option<&NodeOwner> = replay.owners[i].as_ref();
-        let stage = owner
-            .and_then(|o| o.region.clone())
-            .or_else(|| attribution.kernel_stage[i].as_deref().map(str::to_string));
-        let Some(stage) = stage else { continue };
-        let (module, index) = if replay.replayed[i] {
-            match owner {
-                None => (UNMATCHED.to_string(), None),
-                Some(o) => match &o.module {
-                    Some(p) => (p.kind.clone(), p.index),
-                    None => (OUTSIDE_MODULES.to_string(), None),
-                },
-            }
-        } else {
-            match &eager[i] {
-                Some(p) => (p.kind.clone(), p.index),
-                None => (OUTSIDE_MODULES.to_string(), None),
-            }
         };
         let row = rows
             .entry((stage.clone(), module.clone(), index))
             .or_insert_with(|| ModuleTimeRow {
-                stage,
-                module,
+                stage: stage.clone(),
+                module: module.clone(),
                 index,
                 time_ns: 0,
                 kernels: 0,
@@ -109,8 +145,22 @@ pub fn module_rows(
         if replay.replayed[i] {
             row.replayed_ns += k.duration_ns;
         }
+        let kr = kernels
+            .entry((stage.clone(), module.clone(), k.name.to_string()))
+            .or_insert_with(|| ModuleKernelRow {
+                stage,
+                module,
+                name: k.name.to_string(),
+                calls: 0,
+                total_ns: 0,
+            });
+        kr.calls += 1;
+        kr.total_ns += k.duration_ns;
     }
-    rows.into_values().collect()
+    (
+        rows.into_values().collect(),
+        kernels.into_values().collect(),
+    )
 }
 
 /// Rows from host time, for a pass without GPU work (a CPU run): each module scope's self time
@@ -334,7 +384,7 @@ mod tests {
         let a = Attribution::new(&events);
         let eager = kernel_modules(&events, &a);
         let replay = match_replays(&events, &a, &BTreeMap::from([(4, record)]));
-        let rows = module_rows(&events, &a, &eager, &replay);
+        let (rows, kernels) = module_rows(&events, &a, &eager, &replay);
         let got: Vec<(&str, &str, Option<u32>, u64, u64)> = rows
             .iter()
             .map(|r| (&*r.stage, &*r.module, r.index, r.time_ns, r.replayed_ns))
@@ -346,6 +396,19 @@ mod tests {
                 ("decode_step", "lm_head", None, 40, 40),
                 ("prefill", OUTSIDE_MODULES, None, 5, 0),
                 ("prefill", "layer.mlp.down", Some(0), 30, 0),
+            ]
+        );
+        let by_kernel: Vec<(&str, &str, &str, u64)> = kernels
+            .iter()
+            .map(|r| (&*r.stage, &*r.module, &*r.name, r.total_ns))
+            .collect();
+        assert_eq!(
+            by_kernel,
+            [
+                ("decode_step", UNMATCHED, "other", 7),
+                ("decode_step", "lm_head", "lm_head_gemm", 40),
+                ("prefill", OUTSIDE_MODULES, "Memcpy HtoD", 5),
+                ("prefill", "layer.mlp.down", "gemm", 30),
             ]
         );
         assert_eq!(replay.mapping.mismatches_total, 1);

@@ -70,6 +70,18 @@ pub struct ModuleKind {
     pub floor_ms: Option<f64>,
     pub times_floor: Option<f64>,
     pub above_floor_ms: Option<f64>,
+    /// Its kernels with the most time (at most 3), under short names that stay distinct within
+    /// the stage.
+    #[serde(default)]
+    pub top_kernels: Vec<KernelTime>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelTime {
+    pub name: String,
+    pub ms_per_run: f64,
+    pub calls_per_run: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -108,6 +108,24 @@ fn stage_section(s: &mut String, stage: &str, st: &StageModules, host: bool) {
         }
         s.push('\n');
     }
+    if st.kinds.iter().any(|k| !k.top_kernels.is_empty()) {
+        s.push_str("\nEach module's heaviest kernels (ms per run, calls per run):\n\n");
+        for k in st.kinds.iter().filter(|k| !k.top_kernels.is_empty()) {
+            let list: Vec<String> = k
+                .top_kernels
+                .iter()
+                .map(|t| {
+                    format!(
+                        "`{}` {:.4} ({:.0})",
+                        t.name.replace('`', "'"),
+                        t.ms_per_run,
+                        t.calls_per_run
+                    )
+                })
+                .collect();
+            let _ = writeln!(s, "- {}: {}", k.module, list.join(", "));
+        }
+    }
     if st.layers.len() > 1 {
         let v: Vec<f64> = st.layers.iter().map(|l| l.ms_per_run).collect();
         let (lo, hi) = v

@@ -146,15 +146,20 @@ fn module_profile(
     let stages = regions.names();
     // Without GPU work (a CPU run) the same breakdown comes from host time.
     let on_gpu = events.kernels.iter().any(|k| k.is_gpu_work());
+    let (rows, kernels) = match on_gpu {
+        true => module_tables::module_rows(events, attribution, &eager, &replay),
+        false => (
+            module_tables::host_module_rows(events, attribution, &stages),
+            Vec::new(),
+        ),
+    };
     Ok(ModuleProfile {
         source: match on_gpu {
             true => module_tables::TimeSource::Gpu,
             false => module_tables::TimeSource::Host,
         },
-        rows: match on_gpu {
-            true => module_tables::module_rows(events, attribution, &eager, &replay),
-            false => module_tables::host_module_rows(events, attribution, &stages),
-        },
+        rows,
+        kernels,
         stage_runs: module_tables::stage_runs(events, &stages),
         mapping: replay.mapping,
         timelines: stages

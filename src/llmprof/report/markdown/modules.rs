@@ -95,6 +95,7 @@ mod tests {
             floor_ms: floor,
             times_floor: floor.map(|f| ms / f),
             above_floor_ms: floor.map(|f| ms - f),
+            top_kernels: vec![],
         }
     }
 

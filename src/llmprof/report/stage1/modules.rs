@@ -2,12 +2,18 @@
 //! each module kind's GPU time per run, share, kernels and, for the decode step, its analytic
 //! floor at the run's peaks; per layer; and the stage's timeline (work, overlap, idle, span, the
 //! gap to the next run) set against the stage's timed mean for the 2 % check.
+use crate::measure::kernel_names::distinct_short_names;
 use crate::measure::module_tables::{ModuleProfile, OUTSIDE_MODULES, UNMATCHED};
 use crate::model::module_work::ModuleWork;
 use crate::region::DECODE_STEP;
 use crate::report::measurements::KinetoSummary;
 use crate::report::metrics::{PeaksInfo, StageStats};
-use crate::report::metrics_modules::{LayerTime, ModuleKind, ModulesInfo, StageModules};
+use crate::report::metrics_modules::{
+    KernelTime, LayerTime, ModuleKind, ModulesInfo, StageModules,
+};
+
+/// Kernels listed per module kind.
+const TOP_KERNELS: usize = 3;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The kinds of `stage`: per module kind, time per run of the stage, and floors from `work`
@@ -52,9 +58,35 @@ pub fn kinds(
                 floor_ms: floor,
                 times_floor: floor.filter(|f| *f > 0.0).map(|f| ms / f),
                 above_floor_ms: floor.map(|f| ms - f),
+                top_kernels: Vec::new(),
             }
         })
         .collect();
+    // Each kind's heaviest kernels, named short but distinct within the stage.
+    let stage_kernels: Vec<_> = p.kernels.iter().filter(|r| r.stage == stage).collect();
+    let short: BTreeMap<&str, String> = stage_kernels
+        .iter()
+        .map(|r| r.name.as_str())
+        .zip(distinct_short_names(
+            stage_kernels.iter().map(|r| r.name.as_str()),
+        ))
+        .collect();
+    for kind in &mut out {
+        let mut of: Vec<_> = stage_kernels
+            .iter()
+            .filter(|r| r.module == kind.module)
+            .collect();
+        of.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+        kind.top_kernels = of
+            .iter()
+            .take(TOP_KERNELS)
+            .map(|r| KernelTime {
+                name: short[r.name.as_str()].clone(),
+                ms_per_run: r.total_ns as f64 / 1e6 / runs,
+                calls_per_run: r.calls as f64 / runs,
+            })
+            .collect();
+    }
     let catch_all = |k: &ModuleKind| k.module == OUTSIDE_MODULES || k.module == UNMATCHED;
     out.sort_by(|a, b| {
         let key = |k: &ModuleKind| k.above_floor_ms.unwrap_or(k.ms_per_run);

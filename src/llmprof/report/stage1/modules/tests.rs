@@ -13,6 +13,16 @@ fn row(stage: &str, module: &str, index: Option<u32>, ns: u64) -> ModuleTimeRow 
     }
 }
 
+fn kernel_row(module: &str, name: &str, ns: u64) -> crate::measure::module_tables::ModuleKernelRow {
+    crate::measure::module_tables::ModuleKernelRow {
+        stage: "decode_step".into(),
+        module: module.into(),
+        name: name.into(),
+        calls: 64,
+        total_ns: ns,
+    }
+}
+
 fn work(module: &str, index: Option<u32>, flops: f64, weight_bytes: f64) -> ModuleWork {
     ModuleWork {
         module: module.into(),
@@ -48,6 +58,19 @@ fn profile() -> ModuleProfile {
         ],
         stage_runs: BTreeMap::from([("decode_step".into(), 2), ("prefill".into(), 1)]),
         mapping: Default::default(),
+        kernels: vec![
+            kernel_row(
+                "layer.attention.qkv",
+                "void gemv<float>(float const*)",
+                4_000_000,
+            ),
+            kernel_row(
+                "layer.attention.qkv",
+                "void splitk_reduce<float>()",
+                2_000_000,
+            ),
+            kernel_row("lm_head", "void gemv<float>(float const*)", 1_000_000),
+        ],
         nesting_stages: vec![],
         timelines: vec![StageTimeline {
             stage: "decode_step".into(),
@@ -85,6 +108,20 @@ fn kinds_sum_over_layers_per_run_with_floors_and_catch_alls_last() {
     assert!((qkv.times_floor.unwrap() - 750.0).abs() < 1e-9);
     assert!((rows[1].above_floor_ms.unwrap() + 0.5).abs() < 1e-12);
     assert_eq!(rows[2].floor_ms, None);
+    // Each kind's kernels, heaviest first, per run (2 runs).
+    let top: Vec<(&str, f64, f64)> = qkv
+        .top_kernels
+        .iter()
+        .map(|t| (t.name.as_str(), t.ms_per_run, t.calls_per_run))
+        .collect();
+    assert_eq!(
+        top,
+        [
+            ("gemv<float>", 2.0, 32.0),
+            ("splitk_reduce<float>", 1.0, 32.0)
+        ]
+    );
+    assert_eq!(rows[1].top_kernels[0].name, "gemv<float>");
     let sum: f64 = rows.iter().map(|r| r.share).sum();
     assert!((sum - 1.0).abs() < 1e-12);
     // No floors outside the decode step, nor without peaks.
