@@ -138,7 +138,7 @@ def hf_text_lm(arch: str, device: str, dtype: str, seed: int) -> Any:
     sys.path.insert(0, str(SCRIPT_DIR))
     import dense_hf
 
-    if arch in dense_hf.PRESETS:
+    if arch in dense_hf.presets("dense_decoder"):
         return dense_hf.build(dense_hf.config_dict(arch), device, dtype, seed)
     import torch
     from torch import nn
