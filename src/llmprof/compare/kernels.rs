@@ -106,6 +106,7 @@ mod tests {
             total_ns,
             mean_ns: total_ns as f64 / calls as f64,
             share_of_gpu: 0.0,
+            modules: Vec::new(),
         }
     }
 

@@ -198,6 +198,7 @@ pub fn kernel_rows(a: &TraceAnalysis) -> Vec<KernelRow> {
             } else {
                 0.0
             },
+            modules: Vec::new(),
         })
         .collect()
 }

@@ -7,7 +7,7 @@
 use super::capture_record::NodeOwner;
 use super::graph_match::{GraphMapping, ReplayOwners};
 use super::kineto_events::{HostKind, ProfileEvents};
-use super::op_tables::Attribution;
+use super::op_tables::{Attribution, KernelRow};
 use super::step_timeline::StageTimeline;
 use crate::region::{is_module_scope, ModulePath};
 use serde::{Deserialize, Serialize};
@@ -250,6 +250,26 @@ pub fn host_module_rows(
     rows.into_values().collect()
 }
 
+/// Puts on each kernel-table row the modules that ran its kernel in its stage, most time first.
+pub fn attach_modules(rows: &mut [KernelRow], kernels: &[ModuleKernelRow]) {
+    let mut by_kernel: BTreeMap<(&str, &str), Vec<(&str, u64)>> = BTreeMap::new();
+    for k in kernels {
+        by_kernel
+            .entry((&k.stage, &k.name))
+            .or_default()
+            .push((&k.module, k.total_ns));
+    }
+    for row in rows {
+        let Some(stage) = row.stage.as_deref() else {
+            continue;
+        };
+        if let Some(mods) = by_kernel.get_mut(&(stage, row.name.as_str())) {
+            mods.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            row.modules = mods.iter().map(|(m, _)| m.to_string()).collect();
+        }
+    }
+}
+
 /// How many user scopes named each of `stages` the pass has.
 pub fn stage_runs(events: &ProfileEvents, stages: &[&str]) -> BTreeMap<String, u64> {
     stages
@@ -285,6 +305,43 @@ mod tests {
             correlation_id: corr,
             op_correlation_id: op,
         }
+    }
+
+    #[test]
+    fn kernel_rows_get_their_modules_most_time_first() {
+        let row = |stage: Option<&str>, name: &str| KernelRow {
+            stage: stage.map(str::to_string),
+            name: name.into(),
+            calls: 1,
+            total_ns: 1,
+            mean_ns: 1.0,
+            share_of_gpu: 0.1,
+            modules: Vec::new(),
+        };
+        let mk = |module: &str, name: &str, ns: u64| ModuleKernelRow {
+            stage: "decode_step".into(),
+            module: module.into(),
+            name: name.into(),
+            calls: 1,
+            total_ns: ns,
+        };
+        let mut rows = vec![
+            row(Some("decode_step"), "gemv"),
+            row(Some("prefill"), "gemv"),
+            row(None, "gemv"),
+            row(Some("decode_step"), "rope"),
+        ];
+        attach_modules(
+            &mut rows,
+            &[
+                mk("lm_head", "gemv", 5),
+                mk("layer.attention.qkv", "gemv", 9),
+                mk("layer.attention.rope_kv", "rope", 1),
+            ],
+        );
+        assert_eq!(rows[0].modules, ["layer.attention.qkv", "lm_head"]);
+        assert!(rows[1].modules.is_empty() && rows[2].modules.is_empty());
+        assert_eq!(rows[3].modules, ["layer.attention.rope_kv"]);
     }
 
     #[test]

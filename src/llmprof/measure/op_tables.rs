@@ -229,6 +229,10 @@ pub struct KernelRow {
     pub mean_ns: f64,
     /// total_ns ÷ the summed duration of all GPU work in the profile (kernels, memcpy, memset).
     pub share_of_gpu: f64,
+    /// The modules that ran it in this stage, most time first (module kinds summed over layers,
+    /// from the Kineto pass's module attribution: docs/modules.md); empty where there is none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<String>,
 }
 
 /// Operator table (user scopes excluded: they are stages), sorted by self CUDA time, then
@@ -338,6 +342,7 @@ pub fn kernel_table(events: &ProfileEvents, attribution: &Attribution) -> Vec<Ke
                     total_ns: 0,
                     mean_ns: 0.0,
                     share_of_gpu: 0.0,
+                    modules: Vec::new(),
                 });
                 rows.len() - 1
             });

@@ -215,6 +215,7 @@ mod tests {
                 total_ns: 3_000,
                 mean_ns: 1_000.0,
                 share_of_gpu: 0.1 + 0.2,
+                modules: Vec::new(),
             }],
             kineto_flops: 880,
             analytic_flops: 1000.0,

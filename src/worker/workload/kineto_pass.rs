@@ -80,7 +80,9 @@ pub fn run<M: Model>(
     let events = &profile.events;
     let attribution = op_tables::Attribution::new(events);
     let operators = op_tables::operator_table(events, &attribution);
-    let kernels = op_tables::kernel_table(events, &attribution);
+    let mut kernels = op_tables::kernel_table(events, &attribution);
+    let modules = module_profile(events, &attribution, &model.regions(), run_dir)?;
+    module_tables::attach_modules(&mut kernels, &modules.kernels);
     artifacts::write(
         run_dir,
         artifacts::OPERATORS_MD,
@@ -93,7 +95,6 @@ pub fn run<M: Model>(
     )?;
     artifacts::write_json(run_dir, artifacts::KERNELS_JSON, &kernels)?;
     let work = model.work(batch, out.decode_steps);
-    let modules = module_profile(events, &attribution, &model.regions(), run_dir)?;
     Ok(KinetoSummary {
         prefill_ms: sum(PREFILL.nvtx_name()),
         decode_ms: sum(DECODE.nvtx_name()),

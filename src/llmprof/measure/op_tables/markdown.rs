@@ -53,17 +53,28 @@ pub fn render_operators_md(rows: &[OperatorRow]) -> String {
 
 /// `kernels.md`: one markdown table, times in milliseconds, kernels under their short names.
 pub fn render_kernels_md(rows: &[KernelRow]) -> String {
+    let with_modules = rows.iter().any(|r| !r.modules.is_empty());
     let mut out = String::from(
         "# Kernels\n\nGPU work (kernels, memcpy, memset) per stage, sorted by total time. Share = \
          total ÷ summed duration of all GPU work. Kernel names are shortened to the function and \
-         the head of its template arguments; kernels.json and trace.json hold the full names.\n\n\
-         | stage | kernel | calls | total ms | mean ms | share |\n|---|---|---:|---:|---:|---:|\n",
+         the head of its template arguments; kernels.json and trace.json hold the full names.",
     );
+    out.push_str(match with_modules {
+        true => " Module: the module that ran the kernel most (`+N`: and N others; kernels.json lists them; docs/modules.md).\n\n\
+                 | stage | module | kernel | calls | total ms | mean ms | share |\n|---|---|---|---:|---:|---:|---:|\n",
+        false => "\n\n| stage | kernel | calls | total ms | mean ms | share |\n|---|---|---:|---:|---:|---:|\n",
+    });
     let names = distinct_short_names(rows.iter().map(|r| r.name.as_str()));
     for (r, name) in rows.iter().zip(&names) {
+        let module = match (with_modules, r.modules.len()) {
+            (false, _) => String::new(),
+            (true, 0) => " — |".to_string(),
+            (true, 1) => format!(" {} |", cell(&r.modules[0])),
+            (true, n) => format!(" {} +{} |", cell(&r.modules[0]), n - 1),
+        };
         let _ = writeln!(
             out,
-            "| {} | `{}` | {} | {} | {:.4} | {:.1}% |",
+            "| {} |{module} `{}` | {} | {} | {:.4} | {:.1}% |",
             cell(r.stage.as_deref().unwrap_or("(none)")),
             cell(name),
             r.calls,
@@ -119,5 +130,21 @@ mod tests {
                 .all(|l| l.chars().count() < 130),
             "{k_md}"
         );
+        assert!(
+            !k_md.contains("| module |"),
+            "no module column without modules"
+        );
+        // With modules: the one with the most time, and how many others.
+        let mut rows = kernel_table(&ev, &att);
+        rows[0].modules = vec!["layer.mlp.gate_up".into(), "lm_head".into()];
+        rows[1].modules = vec!["layer.attention.core".into()];
+        let k_md = render_kernels_md(&rows);
+        assert!(
+            k_md.contains("| stage | module | kernel | calls |"),
+            "{k_md}"
+        );
+        assert!(k_md.contains("| decode_step | layer.mlp.gate_up +1 | `nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_NNT` | 3 |"), "{k_md}");
+        assert!(k_md.contains("| layer.attention.core | `"), "{k_md}");
+        assert!(k_md.contains("| decode_step | — | `"), "{k_md}");
     }
 }
