@@ -124,6 +124,8 @@ fn cpu_stage1_writes_every_artifact_and_a_valid_metrics_json() {
         .kinds
         .iter()
         .any(|k| k.module == "sampling"));
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("id=\"chart-modules\"") && html.contains("\"type\":\"icicle\""));
     let md = std::fs::read_to_string(run.join("modules.md")).unwrap();
     assert!(
         md.starts_with("# Host time by module") && md.contains("## decode_step: 2 run(s)"),

@@ -19,6 +19,19 @@ pub struct ModulesInfo {
     pub stages: BTreeMap<String, StageModules>,
 }
 
+impl ModulesInfo {
+    /// How its times are named: (what they are, where they were taken).
+    pub fn time_words(&self) -> (&'static str, &'static str) {
+        match self.source {
+            TimeSource::Gpu => ("GPU time", "on the GPU"),
+            TimeSource::Host => (
+                "Host time (no GPU: the module scopes' own CPU time)",
+                "on the host",
+            ),
+        }
+    }
+}
+
 /// One stage's breakdown, per run of the stage (a decode step, a prefill).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -6,6 +6,7 @@ mod header;
 mod infer;
 pub mod links;
 pub mod load;
+mod modules;
 mod ncu;
 pub mod page;
 pub(crate) mod plots;
@@ -36,6 +37,7 @@ pub fn render_run(a: &RunArtifacts) -> String {
         "stage1" => sections.extend([
             timing::section(a),
             utilisation::section(a),
+            modules::section(a),
             telemetry::section(a),
             top_tables::section(a),
         ]),
@@ -44,6 +46,7 @@ pub fn render_run(a: &RunArtifacts) -> String {
         _ => sections.extend([
             timing::section(a),
             utilisation::section(a),
+            modules::section(a),
             telemetry::section(a),
             top_tables::section(a),
             ncu::section(a),

@@ -3,18 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::region::DECODE_STEP;
-use crate::report::metrics_modules::{ModulesInfo, TimeSource};
-
-/// How the times of `m` are named: (what, where).
-pub(crate) fn source_words(m: &ModulesInfo) -> (&'static str, &'static str) {
-    match m.source {
-        TimeSource::Gpu => ("GPU time", "on the GPU"),
-        TimeSource::Host => (
-            "Host time (no GPU: the module scopes' own CPU time)",
-            "on the host",
-        ),
-    }
-}
+use crate::report::metrics_modules::ModulesInfo;
 
 /// Modules listed in report.md (modules.md lists them all).
 const SHOWN: usize = 8;
@@ -31,7 +20,7 @@ pub(super) fn render(s: &mut String, m: &ModulesInfo) {
     let _ = writeln!(
         s,
         "{} per step by module, summed over layers{}. Every module: modules.md.\n",
-        source_words(m).0,
+        m.time_words().0,
         if floors {
             ", furthest above its analytic floor first"
         } else {
@@ -56,7 +45,7 @@ pub(super) fn render(s: &mut String, m: &ModulesInfo) {
         let _ = write!(
             s,
             "\nPer step {}: work {:.3} − overlap {:.3} + idle between kernels {:.3} = {:.3} ms",
-            source_words(m).1,
+            m.time_words().1,
             st.work_ms,
             st.overlap_ms,
             st.idle_inside_ms,
