@@ -273,6 +273,9 @@ pub struct TopRow {
     /// Operators only: GPU time charged directly to the operator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub self_cuda_ms: Option<f64>,
+    /// Kernels only: the modules that ran it, most time first (docs/modules.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<String>,
     /// Operators only: host time minus the operators nested in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub self_cpu_ms: Option<f64>,

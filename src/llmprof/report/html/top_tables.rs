@@ -51,6 +51,7 @@ pub fn section(a: &RunArtifacts) -> Section {
                 vec![
                     text("kernel"),
                     text("stage"),
+                    text("module"),
                     num("calls"),
                     num("total ms"),
                     num("mean µs"),
@@ -59,9 +60,15 @@ pub fn section(a: &RunArtifacts) -> Section {
             );
             let names = distinct_short_names(rows.iter().map(|r| r.name.as_str()));
             for (r, name) in rows.iter().zip(names) {
+                let module = match r.modules.len() {
+                    0 => String::new(),
+                    1 => r.modules[0].clone(),
+                    n => format!("{} +{}", r.modules[0], n - 1),
+                };
                 t.push(vec![
                     Cell::named(name, r.name.clone()),
                     Cell::text(r.stage.clone().unwrap_or_default()),
+                    Cell::named(module, r.modules.join(", ")),
                     Cell::num(Some(r.calls as f64), 0),
                     Cell::num(Some(r.total_ns as f64 / 1e6), 3),
                     Cell::num(Some(r.mean_ns / 1e3), 2),

@@ -79,15 +79,24 @@ fn top_kernels(s: &mut String, rows: &[TopRow]) {
         );
     } else {
         let _ = writeln!(s, "Total = summed duration of the kernel's launches; share = of all GPU work in the profiled pass. Names are shortened (kernels.json and trace.json hold the full ones).\n");
+        let with_modules = rows.iter().any(|r| !r.modules.is_empty());
         let _ = writeln!(
             s,
-            "| kernel | stage | calls | total ms | share of GPU time |\n|---|---|---:|---:|---:|"
+            "| kernel | stage |{} calls | total ms | share of GPU time |\n|---|---|{}---:|---:|---:|",
+            if with_modules { " module |" } else { "" },
+            if with_modules { "---|" } else { "" }
         );
         let names = distinct_short_names(rows.iter().map(|r| r.name.as_str()));
         for (r, name) in rows.iter().zip(&names) {
+            let module = match (with_modules, r.modules.len()) {
+                (false, _) => String::new(),
+                (true, 0) => " — |".into(),
+                (true, 1) => format!(" {} |", cell(&r.modules[0])),
+                (true, n) => format!(" {} +{} |", cell(&r.modules[0]), n - 1),
+            };
             let _ = writeln!(
                 s,
-                "| `{}` | {} | {} | {:.3} | {} |",
+                "| `{}` | {} |{module} {} | {:.3} | {} |",
                 cell(name),
                 cell(r.stage.as_deref().unwrap_or("—")),
                 r.calls,
@@ -110,6 +119,7 @@ mod tests {
             calls: 3,
             total_ms,
             share_pct: share,
+            modules: Vec::new(),
             self_cuda_ms: None,
             self_cpu_ms: None,
         }
@@ -151,8 +161,20 @@ mod tests {
         assert!(s.contains(
             "| `at::native::reduce_kernel<512, 1, ReduceOp<float, func_wrapper_t<float, …>, …>>` | decode_step | 3 | 0.295 | 4.7 % |"
         ), "{s}");
+        assert!(!s.contains("module"), "{s}");
         let mut none = String::new();
         top_kernels(&mut none, &[]);
         assert!(none.starts_with("No GPU work"));
+        // With module attribution, the module that ran the kernel most, and how many others.
+        let mut gemv = row("gemv", Some("decode_step"), 1.0, Some(50.0));
+        gemv.modules = vec!["layer.attention.qkv".into(), "lm_head".into()];
+        let mut m = String::new();
+        top_kernels(&mut m, &[gemv, row("copy", Some("prefill"), 0.5, None)]);
+        assert!(m.contains("| kernel | stage | module | calls |"), "{m}");
+        assert!(
+            m.contains("| `gemv` | decode_step | layer.attention.qkv +1 | 3 | 1.000 | 50.0 % |"),
+            "{m}"
+        );
+        assert!(m.contains("| `copy` | prefill | — | 3 |"), "{m}");
     }
 }

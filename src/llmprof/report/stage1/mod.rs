@@ -250,6 +250,7 @@ fn kineto_info(
                     o.self_cpu_ns as f64 / 1e6
                 },
                 share_pct: None,
+                modules: Vec::new(),
                 self_cuda_ms: Some(o.self_cuda_ns as f64 / 1e6),
                 self_cpu_ms: Some(o.self_cpu_ns as f64 / 1e6),
             })
@@ -263,6 +264,7 @@ fn kineto_info(
                 calls: r.calls,
                 total_ms: r.total_ns as f64 / 1e6,
                 share_pct: (gpu_total > 0).then_some(r.share_of_gpu * 100.0),
+                modules: r.modules.clone(),
                 self_cuda_ms: None,
                 self_cpu_ms: None,
             })
