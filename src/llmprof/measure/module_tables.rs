@@ -31,6 +31,10 @@ pub struct ModuleTimeRow {
     pub kernels: u64,
     /// Of `time_ns`, what was replayed from CUDA graphs.
     pub replayed_ns: u64,
+    /// FLOPs Kineto counted for the operators run in it (ops it has a formula for: mm, addmm,
+    /// bmm, conv...); replayed graphs and llmprof's own kernels have no operators to count.
+    #[serde(default)]
+    pub kineto_flops: u64,
 }
 
 /// Which clock a module breakdown's times come from.
@@ -139,6 +143,7 @@ pub fn module_rows(
                 time_ns: 0,
                 kernels: 0,
                 replayed_ns: 0,
+                kineto_flops: 0,
             });
         row.time_ns += k.duration_ns;
         row.kernels += 1;
@@ -156,6 +161,38 @@ pub fn module_rows(
             });
         kr.calls += 1;
         kr.total_ns += k.duration_ns;
+    }
+    // Kineto's FLOP counts, by the module scope above each counted operator.
+    let ops = &events.ops;
+    for (i, op) in ops.iter().enumerate() {
+        if op.flops == 0 || op.kind != HostKind::Op {
+            continue;
+        }
+        let Some(stage) = attribution.op_scope[i].map(|s| ops[s].name.to_string()) else {
+            continue;
+        };
+        let mut cur = attribution.op_parent[i];
+        let mut path = None;
+        while let Some(p) = cur {
+            if ops[p].kind == HostKind::UserScope && is_module_scope(&ops[p].name) {
+                path = ModulePath::parse_scope(&ops[p].name);
+                break;
+            }
+            cur = attribution.op_parent[p];
+        }
+        let (module, index) =
+            path.map_or((OUTSIDE_MODULES.to_string(), None), |p| (p.kind, p.index));
+        rows.entry((stage.clone(), module.clone(), index))
+            .or_insert_with(|| ModuleTimeRow {
+                stage,
+                module,
+                index,
+                time_ns: 0,
+                kernels: 0,
+                replayed_ns: 0,
+                kineto_flops: 0,
+            })
+            .kineto_flops += op.flops;
     }
     (
         rows.into_values().collect(),
@@ -227,6 +264,7 @@ pub fn host_module_rows(
                 time_ns: 0,
                 kernels: 0,
                 replayed_ns: 0,
+                kineto_flops: 0,
             });
         row.time_ns += ns;
         row.kernels += ops;
@@ -438,6 +476,9 @@ mod tests {
             ],
             error: None,
         };
+        let mut events = events;
+        events.ops[2].flops = 1_000; // aten::mm in layer[0].mlp.down
+        events.ops[4].flops = 10; // aten::copy_ outside modules
         let a = Attribution::new(&events);
         let eager = kernel_modules(&events, &a);
         let replay = match_replays(&events, &a, &BTreeMap::from([(4, record)]));
@@ -455,6 +496,8 @@ mod tests {
                 ("prefill", "layer.mlp.down", Some(0), 30, 0),
             ]
         );
+        let flops: Vec<u64> = rows.iter().map(|r| r.kineto_flops).collect();
+        assert_eq!(flops, [0, 0, 10, 1_000]);
         let by_kernel: Vec<(&str, &str, &str, u64)> = kernels
             .iter()
             .map(|r| (&*r.stage, &*r.module, &*r.name, r.total_ns))

@@ -83,6 +83,13 @@ pub struct ModuleKind {
     pub floor_ms: Option<f64>,
     pub times_floor: Option<f64>,
     pub above_floor_ms: Option<f64>,
+    /// Kineto's FLOP count for its operators ÷ its analytic FLOPs, per run (the decode step),
+    /// where Kineto counted something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kineto_flops_ratio: Option<f64>,
+    /// Why there is no ratio where the module has analytic FLOPs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kineto_flops_na: Option<String>,
     /// Its kernels with the most time (at most 3), under short names that stay distinct within
     /// the stage.
     #[serde(default)]

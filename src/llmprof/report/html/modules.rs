@@ -155,6 +155,8 @@ mod tests {
             floor_ms: None,
             times_floor: None,
             above_floor_ms: None,
+            kineto_flops_ratio: None,
+            kineto_flops_na: None,
             top_kernels: kernels
                 .iter()
                 .map(|(n, ms)| KernelTime {

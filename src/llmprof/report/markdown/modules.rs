@@ -84,6 +84,8 @@ mod tests {
             floor_ms: floor,
             times_floor: floor.map(|f| ms / f),
             above_floor_ms: floor.map(|f| ms - f),
+            kineto_flops_ratio: None,
+            kineto_flops_na: None,
             top_kernels: vec![],
         }
     }

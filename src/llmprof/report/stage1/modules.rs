@@ -16,6 +16,17 @@ use crate::report::metrics_modules::{
 const TOP_KERNELS: usize = 3;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// One module kind's rows summed: its instances (layers), time, kernels, replayed time and
+/// Kineto's FLOPs.
+#[derive(Default)]
+struct KindSums {
+    layers: BTreeSet<Option<u32>>,
+    ns: u64,
+    kernels: u64,
+    replayed_ns: u64,
+    kineto_flops: u64,
+}
+
 /// The kinds of `stage`: per module kind, time per run of the stage, and floors from `work`
 /// (one decode step's module work) at `peaks` when the stage is the decode step.
 pub fn kinds(
@@ -27,13 +38,22 @@ pub fn kinds(
     let runs = p.stage_runs.get(stage).copied().unwrap_or(0).max(1) as f64;
     let rows: Vec<_> = p.rows.iter().filter(|r| r.stage == stage).collect();
     let total_ns: u64 = rows.iter().map(|r| r.time_ns).sum();
-    let mut by_kind: BTreeMap<&str, (BTreeSet<Option<u32>>, u64, u64)> = BTreeMap::new();
+    let mut by_kind: BTreeMap<&str, KindSums> = BTreeMap::new();
     for r in &rows {
         let k = by_kind.entry(&r.module).or_default();
-        k.0.insert(r.index);
-        k.1 += r.time_ns;
-        k.2 += r.kernels;
+        k.layers.insert(r.index);
+        k.ns += r.time_ns;
+        k.kernels += r.kernels;
+        k.replayed_ns += r.replayed_ns;
+        k.kineto_flops += r.kineto_flops;
     }
+    let is_step = stage == DECODE_STEP.nvtx_name();
+    let analytic_flops = |module: &str| -> f64 {
+        work.iter()
+            .filter(|w| w.module == module)
+            .map(|w| w.flops)
+            .sum()
+    };
     let floor_ms = |module: &str| -> Option<f64> {
         let peaks = peaks.filter(|_| stage == DECODE_STEP.nvtx_name())?;
         let (f, b) = (peaks.peak_tflops * 1e12, peaks.peak_bandwidth_gbs * 1e9);
@@ -42,9 +62,29 @@ pub fn kinds(
     };
     let mut out: Vec<ModuleKind> = by_kind
         .into_iter()
-        .map(|(module, (idx, ns, kernels))| {
+        .map(|(module, sums)| {
+            let KindSums {
+                layers: idx,
+                ns,
+                kernels,
+                replayed_ns: replayed,
+                kineto_flops: kflops,
+            } = sums;
             let ms = ns as f64 / 1e6 / runs;
             let floor = floor_ms(module);
+            let analytic = if is_step { analytic_flops(module) } else { 0.0 };
+            let (ratio, na) = match (analytic > 0.0, kflops > 0) {
+                (false, _) => (None, None),
+                (true, true) => (Some(kflops as f64 / runs / analytic), None),
+                (true, false) if replayed * 100 >= ns * 99 => (
+                    None,
+                    Some("replayed from a CUDA graph: no operators for Kineto to count".to_string()),
+                ),
+                (true, false) => (
+                    None,
+                    Some("Kineto has no FLOP formula for its kernels (llmprof's own kernels, grouped GEMMs)".to_string()),
+                ),
+            };
             ModuleKind {
                 module: module.to_string(),
                 instances: idx.len(),
@@ -58,6 +98,8 @@ pub fn kinds(
                 floor_ms: floor,
                 times_floor: floor.filter(|f| *f > 0.0).map(|f| ms / f),
                 above_floor_ms: floor.map(|f| ms - f),
+                kineto_flops_ratio: ratio,
+                kineto_flops_na: na,
                 top_kernels: Vec::new(),
             }
         })

@@ -10,6 +10,7 @@ fn row(stage: &str, module: &str, index: Option<u32>, ns: u64) -> ModuleTimeRow 
         time_ns: ns,
         kernels: 2,
         replayed_ns: ns,
+        kineto_flops: 0,
     }
 }
 
@@ -122,6 +123,39 @@ fn kinds_sum_over_layers_per_run_with_floors_and_catch_alls_last() {
         ]
     );
     assert_eq!(rows[1].top_kernels[0].name, "gemv<float>");
+    // Kineto counted nothing (no operator FLOPs) and the rows are replayed: n/a with the reason;
+    // lm_head has no analytic FLOPs in this work list: no statement.
+    assert!(qkv
+        .kineto_flops_na
+        .as_deref()
+        .unwrap()
+        .starts_with("replayed from a CUDA graph"));
+    assert_eq!(
+        (
+            rows[1].kineto_flops_ratio,
+            rows[1].kineto_flops_na.as_deref()
+        ),
+        (None, None)
+    );
+    let mut counted = profile();
+    for r in counted
+        .rows
+        .iter_mut()
+        .filter(|r| r.module == "layer.attention.qkv")
+    {
+        r.kineto_flops = 2; // 2 per instance over 2 runs: 2 per run against 4 analytic
+        r.replayed_ns = 0;
+    }
+    let rows = kinds(&counted, "decode_step", &w(), Some(&peaks()));
+    assert_eq!(rows[0].kineto_flops_ratio, Some(0.5));
+    let mut eager = profile();
+    eager.rows.iter_mut().for_each(|r| r.replayed_ns = 0);
+    let rows = kinds(&eager, "decode_step", &w(), None);
+    assert!(rows[0]
+        .kineto_flops_na
+        .as_deref()
+        .unwrap()
+        .starts_with("Kineto has no FLOP formula"));
     let sum: f64 = rows.iter().map(|r| r.share).sum();
     assert!((sum - 1.0).abs() < 1e-12);
     // No floors outside the decode step, nor without peaks.
