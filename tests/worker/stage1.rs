@@ -113,6 +113,20 @@ fn cpu_stage1_writes_every_artifact_and_a_valid_metrics_json() {
         );
     }
     assert_eq!(step.runs, 2);
+    // Kineto's own FLOP count of the projections equals their analytic FLOPs (eager on the CPU:
+    // every linear is an operator Kineto has a formula for).
+    for module in [
+        "layer.attention.qkv",
+        "layer.attention.o_proj",
+        "lm_head",
+        "layer.moe.experts_gate_up",
+    ] {
+        let k = step.kinds.iter().find(|k| k.module == module).unwrap();
+        let r = k
+            .kineto_flops_ratio
+            .unwrap_or_else(|| panic!("{module}: {:?}", k.kineto_flops_na));
+        assert!((r - 1.0).abs() < 1e-6, "{module}: Kineto ÷ analytic = {r}");
+    }
     let sum: f64 = step.kinds.iter().map(|k| k.ms_per_run).sum();
     assert!(
         (sum - step.span_ms).abs() < 1e-6 * step.span_ms,

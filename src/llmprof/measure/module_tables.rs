@@ -127,7 +127,7 @@ pub fn module_rows(
     eager: &[Option<ModulePath>],
     replay: &ReplayOwners,
 ) -> (Vec<ModuleTimeRow>, Vec<ModuleKernelRow>) {
-    let mut rows: BTreeMap<(String, String, Option<u32>), ModuleTimeRow> = BTreeMap::new();
+    let mut rows = RowMap::new();
     let mut kernels: BTreeMap<(String, String, String), ModuleKernelRow> = BTreeMap::new();
     let owners = event_modules(events, attribution, eager, replay);
     for (i, k) in events.kernels.iter().enumerate() {
@@ -162,7 +162,19 @@ pub fn module_rows(
         kr.calls += 1;
         kr.total_ns += k.duration_ns;
     }
-    // Kineto's FLOP counts, by the module scope above each counted operator.
+    add_kineto_flops(&mut rows, events, attribution);
+    (
+        rows.into_values().collect(),
+        kernels.into_values().collect(),
+    )
+}
+
+/// Rows keyed by (stage, module, layer index).
+type RowMap = BTreeMap<(String, String, Option<u32>), ModuleTimeRow>;
+
+/// Adds Kineto's FLOP counts to `rows`, by the module scope above each counted operator (rows
+/// created where an operator's module has none yet).
+fn add_kineto_flops(rows: &mut RowMap, events: &ProfileEvents, attribution: &Attribution) {
     let ops = &events.ops;
     for (i, op) in ops.iter().enumerate() {
         if op.flops == 0 || op.kind != HostKind::Op {
@@ -194,10 +206,6 @@ pub fn module_rows(
             })
             .kineto_flops += op.flops;
     }
-    (
-        rows.into_values().collect(),
-        kernels.into_values().collect(),
-    )
 }
 
 /// Rows from host time, for a pass without GPU work (a CPU run): each module scope's self time
@@ -253,7 +261,7 @@ pub fn host_module_rows(
             }
         }
     }
-    let mut rows: BTreeMap<(String, String, Option<u32>), ModuleTimeRow> = BTreeMap::new();
+    let mut rows = RowMap::new();
     let mut add = |stage: &str, module: String, index: Option<u32>, ns: u64, ops: u64| {
         let row = rows
             .entry((stage.to_string(), module.clone(), index))
@@ -285,6 +293,7 @@ pub fn host_module_rows(
             add(&ops[stage].name, OUTSIDE_MODULES.to_string(), None, rest, 0);
         }
     }
+    add_kineto_flops(&mut rows, events, attribution);
     rows.into_values().collect()
 }
 
@@ -394,12 +403,15 @@ mod tests {
             host("aten::mm", HostKind::Op, 25, 5, 5),
             host("module:lm_head", HostKind::UserScope, 70, 20, 6),
         ];
-        let events = ProfileEvents {
+        let mut events = ProfileEvents {
             ops,
             kernels: vec![],
         };
+        events.ops[4].flops = 100; // aten::mm inside the attention
         let a = Attribution::new(&events);
         let rows = host_module_rows(&events, &a, &["decode", "decode_step", "prefill"]);
+        let attention = rows.iter().find(|r| r.module == "layer.attention").unwrap();
+        assert_eq!(attention.kineto_flops, 100);
         let got: Vec<(&str, &str, Option<u32>, u64, u64)> = rows
             .iter()
             .map(|r| (&*r.stage, &*r.module, r.index, r.time_ns, r.kernels))

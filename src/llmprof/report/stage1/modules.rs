@@ -82,7 +82,7 @@ pub fn kinds(
                 ),
                 (true, false) => (
                     None,
-                    Some("Kineto has no FLOP formula for its kernels (llmprof's own kernels, grouped GEMMs)".to_string()),
+                    Some("Kineto has no FLOP formula for the operators it ran (attention, llmprof's own kernels, grouped GEMMs)".to_string()),
                 ),
             };
             ModuleKind {
