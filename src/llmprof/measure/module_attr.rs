@@ -10,21 +10,28 @@ use crate::region::{is_module_scope, ModulePath};
 
 /// For each device event of `events`: its module path, or `None` outside every module (and for
 /// annotations themselves).
+/// The innermost module scope at or above host event `op` (on `Attribution::op_parent`), as
+/// its path; `None` outside every module.
+pub fn host_module(
+    events: &ProfileEvents,
+    attribution: &Attribution,
+    op: usize,
+) -> Option<ModulePath> {
+    let ops = &events.ops;
+    let mut cur = Some(op);
+    while let Some(i) = cur {
+        if ops[i].kind == HostKind::UserScope && is_module_scope(&ops[i].name) {
+            return ModulePath::parse_scope(&ops[i].name);
+        }
+        cur = attribution.op_parent[i];
+    }
+    None
+}
+
 pub fn kernel_modules(
     events: &ProfileEvents,
     attribution: &Attribution,
 ) -> Vec<Option<ModulePath>> {
-    let ops = &events.ops;
-    let host_module = |owner: usize| -> Option<ModulePath> {
-        let mut cur = Some(owner);
-        while let Some(i) = cur {
-            if ops[i].kind == HostKind::UserScope && is_module_scope(&ops[i].name) {
-                return ModulePath::parse_scope(&ops[i].name);
-            }
-            cur = attribution.op_parent[i];
-        }
-        None
-    };
     let gpu_module = innermost_gpu_scopes(events, |k| is_module_scope(&k.name));
     events
         .kernels
@@ -35,7 +42,7 @@ pub fn kernel_modules(
                 return None;
             }
             attribution.kernel_owner[i]
-                .and_then(host_module)
+                .and_then(|owner| host_module(events, attribution, owner))
                 .or_else(|| {
                     gpu_module[i].and_then(|s| ModulePath::parse_scope(&events.kernels[s].name))
                 })

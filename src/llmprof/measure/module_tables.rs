@@ -7,6 +7,7 @@
 use super::capture_record::NodeOwner;
 use super::graph_match::{GraphMapping, ReplayOwners};
 use super::kineto_events::{HostKind, ProfileEvents};
+use super::module_attr::host_module;
 use super::op_tables::{Attribution, KernelRow};
 use super::step_timeline::StageTimeline;
 use crate::region::{is_module_scope, ModulePath};
@@ -134,17 +135,7 @@ pub fn module_rows(
         let Some((stage, module, index)) = owners[i].clone() else {
             continue;
         };
-        let row = rows
-            .entry((stage.clone(), module.clone(), index))
-            .or_insert_with(|| ModuleTimeRow {
-                stage: stage.clone(),
-                module: module.clone(),
-                index,
-                time_ns: 0,
-                kernels: 0,
-                replayed_ns: 0,
-                kineto_flops: 0,
-            });
+        let row = row_of(&mut rows, &stage, &module, index);
         row.time_ns += k.duration_ns;
         row.kernels += 1;
         if replay.replayed[i] {
@@ -172,6 +163,25 @@ pub fn module_rows(
 /// Rows keyed by (stage, module, layer index).
 type RowMap = BTreeMap<(String, String, Option<u32>), ModuleTimeRow>;
 
+/// The row of (`stage`, `module`, `index`), empty until something is added to it.
+fn row_of<'a>(
+    rows: &'a mut RowMap,
+    stage: &str,
+    module: &str,
+    index: Option<u32>,
+) -> &'a mut ModuleTimeRow {
+    rows.entry((stage.to_string(), module.to_string(), index))
+        .or_insert_with(|| ModuleTimeRow {
+            stage: stage.to_string(),
+            module: module.to_string(),
+            index,
+            time_ns: 0,
+            kernels: 0,
+            replayed_ns: 0,
+            kineto_flops: 0,
+        })
+}
+
 /// Adds Kineto's FLOP counts to `rows`, by the module scope above each counted operator (rows
 /// created where an operator's module has none yet).
 fn add_kineto_flops(rows: &mut RowMap, events: &ProfileEvents, attribution: &Attribution) {
@@ -180,31 +190,12 @@ fn add_kineto_flops(rows: &mut RowMap, events: &ProfileEvents, attribution: &Att
         if op.flops == 0 || op.kind != HostKind::Op {
             continue;
         }
-        let Some(stage) = attribution.op_scope[i].map(|s| ops[s].name.to_string()) else {
+        let Some(stage) = attribution.op_scope[i] else {
             continue;
         };
-        let mut cur = attribution.op_parent[i];
-        let mut path = None;
-        while let Some(p) = cur {
-            if ops[p].kind == HostKind::UserScope && is_module_scope(&ops[p].name) {
-                path = ModulePath::parse_scope(&ops[p].name);
-                break;
-            }
-            cur = attribution.op_parent[p];
-        }
-        let (module, index) =
-            path.map_or((OUTSIDE_MODULES.to_string(), None), |p| (p.kind, p.index));
-        rows.entry((stage.clone(), module.clone(), index))
-            .or_insert_with(|| ModuleTimeRow {
-                stage,
-                module,
-                index,
-                time_ns: 0,
-                kernels: 0,
-                replayed_ns: 0,
-                kineto_flops: 0,
-            })
-            .kineto_flops += op.flops;
+        let (module, index) = host_module(events, attribution, i)
+            .map_or((OUTSIDE_MODULES.to_string(), None), |p| (p.kind, p.index));
+        row_of(rows, &ops[stage].name, &module, index).kineto_flops += op.flops;
     }
 }
 
@@ -262,18 +253,8 @@ pub fn host_module_rows(
         }
     }
     let mut rows = RowMap::new();
-    let mut add = |stage: &str, module: String, index: Option<u32>, ns: u64, ops: u64| {
-        let row = rows
-            .entry((stage.to_string(), module.clone(), index))
-            .or_insert_with(|| ModuleTimeRow {
-                stage: stage.to_string(),
-                module,
-                index,
-                time_ns: 0,
-                kernels: 0,
-                replayed_ns: 0,
-                kineto_flops: 0,
-            });
+    let mut add = |stage: &str, module: &str, index: Option<u32>, ns: u64, ops: u64| {
+        let row = row_of(&mut rows, stage, module, index);
         row.time_ns += ns;
         row.kernels += ops;
     };
@@ -285,12 +266,12 @@ pub fn host_module_rows(
             continue;
         };
         let own = ops[i].duration_ns.saturating_sub(child_ns[i]);
-        add(&ops[stage].name, path.kind, path.index, own, op_count[i]);
+        add(&ops[stage].name, &path.kind, path.index, own, op_count[i]);
     }
     for (stage, inside) in top_level_ns.into_iter().filter(|(s, _)| is_stage(*s)) {
         let rest = ops[stage].duration_ns.saturating_sub(inside);
         if rest > 0 {
-            add(&ops[stage].name, OUTSIDE_MODULES.to_string(), None, rest, 0);
+            add(&ops[stage].name, OUTSIDE_MODULES, None, rest, 0);
         }
     }
     add_kineto_flops(&mut rows, events, attribution);

@@ -235,6 +235,16 @@ pub struct KernelRow {
     pub modules: Vec<String>,
 }
 
+/// How a table names the modules of a kernel row: the one with the most time, and `+N` for the
+/// others; `None` without any.
+pub fn modules_label(modules: &[String]) -> Option<String> {
+    match modules {
+        [] => None,
+        [one] => Some(one.clone()),
+        [first, rest @ ..] => Some(format!("{first} +{}", rest.len())),
+    }
+}
+
 /// Operator table (user scopes excluded: they are stages), sorted by self CUDA time, then
 /// total CPU time, then name.
 pub fn operator_table(events: &ProfileEvents, attribution: &Attribution) -> Vec<OperatorRow> {

@@ -58,6 +58,29 @@ fn replays(events: &ProfileEvents, a: &Attribution) -> Vec<Vec<usize>> {
     v
 }
 
+/// A node of `kind` named `name` after `deps`, owned by `module` (and `region`) when given.
+fn node(
+    kind: NodeKind,
+    name: &str,
+    deps: Vec<u32>,
+    module: Option<&str>,
+    region: Option<&str>,
+) -> GraphNode {
+    GraphNode {
+        kind,
+        name: name.into(),
+        mangled: String::new(),
+        deps,
+        owner: NodeOwner {
+            region: region.map(Into::into),
+            module: module.map(|m| ModulePath {
+                kind: m.into(),
+                index: None,
+            }),
+        },
+    }
+}
+
 /// A chain record of `events` (each node depends on the one before), node i owned by module
 /// `m{i}`.
 fn chain_record(k: &[&KernelRecord]) -> CaptureRecord {
@@ -67,18 +90,10 @@ fn chain_record(k: &[&KernelRecord]) -> CaptureRecord {
         nodes: k
             .iter()
             .enumerate()
-            .map(|(i, e)| GraphNode {
-                kind: node_kind_of(e.kind).unwrap(),
-                name: e.name.to_string(),
-                mangled: String::new(),
-                deps: if i == 0 { vec![] } else { vec![i as u32 - 1] },
-                owner: NodeOwner {
-                    region: None,
-                    module: Some(ModulePath {
-                        kind: format!("m{i}"),
-                        index: None,
-                    }),
-                },
+            .map(|(i, e)| {
+                let deps = if i == 0 { vec![] } else { vec![i as u32 - 1] };
+                let m = format!("m{i}");
+                node(node_kind_of(e.kind).unwrap(), &e.name, deps, Some(&m), None)
             })
             .collect(),
         error: None,
@@ -176,14 +191,9 @@ fn a_node_the_trace_lacks_is_counted_missing_and_a_graph_without_record_unmatche
 fn untraced_copies_are_skipped_and_counted_not_failed() {
     let (events, a, _, mut record) = setup();
     // A memset between nodes 10 and 11 that no trace event shows.
-    let memset = GraphNode {
-        kind: NodeKind::Memset,
-        name: String::new(),
-        mangled: String::new(),
-        deps: vec![10],
-        owner: NodeOwner::default(),
-    };
-    record.nodes.push(memset);
+    record
+        .nodes
+        .push(node(NodeKind::Memset, "", vec![10], None, None));
     record.nodes[11].deps = vec![218];
     let got = match_replays(&events, &a, &BTreeMap::from([(5, record)]));
     let m = &got.mapping;
@@ -196,18 +206,8 @@ fn untraced_copies_are_skipped_and_counted_not_failed() {
 #[test]
 fn two_branches_interleaved_in_time_match_by_name_and_readiness() {
     // Node 0 forks into branches a (1 → 2) and b (3), joined by 4. The trace shows a1, b, a2, join.
-    let node = |name: &str, deps: Vec<u32>, m: &str| GraphNode {
-        kind: NodeKind::Kernel,
-        name: name.into(),
-        mangled: String::new(),
-        deps,
-        owner: NodeOwner {
-            region: Some("sam".into()),
-            module: Some(ModulePath {
-                kind: m.into(),
-                index: None,
-            }),
-        },
+    let node = |name: &str, deps: Vec<u32>, m: &str| {
+        node(NodeKind::Kernel, name, deps, Some(m), Some("sam"))
     };
     let record = CaptureRecord {
         serial: 9,
@@ -302,26 +302,8 @@ fn replayed_work_linked_to_the_replay_op_itself_matches_the_same() {
 fn memsets_take_the_first_free_node_of_their_kind_and_never_hold_kernels_back() {
     // k0 → memset → k1, and a second memset; the trace shows the memsets first, then the kernels.
     // A third memset event has no node left: a mismatch at its position.
-    let kernel_node = |name: &str, deps: Vec<u32>| GraphNode {
-        kind: NodeKind::Kernel,
-        name: name.into(),
-        mangled: String::new(),
-        deps,
-        owner: NodeOwner::default(),
-    };
-    let memset_node = |deps: Vec<u32>, m: &str| GraphNode {
-        kind: NodeKind::Memset,
-        name: String::new(),
-        mangled: String::new(),
-        deps,
-        owner: NodeOwner {
-            region: None,
-            module: Some(ModulePath {
-                kind: m.into(),
-                index: None,
-            }),
-        },
-    };
+    let kernel_node = |name: &str, deps: Vec<u32>| node(NodeKind::Kernel, name, deps, None, None);
+    let memset_node = |deps: Vec<u32>, m: &str| node(NodeKind::Memset, "", deps, Some(m), None);
     let record = CaptureRecord {
         serial: 2,
         label: "g".into(),
@@ -375,19 +357,8 @@ fn two_streams_launching_one_kernel_name_keep_their_own_chains() {
     // fork → a: x → wide; fork → b: x → narrow; join. Stream 8 (b) runs its `x` first, before
     // stream 7's: taking the lowest ready `x` (a's) would leave b's `narrow` waiting on a node
     // never matched. The next kernel on the event's stream tells the two apart.
-    let node = |name: &str, deps: Vec<u32>, m: &str| GraphNode {
-        kind: NodeKind::Kernel,
-        name: name.into(),
-        mangled: String::new(),
-        deps,
-        owner: NodeOwner {
-            region: None,
-            module: Some(ModulePath {
-                kind: m.into(),
-                index: None,
-            }),
-        },
-    };
+    let node =
+        |name: &str, deps: Vec<u32>, m: &str| node(NodeKind::Kernel, name, deps, Some(m), None);
     let record = CaptureRecord {
         serial: 3,
         label: "lanes".into(),

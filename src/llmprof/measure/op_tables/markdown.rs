@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::{kernel_table, operator_table, Attribution, KernelRow, OperatorRow};
+use super::{kernel_table, modules_label, operator_table, Attribution, KernelRow, OperatorRow};
 use crate::measure::kernel_names::distinct_short_names;
 use crate::measure::kineto_events::ProfileEvents;
 
@@ -66,11 +66,10 @@ pub fn render_kernels_md(rows: &[KernelRow]) -> String {
     });
     let names = distinct_short_names(rows.iter().map(|r| r.name.as_str()));
     for (r, name) in rows.iter().zip(&names) {
-        let module = match (with_modules, r.modules.len()) {
+        let module = match (with_modules, modules_label(&r.modules)) {
             (false, _) => String::new(),
-            (true, 0) => " — |".to_string(),
-            (true, 1) => format!(" {} |", cell(&r.modules[0])),
-            (true, n) => format!(" {} +{} |", cell(&r.modules[0]), n - 1),
+            (true, None) => " — |".to_string(),
+            (true, Some(m)) => format!(" {} |", cell(&m)),
         };
         let _ = writeln!(
             out,

@@ -4,6 +4,7 @@ use super::load::RunArtifacts;
 use super::page::{no_data, Section};
 use super::table::{num, text, Cell, Table};
 use crate::measure::kernel_names::{distinct_short_names, short_name};
+use crate::measure::op_tables::modules_label;
 
 pub fn section(a: &RunArtifacts) -> Section {
     let title = "Top operators and kernels";
@@ -60,11 +61,7 @@ pub fn section(a: &RunArtifacts) -> Section {
             );
             let names = distinct_short_names(rows.iter().map(|r| r.name.as_str()));
             for (r, name) in rows.iter().zip(names) {
-                let module = match r.modules.len() {
-                    0 => String::new(),
-                    1 => r.modules[0].clone(),
-                    n => format!("{} +{}", r.modules[0], n - 1),
-                };
+                let module = modules_label(&r.modules).unwrap_or_default();
                 t.push(vec![
                     Cell::named(name, r.name.clone()),
                     Cell::text(r.stage.clone().unwrap_or_default()),

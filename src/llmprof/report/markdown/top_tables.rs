@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::measure::kernel_names::distinct_short_names;
+use crate::measure::op_tables::modules_label;
 use crate::report::metrics::{KinetoInfo, RunReport, TopRow};
 
 /// Both sections, for a report with a Kineto pass.
@@ -88,11 +89,10 @@ fn top_kernels(s: &mut String, rows: &[TopRow]) {
         );
         let names = distinct_short_names(rows.iter().map(|r| r.name.as_str()));
         for (r, name) in rows.iter().zip(&names) {
-            let module = match (with_modules, r.modules.len()) {
+            let module = match (with_modules, modules_label(&r.modules)) {
                 (false, _) => String::new(),
-                (true, 0) => " — |".into(),
-                (true, 1) => format!(" {} |", cell(&r.modules[0])),
-                (true, n) => format!(" {} +{} |", cell(&r.modules[0]), n - 1),
+                (true, None) => " — |".into(),
+                (true, Some(m)) => format!(" {} |", cell(&m)),
             };
             let _ = writeln!(
                 s,

@@ -257,9 +257,7 @@ impl DeepseekOcr {
     ) -> Result<Tensor> {
         let dec = self.decoder()?;
         let _s = obs.enter(DECODE_STEP);
-        let emb = dec.embed(&tokens.f_view([-1, 1])?, obs)?; // (b, 1, H)
-        let hidden = dec.forward(&emb, cache, obs)?; // (b, 1, H)
-        dec.logits(&hidden.f_squeeze_dim(1)?, obs) // (b, vocab)
+        dec.step_logits(tokens, cache, obs)
     }
 
     /// One decode step at the cache's device-side slot counter over the first `window` slots
@@ -272,10 +270,8 @@ impl DeepseekOcr {
         window: i64,
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
-        let dec = self.decoder()?;
-        let emb = dec.embed(&tokens.f_view([-1, 1])?, obs)?; // (b, 1, H)
-        let hidden = dec.forward_device_step(&emb, (cache, window), obs)?; // (b, 1, H)
-        dec.logits(&hidden.f_squeeze_dim(1)?, obs) // (b, vocab)
+        self.decoder()?
+            .device_step_logits(tokens, (cache, window), obs)
     }
 }
 

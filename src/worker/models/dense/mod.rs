@@ -126,9 +126,7 @@ impl CausalLm for DenseLm {
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
         let _s = obs.enter(DECODE_STEP);
-        let emb = self.decoder.embed(&tokens.f_view([-1, 1])?, obs)?;
-        let hidden = self.decoder.forward(&emb, cache, obs)?;
-        self.last_logits(&hidden, obs)
+        self.decoder.step_logits(tokens, cache, obs)
     }
 
     fn decode_step_device(
@@ -138,11 +136,8 @@ impl CausalLm for DenseLm {
         window: i64,
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
-        let emb = self.decoder.embed(&tokens.f_view([-1, 1])?, obs)?;
-        let hidden = self
-            .decoder
-            .forward_device_step(&emb, (cache, window), obs)?;
-        self.last_logits(&hidden, obs)
+        self.decoder
+            .device_step_logits(tokens, (cache, window), obs)
     }
 
     /// Left-padded prompts into an empty cache (pad = EOS; padded keys are masked).

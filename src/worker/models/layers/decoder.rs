@@ -312,6 +312,32 @@ impl Decoder {
         Ok(out)
     }
 
+    /// One decode step: tokens [B] (int64, on the device) → fp32 logits [B, vocab], writing
+    /// the step's K/V into `cache` and advancing it.
+    pub fn step_logits(
+        &self,
+        tokens: &Tensor,
+        cache: &mut KvCache,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let emb = self.embed(&tokens.f_view([-1, 1])?, obs)?; // (b, 1, H)
+        let hidden = self.forward(&emb, cache, obs)?;
+        self.logits(&hidden.f_squeeze_dim(1)?, obs)
+    }
+
+    /// [`Decoder::step_logits`] as the fixed-shape step at the cache's device-side counter over
+    /// `window` slots ([`Decoder::forward_device_step`]): capturable.
+    pub fn device_step_logits(
+        &self,
+        tokens: &Tensor,
+        (cache, window): (&KvCache, i64),
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let emb = self.embed(&tokens.f_view([-1, 1])?, obs)?; // (b, 1, H)
+        let hidden = self.forward_device_step(&emb, (cache, window), obs)?;
+        self.logits(&hidden.f_squeeze_dim(1)?, obs)
+    }
+
     /// hidden [..., H] → fp32 logits [..., vocab], as the module `lm_head`.
     pub fn logits(&self, hidden: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         let _m = obs.enter_module(LM_HEAD, None);
