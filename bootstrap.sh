@@ -28,6 +28,18 @@ CUDA_NVCC="nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-cccl==13.0
 # CUTLASS's C++ headers (the wheel carries them under cutlass_library/source) for the Hopper GEMMs.
 CUTLASS=nvidia-cutlass==4.2.0.0
 
+# 0. Disk: torch's wheel unpacks to ~5 GiB in .venv and the release build takes ~3 GiB in target/.
+#    A full disk would stop pip or cargo half-way with "No space left on device"; say so first.
+need_gib=4
+[ -z "${LIBTORCH:-}" ] && [ ! -x "$ROOT/.venv/bin/python" ] && need_gib=10
+free_gib=$(( $(df -Pk "$ROOT" | awk 'NR==2 {print $4}') / 1048576 ))
+if [ "$free_gib" -lt "$need_gib" ]; then
+  echo "bootstrap.sh: only ${free_gib} GiB free on the disk of $ROOT; setup needs about ${need_gib} GiB" \
+    "(torch ~5 GiB in .venv, the release build ~3 GiB in target/). Free space (old target/ folders," \
+    "pip's cache: python3 -m pip cache purge) and run it again." >&2
+  exit 1
+fi
+
 # 1. System packages: a font for plot labels, binutils for checks, g++ for the shim and tch's
 #    wrappers, libzstd-dev + pkg-config so that zstd-sys links Debian's zstd (.cargo/config.toml).
 #    (No libclang: NVTX comes through the shim, nothing runs bindgen.)
@@ -99,7 +111,8 @@ else
     trap 'kill "$build_pid" 2>/dev/null || true' EXIT
     trap 'exit 130' INT TERM
     say "pip install torch==$TORCH_VERSION"
-    "$PY" -m pip install -q "torch==$TORCH_VERSION"
+    # No copy of the wheels in pip's cache: they would double the ~5 GiB this step writes.
+    "$PY" -m pip install -q --no-cache-dir "torch==$TORCH_VERSION"
   fi
   # After torch: installed with --no-deps for its headers only, CUTLASS's Python package would make
   # pip's check during the torch install list its unmet requirements. The worker's build script,

@@ -11,7 +11,9 @@ use tch::{Device, Kind, Tensor};
 static PROFILER: Mutex<()> = Mutex::new(());
 
 fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("llmprof-{name}-{}", std::process::id()));
+    let root = std::env::temp_dir();
+    crate::support::remove_ended(&root, &format!("llmprof-{name}"));
+    let dir = root.join(format!("llmprof-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
 }
