@@ -145,6 +145,23 @@ fn wrong_value_types_and_ranges_name_the_key() {
         ],
     );
     assert!(err.contains("at most 10000000 per run"), "{err}");
+    // ncu's module selection names modules the model has, checked before any child runs.
+    let err = fails(
+        "bad-ncu-module",
+        &[
+            "stage2",
+            "pipeline.ncu.enable=true",
+            "pipeline.ncu.modules=[layer.attention.core,layer.atention]",
+        ],
+    );
+    assert!(
+        err.contains("pipeline.ncu.modules: 'layer.atention' is not a module of this model"),
+        "{err}"
+    );
+    assert!(
+        err.contains("layer.attention.core") && err.contains("lm_head"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -7,6 +7,7 @@ use crate::measure::op_tables::KernelRow;
 use crate::nsight::{self, ncu, nsys};
 use crate::region::{Region, RegionTree};
 use crate::report::artifacts;
+use crate::roofline::KernelOps;
 use crate::spec::{NcuClockControl, RunSpec};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -24,21 +25,6 @@ pub struct Stage2<'a> {
     kernels_seen: usize,
 }
 
-/// Kernel names for ncu: the function name without namespace, template or parameters, which is
-/// what `--kernel-name-base function` matches (e.g. `indexSelectSmallIndex`).
-pub fn kernel_base_name(full: &str) -> String {
-    // Kineto reports kernels it could not demangle (deep CUTLASS templates such as
-    // torch._grouped_mm's) mangled, while ncu matches demangled function names.
-    let full = crate::measure::kernel_names::demangled(full);
-    let s = full
-        .trim_start_matches("void ")
-        .replace("(anonymous namespace)", "");
-    // The demangler ends a name it stopped reading with `…`.
-    let cut = s.find(['<', '(', '…']).unwrap_or(s.len());
-    let head = s[..cut].trim_end_matches("::");
-    head.rsplit("::").next().unwrap_or(head).trim().to_string()
-}
-
 /// `regex:` value matching one kernel base name, tolerant of namespaces and template suffixes.
 pub fn kernel_regex(base: &str) -> String {
     format!("^(.*::)?{}(<.*)?$", regex::escape(base))
@@ -53,7 +39,7 @@ pub fn top_k_names(rows: &[(String, f64)], k: usize) -> Vec<String> {
         if name.starts_with("Memcpy") || name.starts_with("Memset") {
             continue;
         }
-        let base = kernel_base_name(name);
+        let base = crate::measure::kernel_names::base_name(name);
         if !base.is_empty() && !out.contains(&base) {
             out.push(base);
         }
@@ -158,11 +144,13 @@ impl<'a> Stage2<'a> {
             let result = nsight::find_tool_configured("ncu", settings.tool_path("ncu"))
                 .map_err(anyhow::Error::from)
                 .and_then(|tool| {
+                    let stage1 = self.stage1_kernels()?;
+                    // nsys's totals choose the kernels unless modules do (nsys knows none).
                     let rows = match hot.take() {
-                        Some(rows) => rows,
-                        None => self.kineto_kernels()?,
+                        Some(rows) if p.ncu.modules.is_empty() => rows,
+                        _ => stage1.rows,
                     };
-                    self.run_ncu(&tool, &rows)
+                    self.run_ncu(&tool, &rows, &stage1.ops)
                 });
             match result {
                 Ok(()) => ran += 1,
@@ -232,9 +220,11 @@ impl<'a> Stage2<'a> {
             .collect())
     }
 
-    /// Without nsys: one child stage1 with the Kineto pass on; its kernel table (kernels.json),
-    /// restricted to the NVTX range ncu will filter on.
-    fn kineto_kernels(&mut self) -> Result<Vec<(String, f64)>> {
+    /// One child stage1 with the Kineto pass on: its kernel table (kernels.json) restricted to
+    /// the NVTX range ncu will filter on and to `pipeline.ncu.modules`, and its module
+    /// attribution (measurements.json), which names each profiled kernel's module and gives
+    /// the useful FLOPs of those whose module's FLOPs are theirs alone.
+    fn stage1_kernels(&mut self) -> Result<Stage1Kernels> {
         let dir = self.run_dir.join("kineto");
         let child = self.child(
             &dir,
@@ -249,7 +239,7 @@ impl<'a> Stage2<'a> {
         self.exec(
             &exe,
             &child[1..],
-            "stage1 with the Kineto pass (kernel selection)",
+            "stage1 with the Kineto pass (kernel selection and modules)",
         )?;
         let path = dir.join(artifacts::KERNELS_JSON);
         let text = std::fs::read_to_string(&path)
@@ -259,18 +249,58 @@ impl<'a> Stage2<'a> {
         self.kernels_seen = rows.len();
         let regions = self.spec.model.family.regions();
         let within = self.nvtx_region(&regions);
-        Ok(rows
+        let inside = |stage: &str| match within {
+            None => true,
+            Some(outer) => regions
+                .find(stage)
+                .is_some_and(|s| regions.is_within(s, outer)),
+        };
+        let rows: Vec<KernelRow> = rows
             .into_iter()
-            .filter(|r| match within {
-                None => true,
-                Some(outer) => r
-                    .stage
-                    .as_deref()
-                    .and_then(|s| regions.find(s))
-                    .is_some_and(|s| regions.is_within(s, outer)),
-            })
-            .map(|r| (r.name, r.total_ns as f64))
-            .collect())
+            .filter(|r| r.stage.as_deref().is_some_and(inside) || within.is_none())
+            .collect();
+        let wanted = &self.spec.pipeline.ncu.modules;
+        let chosen: Vec<(String, f64)> = rows
+            .iter()
+            .filter(|r| wanted.is_empty() || r.modules.iter().any(|m| module_within(m, wanted)))
+            .map(|r| (r.name.clone(), r.total_ns as f64))
+            .collect();
+        if chosen.is_empty() && !wanted.is_empty() {
+            let mut seen: Vec<&str> = rows
+                .iter()
+                .flat_map(|r| r.modules.iter().map(String::as_str))
+                .collect();
+            seen.sort_unstable();
+            seen.dedup();
+            bail!(
+                "pipeline.ncu.modules={wanted:?}: no kernel of {} ran in those modules; the modules that ran kernels there are: {}",
+                self.spec.pipeline.ncu.nvtx_include.as_deref().unwrap_or("the run"),
+                if seen.is_empty() { "none (no module attribution in this run)".to_string() } else { seen.join(", ") }
+            );
+        }
+        let measured = crate::report::measurements::Stage1Measurements::read(
+            &dir.join(crate::run_files::MEASUREMENTS_JSON),
+        )?;
+        let ops = match measured.kineto {
+            Some(k) => match k.modules {
+                Some(profile) => {
+                    let stages: Vec<&str> = profile
+                        .stage_runs
+                        .keys()
+                        .map(String::as_str)
+                        .filter(|s| inside(s))
+                        .collect();
+                    crate::roofline::module_flops::kernel_ops(
+                        &profile,
+                        &k.decode_step_modules,
+                        &stages,
+                    )
+                }
+                None => KernelOps::default(),
+            },
+            None => KernelOps::default(),
+        };
+        Ok(Stage1Kernels { rows: chosen, ops })
     }
 
     /// The region `pipeline.ncu.nvtx_include` names, when it is one of the model's regions (any
@@ -282,7 +312,7 @@ impl<'a> Stage2<'a> {
 
     /// One ncu child per top-K kernel (exact selection: a single run with a combined filter
     /// would spend its launch budget on the most frequent kernel), then the roofline.
-    fn run_ncu(&mut self, ncu_bin: &Path, hot: &[(String, f64)]) -> Result<()> {
+    fn run_ncu(&mut self, ncu_bin: &Path, hot: &[(String, f64)], ops: &KernelOps) -> Result<()> {
         let c = &self.spec.pipeline.ncu;
         let names = top_k_names(hot, c.top_k as usize);
         if names.is_empty() {
@@ -377,15 +407,8 @@ impl<'a> Stage2<'a> {
         if !empty.is_empty() {
             tracing::warn!("ncu profiled nothing for: {}", empty.join(", "));
         }
-        // Decode-step kernels that read one of the model's weights map to that linear layer, so
-        // the report shows its useful (analytic) FLOPs beside ncu's executed ones.
-        let useful = crate::roofline::useful::decode_linears_by_weight(
-            &self.spec.model.arch.decode_linears(),
-            u64::from(self.spec.runtime.batch_size),
-            self.spec.model.dtype.gpu_bytes(),
-            crate::region::DECODE_STEP.nvtx_name(),
-        );
-        let analysis = ncu::analysis::ncu_roofline_with(&dir, None, &useful)?;
+        // Each kernel's module and, where exact, its useful FLOPs come from stage 1 (#41).
+        let analysis = ncu::analysis::ncu_roofline_with(&dir, None, ops)?;
         std::fs::write(
             self.run_dir.join(artifacts::ROOFLINE_MD),
             crate::roofline::markdown::render(&analysis.roofline),
@@ -403,6 +426,23 @@ impl<'a> Stage2<'a> {
         }
         Ok(())
     }
+}
+
+/// What the Kineto child of stage 2 gives: the kernels to choose from (name, GPU ns) and what
+/// stage 1 knows of each.
+struct Stage1Kernels {
+    rows: Vec<(String, f64)>,
+    ops: KernelOps,
+}
+
+/// `module` is one of `wanted` or inside one (`layer.attention` holds `layer.attention.core`).
+fn module_within(module: &str, wanted: &[String]) -> bool {
+    wanted.iter().any(|w| {
+        module == w
+            || module
+                .strip_prefix(w.as_str())
+                .is_some_and(|rest| rest.starts_with('.'))
+    })
 }
 
 fn sanitize(name: &str) -> String {
@@ -434,25 +474,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kernel_base_names_drop_namespaces_templates_and_parameters() {
-        assert_eq!(
-            kernel_base_name("void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, long, unsigned int, 2, 2, -2>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, int)"),
-            "indexSelectSmallIndex"
-        );
-        assert_eq!(
-            kernel_base_name("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"),
-            "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"
-        );
-        assert_eq!(
-            kernel_base_name("void at::native::elementwise_kernel<128, 4, F>(int, F)"),
-            "elementwise_kernel"
-        );
-        // Kineto leaves deep CUTLASS templates (torch._grouped_mm's kernel) mangled.
-        assert_eq!(
-            kernel_base_name("_ZN7cutlass13device_kernelIN2at4cuda6detail25enable_3x_kernel_for_sm9xINS_4gemm6kernelEEEEvNT_6ParamsE"),
-            "device_kernel"
-        );
-        assert_eq!(kernel_base_name("_ZN3foo"), "foo");
+    fn a_module_path_selects_the_modules_inside_it() {
+        let wanted = ["layer.attention".to_string(), "lm_head".to_string()];
+        assert!(module_within("layer.attention.core", &wanted));
+        assert!(module_within("layer.attention", &wanted));
+        assert!(module_within("lm_head", &wanted));
+        assert!(!module_within("layer.attentions", &wanted));
+        assert!(!module_within("layer.mlp.down", &wanted));
     }
 
     #[test]

@@ -12,13 +12,28 @@ mod mangled;
 /// Width of a short name in the tables of a run directory.
 pub const MAX_CHARS: usize = 80;
 
-/// [`short_name_within`] at [`MAX_CHARS`].
 /// `full` written as C++ where it is an Itanium-mangled name (`_ZN7cutlass13device_kernelI…` →
 /// `cutlass::device_kernel<…>`), else `full` unchanged.
 pub fn demangled(full: &str) -> String {
     mangled::demangle_head(full).unwrap_or_else(|| full.to_string())
 }
 
+/// Kernel names for ncu: the function name without namespace, template or parameters, which is
+/// what `--kernel-name-base function` matches (e.g. `indexSelectSmallIndex`).
+pub fn base_name(full: &str) -> String {
+    // Kineto reports kernels it could not demangle (deep CUTLASS templates such as
+    // torch._grouped_mm's) mangled, while ncu matches demangled function names.
+    let full = demangled(full);
+    let s = full
+        .trim_start_matches("void ")
+        .replace("(anonymous namespace)", "");
+    // The demangler ends a name it stopped reading with `…`.
+    let cut = s.find(['<', '(', '…']).unwrap_or(s.len());
+    let head = s[..cut].trim_end_matches("::");
+    head.rsplit("::").next().unwrap_or(head).trim().to_string()
+}
+
+/// [`short_name_within`] at [`MAX_CHARS`].
 pub fn short_name(full: &str) -> String {
     short_name_within(full, MAX_CHARS)
 }

@@ -140,23 +140,6 @@ impl Arch {
         }
     }
 
-    /// The linear layers one decode step runs (weights `in × out`, fused forms listed too), for
-    /// mapping profiled kernels to their useful FLOPs.
-    pub fn decode_linears(&self) -> Vec<crate::roofline::useful::LinearShape> {
-        match self {
-            Arch::DeepseekOcr(a) => deepseek_ocr::analytic::decode_linears(a),
-            Arch::DenseDecoder(a) => {
-                super::linears::decoder_linears(&super::linears::DecoderWidths {
-                    hidden: a.hidden_size as u64,
-                    q: (a.num_attention_heads * a.head_dim) as u64,
-                    kv: (a.num_key_value_heads * a.head_dim) as u64,
-                    mlps: vec![("mlp", a.intermediate_size as u64)],
-                    vocab: a.vocab_size as u64,
-                })
-            }
-        }
-    }
-
     /// `model.preprocess` against this architecture (a family without page preprocessing takes
     /// any: the spec rejects it for families that need it).
     pub fn check_preprocess(&self, p: &deepseek_ocr::PreprocessSpec) -> Result<(), String> {

@@ -7,7 +7,6 @@ pub mod dense;
 mod family;
 mod generate;
 mod interface;
-pub mod linears;
 pub mod module_work;
 pub mod tokenizer;
 

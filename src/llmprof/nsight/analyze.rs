@@ -11,8 +11,7 @@ use serde_json::json;
 
 use super::csv_input::{list_csv_files, rel};
 pub use super::ncu::analysis::{
-    analyze_ncu, analyze_ncu_with, cuda_clock_rate_mhz, gpu_props_from_record, ncu_roofline,
-    NcuAnalysis,
+    analyze_ncu, cuda_clock_rate_mhz, gpu_props_from_record, ncu_roofline, NcuAnalysis,
 };
 use super::nsys::command::{stats_args, stats_output_path};
 use super::nsys::parse::{parse_report, Error as NsysError, Report, ReportKind};

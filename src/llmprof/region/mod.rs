@@ -86,6 +86,26 @@ impl RegionTree {
         self.modules.iter().flat_map(|l| l.iter().copied())
     }
 
+    /// Every module's path (`layer.attention.qkv`), parents before children.
+    pub fn module_paths(&self) -> Vec<String> {
+        let all: Vec<Module> = self.modules().collect();
+        all.iter()
+            .map(|m| {
+                let mut names = vec![m.name()];
+                let mut parent = m.parent_name();
+                while let Some(p) = parent {
+                    names.push(p);
+                    parent = all
+                        .iter()
+                        .find(|x| x.name() == p)
+                        .and_then(|x| x.parent_name());
+                }
+                names.reverse();
+                names.join(".")
+            })
+            .collect()
+    }
+
     pub fn find(&self, name: &str) -> Option<Region> {
         self.regions.iter().copied().find(|r| r.name == name)
     }

@@ -29,6 +29,11 @@ pub struct KernelPoint {
     pub useful_flops: Option<f64>,
     /// That op's name (e.g. "lm_head").
     pub useful_op: Option<String>,
+    /// The modules stage 1's attribution saw launch this kernel, most time first (empty when
+    /// unknown: `llmprof analyze ncu` on foreign exports).
+    pub modules: Vec<String>,
+    /// Why a kernel with known modules has no useful FLOPs.
+    pub useful_why_not: Option<String>,
     /// Dominant precision; `None` when the kernel did no floating-point work (copies, casts).
     pub precision: Option<Precision>,
     pub sm_pct: Option<f64>,
@@ -281,6 +286,8 @@ mod tests {
             dram_bytes: ai.map(|ai| 1.0 / ai),
             useful_flops: None,
             useful_op: None,
+            modules: Vec::new(),
+            useful_why_not: None,
             precision: prec,
             sm_pct: Some(sm),
             dram_pct: Some(dram),

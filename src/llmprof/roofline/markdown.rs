@@ -67,9 +67,9 @@ pub fn render(report: &RooflineReport) -> String {
             );
         }
     }
-    out.push_str("Executed FLOPs are ncu's counts: tensor-pipe ops include tile padding (a batch-1 GEMV on an n=8 tile executes 8× its math). Useful FLOP/B is the model's analytic FLOPs of the op per DRAM byte, where a kernel maps to one.\n\n");
-    out.push_str("| kernel | stage | precision | executed FLOPs | time (µs) | executed FLOP/B | useful FLOP/B | ridge | SM MHz | DRAM MHz | SM % | DRAM % | bound | why |\n");
-    out.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+    out.push_str("Executed FLOPs are ncu's counts: tensor-pipe ops include tile padding (a batch-1 GEMV on an n=8 tile executes 8× its math). Useful FLOP/B is the analytic FLOPs of the kernel's module per DRAM byte, where stage 1's module attribution gives the kernel one module whose FLOPs are its alone (docs/modules.md).\n\n");
+    out.push_str("| kernel | stage | module | precision | executed FLOPs | time (µs) | executed FLOP/B | useful FLOP/B | ridge | SM MHz | DRAM MHz | SM % | DRAM % | bound | why |\n");
+    out.push_str("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
     for r in &report.rows {
         let p = &r.point;
         let b = &r.bound;
@@ -80,9 +80,12 @@ pub fn render(report: &RooflineReport) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {useful} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {useful} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&short_name_within(&p.name, 60)),
             cell(p.stage.as_deref().unwrap_or("—")),
+            cell(
+                &crate::measure::op_tables::modules_label(&p.modules).unwrap_or_else(|| "—".into())
+            ),
             p.precision.map(|x| x.name()).unwrap_or("—"),
             sci(p.executed_flops),
             num(p.duration_ns.map(|ns| ns / 1e3), 2),
@@ -95,6 +98,23 @@ pub fn render(report: &RooflineReport) -> String {
             b.class.label(),
             cell(&b.reason),
         );
+    }
+    let why_not: Vec<String> = report
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let why = r.point.useful_why_not.as_deref()?;
+            Some(format!(
+                "- {}: {why}\n",
+                cell(&short_name_within(&r.point.name, 60))
+            ))
+        })
+        .collect();
+    if !why_not.is_empty() {
+        out.push_str("\nNo useful FLOPs for:\n\n");
+        for line in why_not {
+            out.push_str(&line);
+        }
     }
     out.push_str("\n### GPU time by bound\n\n| bound | kernels | time (µs) | share |\n|---|---:|---:|---:|\n");
     for s in &report.summary {

@@ -4,11 +4,13 @@
 
 pub mod classify;
 pub mod markdown;
+pub mod module_flops;
 pub mod plot;
 pub mod precision;
 pub mod useful;
 
 pub use classify::{classify, Bound, BoundClass, KernelPoint, Roofs, Thresholds};
+pub use module_flops::KernelOps;
 pub use useful::UsefulFlops;
 
 use serde::Serialize;
@@ -153,6 +155,8 @@ mod tests {
             dram_bytes: Some(1e6),
             useful_flops: None,
             useful_op: None,
+            modules: Vec::new(),
+            useful_why_not: None,
             precision: None,
             sm_pct: Some(80.0),
             dram_pct: Some(80.0),

@@ -419,6 +419,8 @@ mod tests {
             dram_bytes: Some(if ai > 0.0 { flops / ai } else { 0.0 }),
             useful_flops: None,
             useful_op: None,
+            modules: Vec::new(),
+            useful_why_not: None,
             sm_clock_mhz: None,
             dram_clock_mhz: None,
             precision: Some(if ai > 10.0 {

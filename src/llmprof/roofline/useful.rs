@@ -3,17 +3,13 @@
 //! n=8 tile executes 2.66 GFLOP where its math is 2 × 1280 × 129280 = 0.33 GFLOP), so where a
 //! kernel maps to a model op, reports show both intensities.
 //!
-//! Two ways to map a launch to an op: its kernel name (a regex, GPU-specific), or what it read:
-//! in a decode step a linear layer streams its weight from DRAM once, so a kernel that executes
-//! FLOPs and reads between 0.98× and 1.10× of one weight's bytes computes that linear layer (rows
-//! × in × out multiply-adds). Linears of equal weight size have equal FLOPs, so an ambiguous size
-//! still gives the right FLOPs; the op is then named by all candidates (`q_proj|o_proj`).
+//! A launch maps to an op by its kernel name: a regex (a user's own rule), or the base name of a
+//! kernel stage 1's module attribution saw launched by that module ([`super::module_flops`]).
+//! Where one kernel serves several linear modules of different sizes, the bytes it read pick
+//! among those modules only: a kernel never borrows the FLOPs of a module that did not launch it.
 
 use regex::Regex;
 
-/// Weights below this size are not matched by bytes read: activations and caches then make up
-/// a large share of a kernel's traffic.
-const MIN_WEIGHT_BYTES: f64 = 1024.0 * 1024.0;
 /// Bytes read per weight byte that still count as "read the weight once".
 const READ_RATIO: (f64, f64) = (0.98, 1.10);
 
@@ -22,15 +18,20 @@ const READ_RATIO: (f64, f64) = (0.98, 1.10);
 pub enum KernelMatch {
     /// Its kernel name as ncu prints it (demangled).
     Name(Regex),
-    /// It executed FLOPs and read about this many DRAM bytes (one weight, streamed once).
-    WeightRead { weight_bytes: f64 },
+    /// Its base name ([`crate::measure::kernel_names::base_name`]) and, when `weight_bytes` is
+    /// given, a launch that executed FLOPs and read about that many DRAM bytes (the module's
+    /// weight, streamed once).
+    Base {
+        base: String,
+        weight_bytes: Option<f64>,
+    },
 }
 
 /// One kernel → op mapping: launches recognised by `kernel` (and, when given, whose innermost
 /// NVTX range is `nvtx_range`) compute `op`, worth `flops_per_launch` analytic FLOPs.
 #[derive(Debug, Clone)]
 pub struct UsefulFlops {
-    /// The model op ("lm_head").
+    /// The model op (`lm_head`, `layer.attention.qkv`).
     pub op: String,
     pub kernel: KernelMatch,
     pub nvtx_range: Option<String>,
@@ -45,14 +46,6 @@ pub struct Launch<'a> {
     pub stage: Option<&'a str>,
     pub dram_read_bytes: Option<f64>,
     pub executed_flops: Option<f64>,
-}
-
-/// A linear layer of a model: `in_features × out_features` weight (the model declares these).
-#[derive(Debug, Clone, PartialEq)]
-pub struct LinearShape {
-    pub op: String,
-    pub in_features: u64,
-    pub out_features: u64,
 }
 
 impl UsefulFlops {
@@ -83,46 +76,20 @@ impl UsefulFlops {
         range_ok
             && match &self.kernel {
                 KernelMatch::Name(re) => re.is_match(launch.kernel_name),
-                KernelMatch::WeightRead { weight_bytes } => {
-                    let read = launch.dram_read_bytes.unwrap_or(0.0);
-                    launch.executed_flops.unwrap_or(0.0) > 0.0
-                        && read >= READ_RATIO.0 * weight_bytes
-                        && read <= READ_RATIO.1 * weight_bytes
+                KernelMatch::Base { base, weight_bytes } => {
+                    crate::measure::kernel_names::base_name(launch.kernel_name) == *base
+                        && weight_bytes.is_none_or(|w| reads_once(launch, w))
                 }
             }
     }
 }
 
-/// Rules recognising the model's decode-step linears by the bytes they read: `rows` rows (the
-/// batch) through each weight of `dtype_bytes` per element, inside NVTX range `nvtx_range`.
-/// Linears of equal weight size share one rule named by all of them.
-pub fn decode_linears_by_weight(
-    linears: &[LinearShape],
-    rows: u64,
-    dtype_bytes: u64,
-    nvtx_range: &str,
-) -> Vec<UsefulFlops> {
-    let mut by_size: Vec<(u64, Vec<&str>)> = Vec::new();
-    for l in linears {
-        let elems = l.in_features * l.out_features;
-        match by_size.iter_mut().find(|(e, _)| *e == elems) {
-            Some((_, ops)) if !ops.contains(&l.op.as_str()) => ops.push(&l.op),
-            Some(_) => {}
-            None => by_size.push((elems, vec![&l.op])),
-        }
-    }
-    by_size
-        .into_iter()
-        .filter(|(elems, _)| (*elems * dtype_bytes) as f64 >= MIN_WEIGHT_BYTES)
-        .map(|(elems, ops)| UsefulFlops {
-            op: ops.join("|"),
-            kernel: KernelMatch::WeightRead {
-                weight_bytes: (elems * dtype_bytes) as f64,
-            },
-            nvtx_range: Some(nvtx_range.to_string()),
-            flops_per_launch: 2.0 * rows as f64 * elems as f64,
-        })
-        .collect()
+/// The launch executed FLOPs and read between 0.98× and 1.10× of `weight_bytes`.
+fn reads_once(launch: &Launch, weight_bytes: f64) -> bool {
+    let read = launch.dram_read_bytes.unwrap_or(0.0);
+    launch.executed_flops.unwrap_or(0.0) > 0.0
+        && read >= READ_RATIO.0 * weight_bytes
+        && read <= READ_RATIO.1 * weight_bytes
 }
 
 /// The first mapping that matches the launch, if any.
@@ -161,47 +128,46 @@ mod tests {
         assert!(find(&rules, &at("nvjet_sm90_tst_64x8", Some("decode_step"))).is_none());
     }
 
-    fn linear(op: &str, i: u64, o: u64) -> LinearShape {
-        LinearShape {
-            op: op.into(),
-            in_features: i,
-            out_features: o,
-        }
-    }
-
     #[test]
-    fn weight_read_rules_merge_equal_sizes_and_drop_small_weights() {
-        let linears = [
-            linear("q_proj", 1280, 1280),
-            linear("o_proj", 1280, 1280),
-            linear("q_proj", 1280, 1280),
-            linear("router", 1280, 64),
-            linear("lm_head", 1280, 129_280),
-        ];
-        let rules = decode_linears_by_weight(&linears, 4, 2, "decode_step");
-        let ops: Vec<&str> = rules.iter().map(|r| r.op.as_str()).collect();
-        // The router's 160 KiB weight is below the 1 MiB floor.
-        assert_eq!(ops, ["q_proj|o_proj", "lm_head"]);
-        assert_eq!(rules[1].flops_per_launch, 2.0 * 4.0 * 1280.0 * 129_280.0);
-        let launch = |read: f64, flops: f64, stage| Launch {
-            kernel_name: "any_gemm",
+    fn base_rules_with_a_weight_need_flops_and_one_read_of_it() {
+        let head_bytes = 1280.0 * 129_280.0 * 2.0;
+        let rules = [UsefulFlops {
+            op: "lm_head".into(),
+            kernel: KernelMatch::Base {
+                base: "gemv".into(),
+                weight_bytes: Some(head_bytes),
+            },
+            nvtx_range: Some("decode_step".into()),
+            flops_per_launch: 2.0 * 1280.0 * 129_280.0,
+        }];
+        let launch = |name, read: f64, flops: f64, stage| Launch {
+            kernel_name: name,
             stage,
             dram_read_bytes: Some(read),
             executed_flops: Some(flops),
         };
-        let head_bytes = 1280.0 * 129_280.0 * 2.0;
         let hit = |l: &Launch| find(&rules, l).map(|r| r.op.as_str());
+        let gemv = "void gemv<float, 128>(int)";
         assert_eq!(
-            hit(&launch(head_bytes * 1.001, 1.0, Some("decode_step"))),
+            hit(&launch(gemv, head_bytes * 1.001, 1.0, Some("decode_step"))),
             Some("lm_head")
+        );
+        // Another kernel reading the same bytes (an attention kernel whose KV read equals a
+        // weight) is not the module's: its name differs.
+        assert_eq!(
+            hit(&launch("attn_split", head_bytes, 1.0, Some("decode_step"))),
+            None
         );
         // Too much read (a GEMM re-reading from DRAM), no FLOPs (a copy of the weight), or
         // outside the decode step: no mapping.
         assert_eq!(
-            hit(&launch(head_bytes * 1.2, 1.0, Some("decode_step"))),
+            hit(&launch(gemv, head_bytes * 1.2, 1.0, Some("decode_step"))),
             None
         );
-        assert_eq!(hit(&launch(head_bytes, 0.0, Some("decode_step"))), None);
-        assert_eq!(hit(&launch(head_bytes, 1.0, Some("prefill"))), None);
+        assert_eq!(
+            hit(&launch(gemv, head_bytes, 0.0, Some("decode_step"))),
+            None
+        );
+        assert_eq!(hit(&launch(gemv, head_bytes, 1.0, Some("prefill"))), None);
     }
 }

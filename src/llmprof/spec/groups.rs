@@ -215,6 +215,11 @@ pub struct NcuSpec {
     pub launch_count: u32,
     /// Profile the K kernels with the most GPU time (from nsys, else stage 1's Kineto table).
     pub top_k: u32,
+    /// Only kernels launched by these modules (module paths such as `layer.attention.core` or
+    /// `lm_head`; a path selects the modules inside it too), from stage 1's module attribution.
+    /// Empty: any kernel.
+    #[serde(default)]
+    pub modules: Vec<String>,
     pub sections: Vec<String>,
     /// `--set` (e.g. full); replaces `sections` when given.
     pub set: Option<String>,

@@ -101,6 +101,15 @@ impl RunSpec {
             self.pipeline.ncu.launch_count as i64,
             1,
         )?;
+        let known = self.model.family.regions().module_paths();
+        for m in &self.pipeline.ncu.modules {
+            if !known.iter().any(|k| k == m) {
+                bail!(
+                    "pipeline.ncu.modules: '{m}' is not a module of this model\n  fix: use one of {} (docs/modules.md)",
+                    known.join(", ")
+                );
+            }
+        }
         if let Some(p) = &self.model.preprocess {
             self.model
                 .arch

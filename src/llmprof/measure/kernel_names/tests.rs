@@ -215,3 +215,25 @@ fn kernels_that_shorten_alike_stay_apart() {
     );
     assert_eq!(names[3], "nvjet_x");
 }
+
+#[test]
+fn kernel_base_names_drop_namespaces_templates_and_parameters() {
+    assert_eq!(
+        base_name("void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, long, unsigned int, 2, 2, -2>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, int)"),
+        "indexSelectSmallIndex"
+    );
+    assert_eq!(
+        base_name("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"),
+        "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"
+    );
+    assert_eq!(
+        base_name("void at::native::elementwise_kernel<128, 4, F>(int, F)"),
+        "elementwise_kernel"
+    );
+    // Kineto leaves deep CUTLASS templates (torch._grouped_mm's kernel) mangled.
+    assert_eq!(
+        base_name("_ZN7cutlass13device_kernelIN2at4cuda6detail25enable_3x_kernel_for_sm9xINS_4gemm6kernelEEEEvNT_6ParamsE"),
+        "device_kernel"
+    );
+    assert_eq!(base_name("_ZN3foo"), "foo");
+}

@@ -4,8 +4,6 @@
 
 use super::arch::ArchConfig;
 use super::views::{PreprocessConfig, TileGrid};
-use crate::model::linears::{decoder_linears, DecoderWidths};
-use crate::roofline::useful::LinearShape;
 use serde::Serialize;
 
 pub use super::analytic_bytes::{
@@ -294,35 +292,6 @@ pub fn decoder_linear_flops_per_token(cfg: &ArchConfig) -> DecoderLinearFlops {
         shared_experts: moe_layers(cfg) * swiglu(cfg.shared_intermediate()),
         router: moe_layers(cfg) * 2.0 * h * d.n_routed_experts as f64,
     }
-}
-
-/// The decoder's linear layers one decode step runs, as weights (`in × out`), each fused form
-/// the fast path may use listed beside the separate ones (q, k, v and qkv; gate, up and
-/// gate_up), for mapping profiled kernels to ops by the bytes they read
-/// ([`crate::roofline::useful`]). Routed experts are left out: their grouped GEMMs read several
-/// experts' weights per launch.
-pub fn decode_linears(cfg: &ArchConfig) -> Vec<LinearShape> {
-    let d = &cfg.decoder;
-    let mut mlps = Vec::new();
-    if d.first_k_dense_replace > 0 {
-        mlps.push(("mlp", d.intermediate_size as u64));
-    }
-    if moe_layers(cfg) > 0.0 && cfg.shared_intermediate() > 0 {
-        mlps.push(("shared_experts", cfg.shared_intermediate() as u64));
-    }
-    let mut out = decoder_linears(&DecoderWidths {
-        hidden: d.hidden_size as u64,
-        q: attn_width(cfg) as u64,
-        kv: (d.num_key_value_heads * d.head_dim) as u64,
-        mlps,
-        vocab: d.vocab_size as u64,
-    });
-    out.push(LinearShape {
-        op: "router".into(),
-        in_features: d.hidden_size as u64,
-        out_features: d.n_routed_experts as u64,
-    });
-    out
 }
 
 /// FLOPs of lm_head for one position (2·hidden·vocab).

@@ -21,7 +21,7 @@ use crate::measure::peaks::{
 };
 use crate::nsight::csv_input::list_csv_files;
 use crate::roofline::{
-    markdown, useful, BoundClass, ClassShare, KernelPoint, RooflineReport, Thresholds, UsefulFlops,
+    markdown, useful, BoundClass, ClassShare, KernelOps, KernelPoint, RooflineReport, Thresholds,
 };
 
 /// GPU properties from ncu `device__attribute_*` columns (raw page), when the display name is
@@ -64,20 +64,17 @@ pub struct NcuAnalysis {
 
 /// [`ncu_roofline_with`] without kernel → op mappings.
 pub fn ncu_roofline(path: &Path, gpu: Option<&str>) -> Result<NcuAnalysis> {
-    ncu_roofline_with(path, gpu, &[])
+    ncu_roofline_with(path, gpu, &KernelOps::default())
 }
 
 /// Reads ncu CSVs under `path` (folder, recursive, or one file), merges the exports of one launch
 /// (same folder, ID, process and kernel name) and classifies each kernel. Peaks come from the
 /// device attributes in a raw CSV, else from the board name `gpu`, else are unknown (bounds say
-/// so). A kernel matching one of `useful` gets that op's analytic FLOPs as its useful FLOPs.
+/// so). Each kernel gets its modules from `ops` and, where one of its rules matches, that op's
+/// analytic FLOPs as its useful FLOPs.
 /// Each CSV is streamed and only the metrics the analysis reads are kept
 /// ([`super::metrics::is_used`]).
-pub fn ncu_roofline_with(
-    path: &Path,
-    gpu: Option<&str>,
-    useful: &[UsefulFlops],
-) -> Result<NcuAnalysis> {
+pub fn ncu_roofline_with(path: &Path, gpu: Option<&str>, ops: &KernelOps) -> Result<NcuAnalysis> {
     let single = path.is_file();
     let mut merged: IndexMap<(PathBuf, String, String, String), KernelRecord> = IndexMap::new();
     let listing = list_csv_files(path)?;
@@ -112,7 +109,7 @@ pub fn ncu_roofline_with(
     }
     let (peaks, note) = pick_peaks(merged.values(), gpu)?;
     let kernels: Vec<KernelMetrics> = merged.values().map(derive_metrics).collect();
-    let points = kernels.iter().map(|k| point(k, useful)).collect();
+    let points = kernels.iter().map(|k| point(k, ops)).collect();
     let roofline = RooflineReport::build(points, peaks, note, &Thresholds::default());
     Ok(NcuAnalysis {
         kernels,
@@ -121,9 +118,10 @@ pub fn ncu_roofline_with(
     })
 }
 
-fn point(k: &KernelMetrics, useful: &[UsefulFlops]) -> KernelPoint {
+fn point(k: &KernelMetrics, ops: &KernelOps) -> KernelPoint {
+    let stage = k.nvtx_range.as_deref();
     let op = useful::find(
-        useful,
+        &ops.rules,
         &useful::Launch {
             kernel_name: &k.kernel_name,
             stage: k.nvtx_range.as_deref(),
@@ -141,6 +139,14 @@ fn point(k: &KernelMetrics, useful: &[UsefulFlops]) -> KernelPoint {
         dram_bytes: k.dram_bytes,
         useful_flops: op.map(|o| o.flops_per_launch),
         useful_op: op.map(|o| o.op.clone()),
+        modules: ops
+            .modules_of(stage, &k.kernel_name)
+            .map(<[String]>::to_vec)
+            .unwrap_or_default(),
+        useful_why_not: op
+            .is_none()
+            .then(|| ops.no_flops_reason(stage, &k.kernel_name).map(String::from))
+            .flatten(),
         precision: k.dominant_precision,
         sm_pct: k.sm_throughput_pct,
         dram_pct: k.dram_throughput_pct,
@@ -184,19 +190,9 @@ fn pick_peaks<'a>(
     })
 }
 
-/// [`analyze_ncu_with`] without kernel → op mappings.
-pub fn analyze_ncu(path: &Path, json: bool, gpu: Option<&str>) -> Result<String> {
-    analyze_ncu_with(path, json, gpu, &[])
-}
-
 /// `llmprof analyze ncu`: markdown tables or JSON (`{peaks, kernels: [...], summary}`).
-pub fn analyze_ncu_with(
-    path: &Path,
-    json: bool,
-    gpu: Option<&str>,
-    useful: &[UsefulFlops],
-) -> Result<String> {
-    render(path, &ncu_roofline_with(path, gpu, useful)?, json)
+pub fn analyze_ncu(path: &Path, json: bool, gpu: Option<&str>) -> Result<String> {
+    render(path, &ncu_roofline(path, gpu)?, json)
 }
 
 /// The JSON document of `llmprof analyze ncu --format json`, serialised in one pass (no
@@ -220,8 +216,12 @@ struct KernelJson<'a> {
     metrics: &'a KernelMetrics,
     executed_flops: Option<f64>,
     executed_intensity: Option<f64>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    modules: &'a [String],
     useful_op: Option<&'a str>,
     useful_flops: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    useful_why_not: Option<&'a str>,
     useful_intensity: Option<f64>,
     bound: &'a BoundClass,
     bound_reason: &'a str,
@@ -233,7 +233,7 @@ struct KernelJson<'a> {
 }
 
 /// What `flops`, `total_flops` and `arithmetic_intensity` of the JSON mean.
-const FLOPS_NOTE: &str = "flops, total_flops, executed_flops, arithmetic_intensity and executed_intensity count executed FLOPs as ncu does: tensor-pipe ops include tile padding. useful_flops/useful_intensity are the model's analytic FLOPs where a kernel maps to a model op. ridge_intensity is at ridge_sm_clock_mhz / ridge_dram_clock_mhz (the clocks ncu measured over the kernel when ridge_*_clock_source is measured).";
+const FLOPS_NOTE: &str = "flops, total_flops, executed_flops, arithmetic_intensity and executed_intensity count executed FLOPs as ncu does: tensor-pipe ops include tile padding. modules are the modules stage 1's attribution saw launch the kernel; useful_flops/useful_intensity are that module's analytic FLOPs where they belong to this kernel alone (useful_why_not says why not). ridge_intensity is at ridge_sm_clock_mhz / ridge_dram_clock_mhz (the clocks ncu measured over the kernel when ridge_*_clock_source is measured).";
 
 /// Renders an analysis of the exports at `source` as markdown or JSON.
 pub fn render(source: &Path, a: &NcuAnalysis, json: bool) -> Result<String> {
@@ -246,8 +246,10 @@ pub fn render(source: &Path, a: &NcuAnalysis, json: bool) -> Result<String> {
                 metrics: k,
                 executed_flops: row.point.executed_flops,
                 executed_intensity: row.point.executed_intensity,
+                modules: &row.point.modules,
                 useful_op: row.point.useful_op.as_deref(),
                 useful_flops: row.point.useful_flops,
+                useful_why_not: row.point.useful_why_not.as_deref(),
                 useful_intensity: row.point.useful_intensity(),
                 bound: &row.bound.class,
                 bound_reason: &row.bound.reason,

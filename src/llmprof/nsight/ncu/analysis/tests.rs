@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::measure::peaks::ClockSource;
-use crate::roofline::BoundClass;
+use crate::roofline::{BoundClass, UsefulFlops};
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/stage2");
 
@@ -101,7 +101,7 @@ fn lm_head_useful_intensity_beside_executed() {
     let dir = Path::new(FIX).join("ncu-h100-llmprof");
     let head = UsefulFlops::linear("lm_head", "^nvjet_sm90_tst_384x8", None, 1, 1280, 129_280)
         .expect("regex");
-    let a = ncu_roofline_with(&dir, None, &[head]).expect("analysis");
+    let a = ncu_roofline_with(&dir, None, &KernelOps::from_rules(vec![head])).expect("analysis");
     let row = a
         .roofline
         .rows
@@ -130,20 +130,61 @@ fn lm_head_useful_intensity_beside_executed() {
 }
 
 #[test]
-fn decode_linears_mapped_by_the_weight_they_read() {
-    // The same H100 capture, mapped without kernel names: the model's decode-step linears
-    // (DeepSeek-OCR's real architecture, bf16, batch 1) recognised by the DRAM bytes each kernel
-    // read. nvjet_sm90_tst_384x8 read 331.0 MB = the 1280 × 129280 bf16 head; nvjet_sm90_tst_64x8
-    // read 3.30 MB = one 1280 × 1280 projection (q, k, v or o: equal sizes, equal FLOPs).
+fn kernels_get_their_modules_and_useful_flops_from_stage_one() {
+    // The same H100 capture, with what stage 1's module attribution saw in that decode step
+    // (DeepSeek-OCR, bf16, batch 1, 12 layers): nvjet_sm90_tst_384x8 launched by lm_head,
+    // nvjet_sm90_tst_64x8 by o_proj (1280 × 1280) and by a 1280 × 1792 projection of the shared
+    // experts. The GEMV read 3.30 MB = o_proj's weight, so the bytes pick o_proj among the
+    // kernel's own modules.
+    use crate::measure::module_tables::{ModuleKernelRow, ModuleProfile, ModuleTimeRow};
+    use crate::model::module_work::ModuleWork;
     let dir = Path::new(FIX).join("ncu-h100-llmprof");
-    let arch = crate::model::deepseek_ocr::ArchConfig::deepseek_ocr();
-    let rules = crate::roofline::useful::decode_linears_by_weight(
-        &crate::model::deepseek_ocr::analytic::decode_linears(&arch),
-        1,
-        2,
-        "decode_step",
-    );
-    let a = ncu_roofline_with(&dir, None, &rules).expect("analysis");
+    let mut p = ModuleProfile::default();
+    p.stage_runs.insert("decode_step".into(), 1);
+    let mut work = Vec::new();
+    let gemv = "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT";
+    let modules: [(&str, &str, u32, f64, f64); 3] = [
+        (
+            "lm_head",
+            "nvjet_sm90_tst_384x8_64x4_2x1_v_bz_TNT",
+            1,
+            1280.0,
+            129_280.0,
+        ),
+        ("layer.attention.o_proj", gemv, 12, 1280.0, 1280.0),
+        ("layer.moe.shared_experts", gemv, 11, 1280.0, 1792.0),
+    ];
+    for (module, kernel, layers, i, o) in modules {
+        for layer in 0..layers {
+            let index = (layers > 1).then_some(layer);
+            p.rows.push(ModuleTimeRow {
+                stage: "decode_step".into(),
+                module: module.into(),
+                index,
+                time_ns: 1000,
+                kernels: 1,
+                replayed_ns: 1000,
+                kineto_flops: 0,
+            });
+            work.push(ModuleWork {
+                module: module.into(),
+                index,
+                flops: 2.0 * i * o,
+                weight_bytes: 2.0 * i * o,
+                activation_bytes: 0.0,
+                kv_bytes: 0.0,
+            });
+        }
+        p.kernels.push(ModuleKernelRow {
+            stage: "decode_step".into(),
+            module: module.into(),
+            name: kernel.into(),
+            calls: layers.into(),
+            total_ns: 1000 * u64::from(layers),
+        });
+    }
+    let ops = crate::roofline::module_flops::kernel_ops(&p, &work, &["decode_step"]);
+    let a = ncu_roofline_with(&dir, None, &ops).expect("analysis");
     let row = |prefix: &str| {
         a.roofline
             .rows
@@ -155,18 +196,27 @@ fn decode_linears_mapped_by_the_weight_they_read() {
     };
     let head = row("nvjet_sm90_tst_384x8");
     assert_eq!(head.useful_op.as_deref(), Some("lm_head"));
+    assert_eq!(head.modules, ["lm_head"]);
     assert_eq!(head.useful_flops, Some(2.0 * 1280.0 * 129_280.0));
     let proj = row("nvjet_sm90_tst_64x8");
-    let op = proj.useful_op.expect("projection mapped");
-    assert!(op.contains("o_proj") && op.contains("q_proj"), "{op}");
+    assert_eq!(proj.useful_op.as_deref(), Some("layer.attention.o_proj"));
+    assert_eq!(proj.modules.len(), 2, "{:?}", proj.modules);
     assert_eq!(proj.useful_flops, Some(2.0 * 1280.0 * 1280.0));
     // ncu executed 26.2 MFLOP there (an n=8 tile): 8× the math.
     let ratio = proj.executed_flops.expect("executed") / proj.useful_flops.expect("useful");
     assert!((ratio - 8.0).abs() < 0.01, "{ratio}");
-    // Kernels without FLOPs (index_select, elementwise) are not mapped.
-    for r in &a.roofline.rows {
-        if r.point.executed_flops.unwrap_or(0.0) == 0.0 {
-            assert_eq!(r.point.useful_op, None, "{}", r.point.name);
-        }
-    }
+    let md = render(&dir, &a, false).expect("md");
+    assert!(md.contains("| layer.attention.o_proj +1 |"), "{md}");
+    let json = render(&dir, &a, true).expect("json");
+    assert!(
+        json.contains("\"modules\": [\n        \"lm_head\""),
+        "{json}"
+    );
+    // Without stage 1's modules nothing is mapped: no byte coincidence stands in for them.
+    let bare = ncu_roofline(&dir, None).expect("analysis");
+    assert!(bare
+        .roofline
+        .rows
+        .iter()
+        .all(|r| r.point.useful_op.is_none()));
 }
