@@ -138,6 +138,39 @@ fn cpu_stage1_writes_every_artifact_and_a_valid_metrics_json() {
         .kinds
         .iter()
         .any(|k| k.module == "sampling"));
+    // The vision encoders mark their modules too: SAM's and CLIP's blocks (each block's
+    // attention and feed-forward halves, every layer), patch embeddings, SAM's neck and the
+    // projector's linear; almost nothing in those stages is left outside a module.
+    for (stage, want) in [
+        (
+            "sam",
+            &["patch_embed", "block.attn", "block.ffn", "neck"][..],
+        ),
+        ("clip", &["patch_embed", "block.attn", "block.ffn"][..]),
+        ("projector", &["projection"][..]),
+    ] {
+        let st = &modules.stages[stage];
+        for module in want {
+            assert!(
+                st.kinds
+                    .iter()
+                    .any(|k| k.module == *module && k.ms_per_run > 0.0),
+                "{stage}: {module} missing: {:?}",
+                st.kinds.iter().map(|k| &k.module).collect::<Vec<_>>()
+            );
+        }
+        let outside: f64 = st
+            .kinds
+            .iter()
+            .filter(|k| k.module == "(outside modules)")
+            .map(|k| k.share)
+            .sum();
+        if stage != "projector" {
+            assert!(outside < 0.05, "{stage}: {outside} outside modules");
+        }
+    }
+    let sam_layers = modules.stages["sam"].layers.len();
+    assert!(sam_layers >= 2, "SAM's blocks by index: {sam_layers}");
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
     assert!(html.contains("id=\"chart-modules\"") && html.contains("\"type\":\"icicle\""));
     let md = std::fs::read_to_string(run.join("modules.md")).unwrap();

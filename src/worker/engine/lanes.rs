@@ -79,6 +79,7 @@ impl Lanes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use llmprof::region::NoopObserver;
     use tch::{Device, Kind};
 
     /// Without graphs or a side stream the calls run in order on the current stream.
@@ -122,7 +123,9 @@ mod tests {
                 .collect();
             let got = lanes
                 .graphs()
-                .call_many("pass", &inputs, &|x| lanes.run(x.len(), &|i| work(&x[i])))
+                .call_many("pass", &inputs, &NoopObserver, &|x, _| {
+                    lanes.run(x.len(), &|i| work(&x[i]))
+                })
                 .unwrap();
             for (i, (g, x)) in got.iter().zip(&inputs).enumerate() {
                 let want = work(x).unwrap();

@@ -20,7 +20,7 @@ use super::kept_graphs::KeptGraphs;
 use crate::ffi::cuda_graph::{self, CapturedUpload};
 use crate::ffi::CudaGraph;
 use anyhow::{ensure, Context, Result};
-use llmprof::region::NoopObserver;
+use llmprof::region::{NoopObserver, RegionObserver};
 use std::cell::RefCell;
 use tch::Tensor;
 
@@ -150,16 +150,19 @@ impl ShapeGraphs {
         *self.stats.borrow()
     }
 
-    /// `f(inputs)`, from a replayed graph when this stage has been called with these shapes
-    /// before. `f` must launch the same work for equal shapes and must not read tensors back to
-    /// the host (a capture fails on host syncs).
+    /// `f(inputs, obs)`, from a replayed graph when this stage has been called with these
+    /// shapes before. `f` must launch the same work for equal shapes and must not read tensors
+    /// back to the host (a capture fails on host syncs). It marks its regions and modules on the
+    /// observer it is handed: `obs` when it runs eagerly, the capture's marks when it is
+    /// captured (so that each graph node is charged to the module that launched it).
     pub fn call(
         &self,
         stage: &'static str,
         inputs: &[Tensor],
-        f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
+        obs: &dyn RegionObserver,
+        f: &dyn Fn(&[Tensor], &dyn RegionObserver) -> Result<Tensor>,
     ) -> Result<Tensor> {
-        let mut outputs = self.call_many(stage, inputs, &|x| Ok(vec![f(x)?]))?;
+        let mut outputs = self.call_many(stage, inputs, obs, &|x, o| Ok(vec![f(x, o)?]))?;
         outputs.pop().context("a graph call returned no output")
     }
 
@@ -168,9 +171,10 @@ impl ShapeGraphs {
         &self,
         stage: &'static str,
         inputs: &[Tensor],
-        f: &dyn Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+        obs: &dyn RegionObserver,
+        f: &dyn Fn(&[Tensor], &dyn RegionObserver) -> Result<Vec<Tensor>>,
     ) -> Result<Vec<Tensor>> {
-        self.call_many_keyed(stage, &[], inputs, f)
+        self.call_many_keyed(stage, &[], inputs, obs, f)
     }
 
     /// [`ShapeGraphs::call_many`] with `layout` in the graph's key: what `f` does with the
@@ -180,10 +184,11 @@ impl ShapeGraphs {
         stage: &'static str,
         layout: &[i64],
         inputs: &[Tensor],
-        f: &dyn Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+        obs: &dyn RegionObserver,
+        f: &dyn Fn(&[Tensor], &dyn RegionObserver) -> Result<Vec<Tensor>>,
     ) -> Result<Vec<Tensor>> {
         if !self.enabled {
-            return f(inputs);
+            return f(inputs, obs);
         }
         let on_host = |t: &Tensor| t.device() == tch::Device::Cpu;
         for (i, t) in inputs.iter().enumerate() {
@@ -225,7 +230,7 @@ impl ShapeGraphs {
             self.stats.borrow_mut().replays += 1;
             return c.outputs.iter().map(copy_of).collect();
         }
-        let eager = f(inputs)?;
+        let eager = f(inputs, obs)?;
         let started = std::time::Instant::now();
         // Static buffers of the GPU inputs; host inputs are read where they are (the capture
         // records their uploads).
@@ -244,11 +249,14 @@ impl ShapeGraphs {
             false => CudaGraph::new(),
         }
         .context("creating a CUDA graph")?;
+        let marks = CaptureMarks::new(&NoopObserver);
         let (outputs, uploads) = {
             let graphs = self.graphs.borrow();
             let share = graphs.any().map(|c| &c.graph);
             graph
-                .capture(share, || graph_uploads::recording(|| f(&captured_inputs)))
+                .capture(share, || {
+                    graph_uploads::recording(|| f(&captured_inputs, &marks))
+                })
                 .with_context(|| {
                     format!(
                         "capturing {stage} as a CUDA graph (inputs {:?})\n  fix: {}=false runs it op by op",
@@ -256,13 +264,7 @@ impl ShapeGraphs {
                     )
                 })?
         };
-        // The captured function marks no modules yet: its record names each node's kernel, so
-        // replays are still matched (their work is outside modules, not unmatched).
-        keep_record(
-            &graph,
-            &CaptureMarks::new(&NoopObserver),
-            format!("{stage} inputs {:?}", key.inputs),
-        );
+        keep_record(&graph, &marks, format!("{stage} inputs {:?}", key.inputs));
         let host: Vec<Option<&Tensor>> = inputs.iter().map(|t| on_host(t).then_some(t)).collect();
         let uploads = host_uploads(&host, uploads)
             .with_context(|| format!("the {stage} CUDA graph's host inputs"))?;
@@ -309,7 +311,7 @@ mod tests {
             Tensor::f_ones([2, 3], (Kind::Float, Device::Cpu)).unwrap(),
             Tensor::f_ones([3, 4], (Kind::Float, Device::Cpu)).unwrap(),
         ];
-        let out = g.call("s", &x, &stage).unwrap();
+        let out = g.call("s", &x, &NoopObserver, &|x, _| stage(x)).unwrap();
         assert!(out.equal(&stage(&x).unwrap()));
         assert_eq!(g.stats(), ShapeGraphStats::default());
     }
@@ -329,7 +331,7 @@ mod tests {
                     Tensor::randn([rows, 64], (Kind::Float, dev)),
                     Tensor::randn([64, 32], (Kind::Float, dev)),
                 ];
-                let got = g.call("s", &x, &stage).unwrap();
+                let got = g.call("s", &x, &NoopObserver, &|x, _| stage(x)).unwrap();
                 let want = stage(&x).unwrap();
                 assert!(
                     got.allclose(&want, 1e-5, 1e-5, false),
@@ -374,7 +376,7 @@ mod tests {
         };
         for round in 0..4 {
             let x = [pinned_views(3, round), pinned_views(1, 100 + round)];
-            let got = g.call("s", &x, &f).unwrap();
+            let got = g.call("s", &x, &NoopObserver, &|x, _| f(x)).unwrap();
             let want = Tensor::cat(&[x[0].narrow(0, 1, 2), x[1].shallow_clone()], 0)
                 .to_kind(Kind::Float)
                 * 2.0
@@ -395,14 +397,22 @@ mod tests {
         let g = ShapeGraphs::new(true, "test.switch");
         let first_only = |x: &[Tensor]| graph_uploads::gather(&x[..1], dev);
         let x = [pinned_views(1, 1), pinned_views(1, 2)];
-        let e = format!("{:#}", g.call("unread", &x, &first_only).unwrap_err());
+        let e = format!(
+            "{:#}",
+            g.call("unread", &x, &NoopObserver, &|x, _| first_only(x))
+                .unwrap_err()
+        );
         assert!(
             e.contains("host input 1") && e.contains("not copied"),
             "{e}"
         );
         let pageable = [pinned_views(1, 3).copy()];
         let all = |x: &[Tensor]| graph_uploads::gather(x, dev);
-        let e = format!("{:#}", g.call("pageable", &pageable, &all).unwrap_err());
+        let e = format!(
+            "{:#}",
+            g.call("pageable", &pageable, &NoopObserver, &|x, _| all(x))
+                .unwrap_err()
+        );
         assert!(
             e.contains("page-locked") && e.contains("test.switch"),
             "{e}"

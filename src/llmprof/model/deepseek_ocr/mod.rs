@@ -14,6 +14,7 @@ pub mod prompt;
 pub mod static_report;
 pub mod tokenizer;
 pub mod views;
+pub mod vision_modules;
 
 pub use arch::ArchConfig;
 pub use arch_ocr2::{QueryEncoderConfig, TokenLayout};
@@ -52,4 +53,5 @@ pub const REGIONS: RegionTree = RegionTree::new(&[
     crate::region::ENGINE_MODULES,
     crate::model::module_work::DECODER_MODULES,
     analytic_modules::MOE_MODULES,
+    vision_modules::VISION_MODULES,
 ]);

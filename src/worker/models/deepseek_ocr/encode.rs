@@ -80,23 +80,25 @@ impl DeepseekOcr {
         let whole_pass = use_graphs && lanes.overlaps(grouping.len());
         let stage_graphs = use_graphs && !whole_pass;
         // One call, from its pieces of the views (gathered on the GPU inside SAM's stage).
-        let chain = |pieces: &[Tensor]| -> Result<Tensor> {
+        // The stages mark their modules on `obs`: the caller's observer when they run eagerly,
+        // a capture's marks when they are captured.
+        let chain = |pieces: &[Tensor], obs: &dyn RegionObserver| -> Result<Tensor> {
             let enter = |r| match whole_pass {
                 true => obs.enter_overlapped(r),
                 false => obs.enter(r),
             };
-            let call =
-                |stage, x: &[Tensor], f: &dyn Fn(&[Tensor]) -> Result<Tensor>| match stage_graphs {
-                    true => lanes.graphs().call(stage, x, f),
-                    false => f(x),
-                };
+            type StageFn<'f> = dyn Fn(&[Tensor], &dyn RegionObserver) -> Result<Tensor> + 'f;
+            let call = |stage, x: &[Tensor], f: &StageFn| match stage_graphs {
+                true => lanes.graphs().call(stage, x, obs, f),
+                false => f(x, obs),
+            };
             let features = {
                 let _g = enter(SAM);
-                call("sam", pieces, &|x| {
+                call("sam", pieces, &|x, o| {
                     let x = graph_uploads::gather(x, self.device)?;
                     match sam.takes_uint8(&x) {
-                        true => sam.forward_uint8(&x, self.kind),
-                        false => sam.forward(&preprocess::model_input(&x, self.kind)?),
+                        true => sam.forward_uint8(&x, self.kind, o),
+                        false => sam.forward(&preprocess::model_input(&x, self.kind)?, o),
                     }
                 })?
             };
@@ -104,22 +106,24 @@ impl DeepseekOcr {
                 Encoder::Clip(clip) => {
                     let clip_out = {
                         let _g = enter(CLIP);
-                        call("clip", &[features.shallow_clone()], &|x| {
-                            clip.forward(&x[0])
+                        call("clip", &[features.shallow_clone()], &|x, o| {
+                            clip.forward(&x[0], o)
                         })?
                     };
                     let _g = enter(PROJECTOR);
-                    call("projector", &[clip_out, features], &|x| {
-                        proj.forward(&x[0], &x[1])
+                    call("projector", &[clip_out, features], &|x, o| {
+                        proj.forward(&x[0], &x[1], o)
                     })
                 }
                 Encoder::Queries(enc) => {
                     let queries = {
                         let _g = enter(QUERY_ENCODER);
-                        call("query_encoder", &[features], &|x| enc.forward(&x[0]))?
+                        call("query_encoder", &[features], &|x, o| enc.forward(&x[0], o))?
                     };
                     let _g = enter(PROJECTOR);
-                    call("projector", &[queries], &|x| proj.forward_queries(&x[0]))
+                    call("projector", &[queries], &|x, o| {
+                        proj.forward_queries(&x[0], o)
+                    })
                 }
             }
         };
@@ -152,13 +156,13 @@ impl DeepseekOcr {
                 .collect();
             lanes
                 .graphs()
-                .call_many_keyed("vision", &counts, &flat, &|x| {
-                    lanes.run(inputs.len(), &|i| chain(&x[starts[i]..starts[i + 1]]))
+                .call_many_keyed("vision", &counts, &flat, obs, &|x, o| {
+                    lanes.run(inputs.len(), &|i| chain(&x[starts[i]..starts[i + 1]], o))
                 })?
         } else {
             inputs
                 .iter()
-                .map(|c| chain(c))
+                .map(|c| chain(c, obs))
                 .collect::<Result<Vec<_>>>()?
         };
         let projected = grouping.split(&outputs)?;

@@ -268,7 +268,11 @@ fn real_dims_vision_path_on_a_small_view() {
         3
     );
     let pixels = preprocess::normalise(&prep.global).unwrap();
-    let sam = m.sam().unwrap().forward(&pixels).unwrap();
+    let sam = m
+        .sam()
+        .unwrap()
+        .forward(&pixels, &llmprof::region::NoopObserver)
+        .unwrap();
     assert_eq!(sam.size(), vec![1, 1024, 1, 1]);
     let feats = m.encode_images(&prep, &NoopObserver).unwrap();
     assert_eq!(feats.size(), vec![3, 1280]);

@@ -78,7 +78,10 @@ pub fn debug_sam_with(
     );
     let w = Weights::load(weights, cfg, &[Part::Sam], pixels.device(), kind)?;
     let model = DeepseekOcr::load_with(w, cfg, optim)?;
-    Ok(model.sam()?.forward(pixels)?.f_to_kind(Kind::Float)?)
+    Ok(model
+        .sam()?
+        .forward(pixels, &llmprof::region::NoopObserver)?
+        .f_to_kind(Kind::Float)?)
 }
 
 #[cfg(test)]

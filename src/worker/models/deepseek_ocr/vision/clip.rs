@@ -9,6 +9,10 @@ use crate::models::layers::basic::{LayerNorm, Linear};
 use crate::models::layers::pre_norm::{add_into_next, run_blocks};
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ClipConfig;
+use llmprof::model::deepseek_ocr::vision_modules::{
+    BLOCK, BLOCK_ATTENTION, BLOCK_FFN, PATCH_EMBED,
+};
+use llmprof::region::RegionObserver;
 use tch::{Kind, Tensor};
 
 /// Pre-LN encoder layer: MHA + quickGELU MLP.
@@ -78,7 +82,9 @@ impl ClipLayer {
         x: &Tensor,
         normed: &Tensor,
         next: Option<&LayerNorm>,
+        obs: &dyn RegionObserver,
     ) -> Result<(Tensor, Option<Tensor>)> {
+        let attn = obs.enter_module(BLOCK_ATTENTION, None);
         let (b, t, c) = x.size3()?;
         let nh = self.heads;
         let hd = c / nh;
@@ -90,6 +96,8 @@ impl ClipLayer {
         )?; // (b, nh, t, hd)
         let o = o.f_transpose(1, 2)?.f_reshape([b, t, c])?; // (b, t, c)
         let (x, n2) = self.ln2.add_forward(x, &self.out.forward(&o)?)?;
+        drop(attn);
+        let _f = obs.enter_module(BLOCK_FFN, None);
         add_into_next(&x, &self.fc2.forward(&self.mlp_hidden(&n2)?)?, next)
     }
 
@@ -161,7 +169,8 @@ impl Clip {
     }
 
     /// SAM features [B,C,h,w] (h = w) → [B, h·w+1, C].
-    pub fn forward(&self, sam_features: &Tensor) -> Result<Tensor> {
+    pub fn forward(&self, sam_features: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
+        let embed = obs.enter_module(PATCH_EMBED, None);
         let (b, c, h, w) = sam_features.size4()?;
         ensure!(h == w, "CLIP expects a square SAM map, got {h}x{w}");
         ensure!(
@@ -180,7 +189,15 @@ impl Clip {
             .get_or_build(h, || resize_clip_positions(&self.position_embedding, h))?
             .f_unsqueeze(0)?; // (1, 1+h·w, c)
         let x = self.pre_ln.forward(&x.f_add(&pos)?)?;
-        run_blocks(&self.layers, x, |l| &l.ln1, ClipLayer::forward)
+        drop(embed);
+        run_blocks(
+            &self.layers,
+            x,
+            (BLOCK, BLOCK_ATTENTION),
+            obs,
+            |l| &l.ln1,
+            |l, x, n, next| l.forward(x, n, next, obs),
+        )
     }
 }
 

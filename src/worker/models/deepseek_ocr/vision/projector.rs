@@ -7,7 +7,9 @@ use crate::checkpoint::tensors::WeightPath;
 use crate::models::layers::basic::Linear;
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::ProjectorConfig;
+use llmprof::model::deepseek_ocr::vision_modules::PROJECTION;
 use llmprof::model::deepseek_ocr::TokenLayout;
+use llmprof::region::RegionObserver;
 use tch::Tensor;
 
 #[derive(Debug)]
@@ -42,12 +44,19 @@ impl Projector {
     }
 
     /// DeepSeek-OCR-2: query outputs [B, N, C] → [B, N, n_embed].
-    pub fn forward_queries(&self, queries: &Tensor) -> Result<Tensor> {
+    pub fn forward_queries(&self, queries: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
+        let _p = obs.enter_module(PROJECTION, None);
         self.linear.forward(queries)
     }
 
     /// clip_out [B,T+1,Cc], sam [B,Cs,h,w] → [B, h·w, n_embed].
-    pub fn forward(&self, clip_out: &Tensor, sam: &Tensor) -> Result<Tensor> {
+    pub fn forward(
+        &self,
+        clip_out: &Tensor,
+        sam: &Tensor,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let _p = obs.enter_module(PROJECTION, None);
         let (_, t1, _) = clip_out.size3()?;
         let sam_tokens = sam.f_flatten(2, 3)?.f_transpose(1, 2)?; // (b, h·w, cs)
         let clip_tokens = clip_out.f_narrow(1, 1, t1 - 1)?; // (b, h·w, cc)

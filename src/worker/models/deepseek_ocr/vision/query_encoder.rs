@@ -10,7 +10,12 @@ use crate::models::layers::attention::{Attention, AttnShape, Rope};
 use crate::models::layers::basic::{RmsNorm, SwiGlu};
 use crate::models::layers::decoder::norm;
 use anyhow::{bail, ensure, Result};
+use llmprof::model::deepseek_ocr::vision_modules::{
+    BLOCK, BLOCK_ATTENTION, BLOCK_FFN, PATCH_EMBED,
+};
 use llmprof::model::deepseek_ocr::QueryEncoderConfig;
+use llmprof::model::module_work::FINAL_NORM;
+use llmprof::region::RegionObserver;
 use std::collections::BTreeMap;
 use tch::{Kind, Tensor};
 
@@ -100,7 +105,8 @@ impl QueryEncoder {
     }
 
     /// sam [B, C, h, w] → query outputs [B, h·w, C].
-    pub fn forward(&self, sam: &Tensor) -> Result<Tensor> {
+    pub fn forward(&self, sam: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
+        let embed = obs.enter_module(PATCH_EMBED, None);
         let (b, c, h, w) = sam.size4()?;
         let n = h * w;
         let Some(table) = self.queries.get(&n) else {
@@ -121,14 +127,21 @@ impl QueryEncoder {
             .f_expand([b, 2 * n], false)?;
         let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
         let mask = AttnMask::Explicit(hybrid_mask(n, dev)?);
-        for l in &self.layers {
-            let a = l
-                .attn
-                .forward_uncached(&l.input_ln.forward(&x)?, &cos_sin, &mask)?;
-            let h1 = x.f_add(&a)?;
+        drop(embed);
+        for (i, l) in self.layers.iter().enumerate() {
+            let _b = obs.enter_module(BLOCK, Some(i as u32));
+            let h1 = {
+                let _a = obs.enter_module(BLOCK_ATTENTION, None);
+                let a = l
+                    .attn
+                    .forward_uncached(&l.input_ln.forward(&x)?, &cos_sin, &mask)?;
+                x.f_add(&a)?
+            };
+            let _f = obs.enter_module(BLOCK_FFN, None);
             let f = l.mlp.forward(&l.post_ln.forward(&h1)?)?;
             x = h1.f_add(&f)?;
         }
+        let _n = obs.enter_module(FINAL_NORM, None);
         self.norm.forward(&x.f_narrow(1, n, n)?)
     }
 }
@@ -136,6 +149,7 @@ impl QueryEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use llmprof::region::NoopObserver;
     use tch::Device;
 
     #[test]
@@ -173,9 +187,9 @@ mod tests {
         let enc = QueryEncoder::load(&vs, &qcfg, 64, &Switches::eager()).unwrap();
         let fused = QueryEncoder::load(&vs, &qcfg, 64, &Switches::fast()).unwrap();
         let sam = Tensor::randn([2, 32, 2, 2], (Kind::Float, Device::Cpu));
-        let out = enc.forward(&sam).unwrap();
+        let out = enc.forward(&sam, &NoopObserver).unwrap();
         assert_eq!(out.size(), vec![2, 4, 32]);
-        let err = (&fused.forward(&sam).unwrap() - &out)
+        let err = (&fused.forward(&sam, &NoopObserver).unwrap() - &out)
             .abs()
             .max()
             .double_value(&[]);
@@ -185,7 +199,7 @@ mod tests {
         let table = changed.queries.get(&4).unwrap() + 0.0;
         let _ = table.get(2).fill_(0.5);
         changed.queries.insert(4, table);
-        let out2 = changed.forward(&sam).unwrap();
+        let out2 = changed.forward(&sam, &NoopObserver).unwrap();
         let row = |t: &Tensor, k: i64| t.select(1, k);
         for k in 0..4 {
             let d = (row(&out2, k) - row(&out, k)).abs().max().double_value(&[]);
@@ -198,13 +212,16 @@ mod tests {
         // Every query sees every image token: changing the last SAM token changes query 0.
         let sam2 = sam.copy();
         let _ = sam2.select(2, 1).select(2, 1).fill_(3.0);
-        let d = (row(&enc.forward(&sam2).unwrap(), 0) - row(&out, 0))
+        let d = (row(&enc.forward(&sam2, &NoopObserver).unwrap(), 0) - row(&out, 0))
             .abs()
             .max()
             .double_value(&[]);
         assert!(d > 1e-4);
         // A view size without a table is a clear error.
-        let e = enc.forward(&Tensor::zeros([1, 32, 3, 3], (Kind::Float, Device::Cpu)));
+        let e = enc.forward(
+            &Tensor::zeros([1, 32, 3, 3], (Kind::Float, Device::Cpu)),
+            &NoopObserver,
+        );
         assert!(format!("{:#}", e.unwrap_err()).contains("not 9"));
     }
 }

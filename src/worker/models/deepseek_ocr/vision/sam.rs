@@ -12,6 +12,10 @@ use crate::models::layers::basic::{LayerNorm, Linear};
 use crate::models::layers::pre_norm::{add_into_next, run_blocks};
 use anyhow::{ensure, Result};
 use llmprof::model::deepseek_ocr::arch::SamConfig;
+use llmprof::model::deepseek_ocr::vision_modules::{
+    BLOCK, BLOCK_ATTENTION, BLOCK_FFN, NECK, PATCH_EMBED,
+};
+use llmprof::region::RegionObserver;
 use tch::{Kind, Tensor};
 
 /// Pre-norm ViT block; `window == 0` means global attention.
@@ -65,17 +69,22 @@ impl SamBlock {
         normed: &Tensor,
         next: Option<&LayerNorm>,
         keys: &KeyBuffers,
+        obs: &dyn RegionObserver,
     ) -> Result<(Tensor, Option<Tensor>)> {
         // Padded after norm1; padded zero tokens are not masked (docs/deepseek-ocr.md §3.1).
-        let (x, n2) = match self
-            .attn
-            .forward_block_out(normed, self.window, Some(keys))?
-        {
-            AttnOut::Windows { y, win, .. } if self.norm2.add_kernel_takes(x, &y)? => {
-                self.norm2.add_windows_forward(x, &y, win)?
+        let (x, n2) = {
+            let _a = obs.enter_module(BLOCK_ATTENTION, None);
+            match self
+                .attn
+                .forward_block_out(normed, self.window, Some(keys))?
+            {
+                AttnOut::Windows { y, win, .. } if self.norm2.add_kernel_takes(x, &y)? => {
+                    self.norm2.add_windows_forward(x, &y, win)?
+                }
+                out => self.norm2.add_forward(x, &out.into_grid()?)?,
             }
-            out => self.norm2.add_forward(x, &out.into_grid()?)?,
         };
+        let _f = obs.enter_module(BLOCK_FFN, None);
         let m = self.lin2.forward(&self.mlp_hidden(&n2)?)?;
         add_into_next(&x, &m, next)
     }
@@ -194,10 +203,19 @@ impl Sam {
     /// [`Sam::forward`] on uint8 `pixels` [B,3,S,S] ([`Sam::takes_uint8`]) with weights in
     /// `kind`: one kernel normalises them into the patch GEMM's operand, with the values
     /// normalising in fp32, casting to `kind` and cutting patches would give.
-    pub fn forward_uint8(&self, pixels: &Tensor, kind: Kind) -> Result<Tensor> {
+    pub fn forward_uint8(
+        &self,
+        pixels: &Tensor,
+        kind: Kind,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
         let s = self.checked_side(pixels)?;
-        let patches = kernels_vision::sam_patches(pixels, self.patch, kind)?;
-        self.trunk(self.embed_patches(&patches)?, s / self.patch)
+        let x = {
+            let _p = obs.enter_module(PATCH_EMBED, None);
+            let patches = kernels_vision::sam_patches(pixels, self.patch, kind)?;
+            self.embed_patches(&patches)?
+        };
+        self.trunk(x, s / self.patch, obs)
     }
 
     /// The side S of pixels [B,3,S,S] that SAM takes (a multiple of its total stride).
@@ -223,9 +241,10 @@ impl Sam {
     }
 
     /// pixels [B,3,S,S] (S a multiple of 64) → [B, C_out, S/64, S/64].
-    pub fn forward(&self, pixels: &Tensor) -> Result<Tensor> {
+    pub fn forward(&self, pixels: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         let s = self.checked_side(pixels)?;
         let p = self.patch;
+        let patch_embed = obs.enter_module(PATCH_EMBED, None);
         let x = if self.patch_gemm {
             self.patch_embed_gemm(pixels)?
         } else {
@@ -242,24 +261,31 @@ impl Sam {
                 // a strided copy, and the neck's convolutions would see NCHW, not channels-last.
             x.f_permute([0, 2, 3, 1])?.f_contiguous()? // (b, g, g, w)
         };
-        self.trunk(x, s / p)
+        drop(patch_embed);
+        self.trunk(x, s / p, obs)
     }
 
     /// The patch embeddings [B, g, g, width] → [B, C_out, g/4, g/4]: positions, blocks, neck and
     /// compressor.
-    fn trunk(&self, x: Tensor, g: i64) -> Result<Tensor> {
-        let pos = self
-            .pos_by_side
-            .get_or_build(g, || resize_pos_grid(&self.pos_embed, g))?;
-        let x = x.f_add(&pos)?;
+    fn trunk(&self, x: Tensor, g: i64, obs: &dyn RegionObserver) -> Result<Tensor> {
+        let x = {
+            let _p = obs.enter_module(PATCH_EMBED, None);
+            let pos = self
+                .pos_by_side
+                .get_or_build(g, || resize_pos_grid(&self.pos_embed, g))?;
+            x.f_add(&pos)?
+        };
         let keys = KeyBuffers::default();
         let x = run_blocks(
             &self.blocks,
             x,
+            (BLOCK, BLOCK_ATTENTION),
+            obs,
             |b| &b.norm1,
-            |b, x, n, next| b.forward(x, n, next, &keys),
+            |b, x, n, next| b.forward(x, n, next, &keys, obs),
         )?;
         drop(keys); // not held through the neck
+        let _neck = obs.enter_module(NECK, None);
         let x = x.f_permute([0, 3, 1, 2])?; // (b, w, g, g)
         let x = x.f_conv2d::<Tensor>(&self.neck0, None, [1, 1], [0, 0], [1, 1], 1)?;
         let x = layer_norm_2d(&x, &self.neck1)?;
