@@ -24,9 +24,11 @@ pub fn base_name(full: &str) -> String {
     // Kineto reports kernels it could not demangle (deep CUTLASS templates such as
     // torch._grouped_mm's) mangled, while ncu matches demangled function names.
     let full = demangled(full);
+    // Anonymous namespaces: `(anonymous namespace)` in Kineto's names, `<unnamed>` in ncu's.
     let s = full
         .trim_start_matches("void ")
-        .replace("(anonymous namespace)", "");
+        .replace("(anonymous namespace)", "")
+        .replace("<unnamed>", "");
     // The demangler ends a name it stopped reading with `…`.
     let cut = s.find(['<', '(', '…']).unwrap_or(s.len());
     let head = s[..cut].trim_end_matches("::");

@@ -313,6 +313,37 @@ pub fn stage_runs(events: &ProfileEvents, stages: &[&str]) -> BTreeMap<String, u
         .collect()
 }
 
+/// Stages that ran only inside CUDA graphs captured with their regions open (a whole vision pass
+/// in one graph) have no user scopes of their own: each replay of a graph whose capture ran the
+/// stage counts as one run of it.
+pub fn add_replayed_stage_runs(
+    runs: &mut BTreeMap<String, u64>,
+    events: &ProfileEvents,
+    records: &BTreeMap<u64, crate::measure::capture_record::CaptureRecord>,
+) {
+    let scoped: std::collections::BTreeSet<String> = runs
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(s, _)| s.clone())
+        .collect();
+    for op in &events.ops {
+        let Some(serial) = crate::measure::capture_record::replay_serial(&op.name) else {
+            continue;
+        };
+        let Some(record) = records.get(&serial) else {
+            continue;
+        };
+        let regions: std::collections::BTreeSet<&str> = record
+            .nodes
+            .iter()
+            .filter_map(|n| n.owner.region.as_deref())
+            .collect();
+        for region in regions.into_iter().filter(|r| !scoped.contains(*r)) {
+            *runs.entry(region.to_string()).or_default() += 1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -512,6 +543,45 @@ mod tests {
                 ("prefill".into(), 1),
                 ("vision".into(), 0)
             ])
+        );
+    }
+
+    #[test]
+    fn stages_captured_inside_a_graph_count_its_replays_as_runs() {
+        // Two replays of graph 7, whose capture ran sam twice (two views) and clip once inside
+        // the vision scope; vision has scopes of its own and keeps its count.
+        let ops = vec![
+            host("vision", HostKind::UserScope, 0, 100, 1),
+            host(&format!("{REPLAY_OP_PREFIX}7"), HostKind::Op, 10, 50, 2),
+            host("vision", HostKind::UserScope, 200, 100, 3),
+            host(&format!("{REPLAY_OP_PREFIX}7"), HostKind::Op, 210, 50, 4),
+            host(&format!("{REPLAY_OP_PREFIX}9"), HostKind::Op, 400, 5, 5),
+        ];
+        let events = ProfileEvents {
+            ops,
+            kernels: vec![],
+        };
+        let node = |region: &str| GraphNode {
+            kind: NodeKind::Kernel,
+            name: "k".into(),
+            mangled: String::new(),
+            deps: vec![],
+            owner: NodeOwner {
+                region: Some(region.into()),
+                module: None,
+            },
+        };
+        let record = CaptureRecord {
+            serial: 7,
+            label: "vision".into(),
+            nodes: vec![node("sam"), node("sam"), node("clip"), node("vision")],
+            error: None,
+        };
+        let mut runs = stage_runs(&events, &["vision", "sam", "clip"]);
+        add_replayed_stage_runs(&mut runs, &events, &BTreeMap::from([(7, record)]));
+        assert_eq!(
+            runs,
+            BTreeMap::from([("clip".into(), 2), ("sam".into(), 2), ("vision".into(), 2)])
         );
     }
 }

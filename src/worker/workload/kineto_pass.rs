@@ -154,6 +154,8 @@ fn module_profile(
             Vec::new(),
         ),
     };
+    let mut stage_runs = module_tables::stage_runs(events, &stages);
+    module_tables::add_replayed_stage_runs(&mut stage_runs, events, &records);
     Ok(ModuleProfile {
         source: match on_gpu {
             true => module_tables::TimeSource::Gpu,
@@ -161,7 +163,7 @@ fn module_profile(
         },
         rows,
         kernels,
-        stage_runs: module_tables::stage_runs(events, &stages),
+        stage_runs,
         mapping: replay.mapping,
         timelines: stages
             .iter()

@@ -236,4 +236,9 @@ fn kernel_base_names_drop_namespaces_templates_and_parameters() {
         "device_kernel"
     );
     assert_eq!(base_name("_ZN3foo"), "foo");
+    // ncu writes anonymous namespaces as `<unnamed>`.
+    assert_eq!(
+        base_name("void <unnamed>::attn_split<__nv_bfloat16, 128>(const __nv_bfloat16 *, int)"),
+        "attn_split"
+    );
 }

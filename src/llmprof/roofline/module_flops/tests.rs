@@ -90,7 +90,10 @@ fn attention_of_several_kernels_and_norms_get_no_flops_but_keep_their_module() {
     let why = ops
         .no_flops_reason(Some(STEP), "void attn_split<64>(Params)")
         .expect("reason");
-    assert!(why.contains("launches 2.000 kernels per instance"), "{why}");
+    assert!(
+        why.contains("50 % of layer.attention.core's GPU time, which 2 kernels share"),
+        "{why}"
+    );
     let why = ops
         .no_flops_reason(Some(STEP), "void rms_norm<bf16>(int)")
         .expect("reason");
@@ -169,4 +172,32 @@ fn other_stages_and_outside_work_have_modules_but_no_flops() {
     let why = ops.no_flops_reason(Some(STEP), "copy").expect("outside");
     assert!(why.contains("outside every module"), "{why}");
     assert_eq!(ops.modules_of(None, "gemm"), None);
+}
+
+#[test]
+fn a_main_kernel_beside_small_ones_gets_the_module_flops_and_they_get_none() {
+    // lm_head: its GEMV (95 % of the module's time) and a copy of the logits.
+    let (mut p, w) = profile(&[(
+        "lm_head",
+        &[("gemv", 1), ("void at::native::direct_copy<float>(int)", 1)],
+        3e8,
+        300.0 * MB,
+    )]);
+    p.kernels[0].total_ns = 9500;
+    p.kernels[1].total_ns = 500;
+    let ops = kernel_ops(&p, &w, &[STEP]);
+    assert_eq!(ops.rules.len(), 1, "{:?}", ops.rules);
+    assert_eq!(ops.rules[0].op, "lm_head");
+    assert_eq!(ops.rules[0].flops_per_launch, 3e8);
+    let why = ops
+        .no_flops_reason(Some(STEP), "void at::native::direct_copy<float>(int)")
+        .expect("the copy has none");
+    assert!(why.starts_with("5 % of lm_head's GPU time"), "{why}");
+    // Launched twice per instance (a module looping over chunks): one launch's share unknown.
+    let (p, w) = profile(&[("layer.mlp.down", &[("gemm", 2)], 1e6, 2.0 * MB)]);
+    let ops = kernel_ops(&p, &w, &[STEP]);
+    let why = ops
+        .no_flops_reason(Some(STEP), "gemm")
+        .expect("two launches");
+    assert!(why.contains("launched 2.000 times per instance"), "{why}");
 }

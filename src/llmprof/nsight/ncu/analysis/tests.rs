@@ -220,3 +220,59 @@ fn kernels_get_their_modules_and_useful_flops_from_stage_one() {
         .iter()
         .all(|r| r.point.useful_op.is_none()));
 }
+
+#[test]
+fn h200_decode_step_kernels_get_their_own_modules_flops_only() {
+    // llmprof's own stage 2 of DeepSeek-OCR on an H200 (reports/gpu-runs.md §38): the six ncu
+    // exports and the Kineto child's module attribution. The decode-attention kernel and the
+    // norm get their modules and no FLOPs; every linear kernel gets the FLOPs of a module that
+    // launched it, picked by the bytes it read where it serves several.
+    use crate::measure::module_tables::ModuleProfile;
+    use crate::model::module_work::ModuleWork;
+    let dir = Path::new(FIX).join("ncu-h200-modules");
+    let text = std::fs::read_to_string(dir.join("stage1_modules.json")).expect("fixture");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let profile: ModuleProfile = serde_json::from_value(v["modules"].clone()).expect("modules");
+    let work: Vec<ModuleWork> =
+        serde_json::from_value(v["decode_step_modules"].clone()).expect("work");
+    let ops = crate::roofline::module_flops::kernel_ops(&profile, &work, &["decode_step"]);
+    let a = ncu_roofline_with(&dir, None, &ops).expect("analysis");
+    assert_eq!(a.roofline.rows.len(), 6);
+    let got = |needle: &str| {
+        let p = &a
+            .roofline
+            .rows
+            .iter()
+            .find(|r| r.point.name.contains(needle))
+            .unwrap_or_else(|| panic!("{needle}"))
+            .point;
+        (p.modules.clone(), p.useful_op.clone(), p.useful_flops)
+    };
+    let (mods, op, _) = got("attn_split");
+    assert_eq!(mods, ["layer.attention.core"]);
+    assert_eq!(op, None, "attention borrows no FLOPs");
+    let (mods, op, _) = got("add_rms_norm");
+    assert_eq!(mods.len(), 4, "{mods:?}");
+    assert_eq!(op, None);
+    // The grouped GEMM serves gate/up and down; it read the 6 routed experts' gate/up weights.
+    let (_, op, flops) = got("device_kernel");
+    assert_eq!(op.as_deref(), Some("layer.moe.experts_gate_up"));
+    assert_eq!(flops, Some(2.0 * 6.0 * 1280.0 * 2.0 * 896.0));
+    // One GEMV kernel for o_proj and the shared experts: it read o_proj's 1280 × 1280 weight.
+    let (_, op, flops) = got("nvjet_sm90_tst_16x64");
+    assert_eq!(op.as_deref(), Some("layer.attention.o_proj"));
+    assert_eq!(flops, Some(2.0 * 1280.0 * 1280.0));
+    let (_, op, _) = got("nvjet_sm90_tst_128x8");
+    assert_eq!(op.as_deref(), Some("lm_head"));
+    for r in &a.roofline.rows {
+        if let Some(op) = &r.point.useful_op {
+            assert!(
+                op.split('|')
+                    .all(|o| r.point.modules.iter().any(|m| m == o)),
+                "{} got {op}, not one of its modules {:?}",
+                r.point.name,
+                r.point.modules
+            );
+        }
+    }
+}
