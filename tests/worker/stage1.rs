@@ -82,6 +82,12 @@ fn cpu_stage1_writes_every_artifact_and_a_valid_metrics_json() {
         report.contains("NVML unavailable") && report.contains("n/a"),
         "{report}"
     );
+    // Kineto's FLOPs are set against each module's, not against the whole pass (#41 item 2).
+    assert!(
+        report.contains("Kineto's FLOP count ÷ the analytic FLOPs, per module: ")
+            && !report.contains("Kineto matmul FLOPs ÷ analytic"),
+        "{report}"
+    );
     // The module breakdown (#41 item 2), from host time without a GPU: every module the decoder
     // marks has time in the decode step, and the step's rows add up to its scopes' own time.
     let modules = m.modules.as_ref().expect("metrics.json modules");

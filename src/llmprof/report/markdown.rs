@@ -230,7 +230,8 @@ pub fn render(r: &RunReport) -> String {
             pct(u.mbu_decode),
             pct(u.mbu_decode_p50)
         );
-        if let Some(ratio) = f.kineto_matmul_ratio {
+        // With a module breakdown, Kineto's count is set against each module's FLOPs there.
+        if let Some(ratio) = f.kineto_matmul_ratio.filter(|_| r.modules.is_none()) {
             let _ = writeln!(
                 s,
                 "\nKineto matmul FLOPs ÷ analytic matmul FLOPs (profiled pass): {ratio:.3}"

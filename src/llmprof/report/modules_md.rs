@@ -126,25 +126,8 @@ fn stage_section(s: &mut String, stage: &str, st: &StageModules, host: bool) {
             let _ = writeln!(s, "- {}: {}", k.module, list.join(", "));
         }
     }
-    let ratios: Vec<String> = st
-        .kinds
-        .iter()
-        .filter_map(|k| k.kineto_flops_ratio.map(|r| format!("{} {r:.2}", k.module)))
-        .collect();
-    let mut why_not: std::collections::BTreeMap<&str, usize> = Default::default();
-    for reason in st.kinds.iter().filter_map(|k| k.kineto_flops_na.as_deref()) {
-        *why_not.entry(reason).or_default() += 1;
-    }
-    if !ratios.is_empty() || !why_not.is_empty() {
-        s.push_str("\nKineto's FLOP count ÷ the analytic FLOPs, per module: ");
-        s.push_str(&match ratios.is_empty() {
-            true => "none counted".to_string(),
-            false => ratios.join(", "),
-        });
-        for (reason, n) in why_not {
-            let _ = write!(s, "; n/a for {n} module(s): {reason}");
-        }
-        s.push_str(".\n");
+    if let Some(line) = kineto_flops_line(st) {
+        let _ = writeln!(s, "\n{line}");
     }
     if st.layers.len() > 1 {
         let v: Vec<f64> = st.layers.iter().map(|l| l.ms_per_run).collect();
@@ -182,4 +165,31 @@ pub fn render(m: &ModulesInfo) -> String {
         stage_section(&mut s, name, st, host);
     }
     s
+}
+
+/// "Kineto's FLOP count ÷ the analytic FLOPs, per module: …" for a stage, with the reason where
+/// there is no ratio; `None` when no module has analytic FLOPs (modules.md and report.md).
+pub(crate) fn kineto_flops_line(st: &StageModules) -> Option<String> {
+    let ratios: Vec<String> = st
+        .kinds
+        .iter()
+        .filter_map(|k| k.kineto_flops_ratio.map(|r| format!("{} {r:.2}", k.module)))
+        .collect();
+    let mut why_not: std::collections::BTreeMap<&str, usize> = Default::default();
+    for reason in st.kinds.iter().filter_map(|k| k.kineto_flops_na.as_deref()) {
+        *why_not.entry(reason).or_default() += 1;
+    }
+    if ratios.is_empty() && why_not.is_empty() {
+        return None;
+    }
+    let mut line = String::from("Kineto's FLOP count ÷ the analytic FLOPs, per module: ");
+    line.push_str(&match ratios.is_empty() {
+        true => "none counted".to_string(),
+        false => ratios.join(", "),
+    });
+    for (reason, n) in why_not {
+        let _ = write!(line, "; n/a for {n} module(s): {reason}");
+    }
+    line.push('.');
+    Some(line)
 }

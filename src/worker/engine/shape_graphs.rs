@@ -24,6 +24,10 @@ use llmprof::region::{NoopObserver, RegionObserver};
 use std::cell::RefCell;
 use tch::Tensor;
 
+/// A function a [`ShapeGraphs`] runs or captures: its inputs and the observer its regions and
+/// modules are marked on.
+pub type GraphFn<'a, T> = dyn Fn(&[Tensor], &dyn RegionObserver) -> Result<T> + 'a;
+
 /// How many (stage, input shapes) graphs one [`ShapeGraphs`] keeps: a vision pass of one page
 /// mix needs one graph (`vision_streams`) or six (a stage per view size); beyond the bound the
 /// least recently used graph is dropped and its shapes are captured again when they recur.
@@ -160,7 +164,7 @@ impl ShapeGraphs {
         stage: &'static str,
         inputs: &[Tensor],
         obs: &dyn RegionObserver,
-        f: &dyn Fn(&[Tensor], &dyn RegionObserver) -> Result<Tensor>,
+        f: &GraphFn<Tensor>,
     ) -> Result<Tensor> {
         let mut outputs = self.call_many(stage, inputs, obs, &|x, o| Ok(vec![f(x, o)?]))?;
         outputs.pop().context("a graph call returned no output")
@@ -172,7 +176,7 @@ impl ShapeGraphs {
         stage: &'static str,
         inputs: &[Tensor],
         obs: &dyn RegionObserver,
-        f: &dyn Fn(&[Tensor], &dyn RegionObserver) -> Result<Vec<Tensor>>,
+        f: &GraphFn<Vec<Tensor>>,
     ) -> Result<Vec<Tensor>> {
         self.call_many_keyed(stage, &[], inputs, obs, f)
     }
@@ -185,7 +189,7 @@ impl ShapeGraphs {
         layout: &[i64],
         inputs: &[Tensor],
         obs: &dyn RegionObserver,
-        f: &dyn Fn(&[Tensor], &dyn RegionObserver) -> Result<Vec<Tensor>>,
+        f: &GraphFn<Vec<Tensor>>,
     ) -> Result<Vec<Tensor>> {
         if !self.enabled {
             return f(inputs, obs);

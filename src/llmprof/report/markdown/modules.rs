@@ -58,6 +58,9 @@ pub(super) fn render(s: &mut String, m: &ModulesInfo) {
             _ => s.push_str(".\n"),
         }
     }
+    if let Some(line) = crate::report::modules_md::kineto_flops_line(st) {
+        let _ = writeln!(s, "\n{line}");
+    }
     let g = &m.mapping;
     if g.replays > 0 && (g.kernels_unmatched > 0 || g.graphs_without_record > 0) {
         let _ = writeln!(

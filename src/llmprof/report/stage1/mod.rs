@@ -85,11 +85,15 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
     {
         let ratio = k.kineto_flops as f64 / k.analytic_flops;
         flops.kineto_matmul_ratio = Some(ratio);
-        notes.push(kineto_flops_note(
-            k,
-            ratio,
-            m.graphs.as_ref().is_some_and(|g| g.replays > 0),
-        ));
+        // The module breakdown sets Kineto's count against each module's FLOPs, with the reason
+        // where it counted nothing; the whole-pass note stands in for it in runs without one.
+        if module_info.is_none() {
+            notes.push(kineto_flops_note(
+                k,
+                ratio,
+                m.graphs.as_ref().is_some_and(|g| g.replays > 0),
+            ));
+        }
     }
     let synthetic_first = m.model.synthetic && !notes.iter().any(|n| n == SYNTHETIC_NOTE);
     if synthetic_first {

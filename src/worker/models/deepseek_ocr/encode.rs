@@ -5,6 +5,7 @@
 
 use super::{preprocess, vision, DeepseekOcr, Encoder};
 use crate::engine::graph_uploads;
+use crate::engine::shape_graphs::GraphFn;
 use anyhow::{Context, Result};
 use llmprof::model::deepseek_ocr::{CLIP, PROJECTOR, QUERY_ENCODER, SAM, VISION};
 use llmprof::region::RegionObserver;
@@ -87,8 +88,7 @@ impl DeepseekOcr {
                 true => obs.enter_overlapped(r),
                 false => obs.enter(r),
             };
-            type StageFn<'f> = dyn Fn(&[Tensor], &dyn RegionObserver) -> Result<Tensor> + 'f;
-            let call = |stage, x: &[Tensor], f: &StageFn| match stage_graphs {
+            let call = |stage, x: &[Tensor], f: &GraphFn<Tensor>| match stage_graphs {
                 true => lanes.graphs().call(stage, x, obs, f),
                 false => f(x, obs),
             };
