@@ -66,6 +66,8 @@ pub const NSYS_REP_PATH: &str = "nsys/profile.nsys-rep";
 pub const NSYS_SUMMARY_JSON: &str = "nsys_summary.json";
 /// Nsight Compute's folder: one CSV per profiled kernel set.
 pub const NCU_DIR: &str = "ncu";
+/// Stage 2's child run with the Kineto pass: kernel selection and each kernel's module.
+pub const STAGE2_KINETO_DIR: &str = "kineto";
 pub const NCU_MD: &str = "ncu.md";
 pub const NCU_KERNELS_JSON: &str = "ncu_kernels.json";
 pub const ROOFLINE_MD: &str = "roofline.md";

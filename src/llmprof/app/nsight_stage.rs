@@ -225,7 +225,7 @@ impl<'a> Stage2<'a> {
     /// attribution (measurements.json), which names each profiled kernel's module and gives
     /// the useful FLOPs of those whose module's FLOPs are theirs alone.
     fn stage1_kernels(&mut self) -> Result<Stage1Kernels> {
-        let dir = self.run_dir.join("kineto");
+        let dir = self.run_dir.join(crate::run_files::STAGE2_KINETO_DIR);
         let child = self.child(
             &dir,
             &[
@@ -281,25 +281,10 @@ impl<'a> Stage2<'a> {
         let measured = crate::report::measurements::Stage1Measurements::read(
             &dir.join(crate::run_files::MEASUREMENTS_JSON),
         )?;
-        let ops = match measured.kineto {
-            Some(k) => match k.modules {
-                Some(profile) => {
-                    let stages: Vec<&str> = profile
-                        .stage_runs
-                        .keys()
-                        .map(String::as_str)
-                        .filter(|s| inside(s))
-                        .collect();
-                    crate::roofline::module_flops::kernel_ops(
-                        &profile,
-                        &k.decode_step_modules,
-                        &stages,
-                    )
-                }
-                None => KernelOps::default(),
-            },
-            None => KernelOps::default(),
-        };
+        let ops = measured
+            .kineto
+            .map(|k| k.kernel_ops(&inside))
+            .unwrap_or_default();
         Ok(Stage1Kernels { rows: chosen, ops })
     }
 

@@ -113,6 +113,23 @@ pub enum ReadError {
     Schema { path: String, found: String },
 }
 
+impl KinetoSummary {
+    /// What stage 2 knows of a kernel from this pass (docs/modules.md): its modules and the
+    /// useful-FLOP rules, over the stages `within` accepts. Empty without a module breakdown.
+    pub fn kernel_ops(&self, within: impl Fn(&str) -> bool) -> crate::roofline::KernelOps {
+        let Some(profile) = &self.modules else {
+            return Default::default();
+        };
+        let stages: Vec<&str> = profile
+            .stage_runs
+            .keys()
+            .map(String::as_str)
+            .filter(|s| within(s))
+            .collect();
+        crate::roofline::module_flops::kernel_ops(profile, &self.decode_step_modules, &stages)
+    }
+}
+
 impl Stage1Measurements {
     /// measurements.json's text: pretty JSON with `schema` first and a final newline.
     pub fn to_json(&self) -> String {

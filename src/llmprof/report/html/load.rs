@@ -3,10 +3,12 @@
 //! and never stops the report.
 use crate::measure::nvml::NvmlTrace;
 use crate::measure::op_tables::KernelRow;
-use crate::nsight::ncu::analysis::{ncu_roofline, NcuAnalysis};
+use crate::nsight::ncu::analysis::{ncu_roofline_with, NcuAnalysis};
 use crate::report::artifacts::{ENV_JSON, KERNELS_JSON, METRICS_JSON, NVML_CSV, PREDICTIONS_JSONL};
+use crate::report::measurements::Stage1Measurements;
 use crate::report::RunReport;
 use crate::run_dir::{Status, RESOLVED_CONFIG, STATUS_FILE};
+use crate::run_files::{MEASUREMENTS_JSON, STAGE2_KINETO_DIR};
 use crate::spec::RunSpec;
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
@@ -95,7 +97,14 @@ impl RunArtifacts {
             .unwrap_or_default();
         let ncu = dir.join(NCU_DIR);
         if ncu.is_dir() {
-            match ncu_roofline(&ncu, None) {
+            // Stage 2's Kineto child names each kernel's module (docs/modules.md).
+            let ops =
+                Stage1Measurements::read(&dir.join(STAGE2_KINETO_DIR).join(MEASUREMENTS_JSON))
+                    .ok()
+                    .and_then(|m| m.kineto)
+                    .map(|k| k.kernel_ops(|_| true))
+                    .unwrap_or_default();
+            match ncu_roofline_with(&ncu, None, &ops) {
                 Ok(x) => a.ncu = Some(x),
                 Err(e) => a.problems.push(format!("{NCU_DIR}/: {e:#}")),
             }

@@ -48,8 +48,10 @@ fn plottable<'a>(rows: &[&'a Row]) -> Vec<(&'a Row, f64, f64)> {
 }
 
 fn hover(r: &Row) -> String {
+    let module = crate::measure::op_tables::modules_label(&r.point.modules)
+        .map_or(String::new(), |m| format!("<br>module {m}"));
     format!(
-        "{}<br>stage {}<br>{:.2} µs<br>{}: {}",
+        "{}<br>stage {}{module}<br>{:.2} µs<br>{}: {}",
         short_name_within(&r.point.name, 60),
         r.point.stage.as_deref().unwrap_or("—"),
         r.point.duration_ns.unwrap_or(0.0) / 1e3,
