@@ -283,7 +283,7 @@ impl<'a> Stage2<'a> {
         )?;
         let ops = measured
             .kineto
-            .map(|k| k.kernel_ops(&inside))
+            .map(|k| k.kernel_ops(inside))
             .unwrap_or_default();
         Ok(Stage1Kernels { rows: chosen, ops })
     }
