@@ -11,6 +11,7 @@ mod worker {
     mod dense_models;
     mod faults;
     mod first_contact;
+    mod hf_parity;
     mod hta;
     mod infer;
     mod kineto;

@@ -52,7 +52,14 @@ fn each_preset_composes_to_its_config_json() {
         "num_key_value_heads": 2, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
         "max_position_embeddings": 32768, "tie_word_embeddings": true,
         "bos_token_id": 151643, "eos_token_id": 151643});
+    let qwen3 = serde_json::json!({
+        "model_type": "qwen3", "vocab_size": 151936, "hidden_size": 1024,
+        "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
+        "num_key_value_heads": 8, "head_dim": 128, "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0, "max_position_embeddings": 40960, "attention_bias": false,
+        "tie_word_embeddings": true, "bos_token_id": 151643, "eos_token_id": 151645});
     for (model, json) in [
+        ("qwen3_0_6b", qwen3),
         ("llama3_1_8b", llama),
         ("qwen2_5_7b", qwen7),
         ("qwen2_5_0_5b", qwen05),

@@ -48,8 +48,8 @@ pub enum DebugCommand {
     FastPath {
         /// Architecture: the released DeepSeek-OCR (`full`) or the tiny test one, DeepSeek-OCR-2
         /// (`deepseek_ocr2`, `deepseek_ocr2_tiny`), or a dense decoder preset (qwen2_5_0_5b,
-        /// qwen2_5_7b, llama3_1_8b, each also as `<name>_tiny`).
-        #[arg(long, value_parser = ["full", "tiny", "deepseek_ocr2", "deepseek_ocr2_tiny", "qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b", "qwen2_5_0_5b_tiny", "qwen2_5_7b_tiny", "llama3_1_8b_tiny"], default_value = "full")]
+        /// qwen2_5_7b, llama3_1_8b, qwen3_0_6b, each also as `<name>_tiny`).
+        #[arg(long, value_parser = crate::checks::fast_path_cli::parse_arch, default_value = "full")]
         arch: String,
         #[arg(long, default_value_t = 64)]
         steps: usize,

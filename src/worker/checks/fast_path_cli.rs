@@ -87,6 +87,16 @@ fn pages(pc: &PreprocessConfig) -> Result<Vec<PreparedImage>> {
         .collect()
 }
 
+/// The architectures `debug fast-path --arch` takes: DeepSeek-OCR's and every dense preset.
+pub fn parse_arch(name: &str) -> Result<String, String> {
+    let mut known = vec!["full", "tiny", "deepseek_ocr2", "deepseek_ocr2_tiny"];
+    known.extend(dense::presets::names());
+    match known.contains(&name) {
+        true => Ok(name.to_string()),
+        false => Err(format!("one of {}", known.join(", "))),
+    }
+}
+
 /// Runs the checks for `arch`: a dense preset name, `full` or `tiny` for DeepSeek-OCR,
 /// `deepseek_ocr2` or `deepseek_ocr2_tiny` for DeepSeek-OCR-2 (the same decoder; its query
 /// encoder follows `fused_projections`, `sdpa` and `fused_rms_norm`, checked in `all`).

@@ -95,7 +95,7 @@ pub struct ParamCounts {
     /// q/k/v/o weights and q/k/v biases, all layers.
     pub attention: u64,
     pub mlp: u64,
-    /// Both norms of every layer and the final norm.
+    /// Both norms of every layer (and Qwen3's q/k norms) and the final norm.
     pub norms: u64,
     /// 0 when tied to the embedding.
     pub lm_head: u64,
@@ -120,7 +120,12 @@ pub fn params(a: &DenseArch) -> ParamCounts {
         embed_tokens: vh,
         attention: l * (h * (q + 2 * kv) + q * h + bias),
         mlp: l * 3 * h * a.intermediate_size as u64,
-        norms: (2 * l + 1) * h,
+        norms: (2 * l + 1) * h
+            + if a.qk_norm {
+                2 * l * a.head_dim as u64
+            } else {
+                0
+            },
         lm_head: if a.tie_word_embeddings { 0 } else { vh },
     }
 }

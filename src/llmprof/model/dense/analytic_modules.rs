@@ -61,7 +61,7 @@ mod tests {
     fn presets() -> Vec<(&'static str, DenseArch)> {
         let conf = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../conf/model/dense_decoder/arch");
-        ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"]
+        ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b", "qwen3_0_6b"]
             .into_iter()
             .map(|p| {
                 let text = std::fs::read_to_string(conf.join(format!("{p}.yaml"))).unwrap();

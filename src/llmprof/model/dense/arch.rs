@@ -1,5 +1,6 @@
-//! Architecture of a dense decoder LLM (Qwen2, Llama 3, ...) as the HF `config.json` states it:
-//! GQA attention with RoPE (optionally Llama 3's `rope_scaling`), optional q/k/v bias, RMSNorm,
+//! Architecture of a dense decoder LLM (Qwen2, Qwen3, Llama 3, ...) as the HF `config.json` states
+//! it: GQA attention with RoPE (optionally Llama 3's `rope_scaling`), optional q/k/v bias, optional
+//! per-head RMSNorm of q and k (Qwen3), RMSNorm,
 //! SwiGLU MLP, tied or untied embeddings. YAML (`conf/model/dense_decoder/arch/*.yaml`) uses the
 //! config.json key names, so a checkpoint's config.json can be read directly.
 use anyhow::{bail, ensure, Context, Result};
@@ -29,6 +30,7 @@ pub const CHECKPOINT_FIELDS: &[&str] = &[
     "num_key_value_heads",
     "head_dim",
     "attention_bias",
+    "qk_norm",
     "tie_word_embeddings",
 ];
 
@@ -52,6 +54,9 @@ pub struct DenseArch {
     pub max_position_embeddings: i64,
     /// Bias on q/k/v projections (Qwen2: true; o_proj never has one).
     pub attention_bias: bool,
+    /// An RMSNorm over each head of q and of k before RoPE (`q_norm`, `k_norm`: Qwen3).
+    #[serde(default)]
+    pub qk_norm: bool,
     /// lm_head shares the embedding matrix (no `lm_head.weight` in the checkpoint).
     pub tie_word_embeddings: bool,
     pub bos_token_id: i64,
@@ -138,13 +143,14 @@ impl DenseArch {
             }),
             max_position_embeddings: 4096,
             attention_bias: self.attention_bias,
+            qk_norm: self.qk_norm,
             tie_word_embeddings: self.tie_word_embeddings,
             bos_token_id: 1,
             eos_token_id: 2,
         }
     }
 
-    /// Reads an HF `config.json` (model_type qwen2 or llama).
+    /// Reads an HF `config.json` (model_type qwen2, qwen3 or llama).
     pub fn from_hf_config_json(path: &Path) -> Result<Self> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -163,7 +169,10 @@ impl DenseArch {
         let float = |k: &str, d: f64| v.get(k).and_then(|x| x.as_f64()).unwrap_or(d);
         let model_type = v.get("model_type").and_then(|x| x.as_str()).unwrap_or("");
         if !super::HF_MODEL_TYPES.contains(&model_type) {
-            bail!("model_type `{model_type}` is not a dense decoder llmprof implements (qwen2, llama)");
+            bail!(
+                "model_type `{model_type}` is not a dense decoder llmprof implements ({})",
+                super::HF_MODEL_TYPES.join(", ")
+            );
         }
         let heads = int("num_attention_heads")?;
         let hidden = int("hidden_size")?;
@@ -228,6 +237,7 @@ impl DenseArch {
                 .get("attention_bias")
                 .and_then(|x| x.as_bool())
                 .unwrap_or(model_type == "qwen2"),
+            qk_norm: model_type == "qwen3",
             tie_word_embeddings: v
                 .get("tie_word_embeddings")
                 .and_then(|x| x.as_bool())

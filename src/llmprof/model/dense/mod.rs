@@ -1,4 +1,4 @@
-//! Dense decoder LLMs (Qwen2, Llama 3, ...) without tensors (docs/models.md): the architecture
+//! Dense decoder LLMs (Qwen2, Qwen3, Llama 3, ...) without tensors (docs/models.md): the architecture
 //! from HF config.json fields, the regions the model marks, analytic FLOPs/bytes and the static
 //! report. The tensor code is the worker's `models::dense`.
 pub mod analytic;
@@ -10,8 +10,8 @@ pub mod static_report;
 pub use arch::{DenseArch, RopeScaling};
 pub use optim::DenseOptim;
 
-/// The `model_type`s of the HF config.json files this family reads (Qwen2/2.5, Llama 3).
-pub const HF_MODEL_TYPES: &[&str] = &["qwen2", "llama"];
+/// The `model_type`s of the HF config.json files this family reads (Qwen2/2.5, Qwen3, Llama 3).
+pub const HF_MODEL_TYPES: &[&str] = &["qwen2", "qwen3", "llama"];
 
 use crate::region::{RegionTree, DECODE, DECODE_STEP, PREFILL};
 

@@ -29,6 +29,14 @@ pub(crate) fn preset(name: &str) -> DenseArch {
                 "original_max_position_embeddings": 8192, "rope_type": "llama3"},
             "max_position_embeddings": 131072, "attention_bias": false, "mlp_bias": false,
             "tie_word_embeddings": false, "bos_token_id": 128000, "eos_token_id": 128001}),
+        // https://huggingface.co/Qwen/Qwen3-0.6B/blob/main/config.json
+        "qwen3_0_6b" => serde_json::json!({
+            "model_type": "qwen3", "vocab_size": 151936, "hidden_size": 1024,
+            "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
+            "num_key_value_heads": 8, "head_dim": 128, "rms_norm_eps": 1e-6,
+            "rope_theta": 1000000.0, "max_position_embeddings": 40960,
+            "attention_bias": false, "tie_word_embeddings": true,
+            "bos_token_id": 151643, "eos_token_id": 151645}),
         _ => panic!("{name}"),
     };
     DenseArch::from_hf_config(&v).unwrap()
@@ -85,13 +93,28 @@ fn hand(name: &str) -> Hand {
             attention_per_key: 524_288.0,
             params: 8_030_261_248,
         },
+        // H 1024, q 16·128 = 2048, kv 8·128 = 1024 (head_dim 128, not H ÷ heads), F 3072,
+        // V 151936, L 28.
+        // proj = 2·1024·(2048+2048) + 2·2048·1024 = 8,388,608 + 4,194,304 = 12,582,912
+        // mlp = 6·1024·3072 = 18,874,368; per layer 31,457,280; ×28 = 880,803,840
+        // lm_head = 2·1024·151936 = 311,164,928; attention = 4·2048·28 = 229,376 per key
+        // params: embed 151936·1024 = 155,582,464 (tied);
+        //   per layer 1024·4096 + 2048·1024 + 3·1024·3072 + 2·1024 + 2·128 (q/k norms)
+        //   = 15,731,968; ×28 = 440,495,104; + 1024 → 596,049,920 (the published 0.6 B:
+        //   0.44 B without the embedding).
+        "qwen3_0_6b" => Hand {
+            linear_per_token: 880_803_840.0,
+            lm_head: 311_164_928.0,
+            attention_per_key: 229_376.0,
+            params: 596_049_920,
+        },
         _ => panic!("{name}"),
     }
 }
 
 #[test]
 fn analytic_counts_match_hand_computation_for_each_real_config() {
-    for name in ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"] {
+    for name in ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b", "qwen3_0_6b"] {
         let a = preset(name);
         let h = hand(name);
         assert_eq!(

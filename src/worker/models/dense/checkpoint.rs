@@ -1,4 +1,5 @@
-//! The official HF checkpoint layout of a dense decoder (Qwen2ForCausalLM, LlamaForCausalLM):
+//! The official HF checkpoint layout of a dense decoder (Qwen2ForCausalLM, Qwen3ForCausalLM,
+//! LlamaForCausalLM):
 //! every tensor's name and shape from the architecture, loading a checkpoint folder (sharded
 //! with `model.safetensors.index.json` or not) checked against it, and seeded synthetic tensors
 //! under the same names.
@@ -34,6 +35,10 @@ pub fn expected_tensors(a: &DenseArch) -> Vec<TensorSpec> {
             if a.attention_bias {
                 add(format!("{p}.self_attn.{n}.bias"), &[rows]);
             }
+        }
+        if a.qk_norm {
+            add(format!("{p}.self_attn.q_norm.weight"), &[a.head_dim]);
+            add(format!("{p}.self_attn.k_norm.weight"), &[a.head_dim]);
         }
         add(format!("{p}.self_attn.o_proj.weight"), &[h, q]);
         add(format!("{p}.mlp.gate_proj.weight"), &[f, h]);

@@ -1,4 +1,4 @@
-//! Dense decoder LLMs (docs/models.md): Qwen2/2.5 and Llama 3 from HF config.json fields, on the
+//! Dense decoder LLMs (docs/models.md): Qwen2/2.5, Qwen3 and Llama 3 from HF config.json fields, on the
 //! shared decoder stack (`models::layers`) with a dense SwiGLU in every layer. `interface.rs`
 //! implements `Model`; the tokenizer, checkpoint layout, presets and the fast-path check live
 //! beside it.
@@ -33,6 +33,7 @@ pub fn dims(a: &DenseArch) -> DecoderDims {
             kv_heads: a.num_key_value_heads,
             head_dim: a.head_dim,
             qkv_bias: a.attention_bias,
+            qk_norm: a.qk_norm.then_some(a.rms_norm_eps),
         },
         rms_norm_eps: a.rms_norm_eps,
         rope_theta: a.rope_theta,

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use llmprof::model::dense::DenseArch;
 
-const PRESETS: [(&str, &str); 6] = [
+const PRESETS: [(&str, &str); 8] = [
     (
         "qwen2_5_0_5b",
         include_str!("../../../../conf/model/dense_decoder/arch/qwen2_5_0_5b.yaml"),
@@ -16,6 +16,14 @@ const PRESETS: [(&str, &str); 6] = [
     (
         "llama3_1_8b",
         include_str!("../../../../conf/model/dense_decoder/arch/llama3_1_8b.yaml"),
+    ),
+    (
+        "qwen3_0_6b",
+        include_str!("../../../../conf/model/dense_decoder/arch/qwen3_0_6b.yaml"),
+    ),
+    (
+        "qwen3_0_6b_tiny",
+        include_str!("../../../../conf/model/dense_decoder/arch/qwen3_0_6b_tiny.yaml"),
     ),
     (
         "qwen2_5_0_5b_tiny",
@@ -34,6 +42,14 @@ const PRESETS: [(&str, &str); 6] = [
 /// Names of the compiled-in presets.
 pub fn names() -> Vec<&'static str> {
     PRESETS.iter().map(|(n, _)| *n).collect()
+}
+
+/// Names of the presets of released models (not their `_tiny` forms).
+pub fn released() -> Vec<&'static str> {
+    names()
+        .into_iter()
+        .filter(|n| !n.ends_with("_tiny"))
+        .collect()
 }
 
 /// The architecture of preset `name`, or `None` when there is no such preset.

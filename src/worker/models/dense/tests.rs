@@ -18,7 +18,7 @@ fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
 
 #[test]
 fn tiny_presets_are_the_tiny_of_the_real_ones() {
-    for name in ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"] {
+    for name in presets::released() {
         let real = presets::arch(name).unwrap().unwrap();
         assert_eq!(real.tiny(), tiny(name), "{name}");
     }
@@ -27,7 +27,7 @@ fn tiny_presets_are_the_tiny_of_the_real_ones() {
 #[test]
 fn cached_decode_equals_full_prefill_and_batches_equal_rows() {
     // Decode steps attend with the GQA head fold, prefill with repeated K/V: both must agree.
-    for name in ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"] {
+    for name in presets::released() {
         let a = tiny(name);
         let m = build(&a, 3);
         let obs = NoopObserver;

@@ -7,6 +7,7 @@ mod rope;
 use crate::checkpoint::tensors::WeightPath;
 use crate::engine::kv_cache::{AttnMask, KvCache};
 use crate::ffi::kernels;
+use crate::models::layers::basic::RmsNorm;
 use anyhow::Result;
 use llmprof::model::module_work::{CORE, O_PROJ, QKV, ROPE_KV};
 use llmprof::region::RegionObserver;
@@ -14,12 +15,15 @@ pub use rope::{apply_rope, apply_rope_fma, Rope};
 use tch::{Kind, Tensor};
 
 /// The attention's shape: query heads, K/V heads (GQA when fewer), head dim, q/k/v bias.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AttnShape {
     pub heads: i64,
     pub kv_heads: i64,
     pub head_dim: i64,
     pub qkv_bias: bool,
+    /// An RMSNorm (this epsilon) over each head of q and of k before RoPE, weights `q_norm` and
+    /// `k_norm` [head_dim] (Qwen3).
+    pub qk_norm: Option<f64>,
 }
 
 /// What the q/k/v projections give before RoPE.
@@ -44,6 +48,8 @@ enum Qkv {
 #[derive(Debug)]
 pub struct Attention {
     qkv: Qkv,
+    /// Qwen3's per-head norms of q and k.
+    qk_norm: Option<(RmsNorm, RmsNorm)>,
     o: Tensor,
     heads: i64,
     kv_heads: i64,
@@ -83,8 +89,16 @@ impl Attention {
         } else {
             Qkv::Split { q, k, v }
         };
+        let qk_norm = match shape.qk_norm {
+            Some(eps) => Some((
+                RmsNorm::load(&vs.sub("q_norm"), eps)?,
+                RmsNorm::load(&vs.sub("k_norm"), eps)?,
+            )),
+            None => None,
+        };
         Ok(Attention {
             qkv,
+            qk_norm,
             o: vs.get("o_proj.weight")?,
             heads: shape.heads,
             kv_heads: shape.kv_heads,
@@ -96,8 +110,20 @@ impl Attention {
         })
     }
 
-    /// The q/k/v projections of x [B,T,H], before RoPE.
+    /// The q/k/v projections of x [B,T,H], with the per-head q/k norms where the model has
+    /// them, before RoPE.
     fn qkv(&self, x: &Tensor) -> Result<Projected> {
+        let p = self.project(x)?;
+        Ok(match (&self.qk_norm, p) {
+            (Some((qn, kn)), Projected::Heads(q, k, v)) => {
+                Projected::Heads(qn.forward(&q)?, kn.forward(&k)?, v)
+            }
+            (_, p) => p,
+        })
+    }
+
+    /// The q/k/v projections of x [B,T,H].
+    fn project(&self, x: &Tensor) -> Result<Projected> {
         let (b, t, _) = x.size3()?;
         let (nh, nkv, hd) = (self.heads, self.kv_heads, self.head_dim);
         let heads = |y: Tensor, n: i64| -> Result<Tensor> {
@@ -110,7 +136,8 @@ impl Attention {
                 heads(lin(k)?, nkv)?,
                 heads(lin(v)?, nkv)?,
             ),
-            Qkv::Fused(w, bias) if nkv != nh => {
+            // Heads apart where GQA or the q/k norms need them.
+            Qkv::Fused(w, bias) if nkv != nh || self.qk_norm.is_some() => {
                 let y = x.f_linear(w, bias.as_ref())?;
                 let parts = y.f_split_with_sizes([nh * hd, nkv * hd, nkv * hd], -1)?;
                 Projected::Heads(
@@ -233,8 +260,9 @@ impl Attention {
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
         let (b, t, _) = x.size3()?;
+        // The kernel takes the projection as it comes: not with q/k norms between.
         if let (true, true, Qkv::Fused(w, bias)) = (
-            self.rope_kv_kernel && b * t <= kernels::ROPE_KV_MAX_TOKENS,
+            self.rope_kv_kernel && self.qk_norm.is_none() && b * t <= kernels::ROPE_KV_MAX_TOKENS,
             x.device().is_cuda(),
             &self.qkv,
         ) {
@@ -306,7 +334,8 @@ impl Attention {
         (mask, window): (&AttnMask, i64),
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
-        let (q, k_all, v_all) = match (self.rope_kv_kernel, x.device().is_cuda(), &self.qkv) {
+        let kernel = self.rope_kv_kernel && self.qk_norm.is_none();
+        let (q, k_all, v_all) = match (kernel, x.device().is_cuda(), &self.qkv) {
             (true, true, Qkv::Fused(w, bias)) => {
                 let buffers = cache.device_step_buffers(layer);
                 let q = self.project_rope_kv(x, (w, bias.as_ref()), cos_sin, buffers, obs)?;

@@ -33,6 +33,7 @@ pub fn dims(cfg: &DecoderConfig) -> DecoderDims {
             kv_heads: cfg.num_key_value_heads,
             head_dim: cfg.head_dim,
             qkv_bias: false,
+            qk_norm: None,
         },
         rms_norm_eps: cfg.rms_norm_eps,
         rope_theta: cfg.rope_theta,

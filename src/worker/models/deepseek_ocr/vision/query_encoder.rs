@@ -62,6 +62,7 @@ impl QueryEncoder {
             kv_heads: cfg.num_key_value_heads,
             head_dim: cfg.head_dim,
             qkv_bias: true,
+            qk_norm: None,
         };
         let layers = (0..cfg.num_hidden_layers)
             .map(|i| {

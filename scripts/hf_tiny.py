@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Tiny checkpoints of each decoder family built by HF transformers on the CPU, and the parity
+of `llmprof debug logits` with them (#42's CPU check; tests/worker/hf_parity.rs runs it).
+
+  hf_tiny.py make --model-type qwen3 --out DIR [--seed 0] [--seq 12] [--greedy 12]
+      DIR/config.json + DIR/model.safetensors (save_pretrained: the official names and layout),
+      DIR/ids.json (prompt ids), DIR/ref.safetensors: prompt_last_logits [vocab] (fp32, eager
+      attention) and greedy_ids [n] (greedy, EOS ignored), as `llmprof debug logits` writes them
+  hf_tiny.py compare --ref DIR/ref.safetensors --ours OURS.safetensors
+      one JSON line: max relative error of the logits (max |a-b| / max |ref|), greedy ids equal
+
+Needs torch, transformers (5.17 or later) and safetensors. The architecture is transformers'
+own default for the model type at small dimensions (AutoConfig.for_model), so a family's
+config.json keys and tensor names are exactly what the released checkpoints use.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+# Small dimensions every family shares; per family, what its released configs set that the
+# defaults do not (a tied head where the small models tie it, both layer kinds).
+COMMON = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+              num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+              max_position_embeddings=256, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+              rms_norm_eps=1e-6)
+FAMILIES = {
+    "llama": dict(tie_word_embeddings=False),
+    "qwen2": dict(tie_word_embeddings=True),
+    "qwen3": dict(tie_word_embeddings=True),
+}
+
+
+def config(model_type: str) -> dict:
+    if model_type not in FAMILIES:
+        raise SystemExit(f"unknown model type {model_type} (one of {', '.join(FAMILIES)})")
+    return {**COMMON, **FAMILIES[model_type]}
+
+
+def cmd_make(a) -> int:
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    torch.manual_seed(a.seed)
+    cfg = AutoConfig.for_model(a.model_type, **config(a.model_type))
+    cfg._attn_implementation = "eager"
+    model = AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32).eval()
+    g = torch.Generator().manual_seed(a.seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            # Norm weights away from 1 so that a norm applied to the wrong tensor shows.
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+            else:
+                std = 1.0 if "embed_tokens" in name else (p.shape[-1] ** -0.5 if p.dim() == 2 else 0.02)
+                p.copy_(torch.randn(p.shape, generator=g) * std)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    ids = torch.randint(3, cfg.vocab_size, (a.seq,), generator=g).tolist()
+    (out / "ids.json").write_text(json.dumps(ids))
+    x = torch.tensor([ids])
+    model.generation_config.eos_token_id = None
+    with torch.no_grad():
+        logits = model(x).logits[0, -1].float()
+        gen = model.generate(x, max_new_tokens=a.greedy, do_sample=False, pad_token_id=0)
+    save_file({"prompt_last_logits": logits.contiguous(),
+               "greedy_ids": gen[0, len(ids):].to(torch.int64).contiguous()},
+              str(out / "ref.safetensors"))
+    print(json.dumps({"model_type": a.model_type, "dir": str(out), "tensors": len(model.state_dict())}))
+    return 0
+
+
+def cmd_compare(a) -> int:
+    from safetensors.torch import load_file
+
+    ref, ours = load_file(a.ref), load_file(a.ours)
+    r, o = ref["prompt_last_logits"].float(), ours["prompt_last_logits"].float()
+    err = ((r - o).abs().max() / r.abs().max()).item() if r.shape == o.shape else float("inf")
+    rg, og = ref["greedy_ids"].tolist(), ours["greedy_ids"].tolist()
+    first = next((i for i, (x, y) in enumerate(zip(rg, og)) if x != y), None)
+    print(json.dumps({"max_rel_err": err, "greedy_equal": rg == og, "greedy_len": [len(rg), len(og)],
+                      "first_difference": first}))
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("make")
+    p.add_argument("--model-type", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seq", type=int, default=12)
+    p.add_argument("--greedy", type=int, default=12)
+    p.set_defaults(fn=cmd_make)
+    p = sub.add_parser("compare")
+    p.add_argument("--ref", required=True)
+    p.add_argument("--ours", required=True)
+    p.set_defaults(fn=cmd_compare)
+    a = ap.parse_args(argv)
+    return a.fn(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

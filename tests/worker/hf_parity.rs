@@ -1,0 +1,93 @@
+//! Parity with HF transformers on the CPU for every decoder family llmprof reads from a
+//! checkpoint (#42): transformers builds a tiny model of the family (its own default
+//! architecture at small dimensions, seeded weights, `save_pretrained`: the official config.json
+//! keys and tensor names) and its fp32 last-position logits and 12 greedy tokens;
+//! `llmprof debug logits` on the saved folder, eager and fast, must give the logits within 1e-4
+//! (relative to the largest) and the same tokens (scripts/hf_tiny.py). Needs a Python with
+//! torch and transformers: `LLMPROF_HF_PYTHON`, else the project's .venv when transformers is
+//! installed there (`.ci/run` installs it). Without one the test says so and passes, except in
+//! CI, where it fails.
+use crate::support::{llmprof, repo_root, scratch};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Every `model_type` the test covers; scripts/hf_tiny.py has each one's tiny configuration.
+const FAMILIES: &[&str] = &["llama", "qwen2", "qwen3"];
+
+fn hf_python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("LLMPROF_HF_PYTHON") {
+        return Some(PathBuf::from(p));
+    }
+    let venv = repo_root().join(".venv/bin/python");
+    let has = Command::new(&venv)
+        .args(["-c", "import transformers, safetensors"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    has.then_some(venv)
+}
+
+fn run(cmd: &mut Command, what: &str) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+fn script(python: &Path) -> Command {
+    let mut c = Command::new(python);
+    c.arg(repo_root().join("scripts/hf_tiny.py"));
+    c
+}
+
+#[test]
+fn every_family_matches_transformers_on_the_cpu() {
+    let Some(python) = hf_python() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this test: .ci/run installs transformers into .venv"
+        );
+        eprintln!("skipped: no Python with transformers (set LLMPROF_HF_PYTHON or pip install transformers into .venv)");
+        return;
+    };
+    let dir = scratch("hf-parity");
+    for family in FAMILIES {
+        let ckpt = dir.join(family);
+        run(
+            script(&python)
+                .args(["make", "--model-type", family, "--out"])
+                .arg(&ckpt),
+            &format!("transformers building a tiny {family}"),
+        );
+        for optim in ["eager", "fast"] {
+            let ours = ckpt.join(format!("ours_{optim}.safetensors"));
+            run(
+                Command::new(llmprof())
+                    .args(["debug", "logits", "--weights"])
+                    .arg(&ckpt)
+                    .arg("--ids")
+                    .arg(ckpt.join("ids.json"))
+                    .args([
+                        "--dtype", "fp32", "--greedy", "12", "--optim", optim, "--out",
+                    ])
+                    .arg(&ours),
+                &format!("llmprof debug logits on the tiny {family} ({optim})"),
+            );
+            let line = run(
+                script(&python)
+                    .arg("compare")
+                    .arg("--ref")
+                    .arg(ckpt.join("ref.safetensors"))
+                    .arg("--ours")
+                    .arg(&ours),
+                "comparing",
+            );
+            let v: serde_json::Value = serde_json::from_str(line.trim()).expect("compare's JSON");
+            let err = v["max_rel_err"].as_f64().expect("max_rel_err");
+            assert!(err <= 1e-4, "{family} {optim}: logits off by {err} ({v})");
+            assert_eq!(v["greedy_equal"], true, "{family} {optim}: {v}");
+        }
+    }
+}
