@@ -22,9 +22,9 @@ from pathlib import Path
 
 # Small dimensions every family shares; per family, what its released configs set that the
 # defaults do not (a tied head where the small models tie it, both layer kinds).
-COMMON = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+COMMON = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
               num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-              max_position_embeddings=256, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+              max_position_embeddings=2048, bos_token_id=1, eos_token_id=2, pad_token_id=0,
               rms_norm_eps=1e-6)
 FAMILIES = {
     "llama": dict(tie_word_embeddings=False),

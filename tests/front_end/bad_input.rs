@@ -145,6 +145,21 @@ fn wrong_value_types_and_ranges_name_the_key() {
         ],
     );
     assert!(err.contains("at most 10000000 per run"), "{err}");
+    // model=hf: a config.json of a model type llmprof does not implement, or no checkpoint.
+    let odd = scratch("hf-mamba");
+    std::fs::write(odd.join("config.json"), r#"{"model_type": "mamba"}"#).unwrap();
+    let path = format!("model.path={}", odd.display());
+    let err = fails("bad-hf-type", &["stage1", "model=hf", &path]);
+    assert!(
+        err.contains("model_type 'mamba' is not one llmprof implements")
+            && err.contains("qwen3 (dense_decoder)"),
+        "{err}"
+    );
+    let err = fails("bad-hf-path", &["stage1", "model=hf"]);
+    assert!(
+        err.contains("model=hf needs the checkpoint: model.path="),
+        "{err}"
+    );
     // ncu's module selection names modules the model has, checked before any child runs.
     let err = fails(
         "bad-ncu-module",

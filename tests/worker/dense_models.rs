@@ -115,3 +115,47 @@ fn text_and_image_mismatches_are_clear_errors() {
         stderr(&out)
     );
 }
+
+/// `model=hf` builds a run from a config.json alone (synthetic weights): the family and the
+/// architecture come from it and are recorded in the run's resolved config (#42).
+#[test]
+fn model_hf_runs_stage1_from_a_config_json() {
+    let dir = scratch("hf-config");
+    let cfg = dir.join("config.json");
+    std::fs::write(
+        &cfg,
+        r#"{"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "vocab_size": 512,
+            "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+            "rms_norm_eps": 1e-6, "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"},
+            "max_position_embeddings": 2048, "attention_bias": false, "tie_word_embeddings": true,
+            "bos_token_id": 1, "eos_token_id": 2}"#,
+    )
+    .unwrap();
+    let config = format!("model.config={}", cfg.display());
+    let (run, m) = short_stage1(
+        "hf-config-run",
+        &[
+            "model=hf",
+            "model.weights=synthetic",
+            &config,
+            "dataset=random_tokens",
+            "dataset.num_prompts=1",
+            "dataset.input_len=12",
+            "dataset.output_len=4",
+            "infer.ignore_eos=true",
+        ],
+    );
+    assert_eq!(m.setup.model, "hf");
+    assert!(
+        !m.notes.iter().any(|n| n.contains("CPU fallback")),
+        "a checkpoint runs as it is: {:?}",
+        m.notes
+    );
+    let resolved = std::fs::read_to_string(run.join("config.resolved.yaml")).unwrap();
+    assert!(
+        resolved.contains("family: dense_decoder") && resolved.contains("qk_norm: true"),
+        "{resolved}"
+    );
+    assert!(m.stages.contains_key("decode_step"));
+}

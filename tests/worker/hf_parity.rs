@@ -7,7 +7,7 @@
 //! torch and transformers: `LLMPROF_HF_PYTHON`, else the project's .venv when transformers is
 //! installed there (`.ci/run` installs it). Without one the test says so and passes, except in
 //! CI, where it fails.
-use crate::support::{llmprof, repo_root, scratch};
+use crate::support::{llmprof, repo_root, scratch, short_stage1};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -89,5 +89,21 @@ fn every_family_matches_transformers_on_the_cpu() {
             assert!(err <= 1e-4, "{family} {optim}: logits off by {err} ({v})");
             assert_eq!(v["greedy_equal"], true, "{family} {optim}: {v}");
         }
+        // The same checkpoint through `model=hf`: stage 1 end to end on its own weights.
+        let path = format!("model.path={}", ckpt.display());
+        let (_, m) = short_stage1(
+            &format!("hf-parity-stage1-{family}"),
+            &[
+                "model=hf",
+                &path,
+                "dataset=random_tokens",
+                "dataset.num_prompts=1",
+                "dataset.input_len=12",
+                "dataset.output_len=4",
+                "infer.ignore_eos=true",
+            ],
+        );
+        assert!(m.stages.contains_key("decode_step"), "{family}");
+        assert!(!m.synthetic_weights, "{family}: loaded from the checkpoint");
     }
 }

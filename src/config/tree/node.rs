@@ -21,6 +21,23 @@ pub enum Node {
     Map(Map),
 }
 
+impl From<&serde_json::Value> for Node {
+    fn from(v: &serde_json::Value) -> Node {
+        use serde_json::Value as J;
+        match v {
+            J::Null => Node::Null,
+            J::Bool(b) => Node::Bool(*b),
+            J::Number(n) => match n.as_i64() {
+                Some(i) => Node::Int(i),
+                None => Node::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            J::String(s) => Node::Str(s.clone()),
+            J::Array(a) => Node::List(a.iter().map(Node::from).collect()),
+            J::Object(o) => Node::Map(o.iter().map(|(k, v)| (k.clone(), Node::from(v))).collect()),
+        }
+    }
+}
+
 impl Node {
     pub fn empty_map() -> Node {
         Node::Map(Map::new())

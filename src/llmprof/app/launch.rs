@@ -48,6 +48,8 @@ pub fn run_one(
     }
     // dataset.variant and model.weights=hub: the data the worker reads, ready before it starts.
     super::data_prep::prepare(&mut resolved, &cwd, &repo)?;
+    // model=hf: the family and architecture from the checkpoint's config.json.
+    crate::model::hf_checkpoint::resolve(&mut resolved)?;
     // Validate before creating anything: a typo never leaves an empty run folder behind.
     let spec = RunSpec::from_tree(&resolved)?;
     if spec.model.weights != crate::spec::WeightsSource::Synthetic {

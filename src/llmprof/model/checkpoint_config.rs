@@ -28,16 +28,7 @@ pub fn check(arch: &Arch, path: &Path) -> Result<()> {
         return Ok(());
     }
     let family = arch.family();
-    let described = match family {
-        Family::DeepseekOcr => {
-            super::deepseek_ocr::ArchConfig::mapped_from_hf_config_json(&file)
-                .map(Arch::DeepseekOcr)
-        }
-        Family::DenseDecoder => {
-            super::dense::DenseArch::from_hf_config_json(&file).map(Arch::DenseDecoder)
-        }
-    }
-    .with_context(|| {
+    let described = family.arch_from_hf_config_json(&file).with_context(|| {
         format!(
             "{} is not a {} checkpoint's config\n  fix: choose the model preset of that checkpoint's family (docs/models.md), or point model.path at a {} checkpoint",
             file.display(),

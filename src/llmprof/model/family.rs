@@ -52,6 +52,31 @@ impl Family {
         }
     }
 
+    /// The architecture an HF `config.json` describes, read as this family reads it.
+    pub fn arch_from_hf_config_json(self, file: &std::path::Path) -> anyhow::Result<Arch> {
+        Ok(match self {
+            Family::DeepseekOcr => {
+                Arch::DeepseekOcr(deepseek_ocr::ArchConfig::mapped_from_hf_config_json(file)?)
+            }
+            Family::DenseDecoder => {
+                Arch::DenseDecoder(dense::DenseArch::from_hf_config_json(file)?)
+            }
+        })
+    }
+
+    /// Every `model_type` llmprof reads, with its family (for error messages).
+    pub fn supported_model_types() -> String {
+        Family::ALL
+            .iter()
+            .flat_map(|f| {
+                f.hf_model_types()
+                    .iter()
+                    .map(move |t| format!("{t} ({})", f.name()))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Parses `model.arch` against this family's schema.
     pub fn parse_arch(self, value: serde_json::Value) -> Result<Arch, String> {
         let arch = match self {

@@ -6,6 +6,7 @@ pub mod deepseek_ocr;
 pub mod dense;
 mod family;
 mod generate;
+pub mod hf_checkpoint;
 mod interface;
 pub mod module_work;
 pub mod tokenizer;

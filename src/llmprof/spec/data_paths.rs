@@ -1,19 +1,29 @@
-//! Relative data paths (`dataset.root`, `dataset.subset_filelist`, `model.path`) made absolute
+//! Relative data paths (`dataset.root`, `dataset.subset_filelist`, `model.path`, `model.config`)
+//! made absolute
 //! in the front end, before the resolved config is written: the worker then reads exactly the
 //! files config.resolved.yaml names, wherever it runs.
 use crate::config::Node;
 use std::path::Path;
 
 /// The config keys holding paths to data the run reads.
-pub const DATA_PATH_KEYS: [&str; 3] = ["dataset.root", "dataset.subset_filelist", "model.path"];
+pub const DATA_PATH_KEYS: [&str; 4] = [
+    "dataset.root",
+    "dataset.subset_filelist",
+    "model.path",
+    "model.config",
+];
 
 pub use crate::dataset::paths::absolute;
 
-/// Rewrites every [`DATA_PATH_KEYS`] string of the resolved job config as an absolute path.
+/// Rewrites every [`DATA_PATH_KEYS`] string of the resolved job config as an absolute path (an
+/// empty one names no path and stays empty).
 pub fn make_absolute(resolved: &mut Node, cwd: &Path, repo: Option<&Path>) {
     for key in DATA_PATH_KEYS {
         if let Some(node) = resolved.get_path_mut(key) {
             if let Node::Str(s) = node {
+                if s.is_empty() {
+                    continue;
+                }
                 *node = Node::Str(absolute(s, cwd, repo).display().to_string());
             }
         }

@@ -78,6 +78,8 @@ pub struct ModelSpec {
     pub dtype: DtypeChoice,
     /// Model option used when no GPU is present.
     pub cpu_fallback: String,
+    /// `model=hf` with synthetic weights: the config.json they are built for.
+    pub config: Option<String>,
     /// Page-image preprocessing: document models only (absent for text-only families).
     pub preprocess: Option<PreprocessSpec>,
     /// Architecture (conf/model/<family>/arch/*.yaml).
@@ -104,6 +106,13 @@ pub struct RawModelSpec {
     cpu_fallback: String,
     #[serde(default)]
     preprocess: Option<PreprocessSpec>,
+    /// `model=hf`: the config.json of synthetic weights (docs/models.md).
+    #[serde(default)]
+    config: Option<String>,
+    /// `model=hf`: the Hub repository (`org/name`), which `repo_id` takes.
+    #[serde(default)]
+    #[allow(dead_code)] // read through repo_id's interpolation
+    repo: Option<String>,
     arch: serde_json::Value,
     #[serde(default)]
     optim: Option<serde_json::Value>,
@@ -128,6 +137,7 @@ impl TryFrom<RawModelSpec> for ModelSpec {
             seed: raw.seed,
             dtype: raw.dtype,
             cpu_fallback: raw.cpu_fallback,
+            config: raw.config,
             preprocess: raw.preprocess,
         })
     }
