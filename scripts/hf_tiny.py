@@ -30,6 +30,9 @@ FAMILIES = {
     "llama": dict(tie_word_embeddings=False),
     "qwen2": dict(tie_word_embeddings=True),
     "qwen3": dict(tie_word_embeddings=True),
+    # Mistral's released configs set a sliding window (v0.1: 4096); the prompt and the greedy
+    # tokens stay inside it.
+    "mistral": dict(tie_word_embeddings=False, sliding_window=64),
 }
 
 

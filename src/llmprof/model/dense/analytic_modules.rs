@@ -40,7 +40,17 @@ pub fn decode_step_work(
     };
     let mut out = vec![top("embed", 0.0, embedding_rows, t * h)];
     for layer in 0..a.num_hidden_layers as u32 {
-        out.extend(attention_work(&shape, layer));
+        let mut attention = attention_work(&shape, layer);
+        if a.qk_norm {
+            // Qwen3's q and k norms ([head_dim] each) run with the projections.
+            if let Some(qkv) = attention
+                .iter_mut()
+                .find(|w| w.module == "layer.attention.qkv")
+            {
+                qkv.weight_bytes += 2.0 * a.head_dim as f64 * b;
+            }
+        }
+        out.extend(attention);
         out.extend(swiglu_work(
             &shape,
             a.intermediate_size as f64,
@@ -61,7 +71,7 @@ mod tests {
     fn presets() -> Vec<(&'static str, DenseArch)> {
         let conf = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../conf/model/dense_decoder/arch");
-        ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b", "qwen3_0_6b"]
+        ["qwen3_0_6b", "qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"]
             .into_iter()
             .map(|p| {
                 let text = std::fs::read_to_string(conf.join(format!("{p}.yaml"))).unwrap();

@@ -57,6 +57,12 @@ pub struct DenseArch {
     /// An RMSNorm over each head of q and of k before RoPE (`q_norm`, `k_norm`: Qwen3).
     #[serde(default)]
     pub qk_norm: bool,
+    /// Sliding-window attention: each token sees at most this many keys (itself included;
+    /// Mistral's `sliding_window`, Qwen2/3's with `use_sliding_window`). llmprof attends over
+    /// the whole context, which is the same while the context fits the window; longer runs
+    /// are refused.
+    #[serde(default)]
+    pub sliding_window: Option<i64>,
     /// lm_head shares the embedding matrix (no `lm_head.weight` in the checkpoint).
     pub tie_word_embeddings: bool,
     pub bos_token_id: i64,
@@ -98,6 +104,9 @@ impl DenseArch {
                 "{k}={id} is outside the vocabulary [0, {})",
                 self.vocab_size
             );
+        }
+        if let Some(w) = self.sliding_window {
+            ensure!(w > 0, "sliding_window={w} must be > 0");
         }
         if let Some(s) = &self.rope_scaling {
             ensure!(
@@ -144,6 +153,7 @@ impl DenseArch {
             max_position_embeddings: 4096,
             attention_bias: self.attention_bias,
             qk_norm: self.qk_norm,
+            sliding_window: self.sliding_window,
             tie_word_embeddings: self.tie_word_embeddings,
             bos_token_id: 1,
             eos_token_id: 2,
@@ -238,6 +248,7 @@ impl DenseArch {
                 .and_then(|x| x.as_bool())
                 .unwrap_or(model_type == "qwen2"),
             qk_norm: model_type == "qwen3",
+            sliding_window: sliding_window(v, model_type),
             tie_word_embeddings: v
                 .get("tie_word_embeddings")
                 .and_then(|x| x.as_bool())
@@ -247,5 +258,21 @@ impl DenseArch {
         };
         arch.validate()?;
         Ok(arch)
+    }
+}
+
+/// The attention window config.json sets: Mistral's `sliding_window` (null: none); Qwen2/3's
+/// only with `use_sliding_window`.
+fn sliding_window(v: &serde_json::Value, model_type: &str) -> Option<i64> {
+    let window = v.get("sliding_window").and_then(|x| x.as_i64());
+    match model_type {
+        "mistral" => window,
+        "qwen2" | "qwen3" => v
+            .get("use_sliding_window")
+            .and_then(|x| x.as_bool())
+            .unwrap_or(false)
+            .then_some(window)
+            .flatten(),
+        _ => None,
     }
 }

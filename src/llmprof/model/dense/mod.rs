@@ -10,8 +10,9 @@ pub mod static_report;
 pub use arch::{DenseArch, RopeScaling};
 pub use optim::DenseOptim;
 
-/// The `model_type`s of the HF config.json files this family reads (Qwen2/2.5, Qwen3, Llama 3).
-pub const HF_MODEL_TYPES: &[&str] = &["qwen2", "qwen3", "llama"];
+/// The `model_type`s of the HF config.json files this family reads (Qwen2/2.5, Qwen3, Llama 3,
+/// Mistral).
+pub const HF_MODEL_TYPES: &[&str] = &["qwen2", "qwen3", "llama", "mistral"];
 
 use crate::region::{RegionTree, DECODE, DECODE_STEP, PREFILL};
 

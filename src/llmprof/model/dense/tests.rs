@@ -37,6 +37,13 @@ pub(crate) fn preset(name: &str) -> DenseArch {
             "rope_theta": 1000000.0, "max_position_embeddings": 40960,
             "attention_bias": false, "tie_word_embeddings": true,
             "bos_token_id": 151643, "eos_token_id": 151645}),
+        // https://huggingface.co/mistralai/Mistral-7B-v0.3/blob/main/config.json
+        "mistral_7b_v0_3" => serde_json::json!({
+            "model_type": "mistral", "vocab_size": 32768, "hidden_size": 4096,
+            "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "head_dim": 128, "rms_norm_eps": 1e-5,
+            "rope_theta": 1000000.0, "max_position_embeddings": 32768, "sliding_window": null,
+            "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2}),
         _ => panic!("{name}"),
     };
     DenseArch::from_hf_config(&v).unwrap()
@@ -102,6 +109,15 @@ fn hand(name: &str) -> Hand {
         //   per layer 1024·4096 + 2048·1024 + 3·1024·3072 + 2·1024 + 2·128 (q/k norms)
         //   = 15,731,968; ×28 = 440,495,104; + 1024 → 596,049,920 (the published 0.6 B:
         //   0.44 B without the embedding).
+        // Llama-3.1-8B's layers (H 4096, q 4096, kv 1024, F 14336, L 32) with V 32768:
+        // lm_head = 2·4096·32768 = 268,435,456; params: embed + lm_head 2·32768·4096 =
+        // 268,435,456; layers 6,979,584,000; + 4096 → 7,248,023,552 (the published 7.25 B).
+        "mistral_7b_v0_3" => Hand {
+            linear_per_token: 13_958_643_712.0,
+            lm_head: 268_435_456.0,
+            attention_per_key: 524_288.0,
+            params: 7_248_023_552,
+        },
         "qwen3_0_6b" => Hand {
             linear_per_token: 880_803_840.0,
             lm_head: 311_164_928.0,
@@ -114,7 +130,13 @@ fn hand(name: &str) -> Hand {
 
 #[test]
 fn analytic_counts_match_hand_computation_for_each_real_config() {
-    for name in ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b", "qwen3_0_6b"] {
+    for name in [
+        "qwen2_5_0_5b",
+        "qwen2_5_7b",
+        "llama3_1_8b",
+        "qwen3_0_6b",
+        "mistral_7b_v0_3",
+    ] {
         let a = preset(name);
         let h = hand(name);
         assert_eq!(
@@ -204,4 +226,42 @@ fn transformers_5_rope_parameters_are_read() {
     cfg.as_object_mut().expect("object").remove("rope_scaling");
     let q = DenseArch::from_hf_config(&cfg).expect("default rope");
     assert_eq!((q.rope_theta, q.rope_scaling), (1e6, None));
+}
+
+#[test]
+fn sliding_windows_are_read_where_the_model_type_applies_them() {
+    let base = |extra: serde_json::Value| {
+        let mut v = serde_json::json!({
+            "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "max_position_embeddings": 2048, "bos_token_id": 1, "eos_token_id": 2});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        DenseArch::from_hf_config(&v).unwrap().sliding_window
+    };
+    assert_eq!(
+        base(serde_json::json!({"model_type": "mistral", "sliding_window": 4096})),
+        Some(4096)
+    );
+    assert_eq!(
+        base(serde_json::json!({"model_type": "mistral", "sliding_window": null})),
+        None
+    );
+    // Qwen2/3 carry a window but apply it only with use_sliding_window.
+    assert_eq!(
+        base(serde_json::json!({"model_type": "qwen3", "sliding_window": 4096})),
+        None
+    );
+    assert_eq!(
+        base(
+            serde_json::json!({"model_type": "qwen2", "sliding_window": 4096,
+            "use_sliding_window": true})
+        ),
+        Some(4096)
+    );
+    assert_eq!(
+        base(serde_json::json!({"model_type": "llama", "sliding_window": 4096})),
+        None
+    );
 }

@@ -105,6 +105,10 @@ impl CausalLm for DenseLm {
         self.arch.max_position_embeddings
     }
 
+    fn attention_window(&self) -> Option<i64> {
+        self.arch.sliding_window
+    }
+
     fn static_kv_cache(&self) -> bool {
         self.decoder.optim().static_kv_cache
     }
