@@ -117,11 +117,11 @@ mod tests {
         );
         let other = dir_with(
             "other-family",
-            r#"{"model_type": "mistral", "hidden_size": 4096}"#,
+            r#"{"model_type": "mamba", "hidden_size": 4096}"#,
         );
         let e = format!("{:#}", check(&chosen, &other).unwrap_err());
         assert!(
-            e.contains("is not a dense_decoder checkpoint's config") && e.contains("mistral"),
+            e.contains("is not a dense_decoder checkpoint's config") && e.contains("mamba"),
             "{e}"
         );
         let none = std::env::temp_dir().join(format!("llmprof-ckpt-none-{}", std::process::id()));

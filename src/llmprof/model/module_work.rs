@@ -50,6 +50,35 @@ pub const DECODER_MODULES: &[Module] = &[
     LM_HEAD,
 ];
 
+/// A layer's mixture of experts (where it replaces the MLP).
+pub const MOE: Module = Module::within("moe", LAYER);
+/// The RMSNorm after attention (with attention's residual add).
+pub const MOE_NORM: Module = Module::within("moe_norm", MOE);
+/// The gate's logits over the routed experts.
+pub const ROUTER: Module = Module::within("router", MOE);
+/// Softmax, top-k and the sort of rows by expert.
+pub const ROUTING: Module = Module::within("routing", MOE);
+pub const EXPERTS_GATE_UP: Module = Module::within("experts_gate_up", MOE);
+pub const EXPERTS_ACT: Module = Module::within("experts_act", MOE);
+pub const EXPERTS_DOWN: Module = Module::within("experts_down", MOE);
+/// The routed experts' outputs weighted and summed per row.
+pub const COMBINE: Module = Module::within("combine", MOE);
+pub const SHARED_EXPERTS: Module = Module::within("shared_experts", MOE);
+
+/// A mixture of experts in place of a layer's MLP (DeepSeek, Mixtral, Qwen3-MoE), after the
+/// shared decoder's modules in a family's list.
+pub const MOE_MODULES: &[Module] = &[
+    MOE,
+    MOE_NORM,
+    ROUTER,
+    ROUTING,
+    EXPERTS_GATE_UP,
+    EXPERTS_ACT,
+    EXPERTS_DOWN,
+    COMBINE,
+    SHARED_EXPERTS,
+];
+
 /// What one module instance does in one decode step of the whole batch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModuleWork {

@@ -8,35 +8,12 @@
 //! `analytic_bytes::decode_step_bytes` (tests).
 use super::analytic_bytes::expected_distinct_experts;
 use super::arch::ArchConfig;
-use crate::model::module_work::{attention_work, swiglu_work, LayerShape, ModuleWork, LAYER};
-use crate::region::Module;
+use crate::model::module_work::{attention_work, swiglu_work, LayerShape, ModuleWork};
 
-pub const MOE: Module = Module::within("moe", LAYER);
-/// The RMSNorm after attention (with attention's residual add).
-pub const MOE_NORM: Module = Module::within("moe_norm", MOE);
-/// The gate's logits over the routed experts.
-pub const ROUTER: Module = Module::within("router", MOE);
-/// Softmax, top-k and the sort of rows by expert.
-pub const ROUTING: Module = Module::within("routing", MOE);
-pub const EXPERTS_GATE_UP: Module = Module::within("experts_gate_up", MOE);
-pub const EXPERTS_ACT: Module = Module::within("experts_act", MOE);
-pub const EXPERTS_DOWN: Module = Module::within("experts_down", MOE);
-/// The routed experts' outputs weighted and summed per row.
-pub const COMBINE: Module = Module::within("combine", MOE);
-pub const SHARED_EXPERTS: Module = Module::within("shared_experts", MOE);
-
-/// DeepSeek-OCR's own modules, after the shared decoder's.
-pub const MOE_MODULES: &[Module] = &[
-    MOE,
-    MOE_NORM,
-    ROUTER,
-    ROUTING,
-    EXPERTS_GATE_UP,
-    EXPERTS_ACT,
-    EXPERTS_DOWN,
-    COMBINE,
-    SHARED_EXPERTS,
-];
+pub use crate::model::module_work::{
+    COMBINE, EXPERTS_ACT, EXPERTS_DOWN, EXPERTS_GATE_UP, MOE, MOE_MODULES, MOE_NORM, ROUTER,
+    ROUTING, SHARED_EXPERTS,
+};
 
 /// One decode step of `batch` rows, each attending to `context_len` keys (itself included).
 pub fn decode_step_work(

@@ -2,27 +2,14 @@
 //! SwiGLU in the first `first_k_dense_replace` layers and the MoE after, untied lm_head.
 use crate::checkpoint::tensors::WeightPath;
 use crate::engine::kv_cache::KvDims;
-use crate::models::deepseek_ocr::text::moe::{Moe, MoeDispatch};
+use crate::models::deepseek_ocr::text::moe::{self, MoeDispatch};
 use crate::models::deepseek_ocr::Switches;
 use crate::models::layers::attention::AttnShape;
 use crate::models::layers::basic::SwiGlu;
 pub use crate::models::layers::decoder::Decoder;
 use crate::models::layers::decoder::{DecoderDims, FeedForward};
 use anyhow::Result;
-use llmprof::model::deepseek_ocr::analytic_modules::{MOE, MOE_NORM};
 use llmprof::model::deepseek_ocr::arch::DecoderConfig;
-use llmprof::region::{Module, RegionObserver};
-use tch::Tensor;
-
-impl FeedForward for Moe {
-    fn forward(&self, x: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
-        Moe::forward(self, x, obs)
-    }
-
-    fn modules(&self) -> (Module, Module) {
-        (MOE, MOE_NORM)
-    }
-}
 
 /// The shared stack's dimensions of the DeepSeek-OCR decoder.
 pub fn dims(cfg: &DecoderConfig) -> DecoderDims {
@@ -56,7 +43,7 @@ pub fn load(vs: &WeightPath, cfg: &DecoderConfig, o: &Switches) -> Result<Decode
                 SwiGlu::load(mlp, o.engine.fused_projections)?.with_kernel(o.engine.swiglu_kernel),
             ) as Box<dyn FeedForward>
         } else {
-            let mut moe = Moe::load(mlp, cfg, o.engine.fused_projections)?
+            let mut moe = moe::load(mlp, cfg, o.engine.fused_projections)?
                 .with_swiglu_kernel(o.engine.swiglu_kernel);
             if o.own.grouped_moe {
                 moe.dispatch = MoeDispatch::Grouped;

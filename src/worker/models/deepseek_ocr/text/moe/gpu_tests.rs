@@ -1,6 +1,6 @@
 //! GPU-only tests of the MoE's CUDA kernels (routing, combine) against libtorch; run with
 //! `cargo test -- --ignored on_a_gpu` on the GPU machine.
-use super::unsort;
+use super::{load, unsort};
 use crate::ffi::kernels;
 use tch::{Device, Kind, Tensor};
 
@@ -191,7 +191,7 @@ fn combine_kernel_equals_libtorch_combine_on_a_gpu() {
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn moe_layer_with_the_combine_kernel_matches_the_libtorch_combine_on_a_gpu() {
-    use super::{Moe, MoeDispatch};
+    use super::MoeDispatch;
     use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
     use llmprof::model::deepseek_ocr::arch::ArchConfig;
     use llmprof::region::NoopObserver;
@@ -205,7 +205,7 @@ fn moe_layer_with_the_combine_kernel_matches_the_libtorch_combine_on_a_gpu() {
     for n in [3i64, 4000 / k] {
         let x = Tensor::randn([1, n, h], (Kind::BFloat16, dev));
         let run = |combine_kernel: bool| {
-            let mut moe = Moe::load(&vs, &cfg.decoder, true).unwrap();
+            let mut moe = load(&vs, &cfg.decoder, true).unwrap();
             moe.dispatch = MoeDispatch::Grouped;
             moe.routing_kernel = true;
             moe.combine_kernel = combine_kernel;

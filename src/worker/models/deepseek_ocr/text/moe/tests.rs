@@ -3,7 +3,7 @@ use super::*;
 use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
 use llmprof::model::deepseek_ocr::arch::ArchConfig;
 use llmprof::region::NoopObserver;
-use tch::Device;
+use tch::{Device, Kind, Tensor};
 
 /// Per-token loop over experts, router recomputed on the host (softmax, sort, no renorm).
 fn naive(w: &Weights, layer: i64, cfg: &ArchConfig, x: &Tensor) -> Tensor {
@@ -49,7 +49,7 @@ fn moe_matches_naive_loop_for_every_dispatch() {
     let x = Tensor::randn([2, 5, cfg.decoder.hidden_size], (Kind::Float, Device::Cpu));
     let want = naive(&w, 1, &cfg, &x.view([10, -1]));
     for fused in [false, true] {
-        let mut moe = Moe::load(&w.root().sub("model.layers.1.mlp"), &cfg.decoder, fused).unwrap();
+        let mut moe = load(&w.root().sub("model.layers.1.mlp"), &cfg.decoder, fused).unwrap();
         for d in [
             MoeDispatch::Sorted,
             MoeDispatch::Gathered,
@@ -62,7 +62,7 @@ fn moe_matches_naive_loop_for_every_dispatch() {
             assert!(err < 1e-4, "{d:?} fused={fused}: max abs err {err}");
         }
     }
-    let moe = Moe::load(&w.root().sub("model.layers.1.mlp"), &cfg.decoder, false).unwrap();
+    let moe = load(&w.root().sub("model.layers.1.mlp"), &cfg.decoder, false).unwrap();
     // Not renormalised: routed weights sum to < 1 with 2 of 8 experts.
     let (wts, _) = moe.route(&x.view([10, -1])).unwrap();
     let max_sum = wts
@@ -92,7 +92,7 @@ fn every_dispatch_marks_router_routing_experts_combine_shared() {
         .collect();
     want.sort_unstable();
     for fused in [false, true] {
-        let mut moe = Moe::load(&w.root().sub("model.layers.1.mlp"), &cfg.decoder, fused).unwrap();
+        let mut moe = load(&w.root().sub("model.layers.1.mlp"), &cfg.decoder, fused).unwrap();
         for d in [
             MoeDispatch::Sorted,
             MoeDispatch::Gathered,

@@ -1,0 +1,450 @@
+//! A mixture-of-experts FFN (DeepSeek: docs/deepseek-ocr.md §2; Mixtral; Qwen3-MoE): fp32 softmax
+//! router, greedy top-k (renormalised where the model says so, scaled by a routed factor),
+//! routed SwiGLU experts summed in fp32, plus always-on shared experts where the model has them.
+//! A family gives the shape and its checkpoint's names ([`MoeShape`], [`ExpertNames`]).
+
+use crate::checkpoint::tensors::WeightPath;
+use crate::ffi::kernels;
+use crate::models::layers::basic::{silu_mul_halves, GateUp, GateUpOut, SwiGlu};
+use anyhow::{ensure, Result};
+use llmprof::model::module_work::{
+    COMBINE, EXPERTS_ACT, EXPERTS_DOWN, EXPERTS_GATE_UP, ROUTER, ROUTING, SHARED_EXPERTS,
+};
+use llmprof::region::RegionObserver;
+use tch::{Kind, Tensor};
+
+/// How routed experts are evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoeDispatch {
+    /// `Gathered` for at most `GATHER_MAX_TOKENS` tokens, else `Sorted` (the eager default).
+    Auto,
+    /// Sort token slots by expert and run one SwiGLU per expert that received tokens. One host
+    /// sync per layer (the per-expert counts), like HF `moe_infer`.
+    Sorted,
+    /// Gather each slot's expert weights and use batched matmuls. No host sync; copies
+    /// k·3·F·H weights per token, so only good for a few tokens (decode).
+    Gathered,
+    /// Sort token slots by expert and run three grouped GEMMs (`torch._grouped_mm`) with the
+    /// group offsets on the device: no host sync, no weight copies, CUDA-graph capturable.
+    Grouped,
+}
+
+/// Token count up to which `Auto` picks `Gathered`.
+pub const GATHER_MAX_TOKENS: i64 = 4;
+
+/// Token count up to which the routing-kernel path computes the router logits in llmprof's
+/// kernel (a block per token and expert, built for decode steps); above, a prefill's logits come
+/// from the fp32 GEMM, which reads each token's row once instead of once per expert.
+pub const ROUTER_LOGITS_KERNEL_MAX_TOKENS: i64 = 256;
+
+/// What the router and the experts are.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MoeShape {
+    /// Routed experts.
+    pub experts: i64,
+    /// Experts per token.
+    pub top_k: i64,
+    /// The top-k probabilities divided by their sum (Mixtral; Qwen3-MoE's `norm_topk_prob`).
+    pub norm_topk_prob: bool,
+    /// Routed weights × this (DeepSeek's `routed_scaling_factor`; 1 elsewhere).
+    pub scaling: f64,
+    /// Shared experts under `shared_experts` (DeepSeek).
+    pub shared: bool,
+}
+
+/// A checkpoint's names below the MoE: the router's weight and each expert's three projections
+/// (`experts.{e}.<gate>.weight`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpertNames {
+    pub router: &'static str,
+    pub gate: &'static str,
+    pub up: &'static str,
+    pub down: &'static str,
+}
+
+/// DeepSeek's and Qwen3-MoE's names (`mlp.gate`, `mlp.experts.{e}.gate_proj` ...).
+pub const HF_EXPERT_NAMES: ExpertNames = ExpertNames {
+    router: "gate.weight",
+    gate: "gate_proj",
+    up: "up_proj",
+    down: "down_proj",
+};
+
+#[derive(Debug)]
+pub struct Moe {
+    /// Router weight [E,H], kept in fp32 (docs/deepseek-ocr.md §2: logits computed in fp32).
+    gate_f32: Tensor,
+    /// Stacked expert weights: gate/up [E,F,H] each or fused [E,2F,H]; down [E,H,F].
+    gate_up: GateUp,
+    w_down: Tensor,
+    shared: Option<SwiGlu>,
+    top_k: i64,
+    scaling: f64,
+    norm_topk_prob: bool,
+    pub dispatch: MoeDispatch,
+    /// With `Grouped` dispatch on a CUDA device: the router logits in one llmprof kernel (up to
+    /// [`ROUTER_LOGITS_KERNEL_MAX_TOKENS`]), then softmax, top-k and the expert sort in llmprof's
+    /// routing kernel (one block for a decode step, many for a prefill;
+    /// `model.optim.moe_routing_kernel`).
+    pub routing_kernel: bool,
+    /// With the routing kernel: the combine in llmprof's one kernel, reading the expert-sorted
+    /// rows directly, for up to [`kernels::MOE_COMBINE_MAX_TOKENS`] tokens
+    /// (`model.optim.moe_combine_kernel`).
+    pub combine_kernel: bool,
+    /// SwiGLU activations (routed and shared experts) in llmprof's kernel on a GPU
+    /// (`runtime.optim.swiglu_kernel`); set with [`Moe::with_swiglu_kernel`].
+    swiglu_kernel: bool,
+}
+
+impl Moe {
+    /// `vs` points at the layer's MoE (`model.layers.{i}.mlp`, Mixtral's `block_sparse_moe`);
+    /// `fused` concatenates gate and up projections.
+    pub fn load(vs: &WeightPath, shape: MoeShape, names: ExpertNames, fused: bool) -> Result<Self> {
+        ensure!(
+            (1..=shape.experts).contains(&shape.top_k),
+            "top-k {} of {} experts",
+            shape.top_k,
+            shape.experts
+        );
+        let get = |what: &str| -> Result<Tensor> {
+            let ws = (0..shape.experts)
+                .map(|i| vs.sub("experts").sub(i).get(&format!("{what}.weight")))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Tensor::f_stack(&ws, 0)?)
+        };
+        Ok(Moe {
+            gate_f32: vs.get(names.router)?.f_to_kind(Kind::Float)?,
+            gate_up: GateUp::new(get(names.gate)?, get(names.up)?, fused)?,
+            w_down: get(names.down)?,
+            shared: if shape.shared {
+                Some(SwiGlu::load(&vs.sub("shared_experts"), fused)?)
+            } else {
+                None
+            },
+            top_k: shape.top_k,
+            scaling: shape.scaling,
+            norm_topk_prob: shape.norm_topk_prob,
+            dispatch: MoeDispatch::Auto,
+            routing_kernel: false,
+            combine_kernel: false,
+            swiglu_kernel: false,
+        })
+    }
+
+    /// This MoE with its SwiGLU activations (routed and shared experts) in llmprof's kernel on
+    /// a GPU when `on`.
+    pub fn with_swiglu_kernel(self, on: bool) -> Self {
+        Moe {
+            shared: self.shared.map(|s| s.with_kernel(on)),
+            swiglu_kernel: on,
+            ..self
+        }
+    }
+
+    /// Router logits in fp32: x [N,H] → [N,E].
+    fn router_logits(&self, xs: &Tensor) -> Result<Tensor> {
+        Ok(xs
+            .f_to_kind(Kind::Float)?
+            .f_linear::<Tensor>(&self.gate_f32, None)?)
+    }
+
+    /// Router: x [N,H] → (weights fp32 [N,k], expert ids [N,k]) — softmax probabilities of the
+    /// top-k experts, renormalised where the model does, × the routed scaling factor.
+    pub fn route(&self, xs: &Tensor) -> Result<(Tensor, Tensor)> {
+        self.top_k_of(&self.router_logits(xs)?)
+    }
+
+    /// Softmax over router `logits` [N,E], top-k, × routed_scaling_factor (see [`Moe::route`]).
+    fn top_k_of(&self, logits: &Tensor) -> Result<(Tensor, Tensor)> {
+        let scores = logits.f_softmax(-1, Kind::Float)?;
+        let (w, idx) = scores.f_topk(self.top_k, -1, true, false)?; // (n, k)
+        let w = match self.norm_topk_prob {
+            true => w.f_div(&w.f_sum_dim_intlist(-1, true, Kind::Float)?)?,
+            false => w,
+        };
+        let w = if self.scaling != 1.0 {
+            w.f_mul_scalar(self.scaling)?
+        } else {
+            w
+        };
+        Ok((w, idx))
+    }
+
+    /// Whether this call routes with the CUDA kernels: grouped dispatch, bf16 on a GPU, weights
+    /// not renormalised (the kernel does not divide by their sum).
+    fn uses_routing_kernel(&self, xs: &Tensor) -> bool {
+        self.routing_kernel
+            && !self.norm_topk_prob
+            && self.dispatch == MoeDispatch::Grouped
+            && xs.device().is_cuda()
+            && grouped_mm_supported(xs)
+            && self.num_experts() <= kernels::MOE_ROUTE_MAX_EXPERTS
+    }
+
+    /// x [B,T,H] → [B,T,H]. Marks the MoE's modules: `router` (logits), `routing` (softmax,
+    /// top-k, the sort by expert), `experts_gate_up`, `experts_act`, `experts_down`, `combine`
+    /// (back to token order, the weighted sum) and `shared_experts`, in every dispatch.
+    pub fn forward(&self, x: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
+        let (b, t, h) = x.size3()?;
+        let xs = x.f_reshape([b * t, h])?; // (n, h)
+        if self.uses_routing_kernel(&xs) {
+            let (xs, logits) = {
+                let _m = obs.enter_module(ROUTER, None);
+                let xs = xs.f_contiguous()?;
+                let logits = if b * t <= ROUTER_LOGITS_KERNEL_MAX_TOKENS {
+                    kernels::router_logits(&xs, &self.gate_f32)?
+                } else {
+                    self.router_logits(&xs)? // a prefill: cuBLAS's fp32 GEMM beats the GEMV kernel
+                };
+                (xs, logits)
+            };
+            let r = {
+                let _m = obs.enter_module(ROUTING, None);
+                kernels::moe_route(&logits, &xs, self.top_k, self.scaling)?
+            };
+            let sorted = self.experts_on_sorted_rows(&r.sorted_x, &r.group_ends, obs)?;
+            if self.combine_kernel && b * t <= kernels::MOE_COMBINE_MAX_TOKENS {
+                let shared = self.shared_forward(&xs, obs)?;
+                let _m = obs.enter_module(COMBINE, None);
+                let y = kernels::moe_combine(&sorted, &r.slot_pos, &r.weights, shared.as_ref())?;
+                return Ok(y.f_view(x.size().as_slice())?);
+            }
+            let per_slot = {
+                let _m = obs.enter_module(COMBINE, None);
+                unsort(&sorted, &r.order, b * t, self.top_k, h)?
+            };
+            return self.combine(&per_slot, &r.weights, &xs, x, obs);
+        }
+        let logits = {
+            let _m = obs.enter_module(ROUTER, None);
+            self.router_logits(&xs)?
+        };
+        let (w, idx) = {
+            let _m = obs.enter_module(ROUTING, None);
+            self.top_k_of(&logits)?
+        };
+        let dispatch = match self.dispatch {
+            MoeDispatch::Grouped if !grouped_mm_supported(x) => MoeDispatch::Auto,
+            d => d,
+        };
+        let dispatch = match dispatch {
+            MoeDispatch::Auto if b * t <= GATHER_MAX_TOKENS => MoeDispatch::Gathered,
+            MoeDispatch::Auto => MoeDispatch::Sorted,
+            d => d,
+        };
+        let per_slot = match dispatch {
+            MoeDispatch::Gathered => self.experts_gathered(&xs, &idx, obs)?,
+            MoeDispatch::Grouped => self.experts_grouped(&xs, &idx, obs)?,
+            _ => self.experts_sorted(&xs, &idx, obs)?,
+        }; // (n, k, h) in model dtype
+        self.combine(&per_slot, &w, &xs, x, obs)
+    }
+
+    /// The shared experts on x [N,H] (`shared_experts`), when the model has them.
+    fn shared_forward(&self, xs: &Tensor, obs: &dyn RegionObserver) -> Result<Option<Tensor>> {
+        let _m = obs.enter_module(SHARED_EXPERTS, None);
+        self.shared.as_ref().map(|s| s.forward(xs)).transpose()
+    }
+
+    /// Σ_k weight·expert output in fp32, plus the shared experts: → x's shape and dtype.
+    fn combine(
+        &self,
+        per_slot: &Tensor,
+        w: &Tensor,
+        xs: &Tensor,
+        x: &Tensor,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let y = {
+            let _m = obs.enter_module(COMBINE, None);
+            per_slot
+                .f_to_kind(Kind::Float)?
+                .f_mul(&w.f_unsqueeze(-1)?)?
+                .f_sum_dim_intlist(1, false, Kind::Float)? // (n, h) fp32
+                .f_to_kind(x.kind())?
+        };
+        let shared = self.shared_forward(xs, obs)?;
+        let _m = obs.enter_module(COMBINE, None);
+        let y = match shared {
+            Some(s) => y.f_add(&s)?,
+            None => y,
+        };
+        Ok(y.f_view(x.size().as_slice())?)
+    }
+
+    fn num_experts(&self) -> i64 {
+        self.w_down.size()[0]
+    }
+
+    /// Token slots sorted by expert: (order [N·k] of slot indices, tokens per expert [E] int64),
+    /// both on the device; counting uses scatter_add (bincount would read its max on the host).
+    fn sort_slots(&self, idx: &Tensor) -> Result<(Tensor, Tensor)> {
+        let flat = idx.f_reshape([-1])?; // (n·k)
+        let ones = Tensor::f_ones([flat.size()[0]], (Kind::Int64, idx.device()))?;
+        let counts = Tensor::f_zeros([self.num_experts()], (Kind::Int64, idx.device()))?
+            .f_scatter_add(0, &flat, &ones)?;
+        Ok((flat.f_argsort_stable(true, 0, false)?, counts))
+    }
+
+    /// Expert outputs per (token, slot) [N,k,H], evaluating each used expert once on its tokens.
+    fn experts_sorted(
+        &self,
+        xs: &Tensor,
+        idx: &Tensor,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let (n, h) = xs.size2()?;
+        let k = self.top_k;
+        let (order, counts, sorted_x) = {
+            let _m = obs.enter_module(ROUTING, None);
+            let (order, counts) = self.sort_slots(idx)?;
+            let counts = Vec::<i64>::try_from(&counts.f_to_device(tch::Device::Cpu)?)?; // host sync
+            let sorted_x = xs.f_index_select(0, &order.f_floor_divide_scalar(k)?)?; // (n·k, h)
+            (order, counts, sorted_x)
+        };
+        let mut outs = Vec::new();
+        let mut start = 0;
+        for (ei, &cnt) in counts.iter().enumerate() {
+            if cnt == 0 {
+                continue;
+            }
+            let ei = ei as i64;
+            let xe = sorted_x.f_narrow(0, start, cnt)?;
+            let gu = {
+                let _m = obs.enter_module(EXPERTS_GATE_UP, None);
+                match &self.gate_up {
+                    GateUp::Split { gate, up } => GateUp::Split {
+                        gate: gate.f_get(ei)?,
+                        up: up.f_get(ei)?,
+                    },
+                    GateUp::Fused(w) => GateUp::Fused(w.f_get(ei)?),
+                }
+                .project(&xe)?
+            };
+            let act = {
+                let _m = obs.enter_module(EXPERTS_ACT, None);
+                gu.act(self.swiglu_kernel)?
+            };
+            let _m = obs.enter_module(EXPERTS_DOWN, None);
+            outs.push(act.f_linear::<Tensor>(&self.w_down.f_get(ei)?, None)?);
+            start += cnt;
+        }
+        let _m = obs.enter_module(COMBINE, None);
+        let outs = Tensor::f_cat(&outs, 0)?; // (n·k, h), sorted order
+        unsort(&outs, &order, n, k, h)
+    }
+
+    /// Same result via gathered weights and bmm, without host sync.
+    fn experts_gathered(
+        &self,
+        xs: &Tensor,
+        idx: &Tensor,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let (n, h) = xs.size2()?;
+        let k = self.top_k;
+        let flat = idx.f_reshape([-1])?; // (n·k)
+        let xk = xs
+            .f_unsqueeze(1)?
+            .f_expand([n, k, h], false)?
+            .f_reshape([n * k, h, 1])?; // (n·k, h, 1)
+        let gu = {
+            let _m = obs.enter_module(EXPERTS_GATE_UP, None);
+            match &self.gate_up {
+                GateUp::Split { gate, up } => {
+                    let g = gate.f_index_select(0, &flat)?; // (n·k, f, h)
+                    let u = up.f_index_select(0, &flat)?;
+                    GateUpOut::Split(g.f_bmm(&xk)?, u.f_bmm(&xk)?)
+                }
+                GateUp::Fused(w) => GateUpOut::Fused(w.f_index_select(0, &flat)?.f_bmm(&xk)?),
+            }
+        };
+        let act = {
+            let _m = obs.enter_module(EXPERTS_ACT, None);
+            match gu {
+                GateUpOut::Split(g, u) => g.f_silu()?.f_mul(&u)?,
+                GateUpOut::Fused(gu) => silu_mul_halves(&gu, 1)?,
+            }
+        }; // (n·k, f, 1)
+        let _m = obs.enter_module(EXPERTS_DOWN, None);
+        let d = self.w_down.f_index_select(0, &flat)?; // (n·k, h, f)
+        Ok(d.f_bmm(&act)?.f_view([n, k, h])?) // (n, k, h)
+    }
+
+    /// Same result via grouped GEMMs over expert-sorted slots; group ends stay on the device.
+    fn experts_grouped(
+        &self,
+        xs: &Tensor,
+        idx: &Tensor,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        let (order, offs, rows) = {
+            let _m = obs.enter_module(ROUTING, None);
+            let (order, counts) = self.sort_slots(idx)?;
+            let offs = counts.f_cumsum(0, Kind::Int)?; // (e) int32 group ends
+            let slot_token = order.f_floor_divide_scalar(self.top_k)?;
+            (order, offs, xs.f_index_select(0, &slot_token)?)
+        };
+        let sorted = self.experts_on_sorted_rows(&rows, &offs, obs)?;
+        let (n, h) = xs.size2()?;
+        let _m = obs.enter_module(COMBINE, None);
+        unsort(&sorted, &order, n, self.top_k, h)
+    }
+
+    /// Grouped GEMMs over the token rows of the slots sorted by expert, `sorted_x` [N·k, H], with
+    /// `offs` [E] int32 group ends → expert outputs [N·k, H] in sorted order.
+    fn experts_on_sorted_rows(
+        &self,
+        sorted_x: &Tensor,
+        offs: &Tensor,
+        obs: &dyn RegionObserver,
+    ) -> Result<Tensor> {
+        // _grouped_mm takes B as [E, K, N]; the transposed views of [E, N, K] weights are the
+        // column-major layout its CUDA kernel wants.
+        let gmm = |a: &Tensor, w: &Tensor| -> Result<Tensor> {
+            Ok(a.f_internal_grouped_mm::<&Tensor>(&w.f_transpose(1, 2)?, Some(offs), None, None)?)
+        };
+        let gu = {
+            let _m = obs.enter_module(EXPERTS_GATE_UP, None);
+            match &self.gate_up {
+                GateUp::Split { gate, up } => {
+                    GateUpOut::Split(gmm(sorted_x, gate)?, gmm(sorted_x, up)?)
+                }
+                GateUp::Fused(w) => GateUpOut::Fused(gmm(sorted_x, w)?),
+            }
+        };
+        let act = {
+            let _m = obs.enter_module(EXPERTS_ACT, None);
+            gu.act(self.swiglu_kernel)?
+        }; // (n·k, f)
+        let _m = obs.enter_module(EXPERTS_DOWN, None);
+        gmm(&act, &self.w_down) // (n·k, h), sorted order
+    }
+}
+
+impl super::decoder::FeedForward for Moe {
+    fn forward(&self, x: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
+        Moe::forward(self, x, obs)
+    }
+
+    fn modules(&self) -> (llmprof::region::Module, llmprof::region::Module) {
+        (
+            llmprof::model::module_work::MOE,
+            llmprof::model::module_work::MOE_NORM,
+        )
+    }
+}
+
+/// `_grouped_mm` runs on the CPU in any float dtype but on CUDA only in bf16; elsewhere
+/// `Grouped` falls back to `Auto` (gathered weights for a few tokens, else the per-expert loop).
+pub fn grouped_mm_supported(x: &Tensor) -> bool {
+    x.device() == tch::Device::Cpu || x.kind() == Kind::BFloat16
+}
+
+/// Rows in expert-sorted order back to slot order, as [N,k,H].
+pub(crate) fn unsort(sorted: &Tensor, order: &Tensor, n: i64, k: i64, h: i64) -> Result<Tensor> {
+    Ok(sorted
+        .f_empty_like()?
+        .f_index_copy(0, order, sorted)?
+        .f_view([n, k, h])?)
+}
