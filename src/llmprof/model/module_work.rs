@@ -202,6 +202,75 @@ pub fn swiglu_work(s: &LayerShape, f: f64, prefix: &str, layer: u32) -> Vec<Modu
     ]
 }
 
+/// A mixture of experts' shape for its module work: routed experts, experts per token, each
+/// expert's FFN width, how many distinct experts the step's rows reach, and the shared experts'
+/// FFN width where there are some.
+#[derive(Debug, Clone, Copy)]
+pub struct MoeDims {
+    pub experts: f64,
+    pub top_k: f64,
+    pub expert_ffn: f64,
+    pub distinct: f64,
+    pub shared_ffn: Option<f64>,
+}
+
+/// Expected distinct experts `batch` rows reach when each picks `top_k` of `experts` uniformly:
+/// E·(1 − ((E − k)/E)^B) (the routed experts' weights a step reads).
+pub fn expected_distinct_experts(experts: f64, top_k: f64, batch: i64) -> f64 {
+    experts * (1.0 - ((experts - top_k) / experts).powi(batch.max(0) as i32))
+}
+
+/// A layer's mixture of experts in one decode step: its norm, the router, the routing, the
+/// routed experts' gate/up, activation and down (top-k per row, weights of the distinct experts
+/// reached), the weighted combine, and the shared experts.
+pub fn moe_work(s: &LayerShape, layer: u32, m: &MoeDims) -> Vec<ModuleWork> {
+    let (h, t, b) = (s.hidden, s.rows, s.dtype_bytes);
+    let (e, k, f, distinct) = (m.experts, m.top_k, m.expert_ffn, m.distinct);
+    let i = Some(layer);
+    let work = |module: &str, flops: f64, weights: f64, act: f64| ModuleWork {
+        module: module.to_string(),
+        index: i,
+        flops,
+        weight_bytes: weights * b,
+        activation_bytes: act * b,
+        kv_bytes: 0.0,
+    };
+    let mut out = vec![
+        work("layer.moe.moe_norm", 0.0, h, 3.0 * t * h),
+        work("layer.moe.router", 2.0 * t * h * e, e * h, t * (h + e)),
+        // fp32 scores in, top-k ids and weights out (no weights).
+        work("layer.moe.routing", 0.0, 0.0, t * e * 2.0 + t * k * 2.0),
+        work(
+            "layer.moe.experts_gate_up",
+            2.0 * t * k * h * 2.0 * f,
+            distinct * 2.0 * h * f,
+            t * k * (h + 2.0 * f),
+        ),
+        work("layer.moe.experts_act", 0.0, 0.0, 3.0 * t * k * f),
+        work(
+            "layer.moe.experts_down",
+            2.0 * t * k * f * h,
+            distinct * f * h,
+            t * k * (f + h),
+        ),
+        work("layer.moe.combine", 0.0, 0.0, t * (k + 1.0) * h),
+    ];
+    if let Some(shared) = m.shared_ffn {
+        let mut s = swiglu_work(s, shared, "layer.moe.shared_experts", layer);
+        // The shared experts' norm is the MoE's (above): keep its MLP parts only, under one name.
+        s.retain(|w| !w.module.ends_with("post_norm"));
+        out.push(ModuleWork {
+            module: "layer.moe.shared_experts".into(),
+            index: i,
+            flops: s.iter().map(|w| w.flops).sum(),
+            weight_bytes: s.iter().map(|w| w.weight_bytes).sum(),
+            activation_bytes: s.iter().map(|w| w.activation_bytes).sum(),
+            kv_bytes: 0.0,
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -218,9 +218,11 @@ pub fn kv_bytes_per_token(cfg: &ArchConfig, dtype_bytes: u64) -> u64 {
 /// Expected number of distinct routed experts one MoE layer uses for `batch` tokens under uniform
 /// routing: E·(1 − ((E−k)/E)^B) (docs/deepseek-ocr.md §7.3).
 pub fn expected_distinct_experts(cfg: &ArchConfig, batch: i64) -> f64 {
-    let e = cfg.decoder.n_routed_experts as f64;
-    let k = cfg.decoder.num_experts_per_tok as f64;
-    e * (1.0 - ((e - k) / e).powi(batch.max(0) as i32))
+    crate::model::module_work::expected_distinct_experts(
+        cfg.decoder.n_routed_experts as f64,
+        cfg.decoder.num_experts_per_tok as f64,
+        batch,
+    )
 }
 
 /// Bytes one decode step moves (all `batch` rows together).

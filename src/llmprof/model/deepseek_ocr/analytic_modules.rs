@@ -8,7 +8,9 @@
 //! `analytic_bytes::decode_step_bytes` (tests).
 use super::analytic_bytes::expected_distinct_experts;
 use super::arch::ArchConfig;
-use crate::model::module_work::{attention_work, swiglu_work, LayerShape, ModuleWork};
+use crate::model::module_work::{
+    attention_work, moe_work, swiglu_work, LayerShape, ModuleWork, MoeDims,
+};
 
 pub use crate::model::module_work::{
     COMBINE, EXPERTS_ACT, EXPERTS_DOWN, EXPERTS_GATE_UP, MOE, MOE_MODULES, MOE_NORM, ROUTER,
@@ -63,41 +65,17 @@ pub fn decode_step_work(
             ));
             continue;
         }
-        let i = Some(layer);
-        out.extend([
-            work("layer.moe.moe_norm", i, 0.0, h, 3.0 * t * h),
-            work("layer.moe.router", i, 2.0 * t * h * e, e * h, t * (h + e)),
-            // fp32 scores in, top-k ids and weights out (no weights).
-            work("layer.moe.routing", i, 0.0, 0.0, t * e * 2.0 + t * k * 2.0),
-            work(
-                "layer.moe.experts_gate_up",
-                i,
-                2.0 * t * k * h * 2.0 * f,
-                distinct * 2.0 * h * f,
-                t * k * (h + 2.0 * f),
-            ),
-            work("layer.moe.experts_act", i, 0.0, 0.0, 3.0 * t * k * f),
-            work(
-                "layer.moe.experts_down",
-                i,
-                2.0 * t * k * f * h,
-                distinct * f * h,
-                t * k * (f + h),
-            ),
-            work("layer.moe.combine", i, 0.0, 0.0, t * (k + 1.0) * h),
-        ]);
-        let shared = cfg.shared_intermediate() as f64;
-        let mut s = swiglu_work(&shape, shared, "layer.moe.shared_experts", layer);
-        // The shared experts' norm is the MoE's (above): keep its MLP parts only, under one name.
-        s.retain(|w| !w.module.ends_with("post_norm"));
-        out.push(ModuleWork {
-            module: "layer.moe.shared_experts".into(),
-            index: i,
-            flops: s.iter().map(|w| w.flops).sum(),
-            weight_bytes: s.iter().map(|w| w.weight_bytes).sum(),
-            activation_bytes: s.iter().map(|w| w.activation_bytes).sum(),
-            kv_bytes: 0.0,
-        });
+        out.extend(moe_work(
+            &shape,
+            layer,
+            &MoeDims {
+                experts: e,
+                top_k: k,
+                expert_ffn: f,
+                distinct,
+                shared_ffn: Some(cfg.shared_intermediate() as f64),
+            },
+        ));
     }
     out.push(work("final_norm", None, 0.0, h, 2.0 * t * h));
     out.push(work("lm_head", None, 2.0 * t * h * v, v * h, t * (h + v)));
