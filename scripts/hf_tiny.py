@@ -33,6 +33,14 @@ FAMILIES = {
     # Mistral's released configs set a sliding window (v0.1: 4096); the prompt and the greedy
     # tokens stay inside it.
     "mistral": dict(tie_word_embeddings=False, sliding_window=64),
+    # Mixtral: every layer a mixture (4 experts here, top-2, renormalised).
+    "mixtral": dict(tie_word_embeddings=False, num_local_experts=4, num_experts_per_tok=2,
+                    sliding_window=None),
+    # Qwen3-MoE as Qwen3-30B-A3B sets it (top-k renormalised), with one dense layer so that both
+    # layer kinds are present.
+    "qwen3_moe": dict(tie_word_embeddings=False, num_experts=8, num_experts_per_tok=2,
+                      moe_intermediate_size=32, norm_topk_prob=True, decoder_sparse_step=1,
+                      mlp_only_layers=[1]),
 }
 
 

@@ -32,14 +32,43 @@ fn widths(a: &DenseArch) -> (f64, f64, f64) {
     )
 }
 
-/// Matmul FLOPs of one token (all layers).
+/// Layers with a dense MLP and layers with the experts.
+fn mlp_layers(a: &DenseArch) -> (f64, f64) {
+    let moe = match &a.moe {
+        Some(m) => (0..a.num_hidden_layers).filter(|&i| m.in_layer(i)).count(),
+        None => 0,
+    } as f64;
+    (a.num_hidden_layers as f64 - moe, moe)
+}
+
+/// Matmul FLOPs of one token (all layers): a dense layer's SwiGLU 6·H·F; an MoE layer's router
+/// 2·H·E and top-k experts k·6·H·F_e.
 pub fn linear_flops_per_token(a: &DenseArch) -> LinearFlops {
     let (h, q, kv) = widths(a);
     let l = a.num_hidden_layers as f64;
+    let (dense, moe) = mlp_layers(a);
+    let experts = a.moe.as_ref().map_or(0.0, |m| {
+        2.0 * h * m.num_experts as f64
+            + m.num_experts_per_tok as f64 * 6.0 * h * m.expert_intermediate_size as f64
+    });
     LinearFlops {
         attention_proj: l * (2.0 * h * (q + 2.0 * kv) + 2.0 * q * h),
-        mlp: l * 3.0 * 2.0 * h * a.intermediate_size as f64,
+        mlp: dense * 3.0 * 2.0 * h * a.intermediate_size as f64 + moe * experts,
     }
+}
+
+/// Parameters of one MoE layer's experts and router, and of those a step of `batch` rows reads
+/// (the expected distinct experts); 0 without experts.
+fn moe_layer_params(a: &DenseArch, batch: Option<i64>) -> f64 {
+    a.moe.as_ref().map_or(0.0, |m| {
+        let (e, k) = (m.num_experts as f64, m.num_experts_per_tok as f64);
+        let read = match batch {
+            Some(b) => crate::model::module_work::expected_distinct_experts(e, k, b),
+            None => e,
+        };
+        let h = a.hidden_size as f64;
+        e * h + read * 3.0 * h * m.expert_intermediate_size as f64
+    })
 }
 
 /// lm_head FLOPs for one position.
@@ -119,7 +148,11 @@ pub fn params(a: &DenseArch) -> ParamCounts {
     ParamCounts {
         embed_tokens: vh,
         attention: l * (h * (q + 2 * kv) + q * h + bias),
-        mlp: l * 3 * h * a.intermediate_size as u64,
+        mlp: {
+            let (dense, moe) = mlp_layers(a);
+            (dense * 3.0 * h as f64 * a.intermediate_size as f64 + moe * moe_layer_params(a, None))
+                as u64
+        },
         norms: (2 * l + 1) * h
             + if a.qk_norm {
                 2 * l * a.head_dim as u64
@@ -164,8 +197,12 @@ pub fn decode_step_bytes(
     let b = dtype_bytes as f64;
     let kv = kv_bytes_per_token(a, dtype_bytes) as f64 * batch as f64;
     let vh = (a.vocab_size * a.hidden_size) as f64 * b;
+    // An MoE layer reads the router and the experts the batch's rows reach.
+    let (dense, moe) = mlp_layers(a);
+    let mlp_read = dense * 3.0 * (a.hidden_size * a.intermediate_size) as f64
+        + moe * moe_layer_params(a, Some(batch));
     DecodeBytes {
-        layer_weights: (p.attention + p.mlp + p.norms) as f64 * b,
+        layer_weights: ((p.attention + p.norms) as f64 + mlp_read) * b,
         embedding_rows: if a.tie_word_embeddings {
             0.0
         } else {

@@ -3,7 +3,10 @@
 //! modules' FLOPs add up to `analytic::decode_step_flops` over the batch, and their weight and KV
 //! bytes to `analytic::decode_step_bytes` (tests).
 use super::arch::DenseArch;
-use crate::model::module_work::{attention_work, swiglu_work, LayerShape, ModuleWork};
+use crate::model::module_work::{
+    attention_work, expected_distinct_experts, moe_work, swiglu_work, LayerShape, ModuleWork,
+    MoeDims,
+};
 
 /// One decode step of `batch` rows, each attending to `context_len` keys (itself included).
 pub fn decode_step_work(
@@ -51,12 +54,28 @@ pub fn decode_step_work(
             }
         }
         out.extend(attention);
-        out.extend(swiglu_work(
-            &shape,
-            a.intermediate_size as f64,
-            "layer.mlp",
-            layer,
-        ));
+        match &a.moe {
+            Some(m) if m.in_layer(layer as i64) => {
+                let (e, k) = (m.num_experts as f64, m.num_experts_per_tok as f64);
+                out.extend(moe_work(
+                    &shape,
+                    layer,
+                    &MoeDims {
+                        experts: e,
+                        top_k: k,
+                        expert_ffn: m.expert_intermediate_size as f64,
+                        distinct: expected_distinct_experts(e, k, batch),
+                        shared_ffn: None,
+                    },
+                ))
+            }
+            _ => out.extend(swiglu_work(
+                &shape,
+                a.intermediate_size as f64,
+                "layer.mlp",
+                layer,
+            )),
+        }
     }
     out.push(top("final_norm", 0.0, h, 2.0 * t * h));
     out.push(top("lm_head", 2.0 * t * h * v, v * h, t * (h + v)));
@@ -71,12 +90,14 @@ mod tests {
     fn presets() -> Vec<(&'static str, DenseArch)> {
         let conf = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../conf/model/dense_decoder/arch");
-        ["qwen3_0_6b", "qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"]
+        ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b", "qwen3_0_6b"]
             .into_iter()
             .map(|p| {
                 let text = std::fs::read_to_string(conf.join(format!("{p}.yaml"))).unwrap();
                 (p, serde_yaml::from_str(&text).unwrap())
             })
+            // The mixtures of experts (from their released config.json).
+            .chain(["mixtral_8x7b", "qwen3_30b_a3b"].map(|p| (p, super::super::tests::preset(p))))
             .collect()
     }
 
@@ -105,7 +126,10 @@ mod tests {
 
     #[test]
     fn llama_3_1_8b_modules_read_what_their_weights_hold() {
-        let (_, a) = presets().pop().unwrap();
+        let (_, a) = presets()
+            .into_iter()
+            .find(|(n, _)| *n == "llama3_1_8b")
+            .unwrap();
         let m = decode_step_work(&a, 1000, 1, 2);
         let get = |module: &str| {
             m.iter()

@@ -32,6 +32,7 @@ pub const CHECKPOINT_FIELDS: &[&str] = &[
     "attention_bias",
     "qk_norm",
     "tie_word_embeddings",
+    "moe",
 ];
 
 /// Every dimension the dense decoder needs (HF config.json names).
@@ -63,6 +64,10 @@ pub struct DenseArch {
     /// are refused.
     #[serde(default)]
     pub sliding_window: Option<i64>,
+    /// A mixture of experts in place of the MLP (Mixtral, Qwen3-MoE); `intermediate_size` is
+    /// then the width of the layers that keep a dense MLP.
+    #[serde(default)]
+    pub moe: Option<super::DenseMoe>,
     /// lm_head shares the embedding matrix (no `lm_head.weight` in the checkpoint).
     pub tie_word_embeddings: bool,
     pub bos_token_id: i64,
@@ -104,6 +109,9 @@ impl DenseArch {
                 "{k}={id} is outside the vocabulary [0, {})",
                 self.vocab_size
             );
+        }
+        if let Some(m) = &self.moe {
+            m.validate()?;
         }
         if let Some(w) = self.sliding_window {
             ensure!(w > 0, "sliding_window={w} must be > 0");
@@ -154,6 +162,7 @@ impl DenseArch {
             attention_bias: self.attention_bias,
             qk_norm: self.qk_norm,
             sliding_window: self.sliding_window,
+            moe: self.moe.as_ref().map(super::DenseMoe::tiny),
             tie_word_embeddings: self.tie_word_embeddings,
             bos_token_id: 1,
             eos_token_id: 2,
@@ -247,8 +256,9 @@ impl DenseArch {
                 .get("attention_bias")
                 .and_then(|x| x.as_bool())
                 .unwrap_or(model_type == "qwen2"),
-            qk_norm: model_type == "qwen3",
+            qk_norm: model_type == "qwen3" || model_type == "qwen3_moe",
             sliding_window: sliding_window(v, model_type),
+            moe: super::DenseMoe::from_hf_config(v, model_type),
             tie_word_embeddings: v
                 .get("tie_word_embeddings")
                 .and_then(|x| x.as_bool())
@@ -266,8 +276,8 @@ impl DenseArch {
 fn sliding_window(v: &serde_json::Value, model_type: &str) -> Option<i64> {
     let window = v.get("sliding_window").and_then(|x| x.as_i64());
     match model_type {
-        "mistral" => window,
-        "qwen2" | "qwen3" => v
+        "mistral" | "mixtral" => window,
+        "qwen2" | "qwen3" | "qwen3_moe" => v
             .get("use_sliding_window")
             .and_then(|x| x.as_bool())
             .unwrap_or(false)

@@ -4,15 +4,17 @@
 pub mod analytic;
 pub mod analytic_modules;
 pub mod arch;
+pub mod moe;
 pub mod optim;
 pub mod static_report;
 
 pub use arch::{DenseArch, RopeScaling};
+pub use moe::{DenseMoe, MoeNames};
 pub use optim::DenseOptim;
 
 /// The `model_type`s of the HF config.json files this family reads (Qwen2/2.5, Qwen3, Llama 3,
-/// Mistral).
-pub const HF_MODEL_TYPES: &[&str] = &["qwen2", "qwen3", "llama", "mistral"];
+/// Mistral, and with a mixture of experts Mixtral and Qwen3-MoE).
+pub const HF_MODEL_TYPES: &[&str] = &["qwen2", "qwen3", "llama", "mistral", "mixtral", "qwen3_moe"];
 
 use crate::region::{RegionTree, DECODE, DECODE_STEP, PREFILL};
 
@@ -21,6 +23,7 @@ use crate::region::{RegionTree, DECODE, DECODE_STEP, PREFILL};
 pub const REGIONS: RegionTree = RegionTree::new(&[PREFILL, DECODE, DECODE_STEP]).with_modules(&[
     crate::region::ENGINE_MODULES,
     crate::model::module_work::DECODER_MODULES,
+    crate::model::module_work::MOE_MODULES,
 ]);
 
 #[cfg(test)]

@@ -77,12 +77,18 @@ pub fn static_report(a: &DenseArch, i: &StaticInputs) -> StaticReport {
             ..Default::default()
         },
         ModuleRow {
-            module: "mlp (SwiGLU)".into(),
+            module: match a.moe {
+                Some(_) => {
+                    "mlp (router and SwiGLU experts; a step reads the experts its rows reach)"
+                        .into()
+                }
+                None => "mlp (SwiGLU)".into(),
+            },
             params: p.mlp,
             prefill_flops: b * pf.linear.mlp,
             decode_step_flops: b * df.linear.mlp,
             weight_bytes: wb(p.mlp),
-            decode_step_bytes: wb(p.mlp) as f64,
+            decode_step_bytes: db.layer_weights - (wb(p.attention) + wb(p.norms)) as f64,
             ..Default::default()
         },
         ModuleRow {

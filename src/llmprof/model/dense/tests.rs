@@ -44,6 +44,24 @@ pub(crate) fn preset(name: &str) -> DenseArch {
             "num_key_value_heads": 8, "head_dim": 128, "rms_norm_eps": 1e-5,
             "rope_theta": 1000000.0, "max_position_embeddings": 32768, "sliding_window": null,
             "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2}),
+        // https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json
+        "mixtral_8x7b" => serde_json::json!({
+            "model_type": "mixtral", "vocab_size": 32000, "hidden_size": 4096,
+            "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2,
+            "rms_norm_eps": 1e-5, "rope_theta": 1000000.0, "max_position_embeddings": 32768,
+            "sliding_window": null, "tie_word_embeddings": false,
+            "bos_token_id": 1, "eos_token_id": 2}),
+        // https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json
+        "qwen3_30b_a3b" => serde_json::json!({
+            "model_type": "qwen3_moe", "vocab_size": 151936, "hidden_size": 2048,
+            "intermediate_size": 6144, "moe_intermediate_size": 768, "num_hidden_layers": 48,
+            "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+            "num_experts": 128, "num_experts_per_tok": 8, "norm_topk_prob": true,
+            "decoder_sparse_step": 1, "mlp_only_layers": [], "rms_norm_eps": 1e-6,
+            "rope_theta": 1000000.0, "max_position_embeddings": 40960,
+            "attention_bias": false, "tie_word_embeddings": false,
+            "bos_token_id": 151643, "eos_token_id": 151645}),
         _ => panic!("{name}"),
     };
     DenseArch::from_hf_config(&v).unwrap()
@@ -118,6 +136,32 @@ fn hand(name: &str) -> Hand {
             attention_per_key: 524_288.0,
             params: 7_248_023_552,
         },
+        // Llama-3.1-8B's attention (83,886,080 per layer) and 8 SwiGLU experts of F 14336, top-2:
+        // mlp = router 2·4096·8 + 2·6·4096·14336 = 65,536 + 704,643,072 = 704,708,608 per layer;
+        // linear (83,886,080 + 704,708,608)·32 = 25,235,030,016; lm_head 2·4096·32000 =
+        // 262,144,000; attention 4·4096·32 = 524,288 per key. params: embed + lm_head
+        // 262,144,000; per layer 41,943,040 + router 32,768 + 8·3·4096·14336 (1,409,286,144)
+        // + 8192 = 1,451,270,144, ×32 = 46,440,644,608; + 4096 → 46,702,792,704 (the published
+        // 46.7 B).
+        "mixtral_8x7b" => Hand {
+            linear_per_token: 25_235_030_016.0,
+            lm_head: 262_144_000.0,
+            attention_per_key: 524_288.0,
+            params: 46_702_792_704,
+        },
+        // H 2048, q 32·128 = 4096, kv 4·128 = 512, 128 experts of 768, top-8, L 48.
+        // proj = 2·2048·5120 + 2·4096·2048 = 37,748,736; mlp = router 2·2048·128 + 8·6·2048·768
+        // = 524,288 + 75,497,472 = 76,021,760; linear 113,770,496·48 = 5,460,983,808; lm_head
+        // 2·2048·151936 = 622,329,856; attention 4·4096·48 = 786,432 per key. params: embed +
+        // lm_head 622,329,856; per layer 18,874,368 + 256 (q/k norms) + 4096 + router 262,144 +
+        // 128·3·2048·768 (603,979,776) = 623,120,640, ×48 = 29,909,790,720; + 2048 →
+        // 30,532,122,624 (the published 30.5 B).
+        "qwen3_30b_a3b" => Hand {
+            linear_per_token: 5_460_983_808.0,
+            lm_head: 622_329_856.0,
+            attention_per_key: 786_432.0,
+            params: 30_532_122_624,
+        },
         "qwen3_0_6b" => Hand {
             linear_per_token: 880_803_840.0,
             lm_head: 311_164_928.0,
@@ -136,6 +180,8 @@ fn analytic_counts_match_hand_computation_for_each_real_config() {
         "llama3_1_8b",
         "qwen3_0_6b",
         "mistral_7b_v0_3",
+        "mixtral_8x7b",
+        "qwen3_30b_a3b",
     ] {
         let a = preset(name);
         let h = hand(name);

@@ -1,11 +1,11 @@
-//! The official HF checkpoint layout of a dense decoder (Qwen2ForCausalLM, Qwen3ForCausalLM,
-//! LlamaForCausalLM):
+//! The official HF checkpoint layout of a decoder of this family (Qwen2, Qwen3, Llama, Mistral,
+//! and with experts Mixtral and Qwen3-MoE):
 //! every tensor's name and shape from the architecture, loading a checkpoint folder (sharded
 //! with `model.safetensors.index.json` or not) checked against it, and seeded synthetic tensors
 //! under the same names.
 use crate::checkpoint::tensors::{read_checked, TensorSpec};
 use anyhow::Result;
-use llmprof::model::dense::DenseArch;
+use llmprof::model::dense::{DenseArch, MoeNames};
 use std::collections::HashMap;
 use std::path::Path;
 use tch::{Device, Kind, Tensor};
@@ -41,15 +41,38 @@ pub fn expected_tensors(a: &DenseArch) -> Vec<TensorSpec> {
             add(format!("{p}.self_attn.k_norm.weight"), &[a.head_dim]);
         }
         add(format!("{p}.self_attn.o_proj.weight"), &[h, q]);
-        add(format!("{p}.mlp.gate_proj.weight"), &[f, h]);
-        add(format!("{p}.mlp.up_proj.weight"), &[f, h]);
-        add(format!("{p}.mlp.down_proj.weight"), &[h, f]);
+        match &a.moe {
+            Some(m) if m.in_layer(i) => {
+                let (e, fe) = (m.num_experts, m.expert_intermediate_size);
+                let (at, [gate, up, down]) = moe_names(m.names);
+                add(format!("{p}.{at}.gate.weight"), &[e, h]);
+                for x in 0..e {
+                    let ep = format!("{p}.{at}.experts.{x}");
+                    add(format!("{ep}.{gate}.weight"), &[fe, h]);
+                    add(format!("{ep}.{up}.weight"), &[fe, h]);
+                    add(format!("{ep}.{down}.weight"), &[h, fe]);
+                }
+            }
+            _ => {
+                add(format!("{p}.mlp.gate_proj.weight"), &[f, h]);
+                add(format!("{p}.mlp.up_proj.weight"), &[f, h]);
+                add(format!("{p}.mlp.down_proj.weight"), &[h, f]);
+            }
+        }
     }
     add("model.norm.weight".into(), &[h]);
     if !a.tie_word_embeddings {
         add("lm_head.weight".into(), &[a.vocab_size, h]);
     }
     v
+}
+
+/// Where a layer's experts live and their projections' names (gate, up, down).
+pub fn moe_names(names: MoeNames) -> (&'static str, [&'static str; 3]) {
+    match names {
+        MoeNames::Mixtral => ("block_sparse_moe", ["w1", "w3", "w2"]),
+        MoeNames::Hf => ("mlp", ["gate_proj", "up_proj", "down_proj"]),
+    }
 }
 
 /// Loads every expected tensor from the checkpoint file or folder `path`. A tied checkpoint may

@@ -14,6 +14,7 @@ use crate::engine::kv_cache::KvCache;
 use crate::models::layers::attention::AttnShape;
 use crate::models::layers::basic::SwiGlu;
 use crate::models::layers::decoder::{Decoder, DecoderDims, FeedForward};
+use crate::models::layers::moe::{ExpertNames, Moe, MoeDispatch, MoeShape};
 
 use crate::checkpoint::tensors::WeightPath;
 /// The switches a dense model is built with (`runtime.optim`, and `model.optim`, empty).
@@ -63,11 +64,35 @@ impl DenseLm {
     ) -> Result<Self> {
         arch.validate()?;
         let vs = WeightPath::root(tensors, device, kind);
-        let decoder = Decoder::load(&vs, &dims(arch), &optim.engine, |mlp, _| {
-            Ok(Box::new(
-                SwiGlu::load(mlp, optim.engine.fused_projections)?
-                    .with_kernel(optim.engine.swiglu_kernel),
-            ) as Box<dyn FeedForward>)
+        let fused = optim.engine.fused_projections;
+        let decoder = Decoder::load(&vs, &dims(arch), &optim.engine, |mlp, i| {
+            Ok(match &arch.moe {
+                Some(m) if m.in_layer(i) => {
+                    let (at, [gate, up, down]) = checkpoint::moe_names(m.names);
+                    let names = ExpertNames {
+                        router: "gate.weight",
+                        gate,
+                        up,
+                        down,
+                    };
+                    let shape = MoeShape {
+                        experts: m.num_experts,
+                        top_k: m.num_experts_per_tok,
+                        norm_topk_prob: m.norm_topk_prob,
+                        scaling: 1.0,
+                        shared: false,
+                    };
+                    let at = vs.sub("model.layers").sub(i).sub(at);
+                    let mut moe = Moe::load(&at, shape, names, fused)?
+                        .with_swiglu_kernel(optim.engine.swiglu_kernel);
+                    // Grouped GEMMs keep the group sizes on the device (no host sync, so decode
+                    // steps can be captured); where _grouped_mm cannot run it falls back itself.
+                    moe.dispatch = MoeDispatch::Grouped;
+                    Box::new(moe) as Box<dyn FeedForward>
+                }
+                _ => Box::new(SwiGlu::load(mlp, fused)?.with_kernel(optim.engine.swiglu_kernel))
+                    as Box<dyn FeedForward>,
+            })
         })?;
         Ok(DenseLm {
             arch: arch.clone(),
