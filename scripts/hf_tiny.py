@@ -33,6 +33,9 @@ FAMILIES = {
     # Mistral's released configs set a sliding window (v0.1: 4096); the prompt and the greedy
     # tokens stay inside it.
     "mistral": dict(tie_word_embeddings=False, sliding_window=64),
+    # Phi-3: q/k/v and gate/up stored as one weight each; Phi-3-mini-4k's window (2047) is wider
+    # than the run.
+    "phi3": dict(tie_word_embeddings=False, sliding_window=2047),
     # Mixtral: every layer a mixture (4 experts here, top-2, renormalised).
     "mixtral": dict(tie_word_embeddings=False, num_local_experts=4, num_experts_per_tok=2,
                     sliding_window=None),

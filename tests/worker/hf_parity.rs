@@ -12,7 +12,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Every `model_type` the test covers; scripts/hf_tiny.py has each one's tiny configuration.
-const FAMILIES: &[&str] = &["llama", "qwen2", "qwen3", "mistral", "mixtral", "qwen3_moe"];
+const FAMILIES: &[&str] = &[
+    "llama",
+    "qwen2",
+    "qwen3",
+    "mistral",
+    "phi3",
+    "mixtral",
+    "qwen3_moe",
+];
 
 fn hf_python() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("LLMPROF_HF_PYTHON") {

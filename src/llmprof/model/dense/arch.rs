@@ -68,6 +68,9 @@ pub struct DenseArch {
     /// then the width of the layers that keep a dense MLP.
     #[serde(default)]
     pub moe: Option<super::DenseMoe>,
+    /// q/k/v stored as one `qkv_proj` and gate/up as one `gate_up_proj` (Phi-3).
+    #[serde(default)]
+    pub packed_projections: bool,
     /// lm_head shares the embedding matrix (no `lm_head.weight` in the checkpoint).
     pub tie_word_embeddings: bool,
     pub bos_token_id: i64,
@@ -163,6 +166,7 @@ impl DenseArch {
             qk_norm: self.qk_norm,
             sliding_window: self.sliding_window,
             moe: self.moe.as_ref().map(super::DenseMoe::tiny),
+            packed_projections: self.packed_projections,
             tie_word_embeddings: self.tie_word_embeddings,
             bos_token_id: 1,
             eos_token_id: 2,
@@ -210,6 +214,14 @@ impl DenseArch {
             .into_iter()
             .flatten()
             .find(|x| x.is_object());
+        // RoPE on part of each head (partial_rotary_factor < 1) is not implemented.
+        let partial = [Some(v), rope]
+            .into_iter()
+            .flatten()
+            .find_map(|x| x.get("partial_rotary_factor").and_then(|f| f.as_f64()));
+        if let Some(p) = partial.filter(|p| *p != 1.0) {
+            bail!("partial_rotary_factor={p}: RoPE on part of each head is not implemented (only 1.0)");
+        }
         let rope_theta = v
             .get("rope_theta")
             .and_then(|x| x.as_f64())
@@ -227,6 +239,7 @@ impl DenseArch {
             {
                 let mut fields = r.as_object().cloned().unwrap_or_default();
                 fields.remove("rope_theta");
+                fields.remove("partial_rotary_factor");
                 Some(
                     serde_json::from_value::<RopeScaling>(serde_json::Value::Object(fields))
                         .context("rope_scaling")?,
@@ -259,6 +272,7 @@ impl DenseArch {
             qk_norm: model_type == "qwen3" || model_type == "qwen3_moe",
             sliding_window: sliding_window(v, model_type),
             moe: super::DenseMoe::from_hf_config(v, model_type),
+            packed_projections: model_type == "phi3",
             tie_word_embeddings: v
                 .get("tie_word_embeddings")
                 .and_then(|x| x.as_bool())
@@ -276,7 +290,7 @@ impl DenseArch {
 fn sliding_window(v: &serde_json::Value, model_type: &str) -> Option<i64> {
     let window = v.get("sliding_window").and_then(|x| x.as_i64());
     match model_type {
-        "mistral" | "mixtral" => window,
+        "mistral" | "mixtral" | "phi3" => window,
         "qwen2" | "qwen3" | "qwen3_moe" => v
             .get("use_sliding_window")
             .and_then(|x| x.as_bool())

@@ -13,8 +13,16 @@ pub use moe::{DenseMoe, MoeNames};
 pub use optim::DenseOptim;
 
 /// The `model_type`s of the HF config.json files this family reads (Qwen2/2.5, Qwen3, Llama 3,
-/// Mistral, and with a mixture of experts Mixtral and Qwen3-MoE).
-pub const HF_MODEL_TYPES: &[&str] = &["qwen2", "qwen3", "llama", "mistral", "mixtral", "qwen3_moe"];
+/// Mistral, Phi-3, and with a mixture of experts Mixtral and Qwen3-MoE).
+pub const HF_MODEL_TYPES: &[&str] = &[
+    "qwen2",
+    "qwen3",
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen3_moe",
+    "phi3",
+];
 
 use crate::region::{RegionTree, DECODE, DECODE_STEP, PREFILL};
 

@@ -62,6 +62,15 @@ pub(crate) fn preset(name: &str) -> DenseArch {
             "rope_theta": 1000000.0, "max_position_embeddings": 40960,
             "attention_bias": false, "tie_word_embeddings": false,
             "bos_token_id": 151643, "eos_token_id": 151645}),
+        // https://huggingface.co/microsoft/Phi-3-mini-4k-instruct/blob/main/config.json
+        "phi3_mini_4k" => serde_json::json!({
+            "model_type": "phi3", "vocab_size": 32064, "hidden_size": 3072,
+            "intermediate_size": 8192, "num_hidden_layers": 32, "num_attention_heads": 32,
+            "num_key_value_heads": 32, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+            "rope_scaling": null, "max_position_embeddings": 4096,
+            "original_max_position_embeddings": 4096, "sliding_window": 2047,
+            "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 32000,
+            "pad_token_id": 32000}),
         _ => panic!("{name}"),
     };
     DenseArch::from_hf_config(&v).unwrap()
@@ -162,6 +171,19 @@ fn hand(name: &str) -> Hand {
             attention_per_key: 786_432.0,
             params: 30_532_122_624,
         },
+        // H 3072, q = kv = 32·96 = 3072 (no GQA), F 8192, V 32064, L 32; q/k/v in one qkv_proj,
+        // gate/up in one gate_up_proj (the same math).
+        // proj = 2·3072·9216 + 2·3072·3072 = 75,497,472; mlp = 6·3072·8192 = 150,994,944;
+        // linear 226,492,416·32 = 7,247,757,312; lm_head 2·3072·32064 = 197,001,216;
+        // attention 4·3072·32 = 393,216 per key. params: embed + lm_head 197,001,216; per layer
+        // 37,748,736 + 75,497,472 + 6144 = 113,252,352, ×32 = 3,624,075,264; + 3072 →
+        // 3,821,079,552 (the published 3.8 B).
+        "phi3_mini_4k" => Hand {
+            linear_per_token: 7_247_757_312.0,
+            lm_head: 197_001_216.0,
+            attention_per_key: 393_216.0,
+            params: 3_821_079_552,
+        },
         "qwen3_0_6b" => Hand {
             linear_per_token: 880_803_840.0,
             lm_head: 311_164_928.0,
@@ -182,6 +204,7 @@ fn analytic_counts_match_hand_computation_for_each_real_config() {
         "mistral_7b_v0_3",
         "mixtral_8x7b",
         "qwen3_30b_a3b",
+        "phi3_mini_4k",
     ] {
         let a = preset(name);
         let h = hand(name);
@@ -310,4 +333,20 @@ fn sliding_windows_are_read_where_the_model_type_applies_them() {
         base(serde_json::json!({"model_type": "llama", "sliding_window": 4096})),
         None
     );
+}
+
+#[test]
+fn rope_on_part_of_each_head_is_refused_by_name() {
+    let v = serde_json::json!({
+        "model_type": "phi3", "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 2048,
+        "bos_token_id": 1, "eos_token_id": 2,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+            "partial_rotary_factor": 0.5}});
+    let err = format!("{:#}", DenseArch::from_hf_config(&v).unwrap_err());
+    assert!(err.contains("partial_rotary_factor=0.5"), "{err}");
+    let mut full = v.clone();
+    full["rope_parameters"]["partial_rotary_factor"] = 1.0.into();
+    let a = DenseArch::from_hf_config(&full).unwrap();
+    assert!(a.packed_projections && a.rope_scaling.is_none());
 }

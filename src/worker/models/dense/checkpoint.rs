@@ -30,10 +30,14 @@ pub fn expected_tensors(a: &DenseArch) -> Vec<TensorSpec> {
         let p = format!("model.layers.{i}");
         add(format!("{p}.input_layernorm.weight"), &[h]);
         add(format!("{p}.post_attention_layernorm.weight"), &[h]);
-        for (n, rows) in [("q_proj", q), ("k_proj", kv), ("v_proj", kv)] {
-            add(format!("{p}.self_attn.{n}.weight"), &[rows, h]);
-            if a.attention_bias {
-                add(format!("{p}.self_attn.{n}.bias"), &[rows]);
+        if a.packed_projections {
+            add(format!("{p}.self_attn.qkv_proj.weight"), &[q + 2 * kv, h]);
+        } else {
+            for (n, rows) in [("q_proj", q), ("k_proj", kv), ("v_proj", kv)] {
+                add(format!("{p}.self_attn.{n}.weight"), &[rows, h]);
+                if a.attention_bias {
+                    add(format!("{p}.self_attn.{n}.bias"), &[rows]);
+                }
             }
         }
         if a.qk_norm {
@@ -52,6 +56,10 @@ pub fn expected_tensors(a: &DenseArch) -> Vec<TensorSpec> {
                     add(format!("{ep}.{up}.weight"), &[fe, h]);
                     add(format!("{ep}.{down}.weight"), &[h, fe]);
                 }
+            }
+            _ if a.packed_projections => {
+                add(format!("{p}.mlp.gate_up_proj.weight"), &[2 * f, h]);
+                add(format!("{p}.mlp.down_proj.weight"), &[h, f]);
             }
             _ => {
                 add(format!("{p}.mlp.gate_proj.weight"), &[f, h]);

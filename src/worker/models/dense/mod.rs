@@ -35,6 +35,7 @@ pub fn dims(a: &DenseArch) -> DecoderDims {
             head_dim: a.head_dim,
             qkv_bias: a.attention_bias,
             qk_norm: a.qk_norm.then_some(a.rms_norm_eps),
+            packed_qkv: a.packed_projections,
         },
         rms_norm_eps: a.rms_norm_eps,
         rope_theta: a.rope_theta,
@@ -90,8 +91,13 @@ impl DenseLm {
                     moe.dispatch = MoeDispatch::Grouped;
                     Box::new(moe) as Box<dyn FeedForward>
                 }
-                _ => Box::new(SwiGlu::load(mlp, fused)?.with_kernel(optim.engine.swiglu_kernel))
-                    as Box<dyn FeedForward>,
+                _ => Box::new(
+                    match arch.packed_projections {
+                        true => SwiGlu::load_packed(mlp, fused)?,
+                        false => SwiGlu::load(mlp, fused)?,
+                    }
+                    .with_kernel(optim.engine.swiglu_kernel),
+                ) as Box<dyn FeedForward>,
             })
         })?;
         Ok(DenseLm {

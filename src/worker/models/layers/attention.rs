@@ -24,6 +24,8 @@ pub struct AttnShape {
     /// An RMSNorm (this epsilon) over each head of q and of k before RoPE, weights `q_norm` and
     /// `k_norm` [head_dim] (Qwen3).
     pub qk_norm: Option<f64>,
+    /// q/k/v stored as one `qkv_proj` [q+2kv, H] (Phi-3).
+    pub packed_qkv: bool,
 }
 
 /// What the q/k/v projections give before RoPE.
@@ -78,7 +80,20 @@ impl Attention {
             };
             Ok((w, b))
         };
-        let (q, k, v) = (proj("q_proj")?, proj("k_proj")?, proj("v_proj")?);
+        let (q, k, v) = match shape.packed_qkv {
+            true => {
+                let w = vs.get("qkv_proj.weight")?;
+                let (q, kv) = (
+                    shape.heads * shape.head_dim,
+                    shape.kv_heads * shape.head_dim,
+                );
+                let part = |at: i64, n: i64| -> Result<(Tensor, Option<Tensor>)> {
+                    Ok((w.f_narrow(0, at, n)?.f_contiguous()?, None))
+                };
+                (part(0, q)?, part(q, kv)?, part(q + kv, kv)?)
+            }
+            false => (proj("q_proj")?, proj("k_proj")?, proj("v_proj")?),
+        };
         let qkv = if fused {
             let w = Tensor::f_cat(&[&q.0, &k.0, &v.0], 0)?;
             let b = match (q.1, k.1, v.1) {

@@ -272,6 +272,18 @@ impl SwiGlu {
         })
     }
 
+    /// Loads `gate_up_proj` ([gate; up] as one weight, Phi-3) and `down_proj`; `fused` keeps
+    /// gate and up in one matmul.
+    pub fn load_packed(vs: &WeightPath, fused: bool) -> Result<Self> {
+        let w = vs.get("gate_up_proj.weight")?;
+        let f = w.size()[0] / 2;
+        Ok(SwiGlu {
+            gate_up: GateUp::new(w.f_narrow(0, 0, f)?, w.f_narrow(0, f, f)?, fused)?,
+            down: vs.get("down_proj.weight")?,
+            kernel: false,
+        })
+    }
+
     /// This MLP with its activation in llmprof's kernel on a GPU when `on`.
     pub fn with_kernel(self, on: bool) -> Self {
         SwiGlu { kernel: on, ..self }

@@ -21,6 +21,7 @@ pub fn dims(cfg: &DecoderConfig) -> DecoderDims {
             head_dim: cfg.head_dim,
             qkv_bias: false,
             qk_norm: None,
+            packed_qkv: false,
         },
         rms_norm_eps: cfg.rms_norm_eps,
         rope_theta: cfg.rope_theta,

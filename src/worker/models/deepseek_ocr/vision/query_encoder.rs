@@ -63,6 +63,7 @@ impl QueryEncoder {
             head_dim: cfg.head_dim,
             qkv_bias: true,
             qk_norm: None,
+            packed_qkv: false,
         };
         let layers = (0..cfg.num_hidden_layers)
             .map(|i| {
