@@ -30,12 +30,14 @@ pub fn dims(a: &DenseArch) -> DecoderDims {
     DecoderDims {
         layers: a.num_hidden_layers,
         attn: AttnShape {
-            heads: a.num_attention_heads,
-            kv_heads: a.num_key_value_heads,
-            head_dim: a.head_dim,
-            qkv_bias: a.attention_bias,
             qk_norm: a.qk_norm.then_some(a.rms_norm_eps),
             packed_qkv: a.packed_projections,
+            ..AttnShape::gqa(
+                a.num_attention_heads,
+                a.num_key_value_heads,
+                a.head_dim,
+                a.attention_bias,
+            )
         },
         rms_norm_eps: a.rms_norm_eps,
         rope_theta: a.rope_theta,

@@ -28,6 +28,22 @@ pub struct AttnShape {
     pub packed_qkv: bool,
 }
 
+impl AttnShape {
+    /// Plain GQA attention: separate q/k/v weights (with biases when `qkv_bias`), no q/k norms.
+    /// A family with more sets the other fields on top (`..AttnShape::gqa(...)`), so adding a
+    /// field touches only the families that use it.
+    pub fn gqa(heads: i64, kv_heads: i64, head_dim: i64, qkv_bias: bool) -> Self {
+        AttnShape {
+            heads,
+            kv_heads,
+            head_dim,
+            qkv_bias,
+            qk_norm: None,
+            packed_qkv: false,
+        }
+    }
+}
+
 /// What the q/k/v projections give before RoPE.
 enum Projected {
     /// q [B,heads,T,hd], k and v [B,kv_heads,T,hd].

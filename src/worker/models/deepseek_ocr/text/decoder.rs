@@ -15,14 +15,12 @@ use llmprof::model::deepseek_ocr::arch::DecoderConfig;
 pub fn dims(cfg: &DecoderConfig) -> DecoderDims {
     DecoderDims {
         layers: cfg.num_hidden_layers,
-        attn: AttnShape {
-            heads: cfg.num_attention_heads,
-            kv_heads: cfg.num_key_value_heads,
-            head_dim: cfg.head_dim,
-            qkv_bias: false,
-            qk_norm: None,
-            packed_qkv: false,
-        },
+        attn: AttnShape::gqa(
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+            false,
+        ),
         rms_norm_eps: cfg.rms_norm_eps,
         rope_theta: cfg.rope_theta,
         rope_scaling: None,

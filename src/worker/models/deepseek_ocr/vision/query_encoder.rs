@@ -57,14 +57,12 @@ impl QueryEncoder {
         optim: &Switches,
     ) -> Result<Self> {
         let stack = vs.sub("model").sub("model");
-        let shape = AttnShape {
-            heads: cfg.num_attention_heads,
-            kv_heads: cfg.num_key_value_heads,
-            head_dim: cfg.head_dim,
-            qkv_bias: true,
-            qk_norm: None,
-            packed_qkv: false,
-        };
+        let shape = AttnShape::gqa(
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+            true,
+        );
         let layers = (0..cfg.num_hidden_layers)
             .map(|i| {
                 let l = stack.sub("layers").sub(i);
