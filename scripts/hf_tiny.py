@@ -4,8 +4,11 @@ of `llmprof debug logits` with them (#42's CPU check; tests/worker/hf_parity.rs 
 
   hf_tiny.py make --model-type qwen3 --out DIR [--seed 0] [--seq 12] [--greedy 12]
       DIR/config.json + DIR/model.safetensors (save_pretrained: the official names and layout),
+      DIR/tokenizer.json + tokenizer_config.json (a 300-id BPE with a chat template),
       DIR/ids.json (prompt ids), DIR/ref.safetensors: prompt_last_logits [vocab] (fp32, eager
       attention) and greedy_ids [n] (greedy, EOS ignored), as `llmprof debug logits` writes them
+  hf_tiny.py prompt-ids --dir DIR --prompt TEXT
+      the ids transformers gives TEXT as one user message through DIR's chat template
   hf_tiny.py compare --ref DIR/ref.safetensors --ours OURS.safetensors
       one JSON line: max relative error of the logits (max |a-b| / max |ref|), greedy ids equal
 
@@ -53,6 +56,29 @@ def config(model_type: str) -> dict:
     return {**COMMON, **FAMILIES[model_type]}
 
 
+# A chat template in the style of the released ones (one user message, generation prompt).
+CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}</s>{% endfor %}"
+                 "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+
+
+def write_tokenizer(out: Path) -> None:
+    """A byte-level BPE of 300 ids (inside the tiny vocabulary) trained on a few sentences, with
+    tokenizer_config.json's chat template: what a checkpoint folder carries for `dataset=prompts`."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "<s>", "</s>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    text = ["Summarise the profile of a decode step.", "Where does the time of a layer go?",
+            "The quick brown fox jumps over the lazy dog."] * 20
+    tok.train_from_iterator(text, trainer)
+    tok.save(str(out / "tokenizer.json"))
+    (out / "tokenizer_config.json").write_text(json.dumps(
+        {"chat_template": CHAT_TEMPLATE, "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>"}))
+
+
 def cmd_make(a) -> int:
     import torch
     from safetensors.torch import save_file
@@ -74,6 +100,7 @@ def cmd_make(a) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out, safe_serialization=True)
+    write_tokenizer(out)
     ids = torch.randint(3, cfg.vocab_size, (a.seq,), generator=g).tolist()
     (out / "ids.json").write_text(json.dumps(ids))
     x = torch.tensor([ids])
@@ -101,6 +128,18 @@ def cmd_compare(a) -> int:
     return 0
 
 
+def cmd_prompt_ids(a) -> int:
+    """The ids transformers gives a prompt through the folder's tokenizer and chat template."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(a.dir)
+    ids = tok.apply_chat_template([{"role": "user", "content": a.prompt}], add_generation_prompt=True,
+                                  tokenize=True)
+    ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
+    print(json.dumps(list(ids)))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -111,6 +150,10 @@ def main(argv=None) -> int:
     p.add_argument("--seq", type=int, default=12)
     p.add_argument("--greedy", type=int, default=12)
     p.set_defaults(fn=cmd_make)
+    p = sub.add_parser("prompt-ids")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--prompt", required=True)
+    p.set_defaults(fn=cmd_prompt_ids)
     p = sub.add_parser("compare")
     p.add_argument("--ref", required=True)
     p.add_argument("--ours", required=True)

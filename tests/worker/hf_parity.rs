@@ -114,4 +114,37 @@ fn every_family_matches_transformers_on_the_cpu() {
         assert!(m.stages.contains_key("decode_step"), "{family}");
         assert!(!m.synthetic_weights, "{family}: loaded from the checkpoint");
     }
+    // Prompts through the checkpoint's tokenizer.json and chat template: the request's input
+    // length is the number of ids transformers gives the rendered prompt.
+    let ckpt = dir.join("qwen3");
+    let path = format!("model.path={}", ckpt.display());
+    let (_, m) = short_stage1(
+        "hf-parity-prompts",
+        &[
+            "model=hf",
+            &path,
+            "dataset=prompts",
+            "dataset.sampling.num_samples_per_epoch=1",
+            "infer.max_new_tokens=4",
+        ],
+    );
+    let first = std::fs::read_to_string(repo_root().join("datasets/prompts/sample.jsonl"))
+        .expect("sample prompts");
+    let prompt: serde_json::Value =
+        serde_json::from_str(first.lines().next().expect("a prompt")).expect("JSONL");
+    let ids = run(
+        script(&python)
+            .args(["prompt-ids", "--dir"])
+            .arg(&ckpt)
+            .arg("--prompt")
+            .arg(prompt["prompt"].as_str().expect("prompt text")),
+        "transformers' chat template",
+    );
+    let want: Vec<i64> = serde_json::from_str(ids.trim()).expect("ids");
+    assert_eq!(m.requests[0].isl, [want.len()], "{:?}", m.requests[0]);
+    assert!(
+        !m.notes.iter().any(|n| n.contains("no tokenizer.json")),
+        "{:?}",
+        m.notes
+    );
 }
