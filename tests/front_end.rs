@@ -7,6 +7,7 @@ mod support;
 mod front_end {
     mod analyze_trace;
     mod bad_input;
+    mod bad_model_input;
     mod bootstrap;
     mod bounded_inputs;
     mod cli;
