@@ -297,6 +297,54 @@ fn a_run_with_hub_weights_hands_the_snapshot_to_the_worker() {
     assert!(resolved.contains("weights: hub"), "{resolved}");
 }
 
+/// `model=hf model.weights=hub model.repo=ORG/NAME` (#42): the snapshot is fetched first, its
+/// config.json names the family and gives the architecture, and the run records both.
+#[test]
+fn model_hf_from_the_hub_reads_the_snapshot_config() {
+    let mut files = tiny_repo();
+    files[0].bytes = br#"{"model_type": "qwen3", "vocab_size": 512, "hidden_size": 64,
+        "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 2048,
+        "tie_word_embeddings": true, "bos_token_id": 1, "eos_token_id": 2}"#
+        .to_vec();
+    let hub = FakeHub::start(files);
+    let home = scratch("hub-hf");
+    let worker = home.join("fake-worker.sh");
+    std::fs::write(&worker, "#!/bin/sh\nexit 0\n").unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&worker)
+        .status()
+        .unwrap();
+    let conf = repo_root().join("conf").display().to_string();
+    let repo = format!("model.repo={REPO}");
+    let out = run(
+        &hub,
+        &home,
+        &[("LLMPROF_WORKER", worker.to_str().unwrap())],
+        &[
+            "--config-dir",
+            &conf,
+            "infer",
+            "model=hf",
+            "model.weights=hub",
+            &repo,
+            "hydra.run.dir=run",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let resolved = std::fs::read_to_string(home.join("run/config.resolved.yaml")).unwrap();
+    let snap = cache_entry(&home).join("snapshots").join(COMMIT);
+    for want in [
+        format!("path: {}", snap.display()),
+        format!("repo_id: {REPO}"),
+        "family: dense_decoder".to_string(),
+        "qk_norm: true".to_string(),
+    ] {
+        assert!(resolved.contains(&want), "{want} missing:\n{resolved}");
+    }
+}
+
 /// The `hub.cache_dir` setting is where downloads go (it wins over HF_HOME's cache), and an error
 /// caused by a setting names it: shown settings are used settings (#40 item 6).
 #[test]
