@@ -39,6 +39,10 @@ FAMILIES = {
     # Phi-3: q/k/v and gate/up stored as one weight each; Phi-3-mini-4k's window (2047) is wider
     # than the run.
     "phi3": dict(tie_word_embeddings=False, sliding_window=2047),
+    # Gemma 3 (gemma3_text): a local (sliding, its own RoPE base) and a global layer, GeGLU,
+    # sandwich norms, q/k norms, embeddings × √hidden; the window is wider than the run.
+    "gemma3_text": dict(tie_word_embeddings=True, query_pre_attn_scalar=16, sliding_window=64,
+                        layer_types=["sliding_attention", "full_attention"]),
     # Mixtral: every layer a mixture (4 experts here, top-2, renormalised).
     "mixtral": dict(tie_word_embeddings=False, num_local_experts=4, num_experts_per_tok=2,
                     sliding_window=None),

@@ -18,6 +18,7 @@ const FAMILIES: &[&str] = &[
     "qwen3",
     "mistral",
     "phi3",
+    "gemma3_text",
     "mixtral",
     "qwen3_moe",
 ];

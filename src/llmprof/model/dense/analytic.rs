@@ -158,7 +158,8 @@ pub fn params(a: &DenseArch) -> ParamCounts {
                 2 * l * a.head_dim as u64
             } else {
                 0
-            },
+            }
+            + if a.sandwich.is_some() { 2 * l * h } else { 0 },
         lm_head: if a.tie_word_embeddings { 0 } else { vh },
     }
 }

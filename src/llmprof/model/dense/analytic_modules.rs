@@ -53,6 +53,15 @@ pub fn decode_step_work(
                 qkv.weight_bytes += 2.0 * a.head_dim as f64 * b;
             }
         }
+        if a.sandwich.is_some() {
+            // Gemma's norm of the attention output runs after o_proj and is charged to it.
+            if let Some(o) = attention
+                .iter_mut()
+                .find(|w| w.module == "layer.attention.o_proj")
+            {
+                o.weight_bytes += h * b;
+            }
+        }
         out.extend(attention);
         match &a.moe {
             Some(m) if m.in_layer(layer as i64) => {
@@ -69,12 +78,16 @@ pub fn decode_step_work(
                     },
                 ))
             }
-            _ => out.extend(swiglu_work(
-                &shape,
-                a.intermediate_size as f64,
-                "layer.mlp",
-                layer,
-            )),
+            _ => {
+                let mut mlp = swiglu_work(&shape, a.intermediate_size as f64, "layer.mlp", layer);
+                if a.sandwich.is_some() {
+                    // Gemma's norm of the MLP output runs after down and is charged to it.
+                    if let Some(d) = mlp.iter_mut().find(|w| w.module == "layer.mlp.down") {
+                        d.weight_bytes += h * b;
+                    }
+                }
+                out.extend(mlp);
+            }
         }
     }
     out.push(top("final_norm", 0.0, h, 2.0 * t * h));

@@ -71,6 +71,13 @@ pub struct DenseArch {
     /// q/k/v stored as one `qkv_proj` and gate/up as one `gate_up_proj` (Phi-3).
     #[serde(default)]
     pub packed_projections: bool,
+    /// The gated MLP's activation (GELU-tanh for Gemma).
+    #[serde(default)]
+    pub mlp_activation: super::gemma::MlpActivation,
+    /// Gemma 3's structure: embeddings × √hidden, RMSNorm weights as offsets from 1, norms on
+    /// the attention and MLP outputs, local layers with their own RoPE base.
+    #[serde(default)]
+    pub sandwich: Option<super::gemma::Sandwich>,
     /// lm_head shares the embedding matrix (no `lm_head.weight` in the checkpoint).
     pub tie_word_embeddings: bool,
     pub bos_token_id: i64,
@@ -167,6 +174,11 @@ impl DenseArch {
             sliding_window: self.sliding_window,
             moe: self.moe.as_ref().map(super::DenseMoe::tiny),
             packed_projections: self.packed_projections,
+            mlp_activation: self.mlp_activation,
+            sandwich: self.sandwich.clone().map(|s| super::gemma::Sandwich {
+                local_layers: s.local_layers.into_iter().filter(|&i| i < 2).collect(),
+                ..s
+            }),
             tie_word_embeddings: self.tie_word_embeddings,
             bos_token_id: 1,
             eos_token_id: 2,
@@ -210,10 +222,12 @@ impl DenseArch {
         // transformers < 5 writes `rope_theta` at the top and Llama 3's scaling as `rope_scaling`;
         // transformers 5 writes `rope_parameters` (also under the `rope_scaling` name) holding
         // `rope_type`, `rope_theta` and the scaling fields. Both are read.
+        // Per layer type (Gemma 3 in transformers 5): the global layers' parameters.
         let rope = [v.get("rope_parameters"), v.get("rope_scaling")]
             .into_iter()
             .flatten()
-            .find(|x| x.is_object());
+            .find(|x| x.is_object())
+            .map(|r| r.get("full_attention").unwrap_or(r));
         // RoPE on part of each head (partial_rotary_factor < 1) is not implemented.
         let partial = [Some(v), rope]
             .into_iter()
@@ -237,6 +251,10 @@ impl DenseArch {
                     .unwrap_or("default")
                     != "default" =>
             {
+                let kind = r.get("rope_type").and_then(|t| t.as_str()).unwrap_or("");
+                if kind != "llama3" {
+                    bail!("rope_scaling.rope_type={kind} is not implemented (only llama3)");
+                }
                 let mut fields = r.as_object().cloned().unwrap_or_default();
                 fields.remove("rope_theta");
                 fields.remove("partial_rotary_factor");
@@ -269,10 +287,24 @@ impl DenseArch {
                 .get("attention_bias")
                 .and_then(|x| x.as_bool())
                 .unwrap_or(model_type == "qwen2"),
-            qk_norm: model_type == "qwen3" || model_type == "qwen3_moe",
+            qk_norm: matches!(model_type, "qwen3" | "qwen3_moe" | "gemma3_text"),
             sliding_window: sliding_window(v, model_type),
             moe: super::DenseMoe::from_hf_config(v, model_type),
             packed_projections: model_type == "phi3",
+            mlp_activation: match model_type {
+                "gemma3_text" => super::gemma::MlpActivation::GeluTanh,
+                _ => super::gemma::MlpActivation::Silu,
+            },
+            sandwich: match model_type {
+                "gemma3_text" => Some(super::gemma::from_hf_config(
+                    v,
+                    int("num_hidden_layers")?,
+                    v.get("head_dim")
+                        .and_then(|x| x.as_i64())
+                        .unwrap_or(hidden / heads),
+                )?),
+                _ => None,
+            },
             tie_word_embeddings: v
                 .get("tie_word_embeddings")
                 .and_then(|x| x.as_bool())
@@ -290,7 +322,7 @@ impl DenseArch {
 fn sliding_window(v: &serde_json::Value, model_type: &str) -> Option<i64> {
     let window = v.get("sliding_window").and_then(|x| x.as_i64());
     match model_type {
-        "mistral" | "mixtral" | "phi3" => window,
+        "mistral" | "mixtral" | "phi3" | "gemma3_text" => window,
         "qwen2" | "qwen3" | "qwen3_moe" => v
             .get("use_sliding_window")
             .and_then(|x| x.as_bool())

@@ -4,6 +4,7 @@
 pub mod analytic;
 pub mod analytic_modules;
 pub mod arch;
+pub mod gemma;
 pub mod moe;
 pub mod optim;
 pub mod static_report;
@@ -13,7 +14,7 @@ pub use moe::{DenseMoe, MoeNames};
 pub use optim::DenseOptim;
 
 /// The `model_type`s of the HF config.json files this family reads (Qwen2/2.5, Qwen3, Llama 3,
-/// Mistral, Phi-3, and with a mixture of experts Mixtral and Qwen3-MoE).
+/// Mistral, Phi-3, Gemma 3, and with a mixture of experts Mixtral and Qwen3-MoE).
 pub const HF_MODEL_TYPES: &[&str] = &[
     "qwen2",
     "qwen3",
@@ -22,6 +23,7 @@ pub const HF_MODEL_TYPES: &[&str] = &[
     "mixtral",
     "qwen3_moe",
     "phi3",
+    "gemma3_text",
 ];
 
 use crate::region::{RegionTree, DECODE, DECODE_STEP, PREFILL};

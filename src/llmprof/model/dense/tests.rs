@@ -71,6 +71,16 @@ pub(crate) fn preset(name: &str) -> DenseArch {
             "original_max_position_embeddings": 4096, "sliding_window": 2047,
             "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 32000,
             "pad_token_id": 32000}),
+        // https://huggingface.co/google/gemma-3-1b-pt/blob/main/config.json
+        "gemma3_1b" => serde_json::json!({
+            "model_type": "gemma3_text", "vocab_size": 262144, "hidden_size": 1152,
+            "intermediate_size": 6912, "num_hidden_layers": 26, "num_attention_heads": 4,
+            "num_key_value_heads": 1, "head_dim": 256, "query_pre_attn_scalar": 256,
+            "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+            "rope_scaling": null, "sliding_window": 512, "sliding_window_pattern": 6,
+            "max_position_embeddings": 32768, "hidden_activation": "gelu_pytorch_tanh",
+            "final_logit_softcapping": null, "attn_logit_softcapping": null,
+            "tie_word_embeddings": true, "bos_token_id": 2, "eos_token_id": [1, 106]}),
         _ => panic!("{name}"),
     };
     DenseArch::from_hf_config(&v).unwrap()
@@ -184,6 +194,18 @@ fn hand(name: &str) -> Hand {
             attention_per_key: 393_216.0,
             params: 3_821_079_552,
         },
+        // H 1152, q 4·256 = 1024, kv 1·256 = 256, F 6912 (GeGLU: the same FLOPs as SwiGLU),
+        // V 262144, L 26. proj = 2·1152·1536 + 2·1024·1152 = 5,898,240; mlp = 6·1152·6912 =
+        // 47,775,744; linear 53,673,984·26 = 1,395,523,584; lm_head 2·1152·262144 =
+        // 603,979,776; attention 4·1024·26 = 106,496 per key. params: embed 301,989,888 (tied);
+        // per layer 2,949,120 + 23,887,872 + 4 norms 4608 + q/k norms 512 = 26,842,112, ×26 =
+        // 697,894,912; + 1152 → 999,885,952 (the published 1 B).
+        "gemma3_1b" => Hand {
+            linear_per_token: 1_395_523_584.0,
+            lm_head: 603_979_776.0,
+            attention_per_key: 106_496.0,
+            params: 999_885_952,
+        },
         "qwen3_0_6b" => Hand {
             linear_per_token: 880_803_840.0,
             lm_head: 311_164_928.0,
@@ -205,6 +227,7 @@ fn analytic_counts_match_hand_computation_for_each_real_config() {
         "mixtral_8x7b",
         "qwen3_30b_a3b",
         "phi3_mini_4k",
+        "gemma3_1b",
     ] {
         let a = preset(name);
         let h = hand(name);
@@ -349,4 +372,42 @@ fn rope_on_part_of_each_head_is_refused_by_name() {
     full["rope_parameters"]["partial_rotary_factor"] = 1.0.into();
     let a = DenseArch::from_hf_config(&full).unwrap();
     assert!(a.packed_projections && a.rope_scaling.is_none());
+}
+
+#[test]
+fn gemma3_reads_its_layer_pattern_and_refuses_what_is_not_implemented() {
+    let a = preset("gemma3_1b");
+    let s = a.sandwich.as_ref().expect("gemma's structure");
+    // Every sixth layer is global (5, 11, 17, 23); the others local with RoPE base 10,000.
+    assert_eq!(s.local_layers.len(), 22);
+    assert!(![5, 11, 17, 23].iter().any(|i| s.local_layers.contains(i)));
+    assert_eq!((s.local_rope_theta, a.rope_theta), (10_000.0, 1_000_000.0));
+    assert_eq!(a.sliding_window, Some(512));
+    assert!(a.qk_norm);
+    let base = serde_json::json!({
+        "model_type": "gemma3_text", "vocab_size": 512, "hidden_size": 64,
+        "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "head_dim": 16, "max_position_embeddings": 2048, "bos_token_id": 2, "eos_token_id": 1});
+    for (key, value, says) in [
+        (
+            "final_logit_softcapping",
+            serde_json::json!(30.0),
+            "soft-capping",
+        ),
+        (
+            "query_pre_attn_scalar",
+            serde_json::json!(168),
+            "query scale",
+        ),
+        (
+            "rope_scaling",
+            serde_json::json!({"rope_type": "linear", "factor": 8.0}),
+            "rope_type=linear is not implemented",
+        ),
+    ] {
+        let mut v = base.clone();
+        v[key] = value;
+        let err = format!("{:#}", DenseArch::from_hf_config(&v).unwrap_err());
+        assert!(err.contains(says), "{key}: {err}");
+    }
 }

@@ -30,6 +30,10 @@ pub fn expected_tensors(a: &DenseArch) -> Vec<TensorSpec> {
         let p = format!("model.layers.{i}");
         add(format!("{p}.input_layernorm.weight"), &[h]);
         add(format!("{p}.post_attention_layernorm.weight"), &[h]);
+        if a.sandwich.is_some() {
+            add(format!("{p}.pre_feedforward_layernorm.weight"), &[h]);
+            add(format!("{p}.post_feedforward_layernorm.weight"), &[h]);
+        }
         if a.packed_projections {
             add(format!("{p}.self_attn.qkv_proj.weight"), &[q + 2 * kv, h]);
         } else {

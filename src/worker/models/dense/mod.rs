@@ -13,13 +13,14 @@ use crate::engine::causal_lm::{left_pad, CausalLm};
 use crate::engine::kv_cache::KvCache;
 use crate::models::layers::attention::AttnShape;
 use crate::models::layers::basic::SwiGlu;
-use crate::models::layers::decoder::{Decoder, DecoderDims, FeedForward};
+use crate::models::layers::decoder::{Decoder, DecoderDims, FeedForward, Sandwich};
 use crate::models::layers::moe::{ExpertNames, Moe, MoeDispatch, MoeShape};
 
 use crate::checkpoint::tensors::WeightPath;
 /// The switches a dense model is built with (`runtime.optim`, and `model.optim`, empty).
 pub type Switches = crate::engine::switches::Switches<llmprof::model::dense::DenseOptim>;
 use anyhow::{ensure, Result};
+use llmprof::model::dense::gemma::MlpActivation;
 use llmprof::model::dense::DenseArch;
 use llmprof::region::{RegionObserver, DECODE_STEP, PREFILL};
 use std::collections::HashMap;
@@ -32,6 +33,7 @@ pub fn dims(a: &DenseArch) -> DecoderDims {
         attn: AttnShape {
             qk_norm: a.qk_norm.then_some(a.rms_norm_eps),
             packed_qkv: a.packed_projections,
+            norm_offset: if a.sandwich.is_some() { 1.0 } else { 0.0 },
             ..AttnShape::gqa(
                 a.num_attention_heads,
                 a.num_key_value_heads,
@@ -44,6 +46,11 @@ pub fn dims(a: &DenseArch) -> DecoderDims {
         rope_scaling: a.rope_scaling.clone(),
         max_positions: a.max_position_embeddings,
         tie_word_embeddings: a.tie_word_embeddings,
+        sandwich: a.sandwich.as_ref().map(|s| Sandwich {
+            embed_scale: (a.hidden_size as f64).sqrt(),
+            local_rope_theta: s.local_rope_theta,
+            local_layers: s.local_layers.clone(),
+        }),
     }
 }
 
@@ -98,7 +105,8 @@ impl DenseLm {
                         true => SwiGlu::load_packed(mlp, fused)?,
                         false => SwiGlu::load(mlp, fused)?,
                     }
-                    .with_kernel(optim.engine.swiglu_kernel),
+                    .with_kernel(optim.engine.swiglu_kernel)
+                    .with_gelu_tanh(arch.mlp_activation == MlpActivation::GeluTanh),
                 ) as Box<dyn FeedForward>,
             })
         })?;

@@ -26,6 +26,8 @@ pub struct AttnShape {
     pub qk_norm: Option<f64>,
     /// q/k/v stored as one `qkv_proj` [q+2kv, H] (Phi-3).
     pub packed_qkv: bool,
+    /// The q/k norms' scale is `norm_offset + weight` (Gemma: 1).
+    pub norm_offset: f64,
 }
 
 impl AttnShape {
@@ -40,6 +42,7 @@ impl AttnShape {
             qkv_bias,
             qk_norm: None,
             packed_qkv: false,
+            norm_offset: 0.0,
         }
     }
 }
@@ -122,8 +125,8 @@ impl Attention {
         };
         let qk_norm = match shape.qk_norm {
             Some(eps) => Some((
-                RmsNorm::load(&vs.sub("q_norm"), eps)?,
-                RmsNorm::load(&vs.sub("k_norm"), eps)?,
+                RmsNorm::load(&vs.sub("q_norm"), eps)?.with_offset(shape.norm_offset)?,
+                RmsNorm::load(&vs.sub("k_norm"), eps)?.with_offset(shape.norm_offset)?,
             )),
             None => None,
         };

@@ -143,6 +143,21 @@ impl RmsNorm {
         })
     }
 
+    /// This norm with its scale `offset + weight` (Gemma stores the weight as an offset from 1),
+    /// computed in fp32 as HF does.
+    pub fn with_offset(self, offset: f64) -> Result<Self> {
+        if offset == 0.0 {
+            return Ok(self);
+        }
+        let kind = self.weight.kind();
+        let weight = self
+            .weight
+            .f_to_kind(Kind::Float)?
+            .f_add_scalar(offset)?
+            .f_to_kind(kind)?;
+        Ok(RmsNorm { weight, ..self })
+    }
+
     /// `x + delta` and its norm: (sum, norm(sum)). In llmprof's one kernel on a GPU when
     /// `add_kernel` and `fused` are set; else an add and [`RmsNorm::forward`].
     pub fn add_forward(&self, x: &Tensor, delta: &Tensor) -> Result<(Tensor, Tensor)> {
@@ -221,6 +236,18 @@ pub enum GateUpOut {
 }
 
 impl GateUpOut {
+    /// `gelu_tanh(gate) ⊙ up` [..., F] (GeGLU).
+    pub fn gelu_tanh_mul(self) -> Result<Tensor> {
+        let (gate, up) = match self {
+            GateUpOut::Split(gate, up) => (gate, up),
+            GateUpOut::Fused(gu) => {
+                let f = gu.size().last().copied().unwrap_or(0) / 2;
+                (gu.f_narrow(-1, 0, f)?, gu.f_narrow(-1, f, f)?)
+            }
+        };
+        Ok(gate.f_gelu("tanh")?.f_mul(&up)?)
+    }
+
     /// `silu(gate) ⊙ up` [..., F]; `kernel` as in [`GateUp::act`].
     pub fn act(self, kernel: bool) -> Result<Tensor> {
         match self {
@@ -256,6 +283,8 @@ pub struct SwiGlu {
     pub down: Tensor,
     /// The activation in llmprof's kernel on a GPU (`runtime.optim.swiglu_kernel`).
     pub kernel: bool,
+    /// GELU (tanh approximation) on the gate instead of SiLU: GeGLU (Gemma).
+    pub gelu_tanh: bool,
 }
 
 impl SwiGlu {
@@ -269,6 +298,7 @@ impl SwiGlu {
             )?,
             down: vs.get("down_proj.weight")?,
             kernel: false,
+            gelu_tanh: false,
         })
     }
 
@@ -281,6 +311,7 @@ impl SwiGlu {
             gate_up: GateUp::new(w.f_narrow(0, 0, f)?, w.f_narrow(0, f, f)?, fused)?,
             down: vs.get("down_proj.weight")?,
             kernel: false,
+            gelu_tanh: false,
         })
     }
 
@@ -289,10 +320,26 @@ impl SwiGlu {
         SwiGlu { kernel: on, ..self }
     }
 
+    /// This MLP as GeGLU: GELU (tanh) on the gate; llmprof's SiLU kernel is not used.
+    pub fn with_gelu_tanh(self, on: bool) -> Self {
+        SwiGlu {
+            gelu_tanh: on,
+            kernel: self.kernel && !on,
+            ..self
+        }
+    }
+
+    /// The gate's activation times up.
+    fn activate(&self, gu: GateUpOut) -> Result<Tensor> {
+        match self.gelu_tanh {
+            true => gu.gelu_tanh_mul(),
+            false => gu.act(self.kernel),
+        }
+    }
+
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {
         Ok(self
-            .gate_up
-            .act(xs, self.kernel)?
+            .activate(self.gate_up.project(xs)?)?
             .f_linear::<Tensor>(&self.down, None)?)
     }
 
@@ -305,7 +352,7 @@ impl SwiGlu {
         };
         let a = {
             let _m = obs.enter_module(ACT, None);
-            gu.act(self.kernel)?
+            self.activate(gu)?
         };
         let _m = obs.enter_module(DOWN, None);
         Ok(a.f_linear::<Tensor>(&self.down, None)?)

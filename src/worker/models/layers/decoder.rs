@@ -42,6 +42,18 @@ pub struct DecoderDims {
     pub max_positions: i64,
     /// lm_head is the embedding matrix (no `lm_head.weight`).
     pub tie_word_embeddings: bool,
+    /// Gemma 3's structure ([`Sandwich`]); `None` for the plain pre-norm stack.
+    pub sandwich: Option<Sandwich>,
+}
+
+/// Gemma 3's decoder structure: embeddings × `embed_scale`, RMSNorm weights stored as offsets
+/// from 1, a norm on each attention and MLP output before its residual add, and local layers
+/// with their own RoPE base.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sandwich {
+    pub embed_scale: f64,
+    pub local_rope_theta: f64,
+    pub local_layers: Vec<i64>,
 }
 
 impl DecoderDims {
@@ -60,6 +72,10 @@ pub struct DecoderLayer {
     attn: Attention,
     post_ln: RmsNorm,
     ffn: Box<dyn FeedForward>,
+    /// Gemma's norms of the attention and MLP outputs (before their residual adds).
+    out_norms: Option<(RmsNorm, RmsNorm)>,
+    /// Attends with the local RoPE table (Gemma's sliding layers).
+    local: bool,
 }
 
 impl DecoderLayer {
@@ -84,7 +100,11 @@ impl DecoderLayer {
                     None => (h.shallow_clone(), self.input_ln.forward(h)?),
                 }
             };
-            (h, attn(&self.attn, &normed)?)
+            let a = attn(&self.attn, &normed)?;
+            match &self.out_norms {
+                Some((after_attn, _)) => (h, after_attn.forward(&a)?),
+                None => (h, a),
+            }
         };
         let (ffn_module, ffn_norm) = self.ffn.modules();
         let _m = obs.enter_module(ffn_module, None);
@@ -93,16 +113,44 @@ impl DecoderLayer {
             self.post_ln.add_forward(&a.0, &a.1)?
         };
         let f = self.ffn.forward(&normed, obs)?;
-        Ok((h, f))
+        match &self.out_norms {
+            Some((_, after_ffn)) => Ok((h, after_ffn.forward(&f)?)),
+            None => Ok((h, f)),
+        }
     }
 }
 
 /// An RMSNorm, fused or not as `o` says.
 pub fn norm(vs: &WeightPath, eps: f64, o: &EngineOptim) -> Result<RmsNorm> {
-    let mut n = RmsNorm::load(vs, eps)?;
+    norm_with_offset(vs, eps, o, 0.0)
+}
+
+/// [`norm`] of a weight stored as an offset: the scale is `offset + weight` (Gemma: 1).
+pub fn norm_with_offset(
+    vs: &WeightPath,
+    eps: f64,
+    o: &EngineOptim,
+    offset: f64,
+) -> Result<RmsNorm> {
+    let mut n = RmsNorm::load(vs, eps)?.with_offset(offset)?;
     n.fused = o.fused_rms_norm;
     n.add_kernel = o.add_rms_norm_kernel;
     Ok(n)
+}
+
+/// The (cos, sin) RoPE tables of a forward pass: global, and local where layers have their own.
+struct RopeTables {
+    global: (Tensor, Tensor),
+    local: Option<(Tensor, Tensor)>,
+}
+
+impl RopeTables {
+    fn of(&self, layer: &DecoderLayer) -> &(Tensor, Tensor) {
+        match (&self.local, layer.local) {
+            (Some(local), true) => local,
+            _ => &self.global,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -112,6 +160,8 @@ pub struct Decoder {
     norm: RmsNorm,
     lm_head: Tensor,
     rope: Rope,
+    /// The local layers' RoPE (Gemma's sliding layers).
+    rope_local: Option<Rope>,
     max_positions: i64,
     dims: DecoderDims,
     optim: EngineOptim,
@@ -163,11 +213,31 @@ impl Decoder {
                 attn.rope_kv_kernel = optim.rope_kv_kernel;
                 attn.decode_attention_kernel = optim.decode_attention_kernel;
                 attn.decode_attention_min_window = optim.decode_attention_min_window as i64;
+                let offset = if dims.sandwich.is_some() { 1.0 } else { 0.0 };
+                let n =
+                    |name: &str| norm_with_offset(&l.sub(name), dims.rms_norm_eps, optim, offset);
+                // Gemma names the norm before the MLP pre_feedforward_layernorm, and its
+                // post_attention_layernorm is the norm of the attention's output.
+                let (post_ln, out_norms) = match &dims.sandwich {
+                    Some(_) => (
+                        n("pre_feedforward_layernorm")?,
+                        Some((
+                            n("post_attention_layernorm")?,
+                            n("post_feedforward_layernorm")?,
+                        )),
+                    ),
+                    None => (n("post_attention_layernorm")?, None),
+                };
                 Ok(DecoderLayer {
-                    input_ln: norm(&l.sub("input_layernorm"), dims.rms_norm_eps, optim)?,
+                    input_ln: n("input_layernorm")?,
                     attn,
-                    post_ln: norm(&l.sub("post_attention_layernorm"), dims.rms_norm_eps, optim)?,
+                    post_ln,
                     ffn: ffn(&l.sub("mlp"), i)?,
+                    out_norms,
+                    local: dims
+                        .sandwich
+                        .as_ref()
+                        .is_some_and(|s| s.local_layers.contains(&i)),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -180,7 +250,12 @@ impl Decoder {
         Ok(Decoder {
             embed,
             layers,
-            norm: norm(&m.sub("norm"), dims.rms_norm_eps, optim)?,
+            norm: norm_with_offset(
+                &m.sub("norm"),
+                dims.rms_norm_eps,
+                optim,
+                if dims.sandwich.is_some() { 1.0 } else { 0.0 },
+            )?,
             lm_head,
             rope: Rope::with_scaling(
                 dims.attn.head_dim,
@@ -188,6 +263,11 @@ impl Decoder {
                 dims.rope_scaling.as_ref(),
                 vs.device(),
             )?,
+            rope_local: dims
+                .sandwich
+                .as_ref()
+                .map(|s| Rope::new(dims.attn.head_dim, s.local_rope_theta, vs.device()))
+                .transpose()?,
             max_positions: dims.max_positions,
             dims: dims.clone(),
             optim: *optim,
@@ -206,7 +286,30 @@ impl Decoder {
     /// ids [B,T] (int64) → embeddings [B,T,H] (no scaling), as the module `embed`.
     pub fn embed(&self, ids: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         let _m = obs.enter_module(EMBED, None);
-        Ok(Tensor::f_embedding(&self.embed, ids, -1, false, false)?)
+        let e = Tensor::f_embedding(&self.embed, ids, -1, false, false)?;
+        match &self.dims.sandwich {
+            // × √hidden in the weights' dtype, as Gemma rounds it.
+            Some(s) => {
+                let scale = Tensor::from(s.embed_scale)
+                    .f_to_kind(self.embed.kind())?
+                    .f_double_value(&[])?;
+                Ok(e.f_mul_scalar(scale)?)
+            }
+            None => Ok(e),
+        }
+    }
+
+    /// The RoPE tables of `positions`: the global ones, and the local layers' where there are
+    /// some.
+    fn rope_tables(&self, positions: &Tensor, kind: Kind) -> Result<RopeTables> {
+        Ok(RopeTables {
+            global: self.rope.cos_sin(positions, kind)?,
+            local: self
+                .rope_local
+                .as_ref()
+                .map(|r| r.cos_sin(positions, kind))
+                .transpose()?,
+        })
     }
 
     /// Runs all layers over embeddings x [B,T,H] at the cache's next slots, advances the cache,
@@ -234,12 +337,13 @@ impl Decoder {
             let _m = obs.enter_module(EMBED, None);
             let positions = cache.positions(t)?; // (b, t)
             (
-                self.rope.cos_sin(&positions, x.kind())?,
+                self.rope_tables(&positions, x.kind())?,
                 cache.attention_mask(t)?,
             )
         };
         let out = self.run_layers(x, obs, |a, x, i| {
-            a.forward(x, &cos_sin, (&mut *cache, i), &mask, obs)
+            let cos_sin = cos_sin.of(&self.layers[i]);
+            a.forward(x, cos_sin, (&mut *cache, i), &mask, obs)
         })?;
         cache.advance(t)?;
         Ok(out)
@@ -293,7 +397,7 @@ impl Decoder {
         let (cos_sin, mask) = {
             let _m = obs.enter_module(EMBED, None);
             let positions = cache.device_step_positions()?; // (b, 1)
-            let cos_sin = self.rope.cos_sin(&positions, x.kind())?;
+            let cos_sin = self.rope_tables(&positions, x.kind())?;
             let kernel = self
                 .layers
                 .first()
@@ -306,7 +410,8 @@ impl Decoder {
             (cos_sin, mask)
         };
         let out = self.run_layers(x, obs, |a, x, i| {
-            a.forward_device_step(x, &cos_sin, (cache, i), (&mask, window), obs)
+            let cos_sin = cos_sin.of(&self.layers[i]);
+            a.forward_device_step(x, cos_sin, (cache, i), (&mask, window), obs)
         })?;
         cache.advance_device_len()?;
         Ok(out)

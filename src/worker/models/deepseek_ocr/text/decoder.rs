@@ -26,6 +26,7 @@ pub fn dims(cfg: &DecoderConfig) -> DecoderDims {
         rope_scaling: None,
         max_positions: cfg.max_position_embeddings,
         tie_word_embeddings: false,
+        sandwich: None,
     }
 }
 
