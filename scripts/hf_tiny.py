@@ -41,8 +41,13 @@ FAMILIES = {
     "phi3": dict(tie_word_embeddings=False, sliding_window=2047),
     # Gemma 3 (gemma3_text): a local (sliding, its own RoPE base) and a global layer, GeGLU,
     # sandwich norms, q/k norms, embeddings × √hidden; the window is wider than the run.
+    # The global layer's RoPE linearly scaled ×8, as in Gemma 3 4B to 27B.
     "gemma3_text": dict(tie_word_embeddings=True, query_pre_attn_scalar=16, sliding_window=64,
-                        layer_types=["sliding_attention", "full_attention"]),
+                        layer_types=["sliding_attention", "full_attention"],
+                        rope_parameters={
+                            "full_attention": {"rope_type": "linear", "factor": 8.0,
+                                               "rope_theta": 1000000.0},
+                            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
     # Mixtral: every layer a mixture (4 experts here, top-2, renormalised).
     "mixtral": dict(tie_word_embeddings=False, num_local_experts=4, num_experts_per_tok=2,
                     sliding_window=None),

@@ -244,7 +244,8 @@ impl DenseArch {
                     .and_then(|x| x.as_f64())
             })
             .unwrap_or(10000.0);
-        let rope_scaling = match rope {
+        // Gemma 3's global scaling is its own (gemma::from_hf_config).
+        let rope_scaling = match rope.filter(|_| model_type != "gemma3_text") {
             Some(r)
                 if r.get("rope_type")
                     .and_then(|t| t.as_str())

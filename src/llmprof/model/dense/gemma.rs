@@ -3,7 +3,7 @@
 //! offset from 1, norms on the attention and MLP outputs too ("sandwich"), and interleaved local
 //! layers (sliding window, their own RoPE base) among the global ones. What is not implemented
 //! is refused by name: logit soft-capping, a query scale other than 1/√head_dim, RoPE scaling of
-//! the global layers (the 4B to 27B models' linear ×8).
+//! the global layers other than linear (the 4B to 27B models' ×8).
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +26,9 @@ pub struct Sandwich {
     pub local_rope_theta: f64,
     /// The layers with local attention (the others are global).
     pub local_layers: Vec<i64>,
+    /// The global layers' linear RoPE scaling: positions ÷ this (Gemma 3 4B to 27B: 8).
+    #[serde(default)]
+    pub global_rope_factor: Option<f64>,
 }
 
 /// Gemma 3's extras from config.json `v`.
@@ -45,21 +48,25 @@ pub fn from_hf_config(v: &serde_json::Value, layers: i64, head_dim: i64) -> Resu
         .filter(|p| p.get("full_attention").is_some());
     // transformers 5: rope_parameters per layer type; released configs: rope_local_base_freq
     // and rope_scaling.
-    let global_scaling = match per_type {
-        Some(p) => {
-            p["full_attention"]
-                .get("rope_type")
-                .and_then(|t| t.as_str())
-                .unwrap_or("default")
-                != "default"
-        }
-        None => v.get("rope_scaling").is_some_and(|s| !s.is_null()),
+    let global = match per_type {
+        Some(p) => Some(&p["full_attention"]),
+        None => v.get("rope_scaling").filter(|s| !s.is_null()),
     };
-    if global_scaling {
-        bail!(
-            "RoPE scaling of the global layers (Gemma 3 4B to 27B: linear ×8) is not implemented"
-        );
-    }
+    let global_rope_factor = match global
+        .and_then(|g| g.get("rope_type"))
+        .and_then(|t| t.as_str())
+        .unwrap_or("default")
+    {
+        "default" => None,
+        "linear" => Some(
+            global
+                .and_then(|g| g.get("factor"))
+                .and_then(|f| f.as_f64())
+                .filter(|f| *f > 0.0)
+                .ok_or_else(|| anyhow::anyhow!("linear RoPE scaling needs a factor > 0"))?,
+        ),
+        other => bail!("RoPE scaling {other} of the global layers is not implemented (linear is)"),
+    };
     let local_rope_theta = per_type
         .and_then(|p| p["sliding_attention"].get("rope_theta"))
         .or_else(|| v.get("rope_local_base_freq"))
@@ -83,5 +90,6 @@ pub fn from_hf_config(v: &serde_json::Value, layers: i64, head_dim: i64) -> Resu
     Ok(Sandwich {
         local_rope_theta,
         local_layers,
+        global_rope_factor,
     })
 }

@@ -401,8 +401,8 @@ fn gemma3_reads_its_layer_pattern_and_refuses_what_is_not_implemented() {
         ),
         (
             "rope_scaling",
-            serde_json::json!({"rope_type": "linear", "factor": 8.0}),
-            "rope_type=linear is not implemented",
+            serde_json::json!({"rope_type": "yarn", "factor": 8.0}),
+            "RoPE scaling yarn of the global layers is not implemented",
         ),
     ] {
         let mut v = base.clone();
@@ -410,4 +410,10 @@ fn gemma3_reads_its_layer_pattern_and_refuses_what_is_not_implemented() {
         let err = format!("{:#}", DenseArch::from_hf_config(&v).unwrap_err());
         assert!(err.contains(says), "{key}: {err}");
     }
+    // Gemma 3 4B to 27B: the global layers' RoPE linearly scaled ×8 (released config.json form).
+    let mut v = base.clone();
+    v["rope_scaling"] = serde_json::json!({"rope_type": "linear", "factor": 8.0});
+    let a = DenseArch::from_hf_config(&v).unwrap();
+    assert_eq!(a.sandwich.unwrap().global_rope_factor, Some(8.0));
+    assert_eq!(a.rope_scaling, None);
 }

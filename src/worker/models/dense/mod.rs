@@ -50,6 +50,7 @@ pub fn dims(a: &DenseArch) -> DecoderDims {
             embed_scale: (a.hidden_size as f64).sqrt(),
             local_rope_theta: s.local_rope_theta,
             local_layers: s.local_layers.clone(),
+            global_rope_factor: s.global_rope_factor,
         }),
     }
 }

@@ -54,6 +54,8 @@ pub struct Sandwich {
     pub embed_scale: f64,
     pub local_rope_theta: f64,
     pub local_layers: Vec<i64>,
+    /// The global layers' linear RoPE scaling (positions ÷ this).
+    pub global_rope_factor: Option<f64>,
 }
 
 impl DecoderDims {
@@ -257,12 +259,17 @@ impl Decoder {
                 if dims.sandwich.is_some() { 1.0 } else { 0.0 },
             )?,
             lm_head,
-            rope: Rope::with_scaling(
-                dims.attn.head_dim,
-                dims.rope_theta,
-                dims.rope_scaling.as_ref(),
-                vs.device(),
-            )?,
+            rope: match dims.sandwich.as_ref().and_then(|s| s.global_rope_factor) {
+                Some(f) => {
+                    Rope::new(dims.attn.head_dim, dims.rope_theta, vs.device())?.slowed(f)?
+                }
+                None => Rope::with_scaling(
+                    dims.attn.head_dim,
+                    dims.rope_theta,
+                    dims.rope_scaling.as_ref(),
+                    vs.device(),
+                )?,
+            },
             rope_local: dims
                 .sandwich
                 .as_ref()

@@ -20,6 +20,13 @@ impl Rope {
         Ok(Rope { inv_freq })
     }
 
+    /// These tables for positions ÷ `factor` (linear RoPE scaling: each frequency ÷ `factor`).
+    pub fn slowed(self, factor: f64) -> Result<Self> {
+        Ok(Rope {
+            inv_freq: self.inv_freq.f_div_scalar(factor)?,
+        })
+    }
+
     /// [`Rope::new`] with `scaling` applied to the frequencies (HF
     /// `_compute_llama3_parameters`): wavelengths above original/low_freq_factor are divided by
     /// `factor`, those below original/high_freq_factor kept, and the band between interpolated.
