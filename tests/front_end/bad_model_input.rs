@@ -16,6 +16,8 @@ fn model_choices_the_run_cannot_honour_are_refused_first() {
             && err.contains("qwen3 (dense_decoder)"),
         "{err}"
     );
+    let err = fails("bad-hf-repo", &["stage1", "model=hf", "model.weights=hub"]);
+    assert!(err.contains("fix: set model.repo=<org/name>"), "{err}");
     let err = fails("bad-hf-path", &["stage1", "model=hf"]);
     assert!(
         err.contains("model=hf needs the checkpoint: model.path="),
