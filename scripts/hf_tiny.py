@@ -3,6 +3,7 @@
 of `llmprof debug logits` with them (#42's CPU check; tests/worker/hf_parity.rs runs it).
 
   hf_tiny.py make --model-type qwen3 --out DIR [--seed 0] [--seq 12] [--greedy 12]
+      (--model-type a,b,c: each into DIR/<type>, in one process)
       DIR/config.json + DIR/model.safetensors (save_pretrained: the official names and layout),
       DIR/tokenizer.json + tokenizer_config.json (a 300-id BPE with a chat template),
       DIR/ids.json (prompt ids), DIR/ref.safetensors: prompt_last_logits [vocab] (fp32, eager
@@ -89,6 +90,20 @@ def write_tokenizer(out: Path) -> None:
 
 
 def cmd_make(a) -> int:
+    # Several model types in one process (DIR/<type> each): torch and transformers load once.
+    types = a.model_type.split(",")
+    if len(types) > 1:
+        for t in types:
+            a.model_type = t
+            out = a.out
+            a.out = str(Path(out) / t)
+            make_one(a)
+            a.out = out
+        return 0
+    return make_one(a)
+
+
+def make_one(a) -> int:
     import torch
     from safetensors.torch import save_file
     from transformers import AutoConfig, AutoModelForCausalLM
