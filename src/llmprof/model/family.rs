@@ -54,13 +54,19 @@ impl Family {
 
     /// The architecture an HF `config.json` describes, read as this family reads it.
     pub fn arch_from_hf_config_json(self, file: &std::path::Path) -> anyhow::Result<Arch> {
+        use anyhow::Context;
+        let v = super::config_json::read(file)?;
+        self.arch_from_hf_config(&v)
+            .with_context(|| format!("reading {}", file.display()))
+    }
+
+    /// [`Family::arch_from_hf_config_json`] from the parsed JSON.
+    pub fn arch_from_hf_config(self, v: &serde_json::Value) -> anyhow::Result<Arch> {
         Ok(match self {
             Family::DeepseekOcr => {
-                Arch::DeepseekOcr(deepseek_ocr::ArchConfig::mapped_from_hf_config_json(file)?)
+                Arch::DeepseekOcr(deepseek_ocr::ArchConfig::mapped_from_hf_config(v)?)
             }
-            Family::DenseDecoder => {
-                Arch::DenseDecoder(dense::DenseArch::from_hf_config_json(file)?)
-            }
+            Family::DenseDecoder => Arch::DenseDecoder(dense::DenseArch::from_hf_config(v)?),
         })
     }
 

@@ -7,14 +7,10 @@
 use super::{Arch, Family};
 use crate::config::Node;
 use anyhow::{bail, Context, Result};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// What `model.family` and `model.arch` say in the `hf` preset.
 pub const FROM_CONFIG: &str = "from_config";
-
-/// A config.json larger than this is refused (released ones are a few KiB).
-const MAX_CONFIG_BYTES: u64 = 4 << 20;
 
 /// Fills `model.family`, `model.arch` and `model.optim` of a resolved config whose family is
 /// [`FROM_CONFIG`]; any other config is left as it is.
@@ -75,21 +71,7 @@ pub fn resolve(resolved: &mut Node) -> Result<()> {
 /// The family and architecture `file` describes; an unsupported `model_type` names the ones
 /// llmprof reads.
 pub fn read_arch(file: &Path) -> Result<(Family, Arch)> {
-    let mut text = String::new();
-    crate::dataset::file_kind::open_regular(file)
-        .with_context(|| format!("model=hf: reading {}", file.display()))?
-        .take(MAX_CONFIG_BYTES + 1)
-        .read_to_string(&mut text)
-        .with_context(|| format!("model=hf: reading {}", file.display()))?;
-    if text.len() as u64 > MAX_CONFIG_BYTES {
-        bail!(
-            "{} is larger than {} MiB: not a model's config.json",
-            file.display(),
-            MAX_CONFIG_BYTES >> 20
-        );
-    }
-    let v: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+    let v = super::config_json::read(file).context("model=hf")?;
     let model_type = v.get("model_type").and_then(|t| t.as_str()).unwrap_or("");
     let Some(family) = Family::for_hf_model_type(model_type) else {
         bail!(
@@ -98,7 +80,9 @@ pub fn read_arch(file: &Path) -> Result<(Family, Arch)> {
             Family::supported_model_types()
         );
     };
-    let arch = family.arch_from_hf_config_json(file)?;
+    let arch = family
+        .arch_from_hf_config(&v)
+        .with_context(|| format!("reading {}", file.display()))?;
     Ok((family, arch))
 }
 

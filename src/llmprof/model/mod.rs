@@ -2,6 +2,7 @@
 //! (`Model`, in the worker), the generation request, model families with their typed
 //! architectures, and each family's pure half (architecture, regions, analytic FLOPs/bytes).
 pub mod checkpoint_config;
+pub mod config_json;
 pub mod deepseek_ocr;
 pub mod dense;
 mod family;

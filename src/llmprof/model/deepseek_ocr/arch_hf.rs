@@ -20,10 +20,11 @@ impl ArchConfig {
     /// (the image token id, for one, comes from the tokenizer, not config.json): what a
     /// checkpoint's config says, field by field, for comparing with a chosen architecture.
     pub fn mapped_from_hf_config_json(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading HF config {}", path.display()))?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("parsing HF config {}", path.display()))?;
+        Self::mapped_from_hf_config(&crate::model::config_json::read(path)?)
+    }
+
+    /// [`ArchConfig::mapped_from_hf_config_json`] from the parsed JSON.
+    pub fn mapped_from_hf_config(v: &serde_json::Value) -> Result<Self> {
         let vision = v.get("vision_config");
         // DeepSeek-OCR-2 names its encoder `deepencoderv2` and has a `qwen2-0-5b` width entry.
         let ocr2 = vision

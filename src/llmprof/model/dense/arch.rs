@@ -187,10 +187,7 @@ impl DenseArch {
 
     /// Reads an HF `config.json` (model_type qwen2, qwen3 or llama).
     pub fn from_hf_config_json(path: &Path) -> Result<Self> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let v = crate::model::config_json::read(path)?;
         Self::from_hf_config(&v).with_context(|| format!("reading {}", path.display()))
     }
 
