@@ -59,6 +59,15 @@ pub struct Sandwich {
 }
 
 impl DecoderDims {
+    /// What an RMSNorm's stored weight is an offset from (Gemma: 1).
+    fn norm_offset(&self) -> f64 {
+        if self.sandwich.is_some() {
+            1.0
+        } else {
+            0.0
+        }
+    }
+
     pub fn kv(&self) -> KvDims {
         KvDims {
             layers: self.layers,
@@ -164,6 +173,8 @@ pub struct Decoder {
     rope: Rope,
     /// The local layers' RoPE (Gemma's sliding layers).
     rope_local: Option<Rope>,
+    /// Gemma's embedding scale, rounded to the embedding's dtype.
+    embed_scale: Option<f64>,
     max_positions: i64,
     dims: DecoderDims,
     optim: EngineOptim,
@@ -215,9 +226,9 @@ impl Decoder {
                 attn.rope_kv_kernel = optim.rope_kv_kernel;
                 attn.decode_attention_kernel = optim.decode_attention_kernel;
                 attn.decode_attention_min_window = optim.decode_attention_min_window as i64;
-                let offset = if dims.sandwich.is_some() { 1.0 } else { 0.0 };
-                let n =
-                    |name: &str| norm_with_offset(&l.sub(name), dims.rms_norm_eps, optim, offset);
+                let n = |name: &str| {
+                    norm_with_offset(&l.sub(name), dims.rms_norm_eps, optim, dims.norm_offset())
+                };
                 // Gemma names the norm before the MLP pre_feedforward_layernorm, and its
                 // post_attention_layernorm is the norm of the attention's output.
                 let (post_ln, out_norms) = match &dims.sandwich {
@@ -249,15 +260,21 @@ impl Decoder {
         } else {
             vs.get("lm_head.weight")?
         };
+        // × √hidden in the weights' dtype, as Gemma rounds it: once, not every forward.
+        let embed_scale = dims
+            .sandwich
+            .as_ref()
+            .map(|s| {
+                Tensor::from(s.embed_scale)
+                    .f_to_kind(embed.kind())?
+                    .f_double_value(&[])
+            })
+            .transpose()?;
         Ok(Decoder {
             embed,
             layers,
-            norm: norm_with_offset(
-                &m.sub("norm"),
-                dims.rms_norm_eps,
-                optim,
-                if dims.sandwich.is_some() { 1.0 } else { 0.0 },
-            )?,
+            norm: norm_with_offset(&m.sub("norm"), dims.rms_norm_eps, optim, dims.norm_offset())?,
+            embed_scale,
             lm_head,
             rope: match dims.sandwich.as_ref().and_then(|s| s.global_rope_factor) {
                 Some(f) => {
@@ -290,18 +307,13 @@ impl Decoder {
         &self.dims
     }
 
-    /// ids [B,T] (int64) → embeddings [B,T,H] (no scaling), as the module `embed`.
+    /// ids [B,T] (int64) → embeddings [B,T,H] (× Gemma's embedding scale where it has one), as
+    /// the module `embed`.
     pub fn embed(&self, ids: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         let _m = obs.enter_module(EMBED, None);
         let e = Tensor::f_embedding(&self.embed, ids, -1, false, false)?;
-        match &self.dims.sandwich {
-            // × √hidden in the weights' dtype, as Gemma rounds it.
-            Some(s) => {
-                let scale = Tensor::from(s.embed_scale)
-                    .f_to_kind(self.embed.kind())?
-                    .f_double_value(&[])?;
-                Ok(e.f_mul_scalar(scale)?)
-            }
+        match self.embed_scale {
+            Some(scale) => Ok(e.f_mul_scalar(scale)?),
             None => Ok(e),
         }
     }
