@@ -161,3 +161,26 @@ pub fn assert_non_empty_files(run: &Path, files: &[&str], what: &str) {
         );
     }
 }
+
+/// The Python a test needs beyond the project's torch: the one the environment variable `env`
+/// names, else `venv` (relative to the repository) when it imports `modules`. `None` after
+/// saying the test is skipped, which CI (CI set, `.ci/run` installing it) never allows.
+pub fn optional_python(env: &str, venv: &str, modules: &str, install: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let venv = repo_root().join(venv);
+    let imports = Command::new(&venv)
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if imports {
+        return Some(venv);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must run this test: {install}"
+    );
+    eprintln!("skipped: no Python with {modules} (set {env}, or {install})");
+    None
+}

@@ -24,6 +24,18 @@ pub(crate) fn run(hub: &FakeHub, home: &Path, extra_env: &[(&str, &str)], args: 
     cmd.output().expect("llmprof runs")
 }
 
+/// A worker that exits 0 at once, in `home`: the front end's part of a run without libtorch.
+fn fake_worker(home: &Path) -> PathBuf {
+    let worker = home.join("fake-worker.sh");
+    std::fs::write(&worker, "#!/bin/sh\nexit 0\n").unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&worker)
+        .status()
+        .unwrap();
+    worker
+}
+
 pub(crate) fn cache_entry(home: &Path) -> PathBuf {
     home.join("hf/hub/models--tiny-org--tiny-model")
 }
@@ -264,13 +276,7 @@ fn a_wrong_hash_is_an_error_and_leaves_no_snapshot() {
 fn a_run_with_hub_weights_hands_the_snapshot_to_the_worker() {
     let hub = FakeHub::start(tiny_repo());
     let home = scratch("hub-run");
-    let worker = home.join("fake-worker.sh");
-    std::fs::write(&worker, "#!/bin/sh\nexit 0\n").unwrap();
-    std::process::Command::new("chmod")
-        .arg("+x")
-        .arg(&worker)
-        .status()
-        .unwrap();
+    let worker = fake_worker(&home);
     let conf = repo_root().join("conf").display().to_string();
     let repo_override = format!("model.repo_id={REPO}");
     let out = run(
@@ -309,13 +315,7 @@ fn model_hf_from_the_hub_reads_the_snapshot_config() {
         .to_vec();
     let hub = FakeHub::start(files);
     let home = scratch("hub-hf");
-    let worker = home.join("fake-worker.sh");
-    std::fs::write(&worker, "#!/bin/sh\nexit 0\n").unwrap();
-    std::process::Command::new("chmod")
-        .arg("+x")
-        .arg(&worker)
-        .status()
-        .unwrap();
+    let worker = fake_worker(&home);
     let conf = repo_root().join("conf").display().to_string();
     let repo = format!("model.repo={REPO}");
     let out = run(

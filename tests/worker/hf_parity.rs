@@ -7,8 +7,8 @@
 //! torch and transformers: `LLMPROF_HF_PYTHON`, else the project's .venv when transformers is
 //! installed there (`.ci/run` installs it). Without one the test says so and passes, except in
 //! CI, where it fails.
-use crate::support::{llmprof, repo_root, scratch, short_stage1};
-use std::path::{Path, PathBuf};
+use crate::support::{llmprof, optional_python, repo_root, scratch, short_stage1};
+use std::path::Path;
 use std::process::Command;
 
 /// Every `model_type` the test covers; scripts/hf_tiny.py has each one's tiny configuration.
@@ -22,18 +22,6 @@ const FAMILIES: &[&str] = &[
     "mixtral",
     "qwen3_moe",
 ];
-
-fn hf_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("LLMPROF_HF_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = repo_root().join(".venv/bin/python");
-    let has = Command::new(&venv)
-        .args(["-c", "import transformers, safetensors"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    has.then_some(venv)
-}
 
 fn run(cmd: &mut Command, what: &str) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -71,12 +59,12 @@ fn compare(reference: &Path, ours: &Path) -> (f64, (Vec<i64>, Vec<i64>)) {
 
 #[test]
 fn every_family_matches_transformers_on_the_cpu() {
-    let Some(python) = hf_python() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run this test: .ci/run installs transformers into .venv"
-        );
-        eprintln!("skipped: no Python with transformers (set LLMPROF_HF_PYTHON or pip install transformers into .venv)");
+    let Some(python) = optional_python(
+        "LLMPROF_HF_PYTHON",
+        ".venv/bin/python",
+        "transformers, safetensors",
+        "pip install transformers into .venv (.ci/run does)",
+    ) else {
         return;
     };
     let dir = scratch("hf-parity");

@@ -4,26 +4,17 @@
 //! and module scopes as ranges. Needs a Python with HTA: `LLMPROF_HTA_PYTHON`, else
 //! target/hta-venv/bin/python (`.ci/run` makes it). Without either the test says so and passes,
 //! except in CI, where it fails. The breakdowns on a GPU trace: docs/analyze-trace.md.
-use crate::support::{repo_root, short_stage1};
-use std::path::PathBuf;
+use crate::support::{optional_python, repo_root, short_stage1};
 use std::process::Command;
-
-fn hta_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("LLMPROF_HTA_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = repo_root().join("target/hta-venv/bin/python");
-    venv.exists().then_some(venv)
-}
 
 #[test]
 fn hta_reads_the_trace_with_its_rank_steps_and_ranges() {
-    let Some(python) = hta_python() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run this test: .ci/run installs HTA into target/hta-venv"
-        );
-        eprintln!("skipped: no Python with HTA (set LLMPROF_HTA_PYTHON or run .ci/run)");
+    let Some(python) = optional_python(
+        "LLMPROF_HTA_PYTHON",
+        "target/hta-venv/bin/python",
+        "hta",
+        ".ci/run installs HTA into target/hta-venv",
+    ) else {
         return;
     };
     let (run, m) = short_stage1(

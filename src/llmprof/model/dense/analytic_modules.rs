@@ -46,21 +46,15 @@ pub fn decode_step_work(
         let mut attention = attention_work(&shape, layer);
         if a.qk_norm {
             // Qwen3's q and k norms ([head_dim] each) run with the projections.
-            if let Some(qkv) = attention
-                .iter_mut()
-                .find(|w| w.module == "layer.attention.qkv")
-            {
-                qkv.weight_bytes += 2.0 * a.head_dim as f64 * b;
-            }
+            add_weights(
+                &mut attention,
+                "layer.attention.qkv",
+                2.0 * a.head_dim as f64 * b,
+            );
         }
         if a.sandwich.is_some() {
             // Gemma's norm of the attention output runs after o_proj and is charged to it.
-            if let Some(o) = attention
-                .iter_mut()
-                .find(|w| w.module == "layer.attention.o_proj")
-            {
-                o.weight_bytes += h * b;
-            }
+            add_weights(&mut attention, "layer.attention.o_proj", h * b);
         }
         out.extend(attention);
         match &a.moe {
@@ -82,9 +76,7 @@ pub fn decode_step_work(
                 let mut mlp = swiglu_work(&shape, a.intermediate_size as f64, "layer.mlp", layer);
                 if a.sandwich.is_some() {
                     // Gemma's norm of the MLP output runs after down and is charged to it.
-                    if let Some(d) = mlp.iter_mut().find(|w| w.module == "layer.mlp.down") {
-                        d.weight_bytes += h * b;
-                    }
+                    add_weights(&mut mlp, "layer.mlp.down", h * b);
                 }
                 out.extend(mlp);
             }
@@ -93,6 +85,13 @@ pub fn decode_step_work(
     out.push(top("final_norm", 0.0, h, 2.0 * t * h));
     out.push(top("lm_head", 2.0 * t * h * v, v * h, t * (h + v)));
     out
+}
+
+/// Adds `bytes` of weights to `module` among `work` (a small weight that runs with it).
+fn add_weights(work: &mut [ModuleWork], module: &str, bytes: f64) {
+    if let Some(w) = work.iter_mut().find(|w| w.module == module) {
+        w.weight_bytes += bytes;
+    }
 }
 
 #[cfg(test)]
