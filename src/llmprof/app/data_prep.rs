@@ -32,7 +32,8 @@ pub fn hub_repo(resolved: &Node, revision: Option<&str>) -> Result<RepoRef> {
     };
     let id = match resolved.get_path("model.repo_id") {
         Some(Node::Str(s)) if !s.trim().is_empty() => s.trim().to_string(),
-        _ if name == "hf" => bail!("model=hf with model.weights=hub names no Hub repository\n  fix: set model.repo=<org/name>, or use model.weights=files model.path=<checkpoint folder>"),
+        // A preset whose repo_id comes from model.repo (model=hf) is fixed through that key.
+        _ if resolved.get_path("model.repo").is_some() => bail!("model '{name}' with model.weights=hub names no Hub repository\n  fix: set model.repo=<org/name>, or use model.weights=files model.path=<checkpoint folder>"),
         _ => bail!("model '{name}' names no Hub repository (model.repo_id is null)\n  fix: set model.repo_id=<org/name>, or use model.weights=files|synthetic"),
     };
     let configured = match resolved.get_path("model.revision") {
