@@ -220,7 +220,7 @@ impl<'a> Stage2<'a> {
             .collect())
     }
 
-    /// One child stage1 with the Kineto pass on: its kernel table (kernels.json) restricted to
+    /// One child stage1 with the Kineto pass on: its kernel table restricted to
     /// the NVTX range ncu will filter on and to `pipeline.ncu.modules`, and its module
     /// attribution (measurements.json), which names each profiled kernel's module and gives
     /// the useful FLOPs of those whose module's FLOPs are theirs alone.
@@ -241,11 +241,13 @@ impl<'a> Stage2<'a> {
             &child[1..],
             "stage1 with the Kineto pass (kernel selection and modules)",
         )?;
-        let path = dir.join(artifacts::KERNELS_JSON);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let rows: Vec<KernelRow> = serde_json::from_str(&text)
-            .with_context(|| format!("reading the kernel table {}", path.display()))?;
+        // measurements.json holds the kernel table (what kernels.json shows) and the module
+        // attribution: one read for both.
+        let path = dir.join(crate::run_files::MEASUREMENTS_JSON);
+        let mut kineto = crate::report::measurements::Stage1Measurements::read(&path)?
+            .kineto
+            .with_context(|| format!("{} has no Kineto pass", path.display()))?;
+        let rows = std::mem::take(&mut kineto.kernels);
         self.kernels_seen = rows.len();
         let regions = self.spec.model.family.regions();
         let within = self.nvtx_region(&regions);
@@ -278,14 +280,10 @@ impl<'a> Stage2<'a> {
                 if seen.is_empty() { "none (no module attribution in this run)".to_string() } else { seen.join(", ") }
             );
         }
-        let measured = crate::report::measurements::Stage1Measurements::read(
-            &dir.join(crate::run_files::MEASUREMENTS_JSON),
-        )?;
-        let ops = measured
-            .kineto
-            .map(|k| k.kernel_ops(inside))
-            .unwrap_or_default();
-        Ok(Stage1Kernels { rows: chosen, ops })
+        Ok(Stage1Kernels {
+            rows: chosen,
+            ops: kineto.kernel_ops(inside),
+        })
     }
 
     /// The region `pipeline.ncu.nvtx_include` names, when it is one of the model's regions (any
