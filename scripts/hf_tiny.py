@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Tiny checkpoints of each decoder family built by HF transformers on the CPU, and the parity
-of `llmprof debug logits` with them (#42's CPU check; tests/worker/hf_parity.rs runs it).
+"""Tiny checkpoints of each decoder family built by HF transformers on the CPU, with transformers'
+own logits, for the parity of `llmprof debug logits` with them (#42's CPU check;
+tests/worker/hf_parity.rs runs it and compares).
 
   hf_tiny.py make --model-type qwen3 --out DIR [--seed 0] [--seq 12] [--greedy 12]
       (--model-type a,b,c: each into DIR/<type>, in one process)
@@ -10,8 +11,6 @@ of `llmprof debug logits` with them (#42's CPU check; tests/worker/hf_parity.rs 
       attention) and greedy_ids [n] (greedy, EOS ignored), as `llmprof debug logits` writes them
   hf_tiny.py prompt-ids --dir DIR --prompt TEXT
       the ids transformers gives TEXT as one user message through DIR's chat template
-  hf_tiny.py compare --ref DIR/ref.safetensors --ours OURS.safetensors
-      one JSON line: max relative error of the logits (max |a-b| / max |ref|), greedy ids equal
 
 Needs torch, transformers (5.17 or later) and safetensors. The architecture is transformers'
 own default for the model type at small dimensions (AutoConfig.for_model), so a family's
@@ -139,19 +138,6 @@ def make_one(a) -> int:
     return 0
 
 
-def cmd_compare(a) -> int:
-    from safetensors.torch import load_file
-
-    ref, ours = load_file(a.ref), load_file(a.ours)
-    r, o = ref["prompt_last_logits"].float(), ours["prompt_last_logits"].float()
-    err = ((r - o).abs().max() / r.abs().max()).item() if r.shape == o.shape else float("inf")
-    rg, og = ref["greedy_ids"].tolist(), ours["greedy_ids"].tolist()
-    first = next((i for i, (x, y) in enumerate(zip(rg, og)) if x != y), None)
-    print(json.dumps({"max_rel_err": err, "greedy_equal": rg == og, "greedy_len": [len(rg), len(og)],
-                      "first_difference": first}))
-    return 0
-
-
 def cmd_prompt_ids(a) -> int:
     """The ids transformers gives a prompt through the folder's tokenizer and chat template."""
     from transformers import AutoTokenizer
@@ -178,10 +164,6 @@ def main(argv=None) -> int:
     p.add_argument("--dir", required=True)
     p.add_argument("--prompt", required=True)
     p.set_defaults(fn=cmd_prompt_ids)
-    p = sub.add_parser("compare")
-    p.add_argument("--ref", required=True)
-    p.add_argument("--ours", required=True)
-    p.set_defaults(fn=cmd_compare)
     a = ap.parse_args(argv)
     return a.fn(a)
 
