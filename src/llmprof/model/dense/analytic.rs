@@ -4,6 +4,7 @@
 //! - projections 2·H·(q + 2·kv) + 2·q·H (q/k/v/o; GQA shrinks k and v), biases not counted;
 //! - SwiGLU MLP 3·2·H·F;
 //! - attention core 4·q·c for a query that sees c keys (q·kᵀ and p·v over all query heads);
+//! - multi-head latent attention (DeepSeek) as it runs, absorbed: model/dense/mla.rs;
 //! - lm_head 2·H·V per position whose logits are computed (prefill: the last one only).
 //!
 //! A tied lm_head is the embedding matrix: its parameters and bytes are counted once (under
@@ -41,24 +42,43 @@ fn mlp_layers(a: &DenseArch) -> (f64, f64) {
     (a.num_hidden_layers as f64 - moe, moe)
 }
 
-/// Matmul FLOPs of one token (all layers): a dense layer's SwiGLU 6·H·F; an MoE layer's router
-/// 2·H·E and top-k experts k·6·H·F_e.
-pub fn linear_flops_per_token(a: &DenseArch) -> LinearFlops {
+/// One layer's attention matmul FLOPs per token outside the core.
+fn attention_proj_flops(a: &DenseArch) -> f64 {
     let (h, q, kv) = widths(a);
+    match &a.mla {
+        Some(m) => m.projection_flops(a.hidden_size, a.num_attention_heads),
+        None => 2.0 * h * (q + 2.0 * kv) + 2.0 * q * h,
+    }
+}
+
+/// One layer's attention core FLOPs for one query token per key it sees.
+pub fn core_flops_per_key(a: &DenseArch) -> f64 {
+    match &a.mla {
+        Some(m) => m.core_flops_per_key(a.num_attention_heads),
+        None => 4.0 * widths(a).1,
+    }
+}
+
+/// Matmul FLOPs of one token (all layers): a dense layer's SwiGLU 6·H·F; an MoE layer's router
+/// 2·H·E, top-k experts k·6·H·F_e and shared experts 6·H·F_s.
+pub fn linear_flops_per_token(a: &DenseArch) -> LinearFlops {
+    let h = a.hidden_size as f64;
     let l = a.num_hidden_layers as f64;
     let (dense, moe) = mlp_layers(a);
     let experts = a.moe.as_ref().map_or(0.0, |m| {
         2.0 * h * m.num_experts as f64
             + m.num_experts_per_tok as f64 * 6.0 * h * m.expert_intermediate_size as f64
+            + 6.0 * h * m.shared_intermediate_size as f64
     });
     LinearFlops {
-        attention_proj: l * (2.0 * h * (q + 2.0 * kv) + 2.0 * q * h),
+        attention_proj: l * attention_proj_flops(a),
         mlp: dense * 3.0 * 2.0 * h * a.intermediate_size as f64 + moe * experts,
     }
 }
 
-/// Parameters of one MoE layer's experts and router, and of those a step of `batch` rows reads
-/// (the expected distinct experts); 0 without experts.
+/// Parameters of one MoE layer's experts, shared experts and router (with its score correction
+/// bias under sigmoid scoring), and of those a step of `batch` rows reads (the expected
+/// distinct experts); 0 without experts.
 fn moe_layer_params(a: &DenseArch, batch: Option<i64>) -> f64 {
     a.moe.as_ref().map_or(0.0, |m| {
         let (e, k) = (m.num_experts as f64, m.num_experts_per_tok as f64);
@@ -67,7 +87,15 @@ fn moe_layer_params(a: &DenseArch, batch: Option<i64>) -> f64 {
             None => e,
         };
         let h = a.hidden_size as f64;
-        e * h + read * 3.0 * h * m.expert_intermediate_size as f64
+        let bias = if m.scoring == super::Scoring::Sigmoid {
+            e
+        } else {
+            0.0
+        };
+        e * h
+            + bias
+            + read * 3.0 * h * m.expert_intermediate_size as f64
+            + 3.0 * h * m.shared_intermediate_size as f64
     })
 }
 
@@ -96,23 +124,21 @@ impl ForwardFlops {
 pub fn prefill_flops(a: &DenseArch, prompt_len: i64, logits_positions: i64) -> ForwardFlops {
     let s = prompt_len as f64;
     let lin = linear_flops_per_token(a);
-    let (_, q, _) = widths(a);
     ForwardFlops {
         linear: LinearFlops {
             attention_proj: lin.attention_proj * s,
             mlp: lin.mlp * s,
         },
-        attention: a.num_hidden_layers as f64 * 4.0 * q * s * (s + 1.0) / 2.0,
+        attention: a.num_hidden_layers as f64 * core_flops_per_key(a) * s * (s + 1.0) / 2.0,
         lm_head: logits_positions as f64 * lm_head_flops(a),
     }
 }
 
 /// One decode step of one sequence whose new token sees `context_len` keys (itself included).
 pub fn decode_step_flops(a: &DenseArch, context_len: i64) -> ForwardFlops {
-    let (_, q, _) = widths(a);
     ForwardFlops {
         linear: linear_flops_per_token(a),
-        attention: a.num_hidden_layers as f64 * 4.0 * q * context_len as f64,
+        attention: a.num_hidden_layers as f64 * core_flops_per_key(a) * context_len as f64,
         lm_head: lm_head_flops(a),
     }
 }
@@ -124,7 +150,7 @@ pub struct ParamCounts {
     /// q/k/v/o weights and q/k/v biases, all layers.
     pub attention: u64,
     pub mlp: u64,
-    /// Both norms of every layer (and Qwen3's q/k norms) and the final norm.
+    /// Both norms of every layer (and Qwen3's q/k norms, MLA's latent norms) and the final norm.
     pub norms: u64,
     /// 0 when tied to the embedding.
     pub lm_head: u64,
@@ -145,9 +171,16 @@ pub fn params(a: &DenseArch) -> ParamCounts {
     let l = a.num_hidden_layers as u64;
     let bias = if a.attention_bias { q + 2 * kv } else { 0 };
     let vh = a.vocab_size as u64 * h;
+    let mla = a
+        .mla
+        .as_ref()
+        .map(|m| m.weights(a.hidden_size, a.num_attention_heads));
     ParamCounts {
         embed_tokens: vh,
-        attention: l * (h * (q + 2 * kv) + q * h + bias),
+        attention: match &mla {
+            Some(w) => l * w.matmul() as u64,
+            None => l * (h * (q + 2 * kv) + q * h + bias),
+        },
         mlp: {
             let (dense, moe) = mlp_layers(a);
             (dense * 3.0 * h as f64 * a.intermediate_size as f64 + moe * moe_layer_params(a, None))
@@ -159,14 +192,19 @@ pub fn params(a: &DenseArch) -> ParamCounts {
             } else {
                 0
             }
-            + if a.sandwich.is_some() { 2 * l * h } else { 0 },
+            + if a.sandwich.is_some() { 2 * l * h } else { 0 }
+            + mla.map_or(0, |w| l * w.norms as u64),
         lm_head: if a.tie_word_embeddings { 0 } else { vh },
     }
 }
 
-/// KV cache bytes per token of one sequence (K and V, all layers).
+/// KV cache bytes per token of one sequence (K and V, all layers; MLA's latent and RoPE key).
 pub fn kv_bytes_per_token(a: &DenseArch, dtype_bytes: u64) -> u64 {
-    2 * (a.num_hidden_layers * a.num_key_value_heads * a.head_dim) as u64 * dtype_bytes
+    let per_layer = match &a.mla {
+        Some(m) => m.latent_width(),
+        None => 2 * a.num_key_value_heads * a.head_dim,
+    };
+    (a.num_hidden_layers * per_layer) as u64 * dtype_bytes
 }
 
 /// Bytes one decode step of `batch` rows moves at `context_len` keys per row.

@@ -43,7 +43,10 @@ pub fn decode_step_work(
     };
     let mut out = vec![top("embed", 0.0, embedding_rows, t * h)];
     for layer in 0..a.num_hidden_layers as u32 {
-        let mut attention = attention_work(&shape, layer);
+        let mut attention = match &a.mla {
+            Some(m) => m.layer_work(&shape, a.num_attention_heads, layer),
+            None => attention_work(&shape, layer),
+        };
         if a.qk_norm {
             // Qwen3's q and k norms ([head_dim] each) run with the projections.
             add_weights(
@@ -60,7 +63,7 @@ pub fn decode_step_work(
         match &a.moe {
             Some(m) if m.in_layer(layer as i64) => {
                 let (e, k) = (m.num_experts as f64, m.num_experts_per_tok as f64);
-                out.extend(moe_work(
+                let mut moe = moe_work(
                     &shape,
                     layer,
                     &MoeDims {
@@ -68,9 +71,15 @@ pub fn decode_step_work(
                         top_k: k,
                         expert_ffn: m.expert_intermediate_size as f64,
                         distinct: expected_distinct_experts(e, k, batch),
-                        shared_ffn: None,
+                        shared_ffn: (m.shared_intermediate_size > 0)
+                            .then_some(m.shared_intermediate_size as f64),
                     },
-                ))
+                );
+                if m.scoring == super::Scoring::Sigmoid {
+                    // The score correction bias [E] is read with the router.
+                    add_weights(&mut moe, "layer.moe.router", e * b);
+                }
+                out.extend(moe)
             }
             _ => {
                 let mut mlp = swiglu_work(&shape, a.intermediate_size as f64, "layer.mlp", layer);
@@ -109,7 +118,15 @@ mod tests {
                 (p, serde_yaml::from_str(&text).unwrap())
             })
             // The mixtures of experts (from their released config.json).
-            .chain(["mixtral_8x7b", "qwen3_30b_a3b"].map(|p| (p, super::super::tests::preset(p))))
+            .chain(
+                [
+                    "mixtral_8x7b",
+                    "qwen3_30b_a3b",
+                    "deepseek_v2_lite",
+                    "deepseek_v3",
+                ]
+                .map(|p| (p, super::super::tests::preset(p))),
+            )
             .collect()
     }
 

@@ -33,6 +33,7 @@ pub const CHECKPOINT_FIELDS: &[&str] = &[
     "qk_norm",
     "tie_word_embeddings",
     "moe",
+    "mla",
 ];
 
 /// Every dimension the dense decoder needs (HF config.json names).
@@ -78,6 +79,10 @@ pub struct DenseArch {
     /// the attention and MLP outputs, local layers with their own RoPE base.
     #[serde(default)]
     pub sandwich: Option<super::gemma::Sandwich>,
+    /// Multi-head latent attention in place of GQA (DeepSeek-V2/V3); `head_dim` is then its
+    /// RoPE dims (as transformers' config sets it).
+    #[serde(default)]
+    pub mla: Option<super::mla::Mla>,
     /// lm_head shares the embedding matrix (no `lm_head.weight` in the checkpoint).
     pub tie_word_embeddings: bool,
     pub bos_token_id: i64,
@@ -123,6 +128,21 @@ impl DenseArch {
         if let Some(m) = &self.moe {
             m.validate()?;
         }
+        if let Some(m) = &self.mla {
+            m.validate()?;
+            ensure!(
+                m.qk_rope_head_dim == self.head_dim,
+                "with MLA head_dim={} must be its qk_rope_head_dim={}",
+                self.head_dim,
+                m.qk_rope_head_dim
+            );
+            ensure!(
+                self.num_key_value_heads == self.num_attention_heads,
+                "MLA has no K/V head groups: num_key_value_heads={} must equal num_attention_heads={}",
+                self.num_key_value_heads,
+                self.num_attention_heads
+            );
+        }
         if let Some(w) = self.sliding_window {
             ensure!(w > 0, "sliding_window={w} must be > 0");
         }
@@ -152,8 +172,9 @@ impl DenseArch {
     /// The tiny CPU fallback of this architecture: the same structure (GQA ratio, q/k/v bias,
     /// tied head, RoPE scaling, token ids below 512) at dimensions a CPU runs in milliseconds.
     pub fn tiny(&self) -> DenseArch {
-        let kv = 2;
+        let kv = if self.mla.is_some() { 4 } else { 2 };
         let heads = kv * self.group_size().min(4);
+        let mla = self.mla.as_ref().map(super::mla::Mla::tiny);
         DenseArch {
             vocab_size: 512,
             hidden_size: heads * 16,
@@ -161,7 +182,7 @@ impl DenseArch {
             num_hidden_layers: 2,
             num_attention_heads: heads,
             num_key_value_heads: kv,
-            head_dim: 16,
+            head_dim: mla.as_ref().map_or(16, |m| m.qk_rope_head_dim),
             rms_norm_eps: self.rms_norm_eps,
             rope_theta: self.rope_theta,
             rope_scaling: self.rope_scaling.clone().map(|s| RopeScaling {
@@ -179,6 +200,7 @@ impl DenseArch {
                 local_layers: s.local_layers.into_iter().filter(|&i| i < 2).collect(),
                 ..s
             }),
+            mla,
             tie_word_embeddings: self.tie_word_embeddings,
             bos_token_id: 1,
             eos_token_id: 2,
@@ -241,20 +263,28 @@ impl DenseArch {
                     .and_then(|x| x.as_f64())
             })
             .unwrap_or(10000.0);
-        // Gemma 3's global scaling is its own (gemma::from_hf_config).
-        let rope_scaling = match rope.filter(|_| model_type != "gemma3_text") {
+        // Gemma 3's global scaling is its own (gemma::from_hf_config), DeepSeek's YaRN MLA's.
+        let deepseek = matches!(model_type, "deepseek_v2" | "deepseek_v3");
+        let rope_scaling = match rope.filter(|_| model_type != "gemma3_text" && !deepseek) {
             Some(r)
                 if r.get("rope_type")
+                    .or_else(|| r.get("type"))
                     .and_then(|t| t.as_str())
                     .unwrap_or("default")
                     != "default" =>
             {
-                let kind = r.get("rope_type").and_then(|t| t.as_str()).unwrap_or("");
+                let kind = r
+                    .get("rope_type")
+                    .or_else(|| r.get("type"))
+                    .and_then(|t| t.as_str())
+                    .unwrap_or("");
                 if kind != "llama3" {
                     bail!("rope_scaling.rope_type={kind} is not implemented (only llama3)");
                 }
                 let mut fields = r.as_object().cloned().unwrap_or_default();
                 fields.remove("rope_theta");
+                fields.remove("type");
+                fields.insert("rope_type".into(), kind.into());
                 fields.remove("partial_rotary_factor");
                 Some(
                     serde_json::from_value::<RopeScaling>(serde_json::Value::Object(fields))
@@ -273,10 +303,13 @@ impl DenseArch {
                 .get("num_key_value_heads")
                 .and_then(|x| x.as_i64())
                 .unwrap_or(heads),
-            head_dim: v
-                .get("head_dim")
-                .and_then(|x| x.as_i64())
-                .unwrap_or(hidden / heads),
+            head_dim: match deepseek {
+                true => int("qk_rope_head_dim")?,
+                false => v
+                    .get("head_dim")
+                    .and_then(|x| x.as_i64())
+                    .unwrap_or(hidden / heads),
+            },
             rms_norm_eps: float("rms_norm_eps", 1e-6),
             rope_theta,
             rope_scaling,
@@ -303,6 +336,9 @@ impl DenseArch {
                 )?),
                 _ => None,
             },
+            mla: deepseek
+                .then(|| super::mla::Mla::from_hf_config(v, model_type))
+                .transpose()?,
             tie_word_embeddings: v
                 .get("tie_word_embeddings")
                 .and_then(|x| x.as_bool())

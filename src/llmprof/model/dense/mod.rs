@@ -5,16 +5,19 @@ pub mod analytic;
 pub mod analytic_modules;
 pub mod arch;
 pub mod gemma;
+pub mod mla;
 pub mod moe;
 pub mod optim;
 pub mod static_report;
 
 pub use arch::{DenseArch, RopeScaling};
-pub use moe::{DenseMoe, MoeNames};
+pub use mla::{Mla, Yarn};
+pub use moe::{DenseMoe, GroupLimit, GroupScore, MoeNames, Scoring};
 pub use optim::DenseOptim;
 
 /// The `model_type`s of the HF config.json files this family reads (Qwen2/2.5, Qwen3, Llama 3,
-/// Mistral, Phi-3, Gemma 3, and with a mixture of experts Mixtral and Qwen3-MoE).
+/// Mistral, Phi-3, Gemma 3, with a mixture of experts Mixtral and Qwen3-MoE, and with
+/// multi-head latent attention DeepSeek-V2/V3).
 pub const HF_MODEL_TYPES: &[&str] = &[
     "qwen2",
     "qwen3",
@@ -24,6 +27,8 @@ pub const HF_MODEL_TYPES: &[&str] = &[
     "qwen3_moe",
     "phi3",
     "gemma3_text",
+    "deepseek_v2",
+    "deepseek_v3",
 ];
 
 use crate::region::{RegionTree, DECODE, DECODE_STEP, PREFILL};

@@ -81,6 +81,34 @@ pub(crate) fn preset(name: &str) -> DenseArch {
             "max_position_embeddings": 32768, "hidden_activation": "gelu_pytorch_tanh",
             "final_logit_softcapping": null, "attn_logit_softcapping": null,
             "tie_word_embeddings": true, "bos_token_id": 2, "eos_token_id": [1, 106]}),
+        // https://huggingface.co/deepseek-ai/DeepSeek-V2-Lite/blob/main/config.json
+        "deepseek_v2_lite" => serde_json::json!({
+            "model_type": "deepseek_v2", "vocab_size": 102400, "hidden_size": 2048,
+            "intermediate_size": 10944, "moe_intermediate_size": 1408, "num_hidden_layers": 27,
+            "num_attention_heads": 16, "num_key_value_heads": 16, "n_shared_experts": 2,
+            "n_routed_experts": 64, "num_experts_per_tok": 6, "routed_scaling_factor": 1.0,
+            "topk_method": "greedy", "n_group": 1, "topk_group": 1, "norm_topk_prob": false,
+            "first_k_dense_replace": 1, "moe_layer_freq": 1, "kv_lora_rank": 512,
+            "q_lora_rank": null, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+            "v_head_dim": 128, "max_position_embeddings": 163840, "rms_norm_eps": 1e-6,
+            "rope_theta": 10000, "rope_scaling": {"type": "yarn", "factor": 40,
+            "original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1,
+            "mscale": 0.707, "mscale_all_dim": 0.707}, "tie_word_embeddings": false,
+            "attention_bias": false, "bos_token_id": 100000, "eos_token_id": 100001}),
+        // https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json
+        "deepseek_v3" => serde_json::json!({
+            "model_type": "deepseek_v3", "vocab_size": 129280, "hidden_size": 7168,
+            "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 61,
+            "num_attention_heads": 128, "num_key_value_heads": 128, "n_shared_experts": 1,
+            "n_routed_experts": 256, "num_experts_per_tok": 8, "routed_scaling_factor": 2.5,
+            "topk_method": "noaux_tc", "n_group": 8, "topk_group": 4, "norm_topk_prob": true,
+            "first_k_dense_replace": 3, "moe_layer_freq": 1, "kv_lora_rank": 512,
+            "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+            "v_head_dim": 128, "max_position_embeddings": 163840, "rms_norm_eps": 1e-6,
+            "rope_theta": 10000, "rope_scaling": {"type": "yarn", "factor": 40,
+            "original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1,
+            "mscale": 1.0, "mscale_all_dim": 1.0}, "tie_word_embeddings": false,
+            "attention_bias": false, "bos_token_id": 0, "eos_token_id": 1}),
         _ => panic!("{name}"),
     };
     DenseArch::from_hf_config(&v).unwrap()
@@ -206,6 +234,45 @@ fn hand(name: &str) -> Hand {
             attention_per_key: 106_496.0,
             params: 999_885_952,
         },
+        // MLA, absorbed (model/dense/mla.rs), H 2048, 16 heads, latent 512 + RoPE 64, nope 128,
+        // v 128, no q bottleneck, V 102400, L 27 (layer 0 dense F 10944; 26 MoE layers of 64
+        // experts of 1408, top-6, 2 shared experts = one SwiGLU of 2816).
+        // attention weights: q 2048·16·192 = 6,291,456; kv_a 2048·576 = 1,179,648; kv_b
+        // 512·16·256 = 2,097,152; o 16·128·2048 = 4,194,304 → 13,762,560 per layer; its FLOPs
+        // 2× that (the absorbed W_UK and W_UV are kv_b's weights) = 27,525,120.
+        // mlp: dense 6·2048·10944 = 134,479,872; MoE router 2·2048·64 = 262,144 + 6·6·2048·1408
+        // (103,809,024) + shared 6·2048·2816 (34,603,008) = 138,674,176.
+        // linear 27·27,525,120 + 134,479,872 + 26·138,674,176 = 4,483,186,688; lm_head
+        // 2·2048·102400 = 419,430,400; core per key 2·16·(576 + 512)·27 = 940,032.
+        // params: embed + lm_head 419,430,400; attention 27·13,762,560 = 371,589,120; norms
+        // 27·(2·2048 + 512) + 2048 = 126,464; dense MLP 3·2048·10944 = 67,239,936; MoE layers
+        // 26·(64·2048 + 64·3·2048·1408 + 3·2048·2816) = 26·571,080,704 = 14,848,098,304
+        // → 15,706,484,224 (the published 15.7 B).
+        "deepseek_v2_lite" => Hand {
+            linear_per_token: 4_483_186_688.0,
+            lm_head: 419_430_400.0,
+            attention_per_key: 940_032.0,
+            params: 15_706_484_224,
+        },
+        // H 7168, 128 heads, q bottleneck 1536, latent 512 + 64, nope 128, v 128, V 129280,
+        // L 61 (3 dense of F 18432, 58 MoE of 256 experts of 2048, top-8, 1 shared expert).
+        // attention weights: q_a 7168·1536 = 11,010,048; q_b 1536·128·192 = 37,748,736; kv_a
+        // 7168·576 = 4,128,768; kv_b 512·128·256 = 16,777,216; o 128·128·7168 = 117,440,512 →
+        // 187,105,280 per layer (FLOPs 2×). mlp: dense 6·7168·18432 = 792,723,456; MoE router
+        // 2·7168·256 = 3,670,016 + 8·6·7168·2048 (704,643,072) + shared 6·7168·2048
+        // (88,080,384) = 796,393,472. linear 61·374,210,560 + 3·792,723,456 + 58·796,393,472 =
+        // 71,395,835,904; lm_head 2·7168·129280 = 1,853,358,080; core per key
+        // 2·128·1088·61 = 16,990,208. params: embed + lm_head 1,853,358,080; attention
+        // 61·187,105,280 = 11,413,422,080; norms 61·(2·7168 + 512 + 1536) + 7168 = 1,006,592;
+        // dense MLPs 3·396,361,728 = 1,189,085,184; MoE layers 58·(256·7168 + 256 bias +
+        // 256·3·7168·2048 + 3·7168·2048) = 58·11,320,164,608 = 656,569,547,264 →
+        // 671,026,419,200 (the published 671 B, without the multi-token-prediction layer).
+        "deepseek_v3" => Hand {
+            linear_per_token: 71_395_835_904.0,
+            lm_head: 1_853_358_080.0,
+            attention_per_key: 16_990_208.0,
+            params: 671_026_419_200,
+        },
         "qwen3_0_6b" => Hand {
             linear_per_token: 880_803_840.0,
             lm_head: 311_164_928.0,
@@ -228,6 +295,8 @@ fn analytic_counts_match_hand_computation_for_each_real_config() {
         "qwen3_30b_a3b",
         "phi3_mini_4k",
         "gemma3_1b",
+        "deepseek_v2_lite",
+        "deepseek_v3",
     ] {
         let a = preset(name);
         let h = hand(name);
@@ -416,4 +485,63 @@ fn gemma3_reads_its_layer_pattern_and_refuses_what_is_not_implemented() {
     let a = DenseArch::from_hf_config(&v).unwrap();
     assert_eq!(a.sandwich.unwrap().global_rope_factor, Some(8.0));
     assert_eq!(a.rope_scaling, None);
+}
+
+#[test]
+fn deepseek_configs_read_their_mla_routing_and_yarn() {
+    let lite = preset("deepseek_v2_lite");
+    let mla = lite.mla.as_ref().unwrap();
+    assert_eq!((mla.q_lora_rank, mla.latent_width()), (None, 576));
+    assert!(mla.rope_interleave && lite.head_dim == 64 && lite.rope_scaling.is_none());
+    let moe = lite.moe.as_ref().unwrap();
+    assert_eq!(moe.dense_layers, vec![0]);
+    assert_eq!(moe.shared_intermediate_size, 2 * 1408);
+    assert!(moe.group_limit.is_none() && !moe.norm_topk_prob);
+    assert_eq!(moe.scoring, super::Scoring::Softmax);
+    // The cache holds one latent + RoPE key per token and layer: 27·576·2 bytes in bf16.
+    assert_eq!(kv_bytes_per_token(&lite, 2), 27 * 576 * 2);
+    // YaRN (factor 40, mscale = mscale_all_dim = 0.707): cos/sin unscaled, the softmax scale
+    // × (0.1·0.707·ln 40 + 1)².
+    let y = mla.yarn.as_ref().unwrap();
+    assert_eq!(y.attention_factor(), 1.0);
+    let m = 0.1 * 0.707 * 40f64.ln() + 1.0;
+    assert!((mla.softmax_scale() - m * m / 192f64.sqrt()).abs() < 1e-15);
+    // 64 RoPE dims at θ 10⁴ from 4096 positions: the correction dims are
+    // 64·ln(4096/(32·2π))/(2·ln 10⁴) = 10.47 → 10 and 64·ln(4096/2π)/(2·ln 10⁴) = 22.51 → 23;
+    // frequencies up to 10 are kept, from 23 on ÷ 40, between them blended linearly.
+    let f = y.inv_freq(64, 1e4);
+    let base = |i: i64| 1e4f64.powf(-2.0 * i as f64 / 64.0);
+    assert!((f[0] - 1.0).abs() < 1e-15 && (f[10] - base(10)).abs() < 1e-15);
+    assert!((f[31] - base(31) / 40.0).abs() < 1e-18);
+    let ramp = 6.0 / 13.0;
+    assert!((f[16] - (base(16) / 40.0 * ramp + base(16) * (1.0 - ramp))).abs() < 1e-15);
+
+    let v3 = preset("deepseek_v3");
+    let moe = v3.moe.as_ref().unwrap();
+    assert_eq!(moe.dense_layers, vec![0, 1, 2]);
+    assert_eq!(moe.scoring, super::Scoring::Sigmoid);
+    assert_eq!(
+        moe.group_limit,
+        Some(super::GroupLimit {
+            groups: 8,
+            top_groups: 4,
+            group_score: super::GroupScore::Top2Sum
+        })
+    );
+    assert!(moe.norm_topk_prob && moe.routed_scaling_factor == 2.5);
+    assert_eq!(v3.mla.as_ref().unwrap().q_lora_rank, Some(1536));
+    // The tiny forms keep the structure and validate.
+    for a in [lite, v3] {
+        let t = a.tiny();
+        t.validate().unwrap();
+        assert!(t.mla.is_some() && t.moe.as_ref().unwrap().shared_intermediate_size > 0);
+    }
+}
+
+#[test]
+fn a_bad_group_limit_is_refused_by_name() {
+    let mut a = preset("deepseek_v3");
+    a.moe.as_mut().unwrap().group_limit.as_mut().unwrap().groups = 7;
+    let e = a.validate().unwrap_err().to_string();
+    assert!(e.contains("groups=7 must divide num_experts=256"), "{e}");
 }
