@@ -56,6 +56,30 @@ FAMILIES = {
     "qwen3_moe": dict(tie_word_embeddings=False, num_experts=8, num_experts_per_tok=2,
                       moe_intermediate_size=32, norm_topk_prob=True, decoder_sparse_step=1,
                       mlp_only_layers=[1]),
+    # DeepSeek-V2 with multi-head latent attention (no q bottleneck, as V2-Lite), YaRN with
+    # mscale != mscale_all_dim (so cos/sin and the softmax scale both move), a dense first layer
+    # and two MoE layers (the last layer's routing of earlier tokens never reaches the last
+    # logits) of 8 experts in 4 groups (group-limited greedy: the top-2 from the best
+    # group alone, so that the limit changes the choice), 2 shared experts, a routed scaling
+    # factor.
+    "deepseek_v2": dict(num_hidden_layers=3, tie_word_embeddings=False, num_key_value_heads=4, head_dim=8, kv_lora_rank=32,
+                        q_lora_rank=None, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
+                        n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+                        n_shared_experts=2, first_k_dense_replace=1, topk_method="group_limited_greedy",
+                        n_group=4, topk_group=1, routed_scaling_factor=1.5,
+                        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                         "original_max_position_embeddings": 64, "beta_fast": 32,
+                                         "beta_slow": 1, "mscale": 0.9, "mscale_all_dim": 0.7}),
+    # DeepSeek-V3: the q bottleneck, sigmoid scores with a correction bias (made non-zero), the
+    # best of 4 groups by its two best experts, renormalised top-2 × 2.5, 1 shared expert.
+    "deepseek_v3": dict(num_hidden_layers=3, tie_word_embeddings=False, num_key_value_heads=4, head_dim=8, kv_lora_rank=32,
+                        q_lora_rank=24, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
+                        n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+                        n_shared_experts=1, first_k_dense_replace=1, n_group=4, topk_group=1,
+                        norm_topk_prob=True, routed_scaling_factor=2.5, rope_interleave=True,
+                        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                         "original_max_position_embeddings": 64, "beta_fast": 32,
+                                         "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 0.8}),
 }
 
 
@@ -120,6 +144,10 @@ def make_one(a) -> int:
             else:
                 std = 1.0 if "embed_tokens" in name else (p.shape[-1] ** -0.5 if p.dim() == 2 else 0.02)
                 p.copy_(torch.randn(p.shape, generator=g) * std)
+        for name, b in model.named_buffers():
+            # DeepSeek-V3's router bias (zeros at init) shifts the choice only: make it count.
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(0.1 * torch.randn(b.shape, generator=g))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out, safe_serialization=True)

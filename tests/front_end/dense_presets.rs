@@ -31,39 +31,18 @@ fn composed_arch(model: &str) -> DenseArch {
 
 #[test]
 fn each_preset_composes_to_its_config_json() {
-    // config.json fields of each model (the sources are cited in the YAML files).
-    let llama = serde_json::json!({
-        "model_type": "llama", "vocab_size": 128256, "hidden_size": 4096,
-        "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
-        "num_key_value_heads": 8, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
-        "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-            "original_max_position_embeddings": 8192, "rope_type": "llama3"},
-        "max_position_embeddings": 131072, "attention_bias": false,
-        "tie_word_embeddings": false, "bos_token_id": 128000, "eos_token_id": 128001});
-    let qwen7 = serde_json::json!({
-        "model_type": "qwen2", "vocab_size": 152064, "hidden_size": 3584,
-        "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
-        "num_key_value_heads": 4, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
-        "max_position_embeddings": 131072, "tie_word_embeddings": false,
-        "bos_token_id": 151643, "eos_token_id": 151643});
-    let qwen05 = serde_json::json!({
-        "model_type": "qwen2", "vocab_size": 151936, "hidden_size": 896,
-        "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14,
-        "num_key_value_heads": 2, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
-        "max_position_embeddings": 32768, "tie_word_embeddings": true,
-        "bos_token_id": 151643, "eos_token_id": 151643});
-    let qwen3 = serde_json::json!({
-        "model_type": "qwen3", "vocab_size": 151936, "hidden_size": 1024,
-        "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
-        "num_key_value_heads": 8, "head_dim": 128, "rms_norm_eps": 1e-6,
-        "rope_theta": 1000000.0, "max_position_embeddings": 40960, "attention_bias": false,
-        "tie_word_embeddings": true, "bos_token_id": 151643, "eos_token_id": 151645});
-    for (model, json) in [
-        ("qwen3_0_6b", qwen3),
-        ("llama3_1_8b", llama),
-        ("qwen2_5_7b", qwen7),
-        ("qwen2_5_0_5b", qwen05),
+    // config.json values of each released model (tests/fixtures/released_configs, the sources
+    // in its README and in the YAML files).
+    for model in [
+        "qwen3_0_6b",
+        "llama3_1_8b",
+        "qwen2_5_7b",
+        "qwen2_5_0_5b",
+        "deepseek_v2_lite",
     ] {
+        let path = repo_root().join(format!("tests/fixtures/released_configs/{model}.json"));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let want = DenseArch::from_hf_config(&json).unwrap();
         assert_eq!(composed_arch(model), want, "{model}");
         assert_eq!(

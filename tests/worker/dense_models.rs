@@ -4,7 +4,13 @@ use crate::support::{run_with_repo_conf, scratch, short_stage1, stderr};
 
 #[test]
 fn each_preset_runs_stage1_as_its_tiny_fallback_on_random_tokens() {
-    for preset in ["qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b", "qwen3_0_6b"] {
+    for preset in [
+        "qwen2_5_0_5b",
+        "qwen2_5_7b",
+        "llama3_1_8b",
+        "qwen3_0_6b",
+        "deepseek_v2_lite",
+    ] {
         let model = format!("model={preset}");
         let (run, m) = short_stage1(
             &format!("dense-{preset}"),

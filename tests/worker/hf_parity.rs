@@ -21,6 +21,8 @@ const FAMILIES: &[&str] = &[
     "gemma3_text",
     "mixtral",
     "qwen3_moe",
+    "deepseek_v2",
+    "deepseek_v3",
 ];
 
 fn run(cmd: &mut Command, what: &str) -> String {

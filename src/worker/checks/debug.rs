@@ -48,7 +48,7 @@ pub enum DebugCommand {
     FastPath {
         /// Architecture: the released DeepSeek-OCR (`full`) or the tiny test one, DeepSeek-OCR-2
         /// (`deepseek_ocr2`, `deepseek_ocr2_tiny`), or a dense decoder preset (qwen2_5_0_5b,
-        /// qwen2_5_7b, llama3_1_8b, qwen3_0_6b, each also as `<name>_tiny`).
+        /// qwen2_5_7b, llama3_1_8b, qwen3_0_6b, deepseek_v2_lite, each also as `<name>_tiny`).
         #[arg(long, value_parser = crate::checks::fast_path_cli::parse_arch, default_value = "full")]
         arch: String,
         #[arg(long, default_value_t = 64)]

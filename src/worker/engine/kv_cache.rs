@@ -8,12 +8,16 @@
 use anyhow::{ensure, Result};
 use tch::{Device, Kind, Tensor};
 
-/// The cache's per-layer shape: layers × [batch, kv_heads, slots, head_dim].
+/// The cache's per-layer shape: layers × K [batch, kv_heads, slots, head_dim] and V [batch,
+/// kv_heads, slots, v_head_dim].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KvDims {
     pub layers: i64,
     pub kv_heads: i64,
     pub head_dim: i64,
+    /// The values' width: head_dim for ordinary attention; 0 where the keys carry the values
+    /// (multi-head latent attention caches one latent per token, read as both).
+    pub v_head_dim: i64,
 }
 
 /// How attention is masked for one forward call.
@@ -67,11 +71,12 @@ impl KvCache {
         );
         let slots = if growing { 0 } else { capacity };
         let shape = [batch, cfg.kv_heads, slots, cfg.head_dim];
+        let v_shape = [batch, cfg.kv_heads, slots, cfg.v_head_dim];
         let mut k = Vec::new();
         let mut v = Vec::new();
         for _ in 0..cfg.layers {
             k.push(Tensor::f_zeros(shape, (kind, device))?);
-            v.push(Tensor::f_zeros(shape, (kind, device))?);
+            v.push(Tensor::f_zeros(v_shape, (kind, device))?);
         }
         Ok(KvCache {
             k,

@@ -2,116 +2,15 @@
 use super::analytic::*;
 use super::arch::DenseArch;
 
-/// The three presets' config.json fields (the values conf/model/dense_decoder/arch/*.yaml holds;
-/// tests/front_end checks the composed YAML against `from_hf_config` of the same JSON).
+/// The architecture of released model `name` from its config.json values
+/// (tests/fixtures/released_configs/<name>.json, their sources in that folder's README; the
+/// presets' YAML holds the same numbers, which tests/front_end checks).
 pub(crate) fn preset(name: &str) -> DenseArch {
-    let v = match name {
-        // https://huggingface.co/Qwen/Qwen2.5-0.5B/blob/main/config.json
-        "qwen2_5_0_5b" => serde_json::json!({
-            "model_type": "qwen2", "vocab_size": 151936, "hidden_size": 896,
-            "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14,
-            "num_key_value_heads": 2, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
-            "max_position_embeddings": 32768, "tie_word_embeddings": true,
-            "bos_token_id": 151643, "eos_token_id": 151643}),
-        // https://huggingface.co/Qwen/Qwen2.5-7B/blob/main/config.json
-        "qwen2_5_7b" => serde_json::json!({
-            "model_type": "qwen2", "vocab_size": 152064, "hidden_size": 3584,
-            "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
-            "num_key_value_heads": 4, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
-            "max_position_embeddings": 131072, "tie_word_embeddings": false,
-            "bos_token_id": 151643, "eos_token_id": 151643}),
-        // https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json
-        "llama3_1_8b" => serde_json::json!({
-            "model_type": "llama", "vocab_size": 128256, "hidden_size": 4096,
-            "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
-            "num_key_value_heads": 8, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
-            "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                "original_max_position_embeddings": 8192, "rope_type": "llama3"},
-            "max_position_embeddings": 131072, "attention_bias": false, "mlp_bias": false,
-            "tie_word_embeddings": false, "bos_token_id": 128000, "eos_token_id": 128001}),
-        // https://huggingface.co/Qwen/Qwen3-0.6B/blob/main/config.json
-        "qwen3_0_6b" => serde_json::json!({
-            "model_type": "qwen3", "vocab_size": 151936, "hidden_size": 1024,
-            "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
-            "num_key_value_heads": 8, "head_dim": 128, "rms_norm_eps": 1e-6,
-            "rope_theta": 1000000.0, "max_position_embeddings": 40960,
-            "attention_bias": false, "tie_word_embeddings": true,
-            "bos_token_id": 151643, "eos_token_id": 151645}),
-        // https://huggingface.co/mistralai/Mistral-7B-v0.3/blob/main/config.json
-        "mistral_7b_v0_3" => serde_json::json!({
-            "model_type": "mistral", "vocab_size": 32768, "hidden_size": 4096,
-            "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
-            "num_key_value_heads": 8, "head_dim": 128, "rms_norm_eps": 1e-5,
-            "rope_theta": 1000000.0, "max_position_embeddings": 32768, "sliding_window": null,
-            "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2}),
-        // https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json
-        "mixtral_8x7b" => serde_json::json!({
-            "model_type": "mixtral", "vocab_size": 32000, "hidden_size": 4096,
-            "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
-            "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2,
-            "rms_norm_eps": 1e-5, "rope_theta": 1000000.0, "max_position_embeddings": 32768,
-            "sliding_window": null, "tie_word_embeddings": false,
-            "bos_token_id": 1, "eos_token_id": 2}),
-        // https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json
-        "qwen3_30b_a3b" => serde_json::json!({
-            "model_type": "qwen3_moe", "vocab_size": 151936, "hidden_size": 2048,
-            "intermediate_size": 6144, "moe_intermediate_size": 768, "num_hidden_layers": 48,
-            "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
-            "num_experts": 128, "num_experts_per_tok": 8, "norm_topk_prob": true,
-            "decoder_sparse_step": 1, "mlp_only_layers": [], "rms_norm_eps": 1e-6,
-            "rope_theta": 1000000.0, "max_position_embeddings": 40960,
-            "attention_bias": false, "tie_word_embeddings": false,
-            "bos_token_id": 151643, "eos_token_id": 151645}),
-        // https://huggingface.co/microsoft/Phi-3-mini-4k-instruct/blob/main/config.json
-        "phi3_mini_4k" => serde_json::json!({
-            "model_type": "phi3", "vocab_size": 32064, "hidden_size": 3072,
-            "intermediate_size": 8192, "num_hidden_layers": 32, "num_attention_heads": 32,
-            "num_key_value_heads": 32, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
-            "rope_scaling": null, "max_position_embeddings": 4096,
-            "original_max_position_embeddings": 4096, "sliding_window": 2047,
-            "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 32000,
-            "pad_token_id": 32000}),
-        // https://huggingface.co/google/gemma-3-1b-pt/blob/main/config.json
-        "gemma3_1b" => serde_json::json!({
-            "model_type": "gemma3_text", "vocab_size": 262144, "hidden_size": 1152,
-            "intermediate_size": 6912, "num_hidden_layers": 26, "num_attention_heads": 4,
-            "num_key_value_heads": 1, "head_dim": 256, "query_pre_attn_scalar": 256,
-            "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
-            "rope_scaling": null, "sliding_window": 512, "sliding_window_pattern": 6,
-            "max_position_embeddings": 32768, "hidden_activation": "gelu_pytorch_tanh",
-            "final_logit_softcapping": null, "attn_logit_softcapping": null,
-            "tie_word_embeddings": true, "bos_token_id": 2, "eos_token_id": [1, 106]}),
-        // https://huggingface.co/deepseek-ai/DeepSeek-V2-Lite/blob/main/config.json
-        "deepseek_v2_lite" => serde_json::json!({
-            "model_type": "deepseek_v2", "vocab_size": 102400, "hidden_size": 2048,
-            "intermediate_size": 10944, "moe_intermediate_size": 1408, "num_hidden_layers": 27,
-            "num_attention_heads": 16, "num_key_value_heads": 16, "n_shared_experts": 2,
-            "n_routed_experts": 64, "num_experts_per_tok": 6, "routed_scaling_factor": 1.0,
-            "topk_method": "greedy", "n_group": 1, "topk_group": 1, "norm_topk_prob": false,
-            "first_k_dense_replace": 1, "moe_layer_freq": 1, "kv_lora_rank": 512,
-            "q_lora_rank": null, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
-            "v_head_dim": 128, "max_position_embeddings": 163840, "rms_norm_eps": 1e-6,
-            "rope_theta": 10000, "rope_scaling": {"type": "yarn", "factor": 40,
-            "original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1,
-            "mscale": 0.707, "mscale_all_dim": 0.707}, "tie_word_embeddings": false,
-            "attention_bias": false, "bos_token_id": 100000, "eos_token_id": 100001}),
-        // https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json
-        "deepseek_v3" => serde_json::json!({
-            "model_type": "deepseek_v3", "vocab_size": 129280, "hidden_size": 7168,
-            "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 61,
-            "num_attention_heads": 128, "num_key_value_heads": 128, "n_shared_experts": 1,
-            "n_routed_experts": 256, "num_experts_per_tok": 8, "routed_scaling_factor": 2.5,
-            "topk_method": "noaux_tc", "n_group": 8, "topk_group": 4, "norm_topk_prob": true,
-            "first_k_dense_replace": 3, "moe_layer_freq": 1, "kv_lora_rank": 512,
-            "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
-            "v_head_dim": 128, "max_position_embeddings": 163840, "rms_norm_eps": 1e-6,
-            "rope_theta": 10000, "rope_scaling": {"type": "yarn", "factor": 40,
-            "original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1,
-            "mscale": 1.0, "mscale_all_dim": 1.0}, "tie_word_embeddings": false,
-            "attention_bias": false, "bos_token_id": 0, "eos_token_id": 1}),
-        _ => panic!("{name}"),
-    };
-    DenseArch::from_hf_config(&v).unwrap()
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/released_configs")
+        .join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    DenseArch::from_hf_config(&serde_json::from_str(&text).unwrap()).unwrap()
 }
 
 /// Hand computation, per token and layer (H hidden, q = heads·head_dim, kv = kv_heads·head_dim,

@@ -1,11 +1,11 @@
 //! The official HF checkpoint layout of a decoder of this family (Qwen2, Qwen3, Llama, Mistral,
-//! and with experts Mixtral and Qwen3-MoE):
+//! Phi-3, Gemma 3, with experts Mixtral and Qwen3-MoE, with MLA DeepSeek-V2/V3):
 //! every tensor's name and shape from the architecture, loading a checkpoint folder (sharded
 //! with `model.safetensors.index.json` or not) checked against it, and seeded synthetic tensors
 //! under the same names.
 use crate::checkpoint::tensors::{read_checked, TensorSpec};
 use anyhow::Result;
-use llmprof::model::dense::{DenseArch, MoeNames};
+use llmprof::model::dense::{DenseArch, Mla, MoeNames, Scoring};
 use std::collections::HashMap;
 use std::path::Path;
 use tch::{Device, Kind, Tensor};
@@ -34,7 +34,11 @@ pub fn expected_tensors(a: &DenseArch) -> Vec<TensorSpec> {
             add(format!("{p}.pre_feedforward_layernorm.weight"), &[h]);
             add(format!("{p}.post_feedforward_layernorm.weight"), &[h]);
         }
-        if a.packed_projections {
+        if let Some(m) = &a.mla {
+            for (name, shape) in mla_tensors(m, h, a.num_attention_heads) {
+                add(format!("{p}.self_attn.{name}"), &shape);
+            }
+        } else if a.packed_projections {
             add(format!("{p}.self_attn.qkv_proj.weight"), &[q + 2 * kv, h]);
         } else {
             for (n, rows) in [("q_proj", q), ("k_proj", kv), ("v_proj", kv)] {
@@ -48,12 +52,26 @@ pub fn expected_tensors(a: &DenseArch) -> Vec<TensorSpec> {
             add(format!("{p}.self_attn.q_norm.weight"), &[a.head_dim]);
             add(format!("{p}.self_attn.k_norm.weight"), &[a.head_dim]);
         }
-        add(format!("{p}.self_attn.o_proj.weight"), &[h, q]);
+        if a.mla.is_none() {
+            add(format!("{p}.self_attn.o_proj.weight"), &[h, q]);
+        }
         match &a.moe {
             Some(m) if m.in_layer(i) => {
                 let (e, fe) = (m.num_experts, m.expert_intermediate_size);
                 let (at, [gate, up, down]) = moe_names(m.names);
                 add(format!("{p}.{at}.gate.weight"), &[e, h]);
+                if m.scoring == Scoring::Sigmoid {
+                    add(format!("{p}.{at}.gate.e_score_correction_bias"), &[e]);
+                }
+                if m.shared_intermediate_size > 0 {
+                    let (sp, fs) = (
+                        format!("{p}.{at}.shared_experts"),
+                        m.shared_intermediate_size,
+                    );
+                    add(format!("{sp}.gate_proj.weight"), &[fs, h]);
+                    add(format!("{sp}.up_proj.weight"), &[fs, h]);
+                    add(format!("{sp}.down_proj.weight"), &[h, fs]);
+                }
                 for x in 0..e {
                     let ep = format!("{p}.{at}.experts.{x}");
                     add(format!("{ep}.{gate}.weight"), &[fe, h]);
@@ -76,6 +94,29 @@ pub fn expected_tensors(a: &DenseArch) -> Vec<TensorSpec> {
     if !a.tie_word_embeddings {
         add("lm_head.weight".into(), &[a.vocab_size, h]);
     }
+    v
+}
+
+/// A layer's MLA tensors below `self_attn` (names and shapes as released).
+fn mla_tensors(m: &Mla, h: i64, heads: i64) -> Vec<(&'static str, Vec<i64>)> {
+    let q_out = heads * m.qk_head_dim();
+    let mut v = match m.q_lora_rank {
+        None => vec![("q_proj.weight", vec![q_out, h])],
+        Some(r) => vec![
+            ("q_a_proj.weight", vec![r, h]),
+            ("q_a_layernorm.weight", vec![r]),
+            ("q_b_proj.weight", vec![q_out, r]),
+        ],
+    };
+    v.extend([
+        ("kv_a_proj_with_mqa.weight", vec![m.latent_width(), h]),
+        ("kv_a_layernorm.weight", vec![m.kv_lora_rank]),
+        (
+            "kv_b_proj.weight",
+            vec![heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank],
+        ),
+        ("o_proj.weight", vec![h, heads * m.v_head_dim]),
+    ]);
     v
 }
 

@@ -1,5 +1,6 @@
-//! Dense decoder LLMs (docs/models.md): Qwen2/2.5, Qwen3 and Llama 3 from HF config.json fields, on the
-//! shared decoder stack (`models::layers`) with a dense SwiGLU in every layer. `interface.rs`
+//! Decoder LLMs of the dense_decoder family (docs/models.md): Qwen2/2.5, Qwen3, Llama 3, Mistral,
+//! Phi-3, Gemma 3, Mixtral, Qwen3-MoE and DeepSeek-V2/V3 from HF config.json fields, on the
+//! shared decoder stack (`models::layers`). `interface.rs`
 //! implements `Model`; the tokenizer, checkpoint layout, presets and the fast-path check live
 //! beside it.
 pub mod checkpoint;
@@ -52,6 +53,7 @@ pub fn dims(a: &DenseArch) -> DecoderDims {
             local_layers: s.local_layers.clone(),
             global_rope_factor: s.global_rope_factor,
         }),
+        mla: a.mla.clone(),
     }
 }
 
@@ -87,11 +89,15 @@ impl DenseLm {
                         down,
                     };
                     let shape = MoeShape {
-                        experts: m.num_experts,
-                        top_k: m.num_experts_per_tok,
-                        norm_topk_prob: m.norm_topk_prob,
-                        scaling: 1.0,
-                        shared: false,
+                        scoring: m.scoring,
+                        group_limit: m.group_limit,
+                        ..MoeShape::greedy(
+                            m.num_experts,
+                            m.num_experts_per_tok,
+                            m.norm_topk_prob,
+                            m.routed_scaling_factor,
+                            m.shared_intermediate_size > 0,
+                        )
                     };
                     let at = vs.sub("model.layers").sub(i).sub(at);
                     let mut moe = Moe::load(&at, shape, names, fused)?

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use llmprof::model::dense::DenseArch;
 
-const PRESETS: [(&str, &str); 8] = [
+const PRESETS: [(&str, &str); 10] = [
     (
         "qwen2_5_0_5b",
         include_str!("../../../../conf/model/dense_decoder/arch/qwen2_5_0_5b.yaml"),
@@ -20,6 +20,14 @@ const PRESETS: [(&str, &str); 8] = [
     (
         "qwen3_0_6b",
         include_str!("../../../../conf/model/dense_decoder/arch/qwen3_0_6b.yaml"),
+    ),
+    (
+        "deepseek_v2_lite",
+        include_str!("../../../../conf/model/dense_decoder/arch/deepseek_v2_lite.yaml"),
+    ),
+    (
+        "deepseek_v2_lite_tiny",
+        include_str!("../../../../conf/model/dense_decoder/arch/deepseek_v2_lite_tiny.yaml"),
     ),
     (
         "qwen3_0_6b_tiny",

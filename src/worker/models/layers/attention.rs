@@ -257,16 +257,8 @@ impl Attention {
 
     /// softmax(q·kᵀ/√d + mask)·v with matching head counts.
     fn core(&self, q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result<Tensor> {
-        Ok(if self.sdpa {
-            let (m, causal) = match mask {
-                AttnMask::None => (None, false),
-                AttnMask::Causal => (None, true),
-                AttnMask::Explicit(m) | AttnMask::Additive(m) => (Some(m), false),
-            };
-            Tensor::f_scaled_dot_product_attention(q, k, v, m, 0.0, causal, None, false)?
-        } else {
-            math_attention(q, k, v, mask)?
-        })
+        let scale = 1.0 / (self.head_dim as f64).sqrt();
+        core_attention((q, k, v), mask, self.sdpa, scale)
     }
 
     /// x [B,T,H] → [B,T,H] with no cache: every token attends within `x` as `mask` allows (an
@@ -414,12 +406,35 @@ fn repeat_kv(x: &Tensor, g: i64) -> Result<Tensor> {
         .f_reshape([b, n * g, l, d])?)
 }
 
+/// softmax(q·kᵀ·scale + mask)·v with matching (or broadcasting, in the math form) head counts:
+/// libtorch's fused attention where `sdpa`, else [`math_attention`].
+pub(crate) fn core_attention(
+    (q, k, v): (&Tensor, &Tensor, &Tensor),
+    mask: &AttnMask,
+    sdpa: bool,
+    scale: f64,
+) -> Result<Tensor> {
+    Ok(if sdpa {
+        let (m, causal) = match mask {
+            AttnMask::None => (None, false),
+            AttnMask::Causal => (None, true),
+            AttnMask::Explicit(m) | AttnMask::Additive(m) => (Some(m), false),
+        };
+        Tensor::f_scaled_dot_product_attention(q, k, v, m, 0.0, causal, Some(scale), false)?
+    } else {
+        math_attention(q, k, v, mask, scale)?
+    })
+}
+
 /// HF-style eager attention: scores in the model dtype, fp32 softmax, masked keys at −∞.
-fn math_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result<Tensor> {
-    let hd = q.size()[3];
-    let scores = q
-        .f_matmul(&k.f_transpose(-2, -1)?)?
-        .f_mul_scalar(1.0 / (hd as f64).sqrt())?; // (b, nh, t, l)
+fn math_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: &AttnMask,
+    scale: f64,
+) -> Result<Tensor> {
+    let scores = q.f_matmul(&k.f_transpose(-2, -1)?)?.f_mul_scalar(scale)?; // (b, nh, t, l)
     let hidden = match mask {
         AttnMask::None => None,
         AttnMask::Causal => {

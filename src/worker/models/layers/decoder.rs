@@ -3,10 +3,12 @@
 //! family decides each layer's feed-forward (dense SwiGLU, MoE, ...).
 use super::attention::{Attention, AttnShape, Rope};
 use super::basic::{RmsNorm, SwiGlu};
+use super::mla::MlaAttention;
+use super::self_attention::SelfAttention;
 use crate::checkpoint::tensors::WeightPath;
 use crate::engine::kv_cache::{AttnMask, KvCache, KvDims};
 use anyhow::{ensure, Result};
-use llmprof::model::dense::RopeScaling;
+use llmprof::model::dense::{Mla, RopeScaling};
 use llmprof::model::module_work::{
     ATTENTION, ATTENTION_NORM, EMBED, FINAL_NORM, LAYER, LM_HEAD, MLP, MLP_NORM,
 };
@@ -44,6 +46,9 @@ pub struct DecoderDims {
     pub tie_word_embeddings: bool,
     /// Gemma 3's structure ([`Sandwich`]); `None` for the plain pre-norm stack.
     pub sandwich: Option<Sandwich>,
+    /// Multi-head latent attention in place of `attn`'s GQA (DeepSeek-V2/V3; `attn.head_dim`
+    /// is then its RoPE dims).
+    pub mla: Option<Mla>,
 }
 
 /// Gemma 3's decoder structure: embeddings × `embed_scale`, RMSNorm weights stored as offsets
@@ -69,10 +74,20 @@ impl DecoderDims {
     }
 
     pub fn kv(&self) -> KvDims {
-        KvDims {
-            layers: self.layers,
-            kv_heads: self.attn.kv_heads,
-            head_dim: self.attn.head_dim,
+        match &self.mla {
+            // One latent + RoPE key per token, read as keys and (its first columns) as values.
+            Some(m) => KvDims {
+                layers: self.layers,
+                kv_heads: 1,
+                head_dim: m.latent_width(),
+                v_head_dim: 0,
+            },
+            None => KvDims {
+                layers: self.layers,
+                kv_heads: self.attn.kv_heads,
+                head_dim: self.attn.head_dim,
+                v_head_dim: self.attn.head_dim,
+            },
         }
     }
 }
@@ -80,7 +95,7 @@ impl DecoderDims {
 #[derive(Debug)]
 pub struct DecoderLayer {
     input_ln: RmsNorm,
-    attn: Attention,
+    attn: SelfAttention,
     post_ln: RmsNorm,
     ffn: Box<dyn FeedForward>,
     /// Gemma's norms of the attention and MLP outputs (before their residual adds).
@@ -100,7 +115,7 @@ impl DecoderLayer {
         &self,
         (h, pending): (&Tensor, Option<&Tensor>),
         obs: &dyn RegionObserver,
-        attn: impl FnOnce(&Attention, &Tensor) -> Result<Tensor>,
+        attn: impl FnOnce(&SelfAttention, &Tensor) -> Result<Tensor>,
     ) -> Result<(Tensor, Tensor)> {
         let a = {
             let _m = obs.enter_module(ATTENTION, None);
@@ -129,6 +144,37 @@ impl DecoderLayer {
             None => Ok((h, f)),
         }
     }
+}
+
+/// Layer attention at `vs` (`model.layers.{i}.self_attn`): MLA where `dims` has it, else GQA
+/// with the kernel switches of `optim`.
+fn load_attention(
+    vs: &WeightPath,
+    dims: &DecoderDims,
+    optim: &EngineOptim,
+) -> Result<SelfAttention> {
+    if let Some(m) = &dims.mla {
+        let a = MlaAttention::load(vs, m, dims.attn.heads, dims.rms_norm_eps, optim.sdpa)?;
+        return Ok(SelfAttention::Mla(a));
+    }
+    let mut attn = Attention::load(vs, dims.attn, optim.fused_projections, optim.sdpa)?;
+    attn.rope_kv_kernel = optim.rope_kv_kernel;
+    attn.decode_attention_kernel = optim.decode_attention_kernel;
+    attn.decode_attention_min_window = optim.decode_attention_min_window as i64;
+    Ok(SelfAttention::Gqa(attn))
+}
+
+/// The RoPE of the global layers (all layers but Gemma's local ones): Gemma's linear scaling,
+/// MLA's YaRN, or Llama 3's scaling where configured.
+fn global_rope(dims: &DecoderDims, device: tch::Device) -> Result<Rope> {
+    let (d, theta) = (dims.attn.head_dim, dims.rope_theta);
+    if let Some(f) = dims.sandwich.as_ref().and_then(|s| s.global_rope_factor) {
+        return Rope::new(d, theta, device)?.slowed(f);
+    }
+    if let Some(y) = dims.mla.as_ref().and_then(|m| m.yarn.as_ref()) {
+        return Rope::from_inv_freq(&y.inv_freq(d, theta), y.attention_factor(), device);
+    }
+    Rope::with_scaling(d, theta, dims.rope_scaling.as_ref(), device)
 }
 
 /// An RMSNorm, fused or not as `o` says.
@@ -217,15 +263,7 @@ impl Decoder {
         let layers = (0..dims.layers)
             .map(|i| {
                 let l = m.sub("layers").sub(i);
-                let mut attn = Attention::load(
-                    &l.sub("self_attn"),
-                    dims.attn,
-                    optim.fused_projections,
-                    optim.sdpa,
-                )?;
-                attn.rope_kv_kernel = optim.rope_kv_kernel;
-                attn.decode_attention_kernel = optim.decode_attention_kernel;
-                attn.decode_attention_min_window = optim.decode_attention_min_window as i64;
+                let attn = load_attention(&l.sub("self_attn"), dims, optim)?;
                 let n = |name: &str| {
                     norm_with_offset(&l.sub(name), dims.rms_norm_eps, optim, dims.norm_offset())
                 };
@@ -276,17 +314,7 @@ impl Decoder {
             norm: norm_with_offset(&m.sub("norm"), dims.rms_norm_eps, optim, dims.norm_offset())?,
             embed_scale,
             lm_head,
-            rope: match dims.sandwich.as_ref().and_then(|s| s.global_rope_factor) {
-                Some(f) => {
-                    Rope::new(dims.attn.head_dim, dims.rope_theta, vs.device())?.slowed(f)?
-                }
-                None => Rope::with_scaling(
-                    dims.attn.head_dim,
-                    dims.rope_theta,
-                    dims.rope_scaling.as_ref(),
-                    vs.device(),
-                )?,
-            },
+            rope: global_rope(dims, vs.device())?,
             rope_local: dims
                 .sandwich
                 .as_ref()
@@ -375,7 +403,7 @@ impl Decoder {
         &self,
         x: &Tensor,
         obs: &dyn RegionObserver,
-        mut attn: impl FnMut(&Attention, &Tensor, usize) -> Result<Tensor>,
+        mut attn: impl FnMut(&SelfAttention, &Tensor, usize) -> Result<Tensor>,
     ) -> Result<Tensor> {
         let mut h = x.shallow_clone();
         let mut pending: Option<Tensor> = None;

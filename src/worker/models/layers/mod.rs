@@ -1,10 +1,11 @@
 //! Building blocks any family composes (tensor code): RMSNorm, SwiGLU and the other MLPs, GQA
-//! attention with RoPE over the engine's KV cache, the decoder stack, mixtures of experts, and the
-//! pre-LayerNorm block
-//! stack of vision encoders.
+//! attention with RoPE and multi-head latent attention over the engine's KV cache, the decoder
+//! stack, mixtures of experts, and the pre-LayerNorm block stack of vision encoders.
 pub mod attention;
 pub mod basic;
 pub mod decoder;
 pub mod hf_tokenizer;
+pub mod mla;
 pub mod moe;
 pub mod pre_norm;
+pub mod self_attention;

@@ -1,12 +1,15 @@
-//! A mixture-of-experts FFN (DeepSeek: docs/deepseek-ocr.md §2; Mixtral; Qwen3-MoE): fp32 softmax
-//! router, greedy top-k (renormalised where the model says so, scaled by a routed factor),
-//! routed SwiGLU experts summed in fp32, plus always-on shared experts where the model has them.
-//! A family gives the shape and its checkpoint's names ([`MoeShape`], [`ExpertNames`]).
+//! A mixture-of-experts FFN (DeepSeek: docs/deepseek-ocr.md §2; Mixtral; Qwen3-MoE; DeepSeek-V3):
+//! fp32 router, softmax or sigmoid scores (V3: the choice adds a correction bias, the weights do
+//! not), top-k greedy or within the best groups of experts, renormalised where the model says
+//! so, scaled by a routed factor; routed SwiGLU experts summed in fp32, plus always-on shared
+//! experts where the model has them. A family gives the shape and its checkpoint's names
+//! ([`MoeShape`], [`ExpertNames`]).
 
 use crate::checkpoint::tensors::WeightPath;
 use crate::ffi::kernels;
 use crate::models::layers::basic::{silu_mul_halves, GateUp, GateUpOut, SwiGlu};
 use anyhow::{ensure, Result};
+use llmprof::model::dense::{GroupLimit, GroupScore, Scoring};
 use llmprof::model::module_work::{
     COMBINE, EXPERTS_ACT, EXPERTS_DOWN, EXPERTS_GATE_UP, ROUTER, ROUTING, SHARED_EXPERTS,
 };
@@ -50,6 +53,32 @@ pub struct MoeShape {
     pub scaling: f64,
     /// Shared experts under `shared_experts` (DeepSeek).
     pub shared: bool,
+    /// Softmax or sigmoid scores (sigmoid: with the router's `e_score_correction_bias`).
+    pub scoring: Scoring,
+    /// Top-k within the best groups of experts only.
+    pub group_limit: Option<GroupLimit>,
+}
+
+impl MoeShape {
+    /// Softmax routing over all experts, greedy top-k: every MoE but DeepSeek-V2/V3's grouped
+    /// and sigmoid ones (a family with those sets them on top).
+    pub fn greedy(
+        experts: i64,
+        top_k: i64,
+        norm_topk_prob: bool,
+        scaling: f64,
+        shared: bool,
+    ) -> Self {
+        MoeShape {
+            experts,
+            top_k,
+            norm_topk_prob,
+            scaling,
+            shared,
+            scoring: Scoring::Softmax,
+            group_limit: None,
+        }
+    }
 }
 
 /// A checkpoint's names below the MoE: the router's weight and each expert's three projections
@@ -81,6 +110,10 @@ pub struct Moe {
     top_k: i64,
     scaling: f64,
     norm_topk_prob: bool,
+    scoring: Scoring,
+    group_limit: Option<GroupLimit>,
+    /// Added to the scores for the choice only (sigmoid scoring), fp32 [E].
+    correction_bias: Option<Tensor>,
     pub dispatch: MoeDispatch,
     /// With `Grouped` dispatch on a CUDA device: the router logits in one llmprof kernel (up to
     /// [`ROUTER_LOGITS_KERNEL_MAX_TOKENS`]), then softmax, top-k and the expert sort in llmprof's
@@ -124,6 +157,18 @@ impl Moe {
             top_k: shape.top_k,
             scaling: shape.scaling,
             norm_topk_prob: shape.norm_topk_prob,
+            scoring: shape.scoring,
+            group_limit: shape.group_limit,
+            correction_bias: match shape.scoring {
+                Scoring::Sigmoid => {
+                    let at = names.router.trim_end_matches(".weight");
+                    Some(
+                        vs.get(&format!("{at}.e_score_correction_bias"))?
+                            .f_to_kind(Kind::Float)?,
+                    )
+                }
+                Scoring::Softmax => None,
+            },
             dispatch: MoeDispatch::Auto,
             routing_kernel: false,
             combine_kernel: false,
@@ -154,10 +199,28 @@ impl Moe {
         self.top_k_of(&self.router_logits(xs)?)
     }
 
-    /// Softmax over router `logits` [N,E], top-k, × routed_scaling_factor (see [`Moe::route`]).
+    /// Scores of router `logits` [N,E], the top-k choice (bias-corrected, within the best
+    /// groups where the model says so), their scores renormalised where it says so, ×
+    /// routed_scaling_factor (see [`Moe::route`]).
     fn top_k_of(&self, logits: &Tensor) -> Result<(Tensor, Tensor)> {
-        let scores = logits.f_softmax(-1, Kind::Float)?;
-        let (w, idx) = scores.f_topk(self.top_k, -1, true, false)?; // (n, k)
+        let scores = match self.scoring {
+            Scoring::Softmax => logits.f_softmax(-1, Kind::Float)?,
+            Scoring::Sigmoid => logits.f_sigmoid()?,
+        };
+        let (w, idx) = if self.correction_bias.is_none() && self.group_limit.is_none() {
+            scores.f_topk(self.top_k, -1, true, false)? // (n, k)
+        } else {
+            let choice = match &self.correction_bias {
+                Some(b) => scores.f_add(b)?,
+                None => scores.shallow_clone(),
+            };
+            let choice = match &self.group_limit {
+                Some(g) => in_best_groups(&choice, g)?,
+                None => choice,
+            };
+            let idx = choice.f_topk(self.top_k, -1, true, false)?.1;
+            (scores.f_gather(-1, &idx, false)?, idx)
+        };
         let w = match self.norm_topk_prob {
             true => w.f_div(&w.f_sum_dim_intlist(-1, true, Kind::Float)?)?,
             false => w,
@@ -175,6 +238,8 @@ impl Moe {
     fn uses_routing_kernel(&self, xs: &Tensor) -> bool {
         self.routing_kernel
             && !self.norm_topk_prob
+            && self.scoring == Scoring::Softmax
+            && self.group_limit.is_none()
             && self.dispatch == MoeDispatch::Grouped
             && xs.device().is_cuda()
             && grouped_mm_supported(xs)
@@ -433,6 +498,32 @@ impl super::decoder::FeedForward for Moe {
             llmprof::model::module_work::MOE_NORM,
         )
     }
+}
+
+/// `choice` [N,E] with the experts outside each row's `top_groups` best groups hidden: at 0
+/// where a group scores by its best expert (DeepSeek-V2), at −∞ where by its two best (V3).
+fn in_best_groups(choice: &Tensor, g: &GroupLimit) -> Result<Tensor> {
+    let (n, e) = choice.size2()?;
+    let grouped = choice.f_view([n, g.groups, e / g.groups])?;
+    let (group_scores, hidden) = match g.group_score {
+        GroupScore::Max => (grouped.f_amax(-1, false)?, 0.0),
+        GroupScore::Top2Sum => (
+            grouped
+                .f_topk(2, -1, true, true)?
+                .0
+                .f_sum_dim_intlist(-1, false, Kind::Float)?,
+            f64::NEG_INFINITY,
+        ),
+    }; // (n, groups)
+    let best = group_scores.f_topk(g.top_groups, -1, true, false)?.1;
+    let keep = group_scores
+        .f_zeros_like()?
+        .f_scatter_value(1, &best, 1.0)?
+        .f_unsqueeze(-1)?
+        .f_expand([n, g.groups, e / g.groups], false)?
+        .f_reshape([n, e])?
+        .f_eq(0.0)?; // true: hidden
+    Ok(choice.f_masked_fill(&keep, hidden)?)
 }
 
 /// `_grouped_mm` runs on the CPU in any float dtype but on CUDA only in bf16; elsewhere

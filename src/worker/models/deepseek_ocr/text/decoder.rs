@@ -27,6 +27,7 @@ pub fn dims(cfg: &DecoderConfig) -> DecoderDims {
         max_positions: cfg.max_position_embeddings,
         tie_word_embeddings: false,
         sandwich: None,
+        mla: None,
     }
 }
 

@@ -17,13 +17,13 @@ pub fn load(
     );
     Moe::load(
         vs,
-        MoeShape {
-            experts: cfg.n_routed_experts,
-            top_k: cfg.num_experts_per_tok,
-            norm_topk_prob: false,
-            scaling: cfg.routed_scaling_factor,
-            shared: cfg.n_shared_experts > 0,
-        },
+        MoeShape::greedy(
+            cfg.n_routed_experts,
+            cfg.num_experts_per_tok,
+            false,
+            cfg.routed_scaling_factor,
+            cfg.n_shared_experts > 0,
+        ),
         HF_EXPERT_NAMES,
         fused,
     )

@@ -8,6 +8,8 @@ use tch::{Kind, Tensor};
 #[derive(Debug)]
 pub struct Rope {
     inv_freq: Tensor,
+    /// cos and sin × this (YaRN's attention factor; 1 elsewhere).
+    scale: f64,
 }
 
 impl Rope {
@@ -17,13 +19,27 @@ impl Rope {
             .f_div_scalar(head_dim as f64)?
             .f_mul_scalar(-theta.ln())?
             .f_exp()?;
-        Ok(Rope { inv_freq })
+        Ok(Rope {
+            inv_freq,
+            scale: 1.0,
+        })
+    }
+
+    /// Tables from given inverse frequencies (d/2 of them), cos and sin × `scale` (YaRN).
+    pub fn from_inv_freq(inv_freq: &[f64], scale: f64, device: tch::Device) -> Result<Self> {
+        Ok(Rope {
+            inv_freq: Tensor::f_from_slice(inv_freq)?
+                .f_to_kind(Kind::Float)?
+                .f_to_device(device)?,
+            scale,
+        })
     }
 
     /// These tables for positions ÷ `factor` (linear RoPE scaling: each frequency ÷ `factor`).
     pub fn slowed(self, factor: f64) -> Result<Self> {
         Ok(Rope {
             inv_freq: self.inv_freq.f_div_scalar(factor)?,
+            ..self
         })
     }
 
@@ -66,6 +82,7 @@ impl Rope {
             .f_logical_and(&wavelen.f_gt(low_wavelen)?.f_logical_not()?)?;
         Ok(Rope {
             inv_freq: smoothed.f_where_self(&medium, &llama)?,
+            scale: 1.0,
         })
     }
 
@@ -76,7 +93,12 @@ impl Rope {
             .f_unsqueeze(-1)?
             .f_mul(&self.inv_freq)?; // (b, t, d/2)
         let emb = Tensor::f_cat(&[&freqs, &freqs], -1)?.f_unsqueeze(1)?; // (b, 1, t, d)
-        Ok((emb.f_cos()?.f_to_kind(kind)?, emb.f_sin()?.f_to_kind(kind)?))
+        let (cos, sin) = (emb.f_cos()?, emb.f_sin()?);
+        let (cos, sin) = match self.scale {
+            1.0 => (cos, sin),
+            s => (cos.f_mul_scalar(s)?, sin.f_mul_scalar(s)?),
+        };
+        Ok((cos.f_to_kind(kind)?, sin.f_to_kind(kind)?))
     }
 }
 
