@@ -10,11 +10,6 @@ pub trait CausalLm {
     fn device(&self) -> Device;
     fn eos_token_id(&self) -> i64;
     fn max_positions(&self) -> i64;
-    /// Sliding-window attention's window (keys a token sees, itself included), if the model
-    /// has one: the engine attends over the whole context, the same only within the window.
-    fn attention_window(&self) -> Option<i64> {
-        None
-    }
     /// Whether the model was built with the preallocated (static) KV cache.
     fn static_kv_cache(&self) -> bool;
     /// A zeroed KV cache for `batch` rows of up to `capacity` tokens.
@@ -58,18 +53,4 @@ pub fn left_pad(prompts: &[&[i64]], pad_id: i64) -> (Vec<i64>, i64, Vec<i64>) {
         flat.extend_from_slice(r);
     }
     (flat, t, pads)
-}
-
-/// Refuses a generation of `context` tokens (prompt + new) that would reach past `model`'s
-/// sliding attention window, which the engine does not apply.
-pub fn check_window<M: CausalLm + ?Sized>(model: &M, context: usize) -> Result<()> {
-    if let Some(w) = model.attention_window() {
-        anyhow::ensure!(
-            context as i64 <= w,
-            "prompt + new tokens = {context} reach past this model's sliding attention window of {w} \
-             tokens, which llmprof does not apply (it attends over the whole context, the same only \
-             within the window)\n  fix: shorter prompts or fewer new tokens, {w} in all at most"
-        );
-    }
-    Ok(())
 }

@@ -155,7 +155,6 @@ pub fn run<M: CausalLm>(
     let obs = NoopObserver;
     let rows: Vec<&[i64]> = prompts.iter().map(Vec::as_slice).collect();
     let longest = prompts.iter().map(Vec::len).max().unwrap_or(0);
-    super::causal_lm::check_window(model, longest + steps + 1)?;
     let mut session = DecodeSession::new(model, path)?;
     let cache = session.begin(model, rows.len() as i64, (longest + steps + 1) as i64)?;
     let mut logits = model.prefill_text(&rows, cache, &obs)?;

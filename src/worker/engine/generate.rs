@@ -72,7 +72,6 @@ pub fn generate_with<M: CausalLm>(
         "prompt ({t}) + max_new_tokens ({}) exceeds max_position_embeddings {max_pos}",
         cfg.max_new_tokens
     );
-    super::causal_lm::check_window(model, t + cfg.max_new_tokens)?;
     let cache = session.begin(model, b as i64, capacity)?;
     let mut logits = prefill(cache)?; // (b, vocab)
     let eos = model.eos_token_id();

@@ -287,9 +287,24 @@ impl KvCache {
             .f_logical_and(&j.f_le_tensor(&self.len_t.f_view([1, 1, 1, 1])?)?)?)
     }
 
-    /// [`KvCache::device_step_mask`] as an additive mask in `kind` (0 visible, −∞ hidden).
-    pub fn device_step_additive_mask(&self, window: i64, kind: Kind) -> Result<AttnMask> {
+    /// [`KvCache::device_step_mask`] as an additive mask in `kind` (0 visible, −∞ hidden),
+    /// limited to the last `sliding` keys (the step's slot included) where given.
+    pub fn device_step_additive_mask(
+        &self,
+        window: i64,
+        kind: Kind,
+        sliding: Option<i64>,
+    ) -> Result<AttnMask> {
         let visible = self.device_step_mask(window)?;
+        let visible = match sliding {
+            Some(w) => {
+                let j = Tensor::f_arange(window, (Kind::Int64, self.len_t.device()))?
+                    .f_view([1, 1, 1, window])?;
+                let first = self.len_t.f_view([1, 1, 1, 1])?.f_sub_scalar(w)?;
+                visible.f_logical_and(&j.f_gt_tensor(&first)?)?
+            }
+            None => visible,
+        };
         Ok(AttnMask::Additive(
             Tensor::f_where_scalar(&visible, 0.0, f64::NEG_INFINITY)?.f_to_kind(kind)?,
         ))
@@ -332,8 +347,15 @@ impl KvCache {
     /// Mask for `t` new query slots against keys [0, len+t). Pad keys are hidden; a pad query
     /// sees itself only, so no softmax row is empty (no NaN).
     pub fn attention_mask(&self, t: i64) -> Result<AttnMask> {
+        self.attention_mask_within(t, None)
+    }
+
+    /// [`KvCache::attention_mask`] where each query sees only its last `sliding` keys (itself
+    /// included: key slot j from query slot i when i − W < j), where given and reached.
+    pub fn attention_mask_within(&self, t: i64, sliding: Option<i64>) -> Result<AttnMask> {
+        let sliding = sliding.filter(|&w| self.len + t > w);
         let padded = self.pad.iter().any(|&p| p > 0);
-        if !padded {
+        if !padded && sliding.is_none() {
             if t == 1 {
                 return Ok(AttnMask::None);
             }
@@ -349,6 +371,10 @@ impl KvCache {
             .f_view([1, 1, t, 1])?;
         let pad = self.pad_t.f_view([self.batch, 1, 1, 1])?;
         let visible = j.f_ge_tensor(&pad)?.f_logical_and(&j.f_le_tensor(&i)?)?;
+        let visible = match sliding {
+            Some(w) => visible.f_logical_and(&j.f_gt_tensor(&i.f_sub_scalar(w)?)?)?,
+            None => visible,
+        };
         Ok(AttnMask::Explicit(
             visible.f_logical_or(&j.f_eq_tensor(&i)?)?,
         )) // (b, 1, t, l)

@@ -3,7 +3,8 @@
 //! q = heads·head_dim, kv = kv_heads·head_dim, F = intermediate_size, V = vocab_size:
 //! - projections 2·H·(q + 2·kv) + 2·q·H (q/k/v/o; GQA shrinks k and v), biases not counted;
 //! - SwiGLU MLP 3·2·H·F;
-//! - attention core 4·q·c for a query that sees c keys (q·kᵀ and p·v over all query heads);
+//! - attention core 4·q·c for a query that sees c keys (q·kᵀ and p·v over all query heads; a
+//!   sliding layer's query sees at most its window: model/dense/window.rs);
 //! - multi-head latent attention (DeepSeek) as it runs, absorbed: model/dense/mla.rs;
 //! - lm_head 2·H·V per position whose logits are computed (prefill: the last one only).
 //!
@@ -129,7 +130,7 @@ pub fn prefill_flops(a: &DenseArch, prompt_len: i64, logits_positions: i64) -> F
             attention_proj: lin.attention_proj * s,
             mlp: lin.mlp * s,
         },
-        attention: a.num_hidden_layers as f64 * core_flops_per_key(a) * s * (s + 1.0) / 2.0,
+        attention: core_flops_per_key(a) * a.prefill_keys_all_layers(s),
         lm_head: logits_positions as f64 * lm_head_flops(a),
     }
 }
@@ -138,7 +139,7 @@ pub fn prefill_flops(a: &DenseArch, prompt_len: i64, logits_positions: i64) -> F
 pub fn decode_step_flops(a: &DenseArch, context_len: i64) -> ForwardFlops {
     ForwardFlops {
         linear: linear_flops_per_token(a),
-        attention: a.num_hidden_layers as f64 * core_flops_per_key(a) * context_len as f64,
+        attention: core_flops_per_key(a) * a.keys_seen_all_layers(context_len as f64),
         lm_head: lm_head_flops(a),
     }
 }
@@ -235,6 +236,8 @@ pub fn decode_step_bytes(
     let p = params(a);
     let b = dtype_bytes as f64;
     let kv = kv_bytes_per_token(a, dtype_bytes) as f64 * batch as f64;
+    // The keys a step reads, averaged over the layers (sliding layers read their window only).
+    let keys_read = a.keys_seen_all_layers(context_len as f64) / a.num_hidden_layers as f64;
     let vh = (a.vocab_size * a.hidden_size) as f64 * b;
     // An MoE layer reads the router and the experts the batch's rows reach.
     let (dense, moe) = mlp_layers(a);
@@ -249,7 +252,7 @@ pub fn decode_step_bytes(
         },
         lm_head: vh,
         // Every key the new token attends to (itself included) is read; its K/V is written.
-        kv_read: kv * context_len as f64,
+        kv_read: kv * keys_read,
         kv_write: kv,
     }
 }

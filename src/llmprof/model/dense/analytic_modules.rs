@@ -43,6 +43,11 @@ pub fn decode_step_work(
     };
     let mut out = vec![top("embed", 0.0, embedding_rows, t * h)];
     for layer in 0..a.num_hidden_layers as u32 {
+        // A sliding layer attends to its window only.
+        let shape = LayerShape {
+            context: a.keys_seen(layer as i64, context_len as f64),
+            ..shape
+        };
         let mut attention = match &a.mla {
             Some(m) => m.layer_work(&shape, a.num_attention_heads, layer),
             None => attention_work(&shape, layer),
@@ -124,6 +129,8 @@ mod tests {
                     "qwen3_30b_a3b",
                     "deepseek_v2_lite",
                     "deepseek_v3",
+                    "gemma3_1b",
+                    "phi3_mini_4k",
                 ]
                 .map(|p| (p, super::super::tests::preset(p))),
             )

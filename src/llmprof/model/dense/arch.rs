@@ -59,12 +59,15 @@ pub struct DenseArch {
     /// An RMSNorm over each head of q and of k before RoPE (`q_norm`, `k_norm`: Qwen3).
     #[serde(default)]
     pub qk_norm: bool,
-    /// Sliding-window attention: each token sees at most this many keys (itself included;
-    /// Mistral's `sliding_window`, Qwen2/3's with `use_sliding_window`). llmprof attends over
-    /// the whole context, which is the same while the context fits the window; longer runs
-    /// are refused.
+    /// Sliding-window attention: a token of a sliding layer sees at most this many keys
+    /// (itself included; Mistral's `sliding_window`, Qwen2/3's with `use_sliding_window`,
+    /// Gemma 3's local layers). Which layers slide: [`DenseArch::sliding_layers`].
     #[serde(default)]
     pub sliding_window: Option<i64>,
+    /// The first layer that slides when there is a window and no Gemma structure (Qwen2/3's
+    /// `max_window_layers`; 0: every layer).
+    #[serde(default)]
+    pub first_sliding_layer: i64,
     /// A mixture of experts in place of the MLP (Mixtral, Qwen3-MoE); `intermediate_size` is
     /// then the width of the layers that keep a dense MLP.
     #[serde(default)]
@@ -193,6 +196,7 @@ impl DenseArch {
             attention_bias: self.attention_bias,
             qk_norm: self.qk_norm,
             sliding_window: self.sliding_window,
+            first_sliding_layer: self.first_sliding_layer.min(2),
             moe: self.moe.as_ref().map(super::DenseMoe::tiny),
             packed_projections: self.packed_projections,
             mlp_activation: self.mlp_activation,
@@ -229,6 +233,7 @@ impl DenseArch {
             );
         }
         let heads = int("num_attention_heads")?;
+        let window = super::window::from_hf_config(v, model_type, int("num_hidden_layers")?);
         let hidden = int("hidden_size")?;
         let first_id = |k: &str| -> Result<i64> {
             match v.get(k) {
@@ -319,7 +324,8 @@ impl DenseArch {
                 .and_then(|x| x.as_bool())
                 .unwrap_or(model_type == "qwen2"),
             qk_norm: matches!(model_type, "qwen3" | "qwen3_moe" | "gemma3_text"),
-            sliding_window: sliding_window(v, model_type),
+            sliding_window: window.map(|w| w.0),
+            first_sliding_layer: window.map_or(0, |w| w.1),
             moe: super::DenseMoe::from_hf_config(v, model_type),
             packed_projections: model_type == "phi3",
             mlp_activation: match model_type {
@@ -348,21 +354,5 @@ impl DenseArch {
         };
         arch.validate()?;
         Ok(arch)
-    }
-}
-
-/// The attention window config.json sets: Mistral's `sliding_window` (null: none); Qwen2/3's
-/// only with `use_sliding_window`.
-fn sliding_window(v: &serde_json::Value, model_type: &str) -> Option<i64> {
-    let window = v.get("sliding_window").and_then(|x| x.as_i64());
-    match model_type {
-        "mistral" | "mixtral" | "phi3" | "gemma3_text" => window,
-        "qwen2" | "qwen3" | "qwen3_moe" => v
-            .get("use_sliding_window")
-            .and_then(|x| x.as_bool())
-            .unwrap_or(false)
-            .then_some(window)
-            .flatten(),
-        _ => None,
     }
 }

@@ -21,6 +21,8 @@ struct Hand {
     lm_head: f64,
     attention_per_key: f64,
     params: u64,
+    /// Sliding window and the layers that slide (their queries see at most the window).
+    window: Option<(f64, f64)>,
 }
 
 fn hand(name: &str) -> Hand {
@@ -37,6 +39,7 @@ fn hand(name: &str) -> Hand {
             lm_head: 272_269_312.0,
             attention_per_key: 86_016.0,
             params: 494_032_768,
+            window: None,
         },
         // H 3584, q 28·128 = 3584, kv 4·128 = 512, F 18944, V 152064, L 28.
         // proj = 2·3584·4608 + 2·3584·3584 = 33,030,144 + 25,690,112 = 58,720,256
@@ -50,6 +53,7 @@ fn hand(name: &str) -> Hand {
             lm_head: 1_089_994_752.0,
             attention_per_key: 401_408.0,
             params: 7_615_616_512,
+            window: None,
         },
         // H 4096, q 32·128 = 4096, kv 8·128 = 1024, F 14336, V 128256, L 32.
         // proj = 2·4096·6144 + 2·4096·4096 = 50,331,648 + 33,554,432 = 83,886,080
@@ -63,6 +67,7 @@ fn hand(name: &str) -> Hand {
             lm_head: 1_050_673_152.0,
             attention_per_key: 524_288.0,
             params: 8_030_261_248,
+            window: None,
         },
         // H 1024, q 16·128 = 2048, kv 8·128 = 1024 (head_dim 128, not H ÷ heads), F 3072,
         // V 151936, L 28.
@@ -81,6 +86,7 @@ fn hand(name: &str) -> Hand {
             lm_head: 268_435_456.0,
             attention_per_key: 524_288.0,
             params: 7_248_023_552,
+            window: None,
         },
         // Llama-3.1-8B's attention (83,886,080 per layer) and 8 SwiGLU experts of F 14336, top-2:
         // mlp = router 2·4096·8 + 2·6·4096·14336 = 65,536 + 704,643,072 = 704,708,608 per layer;
@@ -94,6 +100,7 @@ fn hand(name: &str) -> Hand {
             lm_head: 262_144_000.0,
             attention_per_key: 524_288.0,
             params: 46_702_792_704,
+            window: None,
         },
         // H 2048, q 32·128 = 4096, kv 4·128 = 512, 128 experts of 768, top-8, L 48.
         // proj = 2·2048·5120 + 2·4096·2048 = 37,748,736; mlp = router 2·2048·128 + 8·6·2048·768
@@ -107,6 +114,7 @@ fn hand(name: &str) -> Hand {
             lm_head: 622_329_856.0,
             attention_per_key: 786_432.0,
             params: 30_532_122_624,
+            window: None,
         },
         // H 3072, q = kv = 32·96 = 3072 (no GQA), F 8192, V 32064, L 32; q/k/v in one qkv_proj,
         // gate/up in one gate_up_proj (the same math).
@@ -120,6 +128,8 @@ fn hand(name: &str) -> Hand {
             lm_head: 197_001_216.0,
             attention_per_key: 393_216.0,
             params: 3_821_079_552,
+            // Every layer slides over 2047 keys.
+            window: Some((2047.0, 32.0)),
         },
         // H 1152, q 4·256 = 1024, kv 1·256 = 256, F 6912 (GeGLU: the same FLOPs as SwiGLU),
         // V 262144, L 26. proj = 2·1152·1536 + 2·1024·1152 = 5,898,240; mlp = 6·1152·6912 =
@@ -132,6 +142,8 @@ fn hand(name: &str) -> Hand {
             lm_head: 603_979_776.0,
             attention_per_key: 106_496.0,
             params: 999_885_952,
+            // Window 512 on the local layers: 5 local to each global (5, 11, 17, 23): 22 slide.
+            window: Some((512.0, 22.0)),
         },
         // MLA, absorbed (model/dense/mla.rs), H 2048, 16 heads, latent 512 + RoPE 64, nope 128,
         // v 128, no q bottleneck, V 102400, L 27 (layer 0 dense F 10944; 26 MoE layers of 64
@@ -152,6 +164,7 @@ fn hand(name: &str) -> Hand {
             lm_head: 419_430_400.0,
             attention_per_key: 940_032.0,
             params: 15_706_484_224,
+            window: None,
         },
         // H 7168, 128 heads, q bottleneck 1536, latent 512 + 64, nope 128, v 128, V 129280,
         // L 61 (3 dense of F 18432, 58 MoE of 256 experts of 2048, top-8, 1 shared expert).
@@ -171,12 +184,14 @@ fn hand(name: &str) -> Hand {
             lm_head: 1_853_358_080.0,
             attention_per_key: 16_990_208.0,
             params: 671_026_419_200,
+            window: None,
         },
         "qwen3_0_6b" => Hand {
             linear_per_token: 880_803_840.0,
             lm_head: 311_164_928.0,
             attention_per_key: 229_376.0,
             params: 596_049_920,
+            window: None,
         },
         _ => panic!("{name}"),
     }
@@ -206,20 +221,36 @@ fn analytic_counts_match_hand_computation_for_each_real_config() {
         );
         assert_eq!(lm_head_flops(&a), h.lm_head, "{name}");
         assert_eq!(params(&a).total(), h.params, "{name}");
+        // Keys seen summed over the layers, as a share of L: a sliding layer's at most W.
+        let l = a.num_hidden_layers as f64;
+        let share = |full: f64, windowed: f64| match h.window {
+            Some((_, sliding)) => ((l - sliding) * full + sliding * windowed) / l,
+            None => full,
+        };
+        let w = h.window.map_or(f64::INFINITY, |w| w.0);
         // Decode at c keys: linear + 4·q·L·c + lm_head.
-        let c = 1000;
+        let c = 1000.0;
         assert_eq!(
-            decode_step_flops(&a, c).total(),
-            h.linear_per_token + h.attention_per_key * c as f64 + h.lm_head,
+            decode_step_flops(&a, 1000).total(),
+            h.linear_per_token + h.attention_per_key * share(c, c.min(w)) + h.lm_head,
             "{name}"
         );
-        // Prefill of S tokens, logits at the last: S·linear + attention over S(S+1)/2 keys + lm_head.
-        let s = 512.0;
-        assert_eq!(
-            prefill_flops(&a, 512, 1).total(),
-            s * h.linear_per_token + h.attention_per_key * s * (s + 1.0) / 2.0 + h.lm_head,
-            "{name}"
-        );
+        // Prefill of S tokens, logits at the last: S·linear + attention over S(S+1)/2 keys
+        // (W(W+1)/2 + (S − W)·W on a sliding layer) + lm_head.
+        for s in [512.0, 2048.0] {
+            let windowed = if s > w {
+                w * (w + 1.0) / 2.0 + (s - w) * w
+            } else {
+                s * (s + 1.0) / 2.0
+            };
+            assert_eq!(
+                prefill_flops(&a, s as i64, 1).total(),
+                s * h.linear_per_token
+                    + h.attention_per_key * share(s * (s + 1.0) / 2.0, windowed)
+                    + h.lm_head,
+                "{name}"
+            );
+        }
     }
 }
 
@@ -298,17 +329,19 @@ fn sliding_windows_are_read_where_the_model_type_applies_them() {
         v.as_object_mut()
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
-        DenseArch::from_hf_config(&v).unwrap().sliding_window
+        let a = DenseArch::from_hf_config(&v).unwrap();
+        a.sliding_window.map(|w| (w, a.sliding_layers()))
     };
     assert_eq!(
         base(serde_json::json!({"model_type": "mistral", "sliding_window": 4096})),
-        Some(4096)
+        Some((4096, vec![0, 1]))
     );
     assert_eq!(
         base(serde_json::json!({"model_type": "mistral", "sliding_window": null})),
         None
     );
-    // Qwen2/3 carry a window but apply it only with use_sliding_window.
+    // Qwen2/3 carry a window but apply it only with use_sliding_window, from max_window_layers
+    // on (its default: every layer attends over the whole context).
     assert_eq!(
         base(serde_json::json!({"model_type": "qwen3", "sliding_window": 4096})),
         None
@@ -316,9 +349,16 @@ fn sliding_windows_are_read_where_the_model_type_applies_them() {
     assert_eq!(
         base(
             serde_json::json!({"model_type": "qwen2", "sliding_window": 4096,
+            "use_sliding_window": true, "max_window_layers": 1})
+        ),
+        Some((4096, vec![1]))
+    );
+    assert_eq!(
+        base(
+            serde_json::json!({"model_type": "qwen3", "sliding_window": 4096,
             "use_sliding_window": true})
         ),
-        Some(4096)
+        None
     );
     assert_eq!(
         base(serde_json::json!({"model_type": "llama", "sliding_window": 4096})),

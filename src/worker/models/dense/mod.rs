@@ -54,6 +54,7 @@ pub fn dims(a: &DenseArch) -> DecoderDims {
             global_rope_factor: s.global_rope_factor,
         }),
         mla: a.mla.clone(),
+        sliding: a.sliding_window.map(|w| (w, a.sliding_layers())),
     }
 }
 
@@ -151,10 +152,6 @@ impl CausalLm for DenseLm {
 
     fn max_positions(&self) -> i64 {
         self.arch.max_position_embeddings
-    }
-
-    fn attention_window(&self) -> Option<i64> {
-        self.arch.sliding_window
     }
 
     fn static_kv_cache(&self) -> bool {

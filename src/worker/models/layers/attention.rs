@@ -349,8 +349,8 @@ impl Attention {
     }
 
     /// One token per row [B,1,H] at the cache's device-side slot, attending over the first
-    /// `window` slots under `mask` (from [`KvCache::device_step_mask`]), or over the written
-    /// slots only through llmprof's kernel. Capturable. Marks the modules as
+    /// `window` slots under `mask` (from [`KvCache::device_step_mask`]), or, given no mask, over
+    /// the written slots only through llmprof's kernel. Capturable. Marks the modules as
     /// [`Attention::forward`] does.
     pub fn forward_device_step(
         &self,
@@ -379,7 +379,9 @@ impl Attention {
                 (q, k_all, v_all)
             }
         };
-        if self.uses_decode_kernel(x.device(), window) {
+        // The decoder passes no mask where the step may attend through the kernel (a sliding
+        // layer past its window gets its own mask, which the kernel does not apply).
+        if matches!(mask, AttnMask::None) && self.uses_decode_kernel(x.device(), window) {
             let o = {
                 let _m = obs.enter_module(CORE, None);
                 let (k_cache, v_cache, len) = cache.device_step_buffers(layer);

@@ -1,17 +1,16 @@
 //! A pre-norm decoder stack over the KV cache: embeddings, layers of (RMSNorm, attention,
 //! RMSNorm, feed-forward), final RMSNorm, lm_head (its own weight or the tied embedding). The
 //! family decides each layer's feed-forward (dense SwiGLU, MoE, ...).
-use super::attention::{Attention, AttnShape, Rope};
+use super::attention::{AttnShape, Rope};
 use super::basic::{RmsNorm, SwiGlu};
-use super::mla::MlaAttention;
+use super::decoder_layer::{global_rope, load_attention, LayerMasks, RopeTables};
+pub use super::decoder_layer::{norm, norm_with_offset, DecoderLayer};
 use super::self_attention::SelfAttention;
 use crate::checkpoint::tensors::WeightPath;
 use crate::engine::kv_cache::{AttnMask, KvCache, KvDims};
 use anyhow::{ensure, Result};
 use llmprof::model::dense::{Mla, RopeScaling};
-use llmprof::model::module_work::{
-    ATTENTION, ATTENTION_NORM, EMBED, FINAL_NORM, LAYER, LM_HEAD, MLP, MLP_NORM,
-};
+use llmprof::model::module_work::{EMBED, FINAL_NORM, LAYER, LM_HEAD, MLP, MLP_NORM};
 use llmprof::optim::EngineOptim;
 use llmprof::region::{Module, RegionObserver};
 use tch::{Kind, Tensor};
@@ -49,6 +48,9 @@ pub struct DecoderDims {
     /// Multi-head latent attention in place of `attn`'s GQA (DeepSeek-V2/V3; `attn.head_dim`
     /// is then its RoPE dims).
     pub mla: Option<Mla>,
+    /// Sliding-window attention: the window (keys a query sees, itself included) and the
+    /// layers that slide.
+    pub sliding: Option<(i64, Vec<i64>)>,
 }
 
 /// Gemma 3's decoder structure: embeddings × `embed_scale`, RMSNorm weights stored as offsets
@@ -88,124 +90,6 @@ impl DecoderDims {
                 head_dim: self.attn.head_dim,
                 v_head_dim: self.attn.head_dim,
             },
-        }
-    }
-}
-
-#[derive(Debug)]
-pub struct DecoderLayer {
-    input_ln: RmsNorm,
-    attn: SelfAttention,
-    post_ln: RmsNorm,
-    ffn: Box<dyn FeedForward>,
-    /// Gemma's norms of the attention and MLP outputs (before their residual adds).
-    out_norms: Option<(RmsNorm, RmsNorm)>,
-    /// Attends with the local RoPE table (Gemma's sliding layers).
-    local: bool,
-}
-
-impl DecoderLayer {
-    /// Pre-norm residual block on the residual stream `h`: `pending` is the previous layer's
-    /// feed-forward output, added to `h` in this layer's input norm ([`RmsNorm::add_forward`]
-    /// fuses each residual add with the norm after it; the first layer has none). `attn` maps
-    /// the normed input to the attention output. Returns the new residual stream and this
-    /// layer's feed-forward output, for the next norm to add. Marks `attention` {`input_norm`,
-    /// the attention's own} and the feed-forward's module {its norm, the block's own}.
-    fn forward(
-        &self,
-        (h, pending): (&Tensor, Option<&Tensor>),
-        obs: &dyn RegionObserver,
-        attn: impl FnOnce(&SelfAttention, &Tensor) -> Result<Tensor>,
-    ) -> Result<(Tensor, Tensor)> {
-        let a = {
-            let _m = obs.enter_module(ATTENTION, None);
-            let (h, normed) = {
-                let _n = obs.enter_module(ATTENTION_NORM, None);
-                match pending {
-                    Some(f) => self.input_ln.add_forward(h, f)?,
-                    None => (h.shallow_clone(), self.input_ln.forward(h)?),
-                }
-            };
-            let a = attn(&self.attn, &normed)?;
-            match &self.out_norms {
-                Some((after_attn, _)) => (h, after_attn.forward(&a)?),
-                None => (h, a),
-            }
-        };
-        let (ffn_module, ffn_norm) = self.ffn.modules();
-        let _m = obs.enter_module(ffn_module, None);
-        let (h, normed) = {
-            let _n = obs.enter_module(ffn_norm, None);
-            self.post_ln.add_forward(&a.0, &a.1)?
-        };
-        let f = self.ffn.forward(&normed, obs)?;
-        match &self.out_norms {
-            Some((_, after_ffn)) => Ok((h, after_ffn.forward(&f)?)),
-            None => Ok((h, f)),
-        }
-    }
-}
-
-/// Layer attention at `vs` (`model.layers.{i}.self_attn`): MLA where `dims` has it, else GQA
-/// with the kernel switches of `optim`.
-fn load_attention(
-    vs: &WeightPath,
-    dims: &DecoderDims,
-    optim: &EngineOptim,
-) -> Result<SelfAttention> {
-    if let Some(m) = &dims.mla {
-        let a = MlaAttention::load(vs, m, dims.attn.heads, dims.rms_norm_eps, optim.sdpa)?;
-        return Ok(SelfAttention::Mla(a));
-    }
-    let mut attn = Attention::load(vs, dims.attn, optim.fused_projections, optim.sdpa)?;
-    attn.rope_kv_kernel = optim.rope_kv_kernel;
-    attn.decode_attention_kernel = optim.decode_attention_kernel;
-    attn.decode_attention_min_window = optim.decode_attention_min_window as i64;
-    Ok(SelfAttention::Gqa(attn))
-}
-
-/// The RoPE of the global layers (all layers but Gemma's local ones): Gemma's linear scaling,
-/// MLA's YaRN, or Llama 3's scaling where configured.
-fn global_rope(dims: &DecoderDims, device: tch::Device) -> Result<Rope> {
-    let (d, theta) = (dims.attn.head_dim, dims.rope_theta);
-    if let Some(f) = dims.sandwich.as_ref().and_then(|s| s.global_rope_factor) {
-        return Rope::new(d, theta, device)?.slowed(f);
-    }
-    if let Some(y) = dims.mla.as_ref().and_then(|m| m.yarn.as_ref()) {
-        return Rope::from_inv_freq(&y.inv_freq(d, theta), y.attention_factor(), device);
-    }
-    Rope::with_scaling(d, theta, dims.rope_scaling.as_ref(), device)
-}
-
-/// An RMSNorm, fused or not as `o` says.
-pub fn norm(vs: &WeightPath, eps: f64, o: &EngineOptim) -> Result<RmsNorm> {
-    norm_with_offset(vs, eps, o, 0.0)
-}
-
-/// [`norm`] of a weight stored as an offset: the scale is `offset + weight` (Gemma: 1).
-pub fn norm_with_offset(
-    vs: &WeightPath,
-    eps: f64,
-    o: &EngineOptim,
-    offset: f64,
-) -> Result<RmsNorm> {
-    let mut n = RmsNorm::load(vs, eps)?.with_offset(offset)?;
-    n.fused = o.fused_rms_norm;
-    n.add_kernel = o.add_rms_norm_kernel;
-    Ok(n)
-}
-
-/// The (cos, sin) RoPE tables of a forward pass: global, and local where layers have their own.
-struct RopeTables {
-    global: (Tensor, Tensor),
-    local: Option<(Tensor, Tensor)>,
-}
-
-impl RopeTables {
-    fn of(&self, layer: &DecoderLayer) -> &(Tensor, Tensor) {
-        match (&self.local, layer.local) {
-            (Some(local), true) => local,
-            _ => &self.global,
         }
     }
 }
@@ -289,6 +173,7 @@ impl Decoder {
                         .sandwich
                         .as_ref()
                         .is_some_and(|s| s.local_layers.contains(&i)),
+                    sliding: dims.sliding.as_ref().is_some_and(|s| s.1.contains(&i)),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -324,6 +209,15 @@ impl Decoder {
             dims: dims.clone(),
             optim: *optim,
         })
+    }
+
+    /// The sliding window, where some layer slides.
+    fn sliding_window(&self) -> Option<i64> {
+        self.dims
+            .sliding
+            .as_ref()
+            .filter(|s| !s.1.is_empty())
+            .map(|s| s.0)
     }
 
     /// The implementation choices this decoder was built with.
@@ -383,14 +277,19 @@ impl Decoder {
             // Positions, RoPE tables and the mask: the embedding's work.
             let _m = obs.enter_module(EMBED, None);
             let positions = cache.positions(t)?; // (b, t)
-            (
-                self.rope_tables(&positions, x.kind())?,
-                cache.attention_mask(t)?,
-            )
+            let window = self.sliding_window();
+            let masks = LayerMasks {
+                full: cache.attention_mask(t)?,
+                sliding: window
+                    .filter(|&w| cache.len() + t > w)
+                    .map(|w| cache.attention_mask_within(t, Some(w)))
+                    .transpose()?,
+            };
+            (self.rope_tables(&positions, x.kind())?, masks)
         };
         let out = self.run_layers(x, obs, |a, x, i| {
-            let cos_sin = cos_sin.of(&self.layers[i]);
-            a.forward(x, cos_sin, (&mut *cache, i), &mask, obs)
+            let layer = &self.layers[i];
+            a.forward(x, cos_sin.of(layer), (&mut *cache, i), mask.of(layer), obs)
         })?;
         cache.advance(t)?;
         Ok(out)
@@ -449,16 +348,29 @@ impl Decoder {
                 .layers
                 .first()
                 .is_some_and(|l| l.attn.uses_decode_kernel(x.device(), window));
-            let mask = if kernel {
+            let full = if kernel {
                 AttnMask::None // the kernel reads each row's padding and length itself
             } else {
-                cache.device_step_additive_mask(window, x.kind())?
+                cache.device_step_additive_mask(window, x.kind(), None)?
             };
-            (cos_sin, mask)
+            // Sliding layers whose window the step's slots pass attend under their own mask
+            // (and so not through the kernel).
+            let sliding = self
+                .sliding_window()
+                .filter(|&w| window > w)
+                .map(|w| cache.device_step_additive_mask(window, x.kind(), Some(w)))
+                .transpose()?;
+            (cos_sin, LayerMasks { full, sliding })
         };
         let out = self.run_layers(x, obs, |a, x, i| {
-            let cos_sin = cos_sin.of(&self.layers[i]);
-            a.forward_device_step(x, cos_sin, (cache, i), (&mask, window), obs)
+            let layer = &self.layers[i];
+            a.forward_device_step(
+                x,
+                cos_sin.of(layer),
+                (cache, i),
+                (mask.of(layer), window),
+                obs,
+            )
         })?;
         cache.advance_device_len()?;
         Ok(out)

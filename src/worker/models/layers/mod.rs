@@ -4,8 +4,10 @@
 pub mod attention;
 pub mod basic;
 pub mod decoder;
+pub mod decoder_layer;
 pub mod hf_tokenizer;
 pub mod mla;
 pub mod moe;
+pub mod moe_router;
 pub mod pre_norm;
 pub mod self_attention;

@@ -5,11 +5,12 @@
 //! experts where the model has them. A family gives the shape and its checkpoint's names
 //! ([`MoeShape`], [`ExpertNames`]).
 
+use super::moe_router::Router;
 use crate::checkpoint::tensors::WeightPath;
 use crate::ffi::kernels;
 use crate::models::layers::basic::{silu_mul_halves, GateUp, GateUpOut, SwiGlu};
 use anyhow::{ensure, Result};
-use llmprof::model::dense::{GroupLimit, GroupScore, Scoring};
+use llmprof::model::dense::{GroupLimit, Scoring};
 use llmprof::model::module_work::{
     COMBINE, EXPERTS_ACT, EXPERTS_DOWN, EXPERTS_GATE_UP, ROUTER, ROUTING, SHARED_EXPERTS,
 };
@@ -101,19 +102,11 @@ pub const HF_EXPERT_NAMES: ExpertNames = ExpertNames {
 
 #[derive(Debug)]
 pub struct Moe {
-    /// Router weight [E,H], kept in fp32 (docs/deepseek-ocr.md §2: logits computed in fp32).
-    gate_f32: Tensor,
+    router: Router,
     /// Stacked expert weights: gate/up [E,F,H] each or fused [E,2F,H]; down [E,H,F].
     gate_up: GateUp,
     w_down: Tensor,
     shared: Option<SwiGlu>,
-    top_k: i64,
-    scaling: f64,
-    norm_topk_prob: bool,
-    scoring: Scoring,
-    group_limit: Option<GroupLimit>,
-    /// Added to the scores for the choice only (sigmoid scoring), fp32 [E].
-    correction_bias: Option<Tensor>,
     pub dispatch: MoeDispatch,
     /// With `Grouped` dispatch on a CUDA device: the router logits in one llmprof kernel (up to
     /// [`ROUTER_LOGITS_KERNEL_MAX_TOKENS`]), then softmax, top-k and the expert sort in llmprof's
@@ -146,28 +139,13 @@ impl Moe {
             Ok(Tensor::f_stack(&ws, 0)?)
         };
         Ok(Moe {
-            gate_f32: vs.get(names.router)?.f_to_kind(Kind::Float)?,
+            router: Router::load(vs, &shape, &names)?,
             gate_up: GateUp::new(get(names.gate)?, get(names.up)?, fused)?,
             w_down: get(names.down)?,
             shared: if shape.shared {
                 Some(SwiGlu::load(&vs.sub("shared_experts"), fused)?)
             } else {
                 None
-            },
-            top_k: shape.top_k,
-            scaling: shape.scaling,
-            norm_topk_prob: shape.norm_topk_prob,
-            scoring: shape.scoring,
-            group_limit: shape.group_limit,
-            correction_bias: match shape.scoring {
-                Scoring::Sigmoid => {
-                    let at = names.router.trim_end_matches(".weight");
-                    Some(
-                        vs.get(&format!("{at}.e_score_correction_bias"))?
-                            .f_to_kind(Kind::Float)?,
-                    )
-                }
-                Scoring::Softmax => None,
             },
             dispatch: MoeDispatch::Auto,
             routing_kernel: false,
@@ -186,60 +164,16 @@ impl Moe {
         }
     }
 
-    /// Router logits in fp32: x [N,H] → [N,E].
-    fn router_logits(&self, xs: &Tensor) -> Result<Tensor> {
-        Ok(xs
-            .f_to_kind(Kind::Float)?
-            .f_linear::<Tensor>(&self.gate_f32, None)?)
-    }
-
-    /// Router: x [N,H] → (weights fp32 [N,k], expert ids [N,k]) — softmax probabilities of the
-    /// top-k experts, renormalised where the model does, × the routed scaling factor.
+    /// Router: x [N,H] → (weights fp32 [N,k], expert ids [N,k]) (see [`Router::top_k_of`]).
     pub fn route(&self, xs: &Tensor) -> Result<(Tensor, Tensor)> {
-        self.top_k_of(&self.router_logits(xs)?)
-    }
-
-    /// Scores of router `logits` [N,E], the top-k choice (bias-corrected, within the best
-    /// groups where the model says so), their scores renormalised where it says so, ×
-    /// routed_scaling_factor (see [`Moe::route`]).
-    fn top_k_of(&self, logits: &Tensor) -> Result<(Tensor, Tensor)> {
-        let scores = match self.scoring {
-            Scoring::Softmax => logits.f_softmax(-1, Kind::Float)?,
-            Scoring::Sigmoid => logits.f_sigmoid()?,
-        };
-        let (w, idx) = if self.correction_bias.is_none() && self.group_limit.is_none() {
-            scores.f_topk(self.top_k, -1, true, false)? // (n, k)
-        } else {
-            let choice = match &self.correction_bias {
-                Some(b) => scores.f_add(b)?,
-                None => scores.shallow_clone(),
-            };
-            let choice = match &self.group_limit {
-                Some(g) => in_best_groups(&choice, g)?,
-                None => choice,
-            };
-            let idx = choice.f_topk(self.top_k, -1, true, false)?.1;
-            (scores.f_gather(-1, &idx, false)?, idx)
-        };
-        let w = match self.norm_topk_prob {
-            true => w.f_div(&w.f_sum_dim_intlist(-1, true, Kind::Float)?)?,
-            false => w,
-        };
-        let w = if self.scaling != 1.0 {
-            w.f_mul_scalar(self.scaling)?
-        } else {
-            w
-        };
-        Ok((w, idx))
+        self.router.top_k_of(&self.router.logits(xs)?)
     }
 
     /// Whether this call routes with the CUDA kernels: grouped dispatch, bf16 on a GPU, weights
     /// not renormalised (the kernel does not divide by their sum).
     fn uses_routing_kernel(&self, xs: &Tensor) -> bool {
         self.routing_kernel
-            && !self.norm_topk_prob
-            && self.scoring == Scoring::Softmax
-            && self.group_limit.is_none()
+            && self.router.kernel_computes_it()
             && self.dispatch == MoeDispatch::Grouped
             && xs.device().is_cuda()
             && grouped_mm_supported(xs)
@@ -257,15 +191,15 @@ impl Moe {
                 let _m = obs.enter_module(ROUTER, None);
                 let xs = xs.f_contiguous()?;
                 let logits = if b * t <= ROUTER_LOGITS_KERNEL_MAX_TOKENS {
-                    kernels::router_logits(&xs, &self.gate_f32)?
+                    kernels::router_logits(&xs, &self.router.gate_f32)?
                 } else {
-                    self.router_logits(&xs)? // a prefill: cuBLAS's fp32 GEMM beats the GEMV kernel
+                    self.router.logits(&xs)? // a prefill: cuBLAS's fp32 GEMM beats the GEMV kernel
                 };
                 (xs, logits)
             };
             let r = {
                 let _m = obs.enter_module(ROUTING, None);
-                kernels::moe_route(&logits, &xs, self.top_k, self.scaling)?
+                kernels::moe_route(&logits, &xs, self.router.top_k, self.router.scaling)?
             };
             let sorted = self.experts_on_sorted_rows(&r.sorted_x, &r.group_ends, obs)?;
             if self.combine_kernel && b * t <= kernels::MOE_COMBINE_MAX_TOKENS {
@@ -276,17 +210,17 @@ impl Moe {
             }
             let per_slot = {
                 let _m = obs.enter_module(COMBINE, None);
-                unsort(&sorted, &r.order, b * t, self.top_k, h)?
+                unsort(&sorted, &r.order, b * t, self.router.top_k, h)?
             };
             return self.combine(&per_slot, &r.weights, &xs, x, obs);
         }
         let logits = {
             let _m = obs.enter_module(ROUTER, None);
-            self.router_logits(&xs)?
+            self.router.logits(&xs)?
         };
         let (w, idx) = {
             let _m = obs.enter_module(ROUTING, None);
-            self.top_k_of(&logits)?
+            self.router.top_k_of(&logits)?
         };
         let dispatch = match self.dispatch {
             MoeDispatch::Grouped if !grouped_mm_supported(x) => MoeDispatch::Auto,
@@ -359,7 +293,7 @@ impl Moe {
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
         let (n, h) = xs.size2()?;
-        let k = self.top_k;
+        let k = self.router.top_k;
         let (order, counts, sorted_x) = {
             let _m = obs.enter_module(ROUTING, None);
             let (order, counts) = self.sort_slots(idx)?;
@@ -407,7 +341,7 @@ impl Moe {
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
         let (n, h) = xs.size2()?;
-        let k = self.top_k;
+        let k = self.router.top_k;
         let flat = idx.f_reshape([-1])?; // (n·k)
         let xk = xs
             .f_unsqueeze(1)?
@@ -447,13 +381,13 @@ impl Moe {
             let _m = obs.enter_module(ROUTING, None);
             let (order, counts) = self.sort_slots(idx)?;
             let offs = counts.f_cumsum(0, Kind::Int)?; // (e) int32 group ends
-            let slot_token = order.f_floor_divide_scalar(self.top_k)?;
+            let slot_token = order.f_floor_divide_scalar(self.router.top_k)?;
             (order, offs, xs.f_index_select(0, &slot_token)?)
         };
         let sorted = self.experts_on_sorted_rows(&rows, &offs, obs)?;
         let (n, h) = xs.size2()?;
         let _m = obs.enter_module(COMBINE, None);
-        unsort(&sorted, &order, n, self.top_k, h)
+        unsort(&sorted, &order, n, self.router.top_k, h)
     }
 
     /// Grouped GEMMs over the token rows of the slots sorted by expert, `sorted_x` [N·k, H], with
@@ -498,32 +432,6 @@ impl super::decoder::FeedForward for Moe {
             llmprof::model::module_work::MOE_NORM,
         )
     }
-}
-
-/// `choice` [N,E] with the experts outside each row's `top_groups` best groups hidden: at 0
-/// where a group scores by its best expert (DeepSeek-V2), at −∞ where by its two best (V3).
-fn in_best_groups(choice: &Tensor, g: &GroupLimit) -> Result<Tensor> {
-    let (n, e) = choice.size2()?;
-    let grouped = choice.f_view([n, g.groups, e / g.groups])?;
-    let (group_scores, hidden) = match g.group_score {
-        GroupScore::Max => (grouped.f_amax(-1, false)?, 0.0),
-        GroupScore::Top2Sum => (
-            grouped
-                .f_topk(2, -1, true, true)?
-                .0
-                .f_sum_dim_intlist(-1, false, Kind::Float)?,
-            f64::NEG_INFINITY,
-        ),
-    }; // (n, groups)
-    let best = group_scores.f_topk(g.top_groups, -1, true, false)?.1;
-    let keep = group_scores
-        .f_zeros_like()?
-        .f_scatter_value(1, &best, 1.0)?
-        .f_unsqueeze(-1)?
-        .f_expand([n, g.groups, e / g.groups], false)?
-        .f_reshape([n, e])?
-        .f_eq(0.0)?; // true: hidden
-    Ok(choice.f_masked_fill(&keep, hidden)?)
 }
 
 /// `_grouped_mm` runs on the CPU in any float dtype but on CUDA only in bf16; elsewhere

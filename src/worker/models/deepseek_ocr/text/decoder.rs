@@ -28,6 +28,7 @@ pub fn dims(cfg: &DecoderConfig) -> DecoderDims {
         tie_word_embeddings: false,
         sandwich: None,
         mla: None,
+        sliding: None,
     }
 }
 
