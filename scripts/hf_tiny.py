@@ -41,8 +41,9 @@ FAMILIES = {
     "phi3": dict(tie_word_embeddings=False, sliding_window=2047),
     # Gemma 3 (gemma3_text): a local (sliding, its own RoPE base) and a global layer, GeGLU,
     # sandwich norms, q/k norms, embeddings × √hidden; the local layer's window (8) is passed.
-    # The global layer's RoPE linearly scaled ×8, as in Gemma 3 4B to 27B.
-    "gemma3_text": dict(tie_word_embeddings=True, query_pre_attn_scalar=16, sliding_window=8,
+    # The global layer's RoPE linearly scaled ×8, as in Gemma 3 4B to 27B; scores scaled by
+    # 1/√24 with head_dim 16, as 27B's 1/√168 with head_dim 128.
+    "gemma3_text": dict(tie_word_embeddings=True, query_pre_attn_scalar=24, sliding_window=8,
                         layer_types=["sliding_attention", "full_attention"],
                         rope_parameters={
                             "full_attention": {"rope_type": "linear", "factor": 8.0,

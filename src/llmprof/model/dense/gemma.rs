@@ -1,9 +1,10 @@
 //! What Gemma 3's text decoder (`model_type: gemma3_text`) adds to the family's structure, read
 //! from config.json: GELU(tanh)-gated MLPs, embeddings × √hidden, RMSNorm weights stored as an
 //! offset from 1, norms on the attention and MLP outputs too ("sandwich"), and interleaved local
-//! layers (sliding window, their own RoPE base) among the global ones. What is not implemented
-//! is refused by name: logit soft-capping, a query scale other than 1/√head_dim, RoPE scaling of
-//! the global layers other than linear (the 4B to 27B models' ×8).
+//! layers (sliding window, their own RoPE base) among the global ones, and the query scale
+//! 1/√query_pre_attn_scalar (27B: 168, not its head_dim 128). What is not implemented is refused
+//! by name: logit soft-capping, RoPE scaling of the global layers other than linear (the 4B to
+//! 27B models' ×8).
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +30,18 @@ pub struct Sandwich {
     /// The global layers' linear RoPE scaling: positions ÷ this (Gemma 3 4B to 27B: 8).
     #[serde(default)]
     pub global_rope_factor: Option<f64>,
+    /// Scores scale by 1/√this instead of 1/√head_dim (`query_pre_attn_scalar`; None: equal
+    /// to head_dim, Gemma 3 1B to 12B).
+    #[serde(default)]
+    pub query_pre_attn_scalar: Option<f64>,
+}
+
+impl Sandwich {
+    /// The factor on each query that turns 1/√head_dim into 1/√query_pre_attn_scalar.
+    pub fn query_factor(&self, head_dim: i64) -> f64 {
+        self.query_pre_attn_scalar
+            .map_or(1.0, |s| (head_dim as f64 / s).sqrt())
+    }
 }
 
 /// Gemma 3's extras from config.json `v`.
@@ -38,10 +51,12 @@ pub fn from_hf_config(v: &serde_json::Value, layers: i64, head_dim: i64) -> Resu
             bail!("{key}={c}: logit soft-capping is not implemented");
         }
     }
-    if let Some(s) = v.get("query_pre_attn_scalar").and_then(|s| s.as_f64()) {
-        if s != head_dim as f64 {
-            bail!("query_pre_attn_scalar={s} differs from head_dim={head_dim}: a query scale other than 1/√head_dim is not implemented");
-        }
+    let query_pre_attn_scalar = v
+        .get("query_pre_attn_scalar")
+        .and_then(|s| s.as_f64())
+        .filter(|&s| s != head_dim as f64);
+    if let Some(s) = query_pre_attn_scalar.filter(|&s| s <= 0.0) {
+        bail!("query_pre_attn_scalar={s} must be > 0");
     }
     let per_type = v
         .get("rope_parameters")
@@ -91,5 +106,6 @@ pub fn from_hf_config(v: &serde_json::Value, layers: i64, head_dim: i64) -> Resu
         local_rope_theta,
         local_layers,
         global_rope_factor,
+        query_pre_attn_scalar,
     })
 }

@@ -392,6 +392,13 @@ fn gemma3_reads_its_layer_pattern_and_refuses_what_is_not_implemented() {
     assert_eq!((s.local_rope_theta, a.rope_theta), (10_000.0, 1_000_000.0));
     assert_eq!(a.sliding_window, Some(512));
     assert!(a.qk_norm);
+    // 1B scales scores by 1/√256 = 1/√head_dim: no query factor; 27B's 1/√168 with head_dim 128
+    // is a factor √(128/168) on each query.
+    assert_eq!((s.query_pre_attn_scalar, s.query_factor(256)), (None, 1.0));
+    let mut big = serde_json::to_value(s).unwrap();
+    big["query_pre_attn_scalar"] = serde_json::json!(168.0);
+    let big: super::gemma::Sandwich = serde_json::from_value(big).unwrap();
+    assert!((big.query_factor(128) - (128f64 / 168.0).sqrt()).abs() < 1e-15);
     let base = serde_json::json!({
         "model_type": "gemma3_text", "vocab_size": 512, "hidden_size": 64,
         "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -401,11 +408,6 @@ fn gemma3_reads_its_layer_pattern_and_refuses_what_is_not_implemented() {
             "final_logit_softcapping",
             serde_json::json!(30.0),
             "soft-capping",
-        ),
-        (
-            "query_pre_attn_scalar",
-            serde_json::json!(168),
-            "query scale",
         ),
         (
             "rope_scaling",

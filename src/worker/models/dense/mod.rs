@@ -35,6 +35,10 @@ pub fn dims(a: &DenseArch) -> DecoderDims {
             qk_norm: a.qk_norm.then_some(a.rms_norm_eps),
             packed_qkv: a.packed_projections,
             norm_offset: if a.sandwich.is_some() { 1.0 } else { 0.0 },
+            q_factor: a
+                .sandwich
+                .as_ref()
+                .map_or(1.0, |s| s.query_factor(a.head_dim)),
             ..AttnShape::gqa(
                 a.num_attention_heads,
                 a.num_key_value_heads,

@@ -28,6 +28,9 @@ pub struct AttnShape {
     pub packed_qkv: bool,
     /// The q/k norms' scale is `norm_offset + weight` (Gemma: 1).
     pub norm_offset: f64,
+    /// Each query × this before the scores' 1/√head_dim (Gemma 3 27B: √(head_dim ÷
+    /// query_pre_attn_scalar)); folded into q's norm weight, or its projection, at load.
+    pub q_factor: f64,
 }
 
 impl AttnShape {
@@ -43,6 +46,7 @@ impl AttnShape {
             qk_norm: None,
             packed_qkv: false,
             norm_offset: 0.0,
+            q_factor: 1.0,
         }
     }
 }
@@ -113,6 +117,14 @@ impl Attention {
             }
             false => (proj("q_proj")?, proj("k_proj")?, proj("v_proj")?),
         };
+        // The query factor rides on q's norm (after it the scale is set) or on its projection.
+        let q = match (shape.q_factor, shape.qk_norm) {
+            (f, None) if f != 1.0 => (
+                q.0.f_mul_scalar(f)?,
+                q.1.map(|b| b.f_mul_scalar(f)).transpose()?,
+            ),
+            _ => q,
+        };
         let qkv = if fused {
             let w = Tensor::f_cat(&[&q.0, &k.0, &v.0], 0)?;
             let b = match (q.1, k.1, v.1) {
@@ -125,7 +137,9 @@ impl Attention {
         };
         let qk_norm = match shape.qk_norm {
             Some(eps) => Some((
-                RmsNorm::load(&vs.sub("q_norm"), eps)?.with_offset(shape.norm_offset)?,
+                RmsNorm::load(&vs.sub("q_norm"), eps)?
+                    .with_offset(shape.norm_offset)?
+                    .scaled(shape.q_factor)?,
                 RmsNorm::load(&vs.sub("k_norm"), eps)?.with_offset(shape.norm_offset)?,
             )),
             None => None,

@@ -158,6 +158,20 @@ impl RmsNorm {
         Ok(RmsNorm { weight, ..self })
     }
 
+    /// This norm with its scale × `factor` (computed in fp32, rounded once).
+    pub fn scaled(self, factor: f64) -> Result<Self> {
+        if factor == 1.0 {
+            return Ok(self);
+        }
+        let kind = self.weight.kind();
+        let weight = self
+            .weight
+            .f_to_kind(Kind::Float)?
+            .f_mul_scalar(factor)?
+            .f_to_kind(kind)?;
+        Ok(RmsNorm { weight, ..self })
+    }
+
     /// `x + delta` and its norm: (sum, norm(sum)). In llmprof's one kernel on a GPU when
     /// `add_kernel` and `fused` are set; else an add and [`RmsNorm::forward`].
     pub fn add_forward(&self, x: &Tensor, delta: &Tensor) -> Result<(Tensor, Tensor)> {
