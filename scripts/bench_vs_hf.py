@@ -4,7 +4,7 @@
 scripts/bench_vs_hf.sh runs `llmprof stage1` once per batch size, then calls
 
     python3 scripts/bench_vs_hf.py --llmprof-run 1=DIR1 --llmprof-run 8=DIR8 ... \\
-        [--new-tokens 128] [--prompt-len N] [--arch full|tiny] [--device cuda|cpu] \\
+        [--new-tokens 128] [--prompt-len N] [--arch full|tiny|PRESET | --hf-config PATH] [--device cuda|cpu] \\
         [--dtype bf16|fp32] [--seed 0] [--repeats 3] [--skip-hf] [--out-md PATH] [--out-json PATH] \\
         [--llmprof-default-run 32=DIR] [--hf-vision-json PATH] \\
         [--llmprof-long-run 32=DIR --llmprof-long-default-run 32=DIR] \\
@@ -134,10 +134,13 @@ def parse_run_arg(s: str) -> tuple[int, Path]:
 def hf_text_lm(arch: str, device: str, dtype: str, seed: int) -> Any:
     """The HF decoder as a causal LM, configured as verify_vs_hf.py's `build_hf_decoder`, random
     weights, parameters cast to `dtype` (RoPE buffers stay fp32, as with from_pretrained). A
-    dense preset name (llama3_1_8b, qwen2_5_7b, ...) builds transformers' own model of it."""
+    dense preset name (llama3_1_8b, qwen2_5_7b, ...) builds transformers' own model of it, and
+    hf:PATH transformers' model of the config.json at PATH (dense_hf.build_random)."""
     sys.path.insert(0, str(SCRIPT_DIR))
     import dense_hf
 
+    if arch.startswith("hf:"):
+        return dense_hf.build_random(arch[3:], device, dtype, seed)
     if arch in dense_hf.presets("dense_decoder"):
         return dense_hf.build(dense_hf.config_dict(arch), device, dtype, seed)
     import torch
@@ -207,6 +210,8 @@ def bench_hf(model: Any, batches: list[int], prompt_len: int, new_tokens: int, r
     device = next(model.parameters()).device
     cuda = device.type == "cuda"
     eos = model.config.eos_token_id
+    pad = eos[0] if isinstance(eos, list) else eos  # Gemma 3 lists two
+    vocab = min(100000, model.config.vocab_size)  # Mistral's and Phi-3's 32k vocabularies
 
     def sync() -> None:
         if cuda:
@@ -216,7 +221,7 @@ def bench_hf(model: Any, batches: list[int], prompt_len: int, new_tokens: int, r
         sync()
         t0 = time.perf_counter()
         out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n,
-                             do_sample=False, pad_token_id=eos, eos_token_id=eos)
+                             do_sample=False, pad_token_id=pad, eos_token_id=eos)
         sync()
         ms = (time.perf_counter() - t0) * 1e3
         if out.shape != (ids.shape[0], ids.shape[1] + n):
@@ -227,7 +232,7 @@ def bench_hf(model: Any, batches: list[int], prompt_len: int, new_tokens: int, r
     with torch.inference_mode():
         for b in batches:
             g = torch.Generator().manual_seed(seed)
-            ids = torch.randint(3, 100000, (b, prompt_len), generator=g).to(device)
+            ids = torch.randint(3, vocab, (b, prompt_len), generator=g).to(device)
             mask = torch.ones_like(ids)
             try:
                 generate(ids, mask, 2)
@@ -319,7 +324,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prompt-len", type=int, default=None,
                     help="HF prompt tokens (default: requests[0].prompt_tokens of the first llmprof run)")
     ap.add_argument("--arch", choices=["full", "tiny", "qwen2_5_0_5b", "qwen2_5_7b", "llama3_1_8b"], default="full",
-                    help="HF decoder dimensions: DeepSeek-OCR's, or verify_vs_hf.py's TINY_DEC")
+                    help="HF decoder dimensions: DeepSeek-OCR's, or verify_vs_hf.py's TINY_DEC, or a dense preset")
+    ap.add_argument("--hf-config", type=Path, default=None,
+                    help="instead of --arch: transformers' model of this config.json (the file llmprof's "
+                         "model=hf model.config= ran), random weights")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
     ap.add_argument("--seed", type=int, default=0, help="HF weights and input ids")
@@ -332,6 +340,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--new-tokens must be >= 2 (the decode step is (full - prefill) / (new tokens - 1))")
     if a.repeats < 1:
         ap.error("--repeats must be >= 1")
+    if a.hf_config is not None:
+        if not a.hf_config.is_file():
+            ap.error(f"--hf-config {a.hf_config}: no such file")
+        a.arch = f"hf:{a.hf_config}"
     batches = [b for b, _ in a.llmprof_run]
     if len(set(batches)) != len(batches):
         ap.error(f"a batch size is given twice: {batches}")

@@ -29,6 +29,13 @@
 #                             dataset=random_tokens with PROMPT_LEN (default 1024) input tokens per
 #                             row, and transformers' own Qwen2/Llama model as the reference
 #                             (e.g. MODEL=llama3_1_8b BATCHES="1 32 128")
+#   MODEL=hf:tests/fixtures/released_configs/NAME.json[:LAYERS[:FIRST_DENSE]]   a released config
+#                             (any model_type llmprof reads) the same way: stage1 model=hf
+#                             model.weights=synthetic model.config=<the file, or OUT_DIR/config.json:
+#                             a copy with LAYERS layers (and, DeepSeek, FIRST_DENSE leading dense
+#                             layers), scripts/dense_hf.py trim-config, which keeps every layer kind>,
+#                             and transformers' model of the same config.json with random weights
+#                             (e.g. MODEL=hf:tests/fixtures/released_configs/mixtral_8x7b.json:8)
 #   extra arguments after OUT_DIR are llmprof overrides for every run, e.g. runtime=eager
 # Without SKIP_HF, DeepSeek-OCR's vision gets HF's figure from scripts/bench_vision_hf.py (same
 # views, same batch sizes).
@@ -80,10 +87,25 @@ first_batch=${batches%% *}
 # The profiler setting of batch b's run: the first batch runs its Kineto pass (the Kineto row).
 profiler() { [[ "$1" == "$first_batch" && "${KINETO_ROW:-1}" != 0 ]] && echo true || echo false; }
 prompt_len=${PROMPT_LEN:-1024}
+# MODEL=hf:FILE[:LAYERS[:FIRST_DENSE]]: the config.json both sides build (a trimmed copy in OUT_DIR).
+model_args=("model=$model")
+hf_config=
+if [[ "$model" == hf:* ]]; then
+  IFS=: read -r cfg_file cfg_layers cfg_first_dense <<< "${model#hf:}"
+  [[ -f "$cfg_file" ]] || { echo "bench_vs_hf: MODEL=$model: no file $cfg_file" >&2; exit 2; }
+  if [[ -n "$cfg_layers" ]]; then
+    hf_config=$out_abs/config.json
+    "$python" scripts/dense_hf.py trim-config --config "$cfg_file" --layers "$cfg_layers" \
+      ${cfg_first_dense:+--first-dense "$cfg_first_dense"} --out "$hf_config"
+  else
+    hf_config=$(cd "$(dirname "$cfg_file")" && pwd)/$(basename "$cfg_file")
+  fi
+  model_args=(model=hf model.weights=synthetic "model.config=$hf_config")
+fi
 for b in $batches; do
   if [[ -n "$model" ]]; then
     echo "== llmprof stage1 $model, batch $b" >&2
-    "$llmprof" stage1 "model=$model" dataset=random_tokens "dataset.num_prompts=$b" \
+    "$llmprof" stage1 "${model_args[@]}" dataset=random_tokens "dataset.num_prompts=$b" \
       "dataset.input_len=$prompt_len" "dataset.output_len=$new_tokens" dataset.range_ratio=0.0 \
       "runtime.batch_size=$b" runtime.warmup=1 runtime.repeats=3 \
       "infer.max_new_tokens=$new_tokens" infer.ignore_eos=true infer.no_repeat_ngram_size=0 \
@@ -160,6 +182,7 @@ else
   echo "== HF reference and table" >&2
 fi
 arch=(); [[ -n "$model" ]] && arch=(--arch "$model")
+[[ -n "$hf_config" ]] && arch=(--hf-config "$hf_config")
 "$python" scripts/bench_vs_hf.py "${runs[@]}" "${defaults[@]}" "${long[@]}" "${distinct[@]}" \
   "${vision[@]}" "${hf[@]}" \
   "${arch[@]}" --new-tokens "$new_tokens" \

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Differential check of llmprof's DeepSeek-OCR decoder and SAM encoder against HF transformers
+# Differential check of llmprof's DeepSeek-OCR decoder and SAM encoder, and of its dense decoder
+# family (presets and released configs, scripts/dense_hf.py), against HF transformers
 # (scripts/verify_vs_hf.py; docs/verification.md says what is compared and why).
 #
 #   LLMPROF="env LD_LIBRARY_PATH=... /path/to/llmprof" scripts/verify_vs_hf.sh [WORK]
 #
 # WORK (default /tmp/llmprof-verify, on local disk) receives inputs, weights (about 12 GB of fp32
-# decoder weights), outputs, logs/, timings.txt, results.jsonl and table.md.
+# decoder weights; one dense model's folder at a time, up to 28 GB for deepseek_v3), outputs,
+# logs/, timings.txt, results.jsonl and table.md.
 #
 # Environment (all optional except LLMPROF):
 #   PYTHON     python with torch + transformers 5.17 + safetensors (default /opt/torch/.venv/bin/python, else python3)
@@ -19,6 +21,25 @@
 #   DENSE_PRESETS="qwen2_5_0_5b qwen2_5_7b llama3_1_8b"  dense decoder presets checked the same
 #               way (scripts/dense_hf.py builds HF's Qwen2/Llama with seeded weights); "" skips them
 #   DENSE_LAYERS=4  layers of each dense model (real dimensions otherwise; empty: all layers)
+#   HF_CONFIGS="qwen3_0_6b:4 mistral_7b_v0_3:4 mixtral_8x7b:2 qwen3_30b_a3b:2 phi3_mini_4k:4 gemma3_1b:6
+#               deepseek_v2_lite:2:1 deepseek_v3:2:1"  released configs checked the same way, each
+#               NAME[:LAYERS[:FIRST_DENSE]]: tests/fixtures/released_configs/NAME.json (the released
+#               config.json, README.md there) at LAYERS layers (empty: all), DeepSeek ones with
+#               FIRST_DENSE leading dense layers so that dense and MoE layers are both present;
+#               make-weights refuses a layer count that drops a layer kind of the released model
+#               (Gemma 3's first global layer is layer 5: 6 layers). transformers' own class of the
+#               model_type is the reference; "" skips them. On-disk fp32 sizes at these counts:
+#               0.9, 4.6, 12.7, 7.5, 2.6, 1.9, 4.3 GB; deepseek_v3 28 GB (stored bf16, see
+#               HF_STORE_DTYPE). Each model's folder is deleted once its rows are done. On an
+#               H200 all of them take about 15 minutes, past the device tool's 10 per call: split
+#               them, e.g. "deepseek_v3:2:1 deepseek_v2_lite:2:1 gemma3_1b:6 qwen3_0_6b:4", then
+#               the rest (deepseek_v3 alone: 3.5 minutes, 1.8 of them writing its 28 GB)
+#   HF_KEEP_WEIGHTS=1  keep each dense model's folder in WORK, and reuse one that holds the same
+#               weights (make-weights --reuse): a model's rows split over several calls (OPTIMS=eager,
+#               then OPTIMS=fast) make its weights once
+#   HF_STORE_DTYPE=auto  weights file dtype of the dense and released-config models (make-weights
+#               --store-dtype: auto = fp32 unless that exceeds 32 GiB, then bf16-rounded values,
+#               which an fp32 run upcasts exactly on both sides)
 #   OPTIMS="eager fast"  llmprof's implementations checked: `eager` (runtime=eager's presets, every
 #               switch off) and `fast` (runtime=fast's presets, CUDA-graph decode steps over
 #               KV_BUCKET slots a window: what a run uses; docs/fast-path.md); each gets its own
@@ -135,20 +156,52 @@ fi
 
 DENSE_PRESETS=${DENSE_PRESETS-"qwen2_5_0_5b qwen2_5_7b llama3_1_8b"}
 DENSE_LAYERS=${DENSE_LAYERS-4}
+HF_CONFIGS=${HF_CONFIGS-"qwen3_0_6b:4 mistral_7b_v0_3:4 mixtral_8x7b:2 qwen3_30b_a3b:2 phi3_mini_4k:4 gemma3_1b:6 deepseek_v2_lite:2:1 deepseek_v3:2:1"}
+HF_STORE_DTYPE=${HF_STORE_DTYPE:-auto}; HF_KEEP_WEIGHTS=${HF_KEEP_WEIGHTS:-0}
 D="$PYTHON scripts/dense_hf.py"
-for preset in $DENSE_PRESETS; do
-  # ---- dense decoder preset: HF Qwen2ForCausalLM / LlamaForCausalLM vs llmprof's dense family
-  W=$WORK/$preset
-  LAYERS=(); [ -n "$DENSE_LAYERS" ] && LAYERS=(--layers "$DENSE_LAYERS")
-  if step "$preset-make-weights" $D make-weights --preset "$preset" "${LAYERS[@]}" --out "$W" --seed "$SEED" --seq "$SEQ"; then
-    ours_logits "$preset-ours" "$W" "$W/ids.json" "$WORK/ours/$preset"
-    step "$preset-ref" $D reference-logits --dir "$W" --ids "$W/ids.json" --dtype fp32,bf16 \
-      --greedy "$GREEDY" --out "$WORK/ref/${preset}_{dtype}.safetensors" ${PYDEVICE:+--device "$PYDEVICE"}
+
+# dense_rows NAME MAKE-WEIGHTS-ARGS...: one dense decoder model against transformers' class of
+# its model_type (scripts/dense_hf.py): seeded weights in $WORK/NAME, llmprof's logits (each
+# implementation, fp32 and bf16), the reference's, the rows; then the weights folder goes (disk),
+# its config.json and weights_meta.json kept under logs/ (HF_KEEP_WEIGHTS=1 keeps the folder).
+dense_rows() {
+  local name=$1 W=$WORK/$1; shift
+  local reuse=(); [ "$HF_KEEP_WEIGHTS" = 1 ] && reuse=(--reuse)
+  if step "$name-make-weights" $D make-weights "$@" --out "$W" --seed "$SEED" --seq "$SEQ" \
+      --store-dtype "$HF_STORE_DTYPE" "${reuse[@]}"; then
+    cp "$W/config.json" "$WORK/logs/$name-config.json"; cp "$W/weights_meta.json" "$WORK/logs/$name-weights_meta.json"
+    ours_logits "$name-ours" "$W" "$W/ids.json" "$WORK/ours/$name"
+    step "$name-ref" $D reference-logits --dir "$W" --ids "$W/ids.json" --dtype fp32,bf16 --greedy "$GREEDY" \
+      --experts-impl "$EXPERTS_IMPL" --out "$WORK/ref/${name}_{dtype}.safetensors" ${PYDEVICE:+--device "$PYDEVICE"}
+    local R=$WORK/ref/$name O
     for opt in $OPTIMS; do
       optim_tags "$opt"
-      cmp_logits "$preset$tag" "$WORK/ours/$preset$sfx" "$WORK/ref/$preset"
+      O=$WORK/ours/$name$sfx
+      cmp_logits "$name$tag" "$O" "$R"
+      [ -s "${O}_bf16.safetensors" ] && [ -s "${R}_fp32.safetensors" ] && \
+        cmp "  $name ours$tag bf16 vs HF fp32" 0 --ours "${O}_bf16.safetensors" --ref "${R}_fp32.safetensors" \
+          --key prompt_last_logits --greedy-key greedy_ids
     done
+    [ -s "${R}_bf16.safetensors" ] && [ -s "${R}_fp32.safetensors" ] && \
+      cmp "  $name HF bf16 vs HF fp32" 0 --ours "${R}_bf16.safetensors" --ref "${R}_fp32.safetensors" \
+        --key prompt_last_logits --greedy-key greedy_ids
   fi
+  [ "$HF_KEEP_WEIGHTS" = 1 ] || rm -rf "$W"
+}
+
+for preset in $DENSE_PRESETS; do
+  # ---- dense decoder preset: HF Qwen2ForCausalLM / LlamaForCausalLM vs llmprof's dense family
+  LAYERS=(); [ -n "$DENSE_LAYERS" ] && LAYERS=(--layers "$DENSE_LAYERS")
+  dense_rows "$preset" --preset "$preset" "${LAYERS[@]}"
+done
+
+for spec in $HF_CONFIGS; do
+  # ---- a released config (NAME[:LAYERS[:FIRST_DENSE]]): transformers' class of its model_type
+  IFS=: read -r name layers first_dense <<< "$spec"
+  ARGS=(--config "tests/fixtures/released_configs/$name.json")
+  [ -n "$layers" ] && ARGS+=(--layers "$layers")
+  [ -n "$first_dense" ] && ARGS+=(--first-dense "$first_dense")
+  dense_rows "$name" "${ARGS[@]}"
 done
 
 if [ "${SKIP_SAM:-0}" != 1 ]; then
@@ -201,7 +254,7 @@ tbl=${PIPESTATUS[0]}
 want=0
 [ "${SKIP_DECODER:-0}" != 1 ] && want=$((want + 1))
 [ "${SKIP_SAM:-0}" != 1 ] && want=$((want + $(echo $SAM_SIZES | wc -w)))
-want=$((want + $(echo $DENSE_PRESETS | wc -w)))
+want=$((want + $(echo $DENSE_PRESETS | wc -w) + $(echo $HF_CONFIGS | wc -w)))
 want=$((want * $(echo $OPTIMS | wc -w)))  # every gating row once per implementation
 have=$(grep -c '"gating": true' "$REC" || true)
 if [ -n "${REPORT_DIR:-}" ]; then

@@ -39,6 +39,10 @@ pub enum DebugCommand {
         /// steps cross windows).
         #[arg(long, default_value_t = 64)]
         kv_bucket: i64,
+        /// A switch of the preset turned off (repeatable; runtime.optim's or the family's
+        /// model.optim's, e.g. `--off sdpa`): which switch moves a result.
+        #[arg(long)]
+        off: Vec<String>,
     },
     /// Fast path against eager on seeded synthetic weights: each switch (runtime.optim and the
     /// family's model.optim) alone on the eager presets and the fast presets with CUDA graphs; fp32 greedy tokens must match fp32 eager, and a bf16
@@ -48,7 +52,8 @@ pub enum DebugCommand {
     FastPath {
         /// Architecture: the released DeepSeek-OCR (`full`) or the tiny test one, DeepSeek-OCR-2
         /// (`deepseek_ocr2`, `deepseek_ocr2_tiny`), or a dense decoder preset (qwen2_5_0_5b,
-        /// qwen2_5_7b, llama3_1_8b, qwen3_0_6b, deepseek_v2_lite, each also as `<name>_tiny`).
+        /// qwen2_5_7b, llama3_1_8b, qwen3_0_6b, deepseek_v2_lite, each also as `<name>_tiny`), or
+        /// the path of a config.json (any model_type `model=hf` reads; synthetic weights).
         #[arg(long, value_parser = crate::checks::fast_path_cli::parse_arch, default_value = "full")]
         arch: String,
         #[arg(long, default_value_t = 64)]
@@ -138,7 +143,9 @@ pub fn run(args: &[String]) -> Result<()> {
             out,
             optim,
             kv_bucket,
+            off,
         } => {
+            let off: Vec<&str> = off.iter().map(String::as_str).collect();
             let path = match optim.as_str() {
                 "eager" => StepPath::Eager,
                 _ => StepPath::Graph { kv_bucket },
@@ -155,7 +162,7 @@ pub fn run(args: &[String]) -> Result<()> {
                 &ids,
                 kind(&dtype),
                 greedy,
-                &optim,
+                (&optim, &off),
                 path,
             )?;
             let greedy_t = tch::Tensor::from_slice(&greedy_ids);

@@ -91,9 +91,15 @@ fn pages(pc: &PreprocessConfig) -> Result<Vec<PreparedImage>> {
 pub fn parse_arch(name: &str) -> Result<String, String> {
     let mut known = vec!["full", "tiny", "deepseek_ocr2", "deepseek_ocr2_tiny"];
     known.extend(dense::presets::names());
+    if name.ends_with(".json") && std::path::Path::new(name).is_file() {
+        return Ok(name.to_string()); // a checkpoint's config.json: its dense decoder
+    }
     match known.contains(&name) {
         true => Ok(name.to_string()),
-        false => Err(format!("one of {}", known.join(", "))),
+        false => Err(format!(
+            "one of {}, or the path of a config.json of a model_type the dense family reads",
+            known.join(", ")
+        )),
     }
 }
 
@@ -108,7 +114,10 @@ pub fn run(
     seed: i64,
 ) -> Result<FastPathReport> {
     let device = Device::cuda_if_available();
-    if let Some(a) = dense::presets::arch(arch) {
+    let from_config = arch
+        .ends_with(".json")
+        .then(|| llmprof::model::dense::DenseArch::from_hf_config_json(std::path::Path::new(arch)));
+    if let Some(a) = from_config.or_else(|| dense::presets::arch(arch)) {
         let a = a?;
         let prompts = fast_path_check::prompts(prompt_lens, a.vocab_size, 7, &[]);
         let subject = dense::fast_path::Subject {

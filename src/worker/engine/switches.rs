@@ -34,12 +34,27 @@ impl<F: FamilyOptions> Switches<F> {
     /// These switches with the named ones on, wherever each lives (engine or family), and the
     /// names that are neither's (a family without experts has no `grouped_moe`).
     pub fn with_on(&self, names: &[&str]) -> (Self, Vec<String>) {
+        self.with_set(names, true)
+    }
+
+    /// These switches with the named ones off; an error names a switch neither has.
+    pub fn with_off(&self, names: &[&str]) -> anyhow::Result<Self> {
+        let (out, unknown) = self.with_set(names, false);
+        anyhow::ensure!(
+            unknown.is_empty(),
+            "no switch {} in runtime.optim or this family's model.optim (docs/fast-path.md lists them)",
+            unknown.join(", ")
+        );
+        Ok(out)
+    }
+
+    fn with_set(&self, names: &[&str], on: bool) -> (Self, Vec<String>) {
         let mut out = *self;
         let mut unknown = Vec::new();
         for name in names {
-            if let Some(e) = with_switches(&out.engine, &[name], true) {
+            if let Some(e) = with_switches(&out.engine, &[name], on) {
                 out.engine = e;
-            } else if let Some(o) = with_switches(&out.own, &[name], true) {
+            } else if let Some(o) = with_switches(&out.own, &[name], on) {
                 out.own = o;
             } else {
                 unknown.push(name.to_string());

@@ -52,7 +52,7 @@ pub fn debug_logits(
     ids: &[i64],
     kind: Kind,
     greedy_n: usize,
-    preset: &str,
+    (preset, off): (&str, &[&str]),
     path: StepPath,
 ) -> Result<(Tensor, Vec<i64>)> {
     match family {
@@ -61,7 +61,7 @@ pub fn debug_logits(
             ids,
             kind,
             greedy_n,
-            &deepseek_ocr::Switches::preset(preset)?,
+            &deepseek_ocr::Switches::preset(preset)?.with_off(off)?,
             path,
         ),
         Family::DenseDecoder => dense::debug::debug_logits(
@@ -69,7 +69,7 @@ pub fn debug_logits(
             ids,
             kind,
             greedy_n,
-            &dense::Switches::preset(preset)?,
+            &dense::Switches::preset(preset)?.with_off(off)?,
             path,
         ),
     }

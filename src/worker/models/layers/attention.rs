@@ -424,7 +424,7 @@ fn repeat_kv(x: &Tensor, g: i64) -> Result<Tensor> {
 
 /// softmax(q·kᵀ·scale + mask)·v with matching (or broadcasting, in the math form) head counts:
 /// libtorch's fused attention where `sdpa`, else [`math_attention`].
-pub(crate) fn core_attention(
+fn core_attention(
     (q, k, v): (&Tensor, &Tensor, &Tensor),
     mask: &AttnMask,
     sdpa: bool,
@@ -451,12 +451,20 @@ fn math_attention(
     scale: f64,
 ) -> Result<Tensor> {
     let scores = q.f_matmul(&k.f_transpose(-2, -1)?)?.f_mul_scalar(scale)?; // (b, nh, t, l)
+    Ok(masked_softmax(&scores, mask)?
+        .f_to_kind(q.kind())?
+        .f_matmul(v)?)
+}
+
+/// softmax over the last dim of `scores` [B,heads,T,L] in fp32 with the keys `mask` hides at −∞
+/// (a causal mask aligned top-left) → fp32 probabilities.
+pub(crate) fn masked_softmax(scores: &Tensor, mask: &AttnMask) -> Result<Tensor> {
     let hidden = match mask {
         AttnMask::None => None,
         AttnMask::Causal => {
             let (t, l) = (scores.size()[2], scores.size()[3]);
             Some(
-                Tensor::f_ones([t, l], (Kind::Bool, q.device()))?
+                Tensor::f_ones([t, l], (Kind::Bool, scores.device()))?
                     .f_tril(0)?
                     .f_logical_not()?,
             )
@@ -466,12 +474,9 @@ fn math_attention(
     };
     let scores = match hidden {
         Some(h) => scores.f_masked_fill(&h, f64::NEG_INFINITY)?,
-        None => scores,
+        None => scores.shallow_clone(),
     };
-    Ok(scores
-        .f_softmax(-1, Kind::Float)?
-        .f_to_kind(q.kind())?
-        .f_matmul(v)?)
+    Ok(scores.f_softmax(-1, Kind::Float)?)
 }
 
 #[cfg(test)]

@@ -79,7 +79,7 @@ pub(super) fn load_attention(
     optim: &EngineOptim,
 ) -> Result<SelfAttention> {
     if let Some(m) = &dims.mla {
-        let a = MlaAttention::load(vs, m, dims.attn.heads, dims.rms_norm_eps, optim.sdpa)?;
+        let a = MlaAttention::load(vs, m, dims.attn.heads, dims.rms_norm_eps)?;
         return Ok(SelfAttention::Mla(a));
     }
     let mut attn = Attention::load(vs, dims.attn, optim.fused_projections, optim.sdpa)?;

@@ -5,7 +5,7 @@
 //! before o_proj. Interleaved RoPE pairs (DeepSeek's layout) are regrouped into halves once, in
 //! the projection rows, so the shared rotate-half RoPE applies; q and k get the same
 //! permutation, so their dot products are unchanged.
-use super::attention::{apply_rope, core_attention};
+use super::attention::{apply_rope, masked_softmax};
 use super::basic::RmsNorm;
 use crate::checkpoint::tensors::WeightPath;
 use crate::engine::kv_cache::{AttnMask, KvCache};
@@ -38,7 +38,6 @@ pub struct MlaAttention {
     rank: i64,
     v_dim: i64,
     scale: f64,
-    sdpa: bool,
 }
 
 /// Row order that turns interleaved RoPE pairs (x0, x1), (x2, x3) ... of `dim` rows starting at
@@ -56,7 +55,7 @@ fn deinterleave_rows(total: i64, blocks: impl Iterator<Item = i64>, dim: i64) ->
 
 impl MlaAttention {
     /// `vs` points at `model.layers.{i}.self_attn`; `eps` is the latent norms' epsilon.
-    pub fn load(vs: &WeightPath, m: &Mla, heads: i64, eps: f64, sdpa: bool) -> Result<Self> {
+    pub fn load(vs: &WeightPath, m: &Mla, heads: i64, eps: f64) -> Result<Self> {
         let (nope, rope, rank) = (m.qk_nope_head_dim, m.qk_rope_head_dim, m.kv_lora_rank);
         let qk = nope + rope;
         let regroup = |w: Tensor, blocks: Vec<i64>| -> Result<Tensor> {
@@ -92,7 +91,6 @@ impl MlaAttention {
             rank,
             v_dim: m.v_head_dim,
             scale: m.softmax_scale(),
-            sdpa,
         })
     }
 
@@ -152,18 +150,23 @@ impl MlaAttention {
         let (b, n, t, w) = query.size4()?;
         let o = {
             let _m = obs.enter_module(CORE, None);
-            let values = keys.f_narrow(-1, 0, self.rank)?;
-            let o = if t == 1 && !matches!(mask, AttnMask::Causal) {
-                // One token per row: the heads are the queries of one shared K/V head.
-                let q = query.f_reshape([b, 1, n, w])?;
-                core_attention((&q, keys, &values), mask, self.sdpa, self.scale)?
-                    .f_reshape([b, n, 1, self.rank])?
-            } else {
-                let l = keys.size()[2];
-                let k = keys.f_expand([b, n, l, w], false)?;
-                let v = values.f_expand([b, n, l, self.rank], false)?;
-                core_attention((query, &k, &v), mask, self.sdpa, self.scale)?
-            }; // (b, heads, t, rank)
+            // Every head's queries against the one shared K/V head: the heads fold into the
+            // rows of one matmul each way (no copy of the latents per head). Explicit matmuls
+            // and an fp32 softmax, not libtorch's fused attention: on DeepSeek-V3's shapes (128
+            // heads, 576-wide keys) its bf16 prefill put the logits 19 % from eager's
+            // (reports/gpu-runs.md, session 28).
+            let l = keys.size()[2];
+            let scores = query
+                .f_reshape([b, 1, n * t, w])?
+                .f_matmul(&keys.f_transpose(-2, -1)?)?
+                .f_view([b, n, t, l])?
+                .f_mul_scalar(self.scale)?;
+            let p = masked_softmax(&scores, mask)?.f_to_kind(query.kind())?;
+            let values = keys.f_narrow(-1, 0, self.rank)?; // (b, 1, l, rank)
+            let o = p
+                .f_reshape([b, 1, n * t, l])?
+                .f_matmul(&values)?
+                .f_view([b, n, t, self.rank])?;
             o.f_matmul(&self.w_uv.f_transpose(1, 2)?)? // (b, heads, t, v)
                 .f_transpose(1, 2)?
                 .f_reshape([b, t, n * self.v_dim])?
