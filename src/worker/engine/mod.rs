@@ -8,6 +8,7 @@
 //! through [`causal_lm::CausalLm`]; nothing here names a family.
 pub mod capture_marks;
 pub mod causal_lm;
+pub mod collectives;
 pub mod device;
 pub mod fast_path_check;
 pub mod generate;

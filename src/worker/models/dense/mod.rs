@@ -8,6 +8,7 @@ pub mod debug;
 pub mod fast_path;
 pub mod interface;
 pub mod presets;
+pub mod shard;
 pub mod tokenizer;
 
 use crate::engine::causal_lm::{left_pad, CausalLm};
@@ -66,6 +67,8 @@ pub fn dims(a: &DenseArch) -> DecoderDims {
 #[derive(Debug)]
 pub struct DenseLm {
     arch: DenseArch,
+    /// The KV cache's shape: the heads this process holds (all but under tensor parallelism).
+    kv: crate::engine::kv_cache::KvDims,
     decoder: Decoder,
     device: Device,
     kind: Kind,
@@ -124,9 +127,34 @@ impl DenseLm {
         })?;
         Ok(DenseLm {
             arch: arch.clone(),
+            kv: dims(arch).kv(),
             decoder,
             device,
             kind,
+        })
+    }
+
+    /// One rank of a tensor-parallel model over `comm`'s world: its slices of the full
+    /// checkpoint `tensors` (shard.rs), the row-parallel outputs, embedding and logits joined
+    /// through `comm`. Logits and tokens are the whole model's on every rank.
+    pub fn load_sharded(
+        tensors: &HashMap<String, Tensor>,
+        arch: &DenseArch,
+        (device, kind): (Device, Kind),
+        optim: &Switches,
+        comm: std::sync::Arc<dyn crate::engine::collectives::Collectives>,
+    ) -> Result<Self> {
+        let (rank, world) = (comm.rank() as i64, comm.world() as i64);
+        shard::check(arch, world)?;
+        let local = shard::arch_of_rank(arch, world);
+        let sliced = shard::slice(tensors, arch, rank, world)?;
+        let m = DenseLm::load(&sliced, &local, device, kind, optim)?;
+        Ok(DenseLm {
+            arch: arch.clone(),
+            decoder: m
+                .decoder
+                .with_tensor_parallel(comm, rank * arch.vocab_size / world),
+            ..m
         })
     }
 
@@ -164,7 +192,7 @@ impl CausalLm for DenseLm {
 
     fn new_cache(&self, batch: i64, capacity: i64) -> Result<KvCache> {
         KvCache::new(
-            dims(&self.arch).kv(),
+            self.kv,
             batch,
             capacity,
             self.device,

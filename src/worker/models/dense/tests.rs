@@ -293,3 +293,79 @@ fn module_marks_change_no_logit() {
     let (p1, d1) = run(&ModuleRecorder::default());
     assert!(p0.equal(&p1) && d0.equal(&d1));
 }
+
+/// Tensor parallelism on the CPU (file collectives, two ranks as threads): every rank's logits
+/// and greedy tokens equal the unsharded model's, for each structure the sharding splits
+/// differently (q/k/v biases and a tied head, GQA, q/k norms, packed q/k/v and gate/up, Gemma's
+/// sandwich with local layers and its embedding scale, experts under both naming schemes).
+#[test]
+fn tensor_parallel_ranks_give_the_unsharded_logits() {
+    use crate::engine::collectives::FileCollectives;
+    use crate::engine::fast_path_check;
+    use crate::engine::graph_decode::StepPath;
+    use std::sync::Arc;
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/released_configs");
+    for name in [
+        "qwen2_5_0_5b",
+        "llama3_1_8b",
+        "qwen3_0_6b",
+        "phi3_mini_4k",
+        "gemma3_1b",
+        "mixtral_8x7b",
+        "qwen3_30b_a3b",
+    ] {
+        let a = DenseArch::from_hf_config_json(&fixtures.join(format!("{name}.json")))
+            .unwrap()
+            .tiny();
+        let w = checkpoint::synthetic(&a, 5, Device::Cpu, Kind::Float).unwrap();
+        let ids = prompts(&[9], a.vocab_size, 3, &[]).remove(0);
+        let whole = build(&a, 5);
+        let (want, want_tokens) =
+            fast_path_check::greedy(&whole, StepPath::Eager, &ids, 4).unwrap();
+        let dir = temp_dir(&format!("tp-{name}"));
+        let ranks: Vec<_> = (0..2)
+            .map(|r| {
+                let w: HashMap<String, Tensor> = w
+                    .iter()
+                    .map(|(k, t)| (k.clone(), t.shallow_clone()))
+                    .collect();
+                let (a, ids, dir) = (a.clone(), ids.clone(), dir.clone());
+                std::thread::spawn(move || {
+                    let comm = Arc::new(
+                        FileCollectives::new(&dir, r, 2, std::time::Duration::from_secs(60))
+                            .unwrap(),
+                    );
+                    let m = DenseLm::load_sharded(
+                        &w,
+                        &a,
+                        (Device::Cpu, Kind::Float),
+                        &Switches::eager(),
+                        comm,
+                    )
+                    .unwrap();
+                    fast_path_check::greedy(&m, StepPath::Eager, &ids, 4).unwrap()
+                })
+            })
+            .collect();
+        for h in ranks {
+            let (logits, tokens) = h.join().unwrap();
+            let err = max_diff(&logits, &want) / want.abs().max().double_value(&[]);
+            assert!(err < 1e-5, "{name}: rank logits off by {err}");
+            assert_eq!(tokens, want_tokens, "{name}");
+        }
+    }
+}
+
+#[test]
+fn tensor_parallel_refuses_what_it_cannot_split() {
+    let a = tiny("qwen3_0_6b");
+    let e = shard::check(&a, 3).unwrap_err().to_string();
+    assert!(
+        e.contains("tensor_parallel=3 does not divide num_attention_heads=4"),
+        "{e}"
+    );
+    let lite = tiny("deepseek_v2_lite");
+    let e = shard::check(&lite, 2).unwrap_err().to_string();
+    assert!(e.contains("multi-head latent attention"), "{e}");
+}

@@ -7,12 +7,14 @@ use super::decoder_layer::{global_rope, load_attention, LayerMasks, RopeTables};
 pub use super::decoder_layer::{norm, norm_with_offset, DecoderLayer};
 use super::self_attention::SelfAttention;
 use crate::checkpoint::tensors::WeightPath;
+use crate::engine::collectives::Collectives;
 use crate::engine::kv_cache::{AttnMask, KvCache, KvDims};
 use anyhow::{ensure, Result};
 use llmprof::model::dense::{Mla, RopeScaling};
 use llmprof::model::module_work::{EMBED, FINAL_NORM, LAYER, LM_HEAD, MLP, MLP_NORM};
 use llmprof::optim::EngineOptim;
 use llmprof::region::{Module, RegionObserver};
+use std::sync::Arc;
 use tch::{Kind, Tensor};
 
 /// A layer's feed-forward block, [..., H] → [..., H].
@@ -108,6 +110,9 @@ pub struct Decoder {
     max_positions: i64,
     dims: DecoderDims,
     optim: EngineOptim,
+    /// Tensor parallelism: the peers, and the first vocabulary row of this rank's embedding
+    /// and lm_head slices.
+    tp: Option<(Arc<dyn Collectives>, i64)>,
 }
 
 impl Decoder {
@@ -208,7 +213,25 @@ impl Decoder {
             max_positions: dims.max_positions,
             dims: dims.clone(),
             optim: *optim,
+            tp: None,
         })
+    }
+
+    /// This decoder as one tensor-parallel rank of `comm`'s world, built from its slices
+    /// (models::dense::shard); its vocabulary rows start at `vocab_offset`.
+    pub fn with_tensor_parallel(self, comm: Arc<dyn Collectives>, vocab_offset: i64) -> Self {
+        Decoder {
+            tp: Some((comm, vocab_offset)),
+            ..self
+        }
+    }
+
+    /// `t` summed over the tensor-parallel ranks (as it is without them).
+    fn reduce(&self, t: Tensor) -> Result<Tensor> {
+        match &self.tp {
+            Some((comm, _)) => comm.all_reduce_sum(&t),
+            None => Ok(t),
+        }
     }
 
     /// The sliding window, where some layer slides.
@@ -233,7 +256,25 @@ impl Decoder {
     /// the module `embed`.
     pub fn embed(&self, ids: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         let _m = obs.enter_module(EMBED, None);
-        let e = Tensor::f_embedding(&self.embed, ids, -1, false, false)?;
+        let e = match &self.tp {
+            // This rank's rows only; the others' ids look up zeros, and the ranks' sum is the
+            // whole lookup.
+            Some((comm, offset)) => {
+                let rows = self.embed.size()[0];
+                let local = ids.f_sub_scalar(*offset)?;
+                let mine = local.f_ge(0)?.f_logical_and(&local.f_lt(rows)?)?;
+                let e = Tensor::f_embedding(
+                    &self.embed,
+                    &local.f_clamp(0, rows - 1)?,
+                    -1,
+                    false,
+                    false,
+                )?
+                .f_mul(&mine.f_unsqueeze(-1)?.f_to_kind(self.embed.kind())?)?;
+                comm.all_reduce_sum(&e)?
+            }
+            None => Tensor::f_embedding(&self.embed, ids, -1, false, false)?,
+        };
         match self.embed_scale {
             Some(scale) => Ok(e.f_mul_scalar(scale)?),
             None => Ok(e),
@@ -308,7 +349,13 @@ impl Decoder {
         let mut pending: Option<Tensor> = None;
         for (i, layer) in self.layers.iter().enumerate() {
             let _l = obs.enter_module(LAYER, Some(i as u32));
-            let (next_h, f) = layer.forward((&h, pending.as_ref()), obs, |a, x| attn(a, x, i))?;
+            // A tensor-parallel rank holds some heads: the attention outputs of all sum in.
+            let (next_h, f) = layer.forward(
+                (&h, pending.as_ref()),
+                obs,
+                |a, x| self.reduce(attn(a, x, i)?),
+                &|t| self.reduce(t),
+            )?;
             (h, pending) = (next_h, Some(f));
         }
         let _m = obs.enter_module(FINAL_NORM, None);
@@ -405,8 +452,13 @@ impl Decoder {
     /// hidden [..., H] → fp32 logits [..., vocab], as the module `lm_head`.
     pub fn logits(&self, hidden: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         let _m = obs.enter_module(LM_HEAD, None);
-        Ok(hidden
+        let logits = hidden
             .f_linear::<Tensor>(&self.lm_head, None)?
-            .f_to_kind(Kind::Float)?)
+            .f_to_kind(Kind::Float)?;
+        match &self.tp {
+            // Each rank's vocabulary slice, concatenated in rank order.
+            Some((comm, _)) => comm.all_gather_last(&logits),
+            None => Ok(logits),
+        }
     }
 }

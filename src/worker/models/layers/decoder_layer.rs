@@ -41,6 +41,7 @@ impl DecoderLayer {
         (h, pending): (&Tensor, Option<&Tensor>),
         obs: &dyn RegionObserver,
         attn: impl FnOnce(&SelfAttention, &Tensor) -> Result<Tensor>,
+        reduce: &dyn Fn(Tensor) -> Result<Tensor>,
     ) -> Result<(Tensor, Tensor)> {
         let a = {
             let _m = obs.enter_module(ATTENTION, None);
@@ -63,7 +64,8 @@ impl DecoderLayer {
             let _n = obs.enter_module(ffn_norm, None);
             self.post_ln.add_forward(&a.0, &a.1)?
         };
-        let f = self.ffn.forward(&normed, obs)?;
+        // A tensor-parallel rank holds part of the MLP's width: its peers' parts sum in.
+        let f = reduce(self.ffn.forward(&normed, obs)?)?;
         match &self.out_norms {
             Some((_, after_ffn)) => Ok((h, after_ffn.forward(&f)?)),
             None => Ok((h, f)),

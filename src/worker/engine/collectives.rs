@@ -1,0 +1,174 @@
+//! Collectives between the ranks of a tensor-parallel run (docs/design/tensor-parallel.md): the
+//! sum of every rank's tensor (after a row-parallel layer, the vocabulary-parallel embedding) and
+//! the concatenation of their last dims (the vocabulary-parallel LM head). [`FileCollectives`]
+//! moves the tensors through files in a folder: the CPU transport of the tests and of CPU runs
+//! (GPU runs take NCCL). A rank that does not arrive within the timeout fails the call, naming
+//! it, so no rank waits forever.
+use anyhow::{bail, ensure, Context, Result};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tch::{Kind, Tensor};
+
+/// What a tensor-parallel layer needs from its peers.
+pub trait Collectives: std::fmt::Debug + Send + Sync {
+    /// This process's rank, in 0..world.
+    fn rank(&self) -> usize;
+    fn world(&self) -> usize;
+    /// Σ over the ranks of `t` (same shape and dtype on every rank).
+    fn all_reduce_sum(&self, t: &Tensor) -> Result<Tensor>;
+    /// The ranks' `t` concatenated along the last dim, rank 0 first.
+    fn all_gather_last(&self, t: &Tensor) -> Result<Tensor>;
+}
+
+/// Collectives through files: each call writes this rank's tensor (fp32 values after a small
+/// header) to `<dir>/<call>.<rank>` atomically, then reads every rank's file of the same call.
+#[derive(Debug)]
+pub struct FileCollectives {
+    dir: PathBuf,
+    rank: usize,
+    world: usize,
+    calls: AtomicU64,
+    timeout: Duration,
+}
+
+impl FileCollectives {
+    /// Joins the ranks that share `dir` (created if missing).
+    pub fn new(dir: &Path, rank: usize, world: usize, timeout: Duration) -> Result<Self> {
+        ensure!(
+            world >= 1 && rank < world,
+            "rank {rank} is not in a world of {world}"
+        );
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(FileCollectives {
+            dir: dir.to_path_buf(),
+            rank,
+            world,
+            calls: AtomicU64::new(0),
+            timeout,
+        })
+    }
+
+    fn file(&self, call: u64, rank: usize) -> PathBuf {
+        self.dir.join(format!("{call}.{rank}"))
+    }
+
+    /// Every rank's `t` for this call, in rank order, as fp32 tensors of `t`'s shape.
+    fn exchange(&self, t: &Tensor) -> Result<Vec<Tensor>> {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        if call >= 2 {
+            // Every rank wrote call − 1, so all have read call − 2: its file can go.
+            let _ = std::fs::remove_file(self.file(call - 2, self.rank));
+        }
+        let values = Vec::<f32>::try_from(&t.f_to_kind(Kind::Float)?.f_flatten(0, -1)?)?;
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let tmp = self.dir.join(format!("{call}.{}.tmp", self.rank));
+        std::fs::write(&tmp, &bytes).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, self.file(call, self.rank))?;
+        let started = Instant::now();
+        let mut out = Vec::with_capacity(self.world);
+        for r in 0..self.world {
+            let path = self.file(call, r);
+            let data = loop {
+                match std::fs::read(&path) {
+                    Ok(d) => break d,
+                    Err(_) if started.elapsed() < self.timeout => {
+                        std::thread::sleep(Duration::from_millis(1))
+                    }
+                    Err(_) => bail!(
+                        "tensor-parallel rank {r} did not reach collective {call} within {:?} (rank {} waited): it died or hangs",
+                        self.timeout,
+                        self.rank
+                    ),
+                }
+            };
+            ensure!(
+                data.len() == bytes.len(),
+                "rank {r} sent {} bytes to collective {call}, rank {} {}: the ranks disagree on a shape",
+                data.len(),
+                self.rank,
+                bytes.len()
+            );
+            let vals: Vec<f32> = data
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            out.push(Tensor::f_from_slice(&vals)?.f_view(t.size().as_slice())?);
+        }
+        Ok(out)
+    }
+}
+
+impl Collectives for FileCollectives {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn world(&self) -> usize {
+        self.world
+    }
+
+    fn all_reduce_sum(&self, t: &Tensor) -> Result<Tensor> {
+        let parts = self.exchange(t)?;
+        // Summed in rank order on every rank: every rank gets the same bits.
+        let mut sum = parts[0].shallow_clone();
+        for p in &parts[1..] {
+            sum = sum.f_add(p)?;
+        }
+        Ok(sum.f_to_kind(t.kind())?.f_to_device(t.device())?)
+    }
+
+    fn all_gather_last(&self, t: &Tensor) -> Result<Tensor> {
+        let parts = self.exchange(t)?;
+        Ok(Tensor::f_cat(&parts, -1)?
+            .f_to_kind(t.kind())?
+            .f_to_device(t.device())?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn ranks_sum_and_gather_and_a_missing_rank_is_named() {
+        let dir = crate::test_util::temp_dir("collectives");
+        let comms: Vec<Arc<FileCollectives>> = (0..3)
+            .map(|r| Arc::new(FileCollectives::new(&dir, r, 3, Duration::from_secs(10)).unwrap()))
+            .collect();
+        let handles: Vec<_> = comms
+            .iter()
+            .map(|c| {
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    let r = c.rank() as f64;
+                    let mine = Tensor::from_slice(&[r, 10.0 * r]).f_view([1, 2]).unwrap();
+                    let sum = c.all_reduce_sum(&mine.to_kind(Kind::Float)).unwrap();
+                    let all = c.all_gather_last(&mine.to_kind(Kind::Float)).unwrap();
+                    // Several calls in a row reuse nothing of the earlier ones.
+                    let again = c.all_reduce_sum(&sum).unwrap();
+                    (
+                        Vec::<f32>::try_from(&sum.view([-1])).unwrap(),
+                        Vec::<f32>::try_from(&all.view([-1])).unwrap(),
+                        Vec::<f32>::try_from(&again.view([-1])).unwrap(),
+                    )
+                })
+            })
+            .collect();
+        for h in handles {
+            let (sum, all, again) = h.join().unwrap();
+            assert_eq!(sum, vec![3.0, 30.0]);
+            assert_eq!(all, vec![0.0, 0.0, 1.0, 10.0, 2.0, 20.0]);
+            assert_eq!(again, vec![9.0, 90.0]);
+        }
+        // A world of two where rank 1 never comes: rank 0's call fails naming rank 1.
+        let lonely =
+            FileCollectives::new(&dir.join("lonely"), 0, 2, Duration::from_millis(50)).unwrap();
+        let err = lonely
+            .all_reduce_sum(&Tensor::from_slice(&[1f32]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("rank 1 did not reach collective 0"), "{err}");
+    }
+}
