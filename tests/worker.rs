@@ -18,4 +18,5 @@ mod worker {
     mod run_dirs;
     mod signals;
     mod stage1;
+    mod tensor_parallel;
 }

@@ -58,6 +58,9 @@ fn family_bench_table_reads_each_bench_and_marks_a_missing_one() {
         text.contains("| fam_a | 4 | 4.00 | 20.00 | 3.00 | 75 % | 2,000 | 500 | 4,000 | 50 % |"),
         "{text}"
     );
-    assert!(text.contains("| fam_b | all | failed: see fam_b.log"), "{text}");
+    assert!(
+        text.contains("| fam_b | all | failed: see fam_b.log"),
+        "{text}"
+    );
     assert!(text.contains("a GPU") && text.contains("5.17.0"), "{text}");
 }

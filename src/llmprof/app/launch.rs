@@ -55,6 +55,7 @@ pub fn run_one(
     if spec.model.weights != crate::spec::WeightsSource::Synthetic {
         crate::model::checkpoint_config::check(&spec.model.arch, Path::new(&spec.model.path))?;
     }
+    let ranks = super::tp_launch::placement(&spec)?;
     if command == "stage2" && !spec.pipeline.nsys.enable && !spec.pipeline.ncu.enable {
         bail!("stage2 needs a profiler: add pipeline.nsys.enable=true and/or pipeline.ncu.enable=true");
     }
@@ -78,7 +79,17 @@ pub fn run_one(
         let name = req.config_name.trim_end_matches(".yaml");
         super::nsight_stage::Stage2::new(&spec, composed, &dir.path, &req.config_dir, name).run()
     } else {
-        launch_worker(command, &dir.path).and_then(|()| build_reports(&dir.path, &spec))
+        match ranks {
+            Some(gpus) => super::tp_launch::run_ranks(
+                &worker_path()?,
+                command,
+                &dir.path,
+                spec.runtime.tensor_parallel as usize,
+                gpus,
+            ),
+            None => launch_worker(command, &dir.path),
+        }
+        .and_then(|()| build_reports(&dir.path, &spec))
     };
     // A signal that arrived while the stage ran ends it as interrupted, whatever it returned.
     let result = match shutdown::interrupted() {

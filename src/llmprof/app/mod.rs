@@ -12,6 +12,7 @@ pub mod nsight_stage;
 mod print_cfg;
 mod report_cmd;
 pub mod shutdown;
+mod tp_launch;
 
 use crate::cli::{AnalyzeTool, Cli, Command};
 use crate::config::{self, ComposeRequest};

@@ -32,7 +32,8 @@ pub const SWEEP_GRACE: Duration = Duration::from_secs(90);
 #[derive(Default)]
 struct Progress {
     run: Option<PathBuf>,
-    child: Option<u32>,
+    /// The children running now (a run's worker, or its tensor-parallel ranks).
+    children: Vec<u32>,
     /// Called once on the first signal when a launcher runs the sweep's jobs elsewhere.
     sweep_cancel: Option<SweepCancel>,
     /// Called to write a sweep's summary when the signal thread has to finish alone.
@@ -101,7 +102,12 @@ pub fn set_run(run: Option<PathBuf>) {
 
 /// The child process running now (None when it has been waited for).
 pub fn set_child(pid: Option<u32>) {
-    with_progress(|p| p.child = pid);
+    set_children(pid.into_iter().collect());
+}
+
+/// The child processes running now (empty when all have been waited for).
+pub fn set_children(pids: Vec<u32>) {
+    with_progress(|p| p.children = pids);
 }
 
 /// How to write the running sweep's summary, given the state of the job being interrupted.
@@ -132,14 +138,17 @@ pub fn mark_interrupted(run: &RunDir, sig: i32) {
 
 fn on_signal(sig: i32) {
     let first = RECEIVED.swap(sig, Ordering::SeqCst) == 0;
-    let child = with_progress(|p| p.child);
-    match (first, child) {
-        (true, Some(pid)) => {
-            // SAFETY: kill(2) with a pid we spawned and a standard signal number.
-            unsafe { libc::kill(pid as i32, sig) };
+    let children = with_progress(|p| p.children.clone());
+    match (first, children.is_empty()) {
+        (true, false) => {
+            for &pid in &children {
+                // SAFETY: kill(2) with a pid we spawned and a standard signal number.
+                unsafe { libc::kill(pid as i32, sig) };
+            }
             std::thread::spawn(move || {
                 std::thread::sleep(CHILD_GRACE);
-                if with_progress(|p| p.child) == Some(pid) {
+                let left = with_progress(|p| p.children.clone());
+                for pid in children.into_iter().filter(|p| left.contains(p)) {
                     eprintln!(
                         "llmprof: the child {pid} did not stop within {} s of {}: killing it",
                         CHILD_GRACE.as_secs(),
@@ -152,7 +161,7 @@ fn on_signal(sig: i32) {
                 finish_and_exit(sig);
             });
         }
-        (true, None) => match with_progress(|p| p.sweep_cancel.take()) {
+        (true, true) => match with_progress(|p| p.sweep_cancel.take()) {
             // A launcher's jobs: cancel them; the main thread then writes the summary and exits.
             Some(cancel) => {
                 cancel(sig);

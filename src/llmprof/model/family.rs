@@ -180,6 +180,17 @@ impl Arch {
         }
     }
 
+    /// Whether the model splits over `world` tensor-parallel ranks (1: always).
+    pub fn check_tensor_parallel(&self, world: u32) -> Result<(), String> {
+        match self {
+            _ if world == 1 => Ok(()),
+            Arch::DeepseekOcr(_) => Err(format!(
+                "runtime.tensor_parallel={world}: DeepSeek-OCR runs on one GPU only\n  fix: runtime.tensor_parallel=1"
+            )),
+            Arch::DenseDecoder(a) => dense::tensor_parallel::check(a, world as i64),
+        }
+    }
+
     fn validate(&self) -> anyhow::Result<()> {
         match self {
             Arch::DeepseekOcr(a) => a.validate(),

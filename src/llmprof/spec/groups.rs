@@ -158,8 +158,15 @@ pub struct RuntimeSpec {
     pub warmup: u32,
     pub repeats: u32,
     pub batch_size: u32,
+    /// Ranks the model is split over (one worker process each, docs/design/tensor-parallel.md).
+    #[serde(default = "one_rank")]
+    pub tensor_parallel: u32,
     /// The engine's and the shared decoder layers' switches; the family's own are `model.optim`.
     pub optim: EngineOptim,
+}
+
+fn one_rank() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

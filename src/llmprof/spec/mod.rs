@@ -70,6 +70,11 @@ impl RunSpec {
         }
         at_least("runtime.repeats", self.runtime.repeats as i64, 1)?;
         at_least("runtime.batch_size", self.runtime.batch_size as i64, 1)?;
+        at_least(
+            "runtime.tensor_parallel",
+            self.runtime.tensor_parallel as i64,
+            1,
+        )?;
         for (key, value) in self.counts() {
             if let Some(v) = value {
                 let max = LIMITS
@@ -82,6 +87,10 @@ impl RunSpec {
                 }
             }
         }
+        self.model
+            .arch
+            .check_tensor_parallel(self.runtime.tensor_parallel)
+            .map_err(anyhow::Error::msg)?;
         let sampled = u64::from(self.dataset.sampling.num_samples_per_epoch.unwrap_or(1))
             * u64::from(self.dataset.sampling.num_epochs);
         if sampled > MAX_SAMPLED_INPUTS {
@@ -184,6 +193,8 @@ pub const LIMITS: &[(&str, u64)] = &[
     ("runtime.warmup", 100_000),
     ("runtime.repeats", 100_000),
     ("runtime.batch_size", 4096),
+    // One worker process per rank: a node's GPUs (past one node: docs/design/tensor-parallel.md).
+    ("runtime.tensor_parallel", 64),
     ("dataset.sampling.num_epochs", 100_000),
     ("dataset.num_prompts", 1_000_000),
     ("dataset.input_len", 1 << 20),
@@ -195,7 +206,7 @@ pub const MAX_SAMPLED_INPUTS: u64 = 10_000_000;
 
 impl RunSpec {
     /// Each bounded count with its value (None: unset).
-    fn counts(&self) -> [(&'static str, Option<u64>); 8] {
+    fn counts(&self) -> [(&'static str, Option<u64>); 9] {
         let d = &self.dataset;
         [
             (
@@ -205,6 +216,10 @@ impl RunSpec {
             ("runtime.warmup", Some(self.runtime.warmup.into())),
             ("runtime.repeats", Some(self.runtime.repeats.into())),
             ("runtime.batch_size", Some(self.runtime.batch_size.into())),
+            (
+                "runtime.tensor_parallel",
+                Some(self.runtime.tensor_parallel.into()),
+            ),
             (
                 "dataset.sampling.num_epochs",
                 Some(d.sampling.num_epochs.into()),

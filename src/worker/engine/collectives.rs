@@ -126,6 +126,44 @@ impl Collectives for FileCollectives {
     }
 }
 
+/// The environment the front end starts each rank with (app/tp_launch.rs).
+pub const RANK_ENV: &str = "LLMPROF_TP_RANK";
+pub const WORLD_ENV: &str = "LLMPROF_TP_WORLD";
+pub const DIR_ENV: &str = "LLMPROF_TP_DIR";
+
+/// How long a rank waits at a collective for its slowest peer before it fails the run.
+pub const PEER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// This process's peers for a run of `world` ranks (`runtime.tensor_parallel`): `None` for one
+/// rank; the file transport on the CPU. The front end sets the rank, world and folder.
+pub fn of_this_process(
+    world: usize,
+    device: tch::Device,
+) -> Result<Option<std::sync::Arc<dyn Collectives>>> {
+    if world <= 1 {
+        return Ok(None);
+    }
+    let var = |k: &str| {
+        std::env::var(k).with_context(|| format!("runtime.tensor_parallel={world} but {k} is not set: ranks are started by `llmprof stage1`, not by hand"))
+    };
+    let rank: usize = var(RANK_ENV)?.parse().context(RANK_ENV)?;
+    let env_world: usize = var(WORLD_ENV)?.parse().context(WORLD_ENV)?;
+    ensure!(
+        env_world == world,
+        "{WORLD_ENV}={env_world} but runtime.tensor_parallel={world}"
+    );
+    if device.is_cuda() {
+        bail!("runtime.tensor_parallel={world} on GPUs needs the NCCL transport, which is not built yet (docs/design/tensor-parallel.md)\n  fix: runtime.tensor_parallel=1, or device=cpu");
+    }
+    let dir = PathBuf::from(var(DIR_ENV)?);
+    Ok(Some(std::sync::Arc::new(FileCollectives::new(
+        &dir,
+        rank,
+        world,
+        PEER_TIMEOUT,
+    )?)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

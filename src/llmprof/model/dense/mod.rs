@@ -9,6 +9,7 @@ pub mod mla;
 pub mod moe;
 pub mod optim;
 pub mod static_report;
+pub mod tensor_parallel;
 pub mod window;
 
 pub use arch::{DenseArch, RopeScaling};

@@ -76,7 +76,17 @@ impl DenseModel {
             }
             checkpoint::load(path, &arch, device, kind)?
         };
-        let model = DenseLm::load(&tensors, &arch, device, kind, &switches(spec)?)?;
+        let world = spec.runtime.tensor_parallel as usize;
+        let model = match crate::engine::collectives::of_this_process(world, device)? {
+            Some(comm) => {
+                notes.push(format!(
+                    "tensor parallel: rank {} of {world} (this run's measurements are rank 0's; each rank's are in its folder rank<k>)",
+                    comm.rank()
+                ));
+                DenseLm::load_sharded(&tensors, &arch, (device, kind), &switches(spec)?, comm)?
+            }
+            None => DenseLm::load(&tensors, &arch, device, kind, &switches(spec)?)?,
+        };
         drop(tensors);
         if let Device::Cuda(i) = device {
             tch::Cuda::synchronize(i as i64);

@@ -9,32 +9,9 @@ use llmprof::model::dense::DenseArch;
 use std::collections::HashMap;
 use tch::Tensor;
 
-/// Refuses a world size that does not divide what it must split.
+/// Refuses a world size that does not divide what it must split (the front end's check).
 pub fn check(a: &DenseArch, world: i64) -> Result<()> {
-    ensure!(world >= 1, "tensor_parallel={world} must be >= 1");
-    ensure!(
-        a.mla.is_none(),
-        "tensor parallelism over multi-head latent attention (DeepSeek-V2/V3) is not implemented; run it with tensor_parallel=1"
-    );
-    let mut parts = vec![
-        ("num_attention_heads", a.num_attention_heads),
-        ("num_key_value_heads", a.num_key_value_heads),
-        ("intermediate_size", a.intermediate_size),
-        ("vocab_size", a.vocab_size),
-    ];
-    if let Some(m) = &a.moe {
-        parts.push(("the experts' intermediate size", m.expert_intermediate_size));
-        if m.shared_intermediate_size > 0 {
-            parts.push(("the shared experts' width", m.shared_intermediate_size));
-        }
-    }
-    for (what, n) in parts {
-        ensure!(
-            n % world == 0,
-            "tensor_parallel={world} does not divide {what}={n}\n  fix: a tensor_parallel that divides {what}"
-        );
-    }
-    Ok(())
+    llmprof::model::dense::tensor_parallel::check(a, world).map_err(anyhow::Error::msg)
 }
 
 /// This rank's architecture: heads, K/V heads and MLP widths ÷ N (the vocabulary stays whole:

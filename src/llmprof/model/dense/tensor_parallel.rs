@@ -1,0 +1,34 @@
+//! Whether a dense decoder splits over `runtime.tensor_parallel` ranks (the worker's
+//! models::dense::shard slices it; docs/design/tensor-parallel.md §2): the attention heads, the
+//! K/V heads, the MLP and expert widths and the vocabulary must divide evenly.
+use super::DenseArch;
+
+/// Refuses a world size that does not divide what it must split.
+pub fn check(a: &DenseArch, world: i64) -> Result<(), String> {
+    if world < 1 {
+        return Err(format!("runtime.tensor_parallel={world} must be >= 1"));
+    }
+    if a.mla.is_some() && world > 1 {
+        return Err("runtime.tensor_parallel: multi-head latent attention (DeepSeek-V2/V3) is not sharded yet\n  fix: runtime.tensor_parallel=1".into());
+    }
+    let mut parts = vec![
+        ("num_attention_heads", a.num_attention_heads),
+        ("num_key_value_heads", a.num_key_value_heads),
+        ("intermediate_size", a.intermediate_size),
+        ("vocab_size", a.vocab_size),
+    ];
+    if let Some(m) = &a.moe {
+        parts.push(("the experts' intermediate size", m.expert_intermediate_size));
+        if m.shared_intermediate_size > 0 {
+            parts.push(("the shared experts' width", m.shared_intermediate_size));
+        }
+    }
+    for (what, n) in parts {
+        if n % world != 0 {
+            return Err(format!(
+                "runtime.tensor_parallel={world} does not divide {what}={n}\n  fix: a runtime.tensor_parallel that divides {what}"
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,135 @@
+//! `runtime.tensor_parallel` on the CPU (#45): the ranks run as worker processes joined through
+//! files; each writes its own measurements; a split the model does not allow is refused before
+//! a run directory exists; a rank that dies ends the run at once with every rank stopped.
+use crate::support::{llmprof, repo_root, run_with_repo_conf, scratch, short_stage1, stderr};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const TEXT: &[&str] = &[
+    "model=qwen3_0_6b",
+    "dataset=random_tokens",
+    "dataset.num_prompts=2",
+    "dataset.input_len=10",
+    "dataset.output_len=4",
+    "infer.ignore_eos=true",
+];
+
+fn requests(run: &std::path::Path) -> Vec<(u64, Vec<u64>)> {
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("measurements.json")).unwrap())
+            .unwrap();
+    m["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let rows = r["rows"].as_array().unwrap();
+            (
+                r["output_tokens"].as_u64().unwrap(),
+                rows.iter()
+                    .map(|x| x["prompt_tokens"].as_u64().unwrap())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn two_ranks_run_stage1_each_with_its_measurements() {
+    let mut args = TEXT.to_vec();
+    args.push("runtime.tensor_parallel=2");
+    let (run, m) = short_stage1("tp2", &args);
+    assert!(
+        m.notes.iter().any(|n| n.contains("rank 0 of 2")),
+        "{:?}",
+        m.notes
+    );
+    // Rank 1 ran the same requests in lock-step and wrote its own measurements.
+    let rank1 = run.join("rank1");
+    assert!(rank1.join("measurements.json").is_file());
+    assert_eq!(requests(&run), requests(&rank1));
+    assert!(
+        !run.join("tp").exists(),
+        "the collectives' folder is removed"
+    );
+    // The same run on one rank makes the same requests.
+    let (one, _) = short_stage1("tp1", TEXT);
+    assert_eq!(requests(&run), requests(&one));
+}
+
+#[test]
+fn a_split_the_model_does_not_allow_is_refused_before_a_run_directory() {
+    for (extra, says) in [
+        (
+            vec!["runtime.tensor_parallel=3"],
+            "runtime.tensor_parallel=3 does not divide num_attention_heads=16",
+        ),
+        (
+            vec!["model=deepseek_ocr_tiny", "runtime.tensor_parallel=2"],
+            "DeepSeek-OCR runs on one GPU only",
+        ),
+        (
+            vec!["runtime.tensor_parallel=65"],
+            "runtime.tensor_parallel=65 is out of range",
+        ),
+    ] {
+        let dir = scratch("tp-refused");
+        let mut args = vec!["stage1"];
+        args.extend_from_slice(TEXT);
+        args.extend(extra.iter().copied());
+        args.push("hydra.run.dir=run");
+        let out = run_with_repo_conf(&dir, &args);
+        assert!(!out.status.success());
+        assert!(stderr(&out).contains(says), "{says}: {}", stderr(&out));
+        assert!(
+            !dir.join("run").exists(),
+            "{says}: a run directory was made"
+        );
+    }
+}
+
+#[test]
+fn a_rank_that_dies_ends_the_run_with_every_rank_stopped() {
+    let dir = scratch("tp-dies");
+    // Rank 1's worker dies at start; rank 0 would wait at its first collective for two minutes.
+    let real = llmprof().with_file_name("llmprof-worker");
+    let wrapper = dir.join("worker.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nif [ \"$LLMPROF_TP_RANK\" = 1 ]; then echo 'ERROR rank one failed on purpose' >&2; exit 3; fi\nexec '{}' \"$@\"\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&wrapper)
+        .status()
+        .unwrap();
+    let started = Instant::now();
+    let mut cmd = Command::new(llmprof());
+    cmd.current_dir(&dir)
+        .env("LLMPROF_WORKER", &wrapper)
+        .args([
+            "--config-dir",
+            &repo_root().join("conf").display().to_string(),
+        ])
+        .arg("stage1")
+        .args(TEXT)
+        .args(["runtime.tensor_parallel=2", "hydra.run.dir=run"]);
+    let out = cmd.output().unwrap();
+    let took = started.elapsed();
+    assert!(!out.status.success());
+    let status: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run/status.json")).unwrap())
+            .unwrap();
+    assert_eq!(status["state"], "failed", "{status}");
+    let error = status["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("rank 1 of 2 exited with status 3") && error.contains("failed on purpose"),
+        "{error}"
+    );
+    // Rank 0 was stopped, not left to its two-minute collective timeout.
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+}
