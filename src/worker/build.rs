@@ -68,6 +68,7 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     println!("cargo:rerun-if-changed=csrc/graph_nodes.cpp");
     println!("cargo:rerun-if-changed=csrc/graph_nodes.h");
     println!("cargo:rerun-if-changed=csrc/nvtx.cpp");
+    println!("cargo:rerun-if-changed=csrc/nccl.cpp");
     println!("cargo:rerun-if-changed=csrc/kernel_args.h");
     println!("cargo:rerun-if-changed=csrc/kernels");
     println!("cargo:rerun-if-env-changed=LLMPROF_CUDA_INCLUDE");
@@ -117,6 +118,12 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     if kernels.sm90a_fmha {
         build.define("LLMPROF_HAVE_SM90A_FMHA", "1");
     }
+    // NCCL for tensor-parallel ranks on GPUs: the nvidia-nccl wheel torch depends on.
+    let nccl = find_nccl(torch_root);
+    if let Some((include, _)) = &nccl {
+        build.define("LLMPROF_HAVE_NCCL", "1").include(include);
+    }
+    println!("cargo:rustc-env=LLMPROF_HAVE_NCCL={}", nccl.is_some() as u8);
     build
         .cpp(true)
         .pic(true)
@@ -156,6 +163,13 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
         .arg(format!("-l{}", cuda.link_name))
         .arg(format!("-Wl,-rpath,{}", torch_lib_dir.display()))
         .arg(format!("-Wl,-rpath,{}", cuda.lib_dir.display()))
+        .args(nccl.iter().flat_map(|(_, lib)| {
+            [
+                format!("-L{}", lib.display()),
+                "-l:libnccl.so.2".to_string(),
+                format!("-Wl,-rpath,{}", lib.display()),
+            ]
+        }))
         .arg("-Wl,--no-undefined")
         .status()
         .unwrap_or_else(|e| panic!("running the C++ compiler to link {}: {e}", shared.display()));
@@ -165,6 +179,14 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     println!("cargo:rustc-link-search=native={}", out_dir.display());
     println!("cargo:rustc-link-lib=dylib=llmprof_shim");
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", out_dir.display());
+}
+
+/// NCCL's header and library folders in the `nvidia-nccl` wheel beside torch, if installed.
+fn find_nccl(torch_root: &Path) -> Option<(PathBuf, PathBuf)> {
+    let root = torch_root.parent()?.join("nvidia/nccl");
+    let (include, lib) = (root.join("include"), root.join("lib"));
+    (include.join("nccl.h").is_file() && lib.join("libnccl.so.2").is_file())
+        .then_some((include, lib))
 }
 
 /// Finds the CUDA runtime headers (`cuda_runtime_api.h` plus `crt/host_config.h`) and libcudart:

@@ -11,3 +11,4 @@
 #include "graph_nodes.cpp"
 #include "cuda_graph.cpp"
 #include "nvtx.cpp"
+#include "nccl.cpp"

@@ -152,22 +152,125 @@ pub fn of_this_process(
         env_world == world,
         "{WORLD_ENV}={env_world} but runtime.tensor_parallel={world}"
     );
-    if device.is_cuda() {
-        bail!("runtime.tensor_parallel={world} on GPUs needs the NCCL transport, which is not built yet (docs/design/tensor-parallel.md)\n  fix: runtime.tensor_parallel=1, or device=cpu");
-    }
     let dir = PathBuf::from(var(DIR_ENV)?);
-    Ok(Some(std::sync::Arc::new(FileCollectives::new(
-        &dir,
-        rank,
-        world,
-        PEER_TIMEOUT,
-    )?)))
+    if let tch::Device::Cuda(index) = device {
+        let nccl = NcclCollectives::new(&dir, (rank, world), index, PEER_TIMEOUT)?;
+        return Ok(Some(std::sync::Arc::new(nccl)));
+    }
+    let files = FileCollectives::new(&dir, rank, world, PEER_TIMEOUT)?;
+    Ok(Some(std::sync::Arc::new(files)))
+}
+
+/// NCCL between the ranks' GPUs: rank 0's unique id reaches the others through `<dir>/nccl.id`.
+#[derive(Debug)]
+pub struct NcclCollectives {
+    comm: crate::ffi::nccl::Communicator,
+    rank: usize,
+    world: usize,
+}
+
+impl NcclCollectives {
+    pub fn new(
+        dir: &Path,
+        (rank, world): (usize, usize),
+        device: usize,
+        timeout: Duration,
+    ) -> Result<Self> {
+        use crate::ffi::nccl::{unique_id, Communicator, BUILT_WITH_NCCL, UNIQUE_ID_BYTES};
+        ensure!(
+            BUILT_WITH_NCCL,
+            "runtime.tensor_parallel on GPUs needs NCCL, and this worker was built without it\n  fix: pip install nvidia-nccl-cu13 into the torch venv and rebuild (./bootstrap.sh --yes)"
+        );
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let file = dir.join("nccl.id");
+        let id: [u8; UNIQUE_ID_BYTES] = if rank == 0 {
+            let id = unique_id()?;
+            let tmp = dir.join("nccl.id.tmp");
+            std::fs::write(&tmp, id).with_context(|| format!("writing {}", tmp.display()))?;
+            std::fs::rename(&tmp, &file)?;
+            id
+        } else {
+            let started = Instant::now();
+            loop {
+                match std::fs::read(&file) {
+                    Ok(b) if b.len() == UNIQUE_ID_BYTES => {
+                        break b.try_into().expect("length checked")
+                    }
+                    _ if started.elapsed() < timeout => {
+                        std::thread::sleep(Duration::from_millis(5))
+                    }
+                    _ => bail!(
+                        "rank {rank}: rank 0 wrote no NCCL id to {} within {timeout:?}",
+                        file.display()
+                    ),
+                }
+            }
+        };
+        Ok(NcclCollectives {
+            comm: Communicator::new(&id, rank, world, device)?,
+            rank,
+            world,
+        })
+    }
+}
+
+impl Collectives for NcclCollectives {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn world(&self) -> usize {
+        self.world
+    }
+
+    fn all_reduce_sum(&self, t: &Tensor) -> Result<Tensor> {
+        let t = t.f_contiguous()?;
+        self.comm.all_reduce(&t)?;
+        Ok(t)
+    }
+
+    fn all_gather_last(&self, t: &Tensor) -> Result<Tensor> {
+        let t = t.f_contiguous()?;
+        let size = t.size();
+        let world = self.world as i64;
+        let out = Tensor::f_empty([world, t.numel() as i64], (t.kind(), t.device()))?;
+        self.comm.all_gather(&t, &out)?;
+        concat_last(&out, &size, world)
+    }
+}
+
+/// `out` [world, numel] holding each rank's tensor of `size` [..., v] → [..., world·v], rank 0's
+/// block first along the last dim.
+fn concat_last(out: &Tensor, size: &[i64], world: i64) -> Result<Tensor> {
+    let mut shape = vec![world];
+    shape.extend(size);
+    let nd = shape.len() as i64;
+    let mut order: Vec<i64> = (1..nd - 1).collect();
+    order.extend([0, nd - 1]);
+    let mut last = size.to_vec();
+    let v = last.pop().unwrap_or(1);
+    last.push(v * world);
+    Ok(out
+        .f_view(shape.as_slice())?
+        .f_permute(&order)?
+        .f_reshape(last.as_slice())?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn gathered_blocks_concatenate_along_the_last_dim_in_rank_order() {
+        // Two ranks' [2, 3] logits: rank 0 holds columns 0-2 of the vocabulary, rank 1 3-5.
+        let r0 = Tensor::from_slice(&[0f32, 1., 2., 10., 11., 12.]).view([2, 3]);
+        let r1 = Tensor::from_slice(&[3f32, 4., 5., 13., 14., 15.]).view([2, 3]);
+        let out = Tensor::stack(&[r0.view([-1]), r1.view([-1])], 0); // as NCCL writes it
+        let got = super::concat_last(&out, &[2, 3], 2).unwrap();
+        let want = [0f32, 1., 2., 3., 4., 5., 10., 11., 12., 13., 14., 15.];
+        assert_eq!(Vec::<f32>::try_from(&got.view([-1])).unwrap(), want);
+    }
 
     #[test]
     fn ranks_sum_and_gather_and_a_missing_rank_is_named() {
