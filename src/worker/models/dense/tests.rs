@@ -320,7 +320,9 @@ fn tensor_parallel_ranks_give_the_unsharded_logits() {
             .tiny();
         let w = checkpoint::synthetic(&a, 5, Device::Cpu, Kind::Float).unwrap();
         let ids = prompts(&[9], a.vocab_size, 3, &[]).remove(0);
-        let whole = build(&a, 5);
+        // The same tensors for the whole model (libtorch's generator is global: other tests
+        // running at once would change a second draw).
+        let whole = DenseLm::load(&w, &a, Device::Cpu, Kind::Float, &Switches::eager()).unwrap();
         let (want, want_tokens) =
             fast_path_check::greedy(&whole, StepPath::Eager, &ids, 4).unwrap();
         let dir = temp_dir(&format!("tp-{name}"));
