@@ -356,3 +356,44 @@ impl DenseArch {
         Ok(arch)
     }
 }
+
+/// Sliding-window attention (model/dense/window.rs reads it from config.json).
+impl DenseArch {
+    /// The layers whose attention slides over the last `sliding_window` keys.
+    pub fn sliding_layers(&self) -> Vec<i64> {
+        match (&self.sliding_window, &self.sandwich) {
+            (None, _) => Vec::new(),
+            (Some(_), Some(s)) => s.local_layers.clone(),
+            (Some(_), None) => (self.first_sliding_layer..self.num_hidden_layers).collect(),
+        }
+    }
+
+    /// Keys a query at context length `context` (itself included) attends to in `layer`.
+    pub fn keys_seen(&self, layer: i64, context: f64) -> f64 {
+        match self.sliding_window {
+            Some(w) if self.sliding_layers().contains(&layer) => context.min(w as f64),
+            _ => context,
+        }
+    }
+
+    /// Σ over all layers of the keys a decode step's query sees at `context`.
+    pub fn keys_seen_all_layers(&self, context: f64) -> f64 {
+        (0..self.num_hidden_layers)
+            .map(|l| self.keys_seen(l, context))
+            .sum()
+    }
+
+    /// Σ over all layers and the `s` tokens of a fresh prefill of the keys each sees
+    /// (s(s+1)/2 per full layer; per sliding layer W(W+1)/2 + (s − W)·W once s passes W).
+    pub fn prefill_keys_all_layers(&self, s: f64) -> f64 {
+        let full = s * (s + 1.0) / 2.0;
+        (0..self.num_hidden_layers)
+            .map(|l| match self.sliding_window {
+                Some(w) if self.sliding_layers().contains(&l) => {
+                    super::window::prefill_keys_sliding(s, w as f64)
+                }
+                _ => full,
+            })
+            .sum()
+    }
+}

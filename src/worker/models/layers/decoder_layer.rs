@@ -2,18 +2,99 @@
 //! output norms where the model has them), how its attention and norms are built, and the
 //! per-layer choices of a forward pass: the RoPE table (global or local) and the attention mask
 //! (whole context or sliding window).
+use super::attention::AttnShape;
 use super::attention::{Attention, Rope};
-use super::basic::RmsNorm;
-use super::decoder::{DecoderDims, FeedForward};
+use super::basic::{RmsNorm, SwiGlu};
 use super::mla::MlaAttention;
 use super::self_attention::SelfAttention;
 use crate::checkpoint::tensors::WeightPath;
 use crate::engine::kv_cache::AttnMask;
+use crate::engine::kv_cache::KvDims;
 use anyhow::Result;
-use llmprof::model::module_work::{ATTENTION, ATTENTION_NORM};
+use llmprof::model::dense::{Mla, RopeScaling};
+use llmprof::model::module_work::{ATTENTION, ATTENTION_NORM, MLP, MLP_NORM};
 use llmprof::optim::EngineOptim;
-use llmprof::region::RegionObserver;
+use llmprof::region::{Module, RegionObserver};
 use tch::Tensor;
+
+/// A layer's feed-forward block, [..., H] → [..., H].
+pub trait FeedForward: std::fmt::Debug {
+    /// Runs the block, marking its inner modules on `obs`.
+    fn forward(&self, x: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor>;
+
+    /// The module the block is (its norm before it is `.1`): the shared MLP's by default.
+    fn modules(&self) -> (Module, Module) {
+        (MLP, MLP_NORM)
+    }
+}
+
+impl FeedForward for SwiGlu {
+    fn forward(&self, x: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
+        self.forward_marked(x, obs)
+    }
+}
+
+/// The dimensions the stack needs, whatever the family's config calls them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecoderDims {
+    pub layers: i64,
+    pub attn: AttnShape,
+    pub rms_norm_eps: f64,
+    pub rope_theta: f64,
+    pub rope_scaling: Option<RopeScaling>,
+    pub max_positions: i64,
+    /// lm_head is the embedding matrix (no `lm_head.weight`).
+    pub tie_word_embeddings: bool,
+    /// Gemma 3's structure ([`Sandwich`]); `None` for the plain pre-norm stack.
+    pub sandwich: Option<Sandwich>,
+    /// Multi-head latent attention in place of `attn`'s GQA (DeepSeek-V2/V3; `attn.head_dim`
+    /// is then its RoPE dims).
+    pub mla: Option<Mla>,
+    /// Sliding-window attention: the window (keys a query sees, itself included) and the
+    /// layers that slide.
+    pub sliding: Option<(i64, Vec<i64>)>,
+}
+
+/// Gemma 3's decoder structure: embeddings × `embed_scale`, RMSNorm weights stored as offsets
+/// from 1, a norm on each attention and MLP output before its residual add, and local layers
+/// with their own RoPE base.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sandwich {
+    pub embed_scale: f64,
+    pub local_rope_theta: f64,
+    pub local_layers: Vec<i64>,
+    /// The global layers' linear RoPE scaling (positions ÷ this).
+    pub global_rope_factor: Option<f64>,
+}
+
+impl DecoderDims {
+    /// What an RMSNorm's stored weight is an offset from (Gemma: 1).
+    pub(super) fn norm_offset(&self) -> f64 {
+        if self.sandwich.is_some() {
+            1.0
+        } else {
+            0.0
+        }
+    }
+
+    pub fn kv(&self) -> KvDims {
+        match &self.mla {
+            // One latent + RoPE key per token, read as keys and (its first columns) as values.
+            Some(m) => KvDims {
+                layers: self.layers,
+                kv_heads: 1,
+                head_dim: m.latent_width(),
+                v_head_dim: 0,
+            },
+            None => KvDims {
+                layers: self.layers,
+                kv_heads: self.attn.kv_heads,
+                head_dim: self.attn.head_dim,
+                v_head_dim: self.attn.head_dim,
+            },
+        }
+    }
+}
 
 #[derive(Debug)]
 pub struct DecoderLayer {

@@ -5,7 +5,7 @@
 //! experts where the model has them. A family gives the shape and its checkpoint's names
 //! ([`MoeShape`], [`ExpertNames`]).
 
-use super::moe_router::Router;
+use super::moe_router::{Router, RouterShape};
 use crate::checkpoint::tensors::WeightPath;
 use crate::ffi::kernels;
 use crate::models::layers::basic::{silu_mul_halves, GateUp, GateUpOut, SwiGlu};
@@ -61,6 +61,17 @@ pub struct MoeShape {
 }
 
 impl MoeShape {
+    /// What its router computes.
+    pub fn router(&self) -> RouterShape {
+        RouterShape {
+            top_k: self.top_k,
+            norm_topk_prob: self.norm_topk_prob,
+            scaling: self.scaling,
+            scoring: self.scoring,
+            group_limit: self.group_limit,
+        }
+    }
+
     /// Softmax routing over all experts, greedy top-k: every MoE but DeepSeek-V2/V3's grouped
     /// and sigmoid ones (a family with those sets them on top).
     pub fn greedy(
@@ -139,7 +150,7 @@ impl Moe {
             Ok(Tensor::f_stack(&ws, 0)?)
         };
         Ok(Moe {
-            router: Router::load(vs, &shape, &names)?,
+            router: Router::load(vs, names.router, shape.router())?,
             gate_up: GateUp::new(get(names.gate)?, get(names.up)?, fused)?,
             w_down: get(names.down)?,
             shared: if shape.shared {

@@ -2,11 +2,20 @@
 //! softmax or sigmoid scores (sigmoid: the choice adds the `e_score_correction_bias`, the weights
 //! do not), top-k over all experts or within each token's best groups of experts, the weights
 //! renormalised where the model says so and × its routed scaling factor.
-use super::moe::{ExpertNames, MoeShape};
 use crate::checkpoint::tensors::WeightPath;
 use anyhow::Result;
 use llmprof::model::dense::{GroupLimit, GroupScore, Scoring};
 use tch::{Kind, Tensor};
+
+/// What a router computes (the MoE's shape gives it: `MoeShape::router`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RouterShape {
+    pub top_k: i64,
+    pub norm_topk_prob: bool,
+    pub scaling: f64,
+    pub scoring: Scoring,
+    pub group_limit: Option<GroupLimit>,
+}
 
 #[derive(Debug)]
 pub struct Router {
@@ -22,14 +31,14 @@ pub struct Router {
 }
 
 impl Router {
-    /// `vs` points at the layer's MoE; the router's weight is `names.router`, its correction
+    /// `vs` points at the layer's MoE; the router's weight is `weight_name`, its correction
     /// bias (sigmoid scoring) beside it.
-    pub fn load(vs: &WeightPath, shape: &MoeShape, names: &ExpertNames) -> Result<Self> {
+    pub fn load(vs: &WeightPath, weight_name: &str, shape: RouterShape) -> Result<Self> {
         Ok(Router {
-            gate_f32: vs.get(names.router)?.f_to_kind(Kind::Float)?,
+            gate_f32: vs.get(weight_name)?.f_to_kind(Kind::Float)?,
             correction_bias: match shape.scoring {
                 Scoring::Sigmoid => {
-                    let at = names.router.trim_end_matches(".weight");
+                    let at = weight_name.trim_end_matches(".weight");
                     let bias = vs.get(&format!("{at}.e_score_correction_bias"))?;
                     Some(bias.f_to_kind(Kind::Float)?)
                 }
