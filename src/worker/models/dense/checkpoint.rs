@@ -155,6 +155,18 @@ pub fn synthetic(
     device: Device,
     kind: Kind,
 ) -> Result<HashMap<String, Tensor>> {
+    synthetic_kept(a, seed, (device, kind), |_, t| Ok(t))
+}
+
+/// [`synthetic`] with `keep(name, tensor)` applied to each tensor as it is drawn (a tensor-parallel
+/// rank keeps its slice): the values are [`synthetic`]'s, and no more than one whole tensor
+/// exists at a time beside what is kept.
+pub fn synthetic_kept(
+    a: &DenseArch,
+    seed: i64,
+    (device, kind): (Device, Kind),
+    keep: impl Fn(&str, Tensor) -> Result<Tensor>,
+) -> Result<HashMap<String, Tensor>> {
     tch::manual_seed(seed);
     let mut out = HashMap::new();
     for t in expected_tensors(a) {
@@ -170,7 +182,8 @@ pub fn synthetic(
             };
             Tensor::f_randn(&t.shape, (Kind::Float, device))?.f_mul_scalar(std)?
         };
-        out.insert(t.name, x.f_to_kind(kind)?);
+        let x = keep(&t.name, x.f_to_kind(kind)?)?;
+        out.insert(t.name, x);
     }
     Ok(out)
 }

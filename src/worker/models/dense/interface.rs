@@ -60,10 +60,26 @@ impl DenseModel {
         let started = std::time::Instant::now();
         let synthetic = spec.model.weights == WeightsSource::Synthetic;
         let path = Path::new(&spec.model.path);
+        let world = spec.runtime.tensor_parallel as usize;
+        let comm = crate::engine::collectives::of_this_process(world, device)?;
+        if let Some(c) = &comm {
+            super::shard::check(&arch, world as i64)?;
+            notes.push(format!(
+                "tensor parallel: rank {} of {world} (this run's measurements are rank 0's; each rank's are in its folder rank<k>)",
+                c.rank()
+            ));
+        }
+        // A rank's synthetic weights are cut as they are drawn: it never holds the whole model.
+        let rank_of = comm.as_ref().map(|c| (c.rank() as i64, world as i64));
         let tensors = if synthetic {
             notes.push(llmprof::model::SYNTHETIC_NOTE.to_string());
             tracing::warn!("{}", llmprof::model::SYNTHETIC_NOTE);
-            checkpoint::synthetic(&arch, spec.model.seed as i64, device, kind)?
+            checkpoint::synthetic_kept(&arch, spec.model.seed as i64, (device, kind), |name, t| {
+                match rank_of {
+                    Some(rw) => super::shard::slice_one(name, &t, &arch, rw),
+                    None => Ok(t),
+                }
+            })?
         } else {
             if fallback {
                 bail!("model.weights=files needs a GPU for {}: the CPU fallback '{}' has other dimensions than the checkpoint\n  fix: run on a GPU, or model.weights=synthetic", spec.model.name, spec.model.cpu_fallback);
@@ -76,13 +92,13 @@ impl DenseModel {
             }
             checkpoint::load(path, &arch, device, kind)?
         };
-        let world = spec.runtime.tensor_parallel as usize;
-        let model = match crate::engine::collectives::of_this_process(world, device)? {
+        let model = match comm {
+            Some(comm) if synthetic => {
+                DenseLm::load_slices(&tensors, &arch, (device, kind), &switches(spec)?, comm)?
+            }
+            // A checkpoint's tensors are read whole, then cut (a read of each rank's byte range
+            // is docs/design/tensor-parallel.md's next step).
             Some(comm) => {
-                notes.push(format!(
-                    "tensor parallel: rank {} of {world} (this run's measurements are rank 0's; each rank's are in its folder rank<k>)",
-                    comm.rank()
-                ));
                 DenseLm::load_sharded(&tensors, &arch, (device, kind), &switches(spec)?, comm)?
             }
             None => DenseLm::load(&tensors, &arch, device, kind, &switches(spec)?)?,

@@ -146,9 +146,22 @@ impl DenseLm {
     ) -> Result<Self> {
         let (rank, world) = (comm.rank() as i64, comm.world() as i64);
         shard::check(arch, world)?;
-        let local = shard::arch_of_rank(arch, world);
         let sliced = shard::slice(tensors, arch, rank, world)?;
-        let m = DenseLm::load(&sliced, &local, device, kind, optim)?;
+        Self::load_slices(&sliced, arch, (device, kind), optim, comm)
+    }
+
+    /// [`DenseLm::load_sharded`] from this rank's slices already cut (`shard::slice_one`).
+    pub fn load_slices(
+        sliced: &HashMap<String, Tensor>,
+        arch: &DenseArch,
+        (device, kind): (Device, Kind),
+        optim: &Switches,
+        comm: std::sync::Arc<dyn crate::engine::collectives::Collectives>,
+    ) -> Result<Self> {
+        let (rank, world) = (comm.rank() as i64, comm.world() as i64);
+        shard::check(arch, world)?;
+        let local = shard::arch_of_rank(arch, world);
+        let m = DenseLm::load(sliced, &local, device, kind, optim)?;
         Ok(DenseLm {
             arch: arch.clone(),
             decoder: m

@@ -77,31 +77,39 @@ pub fn slice(
     rank: i64,
     world: i64,
 ) -> Result<HashMap<String, Tensor>> {
+    tensors
+        .iter()
+        .map(|(name, t)| Ok((name.clone(), slice_one(name, t, a, (rank, world))?)))
+        .collect()
+}
+
+/// The rank's slice of tensor `name` (whole where it is not split).
+pub fn slice_one(
+    name: &str,
+    t: &Tensor,
+    a: &DenseArch,
+    (rank, world): (i64, i64),
+) -> Result<Tensor> {
     let block = |t: &Tensor, dim: i64, at: i64, len: i64| -> Result<Tensor> {
-        ensure!(len % world == 0, "{len} rows do not split into {world}");
+        ensure!(
+            len % world == 0,
+            "{len} rows of {name} do not split into {world}"
+        );
         let n = len / world;
         Ok(t.f_narrow(dim, at + rank * n, n)?)
     };
-    tensors
-        .iter()
-        .map(|(name, t)| {
-            let part = match split_of(name, a) {
-                Split::Whole => t.shallow_clone(),
-                Split::Cols => block(t, 1, 0, t.size()[1])?.f_contiguous()?,
-                Split::Rows(parts) if parts.is_empty() => {
-                    block(t, 0, 0, t.size()[0])?.f_contiguous()?
-                }
-                Split::Rows(parts) => {
-                    let mut at = 0;
-                    let mut pieces = Vec::new();
-                    for len in parts {
-                        pieces.push(block(t, 0, at, len)?);
-                        at += len;
-                    }
-                    Tensor::f_cat(&pieces, 0)?
-                }
-            };
-            Ok((name.clone(), part))
-        })
-        .collect()
+    Ok(match split_of(name, a) {
+        Split::Whole => t.shallow_clone(),
+        Split::Cols => block(t, 1, 0, t.size()[1])?.f_contiguous()?,
+        Split::Rows(parts) if parts.is_empty() => block(t, 0, 0, t.size()[0])?.f_contiguous()?,
+        Split::Rows(parts) => {
+            let mut at = 0;
+            let mut pieces = Vec::new();
+            for len in parts {
+                pieces.push(block(t, 0, at, len)?);
+                at += len;
+            }
+            Tensor::f_cat(&pieces, 0)?
+        }
+    })
 }

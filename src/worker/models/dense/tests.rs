@@ -371,3 +371,25 @@ fn tensor_parallel_refuses_what_it_cannot_split() {
     let e = shard::check(&lite, 2).unwrap_err().to_string();
     assert!(e.contains("multi-head latent attention"), "{e}");
 }
+
+/// A rank's synthetic weights cut as they are drawn equal its slices of the whole draw (so a
+/// tensor-parallel run profiles the same model as one rank, without ever holding all of it).
+#[test]
+fn synthetic_slices_drawn_per_rank_equal_slices_of_the_whole_draw() {
+    let a = tiny("qwen2_5_0_5b");
+    let whole = checkpoint::synthetic(&a, 9, Device::Cpu, Kind::Float).unwrap();
+    for rank in 0..2 {
+        let cut = shard::slice(&whole, &a, rank, 2).unwrap();
+        let drawn = checkpoint::synthetic_kept(&a, 9, (Device::Cpu, Kind::Float), |n, t| {
+            shard::slice_one(n, &t, &a, (rank, 2))
+        })
+        .unwrap();
+        assert_eq!(cut.len(), drawn.len());
+        for (name, t) in &cut {
+            assert!(t.equal(&drawn[name]), "{name} of rank {rank}");
+        }
+        // Split tensors are half as large: a rank holds less than the whole model.
+        let q = "model.layers.0.self_attn.q_proj.weight";
+        assert_eq!(drawn[q].size()[0] * 2, whole[q].size()[0]);
+    }
+}
