@@ -71,7 +71,8 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
         m.model.dtype,
         &spec.hardware,
         &window_clocks,
-    );
+    )
+    .map(|p| work::across_ranks(p, spec.runtime.tensor_parallel));
     let utilisation = work::utilisation(&warm, &flops, &stages, &peaks);
     let kineto = m.kineto.as_ref().map(|k| kineto_info(k, &stages));
     let module_info = m

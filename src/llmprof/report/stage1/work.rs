@@ -132,6 +132,32 @@ pub fn peaks_info(
     }
 }
 
+/// The peaks of `ranks` GPUs working on one model (`runtime.tensor_parallel`): each rank's
+/// time is the whole model's step, so MFU/MBU are against the ranks' summed peaks.
+pub fn across_ranks(p: PeaksInfo, ranks: u32) -> PeaksInfo {
+    if ranks <= 1 {
+        return p;
+    }
+    let n = f64::from(ranks);
+    PeaksInfo {
+        peak_tflops: p.peak_tflops * n,
+        peak_bandwidth_gbs: p.peak_bandwidth_gbs * n,
+        source: format!("{}; × {ranks} GPUs (runtime.tensor_parallel)", p.source),
+        at_window_clock: p
+            .at_window_clock
+            .into_iter()
+            .map(|(w, at)| {
+                let at = WindowPeak {
+                    peak_tflops: at.peak_tflops * n,
+                    ..at
+                };
+                (w, at)
+            })
+            .collect(),
+        ..p
+    }
+}
+
 /// MFU per region with analytic FLOPs (and per decode step and end to end), MBU of decode.
 pub fn utilisation(
     requests: &[TimedRequest],
@@ -314,6 +340,14 @@ mod tests {
             peak_bandwidth_gbs: Some(1000.0),
         };
         let p = peaks_info(Some(0), &no_nvml, Dtype::F32, &both, &clocks).unwrap();
+        // Two tensor-parallel ranks: twice the peaks, said in the source.
+        let two = across_ranks(p.clone(), 2);
+        assert_eq!(
+            (two.peak_tflops, two.peak_bandwidth_gbs),
+            (2.0 * p.peak_tflops, 2.0 * p.peak_bandwidth_gbs)
+        );
+        assert!(two.source.ends_with("× 2 GPUs (runtime.tensor_parallel)"));
+        assert_eq!(across_ranks(p.clone(), 1).peak_tflops, p.peak_tflops);
         assert_eq!((p.peak_tflops, p.peak_bandwidth_gbs), (100.0, 1000.0));
         assert!(p.source.contains("overrides"));
     }
