@@ -59,22 +59,36 @@ fn two_ranks_run_stage1_each_with_its_measurements() {
 
 #[test]
 fn a_split_the_model_does_not_allow_is_refused_before_a_run_directory() {
-    for (extra, says) in [
+    for (command, extra, says) in [
         (
+            "stage1",
             vec!["runtime.tensor_parallel=3"],
             "runtime.tensor_parallel=3 does not divide num_attention_heads=16",
         ),
+        // Qwen3-0.6B splits four ways, its CPU fallback (2 K/V heads) does not.
         (
+            "stage1",
+            vec!["runtime.tensor_parallel=4"],
+            "the CPU fallback qwen3_0_6b_tiny (which runs without a GPU): runtime.tensor_parallel=4 does not divide num_key_value_heads=2",
+        ),
+        (
+            "stage2",
+            vec!["runtime.tensor_parallel=2", "pipeline.ncu.enable=true"],
+            "stage2 profiles one worker process",
+        ),
+        (
+            "stage1",
             vec!["model=deepseek_ocr_tiny", "runtime.tensor_parallel=2"],
             "DeepSeek-OCR runs on one GPU only",
         ),
         (
+            "stage1",
             vec!["runtime.tensor_parallel=65"],
             "runtime.tensor_parallel=65 is out of range",
         ),
     ] {
         let dir = scratch("tp-refused");
-        let mut args = vec!["stage1"];
+        let mut args = vec![command];
         args.extend_from_slice(TEXT);
         args.extend(extra.iter().copied());
         args.push("hydra.run.dir=run");

@@ -55,7 +55,7 @@ pub fn run_one(
     if spec.model.weights != crate::spec::WeightsSource::Synthetic {
         crate::model::checkpoint_config::check(&spec.model.arch, Path::new(&spec.model.path))?;
     }
-    let ranks = super::tp_launch::placement(&spec)?;
+    let ranks = super::tp_launch::placement(&spec, command)?;
     if command == "stage2" && !spec.pipeline.nsys.enable && !spec.pipeline.ncu.enable {
         bail!("stage2 needs a profiler: add pipeline.nsys.enable=true and/or pipeline.ncu.enable=true");
     }

@@ -1,9 +1,10 @@
 //! The ranks of a tensor-parallel run (`runtime.tensor_parallel=N`, docs/design/tensor-parallel.md
 //! §1): N worker processes of the same command, rank k told by its environment, writing into the
 //! run directory (rank 0) or `<run>/rank<k>` (each rank its own measurements), one GPU each where
-//! there are GPUs, with NVLink multicast off. The first rank that fails stops the others at once
-//! (a rank that hangs is ended by its peers' collective timeout), so no rank outlives the run;
-//! the error names the rank.
+//! there are GPUs, with NVLink multicast off. The first rank that fails stops the others at once,
+//! so no rank outlives the run; the error names the rank. A rank that hangs is ended by its
+//! peers' collective timeout on the CPU transport; NCCL collectives have no timeout yet
+//! (docs/design/tensor-parallel.md).
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -24,13 +25,27 @@ const NO_MULTICAST: [(&str, &str); 3] = [
 /// For `runtime.tensor_parallel` > 1: whether the ranks take one GPU each (`Some(true)`) or run on
 /// the CPU (`Some(false)`); `None` for one rank. More ranks than visible GPUs, or a stage the
 /// ranks do not run, is refused before any run directory exists.
-pub fn placement(spec: &crate::spec::RunSpec) -> Result<Option<bool>> {
+pub fn placement(spec: &crate::spec::RunSpec, command: &str) -> Result<Option<bool>> {
     let world = spec.runtime.tensor_parallel as usize;
     if world <= 1 {
         return Ok(None);
     }
+    if command == "stage2" {
+        bail!("stage2 profiles one worker process; runtime.tensor_parallel={world} runs {world}\n  fix: stage2 with runtime.tensor_parallel=1 (profiling one rank of a split run is planned: docs/design/tensor-parallel.md)");
+    }
     let gpus = crate::launcher::gpus::visible();
     let on_gpus = spec.device != "cpu" && !gpus.is_empty();
+    // Without GPUs the ranks run the preset's tiny CPU fallback: it must split too.
+    if let (false, crate::model::Arch::DenseDecoder(a)) = (on_gpus, &spec.model.arch) {
+        if spec.model.name != spec.model.cpu_fallback {
+            crate::model::dense::tensor_parallel::check(&a.tiny(), world as i64).map_err(|e| {
+                anyhow::anyhow!(
+                    "the CPU fallback {} (which runs without a GPU): {e}",
+                    spec.model.cpu_fallback
+                )
+            })?;
+        }
+    }
     if on_gpus && world > gpus.len() {
         bail!(
             "runtime.tensor_parallel={world} needs {world} GPUs; {} visible ({})\n  fix: runtime.tensor_parallel={} or fewer",
@@ -74,11 +89,15 @@ pub fn run_ranks(
     gpus: bool,
 ) -> Result<()> {
     let tp_dir = run_dir.join("tp");
+    // Every rank's folder first: nothing is started when one cannot be made.
+    let dirs = (0..world)
+        .map(|k| rank_dir(run_dir, k))
+        .collect::<Result<Vec<_>>>()?;
     let mut ranks: Vec<(Child, std::thread::JoinHandle<Option<String>>)> = Vec::new();
-    for k in 0..world {
+    for (k, dir) in dirs.iter().enumerate() {
         let mut cmd = Command::new(worker);
         cmd.arg(command)
-            .arg(rank_dir(run_dir, k)?)
+            .arg(dir)
             .env(RANK_ENV, k.to_string())
             .env(WORLD_ENV, world.to_string())
             .env(DIR_ENV, &tp_dir)
@@ -125,8 +144,20 @@ pub fn run_ranks(
 fn relay_stderr(stderr: std::process::ChildStderr, k: usize) -> Option<String> {
     let mut out = std::io::stderr();
     let mut last = None;
-    for line in BufReader::new(stderr).lines() {
-        let Ok(line) = line else { break };
+    let mut reader = BufReader::new(stderr);
+    let mut buf = Vec::new();
+    // Bytes, not UTF-8 lines: a rank whose stderr stopped being read would block on a full pipe.
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+        let line = String::from_utf8_lossy(&buf)
+            .trim_end_matches('\n')
+            .to_string();
         let _ = match k {
             0 => writeln!(out, "{line}"),
             _ => writeln!(out, "[rank {k}] {line}"),
@@ -145,6 +176,7 @@ fn wait_all(
     ranks: &mut [(Child, std::thread::JoinHandle<Option<String>>)],
 ) -> Option<(usize, ExitStatus)> {
     let mut done: Vec<Option<ExitStatus>> = vec![None; ranks.len()];
+    let mut pids: Vec<Option<u32>> = ranks.iter().map(|r| Some(r.0.id())).collect();
     let mut failed: Option<(usize, ExitStatus, std::time::Instant)> = None;
     let (mut termed, mut killed) = (false, false);
     while done.iter().any(Option::is_none) {
@@ -154,6 +186,9 @@ fn wait_all(
             }
             if let Ok(Some(status)) = child.try_wait() {
                 done[k] = Some(status);
+                // A reaped rank's pid may be reused: signals go to the others only.
+                pids[k] = None;
+                super::shutdown::set_children(pids.iter().flatten().copied().collect());
                 if !status.success() && failed.is_none() {
                     failed = Some((k, status, std::time::Instant::now()));
                 }

@@ -140,6 +140,10 @@ impl DenseArch {
                 m.qk_rope_head_dim
             );
             ensure!(
+                !self.attention_bias,
+                "attention_bias=true with multi-head latent attention (biases on q_a_proj, kv_a_proj_with_mqa and o_proj) is not implemented"
+            );
+            ensure!(
                 self.num_key_value_heads == self.num_attention_heads,
                 "MLA has no K/V head groups: num_key_value_heads={} must equal num_attention_heads={}",
                 self.num_key_value_heads,

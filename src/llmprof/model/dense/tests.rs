@@ -341,7 +341,8 @@ fn sliding_windows_are_read_where_the_model_type_applies_them() {
         None
     );
     // Qwen2/3 carry a window but apply it only with use_sliding_window, from max_window_layers
-    // on (its default: every layer attends over the whole context).
+    // on (transformers' default 28: here every layer attends over the whole context);
+    // Qwen3-MoE has no max_window_layers: every layer slides.
     assert_eq!(
         base(serde_json::json!({"model_type": "qwen3", "sliding_window": 4096})),
         None
@@ -359,6 +360,14 @@ fn sliding_windows_are_read_where_the_model_type_applies_them() {
             "use_sliding_window": true})
         ),
         None
+    );
+    assert_eq!(
+        base(
+            serde_json::json!({"model_type": "qwen3_moe", "sliding_window": 4096,
+            "use_sliding_window": true, "max_window_layers": 2, "num_experts": 8,
+            "num_experts_per_tok": 2, "moe_intermediate_size": 32})
+        ),
+        Some((4096, vec![0, 1]))
     );
     assert_eq!(
         base(serde_json::json!({"model_type": "llama", "sliding_window": 4096})),

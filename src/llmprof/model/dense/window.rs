@@ -9,12 +9,16 @@ pub fn from_hf_config(v: &serde_json::Value, model_type: &str, layers: i64) -> O
     let window = v.get("sliding_window").and_then(|x| x.as_i64())?;
     match model_type {
         "mistral" | "mixtral" | "phi3" | "gemma3_text" => Some((window, 0)),
-        "qwen2" | "qwen3" | "qwen3_moe" => {
+        // transformers' Qwen3-MoE has no max_window_layers: every layer slides.
+        "qwen3_moe" => (v.get("use_sliding_window").and_then(|x| x.as_bool()) == Some(true))
+            .then_some((window, 0)),
+        "qwen2" | "qwen3" => {
             let on = v.get("use_sliding_window").and_then(|x| x.as_bool()) == Some(true);
+            // transformers' default max_window_layers is 28.
             let from = v
                 .get("max_window_layers")
                 .and_then(|x| x.as_i64())
-                .unwrap_or(layers);
+                .unwrap_or(28);
             (on && from < layers).then_some((window, from))
         }
         _ => None,

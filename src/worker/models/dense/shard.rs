@@ -96,12 +96,13 @@ pub fn slice_one(
             "{len} rows of {name} do not split into {world}"
         );
         let n = len / world;
-        Ok(t.f_narrow(dim, at + rank * n, n)?)
+        // A copy, not a view: a view would keep the whole tensor's storage alive.
+        Ok(t.f_narrow_copy(dim, at + rank * n, n)?)
     };
     Ok(match split_of(name, a) {
         Split::Whole => t.shallow_clone(),
-        Split::Cols => block(t, 1, 0, t.size()[1])?.f_contiguous()?,
-        Split::Rows(parts) if parts.is_empty() => block(t, 0, 0, t.size()[0])?.f_contiguous()?,
+        Split::Cols => block(t, 1, 0, t.size()[1])?,
+        Split::Rows(parts) if parts.is_empty() => block(t, 0, 0, t.size()[0])?,
         Split::Rows(parts) => {
             let mut at = 0;
             let mut pieces = Vec::new();

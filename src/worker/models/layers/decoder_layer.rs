@@ -162,7 +162,8 @@ pub(super) fn load_attention(
     optim: &EngineOptim,
 ) -> Result<SelfAttention> {
     if let Some(m) = &dims.mla {
-        let a = MlaAttention::load(vs, m, dims.attn.heads, dims.rms_norm_eps)?;
+        // transformers builds MLA's latent norms with eps 1e-6, whatever rms_norm_eps says.
+        let a = MlaAttention::load(vs, m, dims.attn.heads, 1e-6)?;
         return Ok(SelfAttention::Mla(a));
     }
     let mut attn = Attention::load(vs, dims.attn, optim.fused_projections, optim.sdpa)?;
