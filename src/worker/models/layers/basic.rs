@@ -1,12 +1,15 @@
-//! Small building blocks shared by the encoders and the decoder: Linear, LayerNorm, RMSNorm,
-//! SwiGLU MLP. Each is loaded by official tensor names from a [`WeightPath`].
+//! Small building blocks shared by the encoders and the decoder: Linear, LayerNorm, SwiGLU MLP
+//! (RMSNorm: rms_norm.rs, re-exported here). Each is loaded by official tensor names from a
+//! [`WeightPath`].
 
 use crate::checkpoint::tensors::WeightPath;
 use crate::ffi::{kernels, kernels_vision};
 use anyhow::Result;
 use llmprof::model::module_work::{ACT, DOWN, GATE_UP};
 use llmprof::region::RegionObserver;
-use tch::{Kind, Tensor};
+use tch::Tensor;
+
+pub use super::rms_norm::RmsNorm;
 
 /// `y = x·Wᵀ + b` (weight `[out, in]`).
 #[derive(Debug)]
@@ -117,91 +120,6 @@ impl LayerNorm {
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {
         let c = self.weight.size1()?;
         Ok(xs.f_layer_norm([c], Some(&self.weight), Some(&self.bias), self.eps, true)?)
-    }
-}
-
-/// RMSNorm as in HF DeepseekV2RMSNorm (docs/deepseek-ocr.md §2): fp32 normalise, cast back, then scale in the
-/// input dtype.
-#[derive(Debug)]
-pub struct RmsNorm {
-    pub weight: Tensor,
-    pub eps: f64,
-    /// One `_fused_rms_norm` kernel (fp32 accumulation, the product rounded once) instead.
-    pub fused: bool,
-    /// [`RmsNorm::add_forward`] in llmprof's one kernel on a GPU (with `fused`;
-    /// `runtime.optim.add_rms_norm_kernel`).
-    pub add_kernel: bool,
-}
-
-impl RmsNorm {
-    pub fn load(vs: &WeightPath, eps: f64) -> Result<Self> {
-        Ok(RmsNorm {
-            weight: vs.get("weight")?,
-            eps,
-            fused: false,
-            add_kernel: false,
-        })
-    }
-
-    /// This norm with its scale `offset + weight` (Gemma stores the weight as an offset from 1),
-    /// computed in fp32 as HF does.
-    pub fn with_offset(self, offset: f64) -> Result<Self> {
-        if offset == 0.0 {
-            return Ok(self);
-        }
-        let kind = self.weight.kind();
-        let weight = self
-            .weight
-            .f_to_kind(Kind::Float)?
-            .f_add_scalar(offset)?
-            .f_to_kind(kind)?;
-        Ok(RmsNorm { weight, ..self })
-    }
-
-    /// This norm with its scale × `factor` (computed in fp32, rounded once).
-    pub fn scaled(self, factor: f64) -> Result<Self> {
-        if factor == 1.0 {
-            return Ok(self);
-        }
-        let kind = self.weight.kind();
-        let weight = self
-            .weight
-            .f_to_kind(Kind::Float)?
-            .f_mul_scalar(factor)?
-            .f_to_kind(kind)?;
-        Ok(RmsNorm { weight, ..self })
-    }
-
-    /// `x + delta` and its norm: (sum, norm(sum)). In llmprof's one kernel on a GPU when
-    /// `add_kernel` and `fused` are set; else an add and [`RmsNorm::forward`].
-    pub fn add_forward(&self, x: &Tensor, delta: &Tensor) -> Result<(Tensor, Tensor)> {
-        let fits = self.weight.size1()? <= kernels::ADD_RMS_NORM_MAX_HIDDEN;
-        if self.add_kernel && self.fused && fits && x.device().is_cuda() && x.kind() == delta.kind()
-        {
-            let (x, delta) = (x.f_contiguous()?, delta.f_contiguous()?);
-            return Ok(kernels::add_rms_norm(&x, &delta, &self.weight, self.eps)?);
-        }
-        let sum = x.f_add(delta)?;
-        let normed = self.forward(&sum)?;
-        Ok((sum, normed))
-    }
-
-    pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        if self.fused {
-            let h = self.weight.size1()?;
-            return Ok(xs
-                .f_internal_fused_rms_norm(&[h][..], Some(&self.weight), self.eps)?
-                .0);
-        }
-        let kind = xs.kind();
-        let x32 = xs.f_to_kind(Kind::Float)?;
-        let var = x32
-            .f_pow_tensor_scalar(2)?
-            .f_mean_dim(-1, true, Kind::Float)?;
-        let normed = x32
-            .f_mul(&var.f_add_scalar(self.eps)?.f_rsqrt()?)?
-            .f_to_kind(kind)?;
-        Ok(normed.f_mul(&self.weight)?)
     }
 }
 

@@ -10,4 +10,5 @@ pub mod mla;
 pub mod moe;
 pub mod moe_router;
 pub mod pre_norm;
+pub mod rms_norm;
 pub mod self_attention;
