@@ -363,19 +363,26 @@ impl DenseArch {
 
 /// Sliding-window attention (model/dense/window.rs reads it from config.json).
 impl DenseArch {
-    /// The layers whose attention slides over the last `sliding_window` keys.
-    pub fn sliding_layers(&self) -> Vec<i64> {
+    /// Whether layer `layer`'s attention slides over the last `sliding_window` keys.
+    pub fn slides(&self, layer: i64) -> bool {
         match (&self.sliding_window, &self.sandwich) {
-            (None, _) => Vec::new(),
-            (Some(_), Some(s)) => s.local_layers.clone(),
-            (Some(_), None) => (self.first_sliding_layer..self.num_hidden_layers).collect(),
+            (None, _) => false,
+            (Some(_), Some(s)) => s.local_layers.contains(&layer),
+            (Some(_), None) => (self.first_sliding_layer..self.num_hidden_layers).contains(&layer),
         }
+    }
+
+    /// The layers that slide ([`DenseArch::slides`]).
+    pub fn sliding_layers(&self) -> Vec<i64> {
+        (0..self.num_hidden_layers)
+            .filter(|&l| self.slides(l))
+            .collect()
     }
 
     /// Keys a query at context length `context` (itself included) attends to in `layer`.
     pub fn keys_seen(&self, layer: i64, context: f64) -> f64 {
         match self.sliding_window {
-            Some(w) if self.sliding_layers().contains(&layer) => context.min(w as f64),
+            Some(w) if self.slides(layer) => context.min(w as f64),
             _ => context,
         }
     }
@@ -393,9 +400,7 @@ impl DenseArch {
         let full = s * (s + 1.0) / 2.0;
         (0..self.num_hidden_layers)
             .map(|l| match self.sliding_window {
-                Some(w) if self.sliding_layers().contains(&l) => {
-                    super::window::prefill_keys_sliding(s, w as f64)
-                }
+                Some(w) if self.slides(l) => super::window::prefill_keys_sliding(s, w as f64),
                 _ => full,
             })
             .sum()
