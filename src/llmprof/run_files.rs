@@ -74,6 +74,17 @@ pub const ROOFLINE_MD: &str = "roofline.md";
 /// The roofline plot of every stage (`roofline/plot.rs` adds one per stage beside it).
 pub const ROOFLINE_SVG: &str = "roofline.svg";
 
+// Tensor-parallel ranks (app/tp_launch.rs starts them, the worker's engine/collectives.rs reads
+// these): rank k > 0 writes into `<run>/<RANK_DIR_PREFIX>k`; the ranks' rendezvous folder.
+pub const RANK_DIR_PREFIX: &str = "rank";
+pub const TP_DIR: &str = "tp";
+/// Rank 0's NCCL unique id, in TP_DIR.
+pub const NCCL_ID: &str = "nccl.id";
+/// The environment each rank is started with: its rank, the world size, the TP_DIR path.
+pub const TP_RANK_ENV: &str = "LLMPROF_TP_RANK";
+pub const TP_WORLD_ENV: &str = "LLMPROF_TP_WORLD";
+pub const TP_DIR_ENV: &str = "LLMPROF_TP_DIR";
+
 #[cfg(test)]
 mod tests {
     #[test]

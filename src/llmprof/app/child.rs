@@ -19,12 +19,45 @@ pub struct Finished {
 impl Finished {
     /// The child's last error line (an `ERROR` log line or an abort message), if any.
     pub fn last_error(&self) -> Option<String> {
-        self.stderr_tail
-            .iter()
-            .rev()
-            .find(|l| l.contains("ERROR") || l.contains("error") || l.contains("panicked"))
-            .map(|l| strip_ansi(l).trim().to_string())
+        last_error_of(&self.stderr_tail)
     }
+}
+
+/// The last error line (an `ERROR` log line or an abort message) among a child's stderr lines.
+pub fn last_error_of(tail: &[String]) -> Option<String> {
+    tail.iter()
+        .rev()
+        .find(|l| l.contains("ERROR") || l.contains("error") || l.contains("panicked"))
+        .map(|l| strip_ansi(l).trim().to_string())
+}
+
+/// Passes a child's stderr through to ours line by line (each after `prefix`) until it closes,
+/// and returns its last [`TAIL_LINES`] lines. Read as bytes (a line that is not UTF-8 is passed
+/// on lossily): a child whose stderr stopped being read would block on a full pipe.
+pub fn relay_stderr(stderr: impl std::io::Read, prefix: &str) -> Vec<String> {
+    let mut tail: VecDeque<String> = VecDeque::with_capacity(TAIL_LINES);
+    let mut out = std::io::stderr();
+    let mut reader = BufReader::new(stderr);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+        let line = String::from_utf8_lossy(&buf)
+            .trim_end_matches('\n')
+            .to_string();
+        // Our own stderr may be closed (a pager quit): keep reading so the child never blocks.
+        let _ = writeln!(out, "{prefix}{line}");
+        if tail.len() == TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+    tail.into_iter().collect()
 }
 
 /// Removes terminal colour codes from a log line.
@@ -53,20 +86,7 @@ pub fn run(mut cmd: Command, what: &str) -> Result<Finished> {
         .with_context(|| format!("starting {what}"))?;
     super::shutdown::set_child(Some(child.id()));
     let stderr = child.stderr.take().expect("stderr was piped");
-    let relay = std::thread::spawn(move || {
-        let mut tail: VecDeque<String> = VecDeque::with_capacity(TAIL_LINES);
-        let mut out = std::io::stderr();
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            // Our own stderr may be closed (a pager quit): keep reading so the child never blocks.
-            let _ = writeln!(out, "{line}");
-            if tail.len() == TAIL_LINES {
-                tail.pop_front();
-            }
-            tail.push_back(line);
-        }
-        tail.into_iter().collect::<Vec<_>>()
-    });
+    let relay = std::thread::spawn(move || relay_stderr(stderr, ""));
     let status = child.wait().with_context(|| format!("waiting for {what}"));
     super::shutdown::set_child(None);
     let stderr_tail = relay.join().unwrap_or_default();
@@ -91,5 +111,18 @@ mod tests {
         assert_eq!(f.status.code(), Some(3));
         assert_eq!(f.stderr_tail.len(), 2);
         assert_eq!(f.last_error().unwrap(), "ERROR disk full: /x/metrics.json");
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_does_not_stop_the_relay() {
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "printf 'bad \\377 byte\\n' >&2; echo 'ERROR after it' >&2; exit 4",
+        ]);
+        let f = run(cmd, "a shell").unwrap();
+        assert_eq!(f.stderr_tail.len(), 2);
+        assert_eq!(f.stderr_tail[0], "bad \u{fffd} byte");
+        assert_eq!(f.last_error().unwrap(), "ERROR after it");
     }
 }

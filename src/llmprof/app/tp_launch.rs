@@ -6,15 +6,11 @@
 //! peers' collective timeout on the CPU transport; NCCL collectives have no timeout yet
 //! (docs/design/tensor-parallel.md).
 use anyhow::{bail, Context, Result};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
-/// The environment each rank gets (the worker's `engine::collectives` reads the first three).
-const RANK_ENV: &str = "LLMPROF_TP_RANK";
-const WORLD_ENV: &str = "LLMPROF_TP_WORLD";
-const DIR_ENV: &str = "LLMPROF_TP_DIR";
+use crate::run_files::{RANK_DIR_PREFIX, TP_DIR, TP_DIR_ENV, TP_RANK_ENV, TP_WORLD_ENV};
 /// NVLink multicast stays off in every rank (NCCL's NVLS and libtorch's symmetric memory).
 const NO_MULTICAST: [(&str, &str); 3] = [
     ("NCCL_NVLS_ENABLE", "0"),
@@ -63,7 +59,7 @@ pub fn rank_dir(run_dir: &Path, k: usize) -> Result<PathBuf> {
     if k == 0 {
         return Ok(run_dir.to_path_buf());
     }
-    let dir = run_dir.join(format!("rank{k}"));
+    let dir = run_dir.join(format!("{RANK_DIR_PREFIX}{k}"));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let config = crate::run_dir::RESOLVED_CONFIG;
     std::fs::copy(run_dir.join(config), dir.join(config))
@@ -88,19 +84,19 @@ pub fn run_ranks(
     world: usize,
     gpus: bool,
 ) -> Result<()> {
-    let tp_dir = run_dir.join("tp");
+    let tp_dir = run_dir.join(TP_DIR);
     // Every rank's folder first: nothing is started when one cannot be made.
     let dirs = (0..world)
         .map(|k| rank_dir(run_dir, k))
         .collect::<Result<Vec<_>>>()?;
-    let mut ranks: Vec<(Child, std::thread::JoinHandle<Option<String>>)> = Vec::new();
+    let mut ranks: Vec<(Child, std::thread::JoinHandle<Vec<String>>)> = Vec::new();
     for (k, dir) in dirs.iter().enumerate() {
         let mut cmd = Command::new(worker);
         cmd.arg(command)
             .arg(dir)
-            .env(RANK_ENV, k.to_string())
-            .env(WORLD_ENV, world.to_string())
-            .env(DIR_ENV, &tp_dir)
+            .env(TP_RANK_ENV, k.to_string())
+            .env(TP_WORLD_ENV, world.to_string())
+            .env(TP_DIR_ENV, &tp_dir)
             .envs(NO_MULTICAST)
             .stderr(Stdio::piped());
         if gpus {
@@ -114,16 +110,21 @@ pub fn run_ranks(
             }
         };
         let stderr = child.stderr.take().expect("stderr was piped");
-        let relay = std::thread::spawn(move || relay_stderr(stderr, k));
+        let prefix = if k == 0 {
+            String::new()
+        } else {
+            format!("[rank {k}] ")
+        };
+        let relay = std::thread::spawn(move || super::child::relay_stderr(stderr, &prefix));
         ranks.push((child, relay));
         super::shutdown::set_children(ranks.iter().map(|r| r.0.id()).collect());
     }
     let failed = wait_all(&mut ranks);
     super::shutdown::set_children(Vec::new());
     let _ = std::fs::remove_dir_all(&tp_dir);
-    let tails: Vec<Option<String>> = ranks
+    let tails: Vec<Vec<String>> = ranks
         .into_iter()
-        .map(|r| r.1.join().ok().flatten())
+        .map(|r| r.1.join().unwrap_or_default())
         .collect();
     match failed {
         None => Ok(()),
@@ -132,48 +133,18 @@ pub fn run_ranks(
                 Some(c) => format!("exited with status {c}"),
                 None => "was killed by a signal".into(),
             };
-            let last = tails[k]
-                .clone()
-                .unwrap_or_else(|| "no error message".into());
+            let last =
+                super::child::last_error_of(&tails[k]).unwrap_or_else(|| "no error message".into());
             bail!("tensor-parallel rank {k} of {world} {how}: {last}; the other ranks were stopped")
         }
     }
-}
-
-/// Passes a rank's stderr through (prefixed for ranks > 0) and returns its last error line.
-fn relay_stderr(stderr: std::process::ChildStderr, k: usize) -> Option<String> {
-    let mut out = std::io::stderr();
-    let mut last = None;
-    let mut reader = BufReader::new(stderr);
-    let mut buf = Vec::new();
-    // Bytes, not UTF-8 lines: a rank whose stderr stopped being read would block on a full pipe.
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        }
-        let line = String::from_utf8_lossy(&buf)
-            .trim_end_matches('\n')
-            .to_string();
-        let _ = match k {
-            0 => writeln!(out, "{line}"),
-            _ => writeln!(out, "[rank {k}] {line}"),
-        };
-        if line.contains("ERROR") || line.contains("error") || line.contains("panicked") {
-            last = Some(line);
-        }
-    }
-    last
 }
 
 /// Waits until every rank exited; at the first failure the others get SIGTERM, and SIGKILL
 /// if they are still there after the shutdown grace. Returns the first failed rank and its
 /// status.
 fn wait_all(
-    ranks: &mut [(Child, std::thread::JoinHandle<Option<String>>)],
+    ranks: &mut [(Child, std::thread::JoinHandle<Vec<String>>)],
 ) -> Option<(usize, ExitStatus)> {
     let mut done: Vec<Option<ExitStatus>> = vec![None; ranks.len()];
     let mut pids: Vec<Option<u32>> = ranks.iter().map(|r| Some(r.0.id())).collect();
@@ -216,7 +187,7 @@ fn wait_all(
 }
 
 /// Stops ranks already started when a later one could not start.
-fn stop(ranks: &mut [(Child, std::thread::JoinHandle<Option<String>>)]) {
+fn stop(ranks: &mut [(Child, std::thread::JoinHandle<Vec<String>>)]) {
     for (child, _) in ranks.iter_mut() {
         let _ = child.kill();
         let _ = child.wait();

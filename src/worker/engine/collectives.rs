@@ -126,11 +126,6 @@ impl Collectives for FileCollectives {
     }
 }
 
-/// The environment the front end starts each rank with (app/tp_launch.rs).
-pub const RANK_ENV: &str = "LLMPROF_TP_RANK";
-pub const WORLD_ENV: &str = "LLMPROF_TP_WORLD";
-pub const DIR_ENV: &str = "LLMPROF_TP_DIR";
-
 /// How long a rank waits at a collective for its slowest peer before it fails the run.
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -146,13 +141,14 @@ pub fn of_this_process(
     let var = |k: &str| {
         std::env::var(k).with_context(|| format!("runtime.tensor_parallel={world} but {k} is not set: ranks are started by `llmprof stage1`, not by hand"))
     };
-    let rank: usize = var(RANK_ENV)?.parse().context(RANK_ENV)?;
-    let env_world: usize = var(WORLD_ENV)?.parse().context(WORLD_ENV)?;
+    use llmprof::run_files::{TP_DIR_ENV, TP_RANK_ENV, TP_WORLD_ENV};
+    let rank: usize = var(TP_RANK_ENV)?.parse().context(TP_RANK_ENV)?;
+    let env_world: usize = var(TP_WORLD_ENV)?.parse().context(TP_WORLD_ENV)?;
     ensure!(
         env_world == world,
-        "{WORLD_ENV}={env_world} but runtime.tensor_parallel={world}"
+        "{TP_WORLD_ENV}={env_world} but runtime.tensor_parallel={world}"
     );
-    let dir = PathBuf::from(var(DIR_ENV)?);
+    let dir = PathBuf::from(var(TP_DIR_ENV)?);
     if let tch::Device::Cuda(index) = device {
         let nccl = NcclCollectives::new(&dir, (rank, world), index, PEER_TIMEOUT)?;
         return Ok(Some(std::sync::Arc::new(nccl)));
@@ -182,10 +178,10 @@ impl NcclCollectives {
             "runtime.tensor_parallel on GPUs needs NCCL, and this worker was built without it\n  fix: pip install nvidia-nccl-cu13 into the torch venv and rebuild (./bootstrap.sh --yes)"
         );
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let file = dir.join("nccl.id");
+        let file = dir.join(llmprof::run_files::NCCL_ID);
         let id: [u8; UNIQUE_ID_BYTES] = if rank == 0 {
             let id = unique_id()?;
-            let tmp = dir.join("nccl.id.tmp");
+            let tmp = file.with_extension("id.tmp");
             std::fs::write(&tmp, id).with_context(|| format!("writing {}", tmp.display()))?;
             std::fs::rename(&tmp, &file)?;
             id
