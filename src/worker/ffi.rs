@@ -13,6 +13,7 @@ pub mod host_memory;
 pub mod kernel_archs;
 pub mod kernels;
 pub mod kernels_gemm;
+pub mod kernels_gemv;
 pub mod kernels_vision;
 pub mod nccl;
 pub mod nvtx;

@@ -63,6 +63,12 @@ pub struct EngineOptim {
     /// Absent: 0.
     #[serde(default)]
     pub decode_attention_min_window: u64,
+    /// On a CUDA device in bf16/fp16, the decoder's projections of one row (decode steps at
+    /// batch 1: q/k/v, o_proj, gate/up, shared experts, lm_head; inputs at most 8,192 wide) in
+    /// llmprof's GEMV kernel (the weight streamed once in 16-byte loads, fp32 sums, one rounding)
+    /// instead of cuBLAS's choice for those shapes. Absent: off.
+    #[serde(default)]
+    pub gemv_kernel: bool,
 }
 
 impl EngineOptim {

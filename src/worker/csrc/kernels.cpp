@@ -381,4 +381,42 @@ int llmprof_decode_attention(const void* q_p, const void* k_p, const void* v_p, 
   });
 }
 
+int llmprof_gemv(const void* x_p, const void* w_p, const void* bias_p, const void* y_p) {
+  return llmprof::guarded("gemv", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& x = tensor_arg(x_p, "x");
+    const auto& w = tensor_arg(w_p, "weight");
+    TORCH_CHECK(x.is_cuda() && x.is_contiguous() && x.dim() >= 1,
+                "x must be a contiguous CUDA tensor [.., k], got ", x.sizes(), " on ", x.device());
+    TORCH_CHECK(x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf,
+                "gemv takes bf16 or fp16, got ", x.scalar_type());
+    const int64_t k = x.size(-1), m = k > 0 ? x.numel() / k : 0;
+    TORCH_CHECK(m >= 1 && m <= LLMPROF_K_GEMV_MAX_ROWS, "gemv takes 1 to ",
+                LLMPROF_K_GEMV_MAX_ROWS, " rows, got ", m);
+    TORCH_CHECK(k % 8 == 0, "gemv takes a width that is a multiple of 8, got ", k);
+    TORCH_CHECK(w.dim() == 2, "weight must be [n, k], got ", w.sizes());
+    const int64_t n = w.size(0);
+    check_like(w, x, "weight", {n, k});
+    const at::Tensor* bias = nullptr;
+    if (bias_p != nullptr) {
+      bias = &tensor_arg(bias_p, "bias");
+      check_like(*bias, x, "bias", {n});
+    }
+    auto sizes = x.sizes().vec();
+    sizes.back() = n;
+    const auto& y = tensor_arg(y_p, "y");
+    check_like(y, x, "y", sizes);
+    check_aligned16(x, "x");
+    check_aligned16(w, "weight");
+    c10::cuda::CUDAGuard guard(x.device());
+    check_launch(llmprof_k_gemv(dtype_code(x), x.data_ptr(), w.data_ptr(),
+                                bias ? bias->data_ptr() : nullptr, y.data_ptr(), (int)m, n, k,
+                                c10::cuda::getCurrentCUDAStream().stream()),
+                 "gemv");
+#endif
+  });
+}
+
 }  // extern "C"

@@ -338,6 +338,9 @@ int llmprof_router_logits(const void* x, const void* w, const void* logits);
  * hd 64 or 128. */
 int llmprof_decode_attention(const void* q, const void* k_cache, const void* v_cache,
                              const void* pad, const void* len, int64_t window, const void* out);
+/* A Linear over 1 ..= 8 rows in llmprof's kernel: x [.., k] (bf16 or fp16, k a multiple of 8),
+ * weight [n, k], bias [n] or null → y [.., n] (allocated by the caller). */
+int llmprof_gemv(const void* x, const void* weight, const void* bias, const void* y);
 /* RoPE on q and k and the K/V cache write: qkv [B, T, (heads + 2 kv_heads) hd], cos and sin
  * [B, 1, T, hd], slot [1] int64 on the device (the first slot written) → q [B, T, heads, hd]
  * (allocated by the caller), k and v written at slots slot .. slot + T − 1 of k_cache and v_cache

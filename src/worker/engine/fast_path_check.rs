@@ -55,7 +55,7 @@ pub struct VariantCheck {
 pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, StepPath)> {
     let graph = StepPath::Graph { kv_bucket };
     // (variant, the switch it checks, the switches it turns on, step path)
-    let table: [(&str, &str, &[&str], StepPath); 11] = [
+    let table: [(&str, &str, &[&str], StepPath); 13] = [
         (
             "fused_projections",
             "fused_projections",
@@ -100,6 +100,12 @@ pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, S
             StepPath::Eager,
         ),
         (
+            "gemv_kernel",
+            "gemv_kernel",
+            &["gemv_kernel"],
+            StepPath::Eager,
+        ),
+        (
             "moe_combine_kernel",
             "moe_combine_kernel",
             &["grouped_moe", "moe_routing_kernel", "moe_combine_kernel"],
@@ -122,6 +128,12 @@ pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, S
             "decode_attention_kernel+cuda_graph",
             "decode_attention_kernel",
             &["static_kv_cache", "grouped_moe", "decode_attention_kernel"],
+            graph,
+        ),
+        (
+            "gemv_kernel+cuda_graph",
+            "gemv_kernel",
+            &["static_kv_cache", "grouped_moe", "gemv_kernel"],
             graph,
         ),
     ];

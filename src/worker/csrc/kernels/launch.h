@@ -223,6 +223,13 @@ int llmprof_k_decode_attention(int dtype, const void* q, const void* k, const vo
                                float* part_ml, void* out, llmprof_k_decode_attn_shape shape,
                                void* stream);
 
+/* A Linear over 1 ..= LLMPROF_K_GEMV_MAX_ROWS rows (csrc/kernels/gemv.cu): y [m, n] = x [m, k] ·
+ * w [n, k]ᵀ (+ bias [n] where bias is not null), bf16 or fp16, all contiguous; k a multiple of 8,
+ * x and w 16-byte aligned. */
+#define LLMPROF_K_GEMV_MAX_ROWS 8
+int llmprof_k_gemv(int dtype, const void* x, const void* w, const void* bias, void* y, int m,
+                   int64_t n, int64_t k, void* stream);
+
 /* Hopper GEMMs (csrc/kernels/sm90a, CUTLASS; built only with LLMPROF_HAVE_SM90A_GEMM and run
  * only on compute capability 9.0). */
 

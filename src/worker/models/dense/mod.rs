@@ -109,7 +109,8 @@ impl DenseLm {
                     };
                     let at = vs.sub("model.layers").sub(i).sub(at);
                     let mut moe = Moe::load(&at, shape, names, fused)?
-                        .with_swiglu_kernel(optim.engine.swiglu_kernel);
+                        .with_swiglu_kernel(optim.engine.swiglu_kernel)
+                        .with_gemv(optim.engine.gemv_kernel);
                     // Grouped GEMMs keep the group sizes on the device (no host sync, so decode
                     // steps can be captured); where _grouped_mm cannot run it falls back itself.
                     moe.dispatch = MoeDispatch::Grouped;
@@ -121,6 +122,7 @@ impl DenseLm {
                         false => SwiGlu::load(mlp, fused)?,
                     }
                     .with_kernel(optim.engine.swiglu_kernel)
+                    .with_gemv(optim.engine.gemv_kernel)
                     .with_gelu_tanh(arch.mlp_activation == MlpActivation::GeluTanh),
                 ) as Box<dyn FeedForward>,
             })

@@ -6,7 +6,7 @@ mod rope;
 
 use crate::checkpoint::tensors::WeightPath;
 use crate::engine::kv_cache::{AttnMask, KvCache};
-use crate::ffi::kernels;
+use crate::ffi::{kernels, kernels_gemv};
 use crate::models::layers::basic::RmsNorm;
 use anyhow::Result;
 use llmprof::model::module_work::{CORE, O_PROJ, QKV, ROPE_KV};
@@ -88,6 +88,9 @@ pub struct Attention {
     pub decode_attention_kernel: bool,
     /// ... for windows of at least this many slots.
     pub decode_attention_min_window: i64,
+    /// Projections of one row (decode steps at batch 1) on a GPU in bf16/fp16 in
+    /// llmprof's GEMV kernel (`runtime.optim.gemv_kernel`).
+    pub gemv_kernel: bool,
 }
 
 impl Attention {
@@ -155,6 +158,7 @@ impl Attention {
             rope_kv_kernel: false,
             decode_attention_kernel: false,
             decode_attention_min_window: 0,
+            gemv_kernel: false,
         })
     }
 
@@ -177,7 +181,7 @@ impl Attention {
         let heads = |y: Tensor, n: i64| -> Result<Tensor> {
             Ok(y.f_view([b, t, n, hd])?.f_transpose(1, 2)?) // (b, n, t, hd)
         };
-        let lin = |p: &(Tensor, Option<Tensor>)| x.f_linear(&p.0, p.1.as_ref());
+        let lin = |p: &(Tensor, Option<Tensor>)| self.linear(x, &p.0, p.1.as_ref());
         Ok(match &self.qkv {
             Qkv::Split { q, k, v } => Projected::Heads(
                 heads(lin(q)?, nh)?,
@@ -186,7 +190,7 @@ impl Attention {
             ),
             // Heads apart where GQA or the q/k norms need them.
             Qkv::Fused(w, bias) if nkv != nh || self.qk_norm.is_some() => {
-                let y = x.f_linear(w, bias.as_ref())?;
+                let y = self.linear(x, w, bias.as_ref())?;
                 let parts = y.f_split_with_sizes([nh * hd, nkv * hd, nkv * hd], -1)?;
                 Projected::Heads(
                     heads(parts[0].shallow_clone(), nh)?,
@@ -194,9 +198,10 @@ impl Attention {
                     heads(parts[2].shallow_clone(), nkv)?,
                 )
             }
-            Qkv::Fused(w, bias) => {
-                Projected::Packed(x.f_linear(w, bias.as_ref())?.f_view([b, t, 3, nh, hd])?)
-            }
+            Qkv::Fused(w, bias) => Projected::Packed(
+                self.linear(x, w, bias.as_ref())?
+                    .f_view([b, t, 3, nh, hd])?,
+            ),
         })
     }
 
@@ -251,7 +256,12 @@ impl Attention {
     }
 
     fn o_proj(&self, o: &Tensor) -> Result<Tensor> {
-        Ok(o.f_linear::<Tensor>(&self.o, None)?)
+        self.linear(o, &self.o, None)
+    }
+
+    /// `x·wᵀ (+ bias)`, in llmprof's GEMV kernel where it is on and takes the call.
+    fn linear(&self, x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        Ok(kernels_gemv::linear_or_torch(x, w, bias, self.gemv_kernel)?)
     }
 
     /// [`Attention::attend_heads`] as the module `core`, then o_proj as `o_proj` → [B,T,H].
@@ -339,7 +349,7 @@ impl Attention {
     ) -> Result<Tensor> {
         let y = {
             let _m = obs.enter_module(QKV, None);
-            x.f_linear(w, bias)? // (b, t, (nh + 2 nkv)·hd)
+            self.linear(x, w, bias)? // (b, t, (nh + 2 nkv)·hd)
         };
         let _m = obs.enter_module(ROPE_KV, None);
         Ok(kernels::rope_kv(

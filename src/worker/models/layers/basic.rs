@@ -3,7 +3,7 @@
 //! [`WeightPath`].
 
 use crate::checkpoint::tensors::WeightPath;
-use crate::ffi::{kernels, kernels_vision};
+use crate::ffi::{kernels, kernels_gemv, kernels_vision};
 use anyhow::Result;
 use llmprof::model::module_work::{ACT, DOWN, GATE_UP};
 use llmprof::region::RegionObserver;
@@ -146,17 +146,16 @@ impl GateUp {
     /// `silu(x·gateᵀ) ⊙ x·upᵀ` [..., F]; `kernel`: the fused form's activation in llmprof's
     /// kernel on a GPU.
     pub fn act(&self, xs: &Tensor, kernel: bool) -> Result<Tensor> {
-        self.project(xs)?.act(kernel)
+        self.project(xs, false)?.act(kernel)
     }
 
-    /// The projections alone: `x·gateᵀ` and `x·upᵀ`, or `x·[gate; up]ᵀ`.
-    pub fn project(&self, xs: &Tensor) -> Result<GateUpOut> {
+    /// The projections alone: `x·gateᵀ` and `x·upᵀ`, or `x·[gate; up]ᵀ`; `gemv`: in llmprof's
+    /// GEMV kernel where it takes the call (`runtime.optim.gemv_kernel`).
+    pub fn project(&self, xs: &Tensor, gemv: bool) -> Result<GateUpOut> {
+        let lin = |w: &Tensor| kernels_gemv::linear_or_torch(xs, w, None, gemv);
         Ok(match self {
-            GateUp::Split { gate, up } => GateUpOut::Split(
-                xs.f_linear::<Tensor>(gate, None)?,
-                xs.f_linear::<Tensor>(up, None)?,
-            ),
-            GateUp::Fused(w) => GateUpOut::Fused(xs.f_linear::<Tensor>(w, None)?),
+            GateUp::Split { gate, up } => GateUpOut::Split(lin(gate)?, lin(up)?),
+            GateUp::Fused(w) => GateUpOut::Fused(lin(w)?),
         })
     }
 }
@@ -217,6 +216,8 @@ pub struct SwiGlu {
     pub kernel: bool,
     /// GELU (tanh approximation) on the gate instead of SiLU: GeGLU (Gemma).
     pub gelu_tanh: bool,
+    /// Its projections in llmprof's GEMV kernel where it takes them (`runtime.optim.gemv_kernel`).
+    pub gemv: bool,
 }
 
 impl SwiGlu {
@@ -231,6 +232,7 @@ impl SwiGlu {
             down: vs.get("down_proj.weight")?,
             kernel: false,
             gelu_tanh: false,
+            gemv: false,
         })
     }
 
@@ -244,12 +246,18 @@ impl SwiGlu {
             down: vs.get("down_proj.weight")?,
             kernel: false,
             gelu_tanh: false,
+            gemv: false,
         })
     }
 
     /// This MLP with its activation in llmprof's kernel on a GPU when `on`.
     pub fn with_kernel(self, on: bool) -> Self {
         SwiGlu { kernel: on, ..self }
+    }
+
+    /// This MLP with its projections in llmprof's GEMV kernel where it takes them, when `on`.
+    pub fn with_gemv(self, on: bool) -> Self {
+        SwiGlu { gemv: on, ..self }
     }
 
     /// This MLP as GeGLU: GELU (tanh) on the gate; llmprof's SiLU kernel is not used.
@@ -270,9 +278,13 @@ impl SwiGlu {
     }
 
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        Ok(self
-            .activate(self.gate_up.project(xs)?)?
-            .f_linear::<Tensor>(&self.down, None)?)
+        self.down(&self.activate(self.gate_up.project(xs, self.gemv)?)?)
+    }
+
+    fn down(&self, a: &Tensor) -> Result<Tensor> {
+        Ok(kernels_gemv::linear_or_torch(
+            a, &self.down, None, self.gemv,
+        )?)
     }
 
     /// [`SwiGlu::forward`] with its parts marked as the decoder MLP's modules (`gate_up`, `act`,
@@ -280,14 +292,14 @@ impl SwiGlu {
     pub fn forward_marked(&self, xs: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         let gu = {
             let _m = obs.enter_module(GATE_UP, None);
-            self.gate_up.project(xs)?
+            self.gate_up.project(xs, self.gemv)?
         };
         let a = {
             let _m = obs.enter_module(ACT, None);
             self.activate(gu)?
         };
         let _m = obs.enter_module(DOWN, None);
-        Ok(a.f_linear::<Tensor>(&self.down, None)?)
+        self.down(&a)
     }
 }
 

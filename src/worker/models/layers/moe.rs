@@ -175,6 +175,15 @@ impl Moe {
         }
     }
 
+    /// This MoE with its shared experts' projections in llmprof's GEMV kernel where it takes
+    /// them, when `on` (the routed experts keep their grouped GEMMs).
+    pub fn with_gemv(self, on: bool) -> Self {
+        Moe {
+            shared: self.shared.map(|s| s.with_gemv(on)),
+            ..self
+        }
+    }
+
     /// Router: x [N,H] → (weights fp32 [N,k], expert ids [N,k]) (see [`Router::top_k_of`]).
     pub fn route(&self, xs: &Tensor) -> Result<(Tensor, Tensor)> {
         self.router.top_k_of(&self.router.logits(xs)?)
@@ -329,7 +338,7 @@ impl Moe {
                     },
                     GateUp::Fused(w) => GateUp::Fused(w.f_get(ei)?),
                 }
-                .project(&xe)?
+                .project(&xe, false)?
             };
             let act = {
                 let _m = obs.enter_module(EXPERTS_ACT, None);

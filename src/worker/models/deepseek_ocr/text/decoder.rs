@@ -42,11 +42,14 @@ pub fn load(vs: &WeightPath, cfg: &DecoderConfig, o: &Switches) -> Result<Decode
     Decoder::load(vs, &dims(cfg), &o.engine, |mlp, i| {
         Ok(if i < cfg.first_k_dense_replace {
             Box::new(
-                SwiGlu::load(mlp, o.engine.fused_projections)?.with_kernel(o.engine.swiglu_kernel),
+                SwiGlu::load(mlp, o.engine.fused_projections)?
+                    .with_kernel(o.engine.swiglu_kernel)
+                    .with_gemv(o.engine.gemv_kernel),
             ) as Box<dyn FeedForward>
         } else {
             let mut moe = moe::load(mlp, cfg, o.engine.fused_projections)?
-                .with_swiglu_kernel(o.engine.swiglu_kernel);
+                .with_swiglu_kernel(o.engine.swiglu_kernel)
+                .with_gemv(o.engine.gemv_kernel);
             if o.own.grouped_moe {
                 moe.dispatch = MoeDispatch::Grouped;
             }

@@ -93,7 +93,8 @@ fn rope_kv_kernel_equals_libtorch_on_a_gpu() {
 }
 
 /// The decode-attention kernel against softmax(q·kᵀ/√d)·v in fp32 over exactly the visible slots
-/// (each row's padding ..= the current slot), MHA and GQA, head_dim 64 and 128, fp32 and bf16,
+/// (each row's padding ..= the current slot), MHA and GQA (1 to 16 query heads per kv head),
+/// head_dim 64 and 128, fp32 and bf16,
 /// a window larger than the written slots with garbage beyond them: the kernel must read the
 /// visible slots only, and splits with no visible slot must not use their (NaN-poisoned)
 /// scratch. fp32 within 1e-5 of the largest output; bf16 within 1 % of it (the output is rounded
@@ -106,7 +107,16 @@ fn decode_attention_kernel_matches_the_reference_on_a_gpu() {
     let (b, slots, window, len) = (3i64, 320i64, 256i64, 200i64);
     let pads = [0i64, 17, 150];
     for (kind, tol) in [(Kind::Float, 1e-5), (Kind::BFloat16, 1e-2)] {
-        for (nh, nkv, hd) in [(10i64, 10i64, 128i64), (8, 2, 64)] {
+        // Query heads per kv head 1, 2, 3, 4, 7 and 16: every block shape of the kernel (groups
+        // of 1, 2, 4 and 8 heads, a group not filled, a kv head split over two blocks).
+        for (nh, nkv, hd) in [
+            (10i64, 10i64, 128i64),
+            (4, 2, 128),
+            (6, 2, 64),
+            (8, 2, 64),
+            (14, 2, 128),
+            (32, 2, 64),
+        ] {
             let q = Tensor::randn([b, nh, 1, hd], (kind, dev));
             let k = Tensor::randn([b, nkv, slots, hd], (kind, dev)) * 2.0;
             let v = Tensor::randn([b, nkv, slots, hd], (kind, dev));

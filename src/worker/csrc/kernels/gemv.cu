@@ -1,0 +1,136 @@
+// A Linear over a few rows (decode steps at small batch): y[m, n] = Σ_k x[m, k]·w[n, k] (+ bias[n])
+// for m < rows ≤ 8, w the Linear's weight [n, k] as stored (row-major: each output's weights are
+// one contiguous row). At one to eight rows the call reads the weight once and does almost no
+// arithmetic per byte, so its time is the weight's bytes over the bandwidth the kernel keeps in
+// flight; cuBLAS's choices at these shapes reached 56-87 % of the H200's DRAM peak in a
+// Llama-3.1-8B decode step (reports/gpu-runs.md §35: o_proj 56 %, qkv 65 %, down 80 %, gate_up
+// 87 %). Each warp owns kRowsPerWarp outputs and walks their weight rows in 16-byte loads, kUnroll
+// of them per row in flight per lane, x read in the same 16-byte steps (it is small and stays in
+// L1/L2); products summed in fp32 per lane, then across the warp; the output rounded once to T.
+// The decoder gives it one-row calls only (ffi/kernels_gemv.rs: at eight rows it lost to cuBLAS).
+#include "dtype.cuh"
+#include "launch.h"
+
+#include <cuda_runtime.h>
+
+namespace {
+
+using llmprof_k::from_f;
+using llmprof_k::to_f;
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kRowsPerWarp = 2;
+constexpr int kUnroll = 4;
+
+// kM: the rows the template handles (calls with fewer rows skip the missing ones).
+template <typename T, int kM>
+__global__ void __launch_bounds__(kThreads)
+    gemv(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+         T* __restrict__ y, int m, int64_t n, int64_t k) {
+  constexpr int kV = 16 / (int)sizeof(T);  // elements per 16-byte load
+  constexpr int kStep = 32 * kV;            // elements a warp covers per load
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t n0 = ((int64_t)blockIdx.x * kWarps + warp) * kRowsPerWarp;
+  if (n0 >= n) return;
+  const T* rows[kRowsPerWarp];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) rows[r] = w + min(n0 + r, n - 1) * k;
+  float acc[kRowsPerWarp][kM];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int i = 0; i < kM; ++i) acc[r][i] = 0.f;
+
+  auto fma_block = [&](const uint4 (&wv)[kRowsPerWarp], int64_t c) {
+#pragma unroll
+    for (int i = 0; i < kM; ++i) {
+      if (i >= m) break;
+      const uint4 xv = *reinterpret_cast<const uint4*>(x + (int64_t)i * k + c);
+      const T* xe = reinterpret_cast<const T*>(&xv);
+      float xf[kV];
+#pragma unroll
+      for (int e = 0; e < kV; ++e) xf[e] = to_f(xe[e]);
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        const T* we = reinterpret_cast<const T*>(&wv[r]);
+#pragma unroll
+        for (int e = 0; e < kV; ++e) acc[r][i] = fmaf(xf[e], to_f(we[e]), acc[r][i]);
+      }
+    }
+  };
+
+  int64_t c = (int64_t)lane * kV;
+  // Whole groups of kUnroll steps: every load of the group issued before the first use.
+  for (; c + (kUnroll - 1) * kStep < k; c += kUnroll * kStep) {
+    uint4 wv[kUnroll][kRowsPerWarp];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r)
+        wv[u][r] = __ldcs(reinterpret_cast<const uint4*>(rows[r] + c + u * kStep));
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) fma_block(wv[u], c + u * kStep);
+  }
+  for (; c < k; c += kStep) {
+    uint4 wv[kRowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r)
+      wv[r] = __ldcs(reinterpret_cast<const uint4*>(rows[r] + c));
+    fma_block(wv, c);
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int i = 0; i < kM; ++i)
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2) acc[r][i] += __shfl_xor_sync(0xffffffffu, acc[r][i], o);
+  if (lane == 0) {
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int64_t col = n0 + r;
+      if (col >= n) break;
+      const float b = bias ? to_f(bias[col]) : 0.f;
+#pragma unroll
+      for (int i = 0; i < kM; ++i)
+        if (i < m) y[(int64_t)i * n + col] = from_f<T>(acc[r][i] + b);
+    }
+  }
+}
+
+template <typename T>
+int launch_gemv(const void* x, const void* w, const void* bias, void* y, int m, int64_t n,
+                int64_t k, cudaStream_t stream) {
+  if (sizeof(T) == 4) return (int)cudaErrorInvalidValue;  // bf16 and fp16 only
+  const auto x_ = static_cast<const T*>(x);
+  const auto w_ = static_cast<const T*>(w);
+  const auto b_ = static_cast<const T*>(bias);
+  const auto y_ = static_cast<T*>(y);
+  const int64_t per_block = (int64_t)kWarps * kRowsPerWarp;
+  const unsigned blocks = (unsigned)((n + per_block - 1) / per_block);
+  if (m == 1) {
+    gemv<T, 1><<<blocks, kThreads, 0, stream>>>(x_, w_, b_, y_, m, n, k);
+  } else if (m == 2) {
+    gemv<T, 2><<<blocks, kThreads, 0, stream>>>(x_, w_, b_, y_, m, n, k);
+  } else if (m <= 4) {
+    gemv<T, 4><<<blocks, kThreads, 0, stream>>>(x_, w_, b_, y_, m, n, k);
+  } else {
+    gemv<T, 8><<<blocks, kThreads, 0, stream>>>(x_, w_, b_, y_, m, n, k);
+  }
+  return (int)cudaGetLastError();
+}
+
+}  // namespace
+
+extern "C" int llmprof_k_gemv(int dtype, const void* x, const void* w, const void* bias, void* y,
+                              int m, int64_t n, int64_t k, void* stream) {
+  if (m < 1 || m > LLMPROF_K_GEMV_MAX_ROWS || n < 1 || k < 1 ||
+      k % 8 != 0 || (int64_t)((n + kWarps * kRowsPerWarp - 1) / (kWarps * kRowsPerWarp)) >
+                        (int64_t)0x7fffffff ||
+      !llmprof_k::aligned16(x) || !llmprof_k::aligned16(w)) {
+    return (int)cudaErrorInvalidValue;
+  }
+  auto st = static_cast<cudaStream_t>(stream);
+  LLMPROF_K_DISPATCH(dtype, launch_gemv, x, w, bias, y, m, n, k, st)
+}
