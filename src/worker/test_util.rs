@@ -70,7 +70,7 @@ impl llmprof::region::RegionObserver for ModuleRecorder {
     ) -> llmprof::region::RegionGuard<'_> {
         let mut stack = self.stack.borrow_mut();
         let parent = stack.last().map(|(m, _)| m.name());
-        if parent != module.parent_name() {
+        if parent != module.parent_name() && !module.nests_anywhere() {
             self.misplaced.borrow_mut().push(format!(
                 "{} under {}",
                 module.name(),

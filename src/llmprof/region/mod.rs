@@ -4,7 +4,9 @@
 //! Below the stages, a model marks its modules (`modules.rs`), which label work and are never timed.
 mod modules;
 
-pub use modules::{check_modules, is_module_scope, Module, ModulePath, ENGINE_MODULES, SAMPLING};
+pub use modules::{
+    check_modules, is_module_scope, Module, ModulePath, COMMUNICATION, ENGINE_MODULES, SAMPLING,
+};
 
 /// A named stretch of the workload. Its name is the single source of the NVTX range name, the
 /// Kineto user scope and the report key.

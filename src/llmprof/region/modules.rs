@@ -11,6 +11,8 @@ pub struct Module {
     name: &'static str,
     parent: Option<&'static str>,
     indexed: bool,
+    /// Opens inside whichever module needs it (the collectives): no declared parent.
+    anywhere: bool,
 }
 
 impl Module {
@@ -20,6 +22,18 @@ impl Module {
             name,
             parent: None,
             indexed: false,
+            anywhere: false,
+        }
+    }
+
+    /// A module that opens inside whichever module needs it, or at the top (the tensor-parallel
+    /// collectives: after attention, after the MLP, in the embedding and the logits).
+    pub const fn anywhere(name: &'static str) -> Self {
+        Module {
+            name,
+            parent: None,
+            indexed: false,
+            anywhere: true,
         }
     }
 
@@ -29,6 +43,7 @@ impl Module {
             name,
             parent: Some(parent.name),
             indexed: false,
+            anywhere: false,
         }
     }
 
@@ -41,6 +56,7 @@ impl Module {
                 None => None,
             },
             indexed: true,
+            anywhere: false,
         }
     }
 
@@ -54,6 +70,11 @@ impl Module {
 
     pub fn is_indexed(&self) -> bool {
         self.indexed
+    }
+
+    /// Whether the module may open inside any module ([`Module::anywhere`]).
+    pub fn nests_anywhere(&self) -> bool {
+        self.anywhere
     }
 }
 
@@ -71,8 +92,14 @@ pub struct ModulePath {
 /// next tokens' upload (outside `decode_step`, so outside any captured step).
 pub const SAMPLING: Module = Module::root("sampling");
 
+/// A tensor-parallel rank's collectives (the all-reduce after attention and after the MLP, the
+/// vocabulary-parallel embedding's sum, the logits' gather), inside the module that needs them
+/// (`layer.attention.communication`, `layer.mlp.communication`, ...): their kernels, and with
+/// them the time a rank waits for the slowest of its peers.
+pub const COMMUNICATION: Module = Module::anywhere("communication");
+
 /// The modules the engine marks whatever the model (a family lists them with its own).
-pub const ENGINE_MODULES: &[Module] = &[SAMPLING];
+pub const ENGINE_MODULES: &[Module] = &[SAMPLING, COMMUNICATION];
 
 /// What starts the name of a module's Kineto user scope or NVTX range.
 pub const SCOPE_PREFIX: &str = "module:";

@@ -4,6 +4,7 @@ use super::metrics::{RunReport, StageStats};
 use std::fmt::Write as _;
 
 mod modules;
+mod ranks;
 mod top_tables;
 
 /// Regions of the generation loop every model shares, in the order the table ends with.
@@ -240,6 +241,9 @@ pub fn render(r: &RunReport) -> String {
     }
     if let Some(m) = &r.modules {
         modules::render(&mut s, m);
+    }
+    if let Some(t) = &r.tensor_parallel {
+        ranks::render(&mut s, t);
     }
     if let Some(k) = &r.kineto {
         top_tables::render(&mut s, r, k);

@@ -37,6 +37,10 @@ pub struct RunReport {
     /// from before module attribution and without a Kineto pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modules: Option<super::metrics_modules::ModulesInfo>,
+    /// A tensor-parallel run's ranks side by side (rank 0's metrics.json only; absent with one
+    /// rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_parallel: Option<super::metrics_ranks::RanksInfo>,
     pub memory: Option<MemoryInfo>,
     /// The fast-path switches of this run (`runtime.optim`, `model.optim`) and what the
     /// CUDA-graph path did.

@@ -8,6 +8,7 @@ pub mod markdown;
 pub mod measurements;
 pub mod metrics;
 pub mod metrics_modules;
+pub mod metrics_ranks;
 pub mod modules_md;
 pub mod rebuild;
 pub mod stage1;

@@ -25,10 +25,38 @@ pub enum Rebuilt {
 /// Stage 1's reports from `run_dir`'s measurements.json under `spec` (the run's own spec).
 pub fn stage1(run_dir: &Path, spec: &RunSpec) -> Result<RunReport> {
     let m = Stage1Measurements::read(&run_dir.join(MEASUREMENTS_JSON))?;
-    let report = super::stage1::build(&m, spec);
+    let mut report = super::stage1::build(&m, spec);
+    report.tensor_parallel = ranks_side_by_side(run_dir, spec, &report)?;
     artifacts::write_stage1_reports(run_dir, spec, &m, &report)
         .with_context(|| format!("writing the reports of {}", run_dir.display()))?;
     Ok(report)
+}
+
+/// A tensor-parallel run's ranks side by side: rank 0's `report` and each other rank's, built
+/// from `<run>/rank<k>/measurements.json` under the same spec (and written there as that rank's
+/// own reports). `None` with one rank.
+fn ranks_side_by_side(
+    run_dir: &Path,
+    spec: &RunSpec,
+    report: &RunReport,
+) -> Result<Option<super::metrics_ranks::RanksInfo>> {
+    let world = spec.runtime.tensor_parallel as usize;
+    if world < 2 {
+        return Ok(None);
+    }
+    let mut reports = vec![report.clone()];
+    for k in 1..world {
+        let dir = run_dir.join(format!("{}{k}", crate::run_files::RANK_DIR_PREFIX));
+        let m = Stage1Measurements::read(&dir.join(MEASUREMENTS_JSON)).with_context(|| {
+            format!("rank {k} of {world}: its measurements in {}", dir.display())
+        })?;
+        let r = super::stage1::build(&m, spec);
+        // Each rank's own metrics.json and report.md beside its measurements.
+        artifacts::write_stage1_reports(&dir, spec, &m, &r)
+            .with_context(|| format!("writing rank {k}'s reports in {}", dir.display()))?;
+        reports.push(r);
+    }
+    Ok(super::stage1::ranks::info(&reports))
 }
 
 /// Every report `run_dir` can have again, with the spec it recorded (config.resolved.yaml).

@@ -3,6 +3,7 @@
 //! module and unit-tested there: timings, analytic work and utilisation, NVML windows.
 pub mod modules;
 mod nvml_windows;
+pub mod ranks;
 mod serving;
 mod timings;
 mod work;
@@ -136,6 +137,7 @@ pub fn build(m: &Stage1Measurements, spec: &RunSpec) -> RunReport {
         nvml,
         kineto,
         modules: module_info,
+        tensor_parallel: None,
         memory: m.memory.as_ref().map(memory_info),
         optim: OptimInfo {
             switches: crate::optim::named(&spec.runtime.optim),

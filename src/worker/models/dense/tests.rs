@@ -359,6 +359,79 @@ fn tensor_parallel_ranks_give_the_unsharded_logits() {
     }
 }
 
+/// A tensor-parallel rank marks each collective as the module `communication` inside the module
+/// that needs it (attention's and the MLP's all-reduce, the embedding's sum, the logits' gather),
+/// and the unsharded model marks none: the breakdown's communication row is exactly the
+/// collectives.
+#[test]
+fn tensor_parallel_collectives_are_marked_as_communication() {
+    use crate::engine::collectives::FileCollectives;
+    use crate::test_util::ModuleRecorder;
+    use std::sync::Arc;
+    let a = tiny("llama3_1_8b");
+    let w = checkpoint::synthetic(&a, 5, Device::Cpu, Kind::Float).unwrap();
+    let seq = prompts(&[7], a.vocab_size, 3, &[]).remove(0);
+    fn marks(m: &DenseLm, seq: &[i64]) -> Vec<String> {
+        let rec = ModuleRecorder::default();
+        let mut cache = m.new_cache(1, 16).unwrap();
+        let _prompt_logits = m.prefill_text(&[seq], &mut cache, &rec).unwrap();
+        let _step_logits = m
+            .decode_step(&Tensor::from_slice(&[seq[1]]), &mut cache, &rec)
+            .unwrap();
+        let misplaced = rec.misplaced.borrow().clone();
+        assert!(misplaced.is_empty(), "{misplaced:?}");
+        let paths = rec.paths.borrow().clone();
+        paths
+    }
+    let whole = DenseLm::load(&w, &a, Device::Cpu, Kind::Float, &Switches::eager()).unwrap();
+    assert!(!marks(&whole, &seq)
+        .iter()
+        .any(|p| p.contains("communication")));
+    let dir = temp_dir("tp-marks");
+    let ranks: Vec<_> = (0..2)
+        .map(|r| {
+            let w: HashMap<String, Tensor> = w
+                .iter()
+                .map(|(k, t)| (k.clone(), t.shallow_clone()))
+                .collect();
+            let (a, dir, seq) = (a.clone(), dir.clone(), seq.clone());
+            std::thread::spawn(move || {
+                let comm = Arc::new(
+                    FileCollectives::new(&dir, r, 2, std::time::Duration::from_secs(60)).unwrap(),
+                );
+                let m = DenseLm::load_sharded(
+                    &w,
+                    &a,
+                    (Device::Cpu, Kind::Float),
+                    &Switches::eager(),
+                    comm,
+                )
+                .unwrap();
+                marks(&m, &seq)
+            })
+        })
+        .collect();
+    for h in ranks {
+        let paths = h.join().unwrap();
+        let comm: Vec<&String> = paths
+            .iter()
+            .filter(|p| p.contains("communication"))
+            .collect();
+        for want in [
+            "module:embed.communication",
+            "module:layer[0].attention.communication",
+            "module:layer[0].mlp.communication",
+            "module:lm_head.communication",
+        ] {
+            assert!(comm.iter().any(|p| *p == want), "{want} in {comm:?}");
+        }
+        // Two passes (prefill, decode step): per pass one sum per embedding, two per layer and
+        // one gather.
+        let per_pass = 1 + 2 * a.num_hidden_layers as usize + 1;
+        assert_eq!(comm.len(), 2 * per_pass, "{comm:?}");
+    }
+}
+
 #[test]
 fn tensor_parallel_refuses_what_it_cannot_split() {
     let a = tiny("qwen3_0_6b");

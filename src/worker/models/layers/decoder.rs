@@ -11,10 +11,12 @@ use super::self_attention::SelfAttention;
 use crate::checkpoint::tensors::WeightPath;
 use crate::engine::collectives::Collectives;
 use crate::engine::kv_cache::{AttnMask, KvCache};
+use crate::ffi::kernels_gemv;
 use anyhow::{ensure, Result};
 use llmprof::model::module_work::{EMBED, FINAL_NORM, LAYER, LM_HEAD};
 use llmprof::optim::EngineOptim;
 use llmprof::region::RegionObserver;
+use llmprof::region::COMMUNICATION;
 use std::sync::Arc;
 use tch::{Kind, Tensor};
 
@@ -67,6 +69,7 @@ impl Decoder {
                     "runtime.optim.add_rms_norm_kernel",
                     optim.add_rms_norm_kernel && optim.fused_rms_norm,
                 ),
+                ("runtime.optim.gemv_kernel", optim.gemv_kernel),
             ] {
                 crate::ffi::kernels::require(switch, used)?;
             }
@@ -148,10 +151,14 @@ impl Decoder {
         }
     }
 
-    /// `t` summed over the tensor-parallel ranks (as it is without them).
-    fn reduce(&self, t: Tensor) -> Result<Tensor> {
+    /// `t` summed over the tensor-parallel ranks (as it is without them), marked as the module
+    /// `communication` inside the module open at the call.
+    fn reduce(&self, t: Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         match &self.tp {
-            Some((comm, _)) => comm.all_reduce_sum(&t),
+            Some((comm, _)) => {
+                let _c = obs.enter_module(COMMUNICATION, None);
+                comm.all_reduce_sum(&t)
+            }
             None => Ok(t),
         }
     }
@@ -193,6 +200,7 @@ impl Decoder {
                     false,
                 )?
                 .f_mul(&mine.f_unsqueeze(-1)?.f_to_kind(self.embed.kind())?)?;
+                let _c = obs.enter_module(COMMUNICATION, None);
                 comm.all_reduce_sum(&e)?
             }
             None => Tensor::f_embedding(&self.embed, ids, -1, false, false)?,
@@ -275,8 +283,8 @@ impl Decoder {
             let (next_h, f) = layer.forward(
                 (&h, pending.as_ref()),
                 obs,
-                |a, x| self.reduce(attn(a, x, i)?),
-                &|t| self.reduce(t),
+                |a, x| self.reduce(attn(a, x, i)?, obs),
+                &|t| self.reduce(t, obs),
             )?;
             (h, pending) = (next_h, Some(f));
         }
@@ -374,12 +382,15 @@ impl Decoder {
     /// hidden [..., H] → fp32 logits [..., vocab], as the module `lm_head`.
     pub fn logits(&self, hidden: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         let _m = obs.enter_module(LM_HEAD, None);
-        let logits = hidden
-            .f_linear::<Tensor>(&self.lm_head, None)?
-            .f_to_kind(Kind::Float)?;
+        let logits =
+            kernels_gemv::linear_or_torch(hidden, &self.lm_head, None, self.optim.gemv_kernel)?
+                .f_to_kind(Kind::Float)?;
         match &self.tp {
             // Each rank's vocabulary slice, concatenated in rank order.
-            Some((comm, _)) => comm.all_gather_last(&logits),
+            Some((comm, _)) => {
+                let _c = obs.enter_module(COMMUNICATION, None);
+                comm.all_gather_last(&logits)
+            }
             None => Ok(logits),
         }
     }
