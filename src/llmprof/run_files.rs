@@ -84,6 +84,10 @@ pub const NCCL_ID: &str = "nccl.id";
 pub const TP_RANK_ENV: &str = "LLMPROF_TP_RANK";
 pub const TP_WORLD_ENV: &str = "LLMPROF_TP_WORLD";
 pub const TP_DIR_ENV: &str = "LLMPROF_TP_DIR";
+/// Each rank's progress mark in its folder (what it last finished), rewritten as it starts, loads
+/// and finishes each request: a rank whose mark is older than runtime.tensor_parallel_timeout_s
+/// is taken as hung and the run is stopped.
+pub const HEARTBEAT_FILE: &str = "heartbeat";
 
 #[cfg(test)]
 mod tests {

@@ -52,6 +52,31 @@ fn two_ranks_run_stage1_each_with_its_measurements() {
         !run.join("tp").exists(),
         "the collectives' folder is removed"
     );
+    // Rank 0's report sets the ranks side by side; rank 1 has its own.
+    let tp = m
+        .tensor_parallel
+        .as_ref()
+        .expect("a tensor_parallel section");
+    assert_eq!(tp.world, 2);
+    assert_eq!(
+        tp.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    assert!(tp.slowest_rank < 2);
+    assert!(tp.ranks.iter().all(|r| r.decode_step_p50_ms.is_some()));
+    // The collectives are a module of their own in each rank's breakdown.
+    assert!(
+        tp.ranks
+            .iter()
+            .all(|r| r.communication_ms_per_step.is_some_and(|c| c > 0.0)),
+        "{:?}",
+        tp.ranks
+    );
+    let spread = tp.spread_pct.expect("both ranks decoded");
+    assert!(spread >= 0.0, "{spread}");
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("## Tensor parallel: 2 ranks"), "{report}");
+    assert!(rank1.join("metrics.json").is_file() && rank1.join("report.md").is_file());
     // The same run on one rank makes the same requests.
     let (one, _) = short_stage1("tp1", TEXT);
     assert_eq!(requests(&run), requests(&one));
@@ -146,4 +171,59 @@ fn a_rank_that_dies_ends_the_run_with_every_rank_stopped() {
     );
     // Rank 0 was stopped, not left to its two-minute collective timeout.
     assert!(took < Duration::from_secs(60), "took {took:?}");
+}
+
+#[test]
+fn a_rank_that_hangs_ends_the_run_after_the_timeout_with_every_rank_stopped() {
+    let dir = scratch("tp-hangs");
+    // Rank 1 never starts its worker and never exits; rank 0 would wait at its first collective
+    // for two minutes. With a 3 s timeout the front end names rank 1 and stops both.
+    let real = llmprof().with_file_name("llmprof-worker");
+    let wrapper = dir.join("worker.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nif [ \"$LLMPROF_TP_RANK\" = 1 ]; then exec sleep 600; fi\nexec '{}' \"$@\"\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&wrapper)
+        .status()
+        .unwrap();
+    let started = Instant::now();
+    let out = Command::new(llmprof())
+        .current_dir(&dir)
+        .env("LLMPROF_WORKER", &wrapper)
+        .args([
+            "--config-dir",
+            &repo_root().join("conf").display().to_string(),
+        ])
+        .arg("stage1")
+        .args(TEXT)
+        .args([
+            "runtime.tensor_parallel=2",
+            "runtime.tensor_parallel_timeout_s=3",
+            "hydra.run.dir=run",
+        ])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("rank 1 of 2 made no progress") && err.contains("never started"),
+        "{err}"
+    );
+    let status: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run/status.json")).unwrap())
+            .unwrap();
+    assert_eq!(status["state"], "failed", "{status}");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    assert!(
+        !dir.join("run/heartbeat").exists(),
+        "the progress marks are removed"
+    );
 }

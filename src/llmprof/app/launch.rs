@@ -84,7 +84,10 @@ pub fn run_one(
                 &worker_path()?,
                 command,
                 &dir.path,
-                spec.runtime.tensor_parallel as usize,
+                (
+                    spec.runtime.tensor_parallel as usize,
+                    std::time::Duration::from_secs(spec.runtime.tensor_parallel_timeout_s.into()),
+                ),
                 gpus,
             ),
             None => launch_worker(command, &dir.path),

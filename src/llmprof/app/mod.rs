@@ -10,6 +10,7 @@ pub mod launch;
 mod multirun;
 pub mod nsight_stage;
 mod print_cfg;
+mod rank_watch;
 mod report_cmd;
 pub mod shutdown;
 mod tp_launch;

@@ -2,9 +2,8 @@
 //! §1): N worker processes of the same command, rank k told by its environment, writing into the
 //! run directory (rank 0) or `<run>/rank<k>` (each rank its own measurements), one GPU each where
 //! there are GPUs, with NVLink multicast off. The first rank that fails stops the others at once,
-//! so no rank outlives the run; the error names the rank. A rank that hangs is ended by its
-//! peers' collective timeout on the CPU transport; NCCL collectives have no timeout yet
-//! (docs/design/tensor-parallel.md).
+//! so no rank outlives the run; the error names the rank. A rank that hangs (its progress mark
+//! unchanged for `runtime.tensor_parallel_timeout_s`, rank_watch.rs) stops the run the same way.
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -81,7 +80,7 @@ pub fn run_ranks(
     worker: &Path,
     command: &str,
     run_dir: &Path,
-    world: usize,
+    (world, timeout): (usize, Duration),
     gpus: bool,
 ) -> Result<()> {
     let tp_dir = run_dir.join(TP_DIR);
@@ -89,6 +88,7 @@ pub fn run_ranks(
     let dirs = (0..world)
         .map(|k| rank_dir(run_dir, k))
         .collect::<Result<Vec<_>>>()?;
+    let mut watch = super::rank_watch::RankWatch::new(dirs.clone(), timeout);
     let mut ranks: Vec<(Child, std::thread::JoinHandle<Vec<String>>)> = Vec::new();
     for (k, dir) in dirs.iter().enumerate() {
         let mut cmd = Command::new(worker);
@@ -109,6 +109,7 @@ pub fn run_ranks(
                 bail!("starting rank {k} ({}): {e}", worker.display());
             }
         };
+        watch.started(k, std::time::SystemTime::now());
         let stderr = child.stderr.take().expect("stderr was piped");
         let prefix = if k == 0 {
             String::new()
@@ -119,16 +120,19 @@ pub fn run_ranks(
         ranks.push((child, relay));
         super::shutdown::set_children(ranks.iter().map(|r| r.0.id()).collect());
     }
-    let failed = wait_all(&mut ranks);
+    let failed = wait_all(&mut ranks, &watch);
     super::shutdown::set_children(Vec::new());
     let _ = std::fs::remove_dir_all(&tp_dir);
+    for dir in &dirs {
+        let _ = std::fs::remove_file(dir.join(crate::run_files::HEARTBEAT_FILE));
+    }
     let tails: Vec<Vec<String>> = ranks
         .into_iter()
         .map(|r| r.1.join().unwrap_or_default())
         .collect();
     match failed {
         None => Ok(()),
-        Some((k, status)) => {
+        Some((k, Failure::Exited(status))) => {
             let how = match status.code() {
                 Some(c) => format!("exited with status {c}"),
                 None => "was killed by a signal".into(),
@@ -137,18 +141,32 @@ pub fn run_ranks(
                 super::child::last_error_of(&tails[k]).unwrap_or_else(|| "no error message".into());
             bail!("tensor-parallel rank {k} of {world} {how}: {last}; the other ranks were stopped")
         }
+        Some((k, Failure::Hung(s))) => bail!(
+            "tensor-parallel rank {k} of {world} made no progress for {:.0} s (its last mark: {}): taken as hung, every rank was stopped\n  fix: find why in rank {k}'s log; if a request of this size legitimately takes longer, raise runtime.tensor_parallel_timeout_s (now {})",
+            s.quiet.as_secs_f64(),
+            s.last.as_deref().map_or("none: it never started".to_string(), |m| format!("'{m}'")),
+            timeout.as_secs()
+        ),
     }
 }
 
-/// Waits until every rank exited; at the first failure the others get SIGTERM, and SIGKILL
-/// if they are still there after the shutdown grace. Returns the first failed rank and its
-/// status.
+/// Why a rank ended the run.
+enum Failure {
+    Exited(ExitStatus),
+    Hung(super::rank_watch::Stalled),
+}
+
+/// Waits until every rank exited; at the first failure (a rank that exits with an error, or one
+/// `watch` finds hung) every rank still running gets SIGTERM, and SIGKILL if it is still there
+/// after the shutdown grace. Returns the first failed rank and why.
 fn wait_all(
     ranks: &mut [(Child, std::thread::JoinHandle<Vec<String>>)],
-) -> Option<(usize, ExitStatus)> {
+    watch: &super::rank_watch::RankWatch,
+) -> Option<(usize, Failure)> {
     let mut done: Vec<Option<ExitStatus>> = vec![None; ranks.len()];
     let mut pids: Vec<Option<u32>> = ranks.iter().map(|r| Some(r.0.id())).collect();
-    let mut failed: Option<(usize, ExitStatus, std::time::Instant)> = None;
+    let mut failed: Option<(usize, Failure, std::time::Instant)> = None;
+    let mut watched = std::time::Instant::now();
     let (mut termed, mut killed) = (false, false);
     while done.iter().any(Option::is_none) {
         for (k, (child, _)) in ranks.iter_mut().enumerate() {
@@ -161,8 +179,15 @@ fn wait_all(
                 pids[k] = None;
                 super::shutdown::set_children(pids.iter().flatten().copied().collect());
                 if !status.success() && failed.is_none() {
-                    failed = Some((k, status, std::time::Instant::now()));
+                    failed = Some((k, Failure::Exited(status), std::time::Instant::now()));
                 }
+            }
+        }
+        if failed.is_none() && watched.elapsed() > Duration::from_millis(250) {
+            watched = std::time::Instant::now();
+            let running: Vec<bool> = done.iter().map(Option::is_none).collect();
+            if let Some(s) = watch.stalled(&running) {
+                failed = Some((s.rank, Failure::Hung(s), std::time::Instant::now()));
             }
         }
         if let Some((_, _, at)) = &failed {
@@ -183,7 +208,7 @@ fn wait_all(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    failed.map(|(k, s, _)| (k, s))
+    failed.map(|(k, f, _)| (k, f))
 }
 
 /// Stops ranks already started when a later one could not start.

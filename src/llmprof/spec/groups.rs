@@ -161,12 +161,20 @@ pub struct RuntimeSpec {
     /// Ranks the model is split over (one worker process each, docs/design/tensor-parallel.md).
     #[serde(default = "one_rank")]
     pub tensor_parallel: u32,
+    /// With tensor_parallel > 1: the longest a rank may go without a progress mark (start, model
+    /// loaded, each request) before the run is stopped as hung (app/tp_launch.rs).
+    #[serde(default = "rank_timeout_s")]
+    pub tensor_parallel_timeout_s: u32,
     /// The engine's and the shared decoder layers' switches; the family's own are `model.optim`.
     pub optim: EngineOptim,
 }
 
 fn one_rank() -> u32 {
     1
+}
+
+fn rank_timeout_s() -> u32 {
+    600
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -75,6 +75,11 @@ impl RunSpec {
             self.runtime.tensor_parallel as i64,
             1,
         )?;
+        at_least(
+            "runtime.tensor_parallel_timeout_s",
+            self.runtime.tensor_parallel_timeout_s as i64,
+            1,
+        )?;
         for (key, value) in self.counts() {
             if let Some(v) = value {
                 let max = LIMITS
@@ -195,6 +200,8 @@ pub const LIMITS: &[(&str, u64)] = &[
     ("runtime.batch_size", 4096),
     // One worker process per rank: a node's GPUs (past one node: docs/design/tensor-parallel.md).
     ("runtime.tensor_parallel", 64),
+    // A day: past it a run is not waiting for a slow rank.
+    ("runtime.tensor_parallel_timeout_s", 86_400),
     ("dataset.sampling.num_epochs", 100_000),
     ("dataset.num_prompts", 1_000_000),
     ("dataset.input_len", 1 << 20),
@@ -206,7 +213,7 @@ pub const MAX_SAMPLED_INPUTS: u64 = 10_000_000;
 
 impl RunSpec {
     /// Each bounded count with its value (None: unset).
-    fn counts(&self) -> [(&'static str, Option<u64>); 9] {
+    fn counts(&self) -> [(&'static str, Option<u64>); 10] {
         let d = &self.dataset;
         [
             (
@@ -219,6 +226,10 @@ impl RunSpec {
             (
                 "runtime.tensor_parallel",
                 Some(self.runtime.tensor_parallel.into()),
+            ),
+            (
+                "runtime.tensor_parallel_timeout_s",
+                Some(self.runtime.tensor_parallel_timeout_s.into()),
             ),
             (
                 "dataset.sampling.num_epochs",
