@@ -4,6 +4,7 @@
 //! [`WeightPath`], the `nn::Path`-like view the layers load from.
 use super::safetensors::{checkpoint_files, kind_of_safetensors_dtype, read_header, FileEntry};
 use anyhow::{bail, ensure, Context, Result};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Display;
 use std::io::{Read, Seek, SeekFrom};
@@ -120,17 +121,42 @@ pub fn read_checked(
 /// `vs.sub("layers").sub(3).get("input_layernorm.weight")`.
 #[derive(Clone)]
 pub struct WeightPath<'a> {
-    tensors: &'a HashMap<String, Tensor>,
+    tensors: Store<'a>,
     device: Device,
     kind: Kind,
     prefix: String,
+}
+
+/// The tensors a path reads: borrowed (every read a storage-sharing handle; the caller keeps the
+/// set), or handed over, so that [`WeightPath::take`] removes a tensor as the model takes it and
+/// its memory goes with the last handle (a weight the model copies, as experts stacked per layer
+/// or q/k/v concatenated, is then never held twice across the whole model).
+#[derive(Clone, Copy)]
+enum Store<'a> {
+    Shared(&'a HashMap<String, Tensor>),
+    HandedOver(&'a RefCell<HashMap<String, Tensor>>),
 }
 
 impl<'a> WeightPath<'a> {
     /// The root of `tensors` (all on `device` as `kind`).
     pub fn root(tensors: &'a HashMap<String, Tensor>, device: Device, kind: Kind) -> Self {
         WeightPath {
-            tensors,
+            tensors: Store::Shared(tensors),
+            device,
+            kind,
+            prefix: String::new(),
+        }
+    }
+
+    /// The root of tensors handed over to the model being built: [`WeightPath::take`] removes
+    /// what it returns.
+    pub fn handed_over(
+        tensors: &'a RefCell<HashMap<String, Tensor>>,
+        device: Device,
+        kind: Kind,
+    ) -> Self {
+        WeightPath {
+            tensors: Store::HandedOver(tensors),
             device,
             kind,
             prefix: String::new(),
@@ -156,15 +182,38 @@ impl<'a> WeightPath<'a> {
     /// A storage-sharing handle to tensor `prefix.name`.
     pub fn get(&self, name: &str) -> Result<Tensor> {
         let full = self.full(name);
-        self.tensors
-            .get(&full)
-            .map(Tensor::shallow_clone)
-            .with_context(|| format!("weight `{full}` was not loaded"))
+        let found = match self.tensors {
+            Store::Shared(m) => m.get(&full).map(Tensor::shallow_clone),
+            Store::HandedOver(m) => m.borrow().get(&full).map(Tensor::shallow_clone),
+        };
+        found.with_context(|| self.missing(&full))
+    }
+
+    /// Tensor `prefix.name` for a weight read once: out of a handed-over set (so the set no
+    /// longer holds it), else as [`WeightPath::get`].
+    pub fn take(&self, name: &str) -> Result<Tensor> {
+        let full = self.full(name);
+        let found = match self.tensors {
+            Store::Shared(m) => m.get(&full).map(Tensor::shallow_clone),
+            Store::HandedOver(m) => m.borrow_mut().remove(&full),
+        };
+        found.with_context(|| match self.tensors {
+            Store::Shared(_) => self.missing(&full),
+            Store::HandedOver(_) => format!("{} (or the model took it twice)", self.missing(&full)),
+        })
+    }
+
+    fn missing(&self, full: &str) -> String {
+        format!("weight `{full}` was not loaded")
     }
 
     /// Whether tensor `prefix.name` exists.
     pub fn has(&self, name: &str) -> bool {
-        self.tensors.contains_key(&self.full(name))
+        let full = self.full(name);
+        match self.tensors {
+            Store::Shared(m) => m.contains_key(&full),
+            Store::HandedOver(m) => m.borrow().contains_key(&full),
+        }
     }
 
     pub fn device(&self) -> Device {

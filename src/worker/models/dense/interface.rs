@@ -93,17 +93,20 @@ impl DenseModel {
             checkpoint::load(path, &arch, device, kind)?
         };
         let model = match comm {
-            Some(comm) if synthetic => {
-                DenseLm::load_slices(&tensors, &arch, (device, kind), &switches(spec)?, comm)?
-            }
-            // A checkpoint's tensors are read whole, then cut (a read of each rank's byte range
-            // is docs/design/tensor-parallel.md's next step).
             Some(comm) => {
-                DenseLm::load_sharded(&tensors, &arch, (device, kind), &switches(spec)?, comm)?
+                let m = if synthetic {
+                    DenseLm::load_slices(&tensors, &arch, (device, kind), &switches(spec)?, comm)?
+                } else {
+                    // A checkpoint's tensors are read whole, then cut (a read of each rank's
+                    // byte range is docs/design/tensor-parallel.md's next step).
+                    DenseLm::load_sharded(&tensors, &arch, (device, kind), &switches(spec)?, comm)?
+                };
+                drop(tensors);
+                m
             }
-            None => DenseLm::load(&tensors, &arch, device, kind, &switches(spec)?)?,
+            // Handed over: the weights the model copies leave the set as it takes them.
+            None => DenseLm::load_handed_over(tensors, &arch, device, kind, &switches(spec)?)?,
         };
-        drop(tensors);
         if let Device::Cuda(i) = device {
             tch::Cuda::synchronize(i as i64);
         }

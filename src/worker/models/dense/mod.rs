@@ -83,10 +83,33 @@ impl DenseLm {
         kind: Kind,
         optim: &Switches,
     ) -> Result<Self> {
+        Self::build(&WeightPath::root(tensors, device, kind), arch, optim)
+    }
+
+    /// [`DenseLm::load`] from tensors handed over: each weight the model copies (experts stacked
+    /// per layer, q/k/v and gate/up concatenated) leaves the set as it is taken, so the copies
+    /// never sit beside the whole set (Mixtral-8x7B in bf16, 87 GiB, held two copies of its
+    /// experts at the peak and did not load on a 141 GB GPU).
+    pub fn load_handed_over(
+        tensors: HashMap<String, Tensor>,
+        arch: &DenseArch,
+        device: Device,
+        kind: Kind,
+        optim: &Switches,
+    ) -> Result<Self> {
+        let tensors = std::cell::RefCell::new(tensors);
+        Self::build(
+            &WeightPath::handed_over(&tensors, device, kind),
+            arch,
+            optim,
+        )
+    }
+
+    fn build(vs: &WeightPath, arch: &DenseArch, optim: &Switches) -> Result<Self> {
         arch.validate()?;
-        let vs = WeightPath::root(tensors, device, kind);
+        let (device, kind) = (vs.device(), vs.kind());
         let fused = optim.engine.fused_projections;
-        let decoder = Decoder::load(&vs, &dims(arch), &optim.engine, |mlp, i| {
+        let decoder = Decoder::load(vs, &dims(arch), &optim.engine, |mlp, i| {
             Ok(match &arch.moe {
                 Some(m) if m.in_layer(i) => {
                     let (at, [gate, up, down]) = checkpoint::moe_names(m.names);

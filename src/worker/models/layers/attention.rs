@@ -98,9 +98,9 @@ impl Attention {
     /// libtorch's fused attention over the explicit matmul + softmax.
     pub fn load(vs: &WeightPath, shape: AttnShape, fused: bool, sdpa: bool) -> Result<Self> {
         let proj = |n: &str| -> Result<(Tensor, Option<Tensor>)> {
-            let w = vs.get(&format!("{n}.weight"))?;
+            let w = vs.take(&format!("{n}.weight"))?;
             let b = if shape.qkv_bias {
-                Some(vs.get(&format!("{n}.bias"))?)
+                Some(vs.take(&format!("{n}.bias"))?)
             } else {
                 None
             };
@@ -108,7 +108,7 @@ impl Attention {
         };
         let (q, k, v) = match shape.packed_qkv {
             true => {
-                let w = vs.get("qkv_proj.weight")?;
+                let w = vs.take("qkv_proj.weight")?;
                 let (q, kv) = (
                     shape.heads * shape.head_dim,
                     shape.kv_heads * shape.head_dim,
@@ -150,7 +150,7 @@ impl Attention {
         Ok(Attention {
             qkv,
             qk_norm,
-            o: vs.get("o_proj.weight")?,
+            o: vs.take("o_proj.weight")?,
             heads: shape.heads,
             kv_heads: shape.kv_heads,
             head_dim: shape.head_dim,

@@ -225,11 +225,11 @@ impl SwiGlu {
     pub fn load(vs: &WeightPath, fused: bool) -> Result<Self> {
         Ok(SwiGlu {
             gate_up: GateUp::new(
-                vs.get("gate_proj.weight")?,
-                vs.get("up_proj.weight")?,
+                vs.take("gate_proj.weight")?,
+                vs.take("up_proj.weight")?,
                 fused,
             )?,
-            down: vs.get("down_proj.weight")?,
+            down: vs.take("down_proj.weight")?,
             kernel: false,
             gelu_tanh: false,
             gemv: false,
@@ -239,11 +239,11 @@ impl SwiGlu {
     /// Loads `gate_up_proj` ([gate; up] as one weight, Phi-3) and `down_proj`; `fused` keeps
     /// gate and up in one matmul.
     pub fn load_packed(vs: &WeightPath, fused: bool) -> Result<Self> {
-        let w = vs.get("gate_up_proj.weight")?;
+        let w = vs.take("gate_up_proj.weight")?;
         let f = w.size()[0] / 2;
         Ok(SwiGlu {
             gate_up: GateUp::new(w.f_narrow(0, 0, f)?, w.f_narrow(0, f, f)?, fused)?,
-            down: vs.get("down_proj.weight")?,
+            down: vs.take("down_proj.weight")?,
             kernel: false,
             gelu_tanh: false,
             gemv: false,

@@ -145,7 +145,7 @@ impl Moe {
         );
         let get = |what: &str| -> Result<Tensor> {
             let ws = (0..shape.experts)
-                .map(|i| vs.sub("experts").sub(i).get(&format!("{what}.weight")))
+                .map(|i| vs.sub("experts").sub(i).take(&format!("{what}.weight")))
                 .collect::<Result<Vec<_>>>()?;
             Ok(Tensor::f_stack(&ws, 0)?)
         };
