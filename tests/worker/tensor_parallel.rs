@@ -227,3 +227,39 @@ fn a_rank_that_hangs_ends_the_run_after_the_timeout_with_every_rank_stopped() {
         "the progress marks are removed"
     );
 }
+
+#[test]
+fn four_ranks_run_stage1_and_the_report_sets_them_side_by_side() {
+    // #46 on the CPU: a Llama-shaped config with 8 heads on 4 kv heads, so that four ranks
+    // split it (the presets' CPU fallbacks have 2 kv heads).
+    let dir = scratch("tp4");
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"model_type": "llama", "vocab_size": 512, "hidden_size": 128, "intermediate_size": 384,
+            "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 4,
+            "head_dim": 16, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+            "max_position_embeddings": 4096, "tie_word_embeddings": false,
+            "bos_token_id": 1, "eos_token_id": 2}"#,
+    )
+    .unwrap();
+    let model = format!("model.config={}", config.display());
+    let mut args = vec!["model=hf", "model.weights=synthetic", model.as_str()];
+    args.extend_from_slice(&TEXT[1..]);
+    let mut four = args.clone();
+    four.push("runtime.tensor_parallel=4");
+    let (run, m) = short_stage1("tp4-run", &four);
+    let tp = m.tensor_parallel.as_ref().expect("a tensor_parallel section");
+    assert_eq!(tp.world, 4);
+    assert_eq!(
+        tp.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
+    for k in 1..4 {
+        let rank = run.join(format!("rank{k}"));
+        assert_eq!(requests(&run), requests(&rank), "rank {k}");
+        assert!(rank.join("report.md").is_file(), "rank {k}");
+    }
+    let (one, _) = short_stage1("tp4-one", &args);
+    assert_eq!(requests(&run), requests(&one));
+}

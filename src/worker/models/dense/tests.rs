@@ -275,6 +275,61 @@ fn decode_step_marks_every_layer_module_in_order() {
     }
 }
 
+/// Tensors handed over to the model (`DenseLm::load_handed_over`, what a run does) build the
+/// same model as borrowed ones, and the weights the model copies leave the set as they are
+/// taken: for a structure with experts, fused q/k/v and gate/up, one with packed projections
+/// and one with biases and a tied head. Every expert and projection weight has left; the
+/// embedding (read twice when tied) and the norms stay.
+#[test]
+fn handed_over_tensors_build_the_same_model_and_leave_the_set_as_taken() {
+    use crate::checkpoint::tensors::WeightPath;
+    use crate::engine::fast_path_check;
+    use crate::engine::graph_decode::StepPath;
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/released_configs");
+    for name in ["mixtral_8x7b", "phi3_mini_4k", "qwen2_5_0_5b"] {
+        let a = DenseArch::from_hf_config_json(&fixtures.join(format!("{name}.json")))
+            .unwrap()
+            .tiny();
+        let w = checkpoint::synthetic(&a, 5, Device::Cpu, Kind::Float).unwrap();
+        let ids = prompts(&[9], a.vocab_size, 3, &[]).remove(0);
+        let shared = DenseLm::load(&w, &a, Device::Cpu, Kind::Float, &Switches::fast()).unwrap();
+        let copy = || -> HashMap<String, Tensor> {
+            w.iter()
+                .map(|(k, t)| (k.clone(), t.shallow_clone()))
+                .collect()
+        };
+        let handed =
+            DenseLm::load_handed_over(copy(), &a, Device::Cpu, Kind::Float, &Switches::fast())
+                .unwrap();
+        let (want, want_tokens) =
+            fast_path_check::greedy(&shared, StepPath::Eager, &ids, 4).unwrap();
+        let (got, tokens) = fast_path_check::greedy(&handed, StepPath::Eager, &ids, 4).unwrap();
+        assert!(got.equal(&want), "{name}: logits differ");
+        assert_eq!(tokens, want_tokens, "{name}");
+        // What is left of a handed-over set once the model is built.
+        let set = std::cell::RefCell::new(copy());
+        let vs = WeightPath::handed_over(&set, Device::Cpu, Kind::Float);
+        let _model = DenseLm::build(&vs, &a, &Switches::fast()).unwrap();
+        let left: Vec<String> = set.borrow().keys().cloned().collect();
+        let projections = ["experts.", "_proj."];
+        assert!(
+            !left
+                .iter()
+                .any(|k| projections.iter().any(|p| k.contains(p))),
+            "{name}: {left:?}"
+        );
+        assert!(
+            left.iter().any(|k| k == "model.embed_tokens.weight")
+                && left.iter().any(|k| k == "model.norm.weight"),
+            "{name}: {left:?}"
+        );
+        // A weight taken twice is named.
+        let err = vs.take("model.layers.0.mlp.down_proj.weight").unwrap_err();
+        assert!(err.to_string().contains("took it twice"), "{err}");
+    }
+}
+
 #[test]
 fn module_marks_change_no_logit() {
     use crate::test_util::ModuleRecorder;
@@ -300,10 +355,8 @@ fn module_marks_change_no_logit() {
 /// sandwich with local layers and its embedding scale, experts under both naming schemes).
 #[test]
 fn tensor_parallel_ranks_give_the_unsharded_logits() {
-    use crate::engine::collectives::FileCollectives;
     use crate::engine::fast_path_check;
     use crate::engine::graph_decode::StepPath;
-    use std::sync::Arc;
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/released_configs");
     for name in [
@@ -325,36 +378,80 @@ fn tensor_parallel_ranks_give_the_unsharded_logits() {
         let whole = DenseLm::load(&w, &a, Device::Cpu, Kind::Float, &Switches::eager()).unwrap();
         let (want, want_tokens) =
             fast_path_check::greedy(&whole, StepPath::Eager, &ids, 4).unwrap();
-        let dir = temp_dir(&format!("tp-{name}"));
-        let ranks: Vec<_> = (0..2)
-            .map(|r| {
-                let w: HashMap<String, Tensor> = w
-                    .iter()
-                    .map(|(k, t)| (k.clone(), t.shallow_clone()))
-                    .collect();
-                let (a, ids, dir) = (a.clone(), ids.clone(), dir.clone());
-                std::thread::spawn(move || {
-                    let comm = Arc::new(
-                        FileCollectives::new(&dir, r, 2, std::time::Duration::from_secs(60))
-                            .unwrap(),
-                    );
-                    let m = DenseLm::load_sharded(
-                        &w,
-                        &a,
-                        (Device::Cpu, Kind::Float),
-                        &Switches::eager(),
-                        comm,
-                    )
-                    .unwrap();
-                    fast_path_check::greedy(&m, StepPath::Eager, &ids, 4).unwrap()
-                })
-            })
-            .collect();
-        for h in ranks {
-            let (logits, tokens) = h.join().unwrap();
+        for (r, (logits, tokens)) in ranks_greedy(&w, &a, &ids, 2, name).into_iter().enumerate() {
             let err = max_diff(&logits, &want) / want.abs().max().double_value(&[]);
-            assert!(err < 1e-5, "{name}: rank logits off by {err}");
-            assert_eq!(tokens, want_tokens, "{name}");
+            assert!(err < 1e-5, "{name}: rank {r} of 2: logits off by {err}");
+            assert_eq!(tokens, want_tokens, "{name}: rank {r} of 2");
+        }
+    }
+}
+
+/// Each of `world` ranks (threads over file collectives) of `a`'s model sharded from `w`: its
+/// fp32 logits and greedy tokens over `ids` (4 steps, eager).
+fn ranks_greedy(
+    w: &HashMap<String, Tensor>,
+    a: &DenseArch,
+    ids: &[i64],
+    world: usize,
+    tag: &str,
+) -> Vec<(Tensor, Vec<i64>)> {
+    use crate::engine::collectives::FileCollectives;
+    use crate::engine::fast_path_check;
+    use crate::engine::graph_decode::StepPath;
+    let dir = temp_dir(&format!("tp{world}-{tag}"));
+    let ranks: Vec<_> = (0..world)
+        .map(|r| {
+            let w: HashMap<String, Tensor> = w
+                .iter()
+                .map(|(k, t)| (k.clone(), t.shallow_clone()))
+                .collect();
+            let (a, ids, dir) = (a.clone(), ids.to_vec(), dir.clone());
+            std::thread::spawn(move || {
+                let comm = std::sync::Arc::new(
+                    FileCollectives::new(&dir, r, world, std::time::Duration::from_secs(60))
+                        .unwrap(),
+                );
+                let m = DenseLm::load_sharded(
+                    &w,
+                    &a,
+                    (Device::Cpu, Kind::Float),
+                    &Switches::eager(),
+                    comm,
+                )
+                .unwrap();
+                fast_path_check::greedy(&m, StepPath::Eager, &ids, 4).unwrap()
+            })
+        })
+        .collect();
+    ranks.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+/// Four ranks (#46 on the CPU: the splits past two): a dense and a mixture-of-experts structure
+/// with 8 heads on 4 kv heads, so that each rank holds two query heads, one kv head, a quarter
+/// of the MLP and of every expert, and a quarter of the vocabulary: every rank's logits and
+/// greedy tokens equal the unsharded model's.
+#[test]
+fn four_tensor_parallel_ranks_give_the_unsharded_logits() {
+    use crate::engine::fast_path_check;
+    use crate::engine::graph_decode::StepPath;
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/released_configs");
+    for name in ["llama3_1_8b", "qwen3_30b_a3b"] {
+        let mut a = DenseArch::from_hf_config_json(&fixtures.join(format!("{name}.json")))
+            .unwrap()
+            .tiny();
+        (a.num_attention_heads, a.num_key_value_heads) = (8, 4);
+        a.hidden_size = 8 * 16;
+        a.intermediate_size = 8 * 16 * 3;
+        let w = checkpoint::synthetic(&a, 5, Device::Cpu, Kind::Float).unwrap();
+        let ids = prompts(&[9], a.vocab_size, 3, &[]).remove(0);
+        let whole = DenseLm::load(&w, &a, Device::Cpu, Kind::Float, &Switches::eager()).unwrap();
+        let (want, want_tokens) =
+            fast_path_check::greedy(&whole, StepPath::Eager, &ids, 4).unwrap();
+        for (r, (logits, tokens)) in ranks_greedy(&w, &a, &ids, 4, name).into_iter().enumerate() {
+            let err = max_diff(&logits, &want) / want.abs().max().double_value(&[]);
+            assert!(err < 1e-5, "{name}: rank {r} of 4: logits off by {err}");
+            assert_eq!(tokens, want_tokens, "{name}: rank {r} of 4");
         }
     }
 }
