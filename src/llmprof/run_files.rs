@@ -84,6 +84,22 @@ pub const NCCL_ID: &str = "nccl.id";
 pub const TP_RANK_ENV: &str = "LLMPROF_TP_RANK";
 pub const TP_WORLD_ENV: &str = "LLMPROF_TP_WORLD";
 pub const TP_DIR_ENV: &str = "LLMPROF_TP_DIR";
+/// NVLink multicast stays off in every rank (NCCL's NVLS and libtorch's symmetric memory).
+pub const NO_MULTICAST: [(&str, &str); 3] = [
+    ("NCCL_NVLS_ENABLE", "0"),
+    ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+    ("NVSHMEM_DISABLE_NVLS", "1"),
+];
+
+/// The GPU of rank `k` (its CUDA_VISIBLE_DEVICES): the k-th of this process's
+/// CUDA_VISIBLE_DEVICES when it lists them, else index k.
+pub fn gpu_of_rank(k: usize) -> String {
+    std::env::var("CUDA_VISIBLE_DEVICES")
+        .ok()
+        .and_then(|v| v.split(',').nth(k).map(str::to_string))
+        .unwrap_or_else(|| k.to_string())
+}
+
 /// Each rank's progress mark in its folder (what it last finished), rewritten as it starts, loads
 /// and finishes each request: a rank whose mark is older than runtime.tensor_parallel_timeout_s
 /// is taken as hung and the run is stopped.

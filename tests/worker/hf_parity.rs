@@ -25,6 +25,10 @@ const FAMILIES: &[&str] = &[
     "deepseek_v3",
 ];
 
+/// The model types also checked split over two ranks (a dense model, one with q/k norms and
+/// experts, one with sandwich norms, local layers and a tied, scaled embedding).
+const TENSOR_PARALLEL: &[&str] = &["llama", "qwen3_moe", "gemma3_text"];
+
 fn run(cmd: &mut Command, what: &str) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
@@ -95,6 +99,32 @@ fn every_family_matches_transformers_on_the_cpu() {
             let (err, greedy) = compare(&ckpt.join("ref.safetensors"), &ours);
             assert!(err <= 1e-4, "{family} {optim}: logits off by {err}");
             assert_eq!(greedy.0, greedy.1, "{family} {optim}: greedy tokens");
+        }
+        // The checkpoint split over two ranks (#45's parity check, here on CPU ranks): the
+        // same logits as one rank within 1e-5 and the same tokens.
+        if TENSOR_PARALLEL.contains(family) {
+            let split = ckpt.join("ours_tp2.safetensors");
+            run(
+                Command::new(llmprof())
+                    .args(["debug", "logits", "--weights"])
+                    .arg(&ckpt)
+                    .arg("--ids")
+                    .arg(ckpt.join("ids.json"))
+                    .args([
+                        "--dtype",
+                        "fp32",
+                        "--greedy",
+                        "12",
+                        "--tensor-parallel",
+                        "2",
+                        "--out",
+                    ])
+                    .arg(&split),
+                &format!("llmprof debug logits --tensor-parallel 2 on the tiny {family}"),
+            );
+            let (err, greedy) = compare(&ckpt.join("ours_eager.safetensors"), &split);
+            assert!(err <= 1e-5, "{family}: two ranks off one by {err}");
+            assert_eq!(greedy.0, greedy.1, "{family}: two ranks' greedy tokens");
         }
         // The same checkpoint through `model=hf`: stage 1 end to end on its own weights.
         let path = format!("model.path={}", ckpt.display());

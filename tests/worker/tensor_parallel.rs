@@ -249,7 +249,10 @@ fn four_ranks_run_stage1_and_the_report_sets_them_side_by_side() {
     let mut four = args.clone();
     four.push("runtime.tensor_parallel=4");
     let (run, m) = short_stage1("tp4-run", &four);
-    let tp = m.tensor_parallel.as_ref().expect("a tensor_parallel section");
+    let tp = m
+        .tensor_parallel
+        .as_ref()
+        .expect("a tensor_parallel section");
     assert_eq!(tp.world, 4);
     assert_eq!(
         tp.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),

@@ -9,13 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
-use crate::run_files::{RANK_DIR_PREFIX, TP_DIR, TP_DIR_ENV, TP_RANK_ENV, TP_WORLD_ENV};
-/// NVLink multicast stays off in every rank (NCCL's NVLS and libtorch's symmetric memory).
-const NO_MULTICAST: [(&str, &str); 3] = [
-    ("NCCL_NVLS_ENABLE", "0"),
-    ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
-    ("NVSHMEM_DISABLE_NVLS", "1"),
-];
+use crate::run_files::{
+    gpu_of_rank, NO_MULTICAST, RANK_DIR_PREFIX, TP_DIR, TP_DIR_ENV, TP_RANK_ENV, TP_WORLD_ENV,
+};
 
 /// For `runtime.tensor_parallel` > 1: whether the ranks take one GPU each (`Some(true)`) or run on
 /// the CPU (`Some(false)`); `None` for one rank. More ranks than visible GPUs, or a stage the
@@ -66,14 +62,6 @@ pub fn rank_dir(run_dir: &Path, k: usize) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// The GPU of rank `k`: the k-th of CUDA_VISIBLE_DEVICES when it lists them, else index k.
-fn gpu_of(k: usize) -> String {
-    std::env::var("CUDA_VISIBLE_DEVICES")
-        .ok()
-        .and_then(|v| v.split(',').nth(k).map(str::to_string))
-        .unwrap_or_else(|| k.to_string())
-}
-
 /// Runs `worker command <rank dir>` for every rank and waits for all; an error names the first
 /// rank that failed (its exit status and last stderr line).
 pub fn run_ranks(
@@ -100,7 +88,7 @@ pub fn run_ranks(
             .envs(NO_MULTICAST)
             .stderr(Stdio::piped());
         if gpus {
-            cmd.env("CUDA_VISIBLE_DEVICES", gpu_of(k));
+            cmd.env("CUDA_VISIBLE_DEVICES", gpu_of_rank(k));
         }
         let mut child = match cmd.spawn() {
             Ok(c) => c,

@@ -43,6 +43,11 @@ pub enum DebugCommand {
         /// model.optim's, e.g. `--off sdpa`): which switch moves a result.
         #[arg(long)]
         off: Vec<String>,
+        /// Split the model over this many ranks (tensor parallelism, dense decoders: one
+        /// process each, GPU k each where there are GPUs): `--out` gets rank 0's logits and
+        /// tokens, which a correct split makes those of one rank.
+        #[arg(long, default_value_t = 1)]
+        tensor_parallel: usize,
     },
     /// Fast path against eager on seeded synthetic weights: each switch (runtime.optim and the
     /// family's model.optim) alone on the eager presets and the fast presets with CUDA graphs; fp32 greedy tokens must match fp32 eager, and a bf16
@@ -144,7 +149,16 @@ pub fn run(args: &[String]) -> Result<()> {
             optim,
             kv_bucket,
             off,
+            tensor_parallel,
         } => {
+            anyhow::ensure!(
+                tensor_parallel >= 1,
+                "--tensor-parallel {tensor_parallel}: at least 1"
+            );
+            let rank = crate::checks::debug_ranks::this_rank();
+            if tensor_parallel > 1 && rank.is_none() {
+                return crate::checks::debug_ranks::run_ranks(tensor_parallel, &out);
+            }
             let off: Vec<&str> = off.iter().map(String::as_str).collect();
             let path = match optim.as_str() {
                 "eager" => StepPath::Eager,
@@ -163,8 +177,11 @@ pub fn run(args: &[String]) -> Result<()> {
                 kind(&dtype),
                 greedy,
                 (&optim, &off),
-                path,
+                (path, tensor_parallel),
             )?;
+            if rank.is_some_and(|r| r > 0) {
+                return Ok(()); // rank 0 writes what every rank computed
+            }
             let greedy_t = tch::Tensor::from_slice(&greedy_ids);
             let logits = logits
                 .to_device(tch::Device::Cpu)

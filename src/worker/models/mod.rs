@@ -45,7 +45,7 @@ pub fn family_of_checkpoint(weights: &Path) -> Family {
 
 /// `llmprof debug logits` by `family`'s code: last-position fp32 logits (on the CPU) of `ids` and
 /// `greedy_n` greedy tokens, built with the presets `preset` (`fast` or `eager`) and decode steps
-/// on `path`.
+/// on `path`, split over `world` tensor-parallel ranks (this process one of them).
 pub fn debug_logits(
     family: Family,
     weights: &Path,
@@ -53,9 +53,12 @@ pub fn debug_logits(
     kind: Kind,
     greedy_n: usize,
     (preset, off): (&str, &[&str]),
-    path: StepPath,
+    (path, world): (StepPath, usize),
 ) -> Result<(Tensor, Vec<i64>)> {
     match family {
+        Family::DeepseekOcr if world > 1 => {
+            anyhow::bail!("DeepSeek-OCR runs on one GPU only: --tensor-parallel 1")
+        }
         Family::DeepseekOcr => deepseek_ocr::checks::debug::debug_logits(
             weights,
             ids,
@@ -70,7 +73,7 @@ pub fn debug_logits(
             kind,
             greedy_n,
             &dense::Switches::preset(preset)?.with_off(off)?,
-            path,
+            (path, world),
         ),
     }
 }

@@ -10,14 +10,15 @@ use std::path::Path;
 use tch::{Device, Kind, Tensor};
 
 /// Last-position fp32 logits [vocab] (on the CPU) of `ids` and `greedy_n` greedy tokens, with the
-/// implementation choices `optim` and decode steps on `path`; CUDA when available.
+/// implementation choices `optim` and decode steps on `path`; CUDA when available. With `world`
+/// > 1 this process is one rank of the model split over `world` (checks/debug_ranks.rs).
 pub fn debug_logits(
     weights: &Path,
     ids: &[i64],
     dtype: Kind,
     greedy_n: usize,
     optim: &Switches,
-    path: StepPath,
+    (path, world): (StepPath, usize),
 ) -> Result<(Tensor, Vec<i64>)> {
     ensure!(!ids.is_empty(), "debug logits needs at least one token id");
     let cfg = crate::checkpoint::config_json_beside(weights)
@@ -25,7 +26,10 @@ pub fn debug_logits(
     let arch = DenseArch::from_hf_config_json(&cfg)?;
     let device = Device::cuda_if_available();
     let tensors = checkpoint::load(weights, &arch, device, dtype)?;
-    let m = DenseLm::load(&tensors, &arch, device, dtype, optim)?;
+    let m = match crate::engine::collectives::of_this_process(world, device)? {
+        Some(comm) => DenseLm::load_sharded(&tensors, &arch, (device, dtype), optim, comm)?,
+        None => DenseLm::load(&tensors, &arch, device, dtype, optim)?,
+    };
     drop(tensors);
     fast_path_check::greedy(&m, path, ids, greedy_n)
 }

@@ -1,0 +1,94 @@
+//! `llmprof debug logits --tensor-parallel N`: the parity check of a split model. This process
+//! starts N copies of its own command, rank k told by its environment as a run's ranks are
+//! (run_files: TP_RANK_ENV, TP_WORLD_ENV, TP_DIR_ENV; GPU k each where there are GPUs, NVLink
+//! multicast off), waits for all, and stops the others when one fails. Rank 0 writes `--out`:
+//! the logits and tokens of the split model, which must equal the unsplit model's.
+use anyhow::{bail, Context, Result};
+use llmprof::run_files::{gpu_of_rank, NO_MULTICAST, TP_DIR_ENV, TP_RANK_ENV, TP_WORLD_ENV};
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::Duration;
+
+/// The rank this process is, when a `--tensor-parallel` check started it.
+pub fn this_rank() -> Option<usize> {
+    std::env::var(TP_RANK_ENV).ok()?.parse().ok()
+}
+
+/// Runs this process's command as `world` ranks (next to `out`, a rendezvous folder removed
+/// after) and waits for them.
+pub fn run_ranks(world: usize, out: &Path) -> Result<()> {
+    let gpus = tch::Cuda::device_count().max(0) as usize;
+    if gpus > 0 && world > gpus {
+        bail!("--tensor-parallel {world} needs {world} GPUs; {gpus} visible\n  fix: --tensor-parallel {gpus} or fewer");
+    }
+    let exe = std::env::current_exe().context("finding this program to start the ranks")?;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let name = out
+        .file_name()
+        .map_or("out".into(), |n| n.to_string_lossy().to_string());
+    let dir = out.with_file_name(format!(".{name}.tp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut ranks: Vec<Child> = Vec::new();
+    for k in 0..world {
+        let mut cmd = Command::new(&exe);
+        cmd.args(&args)
+            .env(TP_RANK_ENV, k.to_string())
+            .env(TP_WORLD_ENV, world.to_string())
+            .env(TP_DIR_ENV, &dir)
+            .envs(NO_MULTICAST);
+        if gpus > 0 {
+            cmd.env("CUDA_VISIBLE_DEVICES", gpu_of_rank(k));
+        }
+        match cmd.spawn() {
+            Ok(c) => ranks.push(c),
+            Err(e) => {
+                stop(&mut ranks);
+                let _ = std::fs::remove_dir_all(&dir);
+                bail!("starting rank {k} ({}): {e}", exe.display());
+            }
+        }
+    }
+    let failed = wait_all(&mut ranks);
+    let _ = std::fs::remove_dir_all(&dir);
+    match failed {
+        None => Ok(()),
+        Some((k, status)) => bail!(
+            "debug logits: rank {k} of {world} failed ({status}; its error is above); the other ranks were stopped"
+        ),
+    }
+}
+
+/// Waits for every rank; the first that fails stops the others. Returns it.
+fn wait_all(ranks: &mut [Child]) -> Option<(usize, std::process::ExitStatus)> {
+    let mut done = vec![false; ranks.len()];
+    let mut failed = None;
+    while done.iter().any(|d| !d) {
+        for (k, child) in ranks.iter_mut().enumerate() {
+            if done[k] {
+                continue;
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                done[k] = true;
+                if !status.success() && failed.is_none() {
+                    failed = Some((k, status));
+                }
+            }
+        }
+        if failed.is_some() {
+            for (k, child) in ranks.iter_mut().enumerate() {
+                if !done[k] {
+                    let _ = child.kill();
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    failed
+}
+
+fn stop(ranks: &mut [Child]) {
+    for child in ranks.iter_mut() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
