@@ -35,6 +35,19 @@ pub fn read_checked(
     device: Device,
     kind: Kind,
 ) -> Result<HashMap<String, Tensor>> {
+    read_checked_kept(path, wanted, (known, layout), (device, kind), &|_, t| Ok(t))
+}
+
+/// [`read_checked`] with `keep(name, tensor)` applied to each tensor as it is read, on the CPU
+/// before it moves to `device` (a tensor-parallel rank keeps its slice): no more than one whole
+/// tensor exists at a time beside what is kept.
+pub fn read_checked_kept(
+    path: &Path,
+    wanted: &[TensorSpec],
+    (known, layout): (&dyn Fn(&str) -> bool, &str),
+    (device, kind): (Device, Kind),
+    keep: &dyn Fn(&str, Tensor) -> Result<Tensor>,
+) -> Result<HashMap<String, Tensor>> {
     let mut entries: HashMap<String, FileEntry> = HashMap::new();
     for file in checkpoint_files(path)? {
         for (name, e) in read_header(&file)? {
@@ -109,9 +122,8 @@ pub fn read_checked(
         f.read_exact(&mut buf)
             .with_context(|| format!("reading tensor {} from {}", t.name, e.file.display()))?;
         let x = Tensor::f_from_data_size(&buf, &t.shape, src_kind)
-            .with_context(|| format!("building tensor {}", t.name))?
-            .f_to_device(device)?
-            .f_to_kind(kind)?;
+            .with_context(|| format!("building tensor {}", t.name))?;
+        let x = keep(&t.name, x)?.f_to_device(device)?.f_to_kind(kind)?;
         tensors.insert(t.name.clone(), x);
     }
     Ok(tensors)

@@ -3,7 +3,7 @@
 //! every tensor's name and shape from the architecture, loading a checkpoint folder (sharded
 //! with `model.safetensors.index.json` or not) checked against it, and seeded synthetic tensors
 //! under the same names.
-use crate::checkpoint::tensors::{read_checked, TensorSpec};
+use crate::checkpoint::tensors::{read_checked_kept, TensorSpec};
 use anyhow::Result;
 use llmprof::model::dense::{DenseArch, Mla, MoeNames, Scoring};
 use std::collections::HashMap;
@@ -136,14 +136,25 @@ pub fn load(
     device: Device,
     kind: Kind,
 ) -> Result<HashMap<String, Tensor>> {
+    load_kept(path, a, (device, kind), &|_, t| Ok(t))
+}
+
+/// [`load`] with `keep(name, tensor)` applied to each tensor as it is read (on the CPU, before
+/// the device): a tensor-parallel rank reads its slices with no more than one whole tensor at a
+/// time beside them, so a checkpoint larger than one GPU loads on its ranks.
+pub fn load_kept(
+    path: &Path,
+    a: &DenseArch,
+    (device, kind): (Device, Kind),
+    keep: &dyn Fn(&str, Tensor) -> Result<Tensor>,
+) -> Result<HashMap<String, Tensor>> {
     let tied = a.tie_word_embeddings;
-    read_checked(
+    read_checked_kept(
         path,
         &expected_tensors(a),
-        &|n| tied && n == "lm_head.weight",
-        "dense decoder",
-        device,
-        kind,
+        (&|n| tied && n == "lm_head.weight", "dense decoder"),
+        (device, kind),
+        keep,
     )
 }
 

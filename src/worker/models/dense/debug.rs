@@ -25,11 +25,19 @@ pub fn debug_logits(
         .ok_or_else(|| anyhow::anyhow!("no config.json beside {}", weights.display()))?;
     let arch = DenseArch::from_hf_config_json(&cfg)?;
     let device = Device::cuda_if_available();
-    let tensors = checkpoint::load(weights, &arch, device, dtype)?;
     let m = match crate::engine::collectives::of_this_process(world, device)? {
-        Some(comm) => DenseLm::load_sharded(&tensors, &arch, (device, dtype), optim, comm)?,
-        None => DenseLm::load(&tensors, &arch, device, dtype, optim)?,
+        // Each rank reads its slices only, as a run's ranks do.
+        Some(comm) => {
+            let rw = (comm.rank() as i64, comm.world() as i64);
+            super::shard::check(&arch, rw.1)?;
+            let keep = |name: &str, t: Tensor| super::shard::slice_one(name, &t, &arch, rw);
+            let sliced = checkpoint::load_kept(weights, &arch, (device, dtype), &keep)?;
+            DenseLm::load_slices(&sliced, &arch, (device, dtype), optim, comm)?
+        }
+        None => {
+            let tensors = checkpoint::load(weights, &arch, device, dtype)?;
+            DenseLm::load_handed_over(tensors, &arch, device, dtype, optim)?
+        }
     };
-    drop(tensors);
     fast_path_check::greedy(&m, path, ids, greedy_n)
 }

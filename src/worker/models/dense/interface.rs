@@ -18,7 +18,7 @@ use llmprof::region::{RegionObserver, RegionTree};
 use llmprof::spec::{RunSpec, WeightsSource};
 use std::cell::RefCell;
 use std::path::Path;
-use tch::Device;
+use tch::{Device, Tensor};
 
 /// One text request: its ids and the output length it asks for.
 pub struct TextRequest {
@@ -69,17 +69,16 @@ impl DenseModel {
                 c.rank()
             ));
         }
-        // A rank's synthetic weights are cut as they are drawn: it never holds the whole model.
+        // A rank's weights are cut as they are drawn or read: it never holds the whole model.
         let rank_of = comm.as_ref().map(|c| (c.rank() as i64, world as i64));
+        let keep = |name: &str, t: Tensor| match rank_of {
+            Some(rw) => super::shard::slice_one(name, &t, &arch, rw),
+            None => Ok(t),
+        };
         let tensors = if synthetic {
             notes.push(llmprof::model::SYNTHETIC_NOTE.to_string());
             tracing::warn!("{}", llmprof::model::SYNTHETIC_NOTE);
-            checkpoint::synthetic_kept(&arch, spec.model.seed as i64, (device, kind), |name, t| {
-                match rank_of {
-                    Some(rw) => super::shard::slice_one(name, &t, &arch, rw),
-                    None => Ok(t),
-                }
-            })?
+            checkpoint::synthetic_kept(&arch, spec.model.seed as i64, (device, kind), keep)?
         } else {
             if fallback {
                 bail!("model.weights=files needs a GPU for {}: the CPU fallback '{}' has other dimensions than the checkpoint\n  fix: run on a GPU, or model.weights=synthetic", spec.model.name, spec.model.cpu_fallback);
@@ -90,17 +89,12 @@ impl DenseModel {
                     path.display()
                 );
             }
-            checkpoint::load(path, &arch, device, kind)?
+            checkpoint::load_kept(path, &arch, (device, kind), &keep)?
         };
         let model = match comm {
             Some(comm) => {
-                let m = if synthetic {
-                    DenseLm::load_slices(&tensors, &arch, (device, kind), &switches(spec)?, comm)?
-                } else {
-                    // A checkpoint's tensors are read whole, then cut (a read of each rank's
-                    // byte range is docs/design/tensor-parallel.md's next step).
-                    DenseLm::load_sharded(&tensors, &arch, (device, kind), &switches(spec)?, comm)?
-                };
+                let m =
+                    DenseLm::load_slices(&tensors, &arch, (device, kind), &switches(spec)?, comm)?;
                 drop(tensors);
                 m
             }

@@ -111,6 +111,36 @@ fn every_fast_path_switch_matches_eager_for_each_preset() {
     }
 }
 
+/// A tensor-parallel rank reads its slices of a checkpoint as it reads each tensor
+/// (`checkpoint::load_kept`): for two ranks of a dense and an MoE structure, every tensor equals
+/// the slice of the whole checkpoint, and the rank holds only slices (the split ones are smaller).
+#[test]
+fn a_rank_reads_its_slices_of_a_checkpoint() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/released_configs");
+    for name in ["llama3_1_8b", "mixtral_8x7b"] {
+        let a = DenseArch::from_hf_config_json(&fixtures.join(format!("{name}.json")))
+            .unwrap()
+            .tiny();
+        let w = checkpoint::synthetic(&a, 4, Device::Cpu, Kind::Float).unwrap();
+        let dir = temp_dir(&format!("rank-slices-{name}"));
+        let named: Vec<(&str, &Tensor)> = w.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        Tensor::write_safetensors(&named, dir.join("model.safetensors")).unwrap();
+        for rank in 0..2 {
+            let keep = |n: &str, t: Tensor| shard::slice_one(n, &t, &a, (rank, 2));
+            let got = checkpoint::load_kept(&dir, &a, (Device::Cpu, Kind::Float), &keep).unwrap();
+            let want = shard::slice(&w, &a, rank, 2).unwrap();
+            assert_eq!(got.len(), want.len(), "{name}");
+            for (n, t) in &want {
+                assert!(got[n].equal(t), "{name} rank {rank}: {n}");
+            }
+            let split = |n: &str| got[n].numel() < w[n].numel();
+            assert!(split("model.layers.0.self_attn.q_proj.weight"), "{name}");
+            assert!(split("lm_head.weight"), "{name}");
+        }
+    }
+}
+
 #[test]
 fn sharded_checkpoint_loads_and_bad_ones_name_the_tensor() {
     let a = tiny("qwen2_5_7b");
