@@ -26,8 +26,9 @@ const FAMILIES: &[&str] = &[
 ];
 
 /// The model types also checked split over two ranks (a dense model, one with q/k norms and
-/// experts, one with sandwich norms, local layers and a tied, scaled embedding).
-const TENSOR_PARALLEL: &[&str] = &["llama", "qwen3_moe", "gemma3_text"];
+/// experts, one with sandwich norms, local layers and a tied, scaled embedding, and DeepSeek-V3's
+/// latent attention with its interleaved RoPE rows, shared experts and group-limited routing).
+const TENSOR_PARALLEL: &[&str] = &["llama", "qwen3_moe", "gemma3_text", "deepseek_v3"];
 
 fn run(cmd: &mut Command, what: &str) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));

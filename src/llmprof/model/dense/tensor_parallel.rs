@@ -1,15 +1,14 @@
 //! Whether a dense decoder splits over `runtime.tensor_parallel` ranks (the worker's
 //! models::dense::shard slices it; docs/design/tensor-parallel.md §2): the attention heads, the
-//! K/V heads, the MLP and expert widths and the vocabulary must divide evenly.
+//! K/V heads, the MLP and expert widths and the vocabulary must divide evenly. Multi-head latent
+//! attention splits by its heads too (each rank keeps the shared latent projection and cache
+//! whole).
 use super::DenseArch;
 
 /// Refuses a world size that does not divide what it must split.
 pub fn check(a: &DenseArch, world: i64) -> Result<(), String> {
     if world < 1 {
         return Err(format!("runtime.tensor_parallel={world} must be >= 1"));
-    }
-    if a.mla.is_some() && world > 1 {
-        return Err("runtime.tensor_parallel: multi-head latent attention (DeepSeek-V2/V3) is not sharded yet\n  fix: runtime.tensor_parallel=1".into());
     }
     let mut parts = vec![
         ("num_attention_heads", a.num_attention_heads),

@@ -3,7 +3,9 @@
 //! o_proj columns), of the MLP width (gate/up rows, down columns; every expert the same way,
 //! the router whole) and of the vocabulary (embedding and lm_head rows); norms stay whole. The
 //! decoder sums the row-parallel outputs and the embedding over the ranks and gathers the logits
-//! (`layers::decoder`). Multi-head latent attention is not sharded yet: refused by name.
+//! (`layers::decoder`). Multi-head latent attention splits by heads as well: q (or q_b) and
+//! kv_b rows, o_proj columns; the latent projection (q_a, kv_a with the shared RoPE key), its
+//! norms and so the compressed cache stay whole on every rank.
 use anyhow::{ensure, Result};
 use llmprof::model::dense::DenseArch;
 use std::collections::HashMap;
@@ -56,6 +58,9 @@ fn split_of(name: &str, a: &DenseArch) -> Split {
         "up_proj.",
         ".w1.",
         ".w3.",
+        // Multi-head latent attention: per-head rows of the up-projections.
+        "q_b_proj.",
+        "kv_b_proj.",
     ]
     .iter()
     .any(|p| name.contains(p))

@@ -382,7 +382,9 @@ fn module_marks_change_no_logit() {
 /// Tensor parallelism on the CPU (file collectives, two ranks as threads): every rank's logits
 /// and greedy tokens equal the unsharded model's, for each structure the sharding splits
 /// differently (q/k/v biases and a tied head, GQA, q/k norms, packed q/k/v and gate/up, Gemma's
-/// sandwich with local layers and its embedding scale, experts under both naming schemes).
+/// sandwich with local layers and its embedding scale, experts under both naming schemes,
+/// DeepSeek's multi-head latent attention with and without the q bottleneck, its shared experts
+/// and first dense layers).
 #[test]
 fn tensor_parallel_ranks_give_the_unsharded_logits() {
     use crate::engine::fast_path_check;
@@ -397,6 +399,8 @@ fn tensor_parallel_ranks_give_the_unsharded_logits() {
         "gemma3_1b",
         "mixtral_8x7b",
         "qwen3_30b_a3b",
+        "deepseek_v2_lite",
+        "deepseek_v3",
     ] {
         let a = DenseArch::from_hf_config_json(&fixtures.join(format!("{name}.json")))
             .unwrap()
