@@ -40,6 +40,23 @@ fn run(cmd: &mut Command, what: &str) -> String {
     String::from_utf8_lossy(&out.stdout).to_string()
 }
 
+/// `llmprof debug logits` on the checkpoint folder `ckpt` (its ids.json, fp32, 12 greedy tokens)
+/// with `extra` options, into `out`.
+fn debug_logits(ckpt: &Path, out: &Path, extra: &[&str]) {
+    run(
+        Command::new(llmprof())
+            .args(["debug", "logits", "--weights"])
+            .arg(ckpt)
+            .arg("--ids")
+            .arg(ckpt.join("ids.json"))
+            .args(["--dtype", "fp32", "--greedy", "12"])
+            .args(extra)
+            .arg("--out")
+            .arg(out),
+        &format!("llmprof debug logits {extra:?} on {}", ckpt.display()),
+    );
+}
+
 fn script(python: &Path) -> Command {
     let mut c = Command::new(python);
     c.arg(repo_root().join("scripts/hf_tiny.py"));
@@ -85,18 +102,7 @@ fn every_family_matches_transformers_on_the_cpu() {
         let ckpt = dir.join(family);
         for optim in ["eager", "fast"] {
             let ours = ckpt.join(format!("ours_{optim}.safetensors"));
-            run(
-                Command::new(llmprof())
-                    .args(["debug", "logits", "--weights"])
-                    .arg(&ckpt)
-                    .arg("--ids")
-                    .arg(ckpt.join("ids.json"))
-                    .args([
-                        "--dtype", "fp32", "--greedy", "12", "--optim", optim, "--out",
-                    ])
-                    .arg(&ours),
-                &format!("llmprof debug logits on the tiny {family} ({optim})"),
-            );
+            debug_logits(&ckpt, &ours, &["--optim", optim]);
             let (err, greedy) = compare(&ckpt.join("ref.safetensors"), &ours);
             assert!(err <= 1e-4, "{family} {optim}: logits off by {err}");
             assert_eq!(greedy.0, greedy.1, "{family} {optim}: greedy tokens");
@@ -105,24 +111,7 @@ fn every_family_matches_transformers_on_the_cpu() {
         // same logits as one rank within 1e-5 and the same tokens.
         if TENSOR_PARALLEL.contains(family) {
             let split = ckpt.join("ours_tp2.safetensors");
-            run(
-                Command::new(llmprof())
-                    .args(["debug", "logits", "--weights"])
-                    .arg(&ckpt)
-                    .arg("--ids")
-                    .arg(ckpt.join("ids.json"))
-                    .args([
-                        "--dtype",
-                        "fp32",
-                        "--greedy",
-                        "12",
-                        "--tensor-parallel",
-                        "2",
-                        "--out",
-                    ])
-                    .arg(&split),
-                &format!("llmprof debug logits --tensor-parallel 2 on the tiny {family}"),
-            );
+            debug_logits(&ckpt, &split, &["--tensor-parallel", "2"]);
             let (err, greedy) = compare(&ckpt.join("ours_eager.safetensors"), &split);
             assert!(err <= 1e-5, "{family}: two ranks off one by {err}");
             assert_eq!(greedy.0, greedy.1, "{family}: two ranks' greedy tokens");

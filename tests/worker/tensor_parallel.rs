@@ -127,63 +127,20 @@ fn a_split_the_model_does_not_allow_is_refused_before_a_run_directory() {
     }
 }
 
-#[test]
-fn a_rank_that_dies_ends_the_run_with_every_rank_stopped() {
-    let dir = scratch("tp-dies");
-    // Rank 1's worker dies at start; rank 0 would wait at its first collective for two minutes.
+/// A two-rank stage 1 in a fresh folder whose rank 1 runs `rank1` (a shell line) instead of the
+/// worker: its output, how long it took, its status.json.
+fn two_ranks_with_rank1(
+    tag: &str,
+    rank1: &str,
+    extra: &[&str],
+) -> (std::process::Output, Duration, serde_json::Value) {
+    let dir = scratch(tag);
     let real = llmprof().with_file_name("llmprof-worker");
     let wrapper = dir.join("worker.sh");
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\nif [ \"$LLMPROF_TP_RANK\" = 1 ]; then echo 'ERROR rank one failed on purpose' >&2; exit 3; fi\nexec '{}' \"$@\"\n",
-            real.display()
-        ),
-    )
-    .unwrap();
-    Command::new("chmod")
-        .arg("+x")
-        .arg(&wrapper)
-        .status()
-        .unwrap();
-    let started = Instant::now();
-    let mut cmd = Command::new(llmprof());
-    cmd.current_dir(&dir)
-        .env("LLMPROF_WORKER", &wrapper)
-        .args([
-            "--config-dir",
-            &repo_root().join("conf").display().to_string(),
-        ])
-        .arg("stage1")
-        .args(TEXT)
-        .args(["runtime.tensor_parallel=2", "hydra.run.dir=run"]);
-    let out = cmd.output().unwrap();
-    let took = started.elapsed();
-    assert!(!out.status.success());
-    let status: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("run/status.json")).unwrap())
-            .unwrap();
-    assert_eq!(status["state"], "failed", "{status}");
-    let error = status["error"].as_str().unwrap_or_default();
-    assert!(
-        error.contains("rank 1 of 2 exited with status 3") && error.contains("failed on purpose"),
-        "{error}"
-    );
-    // Rank 0 was stopped, not left to its two-minute collective timeout.
-    assert!(took < Duration::from_secs(60), "took {took:?}");
-}
-
-#[test]
-fn a_rank_that_hangs_ends_the_run_after_the_timeout_with_every_rank_stopped() {
-    let dir = scratch("tp-hangs");
-    // Rank 1 never starts its worker and never exits; rank 0 would wait at its first collective
-    // for two minutes. With a 3 s timeout the front end names rank 1 and stops both.
-    let real = llmprof().with_file_name("llmprof-worker");
-    let wrapper = dir.join("worker.sh");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nif [ \"$LLMPROF_TP_RANK\" = 1 ]; then exec sleep 600; fi\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\nif [ \"$LLMPROF_TP_RANK\" = 1 ]; then {rank1}; fi\nexec '{}' \"$@\"\n",
             real.display()
         ),
     )
@@ -203,29 +160,57 @@ fn a_rank_that_hangs_ends_the_run_after_the_timeout_with_every_rank_stopped() {
         ])
         .arg("stage1")
         .args(TEXT)
-        .args([
-            "runtime.tensor_parallel=2",
-            "runtime.tensor_parallel_timeout_s=3",
-            "hydra.run.dir=run",
-        ])
+        .args(["runtime.tensor_parallel=2", "hydra.run.dir=run"])
+        .args(extra)
         .output()
         .unwrap();
     let took = started.elapsed();
+    let status =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run/status.json")).unwrap())
+            .unwrap();
+    assert!(
+        !dir.join("run/heartbeat").exists(),
+        "the progress marks are removed"
+    );
+    (out, took, status)
+}
+
+#[test]
+fn a_rank_that_dies_ends_the_run_with_every_rank_stopped() {
+    // Rank 1's worker dies at start; rank 0 would wait at its first collective for two minutes.
+    let (out, took, status) = two_ranks_with_rank1(
+        "tp-dies",
+        "echo 'ERROR rank one failed on purpose' >&2; exit 3",
+        &[],
+    );
+    assert!(!out.status.success());
+    assert_eq!(status["state"], "failed", "{status}");
+    let error = status["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("rank 1 of 2 exited with status 3") && error.contains("failed on purpose"),
+        "{error}"
+    );
+    // Rank 0 was stopped, not left to its two-minute collective timeout.
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+}
+
+#[test]
+fn a_rank_that_hangs_ends_the_run_after_the_timeout_with_every_rank_stopped() {
+    // Rank 1 never starts its worker and never exits; rank 0 would wait at its first collective
+    // for two minutes. With a 3 s timeout the front end names rank 1 and stops both.
+    let (out, took, status) = two_ranks_with_rank1(
+        "tp-hangs",
+        "exec sleep 600",
+        &["runtime.tensor_parallel_timeout_s=3"],
+    );
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
         err.contains("rank 1 of 2 made no progress") && err.contains("never started"),
         "{err}"
     );
-    let status: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("run/status.json")).unwrap())
-            .unwrap();
     assert_eq!(status["state"], "failed", "{status}");
     assert!(took < Duration::from_secs(60), "took {took:?}");
-    assert!(
-        !dir.join("run/heartbeat").exists(),
-        "the progress marks are removed"
-    );
 }
 
 #[test]

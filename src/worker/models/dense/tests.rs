@@ -387,8 +387,6 @@ fn module_marks_change_no_logit() {
 /// and first dense layers).
 #[test]
 fn tensor_parallel_ranks_give_the_unsharded_logits() {
-    use crate::engine::fast_path_check;
-    use crate::engine::graph_decode::StepPath;
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/released_configs");
     for name in [
@@ -405,18 +403,7 @@ fn tensor_parallel_ranks_give_the_unsharded_logits() {
         let a = DenseArch::from_hf_config_json(&fixtures.join(format!("{name}.json")))
             .unwrap()
             .tiny();
-        let w = checkpoint::synthetic(&a, 5, Device::Cpu, Kind::Float).unwrap();
-        let ids = prompts(&[9], a.vocab_size, 3, &[]).remove(0);
-        // The same tensors for the whole model (libtorch's generator is global: other tests
-        // running at once would change a second draw).
-        let whole = DenseLm::load(&w, &a, Device::Cpu, Kind::Float, &Switches::eager()).unwrap();
-        let (want, want_tokens) =
-            fast_path_check::greedy(&whole, StepPath::Eager, &ids, 4).unwrap();
-        for (r, (logits, tokens)) in ranks_greedy(&w, &a, &ids, 2, name).into_iter().enumerate() {
-            let err = max_diff(&logits, &want) / want.abs().max().double_value(&[]);
-            assert!(err < 1e-5, "{name}: rank {r} of 2: logits off by {err}");
-            assert_eq!(tokens, want_tokens, "{name}: rank {r} of 2");
-        }
+        ranks_match_the_whole_model(&a, 2, name);
     }
 }
 
@@ -460,14 +447,36 @@ fn ranks_greedy(
     ranks.into_iter().map(|h| h.join().unwrap()).collect()
 }
 
+/// `world` ranks of `a`'s seeded synthetic model each give the whole model's logits (within
+/// 1e-5 of the largest) and greedy tokens.
+fn ranks_match_the_whole_model(a: &DenseArch, world: usize, name: &str) {
+    use crate::engine::fast_path_check;
+    use crate::engine::graph_decode::StepPath;
+    let w = checkpoint::synthetic(a, 5, Device::Cpu, Kind::Float).unwrap();
+    let ids = prompts(&[9], a.vocab_size, 3, &[]).remove(0);
+    // The same tensors for the whole model (libtorch's generator is global: other tests running
+    // at once would change a second draw).
+    let whole = DenseLm::load(&w, a, Device::Cpu, Kind::Float, &Switches::eager()).unwrap();
+    let (want, want_tokens) = fast_path_check::greedy(&whole, StepPath::Eager, &ids, 4).unwrap();
+    for (r, (logits, tokens)) in ranks_greedy(&w, a, &ids, world, name)
+        .into_iter()
+        .enumerate()
+    {
+        let err = max_diff(&logits, &want) / want.abs().max().double_value(&[]);
+        assert!(
+            err < 1e-5,
+            "{name}: rank {r} of {world}: logits off by {err}"
+        );
+        assert_eq!(tokens, want_tokens, "{name}: rank {r} of {world}");
+    }
+}
+
 /// Four ranks (#46 on the CPU: the splits past two): a dense and a mixture-of-experts structure
 /// with 8 heads on 4 kv heads, so that each rank holds two query heads, one kv head, a quarter
 /// of the MLP and of every expert, and a quarter of the vocabulary: every rank's logits and
 /// greedy tokens equal the unsharded model's.
 #[test]
 fn four_tensor_parallel_ranks_give_the_unsharded_logits() {
-    use crate::engine::fast_path_check;
-    use crate::engine::graph_decode::StepPath;
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/released_configs");
     for name in ["llama3_1_8b", "qwen3_30b_a3b"] {
@@ -477,16 +486,7 @@ fn four_tensor_parallel_ranks_give_the_unsharded_logits() {
         (a.num_attention_heads, a.num_key_value_heads) = (8, 4);
         a.hidden_size = 8 * 16;
         a.intermediate_size = 8 * 16 * 3;
-        let w = checkpoint::synthetic(&a, 5, Device::Cpu, Kind::Float).unwrap();
-        let ids = prompts(&[9], a.vocab_size, 3, &[]).remove(0);
-        let whole = DenseLm::load(&w, &a, Device::Cpu, Kind::Float, &Switches::eager()).unwrap();
-        let (want, want_tokens) =
-            fast_path_check::greedy(&whole, StepPath::Eager, &ids, 4).unwrap();
-        for (r, (logits, tokens)) in ranks_greedy(&w, &a, &ids, 4, name).into_iter().enumerate() {
-            let err = max_diff(&logits, &want) / want.abs().max().double_value(&[]);
-            assert!(err < 1e-5, "{name}: rank {r} of 4: logits off by {err}");
-            assert_eq!(tokens, want_tokens, "{name}: rank {r} of 4");
-        }
+        ranks_match_the_whole_model(&a, 4, name);
     }
 }
 
@@ -571,9 +571,11 @@ fn tensor_parallel_refuses_what_it_cannot_split() {
         e.contains("tensor_parallel=3 does not divide num_attention_heads=4"),
         "{e}"
     );
+    // Latent attention splits by its heads like the others.
     let lite = tiny("deepseek_v2_lite");
-    let e = shard::check(&lite, 2).unwrap_err().to_string();
-    assert!(e.contains("multi-head latent attention"), "{e}");
+    assert!(shard::check(&lite, 2).is_ok());
+    let e = shard::check(&lite, 3).unwrap_err().to_string();
+    assert!(e.contains("does not divide num_attention_heads"), "{e}");
 }
 
 /// A rank's synthetic weights are cut as they are drawn: every tensor is drawn whole, in the
