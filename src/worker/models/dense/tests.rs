@@ -407,18 +407,16 @@ fn tensor_parallel_ranks_give_the_unsharded_logits() {
     }
 }
 
-/// Each of `world` ranks (threads over file collectives) of `a`'s model sharded from `w`: its
-/// fp32 logits and greedy tokens over `ids` (4 steps, eager).
-fn ranks_greedy(
+/// `f` of each of `world` ranks (threads over file collectives) of `a`'s model sharded from `w`,
+/// in rank order.
+fn on_ranks<T: Send + 'static>(
     w: &HashMap<String, Tensor>,
     a: &DenseArch,
-    ids: &[i64],
     world: usize,
     tag: &str,
-) -> Vec<(Tensor, Vec<i64>)> {
+    f: impl Fn(&DenseLm) -> T + Send + Clone + 'static,
+) -> Vec<T> {
     use crate::engine::collectives::FileCollectives;
-    use crate::engine::fast_path_check;
-    use crate::engine::graph_decode::StepPath;
     let dir = temp_dir(&format!("tp{world}-{tag}"));
     let ranks: Vec<_> = (0..world)
         .map(|r| {
@@ -426,7 +424,7 @@ fn ranks_greedy(
                 .iter()
                 .map(|(k, t)| (k.clone(), t.shallow_clone()))
                 .collect();
-            let (a, ids, dir) = (a.clone(), ids.to_vec(), dir.clone());
+            let (a, dir, f) = (a.clone(), dir.clone(), f.clone());
             std::thread::spawn(move || {
                 let comm = std::sync::Arc::new(
                     FileCollectives::new(&dir, r, world, std::time::Duration::from_secs(60))
@@ -440,7 +438,7 @@ fn ranks_greedy(
                     comm,
                 )
                 .unwrap();
-                fast_path_check::greedy(&m, StepPath::Eager, &ids, 4).unwrap()
+                f(&m)
             })
         })
         .collect();
@@ -458,10 +456,11 @@ fn ranks_match_the_whole_model(a: &DenseArch, world: usize, name: &str) {
     // at once would change a second draw).
     let whole = DenseLm::load(&w, a, Device::Cpu, Kind::Float, &Switches::eager()).unwrap();
     let (want, want_tokens) = fast_path_check::greedy(&whole, StepPath::Eager, &ids, 4).unwrap();
-    for (r, (logits, tokens)) in ranks_greedy(&w, a, &ids, world, name)
-        .into_iter()
-        .enumerate()
-    {
+    let greedy = {
+        let ids = ids.clone();
+        move |m: &DenseLm| fast_path_check::greedy(m, StepPath::Eager, &ids, 4).unwrap()
+    };
+    for (r, (logits, tokens)) in on_ranks(&w, a, world, name, greedy).into_iter().enumerate() {
         let err = max_diff(&logits, &want) / want.abs().max().double_value(&[]);
         assert!(
             err < 1e-5,
@@ -496,9 +495,7 @@ fn four_tensor_parallel_ranks_give_the_unsharded_logits() {
 /// collectives.
 #[test]
 fn tensor_parallel_collectives_are_marked_as_communication() {
-    use crate::engine::collectives::FileCollectives;
     use crate::test_util::ModuleRecorder;
-    use std::sync::Arc;
     let a = tiny("llama3_1_8b");
     let w = checkpoint::synthetic(&a, 5, Device::Cpu, Kind::Float).unwrap();
     let seq = prompts(&[7], a.vocab_size, 3, &[]).remove(0);
@@ -518,32 +515,8 @@ fn tensor_parallel_collectives_are_marked_as_communication() {
     assert!(!marks(&whole, &seq)
         .iter()
         .any(|p| p.contains("communication")));
-    let dir = temp_dir("tp-marks");
-    let ranks: Vec<_> = (0..2)
-        .map(|r| {
-            let w: HashMap<String, Tensor> = w
-                .iter()
-                .map(|(k, t)| (k.clone(), t.shallow_clone()))
-                .collect();
-            let (a, dir, seq) = (a.clone(), dir.clone(), seq.clone());
-            std::thread::spawn(move || {
-                let comm = Arc::new(
-                    FileCollectives::new(&dir, r, 2, std::time::Duration::from_secs(60)).unwrap(),
-                );
-                let m = DenseLm::load_sharded(
-                    &w,
-                    &a,
-                    (Device::Cpu, Kind::Float),
-                    &Switches::eager(),
-                    comm,
-                )
-                .unwrap();
-                marks(&m, &seq)
-            })
-        })
-        .collect();
-    for h in ranks {
-        let paths = h.join().unwrap();
+    let per_rank = on_ranks(&w, &a, 2, "marks", move |m| marks(m, &seq));
+    for paths in per_rank {
         let comm: Vec<&String> = paths
             .iter()
             .filter(|p| p.contains("communication"))
