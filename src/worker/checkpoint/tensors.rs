@@ -39,8 +39,9 @@ pub fn read_checked(
 }
 
 /// [`read_checked`] with `keep(name, tensor)` applied to each tensor as it is read, on the CPU
-/// before it moves to `device` (a tensor-parallel rank keeps its slice): no more than one whole
-/// tensor exists at a time beside what is kept.
+/// before it moves to `device` (a tensor-parallel rank keeps its slice): beside what is kept,
+/// host memory holds one whole tensor and the read buffer (the size of the largest tensor), the
+/// device nothing more than the kept slices.
 pub fn read_checked_kept(
     path: &Path,
     wanted: &[TensorSpec],

@@ -44,6 +44,7 @@ pub fn fits(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> bool {
         && k <= MAX_K
         && x.is_contiguous()
         && ws.len() == 2
+        && ws[0] >= 1
         && ws[1] == k
         && weight.kind() == kind
         && weight.device() == x.device()

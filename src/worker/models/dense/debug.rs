@@ -32,7 +32,7 @@ pub fn debug_logits(
             super::shard::check(&arch, rw.1)?;
             let keep = |name: &str, t: Tensor| super::shard::slice_one(name, &t, &arch, rw);
             let sliced = checkpoint::load_kept(weights, &arch, (device, dtype), &keep)?;
-            DenseLm::load_slices(&sliced, &arch, (device, dtype), optim, comm)?
+            DenseLm::load_slices(sliced, &arch, (device, dtype), optim, comm)?
         }
         None => {
             let tensors = checkpoint::load(weights, &arch, device, dtype)?;

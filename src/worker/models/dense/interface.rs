@@ -93,10 +93,7 @@ impl DenseModel {
         };
         let model = match comm {
             Some(comm) => {
-                let m =
-                    DenseLm::load_slices(&tensors, &arch, (device, kind), &switches(spec)?, comm)?;
-                drop(tensors);
-                m
+                DenseLm::load_slices(tensors, &arch, (device, kind), &switches(spec)?, comm)?
             }
             // Handed over: the weights the model copies leave the set as it takes them.
             None => DenseLm::load_handed_over(tensors, &arch, device, kind, &switches(spec)?)?,

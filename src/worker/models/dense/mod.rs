@@ -172,12 +172,14 @@ impl DenseLm {
         let (rank, world) = (comm.rank() as i64, comm.world() as i64);
         shard::check(arch, world)?;
         let sliced = shard::slice(tensors, arch, rank, world)?;
-        Self::load_slices(&sliced, arch, (device, kind), optim, comm)
+        Self::load_slices(sliced, arch, (device, kind), optim, comm)
     }
 
-    /// [`DenseLm::load_sharded`] from this rank's slices already cut (`shard::slice_one`).
+    /// [`DenseLm::load_sharded`] from this rank's slices already cut (`shard::slice_one`),
+    /// handed over as [`DenseLm::load_handed_over`] takes them (the copies the model makes never
+    /// sit beside the whole set of slices).
     pub fn load_slices(
-        sliced: &HashMap<String, Tensor>,
+        sliced: HashMap<String, Tensor>,
         arch: &DenseArch,
         (device, kind): (Device, Kind),
         optim: &Switches,
@@ -186,7 +188,7 @@ impl DenseLm {
         let (rank, world) = (comm.rank() as i64, comm.world() as i64);
         shard::check(arch, world)?;
         let local = shard::arch_of_rank(arch, world);
-        let m = DenseLm::load(sliced, &local, device, kind, optim)?;
+        let m = DenseLm::load_handed_over(sliced, &local, device, kind, optim)?;
         Ok(DenseLm {
             arch: arch.clone(),
             decoder: m

@@ -307,8 +307,8 @@ fn decode_step_marks_every_layer_module_in_order() {
 
 /// Tensors handed over to the model (`DenseLm::load_handed_over`, what a run does) build the
 /// same model as borrowed ones, and the weights the model copies leave the set as they are
-/// taken: for a structure with experts, fused q/k/v and gate/up, one with packed projections
-/// and one with biases and a tied head. Every expert and projection weight has left; the
+/// taken: for a structure with experts, fused q/k/v and gate/up, one with packed projections,
+/// one with biases and a tied head, and DeepSeek-V3's latent attention and shared experts. Every expert and projection weight has left; the
 /// embedding (read twice when tied) and the norms stay.
 #[test]
 fn handed_over_tensors_build_the_same_model_and_leave_the_set_as_taken() {
@@ -317,7 +317,12 @@ fn handed_over_tensors_build_the_same_model_and_leave_the_set_as_taken() {
     use crate::engine::graph_decode::StepPath;
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/released_configs");
-    for name in ["mixtral_8x7b", "phi3_mini_4k", "qwen2_5_0_5b"] {
+    for name in [
+        "mixtral_8x7b",
+        "phi3_mini_4k",
+        "qwen2_5_0_5b",
+        "deepseek_v3",
+    ] {
         let a = DenseArch::from_hf_config_json(&fixtures.join(format!("{name}.json")))
             .unwrap()
             .tiny();

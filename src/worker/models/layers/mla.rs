@@ -68,23 +68,23 @@ impl MlaAttention {
         };
         let q_rope_rows = (0..heads).map(|h| h * qk + nope).collect::<Vec<_>>();
         let q = match m.q_lora_rank {
-            None => QueryProj::Direct(regroup(vs.get("q_proj.weight")?, q_rope_rows)?),
+            None => QueryProj::Direct(regroup(vs.take("q_proj.weight")?, q_rope_rows)?),
             Some(_) => QueryProj::LowRank {
-                a: vs.get("q_a_proj.weight")?,
+                a: vs.take("q_a_proj.weight")?,
                 norm: RmsNorm::load(&vs.sub("q_a_layernorm"), eps)?,
-                b: regroup(vs.get("q_b_proj.weight")?, q_rope_rows)?,
+                b: regroup(vs.take("q_b_proj.weight")?, q_rope_rows)?,
             },
         };
         let kv_b = vs
-            .get("kv_b_proj.weight")?
+            .take("kv_b_proj.weight")?
             .f_view([heads, nope + m.v_head_dim, rank])?;
         Ok(MlaAttention {
             q,
-            kv_a: regroup(vs.get("kv_a_proj_with_mqa.weight")?, vec![rank])?,
+            kv_a: regroup(vs.take("kv_a_proj_with_mqa.weight")?, vec![rank])?,
             kv_norm: RmsNorm::load(&vs.sub("kv_a_layernorm"), eps)?,
             w_uk: kv_b.f_narrow(1, 0, nope)?.f_contiguous()?,
             w_uv: kv_b.f_narrow(1, nope, m.v_head_dim)?.f_contiguous()?,
-            o: vs.get("o_proj.weight")?,
+            o: vs.take("o_proj.weight")?,
             heads,
             nope,
             rope,
