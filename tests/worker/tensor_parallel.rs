@@ -74,9 +74,29 @@ fn two_ranks_run_stage1_each_with_its_measurements() {
     );
     let spread = tp.spread_pct.expect("both ranks decoded");
     assert!(spread >= 0.0, "{spread}");
+    // Each rank's breakdown has its collectives: the straggler is found by the work outside them.
+    assert_eq!(tp.compared, "work_outside_communication");
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(report.contains("## Tensor parallel: 2 ranks"), "{report}");
     assert!(rank1.join("metrics.json").is_file() && rank1.join("report.md").is_file());
+    // `llmprof report` rebuilds rank 0's folder (the ranks side by side) and a rank's own.
+    for (dir, side_by_side) in [(&run, true), (&rank1, false)] {
+        let out = Command::new(llmprof())
+            .arg("report")
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("metrics.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            m.get("tensor_parallel").is_some(),
+            side_by_side,
+            "{}",
+            dir.display()
+        );
+    }
     // The same run on one rank makes the same requests.
     let (one, _) = short_stage1("tp1", TEXT);
     assert_eq!(requests(&run), requests(&one));

@@ -10,10 +10,14 @@ pub struct RanksInfo {
     pub world: usize,
     /// Every rank, in rank order.
     pub ranks: Vec<RankRow>,
-    /// The rank with the longest decode step (p50; the longest end-to-end request where no
-    /// request decoded): the one the others wait for in each collective.
+    /// The rank with the most GPU work per decode step outside its collectives (the one the
+    /// others wait for: every rank's step time includes those waits, so step times come out
+    /// alike); by the decode step's p50 where a rank has no module breakdown.
     pub slowest_rank: usize,
-    /// (slowest − fastest) ÷ fastest decode step p50, in %.
+    /// What `slowest_rank` and `spread_pct` compare: `work_outside_communication` or
+    /// `decode_step_p50`.
+    pub compared: String,
+    /// (slowest − fastest) ÷ fastest of the compared figure, in %.
     pub spread_pct: Option<f64>,
 }
 
@@ -31,5 +35,8 @@ pub struct RankRow {
     pub communication_ms_per_step: Option<f64>,
     /// That time's share of the step's GPU work.
     pub communication_share: Option<f64>,
+    /// GPU work per decode step outside the collectives (the step's module time less
+    /// communication): what this rank itself takes.
+    pub work_outside_communication_ms: Option<f64>,
     pub peak_allocated_gib: Option<f64>,
 }

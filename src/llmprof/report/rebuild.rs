@@ -26,7 +26,15 @@ pub enum Rebuilt {
 pub fn stage1(run_dir: &Path, spec: &RunSpec) -> Result<RunReport> {
     let m = Stage1Measurements::read(&run_dir.join(MEASUREMENTS_JSON))?;
     let mut report = super::stage1::build(&m, spec);
-    report.tensor_parallel = ranks_side_by_side(run_dir, spec, &report)?;
+    match ranks_side_by_side(run_dir, spec, &report) {
+        Ok(ranks) => report.tensor_parallel = ranks,
+        // Rank 0's own reports are built whatever became of the others'.
+        Err(e) => {
+            let note = format!("tensor parallel: the ranks are not set side by side: {e:#}");
+            tracing::warn!("{note}");
+            report.notes.push(note);
+        }
+    }
     artifacts::write_stage1_reports(run_dir, spec, &m, &report)
         .with_context(|| format!("writing the reports of {}", run_dir.display()))?;
     Ok(report)
@@ -41,12 +49,14 @@ fn ranks_side_by_side(
     report: &RunReport,
 ) -> Result<Option<super::metrics_ranks::RanksInfo>> {
     let world = spec.runtime.tensor_parallel as usize;
-    if world < 2 {
+    let rank_dir = |k: usize| run_dir.join(format!("{}{k}", crate::run_files::RANK_DIR_PREFIX));
+    // Rank 0's folder holds the others'; a rank's own folder (rank<k>/, same config) is one rank.
+    if world < 2 || !rank_dir(1).is_dir() {
         return Ok(None);
     }
     let mut reports = vec![report.clone()];
     for k in 1..world {
-        let dir = run_dir.join(format!("{}{k}", crate::run_files::RANK_DIR_PREFIX));
+        let dir = rank_dir(k);
         let m = Stage1Measurements::read(&dir.join(MEASUREMENTS_JSON)).with_context(|| {
             format!("rank {k} of {world}: its measurements in {}", dir.display())
         })?;
