@@ -10,10 +10,12 @@
 //! - `checks`: the fast-path checks of `llmprof debug fast-path`.
 //! - `measure`: what needs CUDA or Kineto: event timers, the NVTX observer, allocator peaks.
 //! - `workload`: the loops that drive a model: stage 1, infer, the overhead benchmark.
+//! - `heartbeat`: a tensor-parallel rank's progress mark, written from any of them.
 pub mod checkpoint;
 pub mod checks;
 pub mod engine;
 pub mod ffi;
+pub mod heartbeat;
 pub mod measure;
 pub mod models;
 #[cfg(test)]

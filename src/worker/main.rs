@@ -50,7 +50,7 @@ fn run(versions: &RuntimeVersions) -> Result<()> {
     match command.as_str() {
         "stage1" | "infer" | "bench-overhead" | "bench-ngram" => {
             let dir = PathBuf::from(args.get(1).context("missing run directory argument")?);
-            llmprof_worker::workload::heartbeat::mark(&dir, "started");
+            llmprof_worker::heartbeat::start(&dir);
             if llmprof::logging::run_wants_log_file(&dir) {
                 llmprof::logging::log_to_file(&dir.join(llmprof::run_dir::LOG_FILE))?;
             }

@@ -1,68 +1,133 @@
 //! The watchdog of a tensor-parallel run's ranks (#45): a rank whose progress mark
-//! (run_files::HEARTBEAT_FILE, rewritten by the worker as it starts, loads and finishes each
-//! request) is older than `runtime.tensor_parallel_timeout_s` is taken as hung. A rank hanging in
-//! an NCCL collective, or in a kernel that never ends, never exits by itself, and its peers wait
-//! for it inside their own collectives: without this the run would never end.
+//! (run_files::HEARTBEAT_FILE, rewritten by the worker as it starts, reads its weights, loads
+//! its model and works through its requests and decode steps) stays unchanged longer than
+//! `runtime.tensor_parallel_timeout_s` is taken as hung. A rank hanging in an NCCL collective, or
+//! in a kernel that never ends, never exits by itself, and its peers wait for it inside their own
+//! collectives: without this the run would never end. Changes are timed on this process's
+//! monotonic clock (a file's mtime is only compared with the one seen before), so a wall-clock
+//! step or a file system's clock skew cannot fake or hide one.
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::run_files::HEARTBEAT_FILE;
 
-/// Each rank's folder and start time, and how long a mark may stay unchanged.
+/// Each rank's folder, what its mark looked like when last seen, and since when.
 pub struct RankWatch {
     dirs: Vec<PathBuf>,
-    started: Vec<SystemTime>,
+    seen: Vec<Option<(SystemTime, u64)>>,
+    changed: Vec<Instant>,
     timeout: Duration,
 }
 
-/// A rank past the timeout: how long its mark has been unchanged, and what it says (the last
-/// thing the rank finished).
+/// One running rank as the watch last saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankMark {
+    pub rank: usize,
+    /// How long its mark has been unchanged.
+    pub quiet: Duration,
+    /// What it says (the last thing the rank did); `None` before it wrote one.
+    pub last: Option<String>,
+}
+
+/// Ranks past the timeout: the quietest and every running rank's mark.
 #[derive(Debug, PartialEq)]
 pub struct Stalled {
     pub rank: usize,
     pub quiet: Duration,
-    pub last: Option<String>,
+    pub marks: Vec<RankMark>,
 }
 
 impl RankWatch {
     pub fn new(dirs: Vec<PathBuf>, timeout: Duration) -> Self {
-        let now = SystemTime::now();
+        let now = Instant::now();
         RankWatch {
-            started: vec![now; dirs.len()],
+            seen: vec![None; dirs.len()],
+            changed: vec![now; dirs.len()],
             dirs,
             timeout,
         }
     }
 
-    /// Rank `k` was started at `at` (its mark's age counts from there until it writes one).
-    pub fn started(&mut self, k: usize, at: SystemTime) {
-        self.started[k] = at;
+    /// Rank `k` was started at `at` (its quiet time counts from there until it writes a mark).
+    pub fn started(&mut self, k: usize, at: Instant) {
+        self.changed[k] = at;
     }
 
-    /// The rank, among those still `running`, whose mark has been unchanged longest, if that is
-    /// past the timeout.
-    pub fn stalled(&self, running: &[bool]) -> Option<Stalled> {
-        let now = SystemTime::now();
-        (0..self.dirs.len())
-            .filter(|&k| running[k])
-            .map(|k| {
-                let mark = self.dirs[k].join(HEARTBEAT_FILE);
-                let since = std::fs::metadata(&mark)
-                    .and_then(|m| m.modified())
-                    .unwrap_or(self.started[k])
-                    .max(self.started[k]);
-                let quiet = now.duration_since(since).unwrap_or_default();
-                (k, quiet, mark)
+    /// Looks at every `running` rank's mark at `now`: the quietest rank with every running
+    /// rank's mark, if that rank is past the timeout.
+    pub fn stalled(&mut self, running: &[bool], now: Instant) -> Option<Stalled> {
+        let mut marks = Vec::new();
+        for k in (0..self.dirs.len()).filter(|&k| running[k]) {
+            let path = self.dirs[k].join(HEARTBEAT_FILE);
+            let meta = std::fs::metadata(&path)
+                .ok()
+                .and_then(|m| Some((m.modified().ok()?, m.len())));
+            if meta.is_some() && meta != self.seen[k] {
+                self.seen[k] = meta;
+                self.changed[k] = now;
+            }
+            marks.push(RankMark {
+                rank: k,
+                quiet: now.saturating_duration_since(self.changed[k]),
+                last: self.seen[k].and_then(|_| {
+                    std::fs::read_to_string(&path)
+                        .ok()
+                        .map(|s| s.chars().take(200).collect())
+                }),
+            });
+        }
+        let quietest = marks.iter().max_by_key(|m| m.quiet)?;
+        (quietest.quiet > self.timeout).then(|| Stalled {
+            rank: quietest.rank,
+            quiet: quietest.quiet,
+            marks: marks.clone(),
+        })
+    }
+}
+
+impl Stalled {
+    /// The error's words: the rank to look at when its mark is behind the others', else every
+    /// rank stopped at one point (a collective one of them never joined, or a kernel that never
+    /// ended), with each rank's last mark.
+    pub fn describe(&self, world: usize, timeout: Duration) -> String {
+        let said = |m: &RankMark| {
+            m.last
+                .as_deref()
+                .map_or("no mark: it never started".to_string(), |s| {
+                    format!("'{s}'")
+                })
+        };
+        let all_alike = self.marks.iter().all(|m| m.last == self.marks[0].last);
+        let each = self
+            .marks
+            .iter()
+            .map(|m| {
+                format!(
+                    "rank {}: {} ({:.0} s ago)",
+                    m.rank,
+                    said(m),
+                    m.quiet.as_secs_f64()
+                )
             })
-            .filter(|(_, quiet, _)| *quiet > self.timeout)
-            .max_by_key(|(_, quiet, _)| *quiet)
-            .map(|(rank, quiet, mark)| Stalled {
-                rank,
-                quiet,
-                last: std::fs::read_to_string(mark)
-                    .ok()
-                    .map(|s| s.chars().take(200).collect()),
-            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let head = if all_alike && self.marks.len() > 1 {
+            format!(
+                "every running rank of {world} stopped at the same point for {:.0} s: a collective that one of them never joined, or a kernel that never ended on one of them (which one the marks cannot tell: look at each rank's log)",
+                self.quiet.as_secs_f64()
+            )
+        } else {
+            format!(
+                "tensor-parallel rank {} of {world} made no progress for {:.0} s (its last mark: {})",
+                self.rank,
+                self.quiet.as_secs_f64(),
+                said(self.marks.iter().find(|m| m.rank == self.rank).expect("the quietest is listed"))
+            )
+        };
+        format!(
+            "{head}: taken as hung, every rank was stopped. Last marks: {each}\n  fix: find why in the ranks' logs; if a request of this size legitimately takes longer, raise runtime.tensor_parallel_timeout_s (now {})",
+            timeout.as_secs()
+        )
     }
 }
 
@@ -71,37 +136,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_rank_quiet_longest_past_the_timeout_is_named() {
+    fn the_quietest_rank_past_the_timeout_is_named_on_the_monotonic_clock() {
         let root = std::env::temp_dir().join(format!("rank-watch-{}", std::process::id()));
         let dirs: Vec<PathBuf> = (0..3).map(|k| root.join(format!("r{k}"))).collect();
         for d in &dirs {
             std::fs::create_dir_all(d).unwrap();
         }
-        let ago = |s: u64| SystemTime::now() - Duration::from_secs(s);
-        let mark = |k: usize, text: &str, age: u64| {
-            let path = dirs[k].join(HEARTBEAT_FILE);
-            std::fs::write(&path, text).unwrap();
-            let f = std::fs::File::options().write(true).open(&path).unwrap();
-            f.set_modified(ago(age)).unwrap();
-        };
+        let mark =
+            |k: usize, text: &str| std::fs::write(dirs[k].join(HEARTBEAT_FILE), text).unwrap();
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
         let mut w = RankWatch::new(dirs.clone(), Duration::from_secs(10));
         for k in 0..3 {
-            w.started(k, ago(100));
+            w.started(k, t0);
         }
-        // Rank 0's mark is 20 s old, rank 2's 5 s; rank 1 never wrote one (started 100 s ago).
-        mark(0, "model loaded", 20);
-        mark(2, "request 1 of 4", 5);
-        let s = w.stalled(&[true, true, true]).expect("rank 1 is past 10 s");
-        assert_eq!((s.rank, s.last), (1, None));
-        assert!(s.quiet >= Duration::from_secs(100));
-        // A rank that has exited is not watched: then rank 0 is the stalest, with its mark.
-        let s = w.stalled(&[true, false, true]).unwrap();
-        assert_eq!((s.rank, s.last.as_deref()), (0, Some("model loaded")));
-        // Within the timeout nobody is named; a mark older than the rank's start does not count.
-        assert_eq!(w.stalled(&[false, false, true]), None);
-        mark(2, "left by an earlier run", 50);
-        w.started(2, ago(3));
-        assert_eq!(w.stalled(&[false, false, true]), None);
+        let all = [true, true, true];
+        // At 2 s ranks 0 and 2 have marks, rank 1 none: nobody is past 10 s.
+        mark(0, "model loaded");
+        mark(2, "model loaded");
+        assert_eq!(w.stalled(&all, at(2)), None);
+        // Rank 2 moves on at 8 s; at 11 s rank 1 (never started) is 11 s quiet, rank 0 9 s.
+        mark(2, "request 1 of 4");
+        assert_eq!(w.stalled(&all, at(8)), None);
+        let s = w.stalled(&all, at(11)).expect("rank 1 is past 10 s");
+        assert_eq!((s.rank, s.quiet), (1, Duration::from_secs(11)));
+        assert!(s.describe(3, Duration::from_secs(10)).contains(
+            "rank 1 of 3 made no progress for 11 s (its last mark: no mark: it never started)"
+        ));
+        // Without rank 1, rank 0 is past the timeout at 13 s, with its mark; a rank that has
+        // exited is not watched.
+        let s = w.stalled(&[true, false, true], at(13)).unwrap();
+        assert_eq!(s.rank, 0);
+        assert!(s
+            .describe(3, Duration::from_secs(10))
+            .contains("its last mark: 'model loaded'"));
+        // Every rank at the same mark: no single rank is blamed.
+        mark(0, "request 1 of 4");
+        assert_eq!(w.stalled(&[true, false, true], at(14)), None);
+        let s = w.stalled(&[true, false, true], at(30)).unwrap();
+        let text = s.describe(3, Duration::from_secs(10));
+        assert!(
+            text.contains("every running rank of 3 stopped at the same point"),
+            "{text}"
+        );
+        assert!(
+            text.contains("rank 0: 'request 1 of 4'") && text.contains("rank 2: 'request 1 of 4'"),
+            "{text}"
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

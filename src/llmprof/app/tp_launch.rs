@@ -97,7 +97,7 @@ pub fn run_ranks(
                 bail!("starting rank {k} ({}): {e}", worker.display());
             }
         };
-        watch.started(k, std::time::SystemTime::now());
+        watch.started(k, std::time::Instant::now());
         let stderr = child.stderr.take().expect("stderr was piped");
         let prefix = if k == 0 {
             String::new()
@@ -108,7 +108,7 @@ pub fn run_ranks(
         ranks.push((child, relay));
         super::shutdown::set_children(ranks.iter().map(|r| r.0.id()).collect());
     }
-    let failed = wait_all(&mut ranks, &watch);
+    let failed = wait_all(&mut ranks, &mut watch);
     super::shutdown::set_children(Vec::new());
     let _ = std::fs::remove_dir_all(&tp_dir);
     for dir in &dirs {
@@ -129,12 +129,7 @@ pub fn run_ranks(
                 super::child::last_error_of(&tails[k]).unwrap_or_else(|| "no error message".into());
             bail!("tensor-parallel rank {k} of {world} {how}: {last}; the other ranks were stopped")
         }
-        Some((k, Failure::Hung(s))) => bail!(
-            "tensor-parallel rank {k} of {world} made no progress for {:.0} s (its last mark: {}): taken as hung, every rank was stopped\n  fix: find why in rank {k}'s log; if a request of this size legitimately takes longer, raise runtime.tensor_parallel_timeout_s (now {})",
-            s.quiet.as_secs_f64(),
-            s.last.as_deref().map_or("none: it never started".to_string(), |m| format!("'{m}'")),
-            timeout.as_secs()
-        ),
+        Some((_, Failure::Hung(s))) => bail!("{}", s.describe(world, timeout)),
     }
 }
 
@@ -149,7 +144,7 @@ enum Failure {
 /// after the shutdown grace. Returns the first failed rank and why.
 fn wait_all(
     ranks: &mut [(Child, std::thread::JoinHandle<Vec<String>>)],
-    watch: &super::rank_watch::RankWatch,
+    watch: &mut super::rank_watch::RankWatch,
 ) -> Option<(usize, Failure)> {
     let mut done: Vec<Option<ExitStatus>> = vec![None; ranks.len()];
     let mut pids: Vec<Option<u32>> = ranks.iter().map(|r| Some(r.0.id())).collect();
@@ -174,7 +169,7 @@ fn wait_all(
         if failed.is_none() && watched.elapsed() > Duration::from_millis(250) {
             watched = std::time::Instant::now();
             let running: Vec<bool> = done.iter().map(Option::is_none).collect();
-            if let Some(s) = watch.stalled(&running) {
+            if let Some(s) = watch.stalled(&running, std::time::Instant::now()) {
                 failed = Some((s.rank, Failure::Hung(s), std::time::Instant::now()));
             }
         }

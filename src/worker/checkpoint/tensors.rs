@@ -125,6 +125,7 @@ pub fn read_checked_kept(
         let x = Tensor::f_from_data_size(&buf, &t.shape, src_kind)
             .with_context(|| format!("building tensor {}", t.name))?;
         let x = keep(&t.name, x)?.f_to_device(device)?.f_to_kind(kind)?;
+        crate::heartbeat::beat(|| format!("reading the weights ({})", t.name));
         tensors.insert(t.name.clone(), x);
     }
     Ok(tensors)

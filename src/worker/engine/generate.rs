@@ -130,6 +130,7 @@ pub fn generate_with<M: CausalLm>(
             drop(sampling);
             logits = session.step(model, &next, obs)?;
             decode_steps += 1;
+            crate::heartbeat::beat(|| format!("decode step {decode_steps}"));
         }
         let host = Vec::<i64>::try_from(&out.f_to_device(Device::Cpu)?.f_reshape([-1])?)?;
         let mut tokens = Vec::new();
@@ -210,6 +211,7 @@ pub fn generate_with<M: CausalLm>(
         drop(sampling);
         logits = session.step(model, &feed, obs)?;
         decode_steps += 1;
+        crate::heartbeat::beat(|| format!("decode step {decode_steps}"));
     }
     let hit_eos = (0..b).map(|r| done[r] || gen[r].contains(&eos)).collect();
     let written = (decode_steps + 1).min(cfg.max_new_tokens);

@@ -24,7 +24,11 @@ pub trait ModelJob {
 pub fn with_model<J: ModelJob>(spec: &RunSpec, job: J) -> Result<J::Output> {
     match spec.model.family {
         Family::DeepseekOcr => job.run(&deepseek_ocr::interface::DeepseekOcrModel::build(spec)?),
-        Family::DenseDecoder => job.run(&dense::interface::DenseModel::build(spec)?),
+        Family::DenseDecoder => {
+            let model = dense::interface::DenseModel::build(spec)?;
+            crate::heartbeat::mark("model built");
+            job.run(&model)
+        }
     }
 }
 

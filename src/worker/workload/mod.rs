@@ -4,7 +4,6 @@
 pub mod bench_ngram;
 pub mod bench_overhead;
 pub mod bench_support;
-pub mod heartbeat;
 pub mod infer;
 pub mod inputs;
 pub mod kineto_pass;

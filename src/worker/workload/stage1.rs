@@ -113,7 +113,6 @@ fn split_times(times: Vec<crate::measure::timing::StageTime>) -> RequestTimes {
 }
 
 fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
-    super::heartbeat::mark(run_dir, "model loaded");
     let info = model.info();
     let (items, mut input_notes) = inputs::items(spec)?;
     let batch_size = spec.runtime.batch_size as usize;
@@ -167,7 +166,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
                 rows[0].name
             );
             model.generate(batch, &gen_cfg, &llmprof::region::NoopObserver)?;
-            super::heartbeat::mark(run_dir, &format!("warm-up {} of input {}", i + 1, bi + 1));
+            crate::heartbeat::mark(&format!("warm-up {} of input {}", i + 1, bi + 1));
         }
         for repeat in 0..spec.runtime.repeats {
             let obs = NvtxObserver::new(NvtxOptions {
@@ -200,10 +199,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
             let output_tokens = row_output_tokens.iter().sum();
             let prefill_ms = region_ms.get(PREFILL.nvtx_name()).copied().unwrap_or(0.0);
             progress.inc(1);
-            super::heartbeat::mark(
-                run_dir,
-                &format!("request {} of {total}", progress.position()),
-            );
+            crate::heartbeat::mark(&format!("request {} of {total}", progress.position()));
             progress.set_message(format!("{} prefill {prefill_ms:.0} ms", rows[0].name));
             tracing::debug!(
                 "{} repeat {}: prefill {prefill_ms:.1} ms, {output_tokens} tokens",
@@ -242,7 +238,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
             }
         });
     let kineto = if spec.pipeline.torch_profiler.enable {
-        super::heartbeat::mark(run_dir, "the profiled pass");
+        crate::heartbeat::mark("the profiled pass");
         Some(super::kineto_pass::run(
             model,
             spec,

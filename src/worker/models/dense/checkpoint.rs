@@ -194,6 +194,7 @@ pub fn synthetic_kept(
             Tensor::f_randn(&t.shape, (Kind::Float, device))?.f_mul_scalar(std)?
         };
         let x = keep(&t.name, x.f_to_kind(kind)?)?;
+        crate::heartbeat::beat(|| format!("drawing the weights ({})", t.name));
         out.insert(t.name, x);
     }
     Ok(out)
