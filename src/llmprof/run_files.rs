@@ -84,6 +84,12 @@ pub const NCCL_ID: &str = "nccl.id";
 pub const TP_RANK_ENV: &str = "LLMPROF_TP_RANK";
 pub const TP_WORLD_ENV: &str = "LLMPROF_TP_WORLD";
 pub const TP_DIR_ENV: &str = "LLMPROF_TP_DIR";
+/// Stage 2 of a tensor-parallel run: the rank whose worker a profiler wraps, and the profiler's
+/// command line before the worker's (a JSON list of strings), given to the child `llmprof
+/// stage1` that starts the ranks.
+pub const TP_PROFILED_RANK_ENV: &str = "LLMPROF_TP_PROFILED_RANK";
+pub const TP_PROFILER_ENV: &str = "LLMPROF_TP_PROFILER";
+
 /// NVLink multicast stays off in every rank (NCCL's NVLS and libtorch's symmetric memory).
 pub const NO_MULTICAST: [(&str, &str); 3] = [
     ("NCCL_NVLS_ENABLE", "0"),

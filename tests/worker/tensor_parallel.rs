@@ -118,8 +118,12 @@ fn a_split_the_model_does_not_allow_is_refused_before_a_run_directory() {
         ),
         (
             "stage2",
-            vec!["runtime.tensor_parallel=2", "pipeline.ncu.enable=true"],
-            "stage2 profiles one worker process",
+            vec![
+                "runtime.tensor_parallel=2",
+                "pipeline.ncu.enable=true",
+                "pipeline.ncu.rank=2",
+            ],
+            "pipeline.ncu.rank=2 but runtime.tensor_parallel=2: the ranks are 0 .. 1",
         ),
         (
             "stage1",
@@ -270,4 +274,59 @@ fn four_ranks_run_stage1_and_the_report_sets_them_side_by_side() {
     }
     let (one, _) = short_stage1("tp4-one", &args);
     assert_eq!(requests(&run), requests(&one));
+}
+
+#[test]
+fn stage2_puts_the_profiler_before_the_chosen_ranks_worker_only() {
+    // What stage 2 gives the child `llmprof stage1` for pipeline.ncu.rank=1: the profiler's
+    // command line goes before rank 1's worker; rank 0 runs as it is. A stand-in profiler
+    // records its arguments and runs the rest.
+    let dir = scratch("tp-profiled");
+    let log = dir.join("profiled.txt");
+    let profiler = dir.join("profiler.sh");
+    std::fs::write(
+        &profiler,
+        "#!/bin/sh\nlog=$2\nshift 2\necho \"$LLMPROF_TP_RANK $*\" >> \"$log\"\nexec \"$@\"\n",
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&profiler)
+        .status()
+        .unwrap();
+    let argv = serde_json::json!([
+        profiler.display().to_string(),
+        "--log",
+        log.display().to_string()
+    ]);
+    let out = Command::new(llmprof())
+        .current_dir(&dir)
+        .env("LLMPROF_TP_PROFILED_RANK", "1")
+        .env("LLMPROF_TP_PROFILER", argv.to_string())
+        .args([
+            "--config-dir",
+            &repo_root().join("conf").display().to_string(),
+        ])
+        .arg("stage1")
+        .args(TEXT)
+        .args([
+            "runtime.tensor_parallel=2",
+            "runtime.repeats=1",
+            "hydra.run.dir=run",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("1 ")
+            && lines[0].contains("llmprof-worker stage1")
+            && lines[0].ends_with("rank1"),
+        "{lines:?}"
+    );
 }

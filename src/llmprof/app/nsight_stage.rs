@@ -30,13 +30,16 @@ pub fn kernel_regex(base: &str) -> String {
     format!("^(.*::)?{}(<.*)?$", regex::escape(base))
 }
 
-/// The K kernel base names with the most GPU time, skipping copies/memsets and duplicates.
+/// The K kernel base names with the most GPU time, skipping copies/memsets, NCCL's collectives
+/// and duplicates.
 pub fn top_k_names(rows: &[(String, f64)], k: usize) -> Vec<String> {
     let mut sorted: Vec<&(String, f64)> = rows.iter().collect();
     sorted.sort_by(|a, b| b.1.total_cmp(&a.1));
     let mut out: Vec<String> = Vec::new();
     for (name, _) in sorted {
-        if name.starts_with("Memcpy") || name.starts_with("Memset") {
+        // Copies are not kernels; a collective replayed alone would wait for peers that do not
+        // replay it.
+        if name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("nccl") {
             continue;
         }
         let base = crate::measure::kernel_names::base_name(name);
@@ -101,14 +104,30 @@ impl<'a> Stage2<'a> {
     }
 
     fn exec(&mut self, program: &Path, args: &[String], what: &str) -> Result<()> {
-        let line = std::iter::once(program.display().to_string())
+        self.exec_env(program, args, &[], what)
+    }
+
+    /// [`Stage2::exec`] with `env` added to the child's environment (and to the command line
+    /// recorded, as `NAME=value` before it).
+    fn exec_env(
+        &mut self,
+        program: &Path,
+        args: &[String],
+        env: &[(&str, String)],
+        what: &str,
+    ) -> Result<()> {
+        let line = env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shell_quote(v)))
+            .chain(std::iter::once(program.display().to_string()))
             .chain(args.iter().map(|a| shell_quote(a)))
             .collect::<Vec<_>>()
             .join(" ");
         tracing::info!("{what}: {line}");
         self.commands.push(line);
         let mut cmd = Command::new(program);
-        cmd.args(args);
+        cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
         let status = super::child::run(cmd, what)?.status;
         if let Some(sig) = super::shutdown::interrupted() {
             return Err(super::shutdown::Interrupted(sig).into());
@@ -353,22 +372,45 @@ impl<'a> Stage2<'a> {
                 clock_control,
                 output: ncu::command::Output::CsvLog(csv.clone()),
             };
+            let world = self.spec.runtime.tensor_parallel;
+            // A replayed kernel is slow: a profiled rank's peers wait for it far longer than in
+            // a run, so the ranks' watchdog gets a day.
+            let patient = "runtime.tensor_parallel_timeout_s=86400";
             let child = self.child(
                 &dir.join(format!("stage1_k{:02}", i + 1)),
                 &[
                     "runtime.warmup=0",
                     "runtime.repeats=1",
                     "dataset.sampling.num_samples_per_epoch=1",
+                    patient,
                 ],
             )?;
             let mut args = ncu::command::profile_args(&opts, &[]);
             args.extend(c.extra_args.iter().cloned());
-            args.extend(child);
-            self.exec(
-                ncu_bin,
-                &args,
-                &format!("ncu kernel {} of {} ({name})", i + 1, names.len()),
-            )?;
+            let what = format!("ncu kernel {} of {} ({name})", i + 1, names.len());
+            if world > 1 {
+                // ncu wraps the chosen rank's worker only: the child front end starts the
+                // ranks and puts this command line before that rank's worker.
+                let mut profiler = vec![ncu_bin.display().to_string()];
+                profiler.extend(args);
+                let env = [
+                    (crate::run_files::TP_PROFILED_RANK_ENV, c.rank.to_string()),
+                    (
+                        crate::run_files::TP_PROFILER_ENV,
+                        serde_json::to_string(&profiler)?,
+                    ),
+                ];
+                let program = PathBuf::from(&child[0]);
+                self.exec_env(
+                    &program,
+                    &child[1..],
+                    &env,
+                    &format!("{what}, rank {}", c.rank),
+                )?;
+            } else {
+                args.extend(child);
+                self.exec(ncu_bin, &args, &what)?;
+            }
             if std::fs::read_to_string(&csv)
                 .unwrap_or_default()
                 .contains("No kernels were profiled")

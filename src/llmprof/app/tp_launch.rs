@@ -10,20 +10,21 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use crate::run_files::{
-    gpu_of_rank, NO_MULTICAST, RANK_DIR_PREFIX, TP_DIR, TP_DIR_ENV, TP_RANK_ENV, TP_WORLD_ENV,
+    gpu_of_rank, NO_MULTICAST, RANK_DIR_PREFIX, TP_DIR, TP_DIR_ENV, TP_PROFILED_RANK_ENV,
+    TP_PROFILER_ENV, TP_RANK_ENV, TP_WORLD_ENV,
 };
 
 /// For `runtime.tensor_parallel` > 1: whether the ranks take one GPU each (`Some(true)`) or run on
-/// the CPU (`Some(false)`); `None` for one rank. More ranks than visible GPUs, or a stage the
+/// the CPU (`Some(false)`); `None` for one rank, and for stage 2 (its children start the ranks). More ranks than visible GPUs, or a stage the
 /// ranks do not run, is refused before any run directory exists.
 pub fn placement(spec: &crate::spec::RunSpec, command: &str) -> Result<Option<bool>> {
     let world = spec.runtime.tensor_parallel as usize;
     if world <= 1 {
         return Ok(None);
     }
-    if command == "stage2" {
-        bail!("stage2 profiles one worker process; runtime.tensor_parallel={world} runs {world}\n  fix: stage2 with runtime.tensor_parallel=1 (profiling one rank of a split run is planned: docs/design/tensor-parallel.md)");
-    }
+    // Stage 2 runs no ranks itself: its child `llmprof stage1`s do, one of them under the
+    // profiler (pipeline.ncu.rank).
+    let stage2 = command == "stage2";
     let gpus = crate::launcher::gpus::visible();
     let on_gpus = spec.device != "cpu" && !gpus.is_empty();
     // Without GPUs the ranks run the preset's tiny CPU fallback: it must split too.
@@ -45,7 +46,27 @@ pub fn placement(spec: &crate::spec::RunSpec, command: &str) -> Result<Option<bo
             gpus.len()
         );
     }
-    Ok(Some(on_gpus))
+    Ok((!stage2).then_some(on_gpus))
+}
+
+/// The profiler command line that wraps one rank's worker (stage 2 of a tensor-parallel run):
+/// (the rank, the profiler's argv before the worker's), from this process's environment.
+fn profiler_of_rank() -> Result<Option<(usize, Vec<String>)>> {
+    let (Ok(rank), Ok(argv)) = (
+        std::env::var(TP_PROFILED_RANK_ENV),
+        std::env::var(TP_PROFILER_ENV),
+    ) else {
+        return Ok(None);
+    };
+    let rank = rank
+        .parse()
+        .with_context(|| format!("{TP_PROFILED_RANK_ENV}={rank} is not a rank"))?;
+    let argv: Vec<String> = serde_json::from_str(&argv)
+        .with_context(|| format!("{TP_PROFILER_ENV} is not a JSON list of strings"))?;
+    if argv.is_empty() {
+        bail!("{TP_PROFILER_ENV} is empty: it names the profiler and its options");
+    }
+    Ok(Some((rank, argv)))
 }
 
 /// Where rank `k` writes: the run directory for rank 0, `<run>/rank<k>` otherwise (with the
@@ -77,9 +98,18 @@ pub fn run_ranks(
         .map(|k| rank_dir(run_dir, k))
         .collect::<Result<Vec<_>>>()?;
     let mut watch = super::rank_watch::RankWatch::new(dirs.clone(), timeout);
+    let profiled = profiler_of_rank()?;
     let mut ranks: Vec<(Child, std::thread::JoinHandle<Vec<String>>)> = Vec::new();
     for (k, dir) in dirs.iter().enumerate() {
-        let mut cmd = Command::new(worker);
+        let mut cmd = match &profiled {
+            // Stage 2: this rank's worker under the profiler.
+            Some((rank, argv)) if *rank == k => {
+                let mut c = Command::new(&argv[0]);
+                c.args(&argv[1..]).arg(worker);
+                c
+            }
+            _ => Command::new(worker),
+        };
         cmd.arg(command)
             .arg(dir)
             .env(TP_RANK_ENV, k.to_string())

@@ -251,6 +251,10 @@ pub struct NcuSpec {
     /// `--clock-control`: `base` (ncu's default: clocks locked to base while profiling) or `none`.
     pub clock_control: NcuClockControl,
     pub extra_args: Vec<String>,
+    /// In a tensor-parallel run, the rank whose worker ncu profiles (the others run beside it
+    /// unprofiled). Absent: 0.
+    #[serde(default)]
+    pub rank: u32,
 }
 
 /// `pipeline.ncu.clock_control`.

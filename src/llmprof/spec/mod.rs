@@ -96,6 +96,15 @@ impl RunSpec {
             .arch
             .check_tensor_parallel(self.runtime.tensor_parallel)
             .map_err(anyhow::Error::msg)?;
+        if self.pipeline.ncu.rank >= self.runtime.tensor_parallel {
+            bail!(
+                "pipeline.ncu.rank={} but runtime.tensor_parallel={}: the ranks are 0 .. {}\n  fix: pipeline.ncu.rank={}",
+                self.pipeline.ncu.rank,
+                self.runtime.tensor_parallel,
+                self.runtime.tensor_parallel.saturating_sub(1),
+                self.runtime.tensor_parallel.saturating_sub(1)
+            );
+        }
         let sampled = u64::from(self.dataset.sampling.num_samples_per_epoch.unwrap_or(1))
             * u64::from(self.dataset.sampling.num_epochs);
         if sampled > MAX_SAMPLED_INPUTS {

@@ -11,9 +11,14 @@ fn a_module_path_selects_the_modules_inside_it() {
 }
 
 #[test]
-fn top_k_skips_copies_and_duplicates() {
+fn top_k_skips_copies_collectives_and_duplicates() {
     let rows = vec![
         ("Memcpy HtoD (Pageable -> Device)".to_string(), 100.0),
+        (
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+                .to_string(),
+            80.0,
+        ),
         ("void a::k<1>(int)".to_string(), 50.0),
         ("void a::k<2>(int)".to_string(), 40.0),
         ("gemm".to_string(), 10.0),
