@@ -31,3 +31,23 @@ pub fn check(a: &DenseArch, world: i64) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Llama-3.1-70B's released configuration (the 70B-class model of #45) splits over 2, 4 and 8
+    /// ranks and not over 16 (8 K/V heads) or 3; a world below one is refused.
+    #[test]
+    fn llama_70b_splits_over_a_nodes_gpus() {
+        let a = super::super::tests::preset("llama3_1_70b");
+        for world in [1, 2, 4, 8] {
+            assert_eq!(check(&a, world), Ok(()), "{world}");
+        }
+        let e = check(&a, 16).unwrap_err();
+        assert!(e.contains("does not divide num_key_value_heads=8"), "{e}");
+        let e = check(&a, 3).unwrap_err();
+        assert!(e.contains("does not divide num_attention_heads=64"), "{e}");
+        assert!(check(&a, 0).is_err());
+    }
+}

@@ -186,6 +186,20 @@ fn hand(name: &str) -> Hand {
             params: 671_026_419_200,
             window: None,
         },
+        // H 8192, q 64·128 = 8192, kv 8·128 = 1024, F 28672, V 128256, L 80.
+        // proj = 2·8192·10240 + 2·8192·8192 = 167,772,160 + 134,217,728 = 301,989,888
+        // mlp = 6·8192·28672 = 1,409,286,144; per layer 1,711,276,032; ×80 = 136,902,082,560
+        // lm_head = 2·8192·128256 = 2,101,346,304; attention = 4·8192·80 = 2,621,440 per key
+        // params: embed + lm_head 2·128256·8192 = 2,101,346,304;
+        //   per layer 8192·10240 + 8192·8192 + 3·8192·28672 + 2·8192 = 855,654,400;
+        //   ×80 = 68,452,352,000; + 8192 → 70,553,706,496 (the published 70.6 B).
+        "llama3_1_70b" => Hand {
+            linear_per_token: 136_902_082_560.0,
+            lm_head: 2_101_346_304.0,
+            attention_per_key: 2_621_440.0,
+            params: 70_553_706_496,
+            window: None,
+        },
         "qwen3_0_6b" => Hand {
             linear_per_token: 880_803_840.0,
             lm_head: 311_164_928.0,
@@ -211,6 +225,7 @@ fn analytic_counts_match_hand_computation_for_each_real_config() {
         "gemma3_1b",
         "deepseek_v2_lite",
         "deepseek_v3",
+        "llama3_1_70b",
     ] {
         let a = preset(name);
         let h = hand(name);
