@@ -248,34 +248,11 @@ mod tests {
     fn the_decode_steps_modules_are_metrics_selected_by_module_or_name() {
         let mut r = fixture();
         assert!(!metrics(&r).iter().any(|m| m.key.starts_with("module.")));
-        let kind = |module: &str, ms: f64| crate::report::metrics_modules::ModuleKind {
-            module: module.into(),
-            instances: 2,
-            ms_per_run: ms,
-            share: 0.5,
-            kernels_per_run: 2.0,
-            floor_ms: None,
-            times_floor: None,
-            above_floor_ms: None,
-            kineto_flops_ratio: None,
-            kineto_flops_na: None,
-            top_kernels: vec![],
-        };
-        let stage = crate::report::metrics_modules::StageModules {
-            runs: 2,
-            work_ms: 3.0,
-            overlap_ms: 0.0,
-            idle_inside_ms: 0.0,
-            span_ms: 3.0,
-            gap_ms: 0.0,
-            gap_work_ms: 0.0,
-            timed_ms: None,
-            timed_idle_ms: None,
-            residual_pct: None,
-            within_2pct: None,
-            kinds: vec![kind("layer.attention.qkv", 1.0), kind("lm_head", 2.0)],
-            layers: vec![],
-        };
+        use crate::report::metrics_modules::test_fixtures::{kind, stage};
+        let stage = stage(
+            3.0,
+            vec![kind("layer.attention.qkv", 1.0), kind("lm_head", 2.0)],
+        );
         r.modules = Some(crate::report::metrics_modules::ModulesInfo {
             source: Default::default(),
             mapping: Default::default(),

@@ -110,3 +110,44 @@ pub struct LayerTime {
     pub index: u32,
     pub ms_per_run: f64,
 }
+
+/// Breakdowns for tests: a module kind of 2 instances with `ms` per run (share `ms`/10), and a
+/// stage of 2 runs whose work is `work_ms` over `kinds`, nothing else set.
+#[cfg(test)]
+pub(crate) mod test_fixtures {
+    use super::{ModuleKind, StageModules};
+
+    pub(crate) fn kind(module: &str, ms: f64) -> ModuleKind {
+        ModuleKind {
+            module: module.into(),
+            instances: 2,
+            ms_per_run: ms,
+            share: ms / 10.0,
+            kernels_per_run: 2.0,
+            floor_ms: None,
+            times_floor: None,
+            above_floor_ms: None,
+            kineto_flops_ratio: None,
+            kineto_flops_na: None,
+            top_kernels: vec![],
+        }
+    }
+
+    pub(crate) fn stage(work_ms: f64, kinds: Vec<ModuleKind>) -> StageModules {
+        StageModules {
+            runs: 2,
+            work_ms,
+            overlap_ms: 0.0,
+            idle_inside_ms: 0.0,
+            span_ms: work_ms,
+            gap_ms: 0.0,
+            gap_work_ms: 0.0,
+            timed_ms: None,
+            timed_idle_ms: None,
+            residual_pct: None,
+            within_2pct: None,
+            kinds,
+            layers: vec![],
+        }
+    }
+}

@@ -170,25 +170,14 @@ mod tests {
 
     #[test]
     fn every_node_holds_its_children_and_kernels_hang_under_their_module() {
-        let st = StageModules {
-            runs: 2,
-            work_ms: 3.0,
-            overlap_ms: 0.0,
-            idle_inside_ms: 0.0,
-            span_ms: 3.0,
-            gap_ms: 0.0,
-            gap_work_ms: 0.0,
-            timed_ms: None,
-            timed_idle_ms: None,
-            residual_pct: None,
-            within_2pct: None,
-            kinds: vec![
+        let st = crate::report::metrics_modules::test_fixtures::stage(
+            3.0,
+            vec![
                 kind("layer.attention.qkv", 1.0, &[("gemv", 0.75)]),
                 kind("layer.mlp.down", 1.5, &[("gemm", 1.5)]),
                 kind("lm_head", 0.5, &[]),
             ],
-            layers: vec![],
-        };
+        );
         let ice = icicle(&st);
         let at = |id: &str| {
             ice.ids

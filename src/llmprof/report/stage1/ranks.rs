@@ -87,23 +87,8 @@ fn row(rank: usize, r: &RunReport) -> RankRow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::metrics_modules::{ModuleKind, ModulesInfo, StageModules};
-
-    fn kind(module: &str, ms: f64) -> ModuleKind {
-        ModuleKind {
-            module: module.into(),
-            instances: 2,
-            ms_per_run: ms,
-            share: ms / 10.0,
-            kernels_per_run: 2.0,
-            floor_ms: None,
-            times_floor: None,
-            above_floor_ms: None,
-            kineto_flops_ratio: None,
-            kineto_flops_na: None,
-            top_kernels: vec![],
-        }
-    }
+    use crate::report::metrics_modules::test_fixtures::{kind, stage};
+    use crate::report::metrics_modules::ModulesInfo;
 
     /// A rank whose decode step is `step_ms` at p50, with a breakdown of `work_ms` per step of
     /// which `comm_ms` in the collectives (none: no breakdown).
@@ -119,27 +104,16 @@ mod tests {
             unmatched_share: 0.0,
             stages: [(
                 STEP.to_string(),
-                StageModules {
-                    runs: 2,
+                stage(
                     work_ms,
-                    overlap_ms: 0.0,
-                    idle_inside_ms: 0.0,
-                    span_ms: work_ms,
-                    gap_ms: 0.0,
-                    gap_work_ms: 0.0,
-                    timed_ms: None,
-                    timed_idle_ms: None,
-                    residual_pct: None,
-                    within_2pct: None,
-                    kinds: vec![
+                    vec![
                         kind("layer.mlp.down", work_ms - comm_ms - 0.5),
                         kind("lm_head", 0.5),
                     ]
                     .into_iter()
                     .chain((comm_ms > 0.0).then(|| kind("layer.mlp.communication", comm_ms)))
                     .collect(),
-                    layers: vec![],
-                },
+                ),
             )]
             .into(),
         });
