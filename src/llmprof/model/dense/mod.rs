@@ -44,4 +44,6 @@ pub const REGIONS: RegionTree = RegionTree::new(&[PREFILL, DECODE, DECODE_STEP])
 ]);
 
 #[cfg(test)]
+mod hand_counts;
+#[cfg(test)]
 mod tests;

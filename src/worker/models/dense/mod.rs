@@ -293,3 +293,5 @@ impl CausalLm for DenseLm {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_tensor_parallel;
