@@ -11,10 +11,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::run_files::HEARTBEAT_FILE;
 
-/// Each rank's folder, what its mark looked like when last seen, and since when.
+/// Each rank's folder, what its mark looked like when last seen (mtime and length, and its
+/// text, read when it changes), and since when.
 pub struct RankWatch {
     dirs: Vec<PathBuf>,
     seen: Vec<Option<(SystemTime, u64)>>,
+    text: Vec<Option<String>>,
     changed: Vec<Instant>,
     timeout: Duration,
 }
@@ -42,6 +44,7 @@ impl RankWatch {
         let now = Instant::now();
         RankWatch {
             seen: vec![None; dirs.len()],
+            text: vec![None; dirs.len()],
             changed: vec![now; dirs.len()],
             dirs,
             timeout,
@@ -65,15 +68,14 @@ impl RankWatch {
             if meta.is_some() && meta != self.seen[k] {
                 self.seen[k] = meta;
                 self.changed[k] = now;
+                self.text[k] = std::fs::read_to_string(&path)
+                    .ok()
+                    .map(|s| s.chars().take(200).collect());
             }
             marks.push(RankMark {
                 rank: k,
                 quiet: now.saturating_duration_since(self.changed[k]),
-                last: self.seen[k].and_then(|_| {
-                    std::fs::read_to_string(&path)
-                        .ok()
-                        .map(|s| s.chars().take(200).collect())
-                }),
+                last: self.text[k].clone(),
             });
         }
         let quietest = marks.iter().max_by_key(|m| m.quiet)?;

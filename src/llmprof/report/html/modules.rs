@@ -147,16 +147,7 @@ mod tests {
 
     fn kind(module: &str, ms: f64, kernels: &[(&str, f64)]) -> ModuleKind {
         ModuleKind {
-            module: module.into(),
-            instances: 2,
-            ms_per_run: ms,
             share: 0.0,
-            kernels_per_run: 2.0,
-            floor_ms: None,
-            times_floor: None,
-            above_floor_ms: None,
-            kineto_flops_ratio: None,
-            kineto_flops_na: None,
             top_kernels: kernels
                 .iter()
                 .map(|(n, ms)| KernelTime {
@@ -165,6 +156,7 @@ mod tests {
                     calls_per_run: 2.0,
                 })
                 .collect(),
+            ..crate::report::metrics_modules::test_fixtures::kind(module, ms)
         }
     }
 

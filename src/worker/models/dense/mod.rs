@@ -159,25 +159,11 @@ impl DenseLm {
         })
     }
 
-    /// One rank of a tensor-parallel model over `comm`'s world: its slices of the full
-    /// checkpoint `tensors` (shard.rs), the row-parallel outputs, embedding and logits joined
-    /// through `comm`. Logits and tokens are the whole model's on every rank.
-    pub fn load_sharded(
-        tensors: &HashMap<String, Tensor>,
-        arch: &DenseArch,
-        (device, kind): (Device, Kind),
-        optim: &Switches,
-        comm: std::sync::Arc<dyn crate::engine::collectives::Collectives>,
-    ) -> Result<Self> {
-        let (rank, world) = (comm.rank() as i64, comm.world() as i64);
-        shard::check(arch, world)?;
-        let sliced = shard::slice(tensors, arch, rank, world)?;
-        Self::load_slices(sliced, arch, (device, kind), optim, comm)
-    }
-
-    /// [`DenseLm::load_sharded`] from this rank's slices already cut (`shard::slice_one`),
-    /// handed over as [`DenseLm::load_handed_over`] takes them (the copies the model makes never
-    /// sit beside the whole set of slices).
+    /// One rank of a tensor-parallel model over `comm`'s world from its slices of the checkpoint
+    /// (`shard::slice_one`, applied as each tensor is read or drawn), handed over as
+    /// [`DenseLm::load_handed_over`] takes them (the copies the model makes never sit beside the
+    /// whole set of slices); the row-parallel outputs, embedding and logits are joined through
+    /// `comm`, so logits and tokens are the whole model's on every rank.
     pub fn load_slices(
         sliced: HashMap<String, Tensor>,
         arch: &DenseArch,

@@ -8,7 +8,6 @@
 //! norms and so the compressed cache stay whole on every rank.
 use anyhow::{ensure, Result};
 use llmprof::model::dense::DenseArch;
-use std::collections::HashMap;
 use tch::Tensor;
 
 /// Refuses a world size that does not divide what it must split (the front end's check).
@@ -75,13 +74,15 @@ fn split_of(name: &str, a: &DenseArch) -> Split {
     }
 }
 
-/// The rank's slice of every tensor of the full checkpoint `tensors`.
+/// The rank's slice of every tensor of the full checkpoint `tensors` (the tests' reference: runs
+/// cut each tensor as it is read or drawn).
+#[cfg(test)]
 pub fn slice(
-    tensors: &HashMap<String, Tensor>,
+    tensors: &std::collections::HashMap<String, Tensor>,
     a: &DenseArch,
     rank: i64,
     world: i64,
-) -> Result<HashMap<String, Tensor>> {
+) -> Result<std::collections::HashMap<String, Tensor>> {
     tensors
         .iter()
         .map(|(name, t)| Ok((name.clone(), slice_one(name, t, a, (rank, world))?)))

@@ -77,18 +77,16 @@ fn on_ranks<T: Send + 'static>(
     let dir = temp_dir(&format!("tp{world}-{tag}"));
     let ranks: Vec<_> = (0..world)
         .map(|r| {
-            let w: HashMap<String, Tensor> = w
-                .iter()
-                .map(|(k, t)| (k.clone(), t.shallow_clone()))
-                .collect();
+            shard::check(a, world as i64).unwrap();
+            let sliced = shard::slice(w, a, r as i64, world as i64).unwrap();
             let (a, dir, f) = (a.clone(), dir.clone(), f.clone());
             std::thread::spawn(move || {
                 let comm = std::sync::Arc::new(
                     FileCollectives::new(&dir, r, world, std::time::Duration::from_secs(60))
                         .unwrap(),
                 );
-                let m = DenseLm::load_sharded(
-                    &w,
+                let m = DenseLm::load_slices(
+                    sliced,
                     &a,
                     (Device::Cpu, Kind::Float),
                     &Switches::eager(),
