@@ -15,6 +15,7 @@ pub mod model;
 pub mod nsight;
 pub mod optim;
 pub mod ranges;
+pub mod rank_procs;
 pub mod region;
 pub mod report;
 pub mod roofline;

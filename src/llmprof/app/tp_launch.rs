@@ -6,9 +6,10 @@
 //! unchanged for `runtime.tensor_parallel_timeout_s`, rank_watch.rs) stops the run the same way.
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use crate::rank_procs::{stop_all, RankFailure};
 use crate::run_files::{
     gpu_of_rank, NO_MULTICAST, RANK_DIR_PREFIX, TP_DIR, TP_DIR_ENV, TP_PROFILED_RANK_ENV,
     TP_PROFILER_ENV, TP_RANK_ENV, TP_WORLD_ENV,
@@ -99,7 +100,8 @@ pub fn run_ranks(
         .collect::<Result<Vec<_>>>()?;
     let mut watch = super::rank_watch::RankWatch::new(dirs.clone(), timeout);
     let profiled = profiler_of_rank()?;
-    let mut ranks: Vec<(Child, std::thread::JoinHandle<Vec<String>>)> = Vec::new();
+    let mut ranks: Vec<Child> = Vec::new();
+    let mut relays: Vec<std::thread::JoinHandle<Vec<String>>> = Vec::new();
     for (k, dir) in dirs.iter().enumerate() {
         let mut cmd = match &profiled {
             // Stage 2: this rank's worker under the profiler.
@@ -123,7 +125,7 @@ pub fn run_ranks(
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
-                stop(&mut ranks);
+                stop_all(&mut ranks);
                 bail!("starting rank {k} ({}): {e}", worker.display());
             }
         };
@@ -135,8 +137,9 @@ pub fn run_ranks(
             format!("[rank {k}] ")
         };
         let relay = std::thread::spawn(move || super::child::relay_stderr(stderr, &prefix));
-        ranks.push((child, relay));
-        super::shutdown::set_children(ranks.iter().map(|r| r.0.id()).collect());
+        ranks.push(child);
+        relays.push(relay);
+        super::shutdown::set_children(ranks.iter().map(Child::id).collect());
     }
     let failed = wait_all(&mut ranks, &mut watch);
     super::shutdown::set_children(Vec::new());
@@ -144,13 +147,13 @@ pub fn run_ranks(
     for dir in &dirs {
         let _ = std::fs::remove_file(dir.join(crate::run_files::HEARTBEAT_FILE));
     }
-    let tails: Vec<Vec<String>> = ranks
+    let tails: Vec<Vec<String>> = relays
         .into_iter()
-        .map(|r| r.1.join().unwrap_or_default())
+        .map(|r| r.join().unwrap_or_default())
         .collect();
     match failed {
         None => Ok(()),
-        Some((k, Failure::Exited(status))) => {
+        Some((k, RankFailure::Exited(status))) => {
             let how = match status.code() {
                 Some(c) => format!("exited with status {c}"),
                 None => "was killed by a signal".into(),
@@ -159,75 +162,24 @@ pub fn run_ranks(
                 super::child::last_error_of(&tails[k]).unwrap_or_else(|| "no error message".into());
             bail!("tensor-parallel rank {k} of {world} {how}: {last}; the other ranks were stopped")
         }
-        Some((_, Failure::Hung(s))) => bail!("{}", s.describe(world, timeout)),
+        Some((_, RankFailure::Stalled(s))) => bail!("{}", s.describe(world, timeout)),
     }
 }
 
-/// Why a rank ended the run.
-enum Failure {
-    Exited(ExitStatus),
-    Hung(super::rank_watch::Stalled),
-}
-
-/// Waits until every rank exited; at the first failure (a rank that exits with an error, or one
-/// `watch` finds hung) every rank still running gets SIGTERM, and SIGKILL if it is still there
-/// after the shutdown grace. Returns the first failed rank and why.
+/// Waits for every rank (crate::rank_procs::wait_all) with `watch` as its stall check, the
+/// shutdown handler told which ranks still run.
 fn wait_all(
-    ranks: &mut [(Child, std::thread::JoinHandle<Vec<String>>)],
+    ranks: &mut [Child],
     watch: &mut super::rank_watch::RankWatch,
-) -> Option<(usize, Failure)> {
-    let mut done: Vec<Option<ExitStatus>> = vec![None; ranks.len()];
-    let mut pids: Vec<Option<u32>> = ranks.iter().map(|r| Some(r.0.id())).collect();
-    let mut failed: Option<(usize, Failure, std::time::Instant)> = None;
-    let mut watched = std::time::Instant::now();
-    let (mut termed, mut killed) = (false, false);
-    while done.iter().any(Option::is_none) {
-        for (k, (child, _)) in ranks.iter_mut().enumerate() {
-            if done[k].is_some() {
-                continue;
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                done[k] = Some(status);
-                // A reaped rank's pid may be reused: signals go to the others only.
-                pids[k] = None;
-                super::shutdown::set_children(pids.iter().flatten().copied().collect());
-                if !status.success() && failed.is_none() {
-                    failed = Some((k, Failure::Exited(status), std::time::Instant::now()));
-                }
-            }
-        }
-        if failed.is_none() && watched.elapsed() > Duration::from_millis(250) {
-            watched = std::time::Instant::now();
-            let running: Vec<bool> = done.iter().map(Option::is_none).collect();
-            if let Some(s) = watch.stalled(&running, std::time::Instant::now()) {
-                failed = Some((s.rank, Failure::Hung(s), std::time::Instant::now()));
-            }
-        }
-        if let Some((_, _, at)) = &failed {
-            let overdue = at.elapsed() > super::shutdown::CHILD_GRACE;
-            for (k, (child, _)) in ranks.iter_mut().enumerate() {
-                if done[k].is_some() {
-                    continue;
-                }
-                if !termed {
-                    // SAFETY: kill(2) on a child not yet reaped (its pid is still ours).
-                    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-                } else if overdue && !killed {
-                    let _ = child.kill();
-                }
-            }
-            killed |= termed && overdue;
-            termed = true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    failed.map(|(k, f, _)| (k, f))
-}
-
-/// Stops ranks already started when a later one could not start.
-fn stop(ranks: &mut [(Child, std::thread::JoinHandle<Vec<String>>)]) {
-    for (child, _) in ranks.iter_mut() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+) -> Option<(usize, RankFailure<super::rank_watch::Stalled>)> {
+    crate::rank_procs::wait_all(
+        ranks,
+        super::shutdown::CHILD_GRACE,
+        |running| {
+            watch
+                .stalled(running, std::time::Instant::now())
+                .map(|s| (s.rank, s))
+        },
+        super::shutdown::set_children,
+    )
 }

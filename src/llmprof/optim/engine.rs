@@ -63,6 +63,13 @@ pub struct EngineOptim {
     /// Absent: 0.
     #[serde(default)]
     pub decode_attention_min_window: u64,
+    /// With `decode_attention_kernel`, in bf16/fp16 with at most 16 query heads per kv head: the
+    /// kernel's split pass on tensor cores, each kv head's key and value rows read once for all
+    /// its query heads (the probabilities rounded to the element type before the value sum, as
+    /// libtorch's fused attention does), instead of once per query head on CUDA cores. Absent:
+    /// off.
+    #[serde(default)]
+    pub decode_attention_tensor_cores: bool,
     /// On a CUDA device in bf16/fp16, the decoder's projections of one row (decode steps at
     /// batch 1: q/k/v, o_proj, gate/up, shared experts, lm_head; inputs at most 8,192 wide) in
     /// llmprof's GEMV kernel (the weight streamed once in 16-byte loads, fp32 sums, one rounding)
@@ -123,6 +130,13 @@ impl EngineOptim {
                 "fused_rms_norm",
                 self.fused_rms_norm,
                 "the kernel computes the fused norm's form (one rounding), not HF's eight-op norm",
+            ),
+            (
+                "decode_attention_tensor_cores",
+                self.decode_attention_tensor_cores,
+                "decode_attention_kernel",
+                self.decode_attention_kernel,
+                "it is a pass of llmprof's decode-attention kernel",
             ),
             (
                 "cuda_graph",

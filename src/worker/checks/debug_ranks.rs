@@ -4,10 +4,15 @@
 //! multicast off), waits for all, and stops the others when one fails. Rank 0 writes `--out`:
 //! the logits and tokens of the split model, which must equal the unsplit model's.
 use anyhow::{bail, Context, Result};
+use llmprof::rank_procs::{stop_all, wait_all, RankFailure};
 use llmprof::run_files::{gpu_of_rank, NO_MULTICAST, TP_DIR_ENV, TP_RANK_ENV, TP_WORLD_ENV};
+use std::convert::Infallible;
 use std::path::Path;
 use std::process::{Child, Command};
 use std::time::Duration;
+
+/// How long a rank has after SIGTERM when another failed.
+const RANK_GRACE: Duration = Duration::from_secs(10);
 
 /// The rank this process is, when a `--tensor-parallel` check started it.
 pub fn this_rank() -> Option<usize> {
@@ -42,53 +47,25 @@ pub fn run_ranks(world: usize, out: &Path) -> Result<()> {
         match cmd.spawn() {
             Ok(c) => ranks.push(c),
             Err(e) => {
-                stop(&mut ranks);
+                stop_all(&mut ranks);
                 let _ = std::fs::remove_dir_all(&dir);
                 bail!("starting rank {k} ({}): {e}", exe.display());
             }
         }
     }
-    let failed = wait_all(&mut ranks);
+    // No heartbeat here: a check's ranks run seconds; a hung one is the user's Ctrl-C.
+    let failed = wait_all(
+        &mut ranks,
+        RANK_GRACE,
+        |_| None::<(usize, Infallible)>,
+        |_| {},
+    );
     let _ = std::fs::remove_dir_all(&dir);
     match failed {
         None => Ok(()),
-        Some((k, status)) => bail!(
+        Some((_, RankFailure::Stalled(never))) => match never {},
+        Some((k, RankFailure::Exited(status))) => bail!(
             "debug logits: rank {k} of {world} failed ({status}; its error is above); the other ranks were stopped"
         ),
-    }
-}
-
-/// Waits for every rank; the first that fails stops the others. Returns it.
-fn wait_all(ranks: &mut [Child]) -> Option<(usize, std::process::ExitStatus)> {
-    let mut done = vec![false; ranks.len()];
-    let mut failed = None;
-    while done.iter().any(|d| !d) {
-        for (k, child) in ranks.iter_mut().enumerate() {
-            if done[k] {
-                continue;
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                done[k] = true;
-                if !status.success() && failed.is_none() {
-                    failed = Some((k, status));
-                }
-            }
-        }
-        if failed.is_some() {
-            for (k, child) in ranks.iter_mut().enumerate() {
-                if !done[k] {
-                    let _ = child.kill();
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    failed
-}
-
-fn stop(ranks: &mut [Child]) {
-    for child in ranks.iter_mut() {
-        let _ = child.kill();
-        let _ = child.wait();
     }
 }

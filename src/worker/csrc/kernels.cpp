@@ -333,7 +333,8 @@ int llmprof_router_logits(const void* x_p, const void* w_p, const void* logits_p
 }
 
 int llmprof_decode_attention(const void* q_p, const void* k_p, const void* v_p, const void* pad_p,
-                             const void* len_p, int64_t window, const void* out_p) {
+                             const void* len_p, int64_t window, int tensor_cores,
+                             const void* out_p) {
   return llmprof::guarded("decode_attention", [&] {
 #ifndef LLMPROF_HAVE_KERNELS
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
@@ -366,6 +367,7 @@ int llmprof_decode_attention(const void* q_p, const void* k_p, const void* v_p, 
     s.chunk = LLMPROF_K_DECODE_ATTN_CHUNK;
     s.splits = (int)((window + s.chunk - 1) / s.chunk);
     s.scale = (float)(1.0 / std::sqrt((double)hd));
+    s.tensor_cores = tensor_cores != 0;
     auto part_o = at::empty({batch * heads, s.splits, hd}, q.options().dtype(at::kFloat));
     auto part_ml = at::empty({batch * heads, s.splits, 2}, q.options().dtype(at::kFloat));
     c10::cuda::CUDAGuard guard(q.device());

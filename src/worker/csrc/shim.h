@@ -335,9 +335,10 @@ int llmprof_router_logits(const void* x, const void* w, const void* logits);
 /* Decode attention over the written slots: q [B, heads, 1, hd], k_cache and v_cache [B, kv_heads,
  * slots, hd], pad [B] and len [1] int64 on the device (row b attends to slots pad[b] ..= len),
  * the first `window` slots bounding the work → out [B, heads, 1, hd] (allocated by the caller).
- * hd 64 or 128. */
+ * hd 64 or 128. tensor_cores: bf16/fp16 on the tensor-core split pass (kernels/launch.h). */
 int llmprof_decode_attention(const void* q, const void* k_cache, const void* v_cache,
-                             const void* pad, const void* len, int64_t window, const void* out);
+                             const void* pad, const void* len, int64_t window, int tensor_cores,
+                             const void* out);
 /* A Linear over 1 ..= 8 rows in llmprof's kernel: x [.., k] (bf16 or fp16, k a multiple of 8),
  * weight [n, k], bias [n] or null → y [.., n] (allocated by the caller). */
 int llmprof_gemv(const void* x, const void* weight, const void* bias, const void* y);

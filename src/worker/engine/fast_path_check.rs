@@ -55,7 +55,7 @@ pub struct VariantCheck {
 pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, StepPath)> {
     let graph = StepPath::Graph { kv_bucket };
     // (variant, the switch it checks, the switches it turns on, step path)
-    let table: [(&str, &str, &[&str], StepPath); 13] = [
+    let table: [(&str, &str, &[&str], StepPath); 14] = [
         (
             "fused_projections",
             "fused_projections",
@@ -128,6 +128,17 @@ pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, S
             "decode_attention_kernel+cuda_graph",
             "decode_attention_kernel",
             &["static_kv_cache", "grouped_moe", "decode_attention_kernel"],
+            graph,
+        ),
+        (
+            "decode_attention_tensor_cores+cuda_graph",
+            "decode_attention_tensor_cores",
+            &[
+                "static_kv_cache",
+                "grouped_moe",
+                "decode_attention_kernel",
+                "decode_attention_tensor_cores",
+            ],
             graph,
         ),
         (

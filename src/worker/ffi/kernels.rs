@@ -42,6 +42,7 @@ extern "C" {
         pad: *const c_void,
         len: *const c_void,
         window: i64,
+        tensor_cores: c_int,
         out: *const c_void,
     ) -> c_int;
     fn llmprof_add_rms_norm(
@@ -301,11 +302,14 @@ pub fn router_logits(x: &Tensor, w: &Tensor) -> Result<Tensor, ShimError> {
 /// Decode attention over the written slots of a static KV cache: `q` [B, heads, 1, hd] (hd 64 or
 /// 128), `k_cache`/`v_cache` [B, kv_heads, slots, hd]; row b attends to slots `pad`[b] ..= `len`
 /// (device int64 [B] and [1]), never beyond the first `window` slots. → [B, heads, 1, hd].
+/// `tensor_cores`: in bf16/fp16 with at most 16 query heads per kv head, the split pass on tensor
+/// cores (each kv head's rows read once for its group; csrc/kernels/decode_attention_mma.cu).
 pub fn decode_attention(
     q: &Tensor,
     (k_cache, v_cache): (&Tensor, &Tensor),
     (pad, len): (&Tensor, &Tensor),
     window: i64,
+    tensor_cores: bool,
 ) -> Result<Tensor, ShimError> {
     let out = empty(&q.size(), (q.kind(), q.device()))?;
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
@@ -317,6 +321,7 @@ pub fn decode_attention(
             ptr(pad),
             ptr(len),
             window,
+            c_int::from(tensor_cores),
             ptr(&out),
         )
     })?;

@@ -3,6 +3,7 @@
 // rounding after the fp32 product). It replaces per decoder layer two adds and two norm kernels
 // (reports/performance-history.md, "Round 2, session 8"); a prefill's many rows take a warp-per-row
 // variant ("session 11").
+#include "device.cuh"
 #include "dtype.cuh"
 #include "launch.h"
 
@@ -58,9 +59,12 @@ __global__ void add_rms_norm(const T* __restrict__ x, const T* __restrict__ delt
   }
 }
 
-// Many rows (a prefill): a warp per row, kRowsPerBlock rows per block, 16-byte vectors. Lane l
-// holds vectors l, l + 32, ... of the row (at most kVecs each) in registers, as the rounded sums
-// the norm reads anyway, so the row is read once and written twice, at full width.
+// Many rows (a prefill, a decode step of 64 rows or more): a warp per row, up to kRowsPerBlock
+// rows per block (fewer where that leaves fewer than two blocks per SM: at 128 rows, eight per
+// block left 16 blocks on 132 SMs and took 16 µs a call, reports/performance-history.md session
+// 30), 16-byte vectors. Lane l holds vectors l, l + 32, ... of the row (at most kVecs each) in
+// registers, as the rounded sums the norm reads anyway, so the row is read once and written
+// twice, at full width.
 constexpr int kRowsPerBlock = 8;
 constexpr int64_t kWarpKernelMinRows = 64;
 
@@ -71,19 +75,22 @@ __global__ void add_rms_norm_rows(const T* __restrict__ x, const T* __restrict__
   constexpr int V = 16 / sizeof(T);
   using Vt = llmprof_k::Vec<T, V>;
   const int lane = threadIdx.x % 32;
-  const int64_t row = (int64_t)blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
+  const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= rows) return;
   const int64_t nvec = hidden / V;
   const Vt* xr = reinterpret_cast<const Vt*>(x + row * hidden);
   const Vt* dr = reinterpret_cast<const Vt*>(delta + row * hidden);
   Vt* sr = reinterpret_cast<Vt*>(sum_out + row * hidden);
-  Vt s[kVecs];
+  const Vt* wr = reinterpret_cast<const Vt*>(weight);
+  Vt s[kVecs], w[kVecs];
   float sq = 0.f;
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) {
     const int64_t i = lane + 32 * j;
     if (i < nvec) {
       const Vt a = xr[i], d = dr[i];
+      // The weight loaded with the row where registers allow (16 vectors a lane would spill).
+      if constexpr (kVecs <= 8) w[j] = wr[i];
 #pragma unroll
       for (int c = 0; c < V; ++c) {
         const float v = round_to<T>(__fadd_rn(to_f(a.e[c]), to_f(d.e[c])));
@@ -95,17 +102,21 @@ __global__ void add_rms_norm_rows(const T* __restrict__ x, const T* __restrict__
   }
   for (int o = 16; o > 0; o /= 2) sq += __shfl_xor_sync(0xffffffffu, sq, o);
   const float rstd = rsqrtf(sq / (float)hidden + eps);
-  const Vt* wr = reinterpret_cast<const Vt*>(weight);
   Vt* orow = reinterpret_cast<Vt*>(out + row * hidden);
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) {
     const int64_t i = lane + 32 * j;
     if (i < nvec) {
-      const Vt w = wr[i];
+      Vt wj;
+      if constexpr (kVecs <= 8) {
+        wj = w[j];
+      } else {
+        wj = wr[i];
+      }
       Vt o;
 #pragma unroll
       for (int c = 0; c < V; ++c) {
-        o.e[c] = from_f<T>(__fmul_rn(__fmul_rn(to_f(s[j].e[c]), rstd), to_f(w.e[c])));
+        o.e[c] = from_f<T>(__fmul_rn(__fmul_rn(to_f(s[j].e[c]), rstd), to_f(wj.e[c])));
       }
       orow[i] = o;
     }
@@ -115,8 +126,10 @@ __global__ void add_rms_norm_rows(const T* __restrict__ x, const T* __restrict__
 template <typename T, int kVecs>
 int launch_rows(const void* x, const void* delta, const void* weight, void* sum, void* out,
                 int64_t rows, int64_t hidden, float eps, cudaStream_t stream) {
-  const unsigned blocks = (unsigned)((rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  add_rms_norm_rows<T, kVecs><<<blocks, 32 * kRowsPerBlock, 0, stream>>>(
+  int64_t per_block = rows / (2 * (int64_t)llmprof_k::sm_count());
+  per_block = per_block < 1 ? 1 : (per_block > kRowsPerBlock ? kRowsPerBlock : per_block);
+  const unsigned blocks = (unsigned)((rows + per_block - 1) / per_block);
+  add_rms_norm_rows<T, kVecs><<<blocks, (unsigned)(32 * per_block), 0, stream>>>(
       static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
       static_cast<T*>(sum), static_cast<T*>(out), rows, hidden, eps);
   return (int)cudaGetLastError();

@@ -5,6 +5,7 @@
 // (reports/performance-history.md, "Round 2, session 8"). Softmax in fp32: each split's maximum and
 // denominator, rescaled to the row's maximum when the splits are combined; the probabilities stay
 // fp32 in the value sum.
+#include "decode_attention_mma.cuh"
 #include "dtype.cuh"
 #include "launch.h"
 
@@ -202,11 +203,26 @@ int launch_hd(const void* q, const void* k, const void* v, const int64_t* pad,
               const int64_t* len, float* part_o, float* part_ml, void* out,
               const llmprof_k_decode_attn_shape& s, cudaStream_t stream) {
   const int bh = s.batch * s.heads;
-  const dim3 grid((unsigned)bh, (unsigned)s.splits);
-  attn_split<T, HD><<<grid, kThreads, 0, stream>>>(
-      static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), pad, len,
-      part_o, part_ml, s);
-  attn_combine<T, HD><<<(unsigned)bh, kThreads, 0, stream>>>(part_o, part_ml, s.splits,
+  int splits = s.splits;
+  bool on_tensor_cores = false;
+  if constexpr (sizeof(T) == 2) {
+    if (s.tensor_cores && s.heads / s.kv_heads <= llmprof_k::kDecodeAttnMmaMaxGroup) {
+      const auto plan = llmprof_k::decode_attn_mma_plan(s);
+      const int err = llmprof_k::decode_attn_split_mma<T>(
+          static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), pad, len,
+          part_o, part_ml, s, plan, stream);
+      if (err != 0) return err;
+      splits = plan.used;
+      on_tensor_cores = true;
+    }
+  }
+  if (!on_tensor_cores) {
+    const dim3 grid((unsigned)bh, (unsigned)s.splits);
+    attn_split<T, HD><<<grid, kThreads, 0, stream>>>(
+        static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), pad, len,
+        part_o, part_ml, s);
+  }
+  attn_combine<T, HD><<<(unsigned)bh, kThreads, 0, stream>>>(part_o, part_ml, splits,
                                                             static_cast<T*>(out));
   return (int)cudaGetLastError();
 }

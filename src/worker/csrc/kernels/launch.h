@@ -210,6 +210,10 @@ typedef struct llmprof_k_decode_attn_shape {
   int chunk, splits;
   /* Score scale (1/sqrt(head_dim)). */
   float scale;
+  /* Non-zero: bf16/fp16 with at most 16 query heads per kv head take the tensor-core split pass
+   * (decode_attention_mma.cu: each kv head's rows read once for its whole group, runs of splits
+   * per block); otherwise, and for fp32, the CUDA-core pass (one block per head and split). */
+  int tensor_cores;
 } llmprof_k_decode_attn_shape;
 
 /* q [batch, heads, head_dim]; k and v [batch, kv_heads, slots, head_dim]; row b attends to slots

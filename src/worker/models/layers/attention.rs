@@ -88,6 +88,9 @@ pub struct Attention {
     pub decode_attention_kernel: bool,
     /// ... for windows of at least this many slots.
     pub decode_attention_min_window: i64,
+    /// ... its split pass on tensor cores in bf16/fp16
+    /// (`runtime.optim.decode_attention_tensor_cores`).
+    pub decode_attention_tensor_cores: bool,
     /// Projections of one row (decode steps at batch 1) on a GPU in bf16/fp16 in
     /// llmprof's GEMV kernel (`runtime.optim.gemv_kernel`).
     pub gemv_kernel: bool,
@@ -158,6 +161,7 @@ impl Attention {
             rope_kv_kernel: false,
             decode_attention_kernel: false,
             decode_attention_min_window: 0,
+            decode_attention_tensor_cores: false,
             gemv_kernel: false,
         })
     }
@@ -414,6 +418,7 @@ impl Attention {
                     (k_cache, v_cache),
                     (cache.device_pad(), len),
                     window,
+                    self.decode_attention_tensor_cores,
                 )?; // (b, nh, 1, hd)
                 self.one_token_heads(&o)?
             };

@@ -170,6 +170,7 @@ pub(super) fn load_attention(
     attn.rope_kv_kernel = optim.rope_kv_kernel;
     attn.decode_attention_kernel = optim.decode_attention_kernel;
     attn.decode_attention_min_window = optim.decode_attention_min_window as i64;
+    attn.decode_attention_tensor_cores = optim.decode_attention_tensor_cores;
     attn.gemv_kernel = optim.gemv_kernel;
     Ok(SelfAttention::Gqa(attn))
 }

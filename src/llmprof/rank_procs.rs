@@ -1,0 +1,174 @@
+//! Waiting on the processes of a tensor-parallel group (a run's ranks, and the ranks of
+//! `llmprof debug logits --tensor-parallel N`): every one to its end, and at the first failure
+//! the others stopped, SIGTERM first and SIGKILL after a grace, so no rank outlives its group.
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+/// Why a group ended early: a rank exited with an error, or the caller's watch found it stalled
+/// (`S`: the watch's account of it).
+#[derive(Debug)]
+pub enum RankFailure<S> {
+    Exited(ExitStatus),
+    Stalled(S),
+}
+
+/// How often the caller's stall check runs while no rank has failed.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+const POLL: Duration = Duration::from_millis(20);
+
+/// Waits until every child exited. `stalled(running)` (every [`WATCH_EVERY`] while none failed;
+/// `running[k]`: rank k has not exited) names a rank to end the group for; `alive(pids)` hears
+/// the pids still running after each exit (a reaped pid may be reused: signals must go to the
+/// others only). At the first failure every rank still running gets SIGTERM, then SIGKILL when
+/// it is still there after `grace`. Returns the first failed rank and why.
+pub fn wait_all<S>(
+    children: &mut [Child],
+    grace: Duration,
+    mut stalled: impl FnMut(&[bool]) -> Option<(usize, S)>,
+    mut alive: impl FnMut(Vec<u32>),
+) -> Option<(usize, RankFailure<S>)> {
+    let mut done: Vec<bool> = vec![false; children.len()];
+    let mut failed: Option<(usize, RankFailure<S>, Instant)> = None;
+    let mut watched = Instant::now();
+    let (mut termed, mut killed) = (false, false);
+    while done.iter().any(|d| !d) {
+        let mut reaped = false;
+        for (k, child) in children.iter_mut().enumerate() {
+            if done[k] {
+                continue;
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                done[k] = true;
+                reaped = true;
+                if !status.success() && failed.is_none() {
+                    failed = Some((k, RankFailure::Exited(status), Instant::now()));
+                }
+            }
+        }
+        if reaped {
+            alive(
+                children
+                    .iter()
+                    .zip(&done)
+                    .filter(|(_, d)| !**d)
+                    .map(|(c, _)| c.id())
+                    .collect(),
+            );
+        }
+        if failed.is_none() && watched.elapsed() > WATCH_EVERY {
+            watched = Instant::now();
+            let running: Vec<bool> = done.iter().map(|d| !d).collect();
+            if let Some((k, why)) = stalled(&running) {
+                failed = Some((k, RankFailure::Stalled(why), Instant::now()));
+            }
+        }
+        if let Some((_, _, at)) = &failed {
+            let overdue = at.elapsed() > grace;
+            for (k, child) in children.iter_mut().enumerate() {
+                if done[k] {
+                    continue;
+                }
+                if !termed {
+                    // SAFETY: kill(2) on a child not yet reaped (its pid is still ours).
+                    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+                } else if overdue && !killed {
+                    let _ = child.kill();
+                }
+            }
+            killed |= termed && overdue;
+            termed = true;
+        }
+        std::thread::sleep(POLL);
+    }
+    failed.map(|(k, f, _)| (k, f))
+}
+
+/// Kills and reaps children already started (a later rank could not start).
+pub fn stop_all(children: &mut [Child]) {
+    for child in children.iter_mut() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn sh(script: &str) -> Child {
+        Command::new("sh").args(["-c", script]).spawn().unwrap()
+    }
+
+    #[test]
+    fn a_failed_rank_stops_the_others_and_is_named() {
+        let started = Instant::now();
+        let mut ranks = vec![sh("sleep 30"), sh("exit 3"), sh("sleep 30")];
+        let mut heard = Vec::new();
+        let failed = wait_all(
+            &mut ranks,
+            Duration::from_secs(5),
+            |_| None::<(usize, ())>,
+            |pids| heard.push(pids.len()),
+        );
+        match failed {
+            Some((1, RankFailure::Exited(s))) => assert_eq!(s.code(), Some(3)),
+            other => panic!("want rank 1 exited with 3, got {other:?}"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the sleepers were not stopped"
+        );
+        assert_eq!(
+            heard.first(),
+            Some(&2),
+            "after rank 1's exit two ranks still ran"
+        );
+    }
+
+    #[test]
+    fn a_rank_that_ignores_sigterm_is_killed_after_the_grace() {
+        let mut ranks = vec![sh("trap '' TERM; sleep 30"), sh("exit 1")];
+        let started = Instant::now();
+        let failed = wait_all(
+            &mut ranks,
+            Duration::from_millis(500),
+            |_| None::<(usize, ())>,
+            |_| {},
+        );
+        assert!(matches!(failed, Some((1, RankFailure::Exited(_)))));
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the SIGTERM-proof rank still ran"
+        );
+    }
+
+    #[test]
+    fn a_stalled_rank_from_the_watch_ends_the_group() {
+        let mut ranks = vec![sh("sleep 30"), sh("sleep 30")];
+        let started = Instant::now();
+        let failed = wait_all(
+            &mut ranks,
+            Duration::from_secs(5),
+            |running| (running == [true, true]).then_some((0, "rank 0 quiet")),
+            |_| {},
+        );
+        match failed {
+            Some((0, RankFailure::Stalled(why))) => assert_eq!(why, "rank 0 quiet"),
+            other => panic!("want rank 0 stalled, got {other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn ranks_that_all_succeed_are_no_failure() {
+        let mut ranks = vec![sh("exit 0"), sh("sleep 0.1")];
+        assert!(wait_all(
+            &mut ranks,
+            Duration::from_secs(1),
+            |_| None::<(usize, ())>,
+            |_| {}
+        )
+        .is_none());
+    }
+}
