@@ -355,6 +355,10 @@ int llmprof_decode_attention(const void* q_p, const void* k_p, const void* v_p, 
     check_tensor(tensor_arg(len_p, "len"), "len", q.device(), at::kLong, {1});
     check_like(tensor_arg(out_p, "out"), q, "out", {batch, heads, 1, hd});
     TORCH_CHECK(window >= 1 && window <= slots, "window ", window, " must lie in 1..", slots);
+    TORCH_CHECK(window <= (int64_t)LLMPROF_K_DECODE_ATTN_MAX_SPLITS * LLMPROF_K_DECODE_ATTN_CHUNK,
+                "decode attention takes windows of at most ",
+                (int64_t)LLMPROF_K_DECODE_ATTN_MAX_SPLITS * LLMPROF_K_DECODE_ATTN_CHUNK,
+                " slots, got ", window, " (the decoder gives longer windows to SDPA)");
     check_aligned16(q, "q");
     check_aligned16(k, "k_cache");
     check_aligned16(tensor_arg(v_p, "v_cache"), "v_cache");

@@ -3,7 +3,6 @@
 // rounding after the fp32 product). It replaces per decoder layer two adds and two norm kernels
 // (reports/performance-history.md, "Round 2, session 8"); a prefill's many rows take a warp-per-row
 // variant ("session 11").
-#include "device.cuh"
 #include "dtype.cuh"
 #include "launch.h"
 
@@ -21,23 +20,34 @@ constexpr int kPer = LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN / kThreads;
 
 // One block per row; thread j holds channels j, j + 256, ... in registers (the loops unroll over
 // kPer slots), so the row is read once, the weights are loaded before the reduction, and the
-// norm needs no second pass over memory.
+// norm needs no second pass over memory. Every load is issued before the first use: a loop that
+// loaded, added and stored slot by slot waited on each slot's loads in turn (the guard of each
+// slot is a branch its successor's loads do not move above; reports/performance-history.md,
+// session 30).
 template <typename T>
 __global__ void add_rms_norm(const T* __restrict__ x, const T* __restrict__ delta,
                              const T* __restrict__ weight, T* __restrict__ sum_out,
                              T* __restrict__ out, int64_t hidden, float eps) {
   __shared__ float partial[kThreads / 32];
   const int64_t base = (int64_t)blockIdx.x * hidden;
-  float s[kPer], w[kPer];
+  T xs[kPer], ds[kPer], ws[kPer];
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int64_t i = threadIdx.x + (int64_t)j * kThreads;
+    if (i < hidden) {
+      xs[j] = x[base + i];
+      ds[j] = delta[base + i];
+      ws[j] = weight[i];
+    }
+  }
+  float s[kPer];
   float sq = 0.f;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const int64_t i = threadIdx.x + (int64_t)j * kThreads;
     s[j] = 0.f;
-    w[j] = 0.f;
     if (i < hidden) {
-      s[j] = round_to<T>(__fadd_rn(to_f(x[base + i]), to_f(delta[base + i])));
-      w[j] = to_f(weight[i]);
+      s[j] = round_to<T>(__fadd_rn(to_f(xs[j]), to_f(ds[j])));
       sum_out[base + i] = from_f<T>(s[j]);
       sq = __fmaf_rn(s[j], s[j], sq);
     }
@@ -55,18 +65,80 @@ __global__ void add_rms_norm(const T* __restrict__ x, const T* __restrict__ delt
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const int64_t i = threadIdx.x + (int64_t)j * kThreads;
-    if (i < hidden) out[base + i] = from_f<T>(__fmul_rn(__fmul_rn(s[j], rstd), w[j]));
+    if (i < hidden) out[base + i] = from_f<T>(__fmul_rn(__fmul_rn(s[j], rstd), to_f(ws[j])));
   }
 }
 
-// Many rows (a prefill, a decode step of 64 rows or more): a warp per row, up to kRowsPerBlock
-// rows per block (fewer where that leaves fewer than two blocks per SM: at 128 rows, eight per
-// block left 16 blocks on 132 SMs and took 16 µs a call, reports/performance-history.md session
-// 30), 16-byte vectors. Lane l holds vectors l, l + 32, ... of the row (at most kVecs each) in
+// One row per block of kThreads in 16-byte vectors (rows 16-byte aligned, hidden a multiple of
+// the vector): thread t holds vectors t, t + kThreads, ... (kVecs at most), all loaded before the
+// first use. Decode steps take it: a warp per row at 128 rows took 15 µs a call, one warp per SM
+// each running its row's 4,096 channels through a chain of dependent instructions
+// (reports/performance-history.md, session 30).
+template <typename T, int kVecs>
+__global__ void __launch_bounds__(kThreads)
+    add_rms_norm_vec(const T* __restrict__ x, const T* __restrict__ delta,
+                     const T* __restrict__ weight, T* __restrict__ sum_out, T* __restrict__ out,
+                     int64_t hidden, float eps) {
+  constexpr int V = 16 / sizeof(T);
+  using Vt = llmprof_k::Vec<T, V>;
+  __shared__ float partial[kThreads / 32];
+  const int64_t nvec = hidden / V, base = (int64_t)blockIdx.x * hidden;
+  const Vt* xr = reinterpret_cast<const Vt*>(x + base);
+  const Vt* dr = reinterpret_cast<const Vt*>(delta + base);
+  const Vt* wr = reinterpret_cast<const Vt*>(weight);
+  Vt s[kVecs], d[kVecs], w[kVecs];
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int64_t i = threadIdx.x + (int64_t)j * kThreads;
+    if (i < nvec) {
+      s[j] = xr[i];
+      d[j] = dr[i];
+      w[j] = wr[i];
+    }
+  }
+  Vt* sr = reinterpret_cast<Vt*>(sum_out + base);
+  float sq = 0.f;
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int64_t i = threadIdx.x + (int64_t)j * kThreads;
+    if (i < nvec) {
+#pragma unroll
+      for (int c = 0; c < V; ++c) {
+        const float v = round_to<T>(__fadd_rn(to_f(s[j].e[c]), to_f(d[j].e[c])));
+        s[j].e[c] = from_f<T>(v);
+        sq = __fmaf_rn(v, v, sq);
+      }
+      sr[i] = s[j];
+    }
+  }
+  for (int o = 16; o > 0; o /= 2) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = sq;
+  __syncthreads();
+  float total = 0.f;
+#pragma unroll
+  for (int k = 0; k < kThreads / 32; ++k) total += partial[k];
+  const float rstd = rsqrtf(total / (float)hidden + eps);
+  Vt* orow = reinterpret_cast<Vt*>(out + base);
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int64_t i = threadIdx.x + (int64_t)j * kThreads;
+    if (i < nvec) {
+      Vt o;
+#pragma unroll
+      for (int c = 0; c < V; ++c) {
+        o.e[c] = from_f<T>(__fmul_rn(__fmul_rn(to_f(s[j].e[c]), rstd), to_f(w[j].e[c])));
+      }
+      orow[i] = o;
+    }
+  }
+}
+
+// Many rows (a prefill of 1,024 rows or more): a warp per row, kRowsPerBlock rows per block,
+// 16-byte vectors. Lane l holds vectors l, l + 32, ... of the row (at most kVecs each) in
 // registers, as the rounded sums the norm reads anyway, so the row is read once and written
 // twice, at full width.
 constexpr int kRowsPerBlock = 8;
-constexpr int64_t kWarpKernelMinRows = 64;
+constexpr int64_t kWarpKernelMinRows = 1024;
 
 template <typename T, int kVecs>
 __global__ void add_rms_norm_rows(const T* __restrict__ x, const T* __restrict__ delta,
@@ -75,22 +147,32 @@ __global__ void add_rms_norm_rows(const T* __restrict__ x, const T* __restrict__
   constexpr int V = 16 / sizeof(T);
   using Vt = llmprof_k::Vec<T, V>;
   const int lane = threadIdx.x % 32;
-  const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int64_t row = (int64_t)blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;
   const int64_t nvec = hidden / V;
   const Vt* xr = reinterpret_cast<const Vt*>(x + row * hidden);
   const Vt* dr = reinterpret_cast<const Vt*>(delta + row * hidden);
   Vt* sr = reinterpret_cast<Vt*>(sum_out + row * hidden);
   const Vt* wr = reinterpret_cast<const Vt*>(weight);
-  Vt s[kVecs], w[kVecs];
+  // Every load of the row issued before the first use (see add_rms_norm above); the weight with
+  // them where registers allow (16 vectors a lane of it beside the row and delta spill, loaded
+  // after the sums or not: then it is read vector by vector at the end, from L2).
+  Vt s[kVecs], dv[kVecs], w[kVecs];
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int64_t i = lane + 32 * j;
+    if (i < nvec) {
+      s[j] = xr[i];
+      dv[j] = dr[i];
+      if constexpr (kVecs <= 8) w[j] = wr[i];
+    }
+  }
   float sq = 0.f;
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) {
     const int64_t i = lane + 32 * j;
     if (i < nvec) {
-      const Vt a = xr[i], d = dr[i];
-      // The weight loaded with the row where registers allow (16 vectors a lane would spill).
-      if constexpr (kVecs <= 8) w[j] = wr[i];
+      const Vt a = s[j], d = dv[j];
 #pragma unroll
       for (int c = 0; c < V; ++c) {
         const float v = round_to<T>(__fadd_rn(to_f(a.e[c]), to_f(d.e[c])));
@@ -111,7 +193,7 @@ __global__ void add_rms_norm_rows(const T* __restrict__ x, const T* __restrict__
       if constexpr (kVecs <= 8) {
         wj = w[j];
       } else {
-        wj = wr[i];
+        wj = wr[i];  // the weight is L2-resident (every row reads it)
       }
       Vt o;
 #pragma unroll
@@ -126,10 +208,8 @@ __global__ void add_rms_norm_rows(const T* __restrict__ x, const T* __restrict__
 template <typename T, int kVecs>
 int launch_rows(const void* x, const void* delta, const void* weight, void* sum, void* out,
                 int64_t rows, int64_t hidden, float eps, cudaStream_t stream) {
-  int64_t per_block = rows / (2 * (int64_t)llmprof_k::sm_count());
-  per_block = per_block < 1 ? 1 : (per_block > kRowsPerBlock ? kRowsPerBlock : per_block);
-  const unsigned blocks = (unsigned)((rows + per_block - 1) / per_block);
-  add_rms_norm_rows<T, kVecs><<<blocks, (unsigned)(32 * per_block), 0, stream>>>(
+  const unsigned blocks = (unsigned)((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  add_rms_norm_rows<T, kVecs><<<blocks, 32 * kRowsPerBlock, 0, stream>>>(
       static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
       static_cast<T*>(sum), static_cast<T*>(out), rows, hidden, eps);
   return (int)cudaGetLastError();
@@ -148,6 +228,17 @@ int launch_add_rms_norm(const void* x, const void* delta, const void* weight, vo
                    : per_lane <= 8 ? launch_rows<T, 8>
                                    : launch_rows<T, 16>;
     return launch(x, delta, weight, sum, out, rows, hidden, eps, stream);
+  }
+  if (vec16) {
+    const int64_t per_thread = (hidden / V + kThreads - 1) / kThreads;  // vectors per thread
+    auto* kernel = per_thread <= 1   ? add_rms_norm_vec<T, 1>
+                   : per_thread <= 2 ? add_rms_norm_vec<T, 2>
+                   : per_thread <= 4 ? add_rms_norm_vec<T, 4>
+                                     : add_rms_norm_vec<T, 8>;
+    kernel<<<(unsigned)rows, kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
+        static_cast<T*>(sum), static_cast<T*>(out), hidden, eps);
+    return (int)cudaGetLastError();
   }
   add_rms_norm<T><<<(unsigned)rows, kThreads, 0, stream>>>(
       static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),

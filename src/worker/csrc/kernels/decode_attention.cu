@@ -122,53 +122,69 @@ __device__ __forceinline__ void split_partial(const T* __restrict__ q, const T* 
 }
 
 // Block per row·head: each split's partial sums rescaled to the row's maximum, normalised,
-// rounded once; the loads of four splits are in flight at once. A split with no visible slot
-// (maximum −∞) wrote no partial output: its part_o is whatever the scratch held, possibly NaN,
-// so it is skipped, never multiplied by a zero weight.
+// rounded once. Two rounds of loads: every split's (maximum, denominator) at once, the weights
+// exp(m − max) then kept in shared memory (dynamic: `splits` floats), then every split's partial
+// output, eight in flight per thread. A split with no visible slot (maximum −∞) wrote no partial
+// output: its part_o is whatever the scratch held, possibly NaN, so it is skipped (weight 0 marks
+// it), never multiplied by a zero weight.
 template <typename T, int HD>
 __global__ void __launch_bounds__(kThreads)
     attn_combine(const float* __restrict__ part_o, const float* __restrict__ part_ml, int splits,
                  T* __restrict__ out) {
+  extern __shared__ float weight[];  // [splits]
   __shared__ float red[kThreads / 32];
   const int bh = blockIdx.x;
-  const float* ml = part_ml + (int64_t)bh * splits * 2;
+  const float2* ml = reinterpret_cast<const float2*>(part_ml + (int64_t)bh * splits * 2);
   const float* po = part_o + (int64_t)bh * splits * HD;
-  // The row's maximum: a strided pass over the splits, then across the block.
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  // The row's maximum: each thread's splits into shared memory, then across the block.
   float mx = -INFINITY;
-  for (int sp = threadIdx.x; sp < splits; sp += kThreads) mx = fmaxf(mx, ml[sp * 2]);
+  for (int sp = threadIdx.x; sp < splits; sp += kThreads) {
+    const float m = ml[sp].x;
+    weight[sp] = m;
+    mx = fmaxf(mx, m);
+  }
 #pragma unroll
   for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
+  if (lane == 0) red[warp] = mx;
   __syncthreads();
   mx = red[0];
 #pragma unroll
   for (int w = 1; w < kThreads / 32; ++w) mx = fmaxf(mx, red[w]);
+  __syncthreads();  // red is reused for the denominator
+  // The weights and the denominator (each thread rewrites its own splits: no barrier needed
+  // between the two loops).
+  float l = 0.f;
+  for (int sp = threadIdx.x; sp < splits; sp += kThreads) {
+    const float m = weight[sp];
+    const float w = m == -INFINITY ? 0.f : expf(m - mx);
+    weight[sp] = w;
+    if (w != 0.f) l = fmaf(ml[sp].y, w, l);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) l += __shfl_xor_sync(0xffffffffu, l, o);
+  if (lane == 0) red[warp] = l;
+  __syncthreads();
+  l = 0.f;
+#pragma unroll
+  for (int w = 0; w < kThreads / 32; ++w) l += red[w];
   // Thread c < HD owns channel c.
   for (int c = threadIdx.x; c < HD; c += kThreads) {
-    float o = 0.f, l = 0.f;
+    float o = 0.f;
     int sp = 0;
-    for (; sp + 4 <= splits; sp += 4) {
-      float m4[4], l4[4], o4[4];
+    for (; sp + 8 <= splits; sp += 8) {
+      float o8[8];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        m4[i] = ml[(sp + i) * 2];
-        l4[i] = ml[(sp + i) * 2 + 1];
-        o4[i] = po[(int64_t)(sp + i) * HD + c];
-      }
+      for (int i = 0; i < 8; ++i) o8[i] = po[(int64_t)(sp + i) * HD + c];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        if (m4[i] == -INFINITY) continue;
-        const float w = expf(m4[i] - mx);
-        o = fmaf(o4[i], w, o);
-        l = fmaf(l4[i], w, l);
+      for (int i = 0; i < 8; ++i) {
+        const float w = weight[sp + i];
+        if (w != 0.f) o = fmaf(o8[i], w, o);
       }
     }
     for (; sp < splits; ++sp) {
-      const float m = ml[sp * 2];
-      if (m == -INFINITY) continue;
-      const float w = expf(m - mx);
-      o = fmaf(po[(int64_t)sp * HD + c], w, o);
-      l = fmaf(ml[sp * 2 + 1], w, l);
+      const float w = weight[sp];
+      if (w != 0.f) o = fmaf(po[(int64_t)sp * HD + c], w, o);
     }
     out[(int64_t)bh * HD + c] = from_f<T>(o / l);
   }
@@ -222,7 +238,8 @@ int launch_hd(const void* q, const void* k, const void* v, const int64_t* pad,
         static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), pad, len,
         part_o, part_ml, s);
   }
-  attn_combine<T, HD><<<(unsigned)bh, kThreads, 0, stream>>>(part_o, part_ml, splits,
+  attn_combine<T, HD><<<(unsigned)bh, kThreads, splits * sizeof(float), stream>>>(
+      part_o, part_ml, splits,
                                                             static_cast<T*>(out));
   return (int)cudaGetLastError();
 }
@@ -248,7 +265,7 @@ extern "C" int llmprof_k_decode_attention(int dtype, const void* q, const void* 
                                           llmprof_k_decode_attn_shape shape, void* stream) {
   if (shape.batch < 1 || shape.heads < 1 || shape.kv_heads < 1 ||
       shape.heads % shape.kv_heads != 0 || shape.chunk != kChunk || shape.splits < 1 ||
-      shape.splits > LLMPROF_K_MAX_GRID_Y) {
+      shape.splits > LLMPROF_K_DECODE_ATTN_MAX_SPLITS) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);

@@ -372,6 +372,7 @@ impl Attention {
     pub fn uses_decode_kernel(&self, device: tch::Device, window: i64) -> bool {
         self.decode_attention_kernel
             && window >= self.decode_attention_min_window
+            && window <= kernels::DECODE_ATTENTION_MAX_WINDOW
             && device.is_cuda()
             && matches!(self.head_dim, 64 | 128)
     }
