@@ -1,0 +1,39 @@
+# Shared by the scripts that run on the GPU machine (reports/gpu-runs/<date>-<gpu>-<session>/*.sh):
+# source it from the repository root. It unpacks the carried binaries (.carry/bin.tar.xz: llmprof,
+# llmprof-worker, libllmprof_shim.so, lib-tests; docs/build.md "Carrying binaries to a GPU
+# machine"), points the worker at torch's libraries in /opt/torch/.venv, and gives
+# `module_run TAG OVERRIDE...`: one stage-1 run into $OUT/TAG whose decode step is printed by
+# module (the Kineto pass's breakdown), its metrics.json and modules.md kept in $OUT/keep, the
+# rest of the run directory removed.
+set -uo pipefail
+tar -C .carry -xJf .carry/bin.tar.xz
+_site=$(ls -d /opt/torch/.venv/lib/python3.*/site-packages)
+export LD_LIBRARY_PATH=$_site/torch/lib:$_site/nvidia/cu13/lib:$_site/nvidia/nccl/lib:$PWD/.carry
+export LLMPROF_WORKER=$PWD/.carry/llmprof-worker
+export PYTHON=/opt/torch/.venv/bin/python
+L=$PWD/.carry/llmprof
+S0=$(date +%s)
+mkdir -p "$OUT/keep"
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+
+module_run() { # TAG OVERRIDE...
+  local tag=$1 s
+  shift
+  s=$(date +%s)
+  timeout "${RUN_TIMEOUT:-150}" "$L" stage1 "$@" "hydra.run.dir=$OUT/$tag" > /dev/null 2> "$OUT/keep/$tag.err"
+  echo "== $tag rc=$? $(( $(date +%s) - s )) s"
+  python3 - "$OUT/$tag" <<'PY'
+import json, sys
+d = sys.argv[1]
+m = json.load(open(d + "/metrics.json"))
+s = (m.get("modules") or {}).get("stages", {}).get("decode_step") or {}
+floor = m.get("utilisation", {}).get("floor_ms", {}).get("decode_step")
+print(f" step p50 {m['stages']['decode_step']['p50_ms']:.3f} floor {floor}")
+for k in (s.get("kinds") or [])[:8]:
+    x = k["times_floor"] and round(k["times_floor"], 2)
+    print(f"   {k['module']:<26} {k['ms_per_run']:.4f} {100 * k['share']:.1f}% x{x}")
+PY
+  cp "$OUT/$tag/metrics.json" "$OUT/keep/$tag.metrics.json" 2>/dev/null
+  cp "$OUT/$tag/modules.md" "$OUT/keep/$tag.modules.md" 2>/dev/null
+  rm -rf "${OUT:?}/$tag"
+}
