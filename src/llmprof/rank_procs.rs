@@ -1,6 +1,8 @@
 //! Waiting on the processes of a tensor-parallel group (a run's ranks, and the ranks of
 //! `llmprof debug logits --tensor-parallel N`): every one to its end, and at the first failure
-//! the others stopped, SIGTERM first and SIGKILL after a grace, so no rank outlives its group.
+//! the others stopped, SIGTERM first and SIGKILL after a grace. The signals go to the children
+//! themselves: a child that runs the rank under another program (stage 2's profiler) must pass
+//! them on to its own child.
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -10,6 +12,8 @@ use std::time::{Duration, Instant};
 pub enum RankFailure<S> {
     Exited(ExitStatus),
     Stalled(S),
+    /// Waiting on it failed (the OS's words): it is no longer ours to wait for.
+    Unwaitable(String),
 }
 
 /// How often the caller's stall check runs while no rank has failed.
@@ -37,12 +41,15 @@ pub fn wait_all<S>(
             if done[k] {
                 continue;
             }
-            if let Ok(Some(status)) = child.try_wait() {
-                done[k] = true;
-                reaped = true;
-                if !status.success() && failed.is_none() {
-                    failed = Some((k, RankFailure::Exited(status), Instant::now()));
-                }
+            let ended = match child.try_wait() {
+                Ok(None) => continue,
+                Ok(Some(status)) => (!status.success()).then_some(RankFailure::Exited(status)),
+                Err(e) => Some(RankFailure::Unwaitable(e.to_string())),
+            };
+            done[k] = true;
+            reaped = true;
+            if let (Some(why), None) = (ended, &failed) {
+                failed = Some((k, why, Instant::now()));
             }
         }
         if reaped {

@@ -163,6 +163,9 @@ pub fn run_ranks(
             bail!("tensor-parallel rank {k} of {world} {how}: {last}; the other ranks were stopped")
         }
         Some((_, RankFailure::Stalled(s))) => bail!("{}", s.describe(world, timeout)),
+        Some((k, RankFailure::Unwaitable(e))) => {
+            bail!("tensor-parallel rank {k} of {world} could not be waited for ({e}); the other ranks were stopped")
+        }
     }
 }
 

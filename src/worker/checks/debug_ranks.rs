@@ -64,6 +64,9 @@ pub fn run_ranks(world: usize, out: &Path) -> Result<()> {
     match failed {
         None => Ok(()),
         Some((_, RankFailure::Stalled(never))) => match never {},
+        Some((k, RankFailure::Unwaitable(e))) => {
+            bail!("debug logits: rank {k} of {world} could not be waited for ({e}); the other ranks were stopped")
+        }
         Some((k, RankFailure::Exited(status))) => bail!(
             "debug logits: rank {k} of {world} failed ({status}; its error is above); the other ranks were stopped"
         ),

@@ -299,9 +299,9 @@ pub fn router_logits(x: &Tensor, w: &Tensor) -> Result<Tensor, ShimError> {
     Ok(logits)
 }
 
-/// The longest KV window [`decode_attention`] takes (12,288 splits of 64 slots: the combine
+/// The longest KV window [`decode_attention`] takes (12,280 splits of 64 slots: the combine
 /// keeps a weight per split in shared memory; csrc/kernels/launch.h).
-pub const DECODE_ATTENTION_MAX_WINDOW: i64 = 12_288 * 64;
+pub const DECODE_ATTENTION_MAX_WINDOW: i64 = 12_280 * 64;
 
 /// Decode attention over the written slots of a static KV cache: `q` [B, heads, 1, hd] (hd 64 or
 /// 128), `k_cache`/`v_cache` [B, kv_heads, slots, hd]; row b attends to slots `pad`[b] ..= `len`

@@ -97,7 +97,9 @@ __global__ void __launch_bounds__(kThreads, 3)
   const int64_t c_begin = (int64_t)blockIdx.y * tiles * kTile;
   const int64_t c_end = c_begin + (int64_t)tiles * kTile;
   const int64_t start = max(pad[b], c_begin);
-  const int64_t end = min(*len_p + 1, c_end);  // *len: the slot this step wrote
+  // *len: the slot this step wrote; never past the splits the caller sized nor the cache, even
+  // for a wrong *len (a run of splits can reach past both).
+  const int64_t end = min(min(*len_p + 1, c_end), min((int64_t)s.splits * kTile, s.slots));
   const int64_t head0 = (int64_t)b * s.heads + (int64_t)kvh * group;  // first query head's row
   if (start >= end) {  // block-uniform: no visible slot in this run of splits
     for (int g = threadIdx.x; g < group; g += kThreads) {

@@ -203,8 +203,9 @@ int llmprof_k_router_logits(int dtype, const void* x, const float* w, float* log
 /* Decode attention for one query token per row over the written slots of a static KV cache, in
  * splits of LLMPROF_K_DECODE_ATTN_CHUNK slots. */
 #define LLMPROF_K_DECODE_ATTN_CHUNK 64
-/* The most splits (the combine keeps a weight per split in 48 KiB of shared memory). */
-#define LLMPROF_K_DECODE_ATTN_MAX_SPLITS 12288
+/* The most splits (the combine keeps a weight per split in the 48 KiB of shared memory a kernel
+ * has without asking, beside its 16 static bytes). */
+#define LLMPROF_K_DECODE_ATTN_MAX_SPLITS 12280
 typedef struct llmprof_k_decode_attn_shape {
   int batch, heads, kv_heads, head_dim;
   /* Slots of the cache per (row, kv head); slots per split and the number of splits. */

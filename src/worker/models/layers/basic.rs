@@ -423,9 +423,11 @@ mod tests {
     /// The add + RMSNorm kernel against an add and libtorch's fused RMSNorm: the sum bit for
     /// bit; the norm within 4 ulp of the dtype (the mean square adds in another order, which
     /// moves the fp32 scale by a few ulp; in bf16 that flips at most one rounding), in fp32 and
-    /// bf16. 900 rows take the warp-per-row variant where the row is whole 16-byte vectors (1280
-    /// and 4096 channels; 4096 fp32 channels are too many for its registers) and the block per
-    /// row otherwise (1004 channels in bf16).
+    /// bf16. Every grid the launcher picks: under 1,024 rows of whole 16-byte vectors a block of
+    /// 256 threads per row (1, 32, 128 and 900 rows; 1,280, 4,096 and, in fp32, 8,192 channels:
+    /// one to eight vectors a thread), from 1,024 rows a warp per row (1,100 rows of 1,280 and
+    /// 4,096 channels; 4,096 fp32 channels are too many for its registers and take the scalar
+    /// block per row, as rows that are not whole vectors do: 1,004 channels).
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn add_rms_norm_kernel_matches_libtorch_on_a_gpu() {
@@ -438,8 +440,12 @@ mod tests {
             for (rows, hidden) in [
                 (1i64, 1280i64),
                 (32, 1280),
+                (128, 4096),
                 (900, 1280),
                 (900, 4096),
+                (900, 8192),
+                (1100, 1280),
+                (1100, 4096),
                 (900, 1004),
             ] {
                 let x = Tensor::randn([rows, 1, hidden], (kind, dev));
