@@ -1,9 +1,11 @@
 //! Waiting on the processes of a tensor-parallel group (a run's ranks, and the ranks of
 //! `llmprof debug logits --tensor-parallel N`): every one to its end, and at the first failure
-//! the others stopped, SIGTERM first and SIGKILL after a grace. The signals go to the children
-//! themselves: a child that runs the rank under another program (stage 2's profiler) must pass
-//! them on to its own child.
-use std::process::{Child, ExitStatus};
+//! the others stopped, SIGTERM first and SIGKILL after a grace. A child that runs its rank under
+//! another program (stage 2's profiler, whose target is the worker) is started in a process group
+//! of its own ([`own_group`]) and signalled as a group ([`signal`]), so the worker it started
+//! goes with it: no rank outlives its group, and no pipe to a rank stays open.
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// Why a group ended early: a rank exited with an error, or the caller's watch found it stalled
@@ -14,6 +16,23 @@ pub enum RankFailure<S> {
     Stalled(S),
     /// Waiting on it failed (the OS's words): it is no longer ours to wait for.
     Unwaitable(String),
+}
+
+/// Makes `cmd`'s process lead a process group of its own, so that [`signal`] reaches the
+/// processes it starts too (a profiler's target).
+pub fn own_group(cmd: &mut Command) -> &mut Command {
+    cmd.process_group(0)
+}
+
+/// Sends `sig` to a child we spawned, or to its whole process group where it leads one
+/// ([`own_group`]).
+pub fn signal(pid: u32, sig: i32) {
+    let pid = pid as i32;
+    // SAFETY: getpgid(2) and kill(2) on a pid we spawned (not yet reaped), a standard signal.
+    unsafe {
+        let target = if libc::getpgid(pid) == pid { -pid } else { pid };
+        libc::kill(target, sig);
+    }
 }
 
 /// How often the caller's stall check runs while no rank has failed.
@@ -76,10 +95,9 @@ pub fn wait_all<S>(
                     continue;
                 }
                 if !termed {
-                    // SAFETY: kill(2) on a child not yet reaped (its pid is still ours).
-                    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+                    signal(child.id(), libc::SIGTERM);
                 } else if overdue && !killed {
-                    let _ = child.kill();
+                    signal(child.id(), libc::SIGKILL);
                 }
             }
             killed |= termed && overdue;
@@ -90,10 +108,13 @@ pub fn wait_all<S>(
     failed.map(|(k, f, _)| (k, f))
 }
 
-/// Kills and reaps children already started (a later rank could not start).
+/// Kills (with their groups, [`signal`]) and reaps children already started (a later rank could
+/// not start).
 pub fn stop_all(children: &mut [Child]) {
     for child in children.iter_mut() {
-        let _ = child.kill();
+        if let Ok(None) = child.try_wait() {
+            signal(child.id(), libc::SIGKILL);
+        }
         let _ = child.wait();
     }
 }
@@ -165,6 +186,45 @@ mod tests {
             other => panic!("want rank 0 stalled, got {other:?}"),
         }
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    /// A rank run under another program (here a shell that ignores SIGTERM and starts a
+    /// `sleep`) in its own group: when a peer fails, the SIGKILL after the grace reaches what it
+    /// started too, not only the shell.
+    #[test]
+    fn a_rank_in_its_own_group_is_stopped_with_what_it_started() {
+        let pidfile =
+            std::env::temp_dir().join(format!("llmprof-rank-procs-{}", std::process::id()));
+        let _ = std::fs::remove_file(&pidfile);
+        let script = format!(
+            "trap '' TERM; sleep 300 & echo $! > {}; wait",
+            pidfile.display()
+        );
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", &script]);
+        own_group(&mut cmd);
+        let mut ranks = vec![cmd.spawn().unwrap(), sh("sleep 0.5; exit 1")];
+        let failed = wait_all(
+            &mut ranks,
+            Duration::from_millis(300),
+            |_| None::<(usize, ())>,
+            |_| {},
+        );
+        assert!(matches!(failed, Some((1, RankFailure::Exited(_)))));
+        let grandchild = std::fs::read_to_string(&pidfile).unwrap();
+        let _ = std::fs::remove_file(&pidfile);
+        // Gone, or a zombie waiting for init (it is dead either way).
+        let stat = format!("/proc/{}/stat", grandchild.trim());
+        let dead = || std::fs::read_to_string(&stat).map_or(true, |s| s.contains(") Z "));
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while !dead() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            dead(),
+            "the rank's own child {} survived it",
+            grandchild.trim()
+        );
     }
 
     #[test]

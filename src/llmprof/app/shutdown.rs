@@ -142,8 +142,8 @@ fn on_signal(sig: i32) {
     match (first, children.is_empty()) {
         (true, false) => {
             for &pid in &children {
-                // SAFETY: kill(2) with a pid we spawned and a standard signal number.
-                unsafe { libc::kill(pid as i32, sig) };
+                // With its process group where it leads one (a profiled rank).
+                crate::rank_procs::signal(pid, sig);
             }
             std::thread::spawn(move || {
                 std::thread::sleep(CHILD_GRACE);
@@ -154,8 +154,7 @@ fn on_signal(sig: i32) {
                         CHILD_GRACE.as_secs(),
                         signal_name(sig)
                     );
-                    // SAFETY: as above; SIGKILL cannot be caught.
-                    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                    crate::rank_procs::signal(pid, libc::SIGKILL);
                 }
                 std::thread::sleep(MAIN_GRACE);
                 finish_and_exit(sig);

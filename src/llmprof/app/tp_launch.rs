@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::rank_procs::{stop_all, RankFailure};
+use crate::rank_procs::{own_group, stop_all, RankFailure};
 use crate::run_files::{
     gpu_of_rank, NO_MULTICAST, RANK_DIR_PREFIX, TP_DIR, TP_DIR_ENV, TP_PROFILED_RANK_ENV,
     TP_PROFILER_ENV, TP_RANK_ENV, TP_WORLD_ENV,
@@ -108,6 +108,8 @@ pub fn run_ranks(
             Some((rank, argv)) if *rank == k => {
                 let mut c = Command::new(&argv[0]);
                 c.args(&argv[1..]).arg(worker);
+                // The profiler's target, the worker, is stopped with it (rank_procs::signal).
+                own_group(&mut c);
                 c
             }
             _ => Command::new(worker),
