@@ -63,8 +63,9 @@ pub struct EngineOptim {
     /// Absent: 0.
     #[serde(default)]
     pub decode_attention_min_window: u64,
-    /// With `decode_attention_kernel`, in bf16/fp16 with at most 16 query heads per kv head: the
-    /// kernel's split pass on tensor cores, each kv head's key and value rows read once for all
+    /// With `decode_attention_kernel` (alone it has no effect, so turning the kernel off needs
+    /// nothing else), in bf16/fp16 with at most 16 query heads per kv head: the kernel's split
+    /// pass on tensor cores, each kv head's key and value rows read once for all
     /// its query heads (the probabilities rounded to the element type before the value sum, as
     /// libtorch's fused attention does), instead of once per query head on CUDA cores. Absent:
     /// off.
@@ -130,13 +131,6 @@ impl EngineOptim {
                 "fused_rms_norm",
                 self.fused_rms_norm,
                 "the kernel computes the fused norm's form (one rounding), not HF's eight-op norm",
-            ),
-            (
-                "decode_attention_tensor_cores",
-                self.decode_attention_tensor_cores,
-                "decode_attention_kernel",
-                self.decode_attention_kernel,
-                "it is a pass of llmprof's decode-attention kernel",
             ),
             (
                 "cuda_graph",

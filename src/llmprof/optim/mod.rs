@@ -97,4 +97,19 @@ mod tests {
         // A count is not a switch.
         assert!(with_switches(&e, &["graph_kv_bucket"], true).is_none());
     }
+
+    /// Turning a kernel off is one override: its refinements (the decode-attention kernel's
+    /// tensor-core pass) act only with it and ask for nothing, while a switch another one
+    /// needs is still refused with the fix.
+    #[test]
+    fn one_switch_off_is_enough_for_a_kernel_and_its_refinement() {
+        let no_kernel = with_switches(&EngineOptim::fast(), &["decode_attention_kernel"], false)
+            .expect("a switch");
+        assert!(no_kernel.decode_attention_tensor_cores);
+        no_kernel.check().unwrap();
+        let no_fused =
+            with_switches(&EngineOptim::fast(), &["fused_projections"], false).expect("a switch");
+        let err = no_fused.check().unwrap_err();
+        assert!(err.contains("rope_kv_kernel=true needs"), "{err}");
+    }
 }
