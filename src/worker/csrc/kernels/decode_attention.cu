@@ -215,12 +215,18 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <typename T, int HD>
+int launch_combine(const float* part_o, const float* part_ml, int splits, void* out, int bh,
+                   cudaStream_t stream) {
+  attn_combine<T, HD><<<(unsigned)bh, kThreads, splits * sizeof(float), stream>>>(
+      part_o, part_ml, splits, static_cast<T*>(out));
+  return (int)cudaGetLastError();
+}
+
+template <typename T, int HD>
 int launch_hd(const void* q, const void* k, const void* v, const int64_t* pad,
               const int64_t* len, float* part_o, float* part_ml, void* out,
               const llmprof_k_decode_attn_shape& s, cudaStream_t stream) {
   const int bh = s.batch * s.heads;
-  int splits = s.splits;
-  bool on_tensor_cores = false;
   if constexpr (sizeof(T) == 2) {
     if (s.tensor_cores && s.heads / s.kv_heads <= llmprof_k::kDecodeAttnMmaMaxGroup) {
       const auto plan = llmprof_k::decode_attn_mma_plan(s);
@@ -228,20 +234,14 @@ int launch_hd(const void* q, const void* k, const void* v, const int64_t* pad,
           static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), pad, len,
           part_o, part_ml, s, plan, stream);
       if (err != 0) return err;
-      splits = plan.used;
-      on_tensor_cores = true;
+      return launch_combine<T, HD>(part_o, part_ml, plan.used, out, bh, stream);
     }
   }
-  if (!on_tensor_cores) {
-    const dim3 grid((unsigned)bh, (unsigned)s.splits);
-    attn_split<T, HD><<<grid, kThreads, 0, stream>>>(
-        static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), pad, len,
-        part_o, part_ml, s);
-  }
-  attn_combine<T, HD><<<(unsigned)bh, kThreads, splits * sizeof(float), stream>>>(
-      part_o, part_ml, splits,
-                                                            static_cast<T*>(out));
-  return (int)cudaGetLastError();
+  const dim3 grid((unsigned)bh, (unsigned)s.splits);
+  attn_split<T, HD><<<grid, kThreads, 0, stream>>>(
+      static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), pad, len,
+      part_o, part_ml, s);
+  return launch_combine<T, HD>(part_o, part_ml, s.splits, out, bh, stream);
 }
 
 template <typename T>

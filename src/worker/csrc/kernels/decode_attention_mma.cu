@@ -301,7 +301,7 @@ int launch_hd(const T* q, const T* k, const T* v, const int64_t* pad, const int6
 DecodeAttnMmaPlan decode_attn_mma_plan(const llmprof_k_decode_attn_shape& s) {
   // Blocks enough for about four waves of three resident blocks per SM.
   const int64_t per_split = (int64_t)s.batch * s.kv_heads;
-  const int64_t target = 4LL * 3 * sm_count();
+  const int64_t target = 4LL * 3 * current_sm_count();
   int64_t want = (target + per_split - 1) / per_split;
   want = want < 1 ? 1 : (want > s.splits ? s.splits : want);
   const int tiles = (int)((s.splits + want - 1) / want);

@@ -1,4 +1,4 @@
-// Facts about the current CUDA device that launchers size their grids by (host-side, cached).
+// Facts about CUDA devices that launchers size their grids by (host-side, cached per device).
 #ifndef LLMPROF_KERNELS_DEVICE_CUH
 #define LLMPROF_KERNELS_DEVICE_CUH
 
@@ -6,19 +6,24 @@
 
 namespace llmprof_k {
 
-// The current device's multiprocessor count, read once per process (132 where it cannot be
-// read: an H100 SXM's, only ever a grid-sizing guess).
-inline int sm_count() {
-  static const int n = [] {
-    int dev = 0, count = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        count < 1) {
-      return 132;
-    }
-    return count;
-  }();
+// `device`'s multiprocessor count (asked once per device for devices 0..63), or 0 when the
+// driver does not say.
+inline int sm_count(int device) {
+  static int count[64] = {};
+  const bool cached = device >= 0 && device < 64;
+  if (cached && count[device] != 0) return count[device];
+  int n = 0;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) n = 0;
+  if (cached) count[device] = n;
   return n;
+}
+
+// The current device's multiprocessor count; 132 (an H100 SXM's) where it cannot be read: only
+// ever a grid-sizing guess.
+inline int current_sm_count() {
+  int device = 0;
+  const int n = cudaGetDevice(&device) == cudaSuccess ? sm_count(device) : 0;
+  return n > 0 ? n : 132;
 }
 
 }  // namespace llmprof_k

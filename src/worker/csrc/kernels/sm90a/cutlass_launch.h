@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include "../device.cuh"
 #include "cutlass/cutlass.h"
 #include "cutlass/device_kernel.h"
 
@@ -34,17 +35,8 @@ int raise_smem_limit(int device) {
   return 0;
 }
 
-// The device's SM count (asked once per device for devices 0..63), or 0 when the driver does
-// not say.
-inline int sm_count(int device) {
-  static int count[64] = {};
-  const bool cached = device >= 0 && device < 64;
-  if (cached && count[device] != 0) return count[device];
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) n = 0;
-  if (cached) count[device] = n;
-  return n;
-}
+// The device's SM count, or 0 when the driver does not say (../device.cuh).
+using llmprof_k::sm_count;
 
 // CUTLASS's setup and launch of `args` on `stream` (`workspace` as large as the operation asks).
 // Returns 0, −(CUTLASS status) (its launch reads and clears the CUDA error itself, so a failed
