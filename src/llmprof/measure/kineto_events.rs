@@ -95,6 +95,37 @@ impl KernelRecord {
     }
 }
 
+/// Each event's duration as charged to what launched it: a kernel, copy or memset that starts
+/// before the work ahead of it on its stream (same device) has ended — launched with
+/// programmatic dependent launch, it was scheduled early and waited — is charged from that end
+/// to its own; work on other streams is not affected (it runs beside). The charged durations of
+/// one stream partition the time it was busy. Annotations keep their duration.
+pub fn charged_durations(kernels: &[KernelRecord]) -> Vec<u64> {
+    let mut charged: Vec<u64> = kernels.iter().map(|k| k.duration_ns).collect();
+    let mut order: Vec<usize> = (0..kernels.len())
+        .filter(|&i| kernels[i].is_gpu_work())
+        .collect();
+    order.sort_by_key(|&i| {
+        let k = &kernels[i];
+        (k.device_index, k.stream, k.start_ns, k.end_ns())
+    });
+    let mut ahead: Option<(i32, i64, u64)> = None; // (device, stream, latest end so far)
+    for i in order {
+        let k = &kernels[i];
+        let from = match ahead {
+            Some((d, s, end)) if d == k.device_index && s == k.stream => k.start_ns.max(end),
+            _ => k.start_ns,
+        };
+        charged[i] = k.end_ns().saturating_sub(from);
+        let latest = match ahead {
+            Some((d, s, end)) if d == k.device_index && s == k.stream => end.max(k.end_ns()),
+            _ => k.end_ns(),
+        };
+        ahead = Some((k.device_index, k.stream, latest));
+    }
+    charged
+}
+
 /// All events of one profile, split by side.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct ProfileEvents {

@@ -6,7 +6,7 @@
 //! Pure.
 use super::capture_record::NodeOwner;
 use super::graph_match::{GraphMapping, ReplayOwners};
-use super::kineto_events::{HostKind, ProfileEvents};
+use super::kineto_events::{charged_durations, HostKind, ProfileEvents};
 use super::module_attr::host_module;
 use super::op_tables::{Attribution, KernelRow};
 use super::step_timeline::StageTimeline;
@@ -121,7 +121,9 @@ fn event_modules(
 }
 
 /// Rows per (stage, module, index), and per (stage, module kind, kernel name) summed over
-/// layers. Work outside every stage is left out.
+/// layers, each event at its charged duration ([`charged_durations`]: a kernel that started
+/// early under programmatic dependent launch is charged from the end of the work ahead of it).
+/// Work outside every stage is left out.
 pub fn module_rows(
     events: &ProfileEvents,
     attribution: &Attribution,
@@ -131,15 +133,16 @@ pub fn module_rows(
     let mut rows = RowMap::new();
     let mut kernels: BTreeMap<(String, String, String), ModuleKernelRow> = BTreeMap::new();
     let owners = event_modules(events, attribution, eager, replay);
+    let charged = charged_durations(&events.kernels);
     for (i, k) in events.kernels.iter().enumerate() {
         let Some((stage, module, index)) = owners[i].clone() else {
             continue;
         };
         let row = row_of(&mut rows, &stage, &module, index);
-        row.time_ns += k.duration_ns;
+        row.time_ns += charged[i];
         row.kernels += 1;
         if replay.replayed[i] {
-            row.replayed_ns += k.duration_ns;
+            row.replayed_ns += charged[i];
         }
         let kr = kernels
             .entry((stage.clone(), module.clone(), k.name.to_string()))
@@ -151,7 +154,7 @@ pub fn module_rows(
                 total_ns: 0,
             });
         kr.calls += 1;
-        kr.total_ns += k.duration_ns;
+        kr.total_ns += charged[i];
     }
     add_kineto_flops(&mut rows, events, attribution);
     (

@@ -1,11 +1,13 @@
 //! Where a stage's time goes on the GPU timeline, run by run (each user scope of the stage, e.g.
 //! every `decode_step`): its span (first start to last end of its GPU work), the work itself
-//! (Σ durations, what the module rows add up to), the time the GPU was busy (their union), and
+//! (Σ charged durations, what the module rows add up to: a kernel that started before the work
+//! ahead of it on its stream ended, under programmatic dependent launch, is charged from that
+//! end, and the time it waited is `early_start`), the time the GPU was busy (their union), and
 //! the gap to the next run with the GPU work inside it (sampling between decode steps). On the
 //! timeline: `span = busy + idle inside`, `work = busy + overlap` (work of two streams at once),
 //! `period = span + gap`, exactly; the report sets `span` against the timed measurement of the
 //! same stage (CUDA events) for the 2 % check (#41). Pure.
-use super::kineto_events::{HostKind, ProfileEvents};
+use super::kineto_events::{charged_durations, HostKind, ProfileEvents};
 use super::op_tables::Attribution;
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +24,10 @@ pub struct StageTimeline {
     pub gap_ns: f64,
     /// GPU work inside those gaps (not of the stage).
     pub gap_work_ns: f64,
+    /// Of the durations Kineto reports, the part before the work ahead on the same stream had
+    /// ended (kernels launched early by programmatic dependent launch, waiting): not in `work`.
+    #[serde(default)]
+    pub early_start_ns: f64,
 }
 
 impl StageTimeline {
@@ -73,18 +79,20 @@ pub fn stage_timeline(
             in_stage[i] = true;
         }
     }
-    let mut spans: Vec<(u64, u64, u64, u64)> = runs
+    let charged = charged_durations(k);
+    let mut spans: Vec<(u64, u64, u64, u64, u64)> = runs
         .values()
         .map(|idx| {
             let start = idx.iter().map(|&i| k[i].start_ns).min().unwrap_or(0);
             let end = idx.iter().map(|&i| k[i].end_ns()).max().unwrap_or(0);
-            let work = idx.iter().map(|&i| k[i].duration_ns).sum();
+            let work = idx.iter().map(|&i| charged[i]).sum();
+            let early = idx.iter().map(|&i| k[i].duration_ns - charged[i]).sum();
             let busy = union_ns(
                 idx.iter()
                     .map(|&i| (k[i].start_ns, k[i].end_ns()))
                     .collect(),
             );
-            (start, end, work, busy)
+            (start, end, work, busy, early)
         })
         .collect();
     spans.sort_unstable();
@@ -97,10 +105,11 @@ pub fn stage_timeline(
     if spans.is_empty() {
         return t;
     }
-    for &(s, e, w, b) in &spans {
+    for &(s, e, w, b, early) in &spans {
         t.span_ns += (e - s) as f64 / n;
         t.work_ns += w as f64 / n;
         t.busy_ns += b as f64 / n;
+        t.early_start_ns += early as f64 / n;
     }
     let other: Vec<(u64, u64)> = k
         .iter()
@@ -226,5 +235,46 @@ mod tests {
         assert_eq!((t.idle_inside_ns(), t.overlap_ns()), (10.0, 5.0));
         assert_eq!((t.gap_ns, t.gap_work_ns), (120.0, 10.0));
         assert_eq!(stage_timeline(&events, &a, "prefill").runs, 0);
+    }
+
+    #[test]
+    fn an_early_start_on_the_same_stream_is_charged_from_the_end_ahead_of_it() {
+        // One step on stream 7: [100,130), then a kernel that started at 120 (programmatic
+        // dependent launch) and ran to 150, then [150,160) nested inside nothing; and one on
+        // stream 8 [125,135) beside them. Stream 7 is charged 30 + 20 + 10 = 60 (its busy
+        // time), stream 8 its 10; the 10 ns the second kernel waited are early start, not work.
+        let ops = vec![
+            host("decode_step", HostKind::UserScope, 0, 50, 1),
+            host("cudaLaunchKernel", HostKind::Runtime, 10, 5, 11),
+            host("cudaLaunchKernelExC", HostKind::Runtime, 20, 5, 12),
+            host("cudaLaunchKernelExC", HostKind::Runtime, 30, 5, 13),
+            host("cudaLaunchKernel", HostKind::Runtime, 40, 5, 14),
+        ];
+        let kernels = vec![
+            kernel(100, 30, 11, 7),
+            kernel(120, 30, 12, 7),
+            kernel(150, 10, 13, 7),
+            kernel(125, 10, 14, 8),
+        ];
+        assert_eq!(charged_durations(&kernels), vec![30, 20, 10, 10]);
+        let events = ProfileEvents { ops, kernels };
+        let a = Attribution::new(&events);
+        let t = stage_timeline(&events, &a, "decode_step");
+        assert_eq!((t.span_ns, t.work_ns, t.busy_ns), (60.0, 70.0, 60.0));
+        assert_eq!(
+            (t.early_start_ns, t.overlap_ns(), t.idle_inside_ns()),
+            (10.0, 10.0, 0.0)
+        );
+    }
+
+    #[test]
+    fn a_kernel_inside_the_one_ahead_of_it_is_charged_nothing() {
+        // Stream 3: [0,100) and, wholly inside it, [10,40): the second adds no time of its own.
+        let kernels = vec![
+            kernel(0, 100, 1, 3),
+            kernel(10, 30, 2, 3),
+            kernel(100, 5, 3, 3),
+        ];
+        assert_eq!(charged_durations(&kernels), vec![100, 0, 5]);
     }
 }

@@ -74,9 +74,19 @@ pub struct EngineOptim {
     /// On a CUDA device in bf16/fp16, the decoder's projections of one row (decode steps at
     /// batch 1: q/k/v, o_proj, gate/up, shared experts, lm_head; inputs at most 8,192 wide) in
     /// llmprof's GEMV kernel (the weight streamed once in 16-byte loads, fp32 sums, one rounding)
-    /// instead of cuBLAS's choice for those shapes. Absent: off.
+    /// instead of cuBLAS's choice for those shapes, and the routed experts of a MoE step of at
+    /// most 16 token slots in its grouped form (each slot's expert read once) instead of
+    /// libtorch's grouped GEMM. Absent: off.
     #[serde(default)]
     pub gemv_kernel: bool,
+    /// On a GPU of compute capability 9.0 or newer, llmprof's decode-step kernels (add +
+    /// RMSNorm, RoPE + KV write, decode attention, the GEMV, SwiGLU, MoE routing and combine)
+    /// launch with programmatic dependent launch: each may be scheduled while the kernel before
+    /// it finishes and waits on the GPU for that kernel's results (the GEMV's first weight loads
+    /// go out before the wait), so a CUDA-graph step pays less of each kernel's start. Process
+    /// wide, set when the model is built. Absent: off.
+    #[serde(default)]
+    pub programmatic_launch: bool,
 }
 
 impl EngineOptim {

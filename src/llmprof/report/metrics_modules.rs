@@ -42,6 +42,10 @@ pub struct StageModules {
     pub work_ms: f64,
     /// Work of two streams at the same time (counted in `work_ms` twice).
     pub overlap_ms: f64,
+    /// Time kernels were resident before the work ahead of them on their stream ended
+    /// (programmatic dependent launch): not charged to them, so not in `work_ms`.
+    #[serde(default)]
+    pub early_start_ms: f64,
     /// GPU idle inside the run's span, between its kernels.
     pub idle_inside_ms: f64,
     /// First start to last end on the GPU: `work − overlap + idle_inside`.
@@ -138,6 +142,7 @@ pub(crate) mod test_fixtures {
             runs: 2,
             work_ms,
             overlap_ms: 0.0,
+            early_start_ms: 0.0,
             idle_inside_ms: 0.0,
             span_ms: work_ms,
             gap_ms: 0.0,

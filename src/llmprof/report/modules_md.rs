@@ -81,6 +81,13 @@ fn stage_section(s: &mut String, stage: &str, st: &StageModules, host: bool) {
         st.work_ms, st.overlap_ms, st.idle_inside_ms, st.span_ms, st.gap_ms, st.gap_work_ms
     );
     }
+    if st.early_start_ms > 0.0 {
+        let _ = writeln!(
+            s,
+            "Kernels launched with programmatic dependent launch started before the work ahead of them on their stream had ended, {:.3} ms per run in all; each is charged from that end, so the waiting is in neither `work` nor the modules below.\n",
+            st.early_start_ms
+        );
+    }
     let with_floor = st.kinds.iter().any(|k| k.floor_ms.is_some());
     s.push_str("| module | instances | ms per run | share | kernels per run |");
     s.push_str(if with_floor {

@@ -49,6 +49,15 @@ int llmprof_kernels_available(void) {
 #endif
 }
 
+// Programmatic dependent launch for the kernels (pdl.cuh); nothing where this build has none.
+void llmprof_set_programmatic_launch(int on) {
+#ifdef LLMPROF_HAVE_KERNELS
+  llmprof_k_set_programmatic_launch(on);
+#else
+  (void)on;
+#endif
+}
+
 int llmprof_moe_route(const void* logits_p, const void* x_p, int64_t k, double scaling,
                       const void* weights_p, const void* ids_p, const void* order_p,
                       const void* slot_token_p, const void* slot_pos_p, const void* group_ends_p,
@@ -421,6 +430,46 @@ int llmprof_gemv(const void* x_p, const void* w_p, const void* bias_p, const voi
                                 bias ? bias->data_ptr() : nullptr, y.data_ptr(), (int)m, n, k,
                                 c10::cuda::getCurrentCUDAStream().stream()),
                  "gemv");
+#endif
+  });
+}
+
+int llmprof_gemv_grouped(const void* x_p, const void* w_p, const void* group_ends_p,
+                         const void* y_p) {
+  return llmprof::guarded("gemv_grouped", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& x = tensor_arg(x_p, "x");
+    const auto& w = tensor_arg(w_p, "weight");
+    const auto& ends = tensor_arg(group_ends_p, "group_ends");
+    TORCH_CHECK(x.is_cuda() && x.is_contiguous() && x.dim() == 2,
+                "x must be a contiguous CUDA tensor [slots, k], got ", x.sizes(), " on ",
+                x.device());
+    TORCH_CHECK(x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf,
+                "gemv_grouped takes bf16 or fp16, got ", x.scalar_type());
+    const int64_t slots = x.size(0), k = x.size(1);
+    TORCH_CHECK(slots >= 1 && slots <= LLMPROF_K_GEMV_MAX_GROUPED_ROWS, "gemv_grouped takes 1 to ",
+                LLMPROF_K_GEMV_MAX_GROUPED_ROWS, " slots, got ", slots);
+    TORCH_CHECK(k % 8 == 0, "gemv_grouped takes a width that is a multiple of 8, got ", k);
+    TORCH_CHECK(w.dim() == 3, "weight must be [experts, n, k], got ", w.sizes());
+    const int64_t experts = w.size(0), n = w.size(1);
+    check_like(w, x, "weight", {experts, n, k});
+    TORCH_CHECK(experts <= INT32_MAX, "too many experts: ", experts);
+    TORCH_CHECK(ends.is_cuda() && ends.device() == x.device() && ends.is_contiguous() &&
+                    ends.scalar_type() == at::kInt && ends.sizes() == at::IntArrayRef{experts},
+                "group_ends must be a contiguous int32 tensor [", experts, "] on ", x.device(),
+                ", got ", ends.sizes(), " ", ends.scalar_type(), " on ", ends.device());
+    const auto& y = tensor_arg(y_p, "y");
+    check_like(y, x, "y", {slots, n});
+    check_aligned16(x, "x");
+    check_aligned16(w, "weight");
+    c10::cuda::CUDAGuard guard(x.device());
+    check_launch(llmprof_k_gemv_grouped(dtype_code(x), x.data_ptr(), w.data_ptr(),
+                                        ends.data_ptr<int32_t>(), y.data_ptr(), (int)slots,
+                                        (int)experts, n, k,
+                                        c10::cuda::getCurrentCUDAStream().stream()),
+                 "gemv_grouped");
 #endif
   });
 }

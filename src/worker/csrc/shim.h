@@ -234,6 +234,9 @@ int llmprof_copy_async(const void* dst, const void* src);
 
 /* 1 when this build has the kernels (nvcc was found at build time), else 0. */
 int llmprof_kernels_available(void);
+/* llmprof's kernels launched with programmatic dependent launch (runtime.optim.programmatic_launch;
+ * compute capability 9.0+ only): `on` for the process. */
+void llmprof_set_programmatic_launch(int on);
 /* SAM attention with the relative-position bias folded into q·k: from the qkv Linear's output
  * [B,H,W,3C] (padded tokens take `bias`), q′ and k′ [B·windows, win_h·win_w, heads, aug]
  * (q′'s relative-position columns: left for llmprof_sam_fill_rel_pos without the q copies, zeroed
@@ -342,6 +345,10 @@ int llmprof_decode_attention(const void* q, const void* k_cache, const void* v_c
 /* A Linear over 1 ..= 8 rows in llmprof's kernel: x [.., k] (bf16 or fp16, k a multiple of 8),
  * weight [n, k], bias [n] or null → y [.., n] (allocated by the caller). */
 int llmprof_gemv(const void* x, const void* weight, const void* bias, const void* y);
+/* The GEMV over a MoE step's token slots sorted by expert: x [slots, k] (1 ..= 16 slots, bf16 or
+ * fp16), weight [experts, n, k], group_ends int32 [experts] (inclusive cumulative slot counts)
+ * → y [slots, n], each slot by its group's expert (allocated by the caller). */
+int llmprof_gemv_grouped(const void* x, const void* weight, const void* group_ends, const void* y);
 /* RoPE on q and k and the K/V cache write: qkv [B, T, (heads + 2 kv_heads) hd], cos and sin
  * [B, 1, T, hd], slot [1] int64 on the device (the first slot written) → q [B, T, heads, hd]
  * (allocated by the caller), k and v written at slots slot .. slot + T − 1 of k_cache and v_cache

@@ -55,7 +55,7 @@ pub struct VariantCheck {
 pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, StepPath)> {
     let graph = StepPath::Graph { kv_bucket };
     // (variant, the switch it checks, the switches it turns on, step path)
-    let table: [(&str, &str, &[&str], StepPath); 14] = [
+    let table: [(&str, &str, &[&str], StepPath); 15] = [
         (
             "fused_projections",
             "fused_projections",
@@ -145,6 +145,27 @@ pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, S
             "gemv_kernel+cuda_graph",
             "gemv_kernel",
             &["static_kv_cache", "grouped_moe", "gemv_kernel"],
+            graph,
+        ),
+        // Every kernel it changes the launch of, launched with it.
+        (
+            "programmatic_launch+cuda_graph",
+            "programmatic_launch",
+            &[
+                "fused_projections",
+                "static_kv_cache",
+                "grouped_moe",
+                "moe_routing_kernel",
+                "moe_combine_kernel",
+                "fused_rms_norm",
+                "add_rms_norm_kernel",
+                "swiglu_kernel",
+                "rope_kv_kernel",
+                "decode_attention_kernel",
+                "decode_attention_tensor_cores",
+                "gemv_kernel",
+                "programmatic_launch",
+            ],
             graph,
         ),
     ];
@@ -289,8 +310,11 @@ pub fn check<S: CheckSubject>(
             )?)
         };
         for (name, optim, path) in variants::<S::Own>(kv_bucket) {
+            crate::ffi::kernels::set_programmatic_launch(optim.engine.programmatic_launch);
             let m = subject.build(w, &optim)?;
-            let t = run(&m, path, prompts, steps, forced)?;
+            let t = run(&m, path, prompts, steps, forced);
+            crate::ffi::kernels::set_programmatic_launch(false);
+            let t = t?;
             drop(m);
             let mismatched: Vec<usize> = (0..t.tokens.len())
                 .filter(|&i| t.tokens[i] != reference.tokens[i])

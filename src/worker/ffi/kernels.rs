@@ -9,6 +9,7 @@ use tch::Tensor;
 
 extern "C" {
     fn llmprof_kernels_available() -> c_int;
+    fn llmprof_set_programmatic_launch(on: c_int);
     fn llmprof_moe_route(
         logits: *const c_void,
         x: *const c_void,
@@ -336,6 +337,16 @@ pub fn decode_attention(
 /// (natively or from their PTX; always true without a device: CPU runs never launch them).
 pub fn available() -> bool {
     built_in() && !matches!(current_device(), Some(d) if d.coverage == Coverage::None)
+}
+
+/// Whether llmprof's decode-step kernels (norms, RoPE + cache write, decode attention, GEMV,
+/// SwiGLU, MoE routing and combine) launch with programmatic dependent launch from now on in
+/// this process (`runtime.optim.programmatic_launch`; `csrc/kernels/pdl.cuh`): each may start
+/// while the kernel before it finishes and waits for that kernel's results on the GPU. Applies on
+/// compute capability 9.0 and newer only; no effect in a build without the kernels.
+pub fn set_programmatic_launch(on: bool) {
+    // SAFETY: stores a flag; no pointers.
+    unsafe { llmprof_set_programmatic_launch(c_int::from(on)) }
 }
 
 /// Whether this build carries the kernels at all (nvcc was found when it was built).

@@ -13,7 +13,18 @@ extern "C" {
         bias: *const c_void,
         y: *const c_void,
     ) -> c_int;
+    fn llmprof_gemv_grouped(
+        x: *const c_void,
+        weight: *const c_void,
+        group_ends: *const c_void,
+        y: *const c_void,
+    ) -> c_int;
 }
+
+/// The most token slots (tokens × experts per token) [`grouped_fits`] gives the kernel: a
+/// decode step's at batch 1 to 2 for DeepSeek's six experts a token; above, libtorch's grouped
+/// GEMM reads each expert's weight once for all of its slots.
+pub const MAX_GROUPED_ROWS: i64 = 16;
 
 /// The most rows (the product of `x`'s leading dims) the kernel computes.
 pub const MAX_ROWS: i64 = 8;
@@ -72,6 +83,51 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
     Ok(y)
 }
 
+/// Whether [`linear_grouped`] takes `x` [slots, k] with `weight` [experts, n, k] and
+/// `group_ends` [experts]: a contiguous CUDA bf16 or fp16 `x` of 1 ..= [`MAX_GROUPED_ROWS`]
+/// rows, k a multiple of 8, `weight` of its dtype and device, contiguous, both 16-byte aligned,
+/// `group_ends` int32 on that device. Checks shapes only (no device call).
+pub fn grouped_fits(x: &Tensor, weight: &Tensor, group_ends: &Tensor) -> bool {
+    let (xs, ws) = (x.size(), weight.size());
+    let aligned = |t: &Tensor| t.data_ptr() as usize % 16 == 0;
+    x.device().is_cuda()
+        && matches!(x.kind(), Kind::BFloat16 | Kind::Half)
+        && xs.len() == 2
+        && (1..=MAX_GROUPED_ROWS).contains(&xs[0])
+        && xs[1] % 8 == 0
+        && x.is_contiguous()
+        && ws.len() == 3
+        && ws[0] >= 1
+        && ws[1] >= 1
+        && ws[2] == xs[1]
+        && weight.kind() == x.kind()
+        && weight.device() == x.device()
+        && weight.is_contiguous()
+        && aligned(x)
+        && aligned(weight)
+        && group_ends.size() == [ws[0]]
+        && group_ends.kind() == Kind::Int
+        && group_ends.device() == x.device()
+        && group_ends.is_contiguous()
+}
+
+/// Each slot's row of `x` [slots, k] times its expert's `weight[e]`ᵀ → [slots, n], e the
+/// expert whose group of `group_ends` (inclusive cumulative slot counts: the routing's) holds
+/// the slot; operands as [`grouped_fits`] says (the shim checks them again).
+pub fn linear_grouped(
+    x: &Tensor,
+    weight: &Tensor,
+    group_ends: &Tensor,
+) -> Result<Tensor, ShimError> {
+    let slots = x.size().first().copied().unwrap_or(0);
+    let n = weight.size().get(1).copied().unwrap_or(0);
+    let y = empty(&[slots, n], (x.kind(), x.device()))?;
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes, dtypes and
+    // devices.
+    check(unsafe { llmprof_gemv_grouped(ptr(x), ptr(weight), ptr(group_ends), ptr(&y)) })?;
+    Ok(y)
+}
+
 /// `x·weightᵀ (+ bias)`: in the kernel where `on` and the call [`fits`], else libtorch's Linear.
 pub fn linear_or_torch(
     x: &Tensor,
@@ -104,6 +160,59 @@ mod tests {
     /// 256-element step, with and without bias and with an output count that is not a multiple
     /// of its 16 per block: within one rounding of the output (2⁻⁷ relative for bf16, 2⁻¹⁰ fp16)
     /// of the largest value. [`fits`] gives it one row of at most [`MAX_K`] only.
+    /// The grouped form against each slot's expert in fp32, slots sorted by expert as the
+    /// routing leaves them (experts without slots between, the last expert's group used, an
+    /// expert with two slots), at every slot count 1 ..= [`MAX_GROUPED_ROWS`]: within one
+    /// rounding of the output of the largest value; [`grouped_fits`] refuses 17 slots and int64
+    /// group ends.
+    #[test]
+    #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+    fn grouped_gemv_matches_each_slots_expert_on_a_gpu() {
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        let dev = Device::Cuda(0);
+        let experts = 8i64;
+        for (kind, tol) in [(Kind::BFloat16, 1.0 / 128.0), (Kind::Half, 1.0 / 1024.0)] {
+            for (n, k) in [(1792i64, 1280i64), (1280, 896), (40, 264)] {
+                let w = Tensor::randn([experts, n, k], (kind, dev)) / (k as f64).sqrt();
+                for slots in 1..=MAX_GROUPED_ROWS {
+                    // Slot s goes to expert (s · 5 / 2) mod 8, sorted: gaps and repeats.
+                    let mut of_slot: Vec<i64> = (0..slots).map(|s| (s * 5 / 2) % experts).collect();
+                    of_slot.sort_unstable();
+                    let ends: Vec<i32> = (0..experts)
+                        .map(|e| of_slot.iter().filter(|&&x| x <= e).count() as i32)
+                        .collect();
+                    let ends = Tensor::from_slice(&ends).to_device(dev);
+                    let x = Tensor::randn([slots, k], (kind, dev));
+                    assert!(grouped_fits(&x, &w, &ends), "{kind:?} {slots} slots");
+                    let got = linear_grouped(&x, &w, &ends).unwrap().to_kind(Kind::Float);
+                    let want = Tensor::stack(
+                        &of_slot
+                            .iter()
+                            .enumerate()
+                            .map(|(s, &e)| {
+                                x.get(s as i64)
+                                    .to_kind(Kind::Float)
+                                    .matmul(&w.get(e).to_kind(Kind::Float).tr())
+                            })
+                            .collect::<Vec<_>>(),
+                        0,
+                    );
+                    let err = (&got - &want).abs().max().double_value(&[]);
+                    let scale = want.abs().max().double_value(&[]);
+                    assert!(
+                        err <= tol * scale,
+                        "{kind:?} {slots} slots, n {n}, k {k}: error {err} (scale {scale})"
+                    );
+                }
+                let x17 = Tensor::zeros([MAX_GROUPED_ROWS + 1, k], (kind, dev));
+                let ends = Tensor::zeros([experts], (Kind::Int, dev));
+                assert!(!grouped_fits(&x17, &w, &ends));
+                let x1 = Tensor::zeros([1, k], (kind, dev));
+                assert!(!grouped_fits(&x1, &w, &ends.to_kind(Kind::Int64)));
+            }
+        }
+    }
+
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn gemv_matches_an_fp32_linear_on_a_gpu() {

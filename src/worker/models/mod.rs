@@ -22,6 +22,7 @@ pub trait ModelJob {
 
 /// Builds the model `spec` names and runs `job` on it.
 pub fn with_model<J: ModelJob>(spec: &RunSpec, job: J) -> Result<J::Output> {
+    crate::ffi::kernels::set_programmatic_launch(spec.runtime.optim.programmatic_launch);
     match spec.model.family {
         Family::DeepseekOcr => job.run(&deepseek_ocr::interface::DeepseekOcrModel::build(spec)?),
         Family::DenseDecoder => {

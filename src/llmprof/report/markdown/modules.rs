@@ -113,6 +113,7 @@ mod tests {
                 runs: 3,
                 work_ms: 9.0,
                 overlap_ms: 0.0,
+                early_start_ms: 0.0,
                 idle_inside_ms: 0.5,
                 span_ms: 9.5,
                 gap_ms: 0.1,

@@ -185,6 +185,7 @@ pub fn build(
                 runs: p.stage_runs.get(stage).copied().unwrap_or(0),
                 work_ms: t.map_or(0.0, |t| ms(t.work_ns)),
                 overlap_ms: t.map_or(0.0, |t| ms(t.overlap_ns())),
+                early_start_ms: t.map_or(0.0, |t| ms(t.early_start_ns)),
                 idle_inside_ms: t.map_or(0.0, |t| ms(t.idle_inside_ns())),
                 span_ms: span,
                 gap_ms: t.map_or(0.0, |t| ms(t.gap_ns)),

@@ -5,6 +5,7 @@
 // variant ("session 11").
 #include "dtype.cuh"
 #include "launch.h"
+#include "pdl.cuh"
 
 #include <cuda_runtime.h>
 
@@ -28,6 +29,7 @@ template <typename T>
 __global__ void add_rms_norm(const T* __restrict__ x, const T* __restrict__ delta,
                              const T* __restrict__ weight, T* __restrict__ sum_out,
                              T* __restrict__ out, int64_t hidden, float eps) {
+  llmprof_k::begin_after_previous_grid();
   __shared__ float partial[kThreads / 32];
   const int64_t base = (int64_t)blockIdx.x * hidden;
   T xs[kPer], ds[kPer], ws[kPer];
@@ -79,6 +81,7 @@ __global__ void __launch_bounds__(kThreads)
     add_rms_norm_vec(const T* __restrict__ x, const T* __restrict__ delta,
                      const T* __restrict__ weight, T* __restrict__ sum_out, T* __restrict__ out,
                      int64_t hidden, float eps) {
+  llmprof_k::begin_after_previous_grid();
   constexpr int V = 16 / sizeof(T);
   using Vt = llmprof_k::Vec<T, V>;
   __shared__ float partial[kThreads / 32];
@@ -144,6 +147,7 @@ template <typename T, int kVecs>
 __global__ void add_rms_norm_rows(const T* __restrict__ x, const T* __restrict__ delta,
                                   const T* __restrict__ weight, T* __restrict__ sum_out,
                                   T* __restrict__ out, int64_t rows, int64_t hidden, float eps) {
+  llmprof_k::begin_after_previous_grid();
   constexpr int V = 16 / sizeof(T);
   using Vt = llmprof_k::Vec<T, V>;
   const int lane = threadIdx.x % 32;
@@ -209,10 +213,10 @@ template <typename T, int kVecs>
 int launch_rows(const void* x, const void* delta, const void* weight, void* sum, void* out,
                 int64_t rows, int64_t hidden, float eps, cudaStream_t stream) {
   const unsigned blocks = (unsigned)((rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  add_rms_norm_rows<T, kVecs><<<blocks, 32 * kRowsPerBlock, 0, stream>>>(
+  return (int)llmprof_k::launch(
+      add_rms_norm_rows<T, kVecs>, blocks, 32 * kRowsPerBlock, 0, stream,
       static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
       static_cast<T*>(sum), static_cast<T*>(out), rows, hidden, eps);
-  return (int)cudaGetLastError();
 }
 
 template <typename T>
@@ -235,15 +239,15 @@ int launch_add_rms_norm(const void* x, const void* delta, const void* weight, vo
                    : per_thread <= 2 ? add_rms_norm_vec<T, 2>
                    : per_thread <= 4 ? add_rms_norm_vec<T, 4>
                                      : add_rms_norm_vec<T, 8>;
-    kernel<<<(unsigned)rows, kThreads, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
-        static_cast<T*>(sum), static_cast<T*>(out), hidden, eps);
-    return (int)cudaGetLastError();
+    return (int)llmprof_k::launch(
+        kernel, (unsigned)rows, kThreads, 0, stream, static_cast<const T*>(x),
+        static_cast<const T*>(delta), static_cast<const T*>(weight), static_cast<T*>(sum),
+        static_cast<T*>(out), hidden, eps);
   }
-  add_rms_norm<T><<<(unsigned)rows, kThreads, 0, stream>>>(
-      static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
-      static_cast<T*>(sum), static_cast<T*>(out), hidden, eps);
-  return (int)cudaGetLastError();
+  return (int)llmprof_k::launch(
+      add_rms_norm<T>, (unsigned)rows, kThreads, 0, stream, static_cast<const T*>(x),
+      static_cast<const T*>(delta), static_cast<const T*>(weight), static_cast<T*>(sum),
+      static_cast<T*>(out), hidden, eps);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "decode_attention_mma.cuh"
 #include "dtype.cuh"
 #include "launch.h"
+#include "pdl.cuh"
 
 #include <cuda_runtime.h>
 #include <math.h>
@@ -131,6 +132,7 @@ template <typename T, int HD>
 __global__ void __launch_bounds__(kThreads)
     attn_combine(const float* __restrict__ part_o, const float* __restrict__ part_ml, int splits,
                  T* __restrict__ out) {
+  llmprof_k::begin_after_previous_grid();
   extern __shared__ float weight[];  // [splits]
   __shared__ float red[kThreads / 32];
   const int bh = blockIdx.x;
@@ -198,6 +200,7 @@ __global__ void __launch_bounds__(kThreads)
                const int64_t* __restrict__ pad, const int64_t* __restrict__ len_p,
                float* __restrict__ part_o, float* __restrict__ part_ml,
                llmprof_k_decode_attn_shape s) {
+  llmprof_k::begin_after_previous_grid();
   const int bh = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
   const int b = bh / s.heads, h = bh % s.heads;
   const int kvh = h / (s.heads / s.kv_heads);
@@ -217,9 +220,9 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, int HD>
 int launch_combine(const float* part_o, const float* part_ml, int splits, void* out, int bh,
                    cudaStream_t stream) {
-  attn_combine<T, HD><<<(unsigned)bh, kThreads, splits * sizeof(float), stream>>>(
-      part_o, part_ml, splits, static_cast<T*>(out));
-  return (int)cudaGetLastError();
+  return (int)llmprof_k::launch(attn_combine<T, HD>, (unsigned)bh, kThreads,
+                                splits * sizeof(float), stream, part_o, part_ml, splits,
+                                static_cast<T*>(out));
 }
 
 template <typename T, int HD>
@@ -238,9 +241,10 @@ int launch_hd(const void* q, const void* k, const void* v, const int64_t* pad,
     }
   }
   const dim3 grid((unsigned)bh, (unsigned)s.splits);
-  attn_split<T, HD><<<grid, kThreads, 0, stream>>>(
-      static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), pad, len,
-      part_o, part_ml, s);
+  const cudaError_t e = llmprof_k::launch(
+      attn_split<T, HD>, grid, kThreads, 0, stream, static_cast<const T*>(q),
+      static_cast<const T*>(k), static_cast<const T*>(v), pad, len, part_o, part_ml, s);
+  if (e != cudaSuccess) return (int)e;
   return launch_combine<T, HD>(part_o, part_ml, s.splits, out, bh, stream);
 }
 

@@ -15,6 +15,7 @@
 #include "device.cuh"
 #include "dtype.cuh"
 #include "mma.cuh"
+#include "pdl.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -85,6 +86,7 @@ __global__ void __launch_bounds__(kThreads, 3)
                    const int64_t* __restrict__ pad, const int64_t* __restrict__ len_p,
                    float* __restrict__ part_o, float* __restrict__ part_ml,
                    llmprof_k_decode_attn_shape s, int tiles) {
+  llmprof_k::begin_after_previous_grid();
   using Tl = Tiles<T, HD>;
   constexpr int kSteps = HD / 16;  // k-steps of S = Q·Kᵀ
   constexpr int kOut = HD / 8;     // 8-channel tiles of O
@@ -292,8 +294,8 @@ int launch_hd(const T* q, const T* k, const T* v, const int64_t* pad, const int6
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
   if (err != cudaSuccess) return (int)err;
   const dim3 grid((unsigned)(s.batch * s.kv_heads), (unsigned)plan.used);
-  kernel<<<grid, kThreads, bytes, stream>>>(q, k, v, pad, len, part_o, part_ml, s, plan.tiles);
-  return (int)cudaGetLastError();
+  return (int)llmprof_k::launch(kernel, grid, kThreads, bytes, stream, q, k, v, pad, len, part_o,
+                                part_ml, s, plan.tiles);
 }
 
 }  // namespace

@@ -18,6 +18,18 @@ inline int sm_count(int device) {
   return n;
 }
 
+// `device`'s compute capability major version (asked once per device for devices 0..63), or 0
+// when the driver does not say.
+inline int compute_major(int device) {
+  static int major[64] = {};
+  const bool cached = device >= 0 && device < 64;
+  if (cached && major[device] != 0) return major[device];
+  int v = 0;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) v = 0;
+  if (cached) major[device] = v;
+  return v;
+}
+
 // The current device's multiprocessor count; 132 (an H100 SXM's) where it cannot be read: only
 // ever a grid-sizing guess.
 inline int current_sm_count() {

@@ -7,9 +7,12 @@
 // 87 %). Each warp owns kRowsPerWarp outputs and walks their weight rows in 16-byte loads, kUnroll
 // of them per row in flight per lane, x read in the same 16-byte steps (it is small and stays in
 // L1/L2); products summed in fp32 per lane, then across the warp; the output rounded once to T.
-// The decoder gives it one-row calls only (ffi/kernels_gemv.rs: at eight rows it lost to cuBLAS).
+// The decoder gives it one-row calls only (ffi/kernels_gemv.rs: at eight rows it lost to cuBLAS),
+// and a MoE decode step's routed experts one slot per block row (the grouped form below), where
+// libtorch's grouped GEMM took 3.7× the bytes' floor at batch 1 (round 3 session 31).
 #include "dtype.cuh"
 #include "launch.h"
+#include "pdl.cuh"
 
 #include <cuda_runtime.h>
 
@@ -24,15 +27,36 @@ constexpr int kRowsPerWarp = 2;
 constexpr int kUnroll = 4;
 
 // kM: the rows the template handles (calls with fewer rows skip the missing ones).
-template <typename T, int kM>
+// kGrouped: the rows of a MoE step's token slots sorted by expert, one slot per blockIdx.y (kM
+// 1): slot s takes x[s], writes y[s], and its expert's weight w[e] [n, k], e the group of
+// `group_ends` [experts] (inclusive cumulative slot counts, from the routing kernel) holding s.
+template <typename T, int kM, bool kGrouped>
 __global__ void __launch_bounds__(kThreads)
     gemv(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
-         T* __restrict__ y, int m, int64_t n, int64_t k) {
+         T* __restrict__ y, int m, int64_t n, int64_t k, const int32_t* __restrict__ group_ends,
+         int experts) {
   constexpr int kV = 16 / (int)sizeof(T);  // elements per 16-byte load
   constexpr int kStep = 32 * kV;            // elements a warp covers per load
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t n0 = ((int64_t)blockIdx.x * kWarps + warp) * kRowsPerWarp;
-  if (n0 >= n) return;
+  if (n0 >= n) return;  // before the wait: this warp reads and writes nothing
+  if constexpr (kGrouped) {
+    // Which weight to read comes from the routing kernel before this one: wait first.
+    llmprof_k::begin_after_previous_grid();
+    const int slot = blockIdx.y;
+    int lo = 0, hi = experts - 1;  // the first group whose end is past the slot
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (group_ends[mid] > slot) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    w += (int64_t)lo * n * k;
+    x += (int64_t)slot * k;
+    y += (int64_t)slot * n;
+  }
   const T* rows[kRowsPerWarp];
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) rows[r] = w + min(n0 + r, n - 1) * k;
@@ -60,15 +84,31 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
 
-  int64_t c = (int64_t)lane * kV;
-  // Whole groups of kUnroll steps: every load of the group issued before the first use.
-  for (; c + (kUnroll - 1) * kStep < k; c += kUnroll * kStep) {
-    uint4 wv[kUnroll][kRowsPerWarp];
+  auto load_group = [&](uint4 (&wv)[kUnroll][kRowsPerWarp], int64_t c) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
       for (int r = 0; r < kRowsPerWarp; ++r)
         wv[u][r] = __ldcs(reinterpret_cast<const uint4*>(rows[r] + c + u * kStep));
+  };
+
+  int64_t c = (int64_t)lane * kV;
+  // The first group of weight loads goes out before the wait for the kernel before this one
+  // (programmatic dependent launch, pdl.cuh): no kernel of the step writes the weight, so its
+  // bytes stream in while that kernel finishes; x and y only after.
+  uint4 first[kUnroll][kRowsPerWarp];
+  const bool whole_first = c + (kUnroll - 1) * kStep < k;
+  if (whole_first) load_group(first, c);
+  if constexpr (!kGrouped) llmprof_k::begin_after_previous_grid();
+  if (whole_first) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) fma_block(first[u], c + u * kStep);
+    c += kUnroll * kStep;
+  }
+  // Whole groups of kUnroll steps: every load of the group issued before the first use.
+  for (; c + (kUnroll - 1) * kStep < k; c += kUnroll * kStep) {
+    uint4 wv[kUnroll][kRowsPerWarp];
+    load_group(wv, c);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) fma_block(wv[u], c + u * kStep);
   }
@@ -109,16 +149,24 @@ int launch_gemv(const void* x, const void* w, const void* bias, void* y, int m, 
   const auto y_ = static_cast<T*>(y);
   const int64_t per_block = (int64_t)kWarps * kRowsPerWarp;
   const unsigned blocks = (unsigned)((n + per_block - 1) / per_block);
-  if (m == 1) {
-    gemv<T, 1><<<blocks, kThreads, 0, stream>>>(x_, w_, b_, y_, m, n, k);
-  } else if (m == 2) {
-    gemv<T, 2><<<blocks, kThreads, 0, stream>>>(x_, w_, b_, y_, m, n, k);
-  } else if (m <= 4) {
-    gemv<T, 4><<<blocks, kThreads, 0, stream>>>(x_, w_, b_, y_, m, n, k);
-  } else {
-    gemv<T, 8><<<blocks, kThreads, 0, stream>>>(x_, w_, b_, y_, m, n, k);
-  }
-  return (int)cudaGetLastError();
+  auto kernel = m == 1   ? gemv<T, 1, false>
+                : m == 2 ? gemv<T, 2, false>
+                : m <= 4 ? gemv<T, 4, false>
+                         : gemv<T, 8, false>;
+  return (int)llmprof_k::launch(kernel, blocks, kThreads, 0, stream, x_, w_, b_, y_, m, n, k,
+                                static_cast<const int32_t*>(nullptr), 0);
+}
+
+template <typename T>
+int launch_gemv_grouped(const void* x, const void* w, const int32_t* group_ends, void* y,
+                        int slots, int experts, int64_t n, int64_t k, cudaStream_t stream) {
+  if (sizeof(T) == 4) return (int)cudaErrorInvalidValue;  // bf16 and fp16 only
+  const int64_t per_block = (int64_t)kWarps * kRowsPerWarp;
+  const dim3 grid((unsigned)((n + per_block - 1) / per_block), (unsigned)slots);
+  return (int)llmprof_k::launch(gemv<T, 1, true>, grid, kThreads, 0, stream,
+                                static_cast<const T*>(x), static_cast<const T*>(w),
+                                static_cast<const T*>(nullptr), static_cast<T*>(y), 1, n, k,
+                                group_ends, experts);
 }
 
 }  // namespace
@@ -133,4 +181,17 @@ extern "C" int llmprof_k_gemv(int dtype, const void* x, const void* w, const voi
   }
   auto st = static_cast<cudaStream_t>(stream);
   LLMPROF_K_DISPATCH(dtype, launch_gemv, x, w, bias, y, m, n, k, st)
+}
+
+extern "C" int llmprof_k_gemv_grouped(int dtype, const void* x, const void* w,
+                                      const int32_t* group_ends, void* y, int slots, int experts,
+                                      int64_t n, int64_t k, void* stream) {
+  if (slots < 1 || slots > LLMPROF_K_GEMV_MAX_GROUPED_ROWS || experts < 1 || n < 1 || k < 1 ||
+      k % 8 != 0 ||
+      (int64_t)((n + kWarps * kRowsPerWarp - 1) / (kWarps * kRowsPerWarp)) > (int64_t)0x7fffffff ||
+      !llmprof_k::aligned16(x) || !llmprof_k::aligned16(w) || group_ends == nullptr) {
+    return (int)cudaErrorInvalidValue;
+  }
+  auto st = static_cast<cudaStream_t>(stream);
+  LLMPROF_K_DISPATCH(dtype, launch_gemv_grouped, x, w, group_ends, y, slots, experts, n, k, st)
 }

@@ -15,6 +15,12 @@ extern "C" {
 /* CUDA's largest grid y dimension: kernels that put tokens or splits on y take at most this many. */
 #define LLMPROF_K_MAX_GRID_Y 65535
 
+/* Whether the kernels below launch with programmatic dependent launch (pdl.cuh): `on` for the
+ * process (runtime.optim.programmatic_launch), applied on compute capability 9.0+ only. */
+void llmprof_k_set_programmatic_launch(int on);
+/* 1 where the kernels launch with it now (policy on, current device 9.0+), 0 otherwise. */
+int llmprof_k_programmatic_launch(void);
+
 /* Element types the kernels are instantiated for. */
 enum llmprof_k_dtype { LLMPROF_K_F32 = 0, LLMPROF_K_BF16 = 1, LLMPROF_K_F16 = 2 };
 
@@ -236,6 +242,15 @@ int llmprof_k_decode_attention(int dtype, const void* q, const void* k, const vo
 #define LLMPROF_K_GEMV_MAX_ROWS 8
 int llmprof_k_gemv(int dtype, const void* x, const void* w, const void* bias, void* y, int m,
                    int64_t n, int64_t k, void* stream);
+
+/* The GEMV over a MoE step's token slots sorted by expert (csrc/kernels/gemv.cu): y [slots, n] =
+ * x [slots, k] · w[e]ᵀ per slot, w [experts, n, k] and e the expert whose group in group_ends
+ * (int32 [experts], inclusive cumulative slot counts, on the device) holds the slot; 1 ..=
+ * LLMPROF_K_GEMV_MAX_GROUPED_ROWS slots, bf16 or fp16, k a multiple of 8, x and w 16-byte
+ * aligned. */
+#define LLMPROF_K_GEMV_MAX_GROUPED_ROWS 16
+int llmprof_k_gemv_grouped(int dtype, const void* x, const void* w, const int32_t* group_ends,
+                           void* y, int slots, int experts, int64_t n, int64_t k, void* stream);
 
 /* Hopper GEMMs (csrc/kernels/sm90a, CUTLASS; built only with LLMPROF_HAVE_SM90A_GEMM and run
  * only on compute capability 9.0). */

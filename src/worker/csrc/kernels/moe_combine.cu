@@ -5,6 +5,7 @@
 // "Round 2, session 8"), and rounds where they round.
 #include "dtype.cuh"
 #include "launch.h"
+#include "pdl.cuh"
 
 #include <cuda_runtime.h>
 
@@ -24,6 +25,7 @@ template <typename T>
 __global__ void moe_combine(const T* __restrict__ sorted, const int64_t* __restrict__ slot_pos,
                             const float* __restrict__ weights, const T* __restrict__ shared,
                             T* __restrict__ y, int64_t hidden, int k) {
+  llmprof_k::begin_after_previous_grid();
   __shared__ int64_t rows[kMaxK];
   __shared__ float w[kMaxK];
   const int64_t t = blockIdx.y;
@@ -48,6 +50,7 @@ template <typename T, int V>
 __global__ void moe_combine_vec(const T* __restrict__ sorted, const int64_t* __restrict__ slot_pos,
                                 const float* __restrict__ weights, const T* __restrict__ shared,
                                 T* __restrict__ y, int64_t tokens, int64_t hidden, int k) {
+  llmprof_k::begin_after_previous_grid();
   using Vt = llmprof_k::Vec<T, V>;
   const int64_t t = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
   if (t >= tokens) return;
@@ -88,16 +91,14 @@ int launch_combine(const void* sorted, const int64_t* slot_pos, const float* wei
     const unsigned by = 256 / bx > 0 ? 256 / bx : 1;
     const dim3 block(bx, by);
     const unsigned blocks = (unsigned)((tokens + by - 1) / by);
-    moe_combine_vec<T, V><<<blocks, block, 0, stream>>>(
-        static_cast<const T*>(sorted), slot_pos, weights, static_cast<const T*>(shared),
-        static_cast<T*>(y), tokens, hidden, k);
-    return (int)cudaGetLastError();
+    return (int)llmprof_k::launch(
+        moe_combine_vec<T, V>, blocks, block, 0, stream, static_cast<const T*>(sorted), slot_pos,
+        weights, static_cast<const T*>(shared), static_cast<T*>(y), tokens, hidden, k);
   }
   const dim3 grid((unsigned)((hidden + kThreads - 1) / kThreads), (unsigned)tokens);
-  moe_combine<T><<<grid, kThreads, 0, stream>>>(
-      static_cast<const T*>(sorted), slot_pos, weights, static_cast<const T*>(shared),
-      static_cast<T*>(y), hidden, k);
-  return (int)cudaGetLastError();
+  return (int)llmprof_k::launch(moe_combine<T>, grid, kThreads, 0, stream,
+                                static_cast<const T*>(sorted), slot_pos, weights,
+                                static_cast<const T*>(shared), static_cast<T*>(y), hidden, k);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // about ten launches per MoE layer (reports/performance-history.md, "MoE routing").
 #include "dtype.cuh"
 #include "launch.h"
+#include "pdl.cuh"
 #include "moe_route_token.cuh"
 
 #include <cuda_runtime.h>
@@ -27,6 +28,7 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
                           int64_t* __restrict__ slot_pos, int32_t* __restrict__ group_ends,
                           const unsigned char* __restrict__ x, int64_t row_bytes,
                           unsigned char* __restrict__ sorted_x) {
+  llmprof_k::begin_after_previous_grid();
   __shared__ int counts[LLMPROF_K_MOE_MAX_EXPERTS];
   __shared__ int starts[LLMPROF_K_MOE_MAX_EXPERTS];
   __shared__ unsigned char slot_expert[LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS];  // one byte: experts ≤ 256
@@ -113,8 +115,8 @@ extern "C" int llmprof_k_moe_route_one_block(const float* logits, int64_t tokens
       tokens * k > LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS) {
     return (int)cudaErrorInvalidValue;
   }
-  moe_route<<<1, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      logits, tokens, experts, k, scaling, weights, ids, order, slot_token, slot_pos, group_ends,
+  return (int)llmprof_k::launch(
+      moe_route, 1, kThreads, 0, static_cast<cudaStream_t>(stream), logits, tokens, experts, k,
+      scaling, weights, ids, order, slot_token, slot_pos, group_ends,
       static_cast<const unsigned char*>(x), row_bytes, static_cast<unsigned char*>(sorted_x));
-  return (int)cudaGetLastError();
 }

@@ -9,6 +9,7 @@
 //      the earlier slots of its expert (ranks within 32 slots from __match_any_sync), so the
 //      order is the stable sort by expert.
 #include "launch.h"
+#include "pdl.cuh"
 #include "moe_route_token.cuh"
 
 #include <cuda_runtime.h>
@@ -24,6 +25,7 @@ constexpr int kScanThreads = 1024;
 __global__ void route_blocks(const float* __restrict__ logits, int64_t tokens, int experts, int k,
                              float scaling, float* __restrict__ weights, int64_t* __restrict__ ids,
                              int32_t* __restrict__ counts) {
+  llmprof_k::begin_after_previous_grid();
   __shared__ int c[LLMPROF_K_MOE_MAX_EXPERTS];
   for (int e = threadIdx.x; e < experts; e += blockDim.x) c[e] = 0;
   __syncthreads();
@@ -49,6 +51,7 @@ __global__ void route_blocks(const float* __restrict__ logits, int64_t tokens, i
 // its blocks' counts as that block's first sorted row for expert e.
 __global__ void scan_counts(int32_t* __restrict__ counts, int64_t blocks, int experts,
                             int32_t* __restrict__ group_ends) {
+  llmprof_k::begin_after_previous_grid();
   __shared__ int seg_sum[kScanThreads];
   __shared__ int starts[LLMPROF_K_MOE_MAX_EXPERTS];
   const int segs = kScanThreads / experts;
@@ -93,6 +96,7 @@ __global__ void scan_counts(int32_t* __restrict__ counts, int64_t blocks, int ex
 __global__ void place_slots(const int64_t* __restrict__ ids, int64_t tokens, int experts, int k,
                             const int32_t* __restrict__ first_row, int64_t* __restrict__ order,
                             int64_t* __restrict__ slot_token, int64_t* __restrict__ slot_pos) {
+  llmprof_k::begin_after_previous_grid();
   __shared__ int next[LLMPROF_K_MOE_MAX_EXPERTS];
   const int lane = threadIdx.x;
   for (int e = lane; e < experts; e += 32) next[e] = first_row[(int64_t)blockIdx.x * experts + e];
@@ -134,10 +138,15 @@ extern "C" int llmprof_k_moe_route_many(const float* logits, int64_t tokens, int
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);
-  route_blocks<<<(unsigned)blocks, 32 * kRouteWarps, 0, st>>>(logits, tokens, experts, k, scaling,
-                                                              weights, ids, scratch);
-  scan_counts<<<1, kScanThreads, 0, st>>>(scratch, blocks, experts, group_ends);
-  place_slots<<<(unsigned)blocks, 32, 0, st>>>(ids, tokens, experts, k, scratch, order,
-                                               slot_token, slot_pos);
-  return (int)cudaGetLastError();
+  cudaError_t e = llmprof_k::launch(route_blocks, (unsigned)blocks, 32 * kRouteWarps, 0, st,
+                                    logits, tokens, experts, k, scaling, weights, ids, scratch);
+  if (e == cudaSuccess) {
+    e = llmprof_k::launch(scan_counts, 1, kScanThreads, 0, st, scratch, blocks, experts,
+                          group_ends);
+  }
+  if (e == cudaSuccess) {
+    e = llmprof_k::launch(place_slots, (unsigned)blocks, 32, 0, st, ids, tokens, experts, k,
+                          scratch, order, slot_token, slot_pos);
+  }
+  return (int)e;
 }

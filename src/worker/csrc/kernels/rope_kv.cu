@@ -7,6 +7,7 @@
 // multiply-add) or as a separate rounded product and add (the unfused formula).
 #include "dtype.cuh"
 #include "launch.h"
+#include "pdl.cuh"
 
 #include <cuda_runtime.h>
 
@@ -50,6 +51,7 @@ __global__ void rope_kv(const T* __restrict__ qkv, const T* __restrict__ cos,
                         const T* __restrict__ sin, const int64_t* __restrict__ slot_p,
                         T* __restrict__ q_out, T* __restrict__ k_cache, T* __restrict__ v_cache,
                         llmprof_k_rope_kv_shape s) {
+  llmprof_k::begin_after_previous_grid();
   const int hh = blockIdx.x;
   const int64_t row = blockIdx.y;  // b · tokens + token
   const int hd = s.head_dim;
@@ -80,6 +82,7 @@ __global__ void rope_kv_vec(const T* __restrict__ qkv, const T* __restrict__ cos
                             const T* __restrict__ sin, const int64_t* __restrict__ slot_p,
                             T* __restrict__ q_out, T* __restrict__ k_cache,
                             T* __restrict__ v_cache, llmprof_k_rope_kv_shape s) {
+  llmprof_k::begin_after_previous_grid();
   using Vt = llmprof_k::Vec<T, V>;
   const int hh = blockIdx.x;
   const int64_t row = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;  // b · tokens + token
@@ -127,17 +130,17 @@ int launch_rope_kv(const void* qkv, const void* cos, const void* sin, const int6
     const int rows_per_block = per_head >= 128 ? 1 : 128 / per_head;
     const dim3 block((unsigned)per_head, (unsigned)rows_per_block);
     const dim3 grid(heads, (unsigned)((rows + rows_per_block - 1) / rows_per_block));
-    rope_kv_vec<T, V><<<grid, block, 0, stream>>>(
-        static_cast<const T*>(qkv), static_cast<const T*>(cos), static_cast<const T*>(sin), slot,
-        static_cast<T*>(q), static_cast<T*>(k_cache), static_cast<T*>(v_cache), s);
-    return (int)cudaGetLastError();
+    return (int)llmprof_k::launch(
+        rope_kv_vec<T, V>, grid, block, 0, stream, static_cast<const T*>(qkv),
+        static_cast<const T*>(cos), static_cast<const T*>(sin), slot, static_cast<T*>(q),
+        static_cast<T*>(k_cache), static_cast<T*>(v_cache), s);
   }
   const dim3 grid(heads, (unsigned)rows);
   const int threads = s.head_dim < 128 ? s.head_dim : 128;
-  rope_kv<T><<<grid, threads, 0, stream>>>(
-      static_cast<const T*>(qkv), static_cast<const T*>(cos), static_cast<const T*>(sin), slot,
-      static_cast<T*>(q), static_cast<T*>(k_cache), static_cast<T*>(v_cache), s);
-  return (int)cudaGetLastError();
+  return (int)llmprof_k::launch(
+      rope_kv<T>, grid, threads, 0, stream, static_cast<const T*>(qkv),
+      static_cast<const T*>(cos), static_cast<const T*>(sin), slot, static_cast<T*>(q),
+      static_cast<T*>(k_cache), static_cast<T*>(v_cache), s);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // "Round 2, session 8"). Sums in fp32 like the GEMM, in another order.
 #include "dtype.cuh"
 #include "launch.h"
+#include "pdl.cuh"
 
 #include <cuda_runtime.h>
 
@@ -18,6 +19,7 @@ constexpr int kThreads = 128;
 template <typename T>
 __global__ void router_logits(const T* __restrict__ x, const float* __restrict__ w,
                               float* __restrict__ logits, int experts, int64_t hidden) {
+  llmprof_k::begin_after_previous_grid();
   __shared__ float partial[kThreads / 32];
   const int e = blockIdx.x;
   const int64_t t = blockIdx.y;
@@ -45,9 +47,8 @@ template <typename T>
 int launch_router(const void* x, const float* w, float* logits, int64_t tokens, int experts,
                   int64_t hidden, cudaStream_t stream) {
   const dim3 grid((unsigned)experts, (unsigned)tokens);
-  router_logits<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(x), w, logits, experts,
-                                                  hidden);
-  return (int)cudaGetLastError();
+  return (int)llmprof_k::launch(router_logits<T>, grid, kThreads, 0, stream,
+                                static_cast<const T*>(x), w, logits, experts, hidden);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // same values.
 #include "dtype.cuh"
 #include "launch.h"
+#include "pdl.cuh"
 
 #include <cuda_runtime.h>
 #include <math.h>
@@ -23,6 +24,7 @@ constexpr int kThreads = 256;
 template <typename T>
 __global__ void silu_mul(const T* __restrict__ gate_up, T* __restrict__ out, int64_t rows,
                          int64_t f) {
+  llmprof_k::begin_after_previous_grid();
   const int64_t n = rows * f;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -41,6 +43,7 @@ __global__ void silu_mul(const T* __restrict__ gate_up, T* __restrict__ out, int
 template <typename T, int V>
 __global__ void silu_mul_vec(const T* __restrict__ gate_up, T* __restrict__ out, int64_t rows,
                              int64_t f) {
+  llmprof_k::begin_after_previous_grid();
   using Vt = llmprof_k::Vec<T, V>;
   const int64_t per_row = f / V, n = rows * per_row;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -84,11 +87,11 @@ int launch_silu_mul(const void* gate_up, void* out, int64_t rows, int64_t f,
   const T* in = static_cast<const T*>(gate_up);
   T* o = static_cast<T*>(out);
   if (vector_path<T>(gate_up, out, rows, f)) {
-    silu_mul_vec<T, V><<<grid_for(rows * (f / V)), kThreads, 0, stream>>>(in, o, rows, f);
-  } else {
-    silu_mul<T><<<grid_for(rows * f), kThreads, 0, stream>>>(in, o, rows, f);
+    return (int)llmprof_k::launch(silu_mul_vec<T, V>, grid_for(rows * (f / V)), kThreads, 0,
+                                  stream, in, o, rows, f);
   }
-  return (int)cudaGetLastError();
+  return (int)llmprof_k::launch(silu_mul<T>, grid_for(rows * f), kThreads, 0, stream, in, o, rows,
+                                f);
 }
 
 template <typename T>

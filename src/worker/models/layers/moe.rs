@@ -7,7 +7,7 @@
 
 use super::moe_router::{Router, RouterShape};
 use crate::checkpoint::tensors::WeightPath;
-use crate::ffi::kernels;
+use crate::ffi::{kernels, kernels_gemv};
 use crate::models::layers::basic::{silu_mul_halves, GateUp, GateUpOut, SwiGlu};
 use anyhow::{ensure, Result};
 use llmprof::model::dense::{GroupLimit, Scoring};
@@ -131,6 +131,9 @@ pub struct Moe {
     /// SwiGLU activations (routed and shared experts) in llmprof's kernel on a GPU
     /// (`runtime.optim.swiglu_kernel`); set with [`Moe::with_swiglu_kernel`].
     swiglu_kernel: bool,
+    /// The routed experts of a step with at most [`kernels_gemv::MAX_GROUPED_ROWS`] token slots
+    /// in llmprof's grouped GEMV kernel on a GPU (`runtime.optim.gemv_kernel`).
+    gemv: bool,
 }
 
 impl Moe {
@@ -162,6 +165,7 @@ impl Moe {
             routing_kernel: false,
             combine_kernel: false,
             swiglu_kernel: false,
+            gemv: false,
         })
     }
 
@@ -176,10 +180,12 @@ impl Moe {
     }
 
     /// This MoE with its shared experts' projections in llmprof's GEMV kernel where it takes
-    /// them, when `on` (the routed experts keep their grouped GEMMs).
+    /// them, and its routed experts in the kernel's grouped form for steps of at most
+    /// [`kernels_gemv::MAX_GROUPED_ROWS`] token slots (decode at batch 1-2), when `on`.
     pub fn with_gemv(self, on: bool) -> Self {
         Moe {
             shared: self.shared.map(|s| s.with_gemv(on)),
+            gemv: on,
             ..self
         }
     }
@@ -420,7 +426,11 @@ impl Moe {
     ) -> Result<Tensor> {
         // _grouped_mm takes B as [E, K, N]; the transposed views of [E, N, K] weights are the
         // column-major layout its CUDA kernel wants.
+        // A few slots (a decode step): each slot's expert read once by the grouped GEMV.
         let gmm = |a: &Tensor, w: &Tensor| -> Result<Tensor> {
+            if self.gemv && kernels_gemv::grouped_fits(a, w, offs) {
+                return Ok(kernels_gemv::linear_grouped(a, w, offs)?);
+            }
             Ok(a.f_internal_grouped_mm::<&Tensor>(&w.f_transpose(1, 2)?, Some(offs), None, None)?)
         };
         let gu = {

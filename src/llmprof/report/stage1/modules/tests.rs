@@ -81,6 +81,7 @@ fn profile() -> ModuleProfile {
             busy_ns: 3_500_000.0,
             gap_ns: 200_000.0,
             gap_work_ns: 50_000.0,
+            early_start_ns: 0.0,
         }],
     }
 }
