@@ -301,11 +301,17 @@ int launch_hd(const T* q, const T* k, const T* v, const int64_t* pad, const int6
 }  // namespace
 
 DecodeAttnMmaPlan decode_attn_mma_plan(const llmprof_k_decode_attn_shape& s) {
-  // Blocks enough for about four waves of three resident blocks per SM.
+  // Blocks enough for about two waves of three resident blocks per SM, and at least two per
+  // row·kv head where there are two splits. H200, Llama-3.1-8B over 1,088 slots: at batch 32
+  // two waves (blocks of 5 splits) took 1.45 ms a step against 1.51 at four and 1.54 at one; at
+  // batch 128 two blocks a row (9 splits each) 5.01 against 5.14 with one
+  // (reports/performance-history.md, round 3 session 31).
   const int64_t per_split = (int64_t)s.batch * s.kv_heads;
-  const int64_t target = 4LL * 3 * current_sm_count();
+  const int64_t target = 2LL * 3 * current_sm_count();
   int64_t want = (target + per_split - 1) / per_split;
-  want = want < 1 ? 1 : (want > s.splits ? s.splits : want);
+  want = want < 2 ? 2 : want;
+  want = want > s.splits ? s.splits : want;
+  want = want < 1 ? 1 : want;
   const int tiles = (int)((s.splits + want - 1) / want);
   return {tiles, (s.splits + tiles - 1) / tiles};
 }
