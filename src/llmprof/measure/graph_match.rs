@@ -282,6 +282,8 @@ pub fn match_replays(
     records: &BTreeMap<u64, CaptureRecord>,
 ) -> ReplayOwners {
     let k = &events.kernels;
+    // Charged as the module rows charge them (the unmatched share is of their replayed time).
+    let charged = super::kineto_events::charged_durations(k);
     let mut out = ReplayOwners {
         owners: vec![None; k.len()],
         replayed: vec![false; k.len()],
@@ -326,7 +328,7 @@ pub fn match_replays(
         m.replays += 1;
         let unmatched = |m: &mut GraphMapping, from: usize| {
             m.kernels_unmatched += (idx.len() - from) as u64;
-            m.unmatched_ns += idx[from..].iter().map(|&i| k[i].duration_ns).sum::<u64>();
+            m.unmatched_ns += idx[from..].iter().map(|&i| charged[i]).sum::<u64>();
         };
         let Some(g) = g else {
             unmatched(m, 0);

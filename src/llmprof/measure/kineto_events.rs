@@ -105,9 +105,10 @@ pub fn charged_durations(kernels: &[KernelRecord]) -> Vec<u64> {
     let mut order: Vec<usize> = (0..kernels.len())
         .filter(|&i| kernels[i].is_gpu_work())
         .collect();
+    // Equal starts in launch order: the one launched first is the work ahead.
     order.sort_by_key(|&i| {
         let k = &kernels[i];
-        (k.device_index, k.stream, k.start_ns, k.end_ns())
+        (k.device_index, k.stream, k.start_ns, k.correlation_id)
     });
     let mut ahead: Option<(i32, i64, u64)> = None; // (device, stream, latest end so far)
     for i in order {

@@ -79,19 +79,18 @@ pub fn stage_timeline(
             in_stage[i] = true;
         }
     }
+    // Each event on the timeline from its charged start: a kernel that started early waited
+    // until the work ahead of it ended (also work of the run before, across the boundary).
     let charged = charged_durations(k);
+    let from = |i: usize| k[i].end_ns() - charged[i];
     let mut spans: Vec<(u64, u64, u64, u64, u64)> = runs
         .values()
         .map(|idx| {
-            let start = idx.iter().map(|&i| k[i].start_ns).min().unwrap_or(0);
+            let start = idx.iter().map(|&i| from(i)).min().unwrap_or(0);
             let end = idx.iter().map(|&i| k[i].end_ns()).max().unwrap_or(0);
             let work = idx.iter().map(|&i| charged[i]).sum();
             let early = idx.iter().map(|&i| k[i].duration_ns - charged[i]).sum();
-            let busy = union_ns(
-                idx.iter()
-                    .map(|&i| (k[i].start_ns, k[i].end_ns()))
-                    .collect(),
-            );
+            let busy = union_ns(idx.iter().map(|&i| (from(i), k[i].end_ns())).collect());
             (start, end, work, busy, early)
         })
         .collect();
@@ -276,5 +275,11 @@ mod tests {
             kernel(100, 5, 3, 3),
         ];
         assert_eq!(charged_durations(&kernels), vec![100, 0, 5]);
+        // The same stream number on another device is another stream; equal starts go in
+        // launch order (correlation id), the later launch charged from the earlier one's end.
+        let mut other = kernel(5, 10, 4, 3);
+        other.device_index = 1;
+        let tied = vec![kernel(0, 10, 9, 5), kernel(0, 4, 8, 5), other];
+        assert_eq!(charged_durations(&tied), vec![6, 4, 10]);
     }
 }

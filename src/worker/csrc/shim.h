@@ -346,7 +346,8 @@ int llmprof_decode_attention(const void* q, const void* k_cache, const void* v_c
  * weight [n, k], bias [n] or null → y [.., n] (allocated by the caller). */
 int llmprof_gemv(const void* x, const void* weight, const void* bias, const void* y);
 /* The GEMV over a MoE step's token slots sorted by expert: x [slots, k] (1 ..= 16 slots, bf16 or
- * fp16), weight [experts, n, k], group_ends int32 [experts] (inclusive cumulative slot counts)
+ * fp16), weight [experts, n, k], group_ends int32 [experts] (inclusive cumulative slot counts,
+ * the last equal to slots)
  * → y [slots, n], each slot by its group's expert (allocated by the caller). */
 int llmprof_gemv_grouped(const void* x, const void* weight, const void* group_ends, const void* y);
 /* RoPE on q and k and the K/V cache write: qkv [B, T, (heads + 2 kv_heads) hd], cos and sin

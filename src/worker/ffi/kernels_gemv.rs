@@ -112,8 +112,9 @@ pub fn grouped_fits(x: &Tensor, weight: &Tensor, group_ends: &Tensor) -> bool {
 }
 
 /// Each slot's row of `x` [slots, k] times its expert's `weight[e]`ᵀ → [slots, n], e the
-/// expert whose group of `group_ends` (inclusive cumulative slot counts: the routing's) holds
-/// the slot; operands as [`grouped_fits`] says (the shim checks them again).
+/// expert whose group of `group_ends` (inclusive cumulative slot counts: the routing's, whose
+/// last equals `slots`; the kernel cannot check that without a sync, and a slot past it takes the
+/// last expert) holds the slot; operands as [`grouped_fits`] says (the shim checks them again).
 pub fn linear_grouped(
     x: &Tensor,
     weight: &Tensor,
@@ -155,11 +156,6 @@ mod tests {
         assert!(!fits(&x, &w, None));
     }
 
-    /// The kernel against libtorch's Linear in fp32 on the same bf16/fp16 operands, at every
-    /// row count 1 ..= 8 it computes and widths that are not multiples of the kernel's
-    /// 256-element step, with and without bias and with an output count that is not a multiple
-    /// of its 16 per block: within one rounding of the output (2⁻⁷ relative for bf16, 2⁻¹⁰ fp16)
-    /// of the largest value. [`fits`] gives it one row of at most [`MAX_K`] only.
     /// The grouped form against each slot's expert in fp32, slots sorted by expert as the
     /// routing leaves them (experts without slots between, the last expert's group used, an
     /// expert with two slots), at every slot count 1 ..= [`MAX_GROUPED_ROWS`]: within one
@@ -213,6 +209,11 @@ mod tests {
         }
     }
 
+    /// The kernel against libtorch's Linear in fp32 on the same bf16/fp16 operands, at every
+    /// row count 1 ..= 8 it computes and widths that are not multiples of the kernel's
+    /// 256-element step, with and without bias and with an output count that is not a multiple
+    /// of its 16 per block: within one rounding of the output (2⁻⁷ relative for bf16, 2⁻¹⁰ fp16)
+    /// of the largest value. [`fits`] gives it one row of at most [`MAX_K`] only.
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn gemv_matches_an_fp32_linear_on_a_gpu() {

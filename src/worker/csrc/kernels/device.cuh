@@ -4,30 +4,34 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
+
 namespace llmprof_k {
 
-// `device`'s multiprocessor count (asked once per device for devices 0..63), or 0 when the
-// driver does not say.
-inline int sm_count(int device) {
-  static int count[64] = {};
+// `kAttr` of `device` (asked once per device for devices 0..63), or 0 when the driver does not
+// say.
+template <cudaDeviceAttr kAttr>
+inline int device_attribute(int device) {
+  static std::atomic<int> value[64] = {};
   const bool cached = device >= 0 && device < 64;
-  if (cached && count[device] != 0) return count[device];
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) n = 0;
-  if (cached) count[device] = n;
-  return n;
+  if (cached) {
+    const int v = value[device].load(std::memory_order_relaxed);
+    if (v != 0) return v;
+  }
+  int v = 0;
+  if (cudaDeviceGetAttribute(&v, kAttr, device) != cudaSuccess) v = 0;
+  if (cached) value[device].store(v, std::memory_order_relaxed);
+  return v;
 }
 
-// `device`'s compute capability major version (asked once per device for devices 0..63), or 0
-// when the driver does not say.
+// `device`'s multiprocessor count, or 0 when the driver does not say.
+inline int sm_count(int device) {
+  return device_attribute<cudaDevAttrMultiProcessorCount>(device);
+}
+
+// `device`'s compute capability major version, or 0 when the driver does not say.
 inline int compute_major(int device) {
-  static int major[64] = {};
-  const bool cached = device >= 0 && device < 64;
-  if (cached && major[device] != 0) return major[device];
-  int v = 0;
-  if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) v = 0;
-  if (cached) major[device] = v;
-  return v;
+  return device_attribute<cudaDevAttrComputeCapabilityMajor>(device);
 }
 
 // The current device's multiprocessor count; 132 (an H100 SXM's) where it cannot be read: only

@@ -245,7 +245,8 @@ int llmprof_k_gemv(int dtype, const void* x, const void* w, const void* bias, vo
 
 /* The GEMV over a MoE step's token slots sorted by expert (csrc/kernels/gemv.cu): y [slots, n] =
  * x [slots, k] · w[e]ᵀ per slot, w [experts, n, k] and e the expert whose group in group_ends
- * (int32 [experts], inclusive cumulative slot counts, on the device) holds the slot; 1 ..=
+ * (int32 [experts], inclusive cumulative slot counts, on the device; the last must equal
+ * `slots`, a slot past it takes the last expert) holds the slot; 1 ..=
  * LLMPROF_K_GEMV_MAX_GROUPED_ROWS slots, bf16 or fp16, k a multiple of 8, x and w 16-byte
  * aligned. */
 #define LLMPROF_K_GEMV_MAX_GROUPED_ROWS 16

@@ -38,8 +38,11 @@ __device__ __forceinline__ void begin_after_previous_grid() {
   let_next_grid_start();
 }
 
-// Launches `kernel` on `stream`, with programmatic stream serialization where the policy is on
-// and the current device is compute capability 9.0 or newer. Returns the launch's error.
+// Launches `kernel` on `stream`, with programmatic stream serialization where the policy allows
+// it (llmprof_k_programmatic_launch). `kernel` must call `begin_after_previous_grid()` (or
+// `wait_for_previous_grid()`) before it reads what an earlier kernel wrote or writes anything:
+// launched this way, nothing else orders it after the kernel before it. Returns the launch's
+// error, cleared from the runtime's last error so the next launch does not report it again.
 template <typename... Params, typename... Args>
 cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
                    cudaStream_t stream, Args&&... args) {
@@ -55,7 +58,11 @@ cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem
   config.numAttrs = llmprof_k_programmatic_launch() ? 1 : 0;
   const cudaError_t e =
       cudaLaunchKernelEx(&config, kernel, static_cast<Params>(std::forward<Args>(args))...);
-  return e != cudaSuccess ? e : cudaGetLastError();
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return e;
+  }
+  return cudaGetLastError();
 }
 
 }  // namespace llmprof_k

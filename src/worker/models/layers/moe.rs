@@ -424,9 +424,9 @@ impl Moe {
         offs: &Tensor,
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
-        // _grouped_mm takes B as [E, K, N]; the transposed views of [E, N, K] weights are the
-        // column-major layout its CUDA kernel wants.
-        // A few slots (a decode step): each slot's expert read once by the grouped GEMV.
+        // A few slots (a decode step): the grouped GEMV streams each slot's expert's weight
+        // (an expert with two slots, twice). Else _grouped_mm, which takes B as [E, K, N]: the
+        // transposed views of [E, N, K] weights are the column-major layout its kernel wants.
         let gmm = |a: &Tensor, w: &Tensor| -> Result<Tensor> {
             if self.gemv && kernels_gemv::grouped_fits(a, w, offs) {
                 return Ok(kernels_gemv::linear_grouped(a, w, offs)?);
