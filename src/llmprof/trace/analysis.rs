@@ -8,7 +8,7 @@ use super::iterations::{iterations, Iteration};
 use super::regions::{self, RegionFilter, RegionKernel, RegionStat};
 use super::timeline::{self, us, Breakdown};
 use crate::measure::kernel_names::short_name;
-use crate::measure::kineto_events::{HostKind, ProfileEvents};
+use crate::measure::kineto_events::{charged_durations, HostKind, ProfileEvents};
 use crate::measure::kineto_json::ReadTrace;
 use crate::measure::op_tables::{operator_table, Attribution};
 
@@ -56,6 +56,11 @@ pub struct KernelStat {
     pub share_of_gpu: f64,
     /// Calls replayed from CUDA graphs.
     pub graph_calls: u64,
+    /// Of `total_us`, the time its calls spent started but waiting for the work ahead of them
+    /// on their stream to end (programmatic dependent launch; 0 without). Absent in older
+    /// analyses.
+    #[serde(default)]
+    pub early_start_us: f64,
 }
 
 /// One operator (all calls of one name and kind).
@@ -91,6 +96,10 @@ pub struct TraceAnalysis {
     pub region_patterns: Vec<String>,
     /// Summed durations of all GPU work.
     pub gpu_total_us: f64,
+    /// Of `gpu_total_us`, what kernels spent waiting after an early start (the kernels'
+    /// `early_start_us` summed). Absent in older analyses.
+    #[serde(default)]
+    pub early_start_us: f64,
     pub kernels: Vec<KernelStat>,
     pub operators: Vec<OperatorStat>,
     pub regions: Vec<RegionStat>,
@@ -112,6 +121,14 @@ pub fn analyse(read: &ReadTrace, path: &str, options: &Options) -> TraceAnalysis
         .iter()
         .filter(|k| k.is_gpu_work())
         .map(|k| k.duration_ns)
+        .sum();
+    let charged = charged_durations(&events.kernels);
+    let early_start: u64 = events
+        .kernels
+        .iter()
+        .zip(&charged)
+        .filter(|(k, _)| k.is_gpu_work())
+        .map(|(k, c)| k.duration_ns - c)
         .sum();
     let (region_stats, kernels_by_region) = regions::tables(events, &of, gpu_total);
     let mut launches_seen: Vec<usize> = of.graph_launch.iter().flatten().copied().collect();
@@ -141,7 +158,8 @@ pub fn analyse(read: &ReadTrace, path: &str, options: &Options) -> TraceAnalysis
         },
         region_patterns: options.regions.given.clone(),
         gpu_total_us: us(gpu_total),
-        kernels: kernel_stats(events, &of.graph_launch, gpu_total),
+        early_start_us: us(early_start),
+        kernels: kernel_stats(events, &of.graph_launch, &charged, gpu_total),
         operators: operator_table(events, &attribution)
             .into_iter()
             .map(|r| OperatorStat {
@@ -170,38 +188,43 @@ pub fn analyse(read: &ReadTrace, path: &str, options: &Options) -> TraceAnalysis
 fn kernel_stats(
     events: &ProfileEvents,
     graph_launch: &[Option<usize>],
+    charged: &[u64],
     gpu_total: u64,
 ) -> Vec<KernelStat> {
-    // (calls, total, min, max, graph calls) per name.
-    let mut by_name: HashMap<&str, (u64, u64, u64, u64, u64)> = HashMap::new();
-    for (k, launch) in events.kernels.iter().zip(graph_launch) {
+    // (calls, total, min, max, graph calls, early start) per name.
+    let mut by_name: HashMap<&str, (u64, u64, u64, u64, u64, u64)> = HashMap::new();
+    for ((k, launch), c) in events.kernels.iter().zip(graph_launch).zip(charged) {
         if !k.is_gpu_work() {
             continue;
         }
-        let e = by_name.entry(&k.name).or_insert((0, 0, u64::MAX, 0, 0));
+        let e = by_name.entry(&k.name).or_insert((0, 0, u64::MAX, 0, 0, 0));
         e.0 += 1;
         e.1 += k.duration_ns;
         e.2 = e.2.min(k.duration_ns);
         e.3 = e.3.max(k.duration_ns);
         e.4 += u64::from(launch.is_some());
+        e.5 += k.duration_ns - c;
     }
     let mut rows: Vec<KernelStat> = by_name
         .into_iter()
-        .map(|(name, (calls, total, min, max, graph_calls))| KernelStat {
-            name: name.to_string(),
-            short_name: short_name(name),
-            calls,
-            total_us: us(total),
-            mean_us: us(total) / calls as f64,
-            min_us: us(min),
-            max_us: us(max),
-            share_of_gpu: if gpu_total == 0 {
-                0.0
-            } else {
-                total as f64 / gpu_total as f64
+        .map(
+            |(name, (calls, total, min, max, graph_calls, early))| KernelStat {
+                name: name.to_string(),
+                short_name: short_name(name),
+                calls,
+                total_us: us(total),
+                mean_us: us(total) / calls as f64,
+                min_us: us(min),
+                max_us: us(max),
+                share_of_gpu: if gpu_total == 0 {
+                    0.0
+                } else {
+                    total as f64 / gpu_total as f64
+                },
+                graph_calls,
+                early_start_us: us(early),
             },
-            graph_calls,
-        })
+        )
         .collect();
     rows.sort_by(|a, b| b.total_us.total_cmp(&a.total_us).then(a.name.cmp(&b.name)));
     rows

@@ -408,3 +408,40 @@ fn work_without_a_recorded_launch_takes_the_innermost_accepted_gpu_annotation() 
     assert_eq!(region_of(&["decode"]), "decode");
     assert_eq!(region_of(&["prefill"]), "(no region)");
 }
+
+#[test]
+fn early_starts_are_counted_as_waits_in_the_kernel_table() {
+    let mut t = Trace::default();
+    // Stream 7: a 100..200, then b started at 180 (programmatic dependent launch) and ended at
+    // 230: 20 µs waited; c 230..240 starts on time. Stream 9: d 150..170 runs beside them.
+    t.launch("kernel", "a", 90.0, 100.0, 100.0, 7);
+    t.launch("kernel", "b", 91.0, 180.0, 50.0, 7);
+    t.launch("kernel", "c", 92.0, 230.0, 10.0, 7);
+    t.launch("kernel", "d", 93.0, 150.0, 20.0, 9);
+    let a = t.analyse(&Options::default());
+    assert_eq!(a.early_start_us, 20.0);
+    let waited = |name: &str| {
+        a.kernels
+            .iter()
+            .find(|k| k.name == name)
+            .unwrap()
+            .early_start_us
+    };
+    assert_eq!(
+        (waited("a"), waited("b"), waited("c"), waited("d")),
+        (0.0, 20.0, 0.0, 0.0)
+    );
+    // Kineto's durations stay the table's times; the waits are beside them.
+    assert_eq!(
+        a.kernels.iter().find(|k| k.name == "b").unwrap().total_us,
+        50.0
+    );
+    let md = crate::report::trace::markdown::kernels_table(&a, 10);
+    assert!(md.contains("waited ms"), "{md}");
+    let one = crate::trace::ranks::Analysed::from_ranks(vec![crate::trace::ranks::RankAnalysis {
+        rank: 0,
+        analysis: a.clone(),
+    }]);
+    let report = crate::report::trace::markdown::summary(&one, 10);
+    assert!(report.contains("is kernels waiting"), "{report}");
+}

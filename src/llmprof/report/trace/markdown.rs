@@ -70,6 +70,15 @@ fn one(a: &TraceAnalysis, top: usize, h: &str) -> String {
         size(s.bytes),
         ms(a.gpu_total_us)
     );
+    if a.early_start_us > 0.0 {
+        let _ = writeln!(
+            out,
+            "Of it, {} ms is kernels waiting: launched with programmatic dependent launch, a kernel \
+             may start before the work ahead of it on its stream ends and wait; Kineto's durations, \
+             and the kernel table's times below, include those waits (its `waited ms` column).\n",
+            ms(a.early_start_us)
+        );
+    }
     let _ = writeln!(out, "{h}# GPU time\n");
     out.push_str(&breakdown_table(&a.timeline));
     if a.graphs.launches > 0 {
@@ -171,13 +180,19 @@ fn iterations_table(a: &TraceAnalysis) -> String {
 }
 
 pub fn kernels_table(a: &TraceAnalysis, top: usize) -> String {
+    // A trace with early starts (programmatic dependent launch) gets the waits' column.
+    let waits = a.early_start_us > 0.0;
     let mut out = String::from(
-        "| kernel | calls | total ms | mean µs | min µs | max µs | share % | from graphs |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| kernel | calls | total ms | mean µs | min µs | max µs | share % | from graphs |",
     );
+    out.push_str(if waits {
+        " waited ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    } else {
+        "\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
+    });
     let names = distinct_short_names(a.kernels.iter().map(|k| k.name.as_str()));
     for (k, name) in a.kernels.iter().zip(&names).take(top) {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "| {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
             cell(name),
@@ -189,6 +204,10 @@ pub fn kernels_table(a: &TraceAnalysis, top: usize) -> String {
             100.0 * k.share_of_gpu,
             k.graph_calls
         );
+        if waits {
+            let _ = write!(out, " {} |", ms(k.early_start_us));
+        }
+        out.push('\n');
     }
     more(&mut out, a.kernels.len(), top, "kernels.md");
     out
