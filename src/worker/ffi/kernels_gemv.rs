@@ -164,49 +164,52 @@ mod tests {
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn grouped_gemv_matches_each_slots_expert_on_a_gpu() {
-        assert!(tch::Cuda::is_available(), "no CUDA device");
-        let dev = Device::Cuda(0);
-        let experts = 8i64;
-        for (kind, tol) in [(Kind::BFloat16, 1.0 / 128.0), (Kind::Half, 1.0 / 1024.0)] {
-            for (n, k) in [(1792i64, 1280i64), (1280, 896), (40, 264)] {
-                let w = Tensor::randn([experts, n, k], (kind, dev)) / (k as f64).sqrt();
-                for slots in 1..=MAX_GROUPED_ROWS {
-                    // Slot s goes to expert (s · 5 / 2) mod 8, sorted: gaps and repeats.
-                    let mut of_slot: Vec<i64> = (0..slots).map(|s| (s * 5 / 2) % experts).collect();
-                    of_slot.sort_unstable();
-                    let ends: Vec<i32> = (0..experts)
-                        .map(|e| of_slot.iter().filter(|&&x| x <= e).count() as i32)
-                        .collect();
-                    let ends = Tensor::from_slice(&ends).to_device(dev);
-                    let x = Tensor::randn([slots, k], (kind, dev));
-                    assert!(grouped_fits(&x, &w, &ends), "{kind:?} {slots} slots");
-                    let got = linear_grouped(&x, &w, &ends).unwrap().to_kind(Kind::Float);
-                    let want = Tensor::stack(
-                        &of_slot
-                            .iter()
-                            .enumerate()
-                            .map(|(s, &e)| {
-                                x.get(s as i64)
-                                    .to_kind(Kind::Float)
-                                    .matmul(&w.get(e).to_kind(Kind::Float).tr())
-                            })
-                            .collect::<Vec<_>>(),
-                        0,
-                    );
-                    let err = (&got - &want).abs().max().double_value(&[]);
-                    let scale = want.abs().max().double_value(&[]);
-                    assert!(
-                        err <= tol * scale,
-                        "{kind:?} {slots} slots, n {n}, k {k}: error {err} (scale {scale})"
-                    );
+        crate::test_util::with_each_launch_policy(|| {
+            assert!(tch::Cuda::is_available(), "no CUDA device");
+            let dev = Device::Cuda(0);
+            let experts = 8i64;
+            for (kind, tol) in [(Kind::BFloat16, 1.0 / 128.0), (Kind::Half, 1.0 / 1024.0)] {
+                for (n, k) in [(1792i64, 1280i64), (1280, 896), (40, 264)] {
+                    let w = Tensor::randn([experts, n, k], (kind, dev)) / (k as f64).sqrt();
+                    for slots in 1..=MAX_GROUPED_ROWS {
+                        // Slot s goes to expert (s · 5 / 2) mod 8, sorted: gaps and repeats.
+                        let mut of_slot: Vec<i64> =
+                            (0..slots).map(|s| (s * 5 / 2) % experts).collect();
+                        of_slot.sort_unstable();
+                        let ends: Vec<i32> = (0..experts)
+                            .map(|e| of_slot.iter().filter(|&&x| x <= e).count() as i32)
+                            .collect();
+                        let ends = Tensor::from_slice(&ends).to_device(dev);
+                        let x = Tensor::randn([slots, k], (kind, dev));
+                        assert!(grouped_fits(&x, &w, &ends), "{kind:?} {slots} slots");
+                        let got = linear_grouped(&x, &w, &ends).unwrap().to_kind(Kind::Float);
+                        let want = Tensor::stack(
+                            &of_slot
+                                .iter()
+                                .enumerate()
+                                .map(|(s, &e)| {
+                                    x.get(s as i64)
+                                        .to_kind(Kind::Float)
+                                        .matmul(&w.get(e).to_kind(Kind::Float).tr())
+                                })
+                                .collect::<Vec<_>>(),
+                            0,
+                        );
+                        let err = (&got - &want).abs().max().double_value(&[]);
+                        let scale = want.abs().max().double_value(&[]);
+                        assert!(
+                            err <= tol * scale,
+                            "{kind:?} {slots} slots, n {n}, k {k}: error {err} (scale {scale})"
+                        );
+                    }
+                    let x17 = Tensor::zeros([MAX_GROUPED_ROWS + 1, k], (kind, dev));
+                    let ends = Tensor::zeros([experts], (Kind::Int, dev));
+                    assert!(!grouped_fits(&x17, &w, &ends));
+                    let x1 = Tensor::zeros([1, k], (kind, dev));
+                    assert!(!grouped_fits(&x1, &w, &ends.to_kind(Kind::Int64)));
                 }
-                let x17 = Tensor::zeros([MAX_GROUPED_ROWS + 1, k], (kind, dev));
-                let ends = Tensor::zeros([experts], (Kind::Int, dev));
-                assert!(!grouped_fits(&x17, &w, &ends));
-                let x1 = Tensor::zeros([1, k], (kind, dev));
-                assert!(!grouped_fits(&x1, &w, &ends.to_kind(Kind::Int64)));
             }
-        }
+        });
     }
 
     /// The kernel against libtorch's Linear in fp32 on the same bf16/fp16 operands, at every
@@ -217,32 +220,34 @@ mod tests {
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn gemv_matches_an_fp32_linear_on_a_gpu() {
-        assert!(tch::Cuda::is_available(), "no CUDA device");
-        let dev = Device::Cuda(0);
-        for (kind, tol) in [(Kind::BFloat16, 1.0 / 128.0), (Kind::Half, 1.0 / 1024.0)] {
-            for (n, k) in [(4096i64, 4096i64), (1000, 14336), (37, 264), (6144, 8)] {
-                for rows in 1..=MAX_ROWS {
-                    for with_bias in [false, true] {
-                        let x = Tensor::randn([rows, 1, k], (kind, dev));
-                        let w = Tensor::randn([n, k], (kind, dev)) / (k as f64).sqrt();
-                        let b = with_bias.then(|| Tensor::randn([n], (kind, dev)));
-                        assert_eq!(
-                            fits(&x, &w, b.as_ref()),
-                            rows <= TAKEN_ROWS && k <= MAX_K,
-                            "{kind:?} {rows}x{k} by {n}"
-                        );
-                        let got = linear(&x, &w, b.as_ref()).unwrap().to_kind(Kind::Float);
-                        let f = |t: &Tensor| t.to_kind(Kind::Float);
-                        let want = f(&x).linear(&f(&w), b.as_ref().map(f).as_ref());
-                        let err = (&got - &want).abs().max().double_value(&[]);
-                        let scale = want.abs().max().double_value(&[]);
-                        assert!(
-                            err <= tol * scale,
-                            "{kind:?} rows {rows}, n {n}, k {k}, bias {with_bias}: error {err} (scale {scale})"
-                        );
+        crate::test_util::with_each_launch_policy(|| {
+            assert!(tch::Cuda::is_available(), "no CUDA device");
+            let dev = Device::Cuda(0);
+            for (kind, tol) in [(Kind::BFloat16, 1.0 / 128.0), (Kind::Half, 1.0 / 1024.0)] {
+                for (n, k) in [(4096i64, 4096i64), (1000, 14336), (37, 264), (6144, 8)] {
+                    for rows in 1..=MAX_ROWS {
+                        for with_bias in [false, true] {
+                            let x = Tensor::randn([rows, 1, k], (kind, dev));
+                            let w = Tensor::randn([n, k], (kind, dev)) / (k as f64).sqrt();
+                            let b = with_bias.then(|| Tensor::randn([n], (kind, dev)));
+                            assert_eq!(
+                                fits(&x, &w, b.as_ref()),
+                                rows <= TAKEN_ROWS && k <= MAX_K,
+                                "{kind:?} {rows}x{k} by {n}"
+                            );
+                            let got = linear(&x, &w, b.as_ref()).unwrap().to_kind(Kind::Float);
+                            let f = |t: &Tensor| t.to_kind(Kind::Float);
+                            let want = f(&x).linear(&f(&w), b.as_ref().map(f).as_ref());
+                            let err = (&got - &want).abs().max().double_value(&[]);
+                            let scale = want.abs().max().double_value(&[]);
+                            assert!(
+                                err <= tol * scale,
+                                "{kind:?} rows {rows}, n {n}, k {k}, bias {with_bias}: error {err} (scale {scale})"
+                            );
+                        }
                     }
                 }
             }
-        }
+        });
     }
 }

@@ -431,48 +431,50 @@ mod tests {
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn add_rms_norm_kernel_matches_libtorch_on_a_gpu() {
-        assert!(tch::Cuda::is_available(), "no CUDA device");
-        let dev = Device::Cuda(0);
-        for (kind, ulp) in [
-            (Kind::Float, 2f64.powi(-23)),
-            (Kind::BFloat16, 2f64.powi(-7)),
-        ] {
-            for (rows, hidden) in [
-                (1i64, 1280i64),
-                (32, 1280),
-                (128, 4096),
-                (900, 1280),
-                (900, 4096),
-                (900, 8192),
-                (1100, 1280),
-                (1100, 4096),
-                (900, 1004),
+        crate::test_util::with_each_launch_policy(|| {
+            assert!(tch::Cuda::is_available(), "no CUDA device");
+            let dev = Device::Cuda(0);
+            for (kind, ulp) in [
+                (Kind::Float, 2f64.powi(-23)),
+                (Kind::BFloat16, 2f64.powi(-7)),
             ] {
-                let x = Tensor::randn([rows, 1, hidden], (kind, dev));
-                let delta = Tensor::randn([rows, 1, hidden], (kind, dev)) * 0.5;
-                let norm = RmsNorm {
-                    weight: Tensor::rand([hidden], (kind, dev)) + 0.5,
-                    eps: 1e-6,
-                    fused: true,
-                    add_kernel: true,
-                };
-                let (sum, out) = norm.add_forward(&x, &delta).unwrap();
-                let want_sum = &x + &delta;
-                assert!(
-                    sum.equal(&want_sum),
-                    "{kind:?}, {rows}x{hidden}: sums differ"
-                );
-                let want = norm.forward(&want_sum).unwrap().to_kind(Kind::Float);
-                let diff = (out.to_kind(Kind::Float) - &want).abs();
-                let over = diff
-                    .gt_tensor(&(want.abs() * (4.0 * ulp) + 1e-30))
-                    .sum(Kind::Int64)
-                    .int64_value(&[]);
-                assert_eq!(
-                    over, 0,
-                    "{kind:?}, {rows}x{hidden}: {over} values off by more than 4 ulp"
-                );
+                for (rows, hidden) in [
+                    (1i64, 1280i64),
+                    (32, 1280),
+                    (128, 4096),
+                    (900, 1280),
+                    (900, 4096),
+                    (900, 8192),
+                    (1100, 1280),
+                    (1100, 4096),
+                    (900, 1004),
+                ] {
+                    let x = Tensor::randn([rows, 1, hidden], (kind, dev));
+                    let delta = Tensor::randn([rows, 1, hidden], (kind, dev)) * 0.5;
+                    let norm = RmsNorm {
+                        weight: Tensor::rand([hidden], (kind, dev)) + 0.5,
+                        eps: 1e-6,
+                        fused: true,
+                        add_kernel: true,
+                    };
+                    let (sum, out) = norm.add_forward(&x, &delta).unwrap();
+                    let want_sum = &x + &delta;
+                    assert!(
+                        sum.equal(&want_sum),
+                        "{kind:?}, {rows}x{hidden}: sums differ"
+                    );
+                    let want = norm.forward(&want_sum).unwrap().to_kind(Kind::Float);
+                    let diff = (out.to_kind(Kind::Float) - &want).abs();
+                    let over = diff
+                        .gt_tensor(&(want.abs() * (4.0 * ulp) + 1e-30))
+                        .sum(Kind::Int64)
+                        .int64_value(&[]);
+                    assert_eq!(
+                        over, 0,
+                        "{kind:?}, {rows}x{hidden}: {over} values off by more than 4 ulp"
+                    );
+                }
             }
-        }
+        });
     }
 }

@@ -103,43 +103,45 @@ fn rope_kv_kernel_equals_libtorch_on_a_gpu() {
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn decode_attention_kernel_matches_the_reference_on_a_gpu() {
-    assert!(tch::Cuda::is_available(), "no CUDA device");
-    let small = Rows {
-        slots: 320,
-        window: 256,
-        len: 200,
-        pads: vec![0, 17, 150],
-    };
-    // Many rows over a long window that is not a multiple of 64 slots: the tensor-core pass
-    // then walks several splits per block, and its last split reaches past the cache's slots.
-    let many = Rows {
-        slots: 1100,
-        window: 1100,
-        len: 1050,
-        pads: (0..48).map(|i| (i * 37) % 700).collect(),
-    };
-    for (kind, tol) in [
-        (Kind::Float, 1e-5),
-        (Kind::BFloat16, 1e-2),
-        (Kind::Half, 1e-2),
-    ] {
-        for tensor_cores in [false, true] {
-            // Query heads per kv head 1, 2, 3, 4, 7 and 16: every block shape of the CUDA-core
-            // pass (groups of 1, 2, 4 and 8 heads, a group not filled, a kv head split over two
-            // blocks) and of the tensor-core pass (1 to 16 of its 16 rows filled).
-            for (nh, nkv, hd) in [
-                (10i64, 10i64, 128i64),
-                (4, 2, 128),
-                (6, 2, 64),
-                (8, 2, 64),
-                (14, 2, 128),
-                (32, 2, 64),
-            ] {
-                check_decode_attention(&small, (nh, nkv, hd), kind, tol, tensor_cores);
+    crate::test_util::with_each_launch_policy(|| {
+        assert!(tch::Cuda::is_available(), "no CUDA device");
+        let small = Rows {
+            slots: 320,
+            window: 256,
+            len: 200,
+            pads: vec![0, 17, 150],
+        };
+        // Many rows over a long window that is not a multiple of 64 slots: the tensor-core pass
+        // then walks several splits per block, and its last split reaches past the cache's slots.
+        let many = Rows {
+            slots: 1100,
+            window: 1100,
+            len: 1050,
+            pads: (0..48).map(|i| (i * 37) % 700).collect(),
+        };
+        for (kind, tol) in [
+            (Kind::Float, 1e-5),
+            (Kind::BFloat16, 1e-2),
+            (Kind::Half, 1e-2),
+        ] {
+            for tensor_cores in [false, true] {
+                // Query heads per kv head 1, 2, 3, 4, 7 and 16: every block shape of the CUDA-core
+                // pass (groups of 1, 2, 4 and 8 heads, a group not filled, a kv head split over two
+                // blocks) and of the tensor-core pass (1 to 16 of its 16 rows filled).
+                for (nh, nkv, hd) in [
+                    (10i64, 10i64, 128i64),
+                    (4, 2, 128),
+                    (6, 2, 64),
+                    (8, 2, 64),
+                    (14, 2, 128),
+                    (32, 2, 64),
+                ] {
+                    check_decode_attention(&small, (nh, nkv, hd), kind, tol, tensor_cores);
+                }
+                check_decode_attention(&many, (32, 8, 128), kind, tol, tensor_cores);
             }
-            check_decode_attention(&many, (32, 8, 128), kind, tol, tensor_cores);
         }
-    }
+    });
 }
 
 /// The rows of a decode-attention case: cache slots, the window attended over, the slot written
