@@ -22,23 +22,6 @@ pub fn gpu_ms_per_call(f: &dyn Fn() -> tch::Tensor) -> f64 {
     t.elapsed().as_secs_f64() * 1e3 / 20.0
 }
 
-/// Runs `f` with llmprof's kernels launched the ordinary way, then with programmatic dependent
-/// launch (`runtime.optim.programmatic_launch`; the same as the first on GPUs before Hopper),
-/// and leaves the process's launch policy off, also when `f` panics.
-pub fn with_each_launch_policy(f: impl Fn()) {
-    struct Off;
-    impl Drop for Off {
-        fn drop(&mut self) {
-            crate::ffi::kernels::set_programmatic_launch(false);
-        }
-    }
-    let _off = Off;
-    for on in [false, true] {
-        crate::ffi::kernels::set_programmatic_launch(on);
-        f();
-    }
-}
-
 /// How many elements of `got` differ from `want` (same shape): 0 for bit-equal tensors.
 pub fn values_differing(got: &tch::Tensor, want: &tch::Tensor) -> i64 {
     got.ne_tensor(want).sum(tch::Kind::Int64).int64_value(&[])

@@ -436,12 +436,4 @@ fn early_starts_are_counted_as_waits_in_the_kernel_table() {
         a.kernels.iter().find(|k| k.name == "b").unwrap().total_us,
         50.0
     );
-    let md = crate::report::trace::markdown::kernels_table(&a, 10);
-    assert!(md.contains("waited ms"), "{md}");
-    let one = crate::trace::ranks::Analysed::from_ranks(vec![crate::trace::ranks::RankAnalysis {
-        rank: 0,
-        analysis: a.clone(),
-    }]);
-    let report = crate::report::trace::markdown::summary(&one, 10);
-    assert!(report.contains("is kernels waiting"), "{report}");
 }

@@ -349,6 +349,24 @@ pub fn set_programmatic_launch(on: bool) {
     unsafe { llmprof_set_programmatic_launch(c_int::from(on)) }
 }
 
+/// Runs `f` with llmprof's kernels launched the ordinary way, then with programmatic dependent
+/// launch (`runtime.optim.programmatic_launch`; the same as the first on GPUs before Hopper),
+/// and leaves the process's launch policy off, also when `f` panics.
+#[cfg(test)]
+pub(crate) fn with_each_launch_policy(f: impl Fn()) {
+    struct Off;
+    impl Drop for Off {
+        fn drop(&mut self) {
+            set_programmatic_launch(false);
+        }
+    }
+    let _off = Off;
+    for on in [false, true] {
+        set_programmatic_launch(on);
+        f();
+    }
+}
+
 /// Whether this build carries the kernels at all (nvcc was found when it was built).
 fn built_in() -> bool {
     // SAFETY: no arguments, no state.

@@ -164,7 +164,7 @@ mod tests {
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn grouped_gemv_matches_each_slots_expert_on_a_gpu() {
-        crate::test_util::with_each_launch_policy(|| {
+        crate::ffi::kernels::with_each_launch_policy(|| {
             assert!(tch::Cuda::is_available(), "no CUDA device");
             let dev = Device::Cuda(0);
             let experts = 8i64;
@@ -220,7 +220,7 @@ mod tests {
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn gemv_matches_an_fp32_linear_on_a_gpu() {
-        crate::test_util::with_each_launch_policy(|| {
+        crate::ffi::kernels::with_each_launch_policy(|| {
             assert!(tch::Cuda::is_available(), "no CUDA device");
             let dev = Device::Cuda(0);
             for (kind, tol) in [(Kind::BFloat16, 1.0 / 128.0), (Kind::Half, 1.0 / 1024.0)] {

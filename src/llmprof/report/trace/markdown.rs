@@ -315,3 +315,53 @@ fn across(view: &AcrossRanks) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::kineto_json::read_trace;
+    use crate::trace::ranks::{Analysed, RankAnalysis};
+    use crate::trace::{analyse, Options};
+    use serde_json::json;
+
+    /// Launch calls and their kernels on stream 7 (gpu start, duration in µs).
+    fn trace(kernels: &[(&str, f64, f64)]) -> TraceAnalysis {
+        let mut events = Vec::new();
+        for (i, (name, ts, dur)) in kernels.iter().enumerate() {
+            let corr = i as u64 + 1;
+            events.push(json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+                "pid": 1, "tid": 1, "ts": 10.0 + i as f64, "dur": 1, "args": {"correlation": corr}}));
+            events.push(
+                json!({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7,
+                "ts": ts, "dur": dur, "args": {"correlation": corr, "device": 0, "stream": 7}}),
+            );
+        }
+        let text = json!({"traceEvents": events}).to_string();
+        let read = read_trace(text.as_bytes(), &mut |_| {}).unwrap();
+        analyse(&read, "built", &Options::default())
+    }
+
+    #[test]
+    fn the_waits_of_early_starts_get_a_column_and_a_sentence_only_when_there_are_some() {
+        // b starts at 180 while a runs to 200: 20 µs waited.
+        let a = trace(&[("a", 100.0, 100.0), ("b", 180.0, 50.0)]);
+        let one = |a: &TraceAnalysis| {
+            summary(
+                &Analysed::from_ranks(vec![RankAnalysis {
+                    rank: 0,
+                    analysis: a.clone(),
+                }]),
+                10,
+            )
+        };
+        assert!(kernels_table(&a, 10).contains("| waited ms |"));
+        assert!(
+            one(&a).contains("0.020 ms is kernels waiting"),
+            "{}",
+            one(&a)
+        );
+        let plain = trace(&[("a", 100.0, 100.0), ("b", 200.0, 50.0)]);
+        assert!(!kernels_table(&plain, 10).contains("waited"));
+        assert!(!one(&plain).contains("waiting"));
+    }
+}

@@ -431,7 +431,7 @@ mod tests {
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn add_rms_norm_kernel_matches_libtorch_on_a_gpu() {
-        crate::test_util::with_each_launch_policy(|| {
+        crate::ffi::kernels::with_each_launch_policy(|| {
             assert!(tch::Cuda::is_available(), "no CUDA device");
             let dev = Device::Cuda(0);
             for (kind, ulp) in [

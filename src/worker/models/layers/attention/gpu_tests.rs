@@ -103,7 +103,7 @@ fn rope_kv_kernel_equals_libtorch_on_a_gpu() {
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn decode_attention_kernel_matches_the_reference_on_a_gpu() {
-    crate::test_util::with_each_launch_policy(|| {
+    crate::ffi::kernels::with_each_launch_policy(|| {
         assert!(tch::Cuda::is_available(), "no CUDA device");
         let small = Rows {
             slots: 320,
