@@ -213,29 +213,36 @@ fn regions(a: &TraceAnalysis, id: &str) -> String {
 }
 
 fn kernels(a: &TraceAnalysis, id: &str) -> String {
-    let mut t = Table::new(
-        &format!("kernels-table{id}"),
-        vec![
-            text("kernel"),
-            num("calls"),
-            num("total ms"),
-            num("mean µs"),
-            num("share %"),
-            num("from graphs"),
-        ],
-    );
+    // A trace with early starts (programmatic dependent launch) gets the waits' column.
+    let waits = a.early_start_us > 0.0;
+    let mut columns = vec![
+        text("kernel"),
+        num("calls"),
+        num("total ms"),
+        num("mean µs"),
+        num("share %"),
+        num("from graphs"),
+    ];
+    if waits {
+        columns.push(num("waited ms"));
+    }
+    let mut t = Table::new(&format!("kernels-table{id}"), columns);
     let names = crate::measure::kernel_names::distinct_short_names(
         a.kernels.iter().map(|k| k.name.as_str()),
     );
     for (k, name) in a.kernels.iter().zip(names).take(MAX_ROWS) {
-        t.push(vec![
+        let mut row = vec![
             Cell::named(name, k.name.clone()),
             Cell::num(Some(k.calls as f64), 0),
             Cell::num(ms(k.total_us), 3),
             Cell::num(Some(k.mean_us), 2),
             Cell::num(Some(100.0 * k.share_of_gpu), 1),
             Cell::num(Some(k.graph_calls as f64), 0),
-        ]);
+        ];
+        if waits {
+            row.push(Cell::num(ms(k.early_start_us), 3));
+        }
+        t.push(row);
     }
     capped(&t, a.kernels.len())
 }

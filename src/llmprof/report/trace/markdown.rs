@@ -345,23 +345,24 @@ mod tests {
     fn the_waits_of_early_starts_get_a_column_and_a_sentence_only_when_there_are_some() {
         // b starts at 180 while a runs to 200: 20 µs waited.
         let a = trace(&[("a", 100.0, 100.0), ("b", 180.0, 50.0)]);
-        let one = |a: &TraceAnalysis| {
-            summary(
-                &Analysed::from_ranks(vec![RankAnalysis {
-                    rank: 0,
-                    analysis: a.clone(),
-                }]),
-                10,
-            )
+        let analysed = |a: &TraceAnalysis| {
+            Analysed::from_ranks(vec![RankAnalysis {
+                rank: 0,
+                analysis: a.clone(),
+            }])
         };
+        let one = |a: &TraceAnalysis| summary(&analysed(a), 10);
+        let html = |a: &TraceAnalysis| super::super::html::render(&analysed(a));
         assert!(kernels_table(&a, 10).contains("| waited ms |"));
         assert!(
             one(&a).contains("0.020 ms is kernels waiting"),
             "{}",
             one(&a)
         );
+        assert!(html(&a).contains("waited ms"));
         let plain = trace(&[("a", 100.0, 100.0), ("b", 200.0, 50.0)]);
         assert!(!kernels_table(&plain, 10).contains("waited"));
         assert!(!one(&plain).contains("waiting"));
+        assert!(!html(&plain).contains("waited ms"));
     }
 }
