@@ -283,7 +283,7 @@ pub fn match_replays(
 ) -> ReplayOwners {
     let k = &events.kernels;
     // Charged as the module rows charge them (the unmatched share is of their replayed time).
-    let charged = super::kineto_events::charged_durations(k);
+    let charged = &attribution.kernel_charged_ns;
     let mut out = ReplayOwners {
         owners: vec![None; k.len()],
         replayed: vec![false; k.len()],

@@ -113,16 +113,13 @@ pub fn charged_durations(kernels: &[KernelRecord]) -> Vec<u64> {
     let mut ahead: Option<(i32, i64, u64)> = None; // (device, stream, latest end so far)
     for i in order {
         let k = &kernels[i];
-        let from = match ahead {
-            Some((d, s, end)) if d == k.device_index && s == k.stream => k.start_ns.max(end),
-            _ => k.start_ns,
+        // The latest end of the work ahead of `k` on its own stream (0: it is the first).
+        let end_ahead = match ahead {
+            Some((d, s, end)) if d == k.device_index && s == k.stream => end,
+            _ => 0,
         };
-        charged[i] = k.end_ns().saturating_sub(from);
-        let latest = match ahead {
-            Some((d, s, end)) if d == k.device_index && s == k.stream => end.max(k.end_ns()),
-            _ => k.end_ns(),
-        };
-        ahead = Some((k.device_index, k.stream, latest));
+        charged[i] = k.end_ns().saturating_sub(k.start_ns.max(end_ahead));
+        ahead = Some((k.device_index, k.stream, end_ahead.max(k.end_ns())));
     }
     charged
 }

@@ -6,7 +6,7 @@
 //! Pure.
 use super::capture_record::NodeOwner;
 use super::graph_match::{GraphMapping, ReplayOwners};
-use super::kineto_events::{charged_durations, HostKind, ProfileEvents};
+use super::kineto_events::{HostKind, ProfileEvents};
 use super::module_attr::host_module;
 use super::op_tables::{Attribution, KernelRow};
 use super::step_timeline::StageTimeline;
@@ -121,7 +121,7 @@ fn event_modules(
 }
 
 /// Rows per (stage, module, index), and per (stage, module kind, kernel name) summed over
-/// layers, each event at its charged duration ([`charged_durations`]: a kernel that started
+/// layers, each event at its charged duration (`Attribution::kernel_charged_ns`: a kernel that started
 /// early under programmatic dependent launch is charged from the end of the work ahead of it).
 /// Work outside every stage is left out.
 pub fn module_rows(
@@ -133,7 +133,7 @@ pub fn module_rows(
     let mut rows = RowMap::new();
     let mut kernels: BTreeMap<(String, String, String), ModuleKernelRow> = BTreeMap::new();
     let owners = event_modules(events, attribution, eager, replay);
-    let charged = charged_durations(&events.kernels);
+    let charged = &attribution.kernel_charged_ns;
     for (i, k) in events.kernels.iter().enumerate() {
         let Some((stage, module, index)) = owners[i].clone() else {
             continue;

@@ -4,7 +4,7 @@
 //! kernels.md. Pure.
 use std::collections::HashMap;
 
-use super::kineto_events::{HostKind, Name, ProfileEvents};
+use super::kineto_events::{charged_durations, HostKind, Name, ProfileEvents};
 use crate::region::is_module_scope;
 
 mod markdown;
@@ -26,6 +26,9 @@ pub struct Attribution {
     pub kernel_stage: Vec<Option<Name>>,
     /// The runtime or driver calls, by the CUPTI correlation id their GPU work carries.
     pub launches: Launches,
+    /// For each device event: its duration as charged to it, less any wait after an early start
+    /// on its stream ([`charged_durations`]); computed once for every table that sums time.
+    pub kernel_charged_ns: Vec<u64>,
 }
 
 /// The runtime or driver call that launched each piece of GPU work (by CUPTI correlation id).
@@ -103,6 +106,7 @@ impl Attribution {
             kernel_owner,
             kernel_stage,
             launches,
+            kernel_charged_ns: charged_durations(&events.kernels),
         }
     }
 }

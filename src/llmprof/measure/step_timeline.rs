@@ -7,7 +7,7 @@
 //! timeline: `span = busy + idle inside`, `work = busy + overlap` (work of two streams at once),
 //! `period = span + gap`, exactly; the report sets `span` against the timed measurement of the
 //! same stage (CUDA events) for the 2 % check (#41). Pure.
-use super::kineto_events::{charged_durations, HostKind, ProfileEvents};
+use super::kineto_events::{HostKind, ProfileEvents};
 use super::op_tables::Attribution;
 use serde::{Deserialize, Serialize};
 
@@ -81,7 +81,7 @@ pub fn stage_timeline(
     }
     // Each event on the timeline from its charged start: a kernel that started early waited
     // until the work ahead of it ended (also work of the run before, across the boundary).
-    let charged = charged_durations(k);
+    let charged = &attribution.kernel_charged_ns;
     let from = |i: usize| k[i].end_ns() - charged[i];
     let mut spans: Vec<(u64, u64, u64, u64, u64)> = runs
         .values()
@@ -187,7 +187,7 @@ pub fn host_stage_timeline(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::kineto_events::{DeviceKind, KernelRecord};
+    use crate::measure::kineto_events::{charged_durations, DeviceKind, KernelRecord};
     use crate::measure::op_tables::tests::host;
 
     fn kernel(start: u64, dur: u64, corr: u64, stream: i64) -> KernelRecord {

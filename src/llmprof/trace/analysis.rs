@@ -8,7 +8,7 @@ use super::iterations::{iterations, Iteration};
 use super::regions::{self, RegionFilter, RegionKernel, RegionStat};
 use super::timeline::{self, us, Breakdown};
 use crate::measure::kernel_names::short_name;
-use crate::measure::kineto_events::{charged_durations, HostKind, ProfileEvents};
+use crate::measure::kineto_events::{HostKind, ProfileEvents};
 use crate::measure::kineto_json::ReadTrace;
 use crate::measure::op_tables::{operator_table, Attribution};
 
@@ -122,11 +122,11 @@ pub fn analyse(read: &ReadTrace, path: &str, options: &Options) -> TraceAnalysis
         .filter(|k| k.is_gpu_work())
         .map(|k| k.duration_ns)
         .sum();
-    let charged = charged_durations(&events.kernels);
+    let charged = &attribution.kernel_charged_ns;
     let early_start: u64 = events
         .kernels
         .iter()
-        .zip(&charged)
+        .zip(charged)
         .filter(|(k, _)| k.is_gpu_work())
         .map(|(k, c)| k.duration_ns - c)
         .sum();
@@ -159,7 +159,7 @@ pub fn analyse(read: &ReadTrace, path: &str, options: &Options) -> TraceAnalysis
         region_patterns: options.regions.given.clone(),
         gpu_total_us: us(gpu_total),
         early_start_us: us(early_start),
-        kernels: kernel_stats(events, &of.graph_launch, &charged, gpu_total),
+        kernels: kernel_stats(events, &of.graph_launch, charged, gpu_total),
         operators: operator_table(events, &attribution)
             .into_iter()
             .map(|r| OperatorStat {

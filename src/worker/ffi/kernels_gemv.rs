@@ -43,28 +43,36 @@ pub const MAX_K: i64 = 8192;
 /// [.., k] of 1 ..= [`TAKEN_ROWS`] rows, `k` a multiple of 8 and at most [`MAX_K`], `weight` [n, k] and `bias` [n] of the
 /// same dtype and device, contiguous, 16-byte aligned. Checks shapes only (no device call).
 pub fn fits(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> bool {
-    let kind = x.kind();
     let k = x.size().last().copied().unwrap_or(0);
     let rows = if k > 0 { x.numel() as i64 / k } else { 0 };
     let ws = weight.size();
-    let aligned = |t: &Tensor| t.data_ptr() as usize % 16 == 0;
-    x.device().is_cuda()
-        && matches!(kind, Kind::BFloat16 | Kind::Half)
+    operands_fit(x, weight)
         && (1..=TAKEN_ROWS).contains(&rows)
-        && k % 8 == 0
         && k <= MAX_K
-        && x.is_contiguous()
         && ws.len() == 2
         && ws[0] >= 1
         && ws[1] == k
-        && weight.kind() == kind
+        && bias.is_none_or(|b| {
+            b.size() == [ws[0]]
+                && b.kind() == x.kind()
+                && b.device() == x.device()
+                && b.is_contiguous()
+        })
+}
+
+/// What both forms ask of their operands: `x` a contiguous CUDA bf16 or fp16 tensor whose last
+/// dim is a multiple of 8, `weight` of its dtype and device, contiguous, both 16-byte aligned.
+fn operands_fit(x: &Tensor, weight: &Tensor) -> bool {
+    let aligned = |t: &Tensor| t.data_ptr() as usize % 16 == 0;
+    x.device().is_cuda()
+        && matches!(x.kind(), Kind::BFloat16 | Kind::Half)
+        && x.size().last().is_some_and(|k| k % 8 == 0)
+        && x.is_contiguous()
+        && weight.kind() == x.kind()
         && weight.device() == x.device()
         && weight.is_contiguous()
         && aligned(x)
         && aligned(weight)
-        && bias.is_none_or(|b| {
-            b.size() == [ws[0]] && b.kind() == kind && b.device() == x.device() && b.is_contiguous()
-        })
 }
 
 /// `x·weightᵀ (+ bias)` [.., n] in the kernel, for 1 ..= [`MAX_ROWS`] rows and the operands
@@ -89,22 +97,13 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
 /// `group_ends` int32 on that device. Checks shapes only (no device call).
 pub fn grouped_fits(x: &Tensor, weight: &Tensor, group_ends: &Tensor) -> bool {
     let (xs, ws) = (x.size(), weight.size());
-    let aligned = |t: &Tensor| t.data_ptr() as usize % 16 == 0;
-    x.device().is_cuda()
-        && matches!(x.kind(), Kind::BFloat16 | Kind::Half)
+    operands_fit(x, weight)
         && xs.len() == 2
         && (1..=MAX_GROUPED_ROWS).contains(&xs[0])
-        && xs[1] % 8 == 0
-        && x.is_contiguous()
         && ws.len() == 3
         && ws[0] >= 1
         && ws[1] >= 1
         && ws[2] == xs[1]
-        && weight.kind() == x.kind()
-        && weight.device() == x.device()
-        && weight.is_contiguous()
-        && aligned(x)
-        && aligned(weight)
         && group_ends.size() == [ws[0]]
         && group_ends.kind() == Kind::Int
         && group_ends.device() == x.device()

@@ -139,6 +139,19 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The blocks that cover n outputs (kWarps · kRowsPerWarp per block).
+inline int64_t blocks_for(int64_t n) {
+  const int64_t per_block = (int64_t)kWarps * kRowsPerWarp;
+  return (n + per_block - 1) / per_block;
+}
+
+// What both forms ask of a call: n and k positive, k a multiple of 8, the blocks within a
+// grid's x side, x and w 16-byte aligned.
+inline bool shape_fits(const void* x, const void* w, int64_t n, int64_t k) {
+  return n >= 1 && k >= 1 && k % 8 == 0 && blocks_for(n) <= (int64_t)0x7fffffff &&
+         llmprof_k::aligned16(x) && llmprof_k::aligned16(w);
+}
+
 template <typename T>
 int launch_gemv(const void* x, const void* w, const void* bias, void* y, int m, int64_t n,
                 int64_t k, cudaStream_t stream) {
@@ -147,8 +160,7 @@ int launch_gemv(const void* x, const void* w, const void* bias, void* y, int m, 
   const auto w_ = static_cast<const T*>(w);
   const auto b_ = static_cast<const T*>(bias);
   const auto y_ = static_cast<T*>(y);
-  const int64_t per_block = (int64_t)kWarps * kRowsPerWarp;
-  const unsigned blocks = (unsigned)((n + per_block - 1) / per_block);
+  const unsigned blocks = (unsigned)blocks_for(n);
   auto kernel = m == 1   ? gemv<T, 1, false>
                 : m == 2 ? gemv<T, 2, false>
                 : m <= 4 ? gemv<T, 4, false>
@@ -161,8 +173,7 @@ template <typename T>
 int launch_gemv_grouped(const void* x, const void* w, const int32_t* group_ends, void* y,
                         int slots, int experts, int64_t n, int64_t k, cudaStream_t stream) {
   if (sizeof(T) == 4) return (int)cudaErrorInvalidValue;  // bf16 and fp16 only
-  const int64_t per_block = (int64_t)kWarps * kRowsPerWarp;
-  const dim3 grid((unsigned)((n + per_block - 1) / per_block), (unsigned)slots);
+  const dim3 grid((unsigned)blocks_for(n), (unsigned)slots);
   return (int)llmprof_k::launch(gemv<T, 1, true>, grid, kThreads, 0, stream,
                                 static_cast<const T*>(x), static_cast<const T*>(w),
                                 static_cast<const T*>(nullptr), static_cast<T*>(y), 1, n, k,
@@ -173,10 +184,7 @@ int launch_gemv_grouped(const void* x, const void* w, const int32_t* group_ends,
 
 extern "C" int llmprof_k_gemv(int dtype, const void* x, const void* w, const void* bias, void* y,
                               int m, int64_t n, int64_t k, void* stream) {
-  if (m < 1 || m > LLMPROF_K_GEMV_MAX_ROWS || n < 1 || k < 1 ||
-      k % 8 != 0 || (int64_t)((n + kWarps * kRowsPerWarp - 1) / (kWarps * kRowsPerWarp)) >
-                        (int64_t)0x7fffffff ||
-      !llmprof_k::aligned16(x) || !llmprof_k::aligned16(w)) {
+  if (m < 1 || m > LLMPROF_K_GEMV_MAX_ROWS || !shape_fits(x, w, n, k)) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);
@@ -186,10 +194,8 @@ extern "C" int llmprof_k_gemv(int dtype, const void* x, const void* w, const voi
 extern "C" int llmprof_k_gemv_grouped(int dtype, const void* x, const void* w,
                                       const int32_t* group_ends, void* y, int slots, int experts,
                                       int64_t n, int64_t k, void* stream) {
-  if (slots < 1 || slots > LLMPROF_K_GEMV_MAX_GROUPED_ROWS || experts < 1 || n < 1 || k < 1 ||
-      k % 8 != 0 ||
-      (int64_t)((n + kWarps * kRowsPerWarp - 1) / (kWarps * kRowsPerWarp)) > (int64_t)0x7fffffff ||
-      !llmprof_k::aligned16(x) || !llmprof_k::aligned16(w) || group_ends == nullptr) {
+  if (slots < 1 || slots > LLMPROF_K_GEMV_MAX_GROUPED_ROWS || experts < 1 ||
+      group_ends == nullptr || !shape_fits(x, w, n, k)) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);
