@@ -25,11 +25,12 @@ pub struct EngineOptim {
     /// Tokens stay on the GPU between steps; EOS checked every `eos_check_interval` steps.
     pub sync_free_decode: bool,
     pub eos_check_interval: u32,
-    /// On a CUDA device with a static KV cache and grouped MoE in bf16, the text decoder's
-    /// prefill into a KV cache used before (as graph decode reuses them) is captured as a CUDA
-    /// graph per prompt shape, left padding and KV cache after its first, eager run and replayed
-    /// after (its kernels then run without the GPU's gaps between separately
-    /// launched kernels). Absent: off.
+    /// On a CUDA device with a static KV cache (and, for a model with experts, grouped MoE in
+    /// bf16), the text decoder's prefill into a KV cache used before (as graph decode reuses
+    /// them) is captured as a CUDA graph per prompt shape, left padding and KV cache after its
+    /// first, eager run and replayed after (its kernels then run without the GPU's gaps between
+    /// separately launched kernels). DeepSeek-OCR and the dense family; a tensor-parallel rank
+    /// runs its prefill op by op. Absent: off.
     #[serde(default)]
     pub prefill_cuda_graph: bool,
     /// With `prefill_cuda_graph`: the most rows a prefill may have to be captured (0: any).
@@ -72,7 +73,7 @@ pub struct EngineOptim {
     #[serde(default)]
     pub decode_attention_tensor_cores: bool,
     /// On a CUDA device in bf16/fp16, the decoder's projections of one row (decode steps at
-    /// batch 1: q/k/v, o_proj, gate/up, shared experts, lm_head; inputs at most 8,192 wide) in
+    /// batch 1: q/k/v, o_proj, gate/up, down, shared experts, lm_head; inputs at most 32,768 wide) in
     /// llmprof's GEMV kernel (the weight streamed once in 16-byte loads, fp32 sums, one rounding)
     /// instead of cuBLAS's choice for those shapes, and the routed experts of a MoE step of at
     /// most 16 token slots in its grouped form (each slot's expert read once) instead of

@@ -75,6 +75,11 @@ impl PrefillGraphs {
         }
     }
 
+    /// Whether prefills are captured.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// (graphs captured, dropped ones included; replays).
     pub fn stats(&self) -> (usize, u64) {
         let graphs = self.graphs.borrow();

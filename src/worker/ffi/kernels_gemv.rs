@@ -34,10 +34,13 @@ pub const MAX_ROWS: i64 = 8;
 /// (H200, round 3 session 29): eight rows of fp32 sums per weight row make it compute-bound.
 pub const TAKEN_ROWS: i64 = 1;
 
-/// The widest input the kernel takes by default: at Llama-3.1-8B's down projection (k 14,336)
-/// it was 11 % slower than cuBLAS's split-K GEMM, at k 4,096 (q/k/v, o_proj, gate/up) 3-7 %
-/// faster (H200, reports/performance-history.md, round 3 session 29).
-pub const MAX_K: i64 = 8192;
+/// The widest input the kernel takes by default. At Llama-3.1-8B's down projection (k 14,336)
+/// it lost 11 % to cuBLAS's split-K GEMM in session 29; since its first weight loads go out
+/// before the programmatic-launch wait (session 31) it is faster at every down projection
+/// measured: k 12,288 25.8 µs against cuBLAS's 31.0 (kernel and reduce), 14,336 29.4 against
+/// 32.1, 18,944 34.1 against 38.4, Llama-3.1-70B's 28,672 106.1 against 111.4 (H200, weights
+/// from DRAM; reports/performance-history.md, round 3 session 32).
+pub const MAX_K: i64 = 32768;
 
 /// Whether `x·weightᵀ (+ bias)` runs in the kernel: `x` a contiguous CUDA bf16 or fp16 tensor
 /// [.., k] of 1 ..= [`TAKEN_ROWS`] rows, `k` a multiple of 8 and at most [`MAX_K`], `weight` [n, k] and `bias` [n] of the
@@ -223,7 +226,13 @@ mod tests {
             assert!(tch::Cuda::is_available(), "no CUDA device");
             let dev = Device::Cuda(0);
             for (kind, tol) in [(Kind::BFloat16, 1.0 / 128.0), (Kind::Half, 1.0 / 1024.0)] {
-                for (n, k) in [(4096i64, 4096i64), (1000, 14336), (37, 264), (6144, 8)] {
+                for (n, k) in [
+                    (4096i64, 4096i64),
+                    (1000, 14336),
+                    (300, 28672),
+                    (37, 264),
+                    (6144, 8),
+                ] {
                     for rows in 1..=MAX_ROWS {
                         for with_bias in [false, true] {
                             let x = Tensor::randn([rows, 1, k], (kind, dev));

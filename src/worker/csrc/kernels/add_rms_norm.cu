@@ -1,8 +1,7 @@
 // The residual add and the RMSNorm after it in one kernel (launch.h): sum = round(x + delta),
 // out = round(sum · rsqrt(mean(sum²) + eps) · weight), the form of libtorch's fused RMSNorm (one
 // rounding after the fp32 product). It replaces per decoder layer two adds and two norm kernels
-// (reports/performance-history.md, "Round 2, session 8"); a prefill's many rows take a warp-per-row
-// variant ("session 11").
+// (reports/performance-history.md, "Round 2, session 8").
 #include "dtype.cuh"
 #include "launch.h"
 #include "pdl.cuh"
@@ -73,9 +72,10 @@ __global__ void add_rms_norm(const T* __restrict__ x, const T* __restrict__ delt
 
 // One row per block of kThreads in 16-byte vectors (rows 16-byte aligned, hidden a multiple of
 // the vector): thread t holds vectors t, t + kThreads, ... (kVecs at most), all loaded before the
-// first use. Decode steps take it: a warp per row at 128 rows took 15 µs a call, one warp per SM
-// each running its row's 4,096 channels through a chain of dependent instructions
-// (reports/performance-history.md, session 30).
+// first use. Every row count takes it: a warp per row took 15 µs a call at 128 rows of 4,096
+// (one warp an SM, each running its row through a chain of dependent instructions; session 30),
+// and 11.8 / 115 µs against this kernel's 8.2 / 69 at a prefill's 1,024 / 8,192 rows (eight
+// rows a block, eight warps an SM; reports/performance-history.md, round 3 session 32).
 template <typename T, int kVecs>
 __global__ void __launch_bounds__(kThreads)
     add_rms_norm_vec(const T* __restrict__ x, const T* __restrict__ delta,
@@ -136,103 +136,12 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Many rows (a prefill of 1,024 rows or more): a warp per row, kRowsPerBlock rows per block,
-// 16-byte vectors. Lane l holds vectors l, l + 32, ... of the row (at most kVecs each) in
-// registers, as the rounded sums the norm reads anyway, so the row is read once and written
-// twice, at full width.
-constexpr int kRowsPerBlock = 8;
-constexpr int64_t kWarpKernelMinRows = 1024;
-
-template <typename T, int kVecs>
-__global__ void add_rms_norm_rows(const T* __restrict__ x, const T* __restrict__ delta,
-                                  const T* __restrict__ weight, T* __restrict__ sum_out,
-                                  T* __restrict__ out, int64_t rows, int64_t hidden, float eps) {
-  llmprof_k::begin_after_previous_grid();
-  constexpr int V = 16 / sizeof(T);
-  using Vt = llmprof_k::Vec<T, V>;
-  const int lane = threadIdx.x % 32;
-  const int64_t row = (int64_t)blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
-  if (row >= rows) return;
-  const int64_t nvec = hidden / V;
-  const Vt* xr = reinterpret_cast<const Vt*>(x + row * hidden);
-  const Vt* dr = reinterpret_cast<const Vt*>(delta + row * hidden);
-  Vt* sr = reinterpret_cast<Vt*>(sum_out + row * hidden);
-  const Vt* wr = reinterpret_cast<const Vt*>(weight);
-  // Every load of the row issued before the first use (see add_rms_norm above); the weight with
-  // them where registers allow (16 vectors a lane of it beside the row and delta spill, loaded
-  // after the sums or not: then it is read vector by vector at the end, from L2).
-  Vt s[kVecs], dv[kVecs], w[kVecs];
-#pragma unroll
-  for (int j = 0; j < kVecs; ++j) {
-    const int64_t i = lane + 32 * j;
-    if (i < nvec) {
-      s[j] = xr[i];
-      dv[j] = dr[i];
-      if constexpr (kVecs <= 8) w[j] = wr[i];
-    }
-  }
-  float sq = 0.f;
-#pragma unroll
-  for (int j = 0; j < kVecs; ++j) {
-    const int64_t i = lane + 32 * j;
-    if (i < nvec) {
-      const Vt a = s[j], d = dv[j];
-#pragma unroll
-      for (int c = 0; c < V; ++c) {
-        const float v = round_to<T>(__fadd_rn(to_f(a.e[c]), to_f(d.e[c])));
-        s[j].e[c] = from_f<T>(v);
-        sq = __fmaf_rn(v, v, sq);
-      }
-      sr[i] = s[j];
-    }
-  }
-  for (int o = 16; o > 0; o /= 2) sq += __shfl_xor_sync(0xffffffffu, sq, o);
-  const float rstd = rsqrtf(sq / (float)hidden + eps);
-  Vt* orow = reinterpret_cast<Vt*>(out + row * hidden);
-#pragma unroll
-  for (int j = 0; j < kVecs; ++j) {
-    const int64_t i = lane + 32 * j;
-    if (i < nvec) {
-      Vt wj;
-      if constexpr (kVecs <= 8) {
-        wj = w[j];
-      } else {
-        wj = wr[i];  // the weight is L2-resident (every row reads it)
-      }
-      Vt o;
-#pragma unroll
-      for (int c = 0; c < V; ++c) {
-        o.e[c] = from_f<T>(__fmul_rn(__fmul_rn(to_f(s[j].e[c]), rstd), to_f(wj.e[c])));
-      }
-      orow[i] = o;
-    }
-  }
-}
-
-template <typename T, int kVecs>
-int launch_rows(const void* x, const void* delta, const void* weight, void* sum, void* out,
-                int64_t rows, int64_t hidden, float eps, cudaStream_t stream) {
-  const unsigned blocks = (unsigned)((rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  return (int)llmprof_k::launch(
-      add_rms_norm_rows<T, kVecs>, blocks, 32 * kRowsPerBlock, 0, stream,
-      static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
-      static_cast<T*>(sum), static_cast<T*>(out), rows, hidden, eps);
-}
-
 template <typename T>
 int launch_add_rms_norm(const void* x, const void* delta, const void* weight, void* sum, void* out,
                         int64_t rows, int64_t hidden, float eps, cudaStream_t stream) {
   constexpr int V = 16 / sizeof(T);
-  const int64_t per_lane = (hidden / V + 31) / 32;  // vectors per lane
   const bool vec16 = hidden % V == 0 && aligned16(x) && aligned16(delta) && aligned16(weight) &&
                      aligned16(sum) && aligned16(out);
-  if (rows >= kWarpKernelMinRows && vec16 && per_lane <= 16) {
-    auto* launch = per_lane <= 2   ? launch_rows<T, 2>
-                   : per_lane <= 4 ? launch_rows<T, 4>
-                   : per_lane <= 8 ? launch_rows<T, 8>
-                                   : launch_rows<T, 16>;
-    return launch(x, delta, weight, sum, out, rows, hidden, eps, stream);
-  }
   if (vec16) {
     const int64_t per_thread = (hidden / V + kThreads - 1) / kThreads;  // vectors per thread
     auto* kernel = per_thread <= 1   ? add_rms_norm_vec<T, 1>

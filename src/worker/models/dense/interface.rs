@@ -267,7 +267,18 @@ impl Model for DenseModel {
 
     fn graph_stats(&self) -> Option<GraphStats> {
         let d = self.decode.borrow();
-        d.captures_graphs().then(|| d.stats.clone())
+        let (prefill_captured, prefill_replays) = self.model.prefill_graph_stats();
+        if !d.captures_graphs() && prefill_captured == 0 {
+            return None;
+        }
+        let mut stats = if d.captures_graphs() {
+            d.stats.clone()
+        } else {
+            GraphStats::default()
+        };
+        stats.prefill_graphs_captured = prefill_captured;
+        stats.prefill_replays = prefill_replays;
+        Some(stats)
     }
 
     fn assumptions(&self) -> Vec<String> {

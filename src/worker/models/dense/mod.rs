@@ -13,6 +13,7 @@ pub mod tokenizer;
 
 use crate::engine::causal_lm::{left_pad, CausalLm};
 use crate::engine::kv_cache::KvCache;
+use crate::engine::prefill_graphs::PrefillGraphs;
 use crate::models::layers::attention::AttnShape;
 use crate::models::layers::basic::SwiGlu;
 use crate::models::layers::decoder::{Decoder, DecoderDims, FeedForward, Sandwich};
@@ -70,6 +71,8 @@ pub struct DenseLm {
     /// The KV cache's shape: the heads this process holds (all but under tensor parallelism).
     kv: crate::engine::kv_cache::KvDims,
     decoder: Decoder,
+    /// The text prefill captured per shape (`runtime.optim.prefill_cuda_graph`).
+    prefill_graphs: PrefillGraphs,
     device: Device,
     kind: Kind,
 }
@@ -154,6 +157,10 @@ impl DenseLm {
             arch: arch.clone(),
             kv: dims(arch).kv(),
             decoder,
+            prefill_graphs: PrefillGraphs::new(
+                prefill_graphs_apply(arch, optim, device, kind),
+                optim.engine.prefill_cuda_graph_max_batch as usize,
+            ),
             device,
             kind,
         })
@@ -175,13 +182,25 @@ impl DenseLm {
         shard::check(arch, world)?;
         let local = shard::arch_of_rank(arch, world);
         let m = DenseLm::load_handed_over(sliced, &local, device, kind, optim)?;
+        if m.prefill_graphs.enabled() {
+            tracing::info!(
+                "runtime.optim.prefill_cuda_graph: a tensor-parallel rank's prefill runs op by op \
+                 (its collectives inside a prefill graph are not verified yet)"
+            );
+        }
         Ok(DenseLm {
             arch: arch.clone(),
             decoder: m
                 .decoder
                 .with_tensor_parallel(comm, rank * arch.vocab_size / world),
+            prefill_graphs: PrefillGraphs::new(false, 0),
             ..m
         })
+    }
+
+    /// (prefill graphs captured, prefills replayed) (`runtime.optim.prefill_cuda_graph`).
+    pub fn prefill_graph_stats(&self) -> (usize, u64) {
+        self.prefill_graphs.stats()
     }
 
     pub fn arch(&self) -> &DenseArch {
@@ -197,6 +216,21 @@ impl DenseLm {
         let t = hidden.size()[1];
         self.decoder.logits(&hidden.f_select(1, t - 1)?, obs)
     }
+}
+
+/// Whether the text prefill is captured (`runtime.optim.prefill_cuda_graph`): on a GPU with a
+/// static KV cache, and for a model with experts in bf16 (in other dtypes the grouped MoE falls
+/// back to a per-expert loop that reads expert counts on the host, which a capture cannot).
+fn prefill_graphs_apply(arch: &DenseArch, optim: &Switches, device: Device, kind: Kind) -> bool {
+    let apply = optim.engine.prefill_cuda_graph && device.is_cuda();
+    if apply && !(optim.engine.static_kv_cache && (arch.moe.is_none() || kind == Kind::BFloat16)) {
+        tracing::info!(
+            "runtime.optim.prefill_cuda_graph: the prefill runs op by op (a graph needs \
+             static_kv_cache, and bf16 weights for a model with experts)"
+        );
+        return false;
+    }
+    apply
 }
 
 impl CausalLm for DenseLm {
@@ -270,13 +304,16 @@ impl CausalLm for DenseLm {
             .f_view([prompts.len() as i64, t])?
             .f_to_device(self.device)?;
         cache.set_left_padding(&pads)?;
-        let hidden = self
-            .decoder
-            .forward(&self.decoder.embed(&ids, obs)?, cache, obs)?;
-        self.last_logits(&hidden, obs)
+        let emb = self.decoder.embed(&ids, obs)?;
+        self.prefill_graphs.run(&emb, cache, obs, &|x, cache, obs| {
+            let hidden = self.decoder.forward(x, cache, obs)?;
+            self.last_logits(&hidden, obs)
+        })
     }
 }
 
+#[cfg(test)]
+mod gpu_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! rotate-half RoPE over the full head dim (optionally with Llama 3's frequency scaling),
 //! reading/writing the KV cache (docs/deepseek-ocr.md §2, docs/models.md).
 
+mod core_attention;
 mod rope;
 
 use crate::checkpoint::tensors::WeightPath;
@@ -9,10 +10,12 @@ use crate::engine::kv_cache::{AttnMask, KvCache};
 use crate::ffi::{kernels, kernels_gemv};
 use crate::models::layers::basic::RmsNorm;
 use anyhow::Result;
+pub(crate) use core_attention::masked_softmax;
+use core_attention::{core_attention, repeat_kv};
 use llmprof::model::module_work::{CORE, O_PROJ, QKV, ROPE_KV};
 use llmprof::region::RegionObserver;
 pub use rope::{apply_rope, apply_rope_fma, Rope};
-use tch::{Kind, Tensor};
+use tch::Tensor;
 
 /// The attention's shape: query heads, K/V heads (GQA when fewer), head dim, q/k/v bias.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -233,8 +236,11 @@ impl Attention {
 
     /// softmax(q·kᵀ/√d + mask)·v → the heads' outputs [B,T,heads·hd], before o_proj; q
     /// [B,heads,T,hd], k/v [B,kv_heads,L,hd]. GQA: one query token per row folds each group's
-    /// heads onto the query axis (q [B,kv_heads,group,hd], no K/V copy); longer queries repeat
-    /// K/V per group.
+    /// heads onto the query axis (q [B,kv_heads,group,hd], no K/V copy); longer queries on a GPU
+    /// under a causal mask or none go to libtorch's fused attention with its GQA form (each K/V
+    /// head read for its group: cuDNN's kernel), else repeat K/V per group (two copies of K and
+    /// V a layer: 0.71 of a Llama-3.1-8B prefill's 1.70 ms of attention, reports/
+    /// performance-history.md, round 3 session 32).
     fn attend_heads(&self, q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result<Tensor> {
         let (b, _, t, _) = q.size4()?;
         let g = self.heads / self.kv_heads;
@@ -242,12 +248,16 @@ impl Attention {
             let qg = q.f_reshape([b, self.kv_heads, g, self.head_dim])?;
             return self.one_token_heads(&self.core(&qg, k, v, mask)?); // (b, nkv, g, hd)
         }
-        let (k, v) = if g > 1 {
-            (repeat_kv(k, g)?, repeat_kv(v, g)?)
+        let fused_gqa = g > 1
+            && self.sdpa
+            && q.device().is_cuda()
+            && matches!(mask, AttnMask::None | AttnMask::Causal);
+        let o = if fused_gqa || g == 1 {
+            let scale = 1.0 / (self.head_dim as f64).sqrt();
+            core_attention((q, k, v), mask, (self.sdpa, fused_gqa), scale)?
         } else {
-            (k.shallow_clone(), v.shallow_clone())
-        };
-        let o = self.core(q, &k, &v, mask)?; // (b, nh, t, hd)
+            self.core(q, &repeat_kv(k, g)?, &repeat_kv(v, g)?, mask)?
+        }; // (b, nh, t, hd)
         Ok(o.f_transpose(1, 2)?
             .f_reshape([b, t, self.heads * self.head_dim])?)
     }
@@ -286,7 +296,7 @@ impl Attention {
     /// softmax(q·kᵀ/√d + mask)·v with matching head counts.
     fn core(&self, q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result<Tensor> {
         let scale = 1.0 / (self.head_dim as f64).sqrt();
-        core_attention((q, k, v), mask, self.sdpa, scale)
+        core_attention((q, k, v), mask, (self.sdpa, false), scale)
     }
 
     /// x [B,T,H] → [B,T,H] with no cache: every token attends within `x` as `mask` allows (an
@@ -428,71 +438,6 @@ impl Attention {
         }
         self.attend_marked((&q, &k_all, &v_all), mask, obs)
     }
-}
-
-/// [B,kv,L,hd] → [B,kv·g,L,hd], each K/V head repeated for its `g` query heads (HF `repeat_kv`).
-fn repeat_kv(x: &Tensor, g: i64) -> Result<Tensor> {
-    let (b, n, l, d) = x.size4()?;
-    Ok(x.f_unsqueeze(2)?
-        .f_expand([b, n, g, l, d], false)?
-        .f_reshape([b, n * g, l, d])?)
-}
-
-/// softmax(q·kᵀ·scale + mask)·v with matching (or broadcasting, in the math form) head counts:
-/// libtorch's fused attention where `sdpa`, else [`math_attention`].
-fn core_attention(
-    (q, k, v): (&Tensor, &Tensor, &Tensor),
-    mask: &AttnMask,
-    sdpa: bool,
-    scale: f64,
-) -> Result<Tensor> {
-    Ok(if sdpa {
-        let (m, causal) = match mask {
-            AttnMask::None => (None, false),
-            AttnMask::Causal => (None, true),
-            AttnMask::Explicit(m) | AttnMask::Additive(m) => (Some(m), false),
-        };
-        Tensor::f_scaled_dot_product_attention(q, k, v, m, 0.0, causal, Some(scale), false)?
-    } else {
-        math_attention(q, k, v, mask, scale)?
-    })
-}
-
-/// HF-style eager attention: scores in the model dtype, fp32 softmax, masked keys at −∞.
-fn math_attention(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    mask: &AttnMask,
-    scale: f64,
-) -> Result<Tensor> {
-    let scores = q.f_matmul(&k.f_transpose(-2, -1)?)?.f_mul_scalar(scale)?; // (b, nh, t, l)
-    Ok(masked_softmax(&scores, mask)?
-        .f_to_kind(q.kind())?
-        .f_matmul(v)?)
-}
-
-/// softmax over the last dim of `scores` [B,heads,T,L] in fp32 with the keys `mask` hides at −∞
-/// (a causal mask aligned top-left) → fp32 probabilities.
-pub(crate) fn masked_softmax(scores: &Tensor, mask: &AttnMask) -> Result<Tensor> {
-    let hidden = match mask {
-        AttnMask::None => None,
-        AttnMask::Causal => {
-            let (t, l) = (scores.size()[2], scores.size()[3]);
-            Some(
-                Tensor::f_ones([t, l], (Kind::Bool, scores.device()))?
-                    .f_tril(0)?
-                    .f_logical_not()?,
-            )
-        }
-        AttnMask::Explicit(m) => Some(m.f_logical_not()?),
-        AttnMask::Additive(m) => Some(m.f_isneginf()?),
-    };
-    let scores = match hidden {
-        Some(h) => scores.f_masked_fill(&h, f64::NEG_INFINITY)?,
-        None => scores.shallow_clone(),
-    };
-    Ok(scores.f_softmax(-1, Kind::Float)?)
 }
 
 #[cfg(test)]

@@ -423,11 +423,10 @@ mod tests {
     /// The add + RMSNorm kernel against an add and libtorch's fused RMSNorm: the sum bit for
     /// bit; the norm within 4 ulp of the dtype (the mean square adds in another order, which
     /// moves the fp32 scale by a few ulp; in bf16 that flips at most one rounding), in fp32 and
-    /// bf16. Every grid the launcher picks: under 1,024 rows of whole 16-byte vectors a block of
-    /// 256 threads per row (1, 32, 128 and 900 rows; 1,280, 4,096 and, in fp32, 8,192 channels:
-    /// one to eight vectors a thread), from 1,024 rows a warp per row (1,100 rows of 1,280 and
-    /// 4,096 channels; 4,096 fp32 channels are too many for its registers and take the scalar
-    /// block per row, as rows that are not whole vectors do: 1,004 channels).
+    /// bf16. Every grid the launcher picks: rows of whole 16-byte vectors a block of 256 threads
+    /// per row (1, 32, 128, 900 and a prefill's 1,100 rows; 1,280, 4,096 and, in fp32, 8,192
+    /// channels: one to eight vectors a thread), rows that are not whole vectors the scalar
+    /// block per row (1,004 channels).
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn add_rms_norm_kernel_matches_libtorch_on_a_gpu() {
