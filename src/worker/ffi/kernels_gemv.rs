@@ -217,7 +217,8 @@ mod tests {
     /// The kernel against libtorch's Linear in fp32 on the same bf16/fp16 operands, at every
     /// row count 1 ..= 8 it computes and widths that are not multiples of the kernel's
     /// 256-element step, with and without bias and with an output count that is not a multiple
-    /// of its 16 per block: within one rounding of the output (2⁻⁷ relative for bf16, 2⁻¹⁰ fp16)
+    /// of its 16 per block, in both block shapes (one row of 1,280 over 9,000 outputs takes the
+    /// short-row shape): within one rounding of the output (2⁻⁷ relative for bf16, 2⁻¹⁰ fp16)
     /// of the largest value. [`fits`] gives it one row of at most [`MAX_K`] only.
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
@@ -230,6 +231,7 @@ mod tests {
                     (4096i64, 4096i64),
                     (1000, 14336),
                     (300, 28672),
+                    (9000, 1280),
                     (37, 264),
                     (6144, 8),
                 ] {

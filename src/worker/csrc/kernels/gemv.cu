@@ -21,17 +21,26 @@ namespace {
 using llmprof_k::from_f;
 using llmprof_k::to_f;
 
-constexpr int kWarps = 8;
-constexpr int kThreads = kWarps * 32;
-constexpr int kRowsPerWarp = 2;
 constexpr int kUnroll = 4;
+
+// Warps a block and outputs a warp: 8 × 2 by default; 4 × 4 for short rows of many outputs
+// (k ≤ kShortK, n ≥ kManyOutputs: DeepSeek-OCR's lm_head, 129,280 rows of 1,280, 87 → 76 µs,
+// its first dense layer's gate/up 13.5 → 10.7), where a warp's two rows hold too few loads in
+// flight; at long rows (Llama-3.1-8B's down: 29.6 → 39.3 µs) and few outputs (more blocks
+// matter there) the default is faster (H200, reports/performance-history.md, round 3 session
+// 32). Both cover 16 outputs a block.
+constexpr int kWarps = 8, kRowsPerWarp = 2;
+constexpr int kShortWarps = 4, kShortRowsPerWarp = 4;
+constexpr int64_t kShortK = 2048, kManyOutputs = 8192;
+constexpr int kOutputsPerBlock = kWarps * kRowsPerWarp;
+static_assert(kShortWarps * kShortRowsPerWarp == kOutputsPerBlock, "one block count for both");
 
 // kM: the rows the template handles (calls with fewer rows skip the missing ones).
 // kGrouped: the rows of a MoE step's token slots sorted by expert, one slot per blockIdx.y (kM
 // 1): slot s takes x[s], writes y[s], and its expert's weight w[e] [n, k], e the group of
 // `group_ends` [experts] (inclusive cumulative slot counts, from the routing kernel) holding s.
-template <typename T, int kM, bool kGrouped>
-__global__ void __launch_bounds__(kThreads)
+template <typename T, int kM, bool kGrouped, int kWarps, int kRowsPerWarp>
+__global__ void __launch_bounds__(kWarps * 32)
     gemv(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
          T* __restrict__ y, int m, int64_t n, int64_t k, const int32_t* __restrict__ group_ends,
          int experts) {
@@ -139,11 +148,8 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// The blocks that cover n outputs (kWarps · kRowsPerWarp per block).
-inline int64_t blocks_for(int64_t n) {
-  const int64_t per_block = (int64_t)kWarps * kRowsPerWarp;
-  return (n + per_block - 1) / per_block;
-}
+// The blocks that cover n outputs (kOutputsPerBlock per block, either shape).
+inline int64_t blocks_for(int64_t n) { return (n + kOutputsPerBlock - 1) / kOutputsPerBlock; }
 
 // What both forms ask of a call: n and k positive, k a multiple of 8, the blocks within a
 // grid's x side, x and w 16-byte aligned.
@@ -161,11 +167,14 @@ int launch_gemv(const void* x, const void* w, const void* bias, void* y, int m, 
   const auto b_ = static_cast<const T*>(bias);
   const auto y_ = static_cast<T*>(y);
   const unsigned blocks = (unsigned)blocks_for(n);
-  auto kernel = m == 1   ? gemv<T, 1, false>
-                : m == 2 ? gemv<T, 2, false>
-                : m <= 4 ? gemv<T, 4, false>
-                         : gemv<T, 8, false>;
-  return (int)llmprof_k::launch(kernel, blocks, kThreads, 0, stream, x_, w_, b_, y_, m, n, k,
+  const bool short_rows = m == 1 && k <= kShortK && n >= kManyOutputs;
+  auto kernel = short_rows ? gemv<T, 1, false, kShortWarps, kShortRowsPerWarp>
+                : m == 1   ? gemv<T, 1, false, kWarps, kRowsPerWarp>
+                : m == 2   ? gemv<T, 2, false, kWarps, kRowsPerWarp>
+                : m <= 4   ? gemv<T, 4, false, kWarps, kRowsPerWarp>
+                           : gemv<T, 8, false, kWarps, kRowsPerWarp>;
+  const int threads = 32 * (short_rows ? kShortWarps : kWarps);
+  return (int)llmprof_k::launch(kernel, blocks, threads, 0, stream, x_, w_, b_, y_, m, n, k,
                                 static_cast<const int32_t*>(nullptr), 0);
 }
 
@@ -174,7 +183,8 @@ int launch_gemv_grouped(const void* x, const void* w, const int32_t* group_ends,
                         int slots, int experts, int64_t n, int64_t k, cudaStream_t stream) {
   if (sizeof(T) == 4) return (int)cudaErrorInvalidValue;  // bf16 and fp16 only
   const dim3 grid((unsigned)blocks_for(n), (unsigned)slots);
-  return (int)llmprof_k::launch(gemv<T, 1, true>, grid, kThreads, 0, stream,
+  return (int)llmprof_k::launch(gemv<T, 1, true, kWarps, kRowsPerWarp>, grid, kWarps * 32, 0,
+                                stream,
                                 static_cast<const T*>(x), static_cast<const T*>(w),
                                 static_cast<const T*>(nullptr), static_cast<T*>(y), 1, n, k,
                                 group_ends, experts);
