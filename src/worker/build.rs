@@ -62,6 +62,7 @@ fn compile_and_link_shim(torch_lib_dir: &Path) {
     println!("cargo:rerun-if-changed=csrc/kernels.cpp");
     println!("cargo:rerun-if-changed=csrc/kernels_vision.cpp");
     println!("cargo:rerun-if-changed=csrc/kernels_gemm.cpp");
+    println!("cargo:rerun-if-changed=csrc/kernels_gemv.cpp");
     println!("cargo:rerun-if-changed=csrc/streams.cpp");
     println!("cargo:rerun-if-changed=csrc/host_memory.cpp");
     println!("cargo:rerun-if-changed=csrc/cuda_graph.cpp");

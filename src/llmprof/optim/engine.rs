@@ -80,6 +80,14 @@ pub struct EngineOptim {
     /// libtorch's grouped GEMM. Absent: off.
     #[serde(default)]
     pub gemv_kernel: bool,
+    /// With `gemv_kernel` and `add_rms_norm_kernel`: in one-row decode steps (batch 1) on a GPU,
+    /// each residual add + RMSNorm is folded into the GEMV of the projection after it (q/k/v
+    /// where RoPE and the K/V write run in llmprof's kernel, the fused gate/up of a dense MLP):
+    /// every block of the GEMV computes the normed row into shared memory after its first weight
+    /// loads went out, block 0 writes the sum; the same bits as the two kernels, one launch
+    /// fewer. The projection's module then holds the norm's time. Absent: off.
+    #[serde(default)]
+    pub gemv_add_rms_norm: bool,
     /// On a GPU of compute capability 9.0 or newer, llmprof's decode-step kernels (add +
     /// RMSNorm, RoPE + KV write, decode attention, the GEMV, SwiGLU, MoE routing and combine)
     /// launch with programmatic dependent launch: each may be scheduled while the kernel before
@@ -142,6 +150,20 @@ impl EngineOptim {
                 "fused_rms_norm",
                 self.fused_rms_norm,
                 "the kernel computes the fused norm's form (one rounding), not HF's eight-op norm",
+            ),
+            (
+                "gemv_add_rms_norm",
+                self.gemv_add_rms_norm,
+                "gemv_kernel",
+                self.gemv_kernel,
+                "the norm is folded into llmprof's GEMV",
+            ),
+            (
+                "gemv_add_rms_norm",
+                self.gemv_add_rms_norm,
+                "add_rms_norm_kernel",
+                self.add_rms_norm_kernel,
+                "the folded norm is the add + RMSNorm kernel's, row for row",
             ),
             (
                 "cuda_graph",

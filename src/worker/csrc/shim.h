@@ -345,6 +345,13 @@ int llmprof_decode_attention(const void* q, const void* k_cache, const void* v_c
 /* A Linear over 1 ..= 8 rows in llmprof's kernel: x [.., k] (bf16 or fp16, k a multiple of 8),
  * weight [n, k], bias [n] or null → y [.., n] (allocated by the caller). */
 int llmprof_gemv(const void* x, const void* weight, const void* bias, const void* y);
+/* The one-row GEMV with the residual add + RMSNorm before it folded in: x, delta [.., k] (one
+ * row, bf16 or fp16, k a multiple of 8 up to 8,192), norm_weight [k], weight [n, k], bias [n] or
+ * null → sum [.., k] = x + delta and y [.., n] = rmsnorm(sum)·weightᵀ (+ bias), both allocated by
+ * the caller; the same bits as the add + RMSNorm kernel, then the GEMV. */
+int llmprof_gemv_add_rms_norm(const void* x, const void* delta, const void* norm_weight,
+                              double eps, const void* weight, const void* bias, const void* sum,
+                              const void* y);
 /* The GEMV over a MoE step's token slots sorted by expert: x [slots, k] (1 ..= 16 slots, bf16 or
  * fp16), weight [experts, n, k], group_ends int32 [experts] (inclusive cumulative slot counts,
  * the last equal to slots)

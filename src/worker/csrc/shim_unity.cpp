@@ -6,6 +6,7 @@
 #include "kernels.cpp"
 #include "kernels_vision.cpp"
 #include "kernels_gemm.cpp"
+#include "kernels_gemv.cpp"
 #include "streams.cpp"
 #include "host_memory.cpp"
 #include "graph_nodes.cpp"

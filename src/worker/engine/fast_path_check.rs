@@ -55,7 +55,7 @@ pub struct VariantCheck {
 pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, StepPath)> {
     let graph = StepPath::Graph { kv_bucket };
     // (variant, the switch it checks, the switches it turns on, step path)
-    let table: [(&str, &str, &[&str], StepPath); 15] = [
+    let table: [(&str, &str, &[&str], StepPath); 16] = [
         (
             "fused_projections",
             "fused_projections",
@@ -147,6 +147,22 @@ pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, S
             &["static_kv_cache", "grouped_moe", "gemv_kernel"],
             graph,
         ),
+        // The fold needs the norm's kernel and, for q/k/v, the RoPE + KV-write kernel's path.
+        (
+            "gemv_add_rms_norm+cuda_graph",
+            "gemv_add_rms_norm",
+            &[
+                "fused_projections",
+                "static_kv_cache",
+                "grouped_moe",
+                "fused_rms_norm",
+                "add_rms_norm_kernel",
+                "rope_kv_kernel",
+                "gemv_kernel",
+                "gemv_add_rms_norm",
+            ],
+            graph,
+        ),
         // Every kernel it changes the launch of, launched with it.
         (
             "programmatic_launch+cuda_graph",
@@ -164,6 +180,7 @@ pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, S
                 "decode_attention_kernel",
                 "decode_attention_tensor_cores",
                 "gemv_kernel",
+                "gemv_add_rms_norm",
                 "programmatic_launch",
             ],
             graph,

@@ -1,7 +1,7 @@
 //! A Linear over a decode step's few rows in llmprof's kernel (`csrc/kernels/gemv.cu`,
 //! `runtime.optim.gemv_kernel`): the weight read once in 16-byte loads, fp32 sums, one rounding.
 //! [`fits`] says which calls it takes; every other call stays with libtorch.
-use super::kernels::{empty, ptr};
+use super::kernels::{self, empty, ptr};
 use super::{check, ShimError};
 use std::ffi::{c_int, c_void};
 use tch::{Kind, Tensor};
@@ -11,6 +11,16 @@ extern "C" {
         x: *const c_void,
         weight: *const c_void,
         bias: *const c_void,
+        y: *const c_void,
+    ) -> c_int;
+    fn llmprof_gemv_add_rms_norm(
+        x: *const c_void,
+        delta: *const c_void,
+        norm_weight: *const c_void,
+        eps: f64,
+        weight: *const c_void,
+        bias: *const c_void,
+        sum: *const c_void,
         y: *const c_void,
     ) -> c_int;
     fn llmprof_gemv_grouped(
@@ -94,6 +104,67 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
     Ok(y)
 }
 
+/// Whether [`add_rms_norm_linear`] takes `x` and `delta` (one row [.., k] each), the norm's
+/// `norm_weight` [k], `weight` [n, k] and `bias`: what [`fits`] asks of `x`, `weight` and `bias`,
+/// `k` at most [`kernels::ADD_RMS_NORM_MAX_HIDDEN`], `delta` and `norm_weight` of `x`'s dtype and
+/// device, contiguous and 16-byte aligned. Checks shapes only (no device call).
+pub fn add_rms_norm_fits(
+    x: &Tensor,
+    delta: &Tensor,
+    norm_weight: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+) -> bool {
+    let k = x.size().last().copied().unwrap_or(0);
+    let like_x = |t: &Tensor| {
+        t.kind() == x.kind()
+            && t.device() == x.device()
+            && t.is_contiguous()
+            && t.data_ptr() as usize % 16 == 0
+    };
+    fits(x, weight, bias)
+        && x.numel() as i64 == k
+        && k <= kernels::ADD_RMS_NORM_MAX_HIDDEN
+        && delta.size() == x.size()
+        && like_x(delta)
+        && norm_weight.size() == [k]
+        && like_x(norm_weight)
+}
+
+/// The residual add and RMSNorm before a one-row projection folded into its GEMV: (sum, y) with
+/// sum = `x` + `delta` and y = rmsnorm(sum; `norm_weight`, `eps`)·`weight`ᵀ (+ `bias`), the
+/// same bits as [`kernels::add_rms_norm`] then [`linear`]; operands as [`add_rms_norm_fits`]
+/// says (the shim checks them again).
+pub fn add_rms_norm_linear(
+    (x, delta): (&Tensor, &Tensor),
+    (norm_weight, eps): (&Tensor, f64),
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+) -> Result<(Tensor, Tensor), ShimError> {
+    let sum = empty(&x.size(), (x.kind(), x.device()))?;
+    let mut size = x.size();
+    if let Some(last) = size.last_mut() {
+        *last = weight.size().first().copied().unwrap_or(0);
+    }
+    let y = empty(&size, (x.kind(), x.device()))?;
+    let b = bias.map_or(std::ptr::null(), ptr);
+    // SAFETY: live tensors (or null for no bias) for the duration of the call; the shim checks
+    // shapes, dtypes, devices and alignment.
+    check(unsafe {
+        llmprof_gemv_add_rms_norm(
+            ptr(x),
+            ptr(delta),
+            ptr(norm_weight),
+            eps,
+            ptr(weight),
+            b,
+            ptr(&sum),
+            ptr(&y),
+        )
+    })?;
+    Ok((sum, y))
+}
+
 /// Whether [`linear_grouped`] takes `x` [slots, k] with `weight` [experts, n, k] and
 /// `group_ends` [experts]: a contiguous CUDA bf16 or fp16 `x` of 1 ..= [`MAX_GROUPED_ROWS`]
 /// rows, k a multiple of 8, `weight` of its dtype and device, contiguous, both 16-byte aligned,
@@ -156,6 +227,52 @@ mod tests {
         let x = Tensor::zeros([1, 1, 64], (Kind::BFloat16, Device::Cpu));
         let w = Tensor::zeros([32, 64], (Kind::BFloat16, Device::Cpu));
         assert!(!fits(&x, &w, None));
+    }
+
+    /// The folded add + RMSNorm against the add + RMSNorm kernel and then the GEMV: the sum and
+    /// the output bit for bit, in bf16 and fp16, with and without bias, at widths whose norm takes
+    /// one, two and four 16-byte vectors a thread (896, 1,280, 4,096, 8,192) and output counts
+    /// that are and are not multiples of a block's 16, under both launch policies; a call of two
+    /// rows or a width over the norm's limit does not fit.
+    #[test]
+    #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+    fn gemv_with_the_add_rms_norm_folded_in_equals_the_two_kernels_on_a_gpu() {
+        crate::ffi::kernels::with_each_launch_policy(|| {
+            assert!(tch::Cuda::is_available(), "no CUDA device");
+            let dev = Device::Cuda(0);
+            for kind in [Kind::BFloat16, Kind::Half] {
+                for (n, k) in [(1152i64, 896i64), (3840, 1280), (6144, 4096), (37, 8192)] {
+                    for with_bias in [false, true] {
+                        let x = Tensor::randn([1, 1, k], (kind, dev));
+                        let delta = Tensor::randn([1, 1, k], (kind, dev)) * 0.5;
+                        let nw = Tensor::rand([k], (kind, dev)) + 0.5;
+                        let w = Tensor::randn([n, k], (kind, dev)) / (k as f64).sqrt();
+                        let b = with_bias.then(|| Tensor::randn([n], (kind, dev)));
+                        assert!(add_rms_norm_fits(&x, &delta, &nw, &w, b.as_ref()));
+                        let (sum, y) =
+                            add_rms_norm_linear((&x, &delta), (&nw, 1e-6), &w, b.as_ref()).unwrap();
+                        let (want_sum, normed) =
+                            kernels::add_rms_norm(&x, &delta, &nw, 1e-6).unwrap();
+                        let want = linear(&normed, &w, b.as_ref()).unwrap();
+                        let what = format!("{kind:?} n {n} k {k} bias {with_bias}");
+                        assert!(sum.equal(&want_sum), "{what}: sums differ");
+                        assert!(y.equal(&want), "{what}: outputs differ");
+                    }
+                }
+                let (x2, nw) = (
+                    Tensor::zeros([2, 1, 4096], (kind, dev)),
+                    Tensor::ones([4096], (kind, dev)),
+                );
+                let w = Tensor::zeros([64, 4096], (kind, dev));
+                assert!(!add_rms_norm_fits(&x2, &x2, &nw, &w, None));
+                let (x, w) = (
+                    Tensor::zeros([1, 16384], (kind, dev)),
+                    Tensor::zeros([64, 16384], (kind, dev)),
+                );
+                let nw = Tensor::ones([16384], (kind, dev));
+                assert!(!add_rms_norm_fits(&x, &x, &nw, &w, None));
+            }
+        });
     }
 
     /// The grouped form against each slot's expert in fp32, slots sorted by expert as the

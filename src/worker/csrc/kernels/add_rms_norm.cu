@@ -2,6 +2,7 @@
 // out = round(sum · rsqrt(mean(sum²) + eps) · weight), the form of libtorch's fused RMSNorm (one
 // rounding after the fp32 product). It replaces per decoder layer two adds and two norm kernels
 // (reports/performance-history.md, "Round 2, session 8").
+#include "add_rms_norm_row.cuh"
 #include "dtype.cuh"
 #include "launch.h"
 #include "pdl.cuh"
@@ -82,58 +83,10 @@ __global__ void __launch_bounds__(kThreads)
                      const T* __restrict__ weight, T* __restrict__ sum_out, T* __restrict__ out,
                      int64_t hidden, float eps) {
   llmprof_k::begin_after_previous_grid();
-  constexpr int V = 16 / sizeof(T);
-  using Vt = llmprof_k::Vec<T, V>;
   __shared__ float partial[kThreads / 32];
-  const int64_t nvec = hidden / V, base = (int64_t)blockIdx.x * hidden;
-  const Vt* xr = reinterpret_cast<const Vt*>(x + base);
-  const Vt* dr = reinterpret_cast<const Vt*>(delta + base);
-  const Vt* wr = reinterpret_cast<const Vt*>(weight);
-  Vt s[kVecs], d[kVecs], w[kVecs];
-#pragma unroll
-  for (int j = 0; j < kVecs; ++j) {
-    const int64_t i = threadIdx.x + (int64_t)j * kThreads;
-    if (i < nvec) {
-      s[j] = xr[i];
-      d[j] = dr[i];
-      w[j] = wr[i];
-    }
-  }
-  Vt* sr = reinterpret_cast<Vt*>(sum_out + base);
-  float sq = 0.f;
-#pragma unroll
-  for (int j = 0; j < kVecs; ++j) {
-    const int64_t i = threadIdx.x + (int64_t)j * kThreads;
-    if (i < nvec) {
-#pragma unroll
-      for (int c = 0; c < V; ++c) {
-        const float v = round_to<T>(__fadd_rn(to_f(s[j].e[c]), to_f(d[j].e[c])));
-        s[j].e[c] = from_f<T>(v);
-        sq = __fmaf_rn(v, v, sq);
-      }
-      sr[i] = s[j];
-    }
-  }
-  for (int o = 16; o > 0; o /= 2) sq += __shfl_xor_sync(0xffffffffu, sq, o);
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = sq;
-  __syncthreads();
-  float total = 0.f;
-#pragma unroll
-  for (int k = 0; k < kThreads / 32; ++k) total += partial[k];
-  const float rstd = rsqrtf(total / (float)hidden + eps);
-  Vt* orow = reinterpret_cast<Vt*>(out + base);
-#pragma unroll
-  for (int j = 0; j < kVecs; ++j) {
-    const int64_t i = threadIdx.x + (int64_t)j * kThreads;
-    if (i < nvec) {
-      Vt o;
-#pragma unroll
-      for (int c = 0; c < V; ++c) {
-        o.e[c] = from_f<T>(__fmul_rn(__fmul_rn(to_f(s[j].e[c]), rstd), to_f(w[j].e[c])));
-      }
-      orow[i] = o;
-    }
-  }
+  const int64_t base = (int64_t)blockIdx.x * hidden;
+  llmprof_k::add_rms_norm_row<T, kVecs, kThreads>(x + base, delta + base, weight, sum_out + base,
+                                                  out + base, hidden, eps, partial);
 }
 
 template <typename T>

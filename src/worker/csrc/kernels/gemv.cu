@@ -10,6 +10,7 @@
 // The decoder gives it one-row calls only (ffi/kernels_gemv.rs: at eight rows it lost to cuBLAS),
 // and a MoE decode step's routed experts one slot per block row (the grouped form below), where
 // libtorch's grouped GEMM took 3.7× the bytes' floor at batch 1 (round 3 session 31).
+#include "add_rms_norm_row.cuh"
 #include "dtype.cuh"
 #include "launch.h"
 #include "pdl.cuh"
@@ -35,20 +36,39 @@ constexpr int64_t kShortK = 2048, kManyOutputs = 8192;
 constexpr int kOutputsPerBlock = kWarps * kRowsPerWarp;
 static_assert(kShortWarps * kShortRowsPerWarp == kOutputsPerBlock, "one block count for both");
 
+// The residual add and RMSNorm a one-row call folds in (kNormVecs > 0): its x is the residual
+// stream, its input add_rms_norm_row(x, delta, weight, eps) (add_rms_norm_row.cuh), which every
+// block computes into shared memory after its first weight loads went out; block 0 writes the
+// sum. At batch 1 it replaces the add + RMSNorm kernel before q/k/v and gate/up: ≈ 1.3 µs more
+// in the GEMV against ≈ 3.1 µs for the norm's own kernel (H200, reports/performance-history.md,
+// round 3 session 32).
+template <typename T>
+struct FoldedNorm {
+  const T* delta;
+  const T* weight;
+  T* sum;
+  float eps;
+};
+
 // kM: the rows the template handles (calls with fewer rows skip the missing ones).
 // kGrouped: the rows of a MoE step's token slots sorted by expert, one slot per blockIdx.y (kM
 // 1): slot s takes x[s], writes y[s], and its expert's weight w[e] [n, k], e the group of
 // `group_ends` [experts] (inclusive cumulative slot counts, from the routing kernel) holding s.
-template <typename T, int kM, bool kGrouped, int kWarps, int kRowsPerWarp>
+// kNormVecs: 0, or the 16-byte vectors a thread holds of the folded norm's row (kM 1, 8 warps:
+// the add + RMSNorm kernel's thread mapping; k × sizeof(T) bytes of dynamic shared memory).
+template <typename T, int kM, bool kGrouped, int kWarps, int kRowsPerWarp, int kNormVecs = 0>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
          T* __restrict__ y, int m, int64_t n, int64_t k, const int32_t* __restrict__ group_ends,
-         int experts) {
+         int experts, FoldedNorm<T> norm) {
+  static_assert(kNormVecs == 0 || (kM == 1 && !kGrouped && kWarps * 32 == 256),
+                "the folded norm is a one-row call in blocks of the norm kernel's 256 threads");
   constexpr int kV = 16 / (int)sizeof(T);  // elements per 16-byte load
   constexpr int kStep = 32 * kV;            // elements a warp covers per load
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t n0 = ((int64_t)blockIdx.x * kWarps + warp) * kRowsPerWarp;
-  if (n0 >= n) return;  // before the wait: this warp reads and writes nothing
+  const bool active = n0 < n;  // a warp past the outputs still helps with a folded norm
+  if (kNormVecs == 0 && !active) return;  // before the wait: this warp reads and writes nothing
   if constexpr (kGrouped) {
     // Which weight to read comes from the routing kernel before this one: wait first.
     llmprof_k::begin_after_previous_grid();
@@ -106,9 +126,20 @@ __global__ void __launch_bounds__(kWarps * 32)
   // (programmatic dependent launch, pdl.cuh): no kernel of the step writes the weight, so its
   // bytes stream in while that kernel finishes; x and y only after.
   uint4 first[kUnroll][kRowsPerWarp];
-  const bool whole_first = c + (kUnroll - 1) * kStep < k;
+  const bool whole_first = active && c + (kUnroll - 1) * kStep < k;
   if (whole_first) load_group(first, c);
   if constexpr (!kGrouped) llmprof_k::begin_after_previous_grid();
+  if constexpr (kNormVecs > 0) {
+    extern __shared__ uint4 normed_smem[];
+    __shared__ float partial[kWarps];
+    T* normed = reinterpret_cast<T*>(normed_smem);
+    llmprof_k::add_rms_norm_row<T, kNormVecs, kWarps * 32>(
+        x, norm.delta, norm.weight, blockIdx.x == 0 ? norm.sum : nullptr, normed, k, norm.eps,
+        partial);
+    __syncthreads();
+    x = normed;
+    if (!active) return;
+  }
   if (whole_first) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) fma_block(first[u], c + u * kStep);
@@ -175,7 +206,26 @@ int launch_gemv(const void* x, const void* w, const void* bias, void* y, int m, 
                            : gemv<T, 8, false, kWarps, kRowsPerWarp>;
   const int threads = 32 * (short_rows ? kShortWarps : kWarps);
   return (int)llmprof_k::launch(kernel, blocks, threads, 0, stream, x_, w_, b_, y_, m, n, k,
-                                static_cast<const int32_t*>(nullptr), 0);
+                                static_cast<const int32_t*>(nullptr), 0, FoldedNorm<T>{});
+}
+
+template <typename T>
+int launch_gemv_add_rms_norm(const void* x, const void* delta, const void* norm_weight, float eps,
+                             void* sum, const void* w, const void* bias, void* y, int64_t n,
+                             int64_t k, cudaStream_t stream) {
+  if (sizeof(T) == 4) return (int)cudaErrorInvalidValue;  // bf16 and fp16 only
+  constexpr int V = 16 / (int)sizeof(T);
+  const int64_t per_thread = (k / V + 255) / 256;  // the norm's vectors per thread
+  auto kernel = per_thread <= 1   ? gemv<T, 1, false, kWarps, kRowsPerWarp, 1>
+                : per_thread <= 2 ? gemv<T, 1, false, kWarps, kRowsPerWarp, 2>
+                                  : gemv<T, 1, false, kWarps, kRowsPerWarp, 4>;
+  const FoldedNorm<T> norm{static_cast<const T*>(delta), static_cast<const T*>(norm_weight),
+                           static_cast<T*>(sum), eps};
+  return (int)llmprof_k::launch(kernel, (unsigned)blocks_for(n), kWarps * 32,
+                                (size_t)k * sizeof(T), stream, static_cast<const T*>(x),
+                                static_cast<const T*>(w), static_cast<const T*>(bias),
+                                static_cast<T*>(y), 1, n, k, static_cast<const int32_t*>(nullptr),
+                                0, norm);
 }
 
 template <typename T>
@@ -187,7 +237,7 @@ int launch_gemv_grouped(const void* x, const void* w, const int32_t* group_ends,
                                 stream,
                                 static_cast<const T*>(x), static_cast<const T*>(w),
                                 static_cast<const T*>(nullptr), static_cast<T*>(y), 1, n, k,
-                                group_ends, experts);
+                                group_ends, experts, FoldedNorm<T>{});
 }
 
 }  // namespace
@@ -210,4 +260,18 @@ extern "C" int llmprof_k_gemv_grouped(int dtype, const void* x, const void* w,
   }
   auto st = static_cast<cudaStream_t>(stream);
   LLMPROF_K_DISPATCH(dtype, launch_gemv_grouped, x, w, group_ends, y, slots, experts, n, k, st)
+}
+
+extern "C" int llmprof_k_gemv_add_rms_norm(int dtype, const void* x, const void* delta,
+                                           const void* norm_weight, float eps, void* sum,
+                                           const void* w, const void* bias, void* y, int64_t n,
+                                           int64_t k, void* stream) {
+  if (!shape_fits(x, w, n, k) || k > LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN ||
+      !llmprof_k::aligned16(delta) || !llmprof_k::aligned16(norm_weight) ||
+      !llmprof_k::aligned16(sum)) {
+    return (int)cudaErrorInvalidValue;
+  }
+  auto st = static_cast<cudaStream_t>(stream);
+  LLMPROF_K_DISPATCH(dtype, launch_gemv_add_rms_norm, x, delta, norm_weight, eps, sum, w, bias, y,
+                     n, k, st)
 }

@@ -243,6 +243,15 @@ int llmprof_k_decode_attention(int dtype, const void* q, const void* k, const vo
 int llmprof_k_gemv(int dtype, const void* x, const void* w, const void* bias, void* y, int m,
                    int64_t n, int64_t k, void* stream);
 
+/* The one-row GEMV with the residual add and RMSNorm before it folded in (csrc/kernels/gemv.cu):
+ * sum [k] = x + delta, y [n] = rmsnorm(sum; norm_weight, eps) · w [n, k]ᵀ (+ bias [n] where bias
+ * is not null), each rounded as the add + RMSNorm kernel and the GEMV round them; bf16 or fp16,
+ * all contiguous; k a multiple of 8 and at most LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN; x, delta,
+ * norm_weight, sum and w 16-byte aligned. */
+int llmprof_k_gemv_add_rms_norm(int dtype, const void* x, const void* delta,
+                                const void* norm_weight, float eps, void* sum, const void* w,
+                                const void* bias, void* y, int64_t n, int64_t k, void* stream);
+
 /* The GEMV over a MoE step's token slots sorted by expert (csrc/kernels/gemv.cu): y [slots, n] =
  * x [slots, k] · w[e]ᵀ per slot, w [experts, n, k] and e the expert whose group in group_ends
  * (int32 [experts], inclusive cumulative slot counts, on the device; the last must equal

@@ -9,6 +9,7 @@ use crate::checkpoint::tensors::WeightPath;
 use crate::engine::kv_cache::{AttnMask, KvCache};
 use crate::ffi::{kernels, kernels_gemv};
 use crate::models::layers::basic::RmsNorm;
+use crate::models::layers::block_input::BlockInput;
 use anyhow::Result;
 pub(crate) use core_attention::masked_softmax;
 use core_attention::{core_attention, repeat_kv};
@@ -331,6 +332,7 @@ impl Attention {
             &self.qkv,
         ) {
             if let Some(buffers) = cache.static_buffers_for(layer, t)? {
+                let x = BlockInput::Normed(x);
                 let q = self.project_rope_kv(x, (w, bias.as_ref()), cos_sin, buffers, obs)?;
                 let (k_all, v_all) = cache.window(layer, cache.len() + t)?;
                 return self.attend_marked((&q, &k_all, &v_all), mask, obs);
@@ -349,21 +351,24 @@ impl Attention {
         self.attend_marked((&q, &k_all, &v_all), mask, obs)
     }
 
-    /// The fused projection of x [B,T,H] (module `qkv`), then RoPE and the K/V write in
-    /// llmprof's kernel (`rope_kv`) into `(k_cache, v_cache, slot)` at slots slot … slot + T − 1
-    /// → q [B, heads, T, hd]. The eager formula it replaces: addcmul (one FMA) without GQA,
-    /// else mul + add.
+    /// The fused projection of x [B,T,H] (module `qkv`; already done where `x` is the projection's
+    /// output), then RoPE and the K/V write in llmprof's kernel (`rope_kv`) into
+    /// `(k_cache, v_cache, slot)` at slots slot … slot + T − 1 → q [B, heads, T, hd]. The eager
+    /// formula it replaces: addcmul (one FMA) without GQA, else mul + add.
     fn project_rope_kv(
         &self,
-        x: &Tensor,
+        x: BlockInput,
         (w, bias): (&Tensor, Option<&Tensor>),
         cos_sin: &(Tensor, Tensor),
         (k_cache, v_cache, slot): (&Tensor, &Tensor, &Tensor),
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
-        let y = {
-            let _m = obs.enter_module(QKV, None);
-            self.linear(x, w, bias)? // (b, t, (nh + 2 nkv)·hd)
+        let y = match x {
+            BlockInput::Projected(y) => y.shallow_clone(),
+            BlockInput::Normed(x) => {
+                let _m = obs.enter_module(QKV, None);
+                self.linear(x, w, bias)? // (b, t, (nh + 2 nkv)·hd)
+            }
         };
         let _m = obs.enter_module(ROPE_KV, None);
         Ok(kernels::rope_kv(
@@ -375,6 +380,20 @@ impl Attention {
             k_cache,
             v_cache,
         )?)
+    }
+
+    /// The fused q/k/v weight and bias a decode step on `device` projects with before RoPE and
+    /// the K/V write in llmprof's kernel (`rope_kv_kernel`, no q/k norms between): the
+    /// projection a folded add + RMSNorm may run ([`BlockInput::Projected`]); None where the
+    /// step projects otherwise.
+    pub fn step_qkv_weight(&self, device: tch::Device) -> Option<(&Tensor, Option<&Tensor>)> {
+        match (
+            self.rope_kv_kernel && self.qk_norm.is_none() && device.is_cuda(),
+            &self.qkv,
+        ) {
+            (true, Qkv::Fused(w, bias)) => Some((w, bias.as_ref())),
+            _ => None,
+        }
     }
 
     /// Whether decode steps on `device` over `window` KV slots attend through llmprof's kernel
@@ -393,21 +412,21 @@ impl Attention {
     /// [`Attention::forward`] does.
     pub fn forward_device_step(
         &self,
-        x: &Tensor,
+        x: BlockInput,
         cos_sin: &(Tensor, Tensor),
         (cache, layer): (&KvCache, usize),
         (mask, window): (&AttnMask, i64),
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
-        let kernel = self.rope_kv_kernel && self.qk_norm.is_none();
-        let (q, k_all, v_all) = match (kernel, x.device().is_cuda(), &self.qkv) {
-            (true, true, Qkv::Fused(w, bias)) => {
+        let (q, k_all, v_all) = match self.step_qkv_weight(x.device()) {
+            Some(w) => {
                 let buffers = cache.device_step_buffers(layer);
-                let q = self.project_rope_kv(x, (w, bias.as_ref()), cos_sin, buffers, obs)?;
+                let q = self.project_rope_kv(x, w, cos_sin, buffers, obs)?;
                 let (k_all, v_all) = cache.window(layer, window)?;
                 (q, k_all, v_all)
             }
-            _ => {
+            None => {
+                let x = x.normed()?;
                 let p = {
                     let _m = obs.enter_module(QKV, None);
                     self.qkv(x)?

@@ -294,6 +294,20 @@ impl SwiGlu {
             let _m = obs.enter_module(GATE_UP, None);
             self.gate_up.project(xs, self.gemv)?
         };
+        self.act_down_marked(gu, obs)
+    }
+
+    /// The fused gate/up weight [2F, H] where the projections run in llmprof's GEMV (a folded
+    /// add + RMSNorm may project with it, [`SwiGlu::act_down_marked`] then taking the output).
+    pub fn fused_gate_up(&self) -> Option<&Tensor> {
+        match (&self.gate_up, self.gemv) {
+            (GateUp::Fused(w), true) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// The activation and `down` of [`SwiGlu::forward_marked`] from the gate/up projection.
+    pub fn act_down_marked(&self, gu: GateUpOut, obs: &dyn RegionObserver) -> Result<Tensor> {
         let a = {
             let _m = obs.enter_module(ACT, None);
             self.activate(gu)?
@@ -455,6 +469,7 @@ mod tests {
                         eps: 1e-6,
                         fused: true,
                         add_kernel: true,
+                        gemv_fold: false,
                     };
                     let (sum, out) = norm.add_forward(&x, &delta).unwrap();
                     let want_sum = &x + &delta;

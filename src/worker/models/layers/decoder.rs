@@ -3,6 +3,7 @@
 //! family decides each layer's feed-forward (dense SwiGLU, MoE, ...).
 use super::attention::Rope;
 use super::basic::RmsNorm;
+use super::block_input::BlockInput;
 use super::decoder_layer::{global_rope, load_attention, LayerMasks, RopeTables};
 pub use super::decoder_layer::{
     norm, norm_with_offset, DecoderDims, DecoderLayer, FeedForward, Sandwich,
@@ -258,10 +259,23 @@ impl Decoder {
             };
             (self.rope_tables(&positions, x.kind())?, masks)
         };
-        let out = self.run_layers(x, obs, |a, x, i| {
-            let layer = &self.layers[i];
-            a.forward(x, cos_sin.of(layer), (&mut *cache, i), mask.of(layer), obs)
-        })?;
+        let out = self.run_layers(
+            x,
+            obs,
+            (
+                |a, x: BlockInput, i| {
+                    let layer = &self.layers[i];
+                    a.forward(
+                        x.normed()?,
+                        cos_sin.of(layer),
+                        (&mut *cache, i),
+                        mask.of(layer),
+                        obs,
+                    )
+                },
+                false,
+            ),
+        )?;
         cache.advance(t)?;
         Ok(out)
     }
@@ -273,7 +287,10 @@ impl Decoder {
         &self,
         x: &Tensor,
         obs: &dyn RegionObserver,
-        mut attn: impl FnMut(&SelfAttention, &Tensor, usize) -> Result<Tensor>,
+        (mut attn, fold): (
+            impl FnMut(&SelfAttention, BlockInput, usize) -> Result<Tensor>,
+            bool,
+        ),
     ) -> Result<Tensor> {
         let mut h = x.shallow_clone();
         let mut pending: Option<Tensor> = None;
@@ -283,7 +300,7 @@ impl Decoder {
             let (next_h, f) = layer.forward(
                 (&h, pending.as_ref()),
                 obs,
-                |a, x| self.reduce(attn(a, x, i)?, obs),
+                (|a, x| self.reduce(attn(a, x, i)?, obs), fold),
                 &|t| self.reduce(t, obs),
             )?;
             (h, pending) = (next_h, Some(f));
@@ -339,16 +356,25 @@ impl Decoder {
                 .transpose()?;
             (cos_sin, LayerMasks { full, sliding })
         };
-        let out = self.run_layers(x, obs, |a, x, i| {
-            let layer = &self.layers[i];
-            a.forward_device_step(
-                x,
-                cos_sin.of(layer),
-                (cache, i),
-                (mask.of(layer), window),
-                obs,
-            )
-        })?;
+        // One-row steps fold each residual add + RMSNorm into the projection after it where the
+        // switch and the kernel allow (DecoderLayer::forward).
+        let out = self.run_layers(
+            x,
+            obs,
+            (
+                |a, x, i| {
+                    let layer = &self.layers[i];
+                    a.forward_device_step(
+                        x,
+                        cos_sin.of(layer),
+                        (cache, i),
+                        (mask.of(layer), window),
+                        obs,
+                    )
+                },
+                true,
+            ),
+        )?;
         cache.advance_device_len()?;
         Ok(out)
     }

@@ -4,7 +4,8 @@
 //! (whole context or sliding window).
 use super::attention::AttnShape;
 use super::attention::{Attention, Rope};
-use super::basic::{RmsNorm, SwiGlu};
+use super::basic::{GateUpOut, RmsNorm, SwiGlu};
+use super::block_input::BlockInput;
 use super::mla::MlaAttention;
 use super::self_attention::SelfAttention;
 use crate::checkpoint::tensors::WeightPath;
@@ -12,7 +13,7 @@ use crate::engine::kv_cache::AttnMask;
 use crate::engine::kv_cache::KvDims;
 use anyhow::Result;
 use llmprof::model::dense::{Mla, RopeScaling};
-use llmprof::model::module_work::{ATTENTION, ATTENTION_NORM, MLP, MLP_NORM};
+use llmprof::model::module_work::{ATTENTION, ATTENTION_NORM, GATE_UP, MLP, MLP_NORM, QKV};
 use llmprof::optim::EngineOptim;
 use llmprof::region::{Module, RegionObserver};
 use tch::Tensor;
@@ -26,11 +27,31 @@ pub trait FeedForward: std::fmt::Debug {
     fn modules(&self) -> (Module, Module) {
         (MLP, MLP_NORM)
     }
+
+    /// The weight of the block's first projection where a folded add + RMSNorm may run it
+    /// ([`FeedForward::forward_projected`] then takes its output), with the module to mark it
+    /// as; None (the default) where the block projects its input itself.
+    fn first_projection(&self) -> Option<(&Tensor, Module)> {
+        None
+    }
+
+    /// The block from its first projection's output (see [`FeedForward::first_projection`]).
+    fn forward_projected(&self, _projected: Tensor, _obs: &dyn RegionObserver) -> Result<Tensor> {
+        anyhow::bail!("this feed-forward block projects its input itself")
+    }
 }
 
 impl FeedForward for SwiGlu {
     fn forward(&self, x: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         self.forward_marked(x, obs)
+    }
+
+    fn first_projection(&self) -> Option<(&Tensor, Module)> {
+        self.fused_gate_up().map(|w| (w, GATE_UP))
+    }
+
+    fn forward_projected(&self, projected: Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
+        self.act_down_marked(GateUpOut::Fused(projected), obs)
     }
 }
 
@@ -117,23 +138,46 @@ impl DecoderLayer {
     /// the normed input to the attention output. Returns the new residual stream and this
     /// layer's feed-forward output, for the next norm to add. Marks `attention` {`input_norm`,
     /// the attention's own} and the feed-forward's module {its norm, the block's own}.
+    /// `fold`: the blocks may take their first projection's output ([`BlockInput::Projected`]):
+    /// where a norm folds into it ([`RmsNorm::folds_into`]: one-row decode steps), the residual
+    /// add, the norm and that projection run as one kernel, marked as the projection's module
+    /// (the norm's module then has no kernel).
     pub(super) fn forward(
         &self,
         (h, pending): (&Tensor, Option<&Tensor>),
         obs: &dyn RegionObserver,
-        attn: impl FnOnce(&SelfAttention, &Tensor) -> Result<Tensor>,
+        (attn, fold): (
+            impl FnOnce(&SelfAttention, BlockInput) -> Result<Tensor>,
+            bool,
+        ),
         reduce: &dyn Fn(Tensor) -> Result<Tensor>,
     ) -> Result<(Tensor, Tensor)> {
         let a = {
             let _m = obs.enter_module(ATTENTION, None);
-            let (h, normed) = {
-                let _n = obs.enter_module(ATTENTION_NORM, None);
-                match pending {
-                    Some(f) => self.input_ln.add_forward(h, f)?,
-                    None => (h.shallow_clone(), self.input_ln.forward(h)?),
+            let qkv = fold
+                .then(|| self.attn.step_qkv_weight(h.device()))
+                .flatten()
+                .zip(pending)
+                .filter(|((w, b), f)| self.input_ln.folds_into((h, *f), w, *b));
+            let (h, a) = match qkv {
+                Some(((w, b), f)) => {
+                    let (h, y) = {
+                        let _q = obs.enter_module(QKV, None);
+                        self.input_ln.add_forward_linear((h, f), w, b)?
+                    };
+                    (h, attn(&self.attn, BlockInput::Projected(&y))?)
+                }
+                None => {
+                    let (h, normed) = {
+                        let _n = obs.enter_module(ATTENTION_NORM, None);
+                        match pending {
+                            Some(f) => self.input_ln.add_forward(h, f)?,
+                            None => (h.shallow_clone(), self.input_ln.forward(h)?),
+                        }
+                    };
+                    (h, attn(&self.attn, BlockInput::Normed(&normed))?)
                 }
             };
-            let a = attn(&self.attn, &normed)?;
             match &self.out_norms {
                 Some((after_attn, _)) => (h, after_attn.forward(&a)?),
                 None => (h, a),
@@ -141,12 +185,28 @@ impl DecoderLayer {
         };
         let (ffn_module, ffn_norm) = self.ffn.modules();
         let _m = obs.enter_module(ffn_module, None);
-        let (h, normed) = {
-            let _n = obs.enter_module(ffn_norm, None);
-            self.post_ln.add_forward(&a.0, &a.1)?
+        let first = fold
+            .then(|| self.ffn.first_projection())
+            .flatten()
+            .filter(|(w, _)| self.post_ln.folds_into((&a.0, &a.1), w, None));
+        let (h, f) = match first {
+            Some((w, module)) => {
+                let (h, y) = {
+                    let _p = obs.enter_module(module, None);
+                    self.post_ln.add_forward_linear((&a.0, &a.1), w, None)?
+                };
+                (h, self.ffn.forward_projected(y, obs)?)
+            }
+            None => {
+                let (h, normed) = {
+                    let _n = obs.enter_module(ffn_norm, None);
+                    self.post_ln.add_forward(&a.0, &a.1)?
+                };
+                (h, self.ffn.forward(&normed, obs)?)
+            }
         };
         // A tensor-parallel rank holds part of the MLP's width: its peers' parts sum in.
-        let f = reduce(self.ffn.forward(&normed, obs)?)?;
+        let f = reduce(f)?;
         match &self.out_norms {
             Some((_, after_ffn)) => Ok((h, after_ffn.forward(&f)?)),
             None => Ok((h, f)),
@@ -203,6 +263,7 @@ pub fn norm_with_offset(
     let mut n = RmsNorm::load(vs, eps)?.with_offset(offset)?;
     n.fused = o.fused_rms_norm;
     n.add_kernel = o.add_rms_norm_kernel;
+    n.gemv_fold = o.gemv_add_rms_norm;
     Ok(n)
 }
 

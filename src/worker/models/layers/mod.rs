@@ -3,6 +3,7 @@
 //! stack, mixtures of experts, and the pre-LayerNorm block stack of vision encoders.
 pub mod attention;
 pub mod basic;
+pub mod block_input;
 pub mod decoder;
 pub mod decoder_layer;
 pub mod hf_tokenizer;

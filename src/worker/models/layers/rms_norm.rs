@@ -2,7 +2,7 @@
 //! it in one kernel where asked; weights stored as offsets (Gemma) or scaled at load (Gemma 3
 //! 27B's query scale).
 use crate::checkpoint::tensors::WeightPath;
-use crate::ffi::kernels;
+use crate::ffi::{kernels, kernels_gemv};
 use anyhow::Result;
 use tch::{Kind, Tensor};
 
@@ -17,6 +17,9 @@ pub struct RmsNorm {
     /// [`RmsNorm::add_forward`] in llmprof's one kernel on a GPU (with `fused`;
     /// `runtime.optim.add_rms_norm_kernel`).
     pub add_kernel: bool,
+    /// With `add_kernel`: [`RmsNorm::add_forward_linear`] folds the add and the norm into the
+    /// one-row projection after them (`runtime.optim.gemv_add_rms_norm`).
+    pub gemv_fold: bool,
 }
 
 impl RmsNorm {
@@ -26,6 +29,7 @@ impl RmsNorm {
             eps,
             fused: false,
             add_kernel: false,
+            gemv_fold: false,
         })
     }
 
@@ -70,6 +74,39 @@ impl RmsNorm {
         let sum = x.f_add(delta)?;
         let normed = self.forward(&sum)?;
         Ok((sum, normed))
+    }
+
+    /// Whether [`RmsNorm::add_forward_linear`] folds `x + delta` and this norm into the
+    /// projection by `weight` (+ `bias`) after them: `gemv_fold` (with `add_kernel` and `fused`)
+    /// and a call the GEMV takes with the norm folded in (one row on a GPU, bf16/fp16, a width up
+    /// to the add + RMSNorm kernel's; `kernels_gemv::add_rms_norm_fits`). Checks shapes only.
+    pub fn folds_into(
+        &self,
+        (x, delta): (&Tensor, &Tensor),
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+    ) -> bool {
+        self.gemv_fold
+            && self.add_kernel
+            && self.fused
+            && kernels_gemv::add_rms_norm_fits(x, delta, &self.weight, weight, bias)
+    }
+
+    /// `x + delta`, its norm and the projection after it as (sum, projection) in one kernel,
+    /// the same bits as [`RmsNorm::add_forward`] and then llmprof's GEMV; only where
+    /// [`RmsNorm::folds_into`] says so.
+    pub fn add_forward_linear(
+        &self,
+        (x, delta): (&Tensor, &Tensor),
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+    ) -> Result<(Tensor, Tensor)> {
+        Ok(kernels_gemv::add_rms_norm_linear(
+            (x, delta),
+            (&self.weight, self.eps),
+            weight,
+            bias,
+        )?)
     }
 
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {

@@ -1,6 +1,7 @@
 //! A decoder layer's self-attention: GQA ([`Attention`]) or multi-head latent attention
 //! ([`MlaAttention`]), behind the calls the decoder stack makes.
 use super::attention::Attention;
+use super::block_input::BlockInput;
 use super::mla::MlaAttention;
 use crate::engine::kv_cache::{AttnMask, KvCache};
 use anyhow::Result;
@@ -32,7 +33,7 @@ impl SelfAttention {
     /// One token per row at the cache's device-side slot (capturable).
     pub fn forward_device_step(
         &self,
-        x: &Tensor,
+        x: BlockInput,
         cos_sin: &(Tensor, Tensor),
         at: (&KvCache, usize),
         window: (&AttnMask, i64),
@@ -40,7 +41,16 @@ impl SelfAttention {
     ) -> Result<Tensor> {
         match self {
             SelfAttention::Gqa(a) => a.forward_device_step(x, cos_sin, at, window, obs),
-            SelfAttention::Mla(a) => a.forward_device_step(x, cos_sin, at, window, obs),
+            SelfAttention::Mla(a) => a.forward_device_step(x.normed()?, cos_sin, at, window, obs),
+        }
+    }
+
+    /// The q/k/v projection a one-row decode step on `device` may take already run, an add +
+    /// RMSNorm folded into it ([`Attention::step_qkv_weight`]; GQA only).
+    pub fn step_qkv_weight(&self, device: tch::Device) -> Option<(&Tensor, Option<&Tensor>)> {
+        match self {
+            SelfAttention::Gqa(a) => a.step_qkv_weight(device),
+            SelfAttention::Mla(_) => None,
         }
     }
 
