@@ -14,6 +14,7 @@ pub mod kernel_archs;
 pub mod kernels;
 pub mod kernels_gemm;
 pub mod kernels_gemv;
+pub mod kernels_sampling;
 pub mod kernels_vision;
 pub mod nccl;
 pub mod nvtx;

@@ -37,6 +37,10 @@ pub struct GenerateConfig {
     /// step, like HF `generate`). The windowed n-gram rule runs on the device; HF's
     /// whole-sequence rule needs the host loop.
     pub sync_free_decode: bool,
+    /// On a GPU, each step's greedy choice in llmprof's argmax kernel (`runtime.optim.
+    /// argmax_kernel`) instead of libtorch's; the same choice. Absent: off.
+    #[serde(default)]
+    pub argmax_kernel: bool,
     /// Ids fed back in place of each step's choice, per row (at least `max_new_tokens` each;
     /// needs `force_max_new_tokens`): the argmax and the n-gram rule still run, so two settings
     /// can be timed over one token stream (scripts/bench_ngram.sh). `None`: greedy.
@@ -52,6 +56,7 @@ impl Default for GenerateConfig {
             force_max_new_tokens: false,
             eos_check_interval: 16,
             sync_free_decode: true,
+            argmax_kernel: false,
             replay_tokens: None,
         }
     }

@@ -23,6 +23,7 @@ impl RunSpec {
             force_max_new_tokens: self.infer.ignore_eos,
             eos_check_interval: self.runtime.optim.eos_check_interval as usize,
             sync_free_decode: self.runtime.optim.sync_free_decode,
+            argmax_kernel: self.runtime.optim.argmax_kernel,
             replay_tokens: None,
         }
     }

@@ -153,6 +153,29 @@ int llmprof_ngram_ban(const void* logits_p, const void* recent_p, int64_t n,
   });
 }
 
+int llmprof_argmax(const void* logits_p, const void* scratch_p, const void* out_p) {
+  return llmprof::guarded("argmax", [&] {
+#ifndef LLMPROF_HAVE_KERNELS
+    TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
+#else
+    const auto& logits = tensor_arg(logits_p, "logits");
+    check_first(logits, "logits", 2, "[rows, vocab]", at::kFloat);
+    const int64_t rows = logits.size(0);
+    const auto& scratch = tensor_arg(scratch_p, "scratch");
+    check_tensor(scratch, "scratch", logits.device(), at::kLong, {2 * rows});
+    const auto& out = tensor_arg(out_p, "out");
+    check_tensor(out, "out", logits.device(), at::kLong, {rows});
+    c10::cuda::CUDAGuard guard(logits.device());
+    auto* words = reinterpret_cast<unsigned long long*>(scratch.data_ptr<int64_t>());
+    check_launch(llmprof_k_argmax(logits.data_ptr<float>(), rows, logits.size(1), words,
+                                  reinterpret_cast<unsigned int*>(words + rows),
+                                  out.data_ptr<int64_t>(),
+                                  c10::cuda::getCurrentCUDAStream().stream()),
+                 "argmax");
+#endif
+  });
+}
+
 int llmprof_ngram_push(const void* recent_p, const void* next_p) {
   return llmprof::guarded("ngram_push", [&] {
 #ifndef LLMPROF_HAVE_KERNELS

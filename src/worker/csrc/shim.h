@@ -368,6 +368,10 @@ int llmprof_rope_kv(const void* qkv, const void* cos, const void* sin, const voi
  * complete an n-gram of the window recent [rows, window] int64 (bannable [vocab] bool or NULL);
  * then, after the step, recent shifted left by one with next [rows] int64 appended. */
 int llmprof_ngram_ban(const void* logits, const void* recent, int64_t n, const void* bannable);
+/* Greedy selection in llmprof's kernel: logits [rows, vocab] fp32 contiguous → out [rows]
+ * int64, libtorch argmax's choice; scratch int64 [2·rows], zero before the first call (each call
+ * leaves it zero). */
+int llmprof_argmax(const void* logits, const void* scratch, const void* out);
 int llmprof_ngram_push(const void* recent, const void* next);
 
 #ifdef __cplusplus

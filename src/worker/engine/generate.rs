@@ -9,6 +9,7 @@ use super::graph_decode::DecodeSession;
 use super::kv_cache::KvCache;
 use super::replay::Replay;
 use crate::engine::ngram_device::DeviceNgramBan;
+use crate::ffi::kernels_sampling::Argmax;
 use anyhow::{ensure, Result};
 use llmprof::model::{GenerateConfig, GenerateOutput, NoRepeatNgram};
 use llmprof::region::{RegionObserver, DECODE, SAMPLING};
@@ -100,12 +101,19 @@ pub fn generate_with<M: CausalLm>(
         let out = Tensor::f_zeros([b as i64, cfg.max_new_tokens as i64], (Kind::Int64, device))?;
         let mut finished = Tensor::f_zeros([b as i64], (Kind::Bool, device))?;
         let eos_t = Tensor::f_full([b as i64], eos, (Kind::Int64, device))?;
+        let argmax = match cfg.argmax_kernel {
+            true => Argmax::for_logits(&logits)?,
+            false => None,
+        };
         for step in 0..cfg.max_new_tokens {
             let sampling = obs.enter_module(SAMPLING, None);
             if let Some(rule) = &ngram {
                 rule.apply(&mut logits)?;
             }
-            let mut next = logits.f_argmax(-1, false)?; // (b)
+            let mut next = match &argmax {
+                Some(a) => a.choose(&logits)?,
+                None => logits.f_argmax(-1, false)?,
+            }; // (b)
             if let Some(replay) = &replay {
                 next = replay.device_step(step, &next)?; // the choice is kept, then replaced
             }

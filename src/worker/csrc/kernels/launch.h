@@ -163,6 +163,14 @@ int llmprof_k_ngram_ban(float* logits, int64_t rows, int64_t vocab, const int64_
 int llmprof_k_ngram_push(int64_t* recent, int64_t rows, int window, const int64_t* next,
                          void* stream);
 
+/* Greedy selection: out [rows] int64 = the index of each row's largest value of logits [rows,
+ * vocab] fp32 (the first of equal ones, NaN above every number: libtorch argmax's choice).
+ * row_key [rows] and row_done [rows] are scratch that must be zero before the first call; each
+ * call leaves them zero. rows ≤ MAX_GRID_Y, vocab < 2^32. */
+int llmprof_k_argmax(const float* logits, int64_t rows, int64_t vocab,
+                     unsigned long long* row_key, unsigned int* row_done, int64_t* out,
+                     void* stream);
+
 /* SwiGLU's activation: gate_up [rows, 2f] (gate columns, then up columns) → out [rows, f] =
  * round(round(silu(gate)) · up). */
 int llmprof_k_silu_mul(int dtype, const void* gate_up, void* out, int64_t rows, int64_t f,

@@ -147,6 +147,7 @@ mod tests {
                 force_max_new_tokens: true,
                 eos_check_interval: 4,
                 sync_free_decode: true,
+                argmax_kernel: true,
                 replay_tokens: None,
             };
             let got = crate::models::deepseek_ocr::decode::generate::generate_with(

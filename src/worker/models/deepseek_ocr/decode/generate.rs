@@ -60,6 +60,7 @@ mod tests {
             force_max_new_tokens: true,
             eos_check_interval: 2,
             sync_free_decode: true,
+            argmax_kernel: false,
             replay_tokens: None,
         }
     }
@@ -86,6 +87,7 @@ mod tests {
             force_max_new_tokens: true,
             eos_check_interval: 2,
             sync_free_decode: true,
+            argmax_kernel: false,
             replay_tokens: None,
         };
         let out = generate(&m, &rows, &forced, &obs).unwrap();
@@ -280,6 +282,7 @@ mod tests {
                 force_max_new_tokens: false,
                 eos_check_interval: 1,
                 sync_free_decode: true,
+                argmax_kernel: false,
                 replay_tokens: None,
             };
             let o = generate(&m, &rows, &g, &obs).unwrap();
