@@ -77,6 +77,15 @@ pub fn generate_with<M: CausalLm>(
     let mut logits = prefill(cache)?; // (b, vocab)
     let eos = model.eos_token_id();
     let device = model.device();
+    // Each step's greedy choice: llmprof's argmax kernel where asked and the logits suit it.
+    crate::ffi::kernels::require(
+        "runtime.optim.argmax_kernel",
+        cfg.argmax_kernel && device.is_cuda(),
+    )?;
+    let argmax = match cfg.argmax_kernel {
+        true => Argmax::for_logits(&logits)?,
+        false => None,
+    };
     // The replayed ids go to the device before the decode region, so they are not timed.
     let device_loop = cfg.sync_free_decode && !matches!(cfg.no_repeat, NoRepeatNgram::Hf { .. });
     let mut replay = Replay::new(cfg, b, logits.size2()?.1, device, device_loop)?;
@@ -101,10 +110,6 @@ pub fn generate_with<M: CausalLm>(
         let out = Tensor::f_zeros([b as i64, cfg.max_new_tokens as i64], (Kind::Int64, device))?;
         let mut finished = Tensor::f_zeros([b as i64], (Kind::Bool, device))?;
         let eos_t = Tensor::f_full([b as i64], eos, (Kind::Int64, device))?;
-        let argmax = match cfg.argmax_kernel {
-            true => Argmax::for_logits(&logits)?,
-            false => None,
-        };
         for step in 0..cfg.max_new_tokens {
             let sampling = obs.enter_module(SAMPLING, None);
             if let Some(rule) = &ngram {
@@ -194,8 +199,11 @@ pub fn generate_with<M: CausalLm>(
             let neg = Tensor::f_full([1], f64::NEG_INFINITY, (Kind::Float, device))?;
             let _ = logits.f_index_put_(&[Some(ri), Some(ci)], &neg, false)?;
         }
-        let mut next =
-            Vec::<i64>::try_from(&logits.f_argmax(-1, false)?.f_to_device(Device::Cpu)?)?; // host sync
+        let choice = match &argmax {
+            Some(a) => a.choose(&logits)?,
+            None => logits.f_argmax(-1, false)?,
+        };
+        let mut next = Vec::<i64>::try_from(&choice.f_to_device(Device::Cpu)?)?; // host sync
         if let Some(replay) = &mut replay {
             replay.host_step(step, &mut next);
         }

@@ -4,12 +4,14 @@
 //! batch-1 prefill, while a graph's replay leaves ≈ 0.13 µs (reports/performance-history.md,
 //! session 13).
 //!
-//! The first prefill with a key on a KV cache used before runs eagerly and is then captured;
-//! later ones replay (a cache met for the first time, as on the eager decode path where every
-//! request has its own, only runs eagerly). The KV cache's buffers are baked into a graph, so
-//! the key holds the cache's id and the graph writes the same slots [0, T) of the same cache
-//! every time. OCR prompts repeat their length (it depends on the crop grid only), so few
-//! distinct keys occur; at most [`KEPT_PREFILLS`] graphs are kept ([`KeptGraphs`]). Graphs
+//! A key is captured the second time it is prefilled on a KV cache (eagerly, then captured) and
+//! replayed after; its first time runs eagerly only, so a prompt shape met once (a text
+//! dataset's varying lengths) never pays for a capture, and a cache met for the first time (as
+//! on the eager decode path, where every request has its own) only runs eagerly. Prefills of
+//! more than [`MAX_CAPTURED_TOKENS`] tokens run op by op. The KV cache's buffers are baked into
+//! a graph, so the key holds the cache's id and the graph writes the same slots [0, T) of the
+//! same cache every time. OCR prompts repeat their length (it depends on the crop grid only), so
+//! few distinct keys occur; at most [`KEPT_PREFILLS`] graphs are kept ([`KeptGraphs`]). Graphs
 //! share one memory pool: they replay one at a time and each output is copied out before the
 //! next replay.
 use super::capture_marks::{keep_record, CaptureMarks};
@@ -25,6 +27,14 @@ use tch::{Kind, Tensor};
 /// How many prefill graphs (prompt shape, left padding) one model keeps; beyond it the least
 /// recently used is dropped.
 pub const KEPT_PREFILLS: usize = 8;
+
+/// The most tokens (rows × prompt length) a captured prefill may hold: a graph keeps its
+/// intermediates in the shared pool for the rest of the run (a dense 8B model's gate/up output
+/// alone is ≈ 0.46 MB a token), so larger prefills run op by op.
+pub const MAX_CAPTURED_TOKENS: i64 = 16384;
+
+/// How many keys one model remembers having seen once (a key is captured at its second prefill).
+const REMEMBERED_KEYS: usize = 64;
 
 /// What a captured prefill is valid for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -50,6 +60,9 @@ pub struct PrefillGraphs {
     replays: Cell<u64>,
     /// The id of the KV cache the last prefill used.
     last_cache: Cell<Option<u64>>,
+    /// Keys prefilled once on that cache (eagerly): a key is captured when it comes again, so a
+    /// prompt shape met once (a text dataset's varying lengths) never pays for a capture.
+    seen: RefCell<Vec<Key>>,
 }
 
 impl std::fmt::Debug for PrefillGraphs {
@@ -72,6 +85,7 @@ impl PrefillGraphs {
             graphs: RefCell::new(KeptGraphs::new(KEPT_PREFILLS)),
             replays: Cell::new(0),
             last_cache: Cell::new(None),
+            seen: RefCell::new(Vec::new()),
         }
     }
 
@@ -100,7 +114,8 @@ impl PrefillGraphs {
         let applies = self.enabled
             && x.device().is_cuda()
             && !cache.is_growing()
-            && (self.max_batch == 0 || b as usize <= self.max_batch);
+            && (self.max_batch == 0 || b as usize <= self.max_batch)
+            && b * t <= MAX_CAPTURED_TOKENS;
         if !applies {
             return prefill(x, cache, obs);
         }
@@ -119,6 +134,7 @@ impl PrefillGraphs {
         // the graphs that baked in the previous one's buffers.
         if self.last_cache.replace(Some(key.cache)) != Some(key.cache) {
             self.graphs.borrow_mut().clear();
+            *self.seen.borrow_mut() = vec![key];
             return prefill(x, cache, obs);
         }
         if let Some(c) = self.graphs.borrow_mut().get_mut(&key) {
@@ -131,10 +147,23 @@ impl PrefillGraphs {
             self.replays.set(self.replays.get() + 1);
             return copy_of(&c.output);
         }
-        // First use: eagerly (it also initialises cuBLAS, cuDNN plans and lazily built tables,
-        // which a capture cannot), then capture the same work. The eager call wrote the slots
-        // and moved both of the cache's counters; the capture runs only the host side, so it
-        // starts from the host counter moved back and leaves it at T again.
+        // A key met for the first time runs eagerly and is remembered; met again, it runs
+        // eagerly (which also initialises cuBLAS, cuDNN plans and lazily built tables, which a
+        // capture cannot) and is captured.
+        {
+            let mut seen = self.seen.borrow_mut();
+            if !seen.contains(&key) {
+                if seen.len() == REMEMBERED_KEYS {
+                    seen.remove(0);
+                }
+                seen.push(key);
+                drop(seen);
+                return prefill(x, cache, obs);
+            }
+        }
+        // The eager call wrote the slots and moved both of the cache's counters; the capture runs
+        // only the host side, so it starts from the host counter moved back and leaves it at T
+        // again.
         let eager = prefill(x, cache, obs)?;
         let input = copy_of(x)?;
         cache.rewind_host_len(t)?;

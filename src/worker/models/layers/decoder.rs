@@ -280,9 +280,11 @@ impl Decoder {
         Ok(out)
     }
 
-    /// Every layer over embeddings `x`, `attn(layer's attention, normed input, layer index)`
-    /// giving each attention output → the final-normed hidden states. Marks each `layer` with
-    /// its index, and `final_norm` (with the last layer's residual add).
+    /// Every layer over embeddings `x`, `attn(layer's attention, its input, layer index)` giving
+    /// each attention output → the final-normed hidden states. The input is the normed one, or,
+    /// with `fold` (one-row device steps) where a norm folds into the attention's q/k/v GEMV,
+    /// that projection's output ([`BlockInput`], `DecoderLayer::forward`). Marks each `layer`
+    /// with its index, and `final_norm` (with the last layer's residual add).
     fn run_layers(
         &self,
         x: &Tensor,
