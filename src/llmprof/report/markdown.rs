@@ -369,7 +369,7 @@ fn optim_section(s: &mut String, o: &super::metrics::OptimInfo) {
         if g.prefill_graphs_captured > 0 {
             let _ = writeln!(
                 s,
-                "\nPrefill CUDA graphs: {} captured (one per prompt shape, left padding and KV cache), {} prefills replayed; the first prefill of each ran eagerly.",
+                "\nPrefill CUDA graphs: {} captured (one per prompt shape, left padding and KV cache), {} prefills replayed; each shape ran eagerly the first time and was captured the second (a shape met once, or over 16,384 tokens, runs op by op).",
                 g.prefill_graphs_captured, g.prefill_replays
             );
         }
