@@ -82,10 +82,7 @@ pub fn generate_with<M: CausalLm>(
         "runtime.optim.argmax_kernel",
         cfg.argmax_kernel && device.is_cuda(),
     )?;
-    let argmax = match cfg.argmax_kernel {
-        true => Argmax::for_logits(&logits)?,
-        false => None,
-    };
+    let argmax = Argmax::new(&logits, cfg.argmax_kernel)?;
     // The replayed ids go to the device before the decode region, so they are not timed.
     let device_loop = cfg.sync_free_decode && !matches!(cfg.no_repeat, NoRepeatNgram::Hf { .. });
     let mut replay = Replay::new(cfg, b, logits.size2()?.1, device, device_loop)?;
@@ -115,10 +112,7 @@ pub fn generate_with<M: CausalLm>(
             if let Some(rule) = &ngram {
                 rule.apply(&mut logits)?;
             }
-            let mut next = match &argmax {
-                Some(a) => a.choose(&logits)?,
-                None => logits.f_argmax(-1, false)?,
-            }; // (b)
+            let mut next = argmax.choose(&logits)?; // (b)
             if let Some(replay) = &replay {
                 next = replay.device_step(step, &next)?; // the choice is kept, then replaced
             }
@@ -199,11 +193,7 @@ pub fn generate_with<M: CausalLm>(
             let neg = Tensor::f_full([1], f64::NEG_INFINITY, (Kind::Float, device))?;
             let _ = logits.f_index_put_(&[Some(ri), Some(ci)], &neg, false)?;
         }
-        let choice = match &argmax {
-            Some(a) => a.choose(&logits)?,
-            None => logits.f_argmax(-1, false)?,
-        };
-        let mut next = Vec::<i64>::try_from(&choice.f_to_device(Device::Cpu)?)?; // host sync
+        let mut next = Vec::<i64>::try_from(&argmax.choose(&logits)?.f_to_device(Device::Cpu)?)?; // host sync
         if let Some(replay) = &mut replay {
             replay.host_step(step, &mut next);
         }

@@ -113,6 +113,26 @@ impl DecodeSession {
         self.capture && matches!(self.path, StepPath::Graph { .. })
     }
 
+    /// The run's graph counts (metrics.json `optim.graphs`): the decode steps' where they were
+    /// captured, with the prefill's `(graphs captured, prefills replayed)`; None where neither
+    /// captured anything and `other_graphs` (a family's own, as vision's) is false.
+    pub fn run_graph_stats(
+        &self,
+        (prefill_captured, prefill_replays): (usize, u64),
+        other_graphs: bool,
+    ) -> Option<GraphStats> {
+        if !self.captures_graphs() && prefill_captured == 0 && !other_graphs {
+            return None;
+        }
+        let mut stats = match self.captures_graphs() {
+            true => self.stats.clone(),
+            false => GraphStats::default(),
+        };
+        stats.prefill_graphs_captured = prefill_captured;
+        stats.prefill_replays = prefill_replays;
+        Some(stats)
+    }
+
     /// An empty KV cache for a request of `batch` rows and up to `slots` tokens. The graph path
     /// reuses one cache per batch size (its capacity rounded up to whole windows) so captured
     /// graphs stay valid; a request that needs more slots replaces it and its graphs.

@@ -20,6 +20,7 @@ use super::kv_cache::KvCache;
 use super::shape_graphs::copy_of;
 use crate::ffi::CudaGraph;
 use anyhow::{ensure, Context, Result};
+use llmprof::optim::EngineOptim;
 use llmprof::region::{NoopObserver, RegionObserver};
 use std::cell::{Cell, RefCell};
 use tch::{Kind, Tensor};
@@ -33,7 +34,8 @@ pub const KEPT_PREFILLS: usize = 8;
 /// alone is ≈ 0.46 MB a token), so larger prefills run op by op.
 pub const MAX_CAPTURED_TOKENS: i64 = 16384;
 
-/// How many keys one model remembers having seen once (a key is captured at its second prefill).
+/// How many keys one model remembers having seen once (a key is captured at its second
+/// prefill), least recently seen forgotten first.
 const REMEMBERED_KEYS: usize = 64;
 
 /// What a captured prefill is valid for.
@@ -62,7 +64,7 @@ pub struct PrefillGraphs {
     last_cache: Cell<Option<u64>>,
     /// Keys prefilled once on that cache (eagerly): a key is captured when it comes again, so a
     /// prompt shape met once (a text dataset's varying lengths) never pays for a capture.
-    seen: RefCell<Vec<Key>>,
+    seen: RefCell<KeptGraphs<Key, ()>>,
 }
 
 impl std::fmt::Debug for PrefillGraphs {
@@ -85,8 +87,26 @@ impl PrefillGraphs {
             graphs: RefCell::new(KeptGraphs::new(KEPT_PREFILLS)),
             replays: Cell::new(0),
             last_cache: Cell::new(None),
-            seen: RefCell::new(Vec::new()),
+            seen: RefCell::new(KeptGraphs::new(REMEMBERED_KEYS)),
         }
+    }
+
+    /// A model's graphs as `engine` (`runtime.optim`) asks: on where `prefill_cuda_graph` is, the
+    /// weights are on a GPU, the KV cache is static (`static_kv_cache`) and `experts_capturable`
+    /// (a model without experts, or whose experts dispatch without host reads: grouped MoE in
+    /// bf16; other dtypes fall back to a per-expert loop that reads expert counts on the host,
+    /// which a capture cannot); off otherwise, saying why.
+    pub fn for_model(engine: &EngineOptim, on_gpu: bool, experts_capturable: bool) -> Self {
+        let mut enabled = engine.prefill_cuda_graph && on_gpu;
+        if enabled && !(engine.static_kv_cache && experts_capturable) {
+            tracing::info!(
+                "runtime.optim.prefill_cuda_graph: the prefill runs op by op (a graph needs \
+                 static_kv_cache, and for a model with experts their grouped dispatch with bf16 \
+                 weights)"
+            );
+            enabled = false;
+        }
+        PrefillGraphs::new(enabled, engine.prefill_cuda_graph_max_batch as usize)
     }
 
     /// Whether prefills are captured.
@@ -134,7 +154,10 @@ impl PrefillGraphs {
         // the graphs that baked in the previous one's buffers.
         if self.last_cache.replace(Some(key.cache)) != Some(key.cache) {
             self.graphs.borrow_mut().clear();
-            *self.seen.borrow_mut() = vec![key];
+            let mut seen = self.seen.borrow_mut();
+            seen.clear();
+            seen.insert(key, ());
+            drop(seen);
             return prefill(x, cache, obs);
         }
         if let Some(c) = self.graphs.borrow_mut().get_mut(&key) {
@@ -152,11 +175,8 @@ impl PrefillGraphs {
         // capture cannot) and is captured.
         {
             let mut seen = self.seen.borrow_mut();
-            if !seen.contains(&key) {
-                if seen.len() == REMEMBERED_KEYS {
-                    seen.remove(0);
-                }
-                seen.push(key);
+            if seen.get_mut(&key).is_none() {
+                seen.insert(key, ());
                 drop(seen);
                 return prefill(x, cache, obs);
             }

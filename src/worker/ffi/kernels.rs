@@ -101,10 +101,13 @@ pub fn ngram_push(recent: &Tensor, next: &Tensor) -> Result<(), ShimError> {
 
 /// Experts per layer the MoE routers take (csrc/kernels/launch.h).
 pub const MOE_ROUTE_MAX_EXPERTS: i64 = 256;
-/// Tokens per [`moe_combine`] call (CUDA's largest grid y: csrc/kernels/launch.h).
-pub const MOE_COMBINE_MAX_TOKENS: i64 = 65535;
-/// Tokens (batch × tokens per row) per [`rope_kv`] call (the same grid limit).
-pub const ROPE_KV_MAX_TOKENS: i64 = 65535;
+/// CUDA's largest grid y dimension (csrc/kernels/launch.h `LLMPROF_K_MAX_GRID_Y`): kernels that
+/// put tokens or rows on y take at most this many.
+pub const MAX_GRID_Y: i64 = 65535;
+/// Tokens per [`moe_combine`] call (on grid y).
+pub const MOE_COMBINE_MAX_TOKENS: i64 = MAX_GRID_Y;
+/// Tokens (batch × tokens per row) per [`rope_kv`] call (on grid y).
+pub const ROPE_KV_MAX_TOKENS: i64 = MAX_GRID_Y;
 
 /// What [`moe_route`] returns.
 pub struct MoeRouting {
@@ -455,6 +458,11 @@ pub(super) fn ceil_div(a: i64, b: i64) -> i64 {
 
 pub(super) fn empty(size: &[i64], opts: (tch::Kind, tch::Device)) -> Result<Tensor, ShimError> {
     Tensor::f_empty(size, opts).map_err(|e| ShimError::new(format!("allocating {size:?}: {e}")))
+}
+
+/// Whether `t`'s data starts on a 16-byte boundary (the kernels' vector loads, TMA).
+pub(super) fn aligned16(t: &Tensor) -> bool {
+    t.data_ptr() as usize % 16 == 0
 }
 
 pub(super) fn ptr(t: &Tensor) -> *const c_void {

@@ -1,7 +1,7 @@
 //! llmprof's Hopper kernels (`csrc/kernels/sm90a`, CUTLASS, behind `csrc/kernels_gemm.cpp`): a
 //! Linear whose epilogue applies the erf-form GELU or quickGELU, and SAM's global and windowed attention
 //! with the relative-position bias inside, as safe wrappers like [`super::kernels`]'s.
-use super::kernels::{empty, ptr};
+use super::kernels::{aligned16, empty, ptr};
 use super::{check, ShimError};
 use std::ffi::{c_int, c_void};
 use tch::{Device, Kind, Tensor};
@@ -56,7 +56,7 @@ pub fn sam_global_attention_fits(qkv: &Tensor, heads: i64) -> bool {
         && size[3] == 3 * heads * 64
         && qkv.kind() == Kind::BFloat16
         && qkv.is_contiguous()
-        && qkv.data_ptr() as usize % 16 == 0
+        && aligned16(qkv)
         && sam_global_attention_on(qkv.device())
 }
 
@@ -145,10 +145,7 @@ pub fn linear_gelu_operands_fit(x: &Tensor, weight: &Tensor, bias: &Tensor) -> b
         Err(_) => return false,
     };
     [x, weight, bias].iter().all(|t| {
-        t.kind() == Kind::BFloat16
-            && t.device() == x.device()
-            && t.is_contiguous()
-            && t.data_ptr() as usize % 16 == 0
+        t.kind() == Kind::BFloat16 && t.device() == x.device() && t.is_contiguous() && aligned16(t)
     }) && x.numel() > 0
         && x.size().last() == Some(&k)
         && bias.size() == [n]

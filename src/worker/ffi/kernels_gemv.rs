@@ -1,7 +1,7 @@
 //! A Linear over a decode step's few rows in llmprof's kernel (`csrc/kernels/gemv.cu`,
 //! `runtime.optim.gemv_kernel`): the weight read once in 16-byte loads, fp32 sums, one rounding.
 //! [`fits`] says which calls it takes; every other call stays with libtorch.
-use super::kernels::{self, empty, ptr};
+use super::kernels::{self, aligned16, empty, ptr};
 use super::{check, ShimError};
 use std::ffi::{c_int, c_void};
 use tch::{Kind, Tensor};
@@ -76,7 +76,6 @@ pub fn fits(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> bool {
 /// What both forms ask of their operands: `x` a contiguous CUDA bf16 or fp16 tensor whose last
 /// dim is a multiple of 8, `weight` of its dtype and device, contiguous, both 16-byte aligned.
 fn operands_fit(x: &Tensor, weight: &Tensor) -> bool {
-    let aligned = |t: &Tensor| t.data_ptr() as usize % 16 == 0;
     x.device().is_cuda()
         && matches!(x.kind(), Kind::BFloat16 | Kind::Half)
         && x.size().last().is_some_and(|k| k % 8 == 0)
@@ -84,24 +83,28 @@ fn operands_fit(x: &Tensor, weight: &Tensor) -> bool {
         && weight.kind() == x.kind()
         && weight.device() == x.device()
         && weight.is_contiguous()
-        && aligned(x)
-        && aligned(weight)
+        && aligned16(x)
+        && aligned16(weight)
 }
 
 /// `x·weightᵀ (+ bias)` [.., n] in the kernel, for 1 ..= [`MAX_ROWS`] rows and the operands
 /// otherwise as [`fits`] says (the shim checks them again and names what is wrong).
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor, ShimError> {
-    let mut size = x.size();
-    let n = weight.size().first().copied().unwrap_or(0);
-    if let Some(last) = size.last_mut() {
-        *last = n;
-    }
-    let y = empty(&size, (x.kind(), x.device()))?;
+    let y = output_of(x, weight)?;
     let b = bias.map_or(std::ptr::null(), ptr);
     // SAFETY: live tensors (or null for no bias) for the duration of the call; the shim checks
     // shapes, dtypes and devices.
     check(unsafe { llmprof_gemv(ptr(x), ptr(weight), b, ptr(&y)) })?;
     Ok(y)
+}
+
+/// The uninitialised output [.., n] of `x` [.., k] through `weight` [n, k].
+fn output_of(x: &Tensor, weight: &Tensor) -> Result<Tensor, ShimError> {
+    let mut size = x.size();
+    if let Some(last) = size.last_mut() {
+        *last = weight.size().first().copied().unwrap_or(0);
+    }
+    empty(&size, (x.kind(), x.device()))
 }
 
 /// Whether [`add_rms_norm_linear`] takes `x` and `delta` (one row [.., k] each), the norm's
@@ -117,10 +120,7 @@ pub fn add_rms_norm_fits(
 ) -> bool {
     let k = x.size().last().copied().unwrap_or(0);
     let like_x = |t: &Tensor| {
-        t.kind() == x.kind()
-            && t.device() == x.device()
-            && t.is_contiguous()
-            && t.data_ptr() as usize % 16 == 0
+        t.kind() == x.kind() && t.device() == x.device() && t.is_contiguous() && aligned16(t)
     };
     fits(x, weight, bias)
         && x.numel() as i64 == k
@@ -142,11 +142,7 @@ pub fn add_rms_norm_linear(
     bias: Option<&Tensor>,
 ) -> Result<(Tensor, Tensor), ShimError> {
     let sum = empty(&x.size(), (x.kind(), x.device()))?;
-    let mut size = x.size();
-    if let Some(last) = size.last_mut() {
-        *last = weight.size().first().copied().unwrap_or(0);
-    }
-    let y = empty(&size, (x.kind(), x.device()))?;
+    let y = output_of(x, weight)?;
     let b = bias.map_or(std::ptr::null(), ptr);
     // SAFETY: live tensors (or null for no bias) for the duration of the call; the shim checks
     // shapes, dtypes, devices and alignment.

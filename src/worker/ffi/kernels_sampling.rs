@@ -3,7 +3,7 @@
 //! libtorch argmax's choice (the first of equal values, a NaN above every number), over many
 //! blocks per row where libtorch reduces a row in one (27.6 µs a call for a 128,256-wide row on
 //! an H200).
-use super::kernels::{empty, ptr};
+use super::kernels::{empty, ptr, MAX_GRID_Y};
 use super::{check, ShimError};
 use std::ffi::{c_int, c_void};
 use tch::{Kind, Tensor};
@@ -12,10 +12,10 @@ extern "C" {
     fn llmprof_argmax(logits: *const c_void, scratch: *const c_void, out: *const c_void) -> c_int;
 }
 
-/// The kernel's state for one generation loop: per row a 64-bit key and a counter, zero between
-/// calls (each call leaves them so).
+/// Each step's greedy choice in one generation loop: in the kernel, with its state (per row a
+/// 64-bit key and a counter, zero between calls: each call leaves them so), or libtorch's argmax.
 pub struct Argmax {
-    scratch: Tensor,
+    scratch: Option<Tensor>,
     rows: i64,
 }
 
@@ -27,34 +27,45 @@ pub fn fits(logits: &Tensor) -> bool {
         && logits.kind() == Kind::Float
         && logits.is_contiguous()
         && size.len() == 2
-        && (1..=65535).contains(&size[0])
+        && (1..=MAX_GRID_Y).contains(&size[0])
         && (1..(1i64 << 32)).contains(&size[1])
 }
 
 impl Argmax {
-    /// For a loop whose logits are shaped as `logits`; None where [`fits`] says no.
-    pub fn for_logits(logits: &Tensor) -> Result<Option<Self>, ShimError> {
-        if !fits(logits) {
-            return Ok(None);
-        }
-        let rows = logits.size()[0];
-        let scratch = Tensor::f_zeros([2 * rows], (Kind::Int64, logits.device()))
-            .map_err(|e| ShimError::new(format!("argmax scratch: {e}")))?;
-        Ok(Some(Argmax { scratch, rows }))
+    /// For a loop whose logits are shaped as `logits`: the kernel where `kernel` is asked and
+    /// [`fits`] says yes, else libtorch's argmax.
+    pub fn new(logits: &Tensor, kernel: bool) -> Result<Self, ShimError> {
+        let rows = logits.size().first().copied().unwrap_or(0);
+        let scratch = match kernel && fits(logits) {
+            true => Some(
+                Tensor::f_zeros([2 * rows], (Kind::Int64, logits.device()))
+                    .map_err(|e| ShimError::new(format!("argmax scratch: {e}")))?,
+            ),
+            false => None,
+        };
+        Ok(Argmax { scratch, rows })
     }
 
-    /// Each row's choice [rows] int64: in the kernel where `logits` fits and has this loop's
-    /// rows, else libtorch's argmax (the same choice).
+    /// Whether the choices run in the kernel.
+    pub fn uses_kernel(&self) -> bool {
+        self.scratch.is_some()
+    }
+
+    /// Each row's choice [rows] int64: in the kernel where it is used and `logits` fits with this
+    /// loop's rows, else libtorch's argmax (the same choice).
     pub fn choose(&self, logits: &Tensor) -> Result<Tensor, ShimError> {
-        if !(fits(logits) && logits.size()[0] == self.rows) {
-            return logits
-                .f_argmax(-1, false)
-                .map_err(|e| ShimError::new(format!("argmax: {e}")));
-        }
+        let scratch = match &self.scratch {
+            Some(s) if fits(logits) && logits.size()[0] == self.rows => s,
+            _ => {
+                return logits
+                    .f_argmax(-1, false)
+                    .map_err(|e| ShimError::new(format!("argmax: {e}")))
+            }
+        };
         let out = empty(&[self.rows], (Kind::Int64, logits.device()))?;
         // SAFETY: live tensors for the duration of the call; the shim checks shapes, dtypes and
         // devices.
-        check(unsafe { llmprof_argmax(ptr(logits), ptr(&self.scratch), ptr(&out)) })?;
+        check(unsafe { llmprof_argmax(ptr(logits), ptr(scratch), ptr(&out)) })?;
         Ok(out)
     }
 }
@@ -68,7 +79,7 @@ mod tests {
     fn only_fp32_rows_on_a_gpu_fit() {
         let cpu = Tensor::zeros([2, 100], (Kind::Float, Device::Cpu));
         assert!(!fits(&cpu));
-        assert!(Argmax::for_logits(&cpu).unwrap().is_none());
+        assert!(!Argmax::new(&cpu, true).unwrap().uses_kernel());
     }
 
     /// The kernel against libtorch's argmax over rows of random logits (one and many blocks a
@@ -95,7 +106,8 @@ mod tests {
                     let _ = logits.get(4).narrow(0, 2, 1).fill_(-0.0);
                     let _ = logits.get(4).narrow(0, 5, 1).fill_(0.0);
                 }
-                let argmax = Argmax::for_logits(&logits).unwrap().unwrap();
+                let argmax = Argmax::new(&logits, true).unwrap();
+                assert!(argmax.uses_kernel(), "{rows}x{vocab}");
                 let want = logits.argmax(-1, false);
                 for call in 0..10 {
                     let got = argmax.choose(&logits).unwrap();

@@ -369,24 +369,16 @@ impl Model for DeepseekOcrModel {
     }
 
     fn graph_stats(&self) -> Option<GraphStats> {
-        let d = self.decode.borrow();
         let vision = self.model.vision_graph_stats();
-        let (prefill_captured, prefill_replays) = self.model.prefill_graph_stats();
-        if !d.captures_graphs() && vision.is_none() && prefill_captured == 0 {
-            return None;
-        }
-        let mut stats = if d.captures_graphs() {
-            d.stats.clone()
-        } else {
-            GraphStats::default()
-        };
+        let mut stats = self
+            .decode
+            .borrow()
+            .run_graph_stats(self.model.prefill_graph_stats(), vision.is_some())?;
         if let Some(v) = vision {
             stats.vision_graphs_captured = v.captured;
             stats.vision_capture_ms_total = v.capture_ms_total;
             stats.vision_replays = v.replays;
         }
-        stats.prefill_graphs_captured = prefill_captured;
-        stats.prefill_replays = prefill_replays;
         Some(stats)
     }
 

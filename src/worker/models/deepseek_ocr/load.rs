@@ -172,9 +172,10 @@ impl DeepseekOcr {
                 },
             )?,
             vision_graph_max_pages: optim.own.vision_cuda_graph_max_pages as usize,
-            prefill_graphs: PrefillGraphs::new(
-                prefill_graphs_apply(optim, weights_on_gpu, weights.kind()),
-                optim.engine.prefill_cuda_graph_max_batch as usize,
+            prefill_graphs: PrefillGraphs::for_model(
+                &optim.engine,
+                weights_on_gpu,
+                optim.own.grouped_moe && weights.kind() == Kind::BFloat16,
             ),
         })
     }
@@ -197,19 +198,4 @@ impl DeepseekOcr {
             cfg,
         )
     }
-}
-
-/// Whether the decoder's prefill is captured (`runtime.optim.prefill_cuda_graph`): on a GPU with
-/// a static KV cache and grouped MoE in bf16 (in other dtypes grouped MoE falls back to a
-/// per-expert loop that reads expert counts on the host, which a capture cannot).
-fn prefill_graphs_apply(optim: &Switches, weights_on_gpu: bool, kind: Kind) -> bool {
-    let apply = optim.engine.prefill_cuda_graph && weights_on_gpu;
-    if apply && !(optim.engine.static_kv_cache && optim.own.grouped_moe && kind == Kind::BFloat16) {
-        tracing::info!(
-            "runtime.optim.prefill_cuda_graph: the prefill runs op by op (a graph needs \
-             static_kv_cache and grouped_moe with bf16 weights)"
-        );
-        return false;
-    }
-    apply
 }

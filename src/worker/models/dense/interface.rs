@@ -266,19 +266,9 @@ impl Model for DenseModel {
     }
 
     fn graph_stats(&self) -> Option<GraphStats> {
-        let d = self.decode.borrow();
-        let (prefill_captured, prefill_replays) = self.model.prefill_graph_stats();
-        if !d.captures_graphs() && prefill_captured == 0 {
-            return None;
-        }
-        let mut stats = if d.captures_graphs() {
-            d.stats.clone()
-        } else {
-            GraphStats::default()
-        };
-        stats.prefill_graphs_captured = prefill_captured;
-        stats.prefill_replays = prefill_replays;
-        Some(stats)
+        self.decode
+            .borrow()
+            .run_graph_stats(self.model.prefill_graph_stats(), false)
     }
 
     fn assumptions(&self) -> Vec<String> {

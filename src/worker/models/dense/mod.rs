@@ -157,9 +157,10 @@ impl DenseLm {
             arch: arch.clone(),
             kv: dims(arch).kv(),
             decoder,
-            prefill_graphs: PrefillGraphs::new(
-                prefill_graphs_apply(arch, optim, device, kind),
-                optim.engine.prefill_cuda_graph_max_batch as usize,
+            prefill_graphs: PrefillGraphs::for_model(
+                &optim.engine,
+                device.is_cuda(),
+                arch.moe.is_none() || kind == Kind::BFloat16,
             ),
             device,
             kind,
@@ -216,21 +217,6 @@ impl DenseLm {
         let t = hidden.size()[1];
         self.decoder.logits(&hidden.f_select(1, t - 1)?, obs)
     }
-}
-
-/// Whether the text prefill is captured (`runtime.optim.prefill_cuda_graph`): on a GPU with a
-/// static KV cache, and for a model with experts in bf16 (in other dtypes the grouped MoE falls
-/// back to a per-expert loop that reads expert counts on the host, which a capture cannot).
-fn prefill_graphs_apply(arch: &DenseArch, optim: &Switches, device: Device, kind: Kind) -> bool {
-    let apply = optim.engine.prefill_cuda_graph && device.is_cuda();
-    if apply && !(optim.engine.static_kv_cache && (arch.moe.is_none() || kind == Kind::BFloat16)) {
-        tracing::info!(
-            "runtime.optim.prefill_cuda_graph: the prefill runs op by op (a graph needs \
-             static_kv_cache, and bf16 weights for a model with experts)"
-        );
-        return false;
-    }
-    apply
 }
 
 impl CausalLm for DenseLm {

@@ -247,17 +247,16 @@ impl Attention {
         let g = self.heads / self.kv_heads;
         if g > 1 && t == 1 {
             let qg = q.f_reshape([b, self.kv_heads, g, self.head_dim])?;
-            return self.one_token_heads(&self.core(&qg, k, v, mask)?); // (b, nkv, g, hd)
+            return self.one_token_heads(&self.core((&qg, k, v), mask, false)?); // (b, nkv, g, hd)
         }
         let fused_gqa = g > 1
             && self.sdpa
             && q.device().is_cuda()
             && matches!(mask, AttnMask::None | AttnMask::Causal);
         let o = if fused_gqa || g == 1 {
-            let scale = 1.0 / (self.head_dim as f64).sqrt();
-            core_attention((q, k, v), mask, (self.sdpa, fused_gqa), scale)?
+            self.core((q, k, v), mask, fused_gqa)?
         } else {
-            self.core(q, &repeat_kv(k, g)?, &repeat_kv(v, g)?, mask)?
+            self.core((q, &repeat_kv(k, g)?, &repeat_kv(v, g)?), mask, false)?
         }; // (b, nh, t, hd)
         Ok(o.f_transpose(1, 2)?
             .f_reshape([b, t, self.heads * self.head_dim])?)
@@ -294,10 +293,11 @@ impl Attention {
         self.o_proj(&o)
     }
 
-    /// softmax(q·kᵀ/√d + mask)·v with matching head counts.
-    fn core(&self, q: &Tensor, k: &Tensor, v: &Tensor, mask: &AttnMask) -> Result<Tensor> {
+    /// softmax(q·kᵀ/√d + mask)·v with matching head counts (`gqa`: k and v hold one head per
+    /// group of q's, in libtorch's fused attention).
+    fn core(&self, qkv: (&Tensor, &Tensor, &Tensor), mask: &AttnMask, gqa: bool) -> Result<Tensor> {
         let scale = 1.0 / (self.head_dim as f64).sqrt();
-        core_attention((q, k, v), mask, (self.sdpa, false), scale)
+        core_attention(qkv, mask, (self.sdpa, gqa), scale)
     }
 
     /// x [B,T,H] → [B,T,H] with no cache: every token attends within `x` as `mask` allows (an
@@ -325,15 +325,12 @@ impl Attention {
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
         let (b, t, _) = x.size3()?;
-        // The kernel takes the projection as it comes: not with q/k norms between.
-        if let (true, true, Qkv::Fused(w, bias)) = (
-            self.rope_kv_kernel && self.qk_norm.is_none() && b * t <= kernels::ROPE_KV_MAX_TOKENS,
-            x.device().is_cuda(),
-            &self.qkv,
-        ) {
+        let projection = self
+            .rope_kv_projection(x.device())
+            .filter(|_| b * t <= kernels::ROPE_KV_MAX_TOKENS);
+        if let Some(w) = projection {
             if let Some(buffers) = cache.static_buffers_for(layer, t)? {
-                let x = BlockInput::Normed(x);
-                let q = self.project_rope_kv(x, (w, bias.as_ref()), cos_sin, buffers, obs)?;
+                let q = self.project_rope_kv(BlockInput::Normed(x), w, cos_sin, buffers, obs)?;
                 let (k_all, v_all) = cache.window(layer, cache.len() + t)?;
                 return self.attend_marked((&q, &k_all, &v_all), mask, obs);
             }
@@ -382,11 +379,11 @@ impl Attention {
         )?)
     }
 
-    /// The fused q/k/v weight and bias a decode step on `device` projects with before RoPE and
-    /// the K/V write in llmprof's kernel (`rope_kv_kernel`, no q/k norms between): the
-    /// projection a folded add + RMSNorm may run ([`BlockInput::Projected`]); None where the
-    /// step projects otherwise.
-    pub fn step_qkv_weight(&self, device: tch::Device) -> Option<(&Tensor, Option<&Tensor>)> {
+    /// The fused q/k/v weight and bias a call on `device` projects with before RoPE and the K/V
+    /// write in llmprof's kernel (`rope_kv_kernel`; the kernel takes the projection as it comes,
+    /// not with q/k norms between): in a decode step, the projection a folded add + RMSNorm may
+    /// run ([`BlockInput::Projected`]); None where the call projects otherwise.
+    pub fn rope_kv_projection(&self, device: tch::Device) -> Option<(&Tensor, Option<&Tensor>)> {
         match (
             self.rope_kv_kernel && self.qk_norm.is_none() && device.is_cuda(),
             &self.qkv,
@@ -418,7 +415,7 @@ impl Attention {
         (mask, window): (&AttnMask, i64),
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
-        let (q, k_all, v_all) = match self.step_qkv_weight(x.device()) {
+        let (q, k_all, v_all) = match self.rope_kv_projection(x.device()) {
             Some(w) => {
                 let buffers = cache.device_step_buffers(layer);
                 let q = self.project_rope_kv(x, w, cos_sin, buffers, obs)?;

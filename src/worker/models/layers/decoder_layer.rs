@@ -155,7 +155,7 @@ impl DecoderLayer {
         let a = {
             let _m = obs.enter_module(ATTENTION, None);
             let qkv = fold
-                .then(|| self.attn.step_qkv_weight(h.device()))
+                .then(|| self.attn.rope_kv_projection(h.device()))
                 .flatten()
                 .zip(pending)
                 .filter(|((w, b), f)| self.input_ln.folds_into((h, *f), w, *b));

@@ -46,10 +46,10 @@ impl SelfAttention {
     }
 
     /// The q/k/v projection a one-row decode step on `device` may take already run, an add +
-    /// RMSNorm folded into it ([`Attention::step_qkv_weight`]; GQA only).
-    pub fn step_qkv_weight(&self, device: tch::Device) -> Option<(&Tensor, Option<&Tensor>)> {
+    /// RMSNorm folded into it ([`Attention::rope_kv_projection`]; GQA only).
+    pub fn rope_kv_projection(&self, device: tch::Device) -> Option<(&Tensor, Option<&Tensor>)> {
         match self {
-            SelfAttention::Gqa(a) => a.step_qkv_weight(device),
+            SelfAttention::Gqa(a) => a.rope_kv_projection(device),
             SelfAttention::Mla(_) => None,
         }
     }
