@@ -66,16 +66,30 @@ template <typename T, int HD> struct Tiles {
   static constexpr size_t kBytes = 2 * 2 * (size_t)kTile * kRow * sizeof(T);  // K and V, 2 stages
   static __device__ __forceinline__ T* k(T* base, int stage) { return base + stage * 2 * kTile * kRow; }
   static __device__ __forceinline__ T* v(T* base, int stage) { return k(base, stage) + kTile * kRow; }
-  // One tile of `src` rows [c0, c0 + kTile) into `dst`; rows outside [start, end) zeroed.
+  // One tile of `src` rows [c0, c0 + kTile) into `dst`; rows outside [start, end) zeroed; with
+  // kSkip, row `skip` left alone (copy_row brings it later). Not committed.
+  template <bool kSkip = false>
   static __device__ __forceinline__ void copy(T* dst, const T* src, int64_t c0, int64_t start,
-                                              int64_t end) {
+                                              int64_t end, int64_t skip = -1) {
 #pragma unroll
     for (int i = 0; i < kChunks / kThreads; ++i) {
       const int c = i * kThreads + (int)threadIdx.x;
       const int row = c / (HD / 8), col = (c % (HD / 8)) * 8;
       const int64_t j = c0 + row;
       const bool valid = j >= start && j < end;
-      cp16(dst + row * kRow + col, src + (valid ? j : start) * HD + col, valid);
+      if (!kSkip || j != skip) cp16(dst + row * kRow + col, src + (valid ? j : start) * HD + col, valid);
+    }
+  }
+  // Row j of both K and V into the tile at c0 (stage 0), one 16-byte copy a thread. Not committed.
+  static __device__ __forceinline__ void copy_row(T* sm, const T* kb, const T* vb, int64_t c0,
+                                                  int64_t j) {
+    constexpr int kPerRow = HD / 8;
+    const int t = (int)threadIdx.x;
+    if (t < 2 * kPerRow) {
+      const int col = (t % kPerRow) * 8;
+      const bool is_v = t >= kPerRow;
+      cp16((is_v ? v(sm, 0) : k(sm, 0)) + (j - c0) * kRow + col, (is_v ? vb : kb) + j * HD + col,
+           true);
     }
   }
 };
@@ -86,24 +100,29 @@ __global__ void __launch_bounds__(kThreads, 3)
                    const int64_t* __restrict__ pad, const int64_t* __restrict__ len_p,
                    float* __restrict__ part_o, float* __restrict__ part_ml,
                    llmprof_k_decode_attn_shape s, int tiles) {
-  llmprof_k::begin_after_previous_grid();
   using Tl = Tiles<T, HD>;
   constexpr int kSteps = HD / 16;  // k-steps of S = Q·Kᵀ
   constexpr int kOut = HD / 8;     // 8-channel tiles of O
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
 
+  // Until the wait for the kernel ahead, only what no kernel of this step writes is read: pad,
+  // *len (written before the step's first kernel, which ended before this one started: every
+  // kernel lets the next start only after its own wait), and the cached rows of earlier steps. The
+  // kernel ahead (RoPE + KV write) writes this step's slot and the query.
   const int group = s.heads / s.kv_heads;
   const int b = blockIdx.x / s.kv_heads, kvh = blockIdx.x % s.kv_heads;
   const int used = gridDim.y;
   const int64_t c_begin = (int64_t)blockIdx.y * tiles * kTile;
   const int64_t c_end = c_begin + (int64_t)tiles * kTile;
-  const int64_t start = max(pad[b], c_begin);
+  const int64_t start = max(__ldcg(pad + b), c_begin);
   // *len: the slot this step wrote; never past the splits the caller sized nor the cache, even
   // for a wrong *len (a run of splits can reach past both).
-  const int64_t end = min(min(*len_p + 1, c_end), min((int64_t)s.splits * kTile, s.slots));
+  const int64_t last = __ldcg(len_p);
+  const int64_t end = min(min(last + 1, c_end), min((int64_t)s.splits * kTile, s.slots));
   const int64_t head0 = (int64_t)b * s.heads + (int64_t)kvh * group;  // first query head's row
   if (start >= end) {  // block-uniform: no visible slot in this run of splits
+    llmprof_k::begin_after_previous_grid();
     for (int g = threadIdx.x; g < group; g += kThreads) {
       const int64_t slot = (head0 + g) * used + blockIdx.y;
       part_ml[slot * 2] = -INFINITY;
@@ -115,11 +134,13 @@ __global__ void __launch_bounds__(kThreads, 3)
   const T* kb = k + base;
   const T* vb = v + base;
 
-  // The first split's copies go out before anything else is read.
+  // The first split's copies go out before the wait but for this step's slot, which follows it;
+  // all in one commit group (the loop waits for it whole).
   int64_t c0 = (start / kTile) * kTile;
-  Tl::copy(Tl::k(sm, 0), kb, c0, start, end);
-  cp_commit();
-  Tl::copy(Tl::v(sm, 0), vb, c0, start, end);
+  Tl::template copy<true>(Tl::k(sm, 0), kb, c0, start, end, last);
+  Tl::template copy<true>(Tl::v(sm, 0), vb, c0, start, end, last);
+  llmprof_k::begin_after_previous_grid();
+  if (last >= start && last < end && last < c0 + kTile) Tl::copy_row(sm, kb, vb, c0, last);
   cp_commit();
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -144,14 +165,17 @@ __global__ void __launch_bounds__(kThreads, 3)
   for (int n = 0; n < kOut; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 
-  for (int stage = 0; c0 < end; c0 += kTile, stage ^= 1) {
+  for (int stage = 0, first = 1; c0 < end; c0 += kTile, stage ^= 1, first = 0) {
     const bool next = c0 + kTile < end;
     if (next) {
       Tl::copy(Tl::k(sm, stage ^ 1), kb, c0 + kTile, start, end);
       cp_commit();
       Tl::copy(Tl::v(sm, stage ^ 1), vb, c0 + kTile, start, end);
       cp_commit();
-      cp_wait<3>();  // this split's keys are in
+      if (first) cp_wait<2>();  // the first split's one group is in
+      else cp_wait<3>();        // this split's keys are in
+    } else if (first) {
+      cp_wait<0>();
     } else {
       cp_wait<1>();
     }
@@ -203,12 +227,15 @@ __global__ void __launch_bounds__(kThreads, 3)
       pa[n * 2] = Mma<T>::pack(p0, p1);
       pa[n * 2 + 1] = Mma<T>::pack(p2, p3);
     }
+    // The sums rescaled where a row's maximum rose (after the first splits, rarely).
+    if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
 #pragma unroll
-    for (int n = 0; n < kOut; ++n) {
-      o[n][0] *= alpha[0];
-      o[n][1] *= alpha[0];
-      o[n][2] *= alpha[1];
-      o[n][3] *= alpha[1];
+      for (int n = 0; n < kOut; ++n) {
+        o[n][0] *= alpha[0];
+        o[n][1] *= alpha[0];
+        o[n][2] *= alpha[1];
+        o[n][3] *= alpha[1];
+      }
     }
 
     if (next) {
@@ -301,15 +328,21 @@ int launch_hd(const T* q, const T* k, const T* v, const int64_t* pad, const int6
 }  // namespace
 
 DecodeAttnMmaPlan decode_attn_mma_plan(const llmprof_k_decode_attn_shape& s) {
-  // Blocks enough for about two waves of three resident blocks per SM, and at least two per
-  // row·kv head where there are two splits. H200, Llama-3.1-8B over 1,088 slots: at batch 32
-  // two waves (blocks of 5 splits) took 1.45 ms a step against 1.51 at four and 1.54 at one; at
-  // batch 128 two blocks a row (9 splits each) 5.01 against 5.14 with one
-  // (reports/performance-history.md, round 3 session 31).
+  // Where one split a block fits in the resident blocks (three per SM) at once, one split a
+  // block: latency, not bytes, bounds the step. Otherwise about two waves of blocks, but at least
+  // four splits a block where there are four (each block pays a first round trip and a merge)
+  // and two blocks per row·kv head where there are two splits. H200, Llama-3.1-8B over 1,088
+  // slots (reports/performance-history.md, round 3 sessions 31 and 33): batch 8 four blocks a
+  // row·kv head, 15.3 µs a layer against 20.5 with thirteen; batch 32 four (5 splits each);
+  // batch 128 two; batch 1 over 8,192 slots 32 blocks (4 splits) 14.5 µs against 18.8 with 99.
   const int64_t per_split = (int64_t)s.batch * s.kv_heads;
-  const int64_t target = 2LL * 3 * current_sm_count();
-  int64_t want = (target + per_split - 1) / per_split;
-  want = want < 2 ? 2 : want;
+  const int64_t resident = 3LL * current_sm_count();
+  int64_t want = s.splits;
+  if (per_split * s.splits > resident) {
+    want = (2 * resident + per_split - 1) / per_split;
+    want = want > s.splits / 4 ? s.splits / 4 : want;
+    want = want < 2 ? 2 : want;
+  }
   want = want > s.splits ? s.splits : want;
   want = want < 1 ? 1 : want;
   const int tiles = (int)((s.splits + want - 1) / want);
