@@ -18,6 +18,10 @@ using llmprof_k::route_token;
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 static_assert(LLMPROF_K_MOE_MAX_EXPERTS <= 256, "slot_expert holds an expert id in one byte");
+static_assert(LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS <= 32768, "sorted_token holds a token in a short");
+// The most bytes of x preloaded into shared memory (beside the ≈ 4 KiB of static arrays, under
+// the 48 KiB a kernel has without asking).
+constexpr int64_t kPreloadMaxBytes = 40 * 1024;
 
 // One block of kWarps warps. Warp w routes tokens w, w + kWarps, ...: the token's logits spread
 // over the lanes, max, sum and each top-k round as warp reductions. Then warp 0 turns the
@@ -27,11 +31,20 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
                           int64_t* __restrict__ order, int64_t* __restrict__ slot_token,
                           int64_t* __restrict__ slot_pos, int32_t* __restrict__ group_ends,
                           const unsigned char* __restrict__ x, int64_t row_bytes,
-                          unsigned char* __restrict__ sorted_x) {
-  llmprof_k::begin_after_previous_grid();
+                          unsigned char* __restrict__ sorted_x, int64_t x_rows_bytes) {
   __shared__ int counts[LLMPROF_K_MOE_MAX_EXPERTS];
   __shared__ int starts[LLMPROF_K_MOE_MAX_EXPERTS];
   __shared__ unsigned char slot_expert[LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS];  // one byte: experts ≤ 256
+  __shared__ short sorted_token[LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS];  // slot_token, for the gather
+  extern __shared__ uint4 x_rows[];  // x, where it is preloaded (x_rows_bytes > 0)
+  // x (the MoE's normed input) was written before the router-logits kernel ahead of this one,
+  // which has passed its own wait, so x is complete: its rows are read into shared memory before
+  // the wait for the logits, and the gather below copies from there.
+  const int64_t x_vectors = x_rows_bytes / 16;
+  for (int64_t i = threadIdx.x; i < x_vectors; i += blockDim.x) {
+    x_rows[i] = __ldcg(reinterpret_cast<const uint4*>(x) + i);
+  }
+  llmprof_k::begin_after_previous_grid();
   for (int e = threadIdx.x; e < experts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
 
@@ -79,6 +92,7 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
         const int rank = __popc(ballot & ((1u << lane) - 1u));
         order[pos + rank] = s;
         slot_token[pos + rank] = s / k;
+        sorted_token[pos + rank] = (short)(s / k);
         slot_pos[s] = pos + rank;
       }
       pos += __popc(ballot);
@@ -87,11 +101,13 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
 
   // The expert GEMMs' input rows in sorted order (replaces an index_select launch per layer).
   if (x == nullptr) return;
-  __syncthreads();  // every warp's slot_token writes
+  __syncthreads();  // every warp's sorted_token writes (and x_rows')
   const bool vec16 =
       row_bytes % 16 == 0 && llmprof_k::aligned16(x) && llmprof_k::aligned16(sorted_x);
+  const unsigned char* rows =
+      x_vectors > 0 ? reinterpret_cast<const unsigned char*>(x_rows) : x;
   for (int64_t pos = warp; pos < slots; pos += kWarps) {
-    const unsigned char* src = x + slot_token[pos] * row_bytes;
+    const unsigned char* src = rows + sorted_token[pos] * row_bytes;
     unsigned char* dst = sorted_x + pos * row_bytes;
     if (vec16) {
       for (int64_t i = lane; i < row_bytes / 16; i += 32) {
@@ -115,8 +131,15 @@ extern "C" int llmprof_k_moe_route_one_block(const float* logits, int64_t tokens
       tokens * k > LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS) {
     return (int)cudaErrorInvalidValue;
   }
+  // x in shared memory where it fits the dynamic shared memory a kernel has without asking.
+  const int64_t x_bytes = tokens * row_bytes;
+  const int64_t preload = x != nullptr && row_bytes % 16 == 0 && llmprof_k::aligned16(x) &&
+                                  x_bytes <= kPreloadMaxBytes
+                              ? x_bytes
+                              : 0;
   return (int)llmprof_k::launch(
-      moe_route, 1, kThreads, 0, static_cast<cudaStream_t>(stream), logits, tokens, experts, k,
-      scaling, weights, ids, order, slot_token, slot_pos, group_ends,
-      static_cast<const unsigned char*>(x), row_bytes, static_cast<unsigned char*>(sorted_x));
+      moe_route, 1, kThreads, (size_t)preload, static_cast<cudaStream_t>(stream), logits, tokens,
+      experts, k, scaling, weights, ids, order, slot_token, slot_pos, group_ends,
+      static_cast<const unsigned char*>(x), row_bytes, static_cast<unsigned char*>(sorted_x),
+      preload);
 }

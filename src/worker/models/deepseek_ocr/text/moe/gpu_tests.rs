@@ -14,18 +14,28 @@ fn inverse_permutation(order: &Tensor) -> Tensor {
 
 /// The routing kernels against softmax + top-k + the stable expert sort in libtorch, on the
 /// GPU, 64 experts, top-6: the one-block router at decode sizes (1 and 4 tokens: the gather of
-/// the expert inputs in the kernel; 5 and 170 tokens: an index_select after, up to 1,020 slots)
-/// and the many-block router at prefill sizes (171 tokens, just above; a 914-token page; 32 such
-/// pages).
+/// the expert inputs in the kernel, from rows it read into shared memory, and 4 rows of 7,168
+/// too wide for that, from global memory; 5 and 170 tokens: an index_select after, up to 1,020
+/// slots) and the many-block router at prefill sizes (171 tokens, just above; a 914-token page;
+/// 32 such pages).
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn routing_kernel_equals_libtorch_routing_on_a_gpu() {
     assert!(tch::Cuda::is_available(), "no CUDA device");
     let dev = Device::Cuda(0);
     let (e, k, scaling) = (64i64, 6i64, 2.5);
-    for n in [1i64, 4, 5, 170, 171, 914, 32 * 914] {
+    for (n, hidden) in [
+        (1i64, 1280i64),
+        (4, 1280),
+        (4, 7168),
+        (5, 1280),
+        (170, 1280),
+        (171, 1280),
+        (914, 1280),
+        (32 * 914, 1280),
+    ] {
         let logits = Tensor::randn([n, e], (Kind::Float, dev)) * 3.0;
-        let x = Tensor::randn([n, 1280], (Kind::BFloat16, dev));
+        let x = Tensor::randn([n, hidden], (Kind::BFloat16, dev));
         let r = kernels::moe_route(&logits, &x, k, scaling).unwrap();
         // Sorted, as the kernel returns them (the libtorch route leaves them unsorted; the
         // combine does not depend on the order).
