@@ -58,7 +58,8 @@ void llmprof_set_programmatic_launch(int on) {
 #endif
 }
 
-int llmprof_moe_route(const void* logits_p, const void* x_p, int64_t k, double scaling,
+int llmprof_moe_route(const void* logits_p, const void* x_p, int64_t k, int64_t shared,
+                      double scaling,
                       const void* weights_p, const void* ids_p, const void* order_p,
                       const void* slot_token_p, const void* slot_pos_p, const void* group_ends_p,
                       const void* sorted_x_p) {
@@ -74,34 +75,41 @@ int llmprof_moe_route(const void* logits_p, const void* x_p, int64_t k, double s
     TORCH_CHECK(k >= 1 && k <= experts, "top-k ", k, " with ", experts, " experts");
     TORCH_CHECK(tokens >= 1 && tokens * k <= INT32_MAX, tokens, " tokens x top-", k,
                 ": the router takes 1 token to 2^31 - 1 slots");
+    TORCH_CHECK(shared >= 0 && experts + shared <= LLMPROF_K_MOE_MAX_EXPERTS, shared,
+                " shared experts beside ", experts, " routed: the router takes ",
+                LLMPROF_K_MOE_MAX_EXPERTS, " in all");
+    TORCH_CHECK(shared == 0 || tokens * (k + shared) <= LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS,
+                "shared experts as slots are routed in one block: at most ",
+                LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS, " slots, got ", tokens, " x ", k + shared);
+    const int64_t slots_per_token = k + shared;
     auto check_out = [&](const void* p, const char* name, at::ScalarType dtype,
                          at::IntArrayRef sizes) -> const at::Tensor& {
       const auto& t = tensor_arg(p, name);
       check_tensor(t, name, logits.device(), dtype, sizes);
       return t;
     };
-    const auto& weights = check_out(weights_p, "weights", at::kFloat, {tokens, k});
-    const auto& ids = check_out(ids_p, "ids", at::kLong, {tokens, k});
-    const auto& order = check_out(order_p, "order", at::kLong, {tokens * k});
-    const auto& slot_token = check_out(slot_token_p, "slot_token", at::kLong, {tokens * k});
-    const auto& slot_pos = check_out(slot_pos_p, "slot_pos", at::kLong, {tokens * k});
-    const auto& group_ends = check_out(group_ends_p, "group_ends", at::kInt, {experts});
+    const auto& weights = check_out(weights_p, "weights", at::kFloat, {tokens, slots_per_token});
+    const auto& ids = check_out(ids_p, "ids", at::kLong, {tokens, slots_per_token});
+    const auto& order = check_out(order_p, "order", at::kLong, {tokens * slots_per_token});
+    const auto& slot_token = check_out(slot_token_p, "slot_token", at::kLong, {tokens * slots_per_token});
+    const auto& slot_pos = check_out(slot_pos_p, "slot_pos", at::kLong, {tokens * slots_per_token});
+    const auto& group_ends = check_out(group_ends_p, "group_ends", at::kInt, {experts + shared});
     const auto& x = tensor_arg(x_p, "x");
     check_first(x, "x", 2, "[tokens, hidden]");
     TORCH_CHECK(x.size(0) == tokens, "x has ", x.size(0), " rows for ", tokens, " tokens");
     check_tensor(x, "x", logits.device(), x.scalar_type(), x.sizes());
     const auto& sorted_x = tensor_arg(sorted_x_p, "sorted_x");
-    check_like(sorted_x, x, "sorted_x", {tokens * k, x.size(1)});
+    check_like(sorted_x, x, "sorted_x", {tokens * slots_per_token, x.size(1)});
     c10::cuda::CUDAGuard guard(logits.device());
     auto stream = c10::cuda::getCurrentCUDAStream().stream();
     // The one block also gathers the expert GEMMs' input rows for a few tokens; for more, its one
     // SM copies them slower than an index_select does (per decode step on an H100: batch 32
     // +4 %, batch 8 +1.5 %; batch 1 -2 %).
     const bool gather_in_kernel = tokens <= LLMPROF_K_MOE_GATHER_MAX_TOKENS;
-    if (tokens * k <= LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS) {  // decode: one launch
+    if (tokens * slots_per_token <= LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS) {  // decode: one launch
       check_launch(llmprof_k_moe_route_one_block(
-                       logits.data_ptr<float>(), tokens, (int)experts, (int)k, (float)scaling,
-                       weights.data_ptr<float>(), ids.data_ptr<int64_t>(),
+                       logits.data_ptr<float>(), tokens, (int)experts, (int)k, (int)shared,
+                       (float)scaling, weights.data_ptr<float>(), ids.data_ptr<int64_t>(),
                        order.data_ptr<int64_t>(), slot_token.data_ptr<int64_t>(),
                        slot_pos.data_ptr<int64_t>(), group_ends.data_ptr<int32_t>(),
                        gather_in_kernel ? x.data_ptr() : nullptr,

@@ -268,8 +268,10 @@ int llmprof_sam_window_attention(const void* qkv, const void* bias, const void* 
  * [tokens·k] int64), group_ends [experts] int32 and x [tokens, hidden]'s rows in sorted order,
  * sorted_x [tokens·k, hidden]. At most 256 experts; up to 1024 slots (decode) one launch (the
  * gather in it up to 4 tokens, else an index_select after), above three over many blocks and an
- * index_select. */
-int llmprof_moe_route(const void* logits, const void* x, int64_t k, double scaling,
+ * index_select. shared > 0 (one launch only) gives each token k + shared slots, the shared
+ * experts as experts `experts`.. with weight 1; k above then reads k + shared and group_ends has
+ * experts + shared entries. */
+int llmprof_moe_route(const void* logits, const void* x, int64_t k, int64_t shared, double scaling,
                       const void* weights, const void* ids, const void* order,
                       const void* slot_token, const void* slot_pos, const void* group_ends,
                       const void* sorted_x);

@@ -55,7 +55,7 @@ pub struct VariantCheck {
 pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, StepPath)> {
     let graph = StepPath::Graph { kv_bucket };
     // (variant, the switch it checks, the switches it turns on, step path)
-    let table: [(&str, &str, &[&str], StepPath); 16] = [
+    let table: [(&str, &str, &[&str], StepPath); 17] = [
         (
             "fused_projections",
             "fused_projections",
@@ -109,6 +109,18 @@ pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, S
             "moe_combine_kernel",
             "moe_combine_kernel",
             &["grouped_moe", "moe_routing_kernel", "moe_combine_kernel"],
+            StepPath::Eager,
+        ),
+        (
+            "moe_shared_experts_fused",
+            "moe_shared_experts_fused",
+            &[
+                "grouped_moe",
+                "moe_routing_kernel",
+                "moe_combine_kernel",
+                "gemv_kernel",
+                "moe_shared_experts_fused",
+            ],
             StepPath::Eager,
         ),
         // The kernels run in the fixed-shape step only, so these variants take the graph path

@@ -14,6 +14,7 @@ extern "C" {
         logits: *const c_void,
         x: *const c_void,
         k: i64,
+        shared: i64,
         scaling: f64,
         weights: *const c_void,
         ids: *const c_void,
@@ -109,11 +110,14 @@ pub const MOE_COMBINE_MAX_TOKENS: i64 = MAX_GRID_Y;
 /// Tokens (batch × tokens per row) per [`rope_kv`] call (on grid y).
 pub const ROPE_KV_MAX_TOKENS: i64 = MAX_GRID_Y;
 
-/// What [`moe_route`] returns.
+/// What [`moe_route`] returns; k below is the slots per token: top-k + the shared experts routed
+/// as slots.
 pub struct MoeRouting {
-    /// [tokens, k] fp32: softmax probabilities of the chosen experts × scaling.
+    /// [tokens, k] fp32: softmax probabilities of the chosen experts × scaling (1 for a shared
+    /// expert's slot).
     pub weights: Tensor,
-    /// [tokens, k] int64: the chosen experts, highest weight first.
+    /// [tokens, k] int64: the chosen experts, highest weight first, then the shared experts
+    /// (ids experts ..).
     pub ids: Tensor,
     /// [tokens·k] int64: slot indices (token·k + j) sorted stably by expert.
     pub order: Tensor,
@@ -121,21 +125,29 @@ pub struct MoeRouting {
     pub slot_token: Tensor,
     /// [tokens·k] int64: the sorted row of each slot (the inverse of `order`).
     pub slot_pos: Tensor,
-    /// [experts] int32: cumulative slot counts per expert (grouped GEMM group ends).
+    /// [experts + shared] int32: cumulative slot counts per expert (grouped GEMM group ends).
     pub group_ends: Tensor,
     /// [tokens·k, hidden]: the token rows of `x` in sorted slot order (the expert GEMMs' input).
     pub sorted_x: Tensor,
 }
 
+/// Slots per token up to which [`moe_route`] takes shared experts as slots: tokens ·
+/// (top-k + shared) ≤ this (csrc/kernels/launch.h `LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS`).
+pub const MOE_ROUTE_ONE_BLOCK_MAX_SLOTS: i64 = 1024;
+
 /// DeepSeek MoE routing of fp32 router logits [tokens, experts] of the token rows `x` [tokens,
 /// hidden] (contiguous) on a CUDA device in llmprof's kernels; experts ≤
 /// [`MOE_ROUTE_MAX_EXPERTS`]. Up to 1,024 slots (tokens·k: decode steps) one block does it all,
 /// for up to 4 tokens the gather of `x`'s rows included (else an index_select); above (a
-/// prefill), three launches over many blocks and an index_select.
+/// prefill), three launches over many blocks and an index_select. `shared` > 0 (one block only:
+/// tokens · (k + shared) ≤ [`MOE_ROUTE_ONE_BLOCK_MAX_SLOTS`]) appends that many shared experts
+/// to each token's slots, as experts `experts`.. with weight 1, for grouped GEMMs over weights
+/// stacked with them.
 pub fn moe_route(
     logits: &Tensor,
     x: &Tensor,
     k: i64,
+    shared: i64,
     scaling: f64,
 ) -> Result<MoeRouting, ShimError> {
     let (n, e) = logits
@@ -143,14 +155,15 @@ pub fn moe_route(
         .map_err(|err| ShimError::new(format!("moe_route: logits: {err}")))?;
     let hidden = x.size().last().copied().unwrap_or(0);
     let dev = logits.device();
+    let per_token = k + shared;
     let r = MoeRouting {
-        weights: empty(&[n, k], (tch::Kind::Float, dev))?,
-        ids: empty(&[n, k], (tch::Kind::Int64, dev))?,
-        order: empty(&[n * k], (tch::Kind::Int64, dev))?,
-        slot_token: empty(&[n * k], (tch::Kind::Int64, dev))?,
-        slot_pos: empty(&[n * k], (tch::Kind::Int64, dev))?,
-        group_ends: empty(&[e], (tch::Kind::Int, dev))?,
-        sorted_x: empty(&[n * k, hidden], (x.kind(), x.device()))?,
+        weights: empty(&[n, per_token], (tch::Kind::Float, dev))?,
+        ids: empty(&[n, per_token], (tch::Kind::Int64, dev))?,
+        order: empty(&[n * per_token], (tch::Kind::Int64, dev))?,
+        slot_token: empty(&[n * per_token], (tch::Kind::Int64, dev))?,
+        slot_pos: empty(&[n * per_token], (tch::Kind::Int64, dev))?,
+        group_ends: empty(&[e + shared], (tch::Kind::Int, dev))?,
+        sorted_x: empty(&[n * per_token, hidden], (x.kind(), x.device()))?,
     };
     // SAFETY: live tensors for the duration of the call; the shim checks shapes and devices.
     check(unsafe {
@@ -158,6 +171,7 @@ pub fn moe_route(
             ptr(logits),
             ptr(x),
             k,
+            shared,
             scaling,
             ptr(&r.weights),
             ptr(&r.ids),

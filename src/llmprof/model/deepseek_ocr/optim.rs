@@ -92,6 +92,14 @@ pub struct DeepseekOcrOptim {
     /// add. Absent: off.
     #[serde(default)]
     pub moe_combine_kernel: bool,
+    /// With `moe_combine_kernel`, at decode steps whose routed slots and shared-expert slots fit
+    /// the GEMV kernel's grouped form (`runtime.optim.gemv_kernel`; batch 1-2 for DeepSeek-OCR):
+    /// the shared experts run as experts of the grouped GEMVs (their intermediate split into
+    /// experts of the routed experts' width, weight 1, stacked after the routed experts at
+    /// load), three launches per layer fewer; their time is then in the experts' modules.
+    /// Elsewhere they run as their own MLP. Absent: off.
+    #[serde(default)]
+    pub moe_shared_experts_fused: bool,
     /// On a CUDA device, each residual add and the LayerNorm after it in the vision encoders'
     /// blocks (SAM, CLIP) in llmprof's one CUDA kernel, instead of an add and the norm. Row
     /// widths the kernel does not take fall back to the two ops. Absent: off.
@@ -174,6 +182,8 @@ impl FamilyOptions for DeepseekOcrOptim {
              "the kernel sorts token slots for the grouped GEMMs"),
             ("moe_combine_kernel", o.moe_combine_kernel, "moe_routing_kernel", o.moe_routing_kernel,
              "the combine reads the routing kernel's slot order"),
+            ("moe_shared_experts_fused", o.moe_shared_experts_fused, "moe_combine_kernel",
+             o.moe_combine_kernel, "the combine sums the shared experts' slots with the routed ones"),
         ];
         crate::optim::check_needs("model.optim", &rules)?;
         if engine.cuda_graph && !o.grouped_moe {
@@ -213,6 +223,7 @@ mod tests {
         );
         let mut o = DeepseekOcrOptim::preset("fast").unwrap();
         (o.grouped_moe, o.moe_routing_kernel, o.moe_combine_kernel) = (false, false, false);
+        o.moe_shared_experts_fused = false;
         let e = o.check(&EngineOptim::fast()).unwrap_err();
         assert!(
             e.contains("runtime.optim.cuda_graph=true needs model.optim.grouped_moe=true"),

@@ -108,9 +108,13 @@ int llmprof_k_sam_merge_windows(int dtype, const void* o, const int64_t* o_strid
  * inverse permutation slot_pos [tokens·k] int64 (slot → sorted row); the cumulative expert counts
  * group_ends [experts] int32. The one-block router: one launch, tokens·k ≤ ONE_BLOCK_MAX_SLOTS;
  * with x [tokens, row_bytes] (not NULL) it also copies each sorted slot's token row to sorted_x
- * [tokens·k, row_bytes], the expert GEMMs' input. */
+ * [tokens·k, row_bytes], the expert GEMMs' input. With shared > 0 each token has k + shared
+ * slots: after its routed ones, the shared experts as experts `experts`.. with weight 1 (the
+ * shared experts run inside the grouped GEMMs); k above reads k + shared, group_ends has
+ * experts + shared entries. */
 int llmprof_k_moe_route_one_block(const float* logits, int64_t tokens, int experts, int k,
-                                  float scaling, float* weights, int64_t* ids, int64_t* order,
+                                  int shared, float scaling, float* weights, int64_t* ids,
+                                  int64_t* order,
                                   int64_t* slot_token, int64_t* slot_pos, int32_t* group_ends,
                                   const void* x, int64_t row_bytes, void* sorted_x, void* stream);
 

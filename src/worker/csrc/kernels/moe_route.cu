@@ -27,7 +27,7 @@ constexpr int64_t kPreloadMaxBytes = 40 * 1024;
 // over the lanes, max, sum and each top-k round as warp reductions. Then warp 0 turns the
 // expert counts into group starts and ends, and the warps sort slots by expert.
 __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int experts, int k,
-                          float scaling, float* __restrict__ weights, int64_t* __restrict__ ids,
+                          int shared, float scaling, float* __restrict__ weights, int64_t* __restrict__ ids,
                           int64_t* __restrict__ order, int64_t* __restrict__ slot_token,
                           int64_t* __restrict__ slot_pos, int32_t* __restrict__ group_ends,
                           const unsigned char* __restrict__ x, int64_t row_bytes,
@@ -45,25 +45,32 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
     x_rows[i] = __ldcg(reinterpret_cast<const uint4*>(x) + i);
   }
   llmprof_k::begin_after_previous_grid();
-  for (int e = threadIdx.x; e < experts; e += blockDim.x) counts[e] = 0;
+  for (int e = threadIdx.x; e < experts + shared; e += blockDim.x) counts[e] = 0;
   __syncthreads();
 
+  // Each token's slots: its k routed experts, then the `shared` experts (ids experts.., weight
+  // 1) where the shared experts run as experts of the grouped GEMMs.
+  const int per_token = k + shared, all_experts = experts + shared;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int64_t t = warp; t < tokens; t += kWarps) {
-    route_token(logits + t * experts, experts, k, scaling, lane, [&](int j, int e, float w) {
-      const int64_t slot = t * k + j;
+    const auto place = [&](int j, int e, float w) {
+      const int64_t slot = t * per_token + j;
       weights[slot] = w;
       ids[slot] = e;
       slot_expert[slot] = (unsigned char)e;
       atomicAdd(&counts[e], 1);
-    });
+    };
+    route_token(logits + t * experts, experts, k, scaling, lane, place);
+    if (lane == 0) {
+      for (int j = 0; j < shared; ++j) place(k + j, experts + j, 1.f);
+    }
   }
   __syncthreads();
 
   if (warp == 0) {
     // Each lane sums a contiguous run of experts; an exclusive warp scan gives the run's start.
-    const int per = (experts + 31) / 32;
-    const int lo = min(lane * per, experts), hi = min(lo + per, experts);
+    const int per = (all_experts + 31) / 32;
+    const int lo = min(lane * per, all_experts), hi = min(lo + per, all_experts);
     int run = 0;
     for (int e = lo; e < hi; ++e) run += counts[e];
     int incl = run;
@@ -81,8 +88,8 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
   __syncthreads();
 
   // Stable order: warp w places the slots of experts w, w + warps, ... in slot order.
-  const int64_t slots = tokens * k;
-  for (int e = warp; e < experts; e += kWarps) {
+  const int64_t slots = tokens * per_token;
+  for (int e = warp; e < all_experts; e += kWarps) {
     int pos = starts[e];
     for (int64_t base = 0; base < slots; base += 32) {
       const int64_t s = base + lane;
@@ -91,8 +98,8 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
       if (mine) {
         const int rank = __popc(ballot & ((1u << lane) - 1u));
         order[pos + rank] = s;
-        slot_token[pos + rank] = s / k;
-        sorted_token[pos + rank] = (short)(s / k);
+        slot_token[pos + rank] = s / per_token;
+        sorted_token[pos + rank] = (short)(s / per_token);
         slot_pos[s] = pos + rank;
       }
       pos += __popc(ballot);
@@ -122,13 +129,14 @@ __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int 
 }  // namespace
 
 extern "C" int llmprof_k_moe_route_one_block(const float* logits, int64_t tokens, int experts,
-                                             int k, float scaling, float* weights, int64_t* ids,
+                                             int k, int shared, float scaling, float* weights,
+                                             int64_t* ids,
                                              int64_t* order, int64_t* slot_token,
                                              int64_t* slot_pos, int32_t* group_ends,
                                              const void* x, int64_t row_bytes, void* sorted_x,
                                              void* stream) {
-  if (experts < 1 || experts > LLMPROF_K_MOE_MAX_EXPERTS || k < 1 || k > experts ||
-      tokens * k > LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS) {
+  if (experts < 1 || shared < 0 || experts + shared > LLMPROF_K_MOE_MAX_EXPERTS || k < 1 ||
+      k > experts || tokens * (k + shared) > LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS) {
     return (int)cudaErrorInvalidValue;
   }
   // x in shared memory where it fits the dynamic shared memory a kernel has without asking.
@@ -139,7 +147,7 @@ extern "C" int llmprof_k_moe_route_one_block(const float* logits, int64_t tokens
                               : 0;
   return (int)llmprof_k::launch(
       moe_route, 1, kThreads, (size_t)preload, static_cast<cudaStream_t>(stream), logits, tokens,
-      experts, k, scaling, weights, ids, order, slot_token, slot_pos, group_ends,
+      experts, k, shared, scaling, weights, ids, order, slot_token, slot_pos, group_ends,
       static_cast<const unsigned char*>(x), row_bytes, static_cast<unsigned char*>(sorted_x),
       preload);
 }

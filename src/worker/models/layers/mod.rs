@@ -10,6 +10,8 @@ pub mod hf_tokenizer;
 pub mod mla;
 pub mod moe;
 pub mod moe_router;
+pub mod moe_shape;
+pub mod moe_shared_slots;
 pub mod pre_norm;
 pub mod rms_norm;
 pub mod self_attention;

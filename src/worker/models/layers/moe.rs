@@ -5,12 +5,13 @@
 //! experts where the model has them. A family gives the shape and its checkpoint's names
 //! ([`MoeShape`], [`ExpertNames`]).
 
-use super::moe_router::{Router, RouterShape};
+use super::moe_router::Router;
+pub use super::moe_shape::{ExpertNames, MoeShape, HF_EXPERT_NAMES};
+use super::moe_shared_slots::SharedAsExperts;
 use crate::checkpoint::tensors::WeightPath;
 use crate::ffi::{kernels, kernels_gemv};
 use crate::models::layers::basic::{silu_mul_halves, GateUp, GateUpOut, SwiGlu};
 use anyhow::{ensure, Result};
-use llmprof::model::dense::{GroupLimit, Scoring};
 use llmprof::model::module_work::{
     COMBINE, EXPERTS_ACT, EXPERTS_DOWN, EXPERTS_GATE_UP, ROUTER, ROUTING, SHARED_EXPERTS,
 };
@@ -41,76 +42,6 @@ pub const GATHER_MAX_TOKENS: i64 = 4;
 /// from the fp32 GEMM, which reads each token's row once instead of once per expert.
 pub const ROUTER_LOGITS_KERNEL_MAX_TOKENS: i64 = 256;
 
-/// What the router and the experts are.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MoeShape {
-    /// Routed experts.
-    pub experts: i64,
-    /// Experts per token.
-    pub top_k: i64,
-    /// The top-k probabilities divided by their sum (Mixtral; Qwen3-MoE's `norm_topk_prob`).
-    pub norm_topk_prob: bool,
-    /// Routed weights × this (DeepSeek's `routed_scaling_factor`; 1 elsewhere).
-    pub scaling: f64,
-    /// Shared experts under `shared_experts` (DeepSeek).
-    pub shared: bool,
-    /// Softmax or sigmoid scores (sigmoid: with the router's `e_score_correction_bias`).
-    pub scoring: Scoring,
-    /// Top-k within the best groups of experts only.
-    pub group_limit: Option<GroupLimit>,
-}
-
-impl MoeShape {
-    /// What its router computes.
-    pub fn router(&self) -> RouterShape {
-        RouterShape {
-            top_k: self.top_k,
-            norm_topk_prob: self.norm_topk_prob,
-            scaling: self.scaling,
-            scoring: self.scoring,
-            group_limit: self.group_limit,
-        }
-    }
-
-    /// Softmax routing over all experts, greedy top-k: every MoE but DeepSeek-V2/V3's grouped
-    /// and sigmoid ones (a family with those sets them on top).
-    pub fn greedy(
-        experts: i64,
-        top_k: i64,
-        norm_topk_prob: bool,
-        scaling: f64,
-        shared: bool,
-    ) -> Self {
-        MoeShape {
-            experts,
-            top_k,
-            norm_topk_prob,
-            scaling,
-            shared,
-            scoring: Scoring::Softmax,
-            group_limit: None,
-        }
-    }
-}
-
-/// A checkpoint's names below the MoE: the router's weight and each expert's three projections
-/// (`experts.{e}.<gate>.weight`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ExpertNames {
-    pub router: &'static str,
-    pub gate: &'static str,
-    pub up: &'static str,
-    pub down: &'static str,
-}
-
-/// DeepSeek's and Qwen3-MoE's names (`mlp.gate`, `mlp.experts.{e}.gate_proj` ...).
-pub const HF_EXPERT_NAMES: ExpertNames = ExpertNames {
-    router: "gate.weight",
-    gate: "gate_proj",
-    up: "up_proj",
-    down: "down_proj",
-};
-
 #[derive(Debug)]
 pub struct Moe {
     router: Router,
@@ -118,6 +49,10 @@ pub struct Moe {
     gate_up: GateUp,
     w_down: Tensor,
     shared: Option<SwiGlu>,
+    /// The shared experts also stacked after the routed ones, for decode steps whose slots fit
+    /// the grouped GEMV (`model.optim.moe_shared_experts_fused`); `gate_up` and `w_down` are
+    /// then views of these stacks.
+    shared_as_experts: Option<SharedAsExperts>,
     pub dispatch: MoeDispatch,
     /// With `Grouped` dispatch on a CUDA device: the router logits in one llmprof kernel (up to
     /// [`ROUTER_LOGITS_KERNEL_MAX_TOKENS`]), then softmax, top-k and the expert sort in llmprof's
@@ -161,6 +96,7 @@ impl Moe {
             } else {
                 None
             },
+            shared_as_experts: None,
             dispatch: MoeDispatch::Auto,
             routing_kernel: false,
             combine_kernel: false,
@@ -191,6 +127,30 @@ impl Moe {
     }
 
     /// Router: x [N,H] → (weights fp32 [N,k], expert ids [N,k]) (see [`Router::top_k_of`]).
+    /// This MoE with its shared experts also stacked after the routed experts when `on` and
+    /// their shapes allow it ([`SharedAsExperts::stack`]), for decode steps on the routing and
+    /// combine kernels and the grouped GEMV.
+    pub fn with_shared_experts_fused(mut self, on: bool) -> Result<Self> {
+        let Some(shared) = self.shared.as_ref().filter(|_| on) else {
+            return Ok(self);
+        };
+        if let Some(stacked) = SharedAsExperts::stack(&self.gate_up, &self.w_down, shared)? {
+            (self.gate_up, self.w_down) = stacked.routed(self.num_experts())?;
+            self.shared_as_experts = Some(stacked);
+        }
+        Ok(self)
+    }
+
+    /// The shared experts stacked as experts, where a step of `tokens` on the routing kernel runs
+    /// them as slots: with the combine kernel and the grouped GEMV, every slot within it.
+    pub fn shared_as_slots(&self, tokens: i64) -> Option<&SharedAsExperts> {
+        self.shared_as_experts.as_ref().filter(|s| {
+            self.combine_kernel
+                && self.gemv
+                && tokens * (self.router.top_k + s.count) <= kernels_gemv::MAX_GROUPED_ROWS
+        })
+    }
+
     pub fn route(&self, xs: &Tensor) -> Result<(Tensor, Tensor)> {
         self.router.top_k_of(&self.router.logits(xs)?)
     }
@@ -223,11 +183,23 @@ impl Moe {
                 };
                 (xs, logits)
             };
+            let top_k = self.router.top_k;
+            let fused = self.shared_as_slots(b * t);
             let r = {
                 let _m = obs.enter_module(ROUTING, None);
-                kernels::moe_route(&logits, &xs, self.router.top_k, self.router.scaling)?
+                let shared_slots = fused.map_or(0, |s| s.count);
+                kernels::moe_route(&logits, &xs, top_k, shared_slots, self.router.scaling)?
             };
-            let sorted = self.experts_on_sorted_rows(&r.sorted_x, &r.group_ends, obs)?;
+            let (gate_up, w_down) = fused.map_or((&self.gate_up, &self.w_down), |s| {
+                (&s.gate_up, &s.w_down)
+            });
+            let sorted =
+                self.experts_on_sorted_rows(&r.sorted_x, &r.group_ends, (gate_up, w_down), obs)?;
+            if fused.is_some() {
+                let _m = obs.enter_module(COMBINE, None);
+                let y = kernels::moe_combine(&sorted, &r.slot_pos, &r.weights, None)?;
+                return Ok(y.f_view(x.size().as_slice())?);
+            }
             if self.combine_kernel && b * t <= kernels::MOE_COMBINE_MAX_TOKENS {
                 let shared = self.shared_forward(&xs, obs)?;
                 let _m = obs.enter_module(COMBINE, None);
@@ -410,18 +382,20 @@ impl Moe {
             let slot_token = order.f_floor_divide_scalar(self.router.top_k)?;
             (order, offs, xs.f_index_select(0, &slot_token)?)
         };
-        let sorted = self.experts_on_sorted_rows(&rows, &offs, obs)?;
+        let sorted = self.experts_on_sorted_rows(&rows, &offs, (&self.gate_up, &self.w_down), obs)?;
         let (n, h) = xs.size2()?;
         let _m = obs.enter_module(COMBINE, None);
         unsort(&sorted, &order, n, self.router.top_k, h)
     }
 
     /// Grouped GEMMs over the token rows of the slots sorted by expert, `sorted_x` [N·k, H], with
-    /// `offs` [E] int32 group ends → expert outputs [N·k, H] in sorted order.
+    /// `offs` [E] int32 group ends and the experts' (gate/up, down) weights → expert outputs
+    /// [N·k, H] in sorted order.
     fn experts_on_sorted_rows(
         &self,
         sorted_x: &Tensor,
         offs: &Tensor,
+        (gate_up, w_down): (&GateUp, &Tensor),
         obs: &dyn RegionObserver,
     ) -> Result<Tensor> {
         // A few slots (a decode step): the grouped GEMV streams each slot's expert's weight
@@ -435,7 +409,7 @@ impl Moe {
         };
         let gu = {
             let _m = obs.enter_module(EXPERTS_GATE_UP, None);
-            match &self.gate_up {
+            match gate_up {
                 GateUp::Split { gate, up } => {
                     GateUpOut::Split(gmm(sorted_x, gate)?, gmm(sorted_x, up)?)
                 }
@@ -447,7 +421,7 @@ impl Moe {
             gu.act(self.swiglu_kernel)?
         }; // (n·k, f)
         let _m = obs.enter_module(EXPERTS_DOWN, None);
-        gmm(&act, &self.w_down) // (n·k, h), sorted order
+        gmm(&act, w_down) // (n·k, h), sorted order
     }
 }
 

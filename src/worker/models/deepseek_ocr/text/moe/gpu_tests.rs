@@ -36,7 +36,7 @@ fn routing_kernel_equals_libtorch_routing_on_a_gpu() {
     ] {
         let logits = Tensor::randn([n, e], (Kind::Float, dev)) * 3.0;
         let x = Tensor::randn([n, hidden], (Kind::BFloat16, dev));
-        let r = kernels::moe_route(&logits, &x, k, scaling).unwrap();
+        let r = kernels::moe_route(&logits, &x, k, 0, scaling).unwrap();
         // Sorted, as the kernel returns them (the libtorch route leaves them unsorted; the
         // combine does not depend on the order).
         let (w, idx) = logits.softmax(-1, Kind::Float).topk(k, -1, true, true);
@@ -95,7 +95,7 @@ fn routing_kernels_keep_a_nan_token_in_range_on_a_gpu() {
         let logits = Tensor::randn([n, e], (Kind::Float, dev));
         let _ = logits.get(0).fill_(f64::NAN);
         let x = Tensor::randn([n, 1280], (Kind::BFloat16, dev));
-        let r = kernels::moe_route(&logits, &x, k, 1.0).unwrap();
+        let r = kernels::moe_route(&logits, &x, k, 0, 1.0).unwrap();
         let ids = r.ids.reshape([-1]);
         assert!(
             bool::try_from(ids.ge(0).logical_and(&ids.lt(e)).all()).unwrap(),
@@ -158,7 +158,7 @@ fn combine_kernel_equals_libtorch_combine_on_a_gpu() {
     for (n, with_shared) in [(1i64, true), (32, true), (600, false), (2000, true)] {
         let logits = Tensor::randn([n, e], (Kind::Float, dev)) * 3.0;
         let x = Tensor::randn([n, h], (Kind::BFloat16, dev));
-        let r = kernels::moe_route(&logits, &x, k, 2.5).unwrap();
+        let r = kernels::moe_route(&logits, &x, k, 0, 2.5).unwrap();
         let sorted = Tensor::randn([n * k, h], (Kind::BFloat16, dev));
         let shared = with_shared.then(|| Tensor::randn([n, h], (Kind::BFloat16, dev)));
         let got = kernels::moe_combine(&sorted, &r.slot_pos, &r.weights, shared.as_ref()).unwrap();
@@ -237,6 +237,84 @@ fn moe_layer_with_the_combine_kernel_matches_the_libtorch_combine_on_a_gpu() {
             differ * 100 <= n * h,
             "n {n}: {differ} of {} values differ (rounding order alone moves < 1 %)",
             n * h
+        );
+    }
+}
+
+/// The one-block router with the shared experts as slots: each token's k routed slots as
+/// without them, then its shared slots (experts 64 and 65, weight 1), sorted with the rest.
+#[test]
+#[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+fn routing_kernel_appends_the_shared_experts_as_slots_on_a_gpu() {
+    assert!(tch::Cuda::is_available(), "no CUDA device");
+    let dev = Device::Cuda(0);
+    let (e, k, s) = (64i64, 6i64, 2i64);
+    for n in [1i64, 2, 4] {
+        let logits = Tensor::randn([n, e], (Kind::Float, dev)) * 3.0;
+        let x = Tensor::randn([n, 1280], (Kind::BFloat16, dev));
+        let plain = kernels::moe_route(&logits, &x, k, 0, 2.5).unwrap();
+        let r = kernels::moe_route(&logits, &x, k, s, 2.5).unwrap();
+        assert!(r.ids.narrow(1, 0, k).equal(&plain.ids), "n {n}: routed ids");
+        assert!(r.weights.narrow(1, 0, k).equal(&plain.weights), "n {n}: routed weights");
+        let shared_ids = Tensor::arange_start(e, e + s, (Kind::Int64, dev)).expand([n, s], false);
+        assert!(r.ids.narrow(1, k, s).equal(&shared_ids), "n {n}: shared ids");
+        assert!(
+            r.weights.narrow(1, k, s).eq(1.0).all().int64_value(&[]) == 1,
+            "n {n}: shared weights"
+        );
+        let flat = r.ids.reshape([-1]);
+        let order = flat.argsort_stable(true, 0, false);
+        assert!(r.order.equal(&order), "n {n}: slot order");
+        assert!(r.slot_token.equal(&order.floor_divide_scalar(k + s)));
+        assert!(r.slot_pos.equal(&inverse_permutation(&r.order)));
+        assert!(r.sorted_x.equal(&x.index_select(0, &r.slot_token)));
+        let counts = Tensor::zeros([e + s], (Kind::Int64, dev)).scatter_add(
+            0,
+            &flat,
+            &Tensor::ones([n * (k + s)], (Kind::Int64, dev)),
+        );
+        assert!(r.group_ends.equal(&counts.cumsum(0, Kind::Int)), "n {n}: group ends");
+    }
+}
+
+/// A MoE layer with its shared experts run as experts of the grouped GEMVs against the same layer
+/// running them as their own MLP, at 1 and 2 tokens (slots within the grouped GEMV). The shared
+/// output is rounded once with the routed sum instead of on its own, so values move by a bf16
+/// ulp or so; a wrong expert, weight or row moves them by O(1).
+#[test]
+#[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
+fn moe_layer_with_shared_experts_as_slots_matches_the_shared_mlp_on_a_gpu() {
+    use super::MoeDispatch;
+    use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
+    use llmprof::model::deepseek_ocr::arch::ArchConfig;
+    use llmprof::region::NoopObserver;
+    assert!(tch::Cuda::is_available(), "no CUDA device");
+    let dev = Device::Cuda(0);
+    let cfg = ArchConfig::tiny();
+    let w = Weights::synthetic(&cfg, &[Part::Decoder], 5, dev, Kind::BFloat16).unwrap();
+    let vs = w.root().sub("model.layers.1.mlp");
+    let h = cfg.decoder.hidden_size;
+    for n in [1i64, 2] {
+        let x = Tensor::randn([1, n, h], (Kind::BFloat16, dev));
+        let run = |fused: bool| {
+            let mut moe = load(&vs, &cfg.decoder, true)
+                .unwrap()
+                .with_gemv(true)
+                .with_shared_experts_fused(fused)
+                .unwrap();
+            moe.dispatch = MoeDispatch::Grouped;
+            moe.routing_kernel = true;
+            moe.combine_kernel = true;
+            assert_eq!(moe.shared_as_slots(n).is_some(), fused, "n {n}: the path checked");
+            moe.forward(&x, &NoopObserver).unwrap().to_kind(Kind::Float)
+        };
+        let (got, want) = (run(true), run(false));
+        assert_eq!(got.size(), want.size());
+        let scale = want.abs().max().double_value(&[]);
+        let worst = (&got - &want).abs().max().double_value(&[]);
+        assert!(
+            worst <= scale * 2f64.powi(-5),
+            "n {n}: largest difference {worst} against values up to {scale}"
         );
     }
 }
