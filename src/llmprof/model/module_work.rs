@@ -212,6 +212,10 @@ pub struct MoeDims {
     pub expert_ffn: f64,
     pub distinct: f64,
     pub shared_ffn: Option<f64>,
+    /// The shared experts run as `shared_ffn / expert_ffn` more experts of the grouped GEMMs
+    /// (DeepSeek-OCR's `model.optim.moe_shared_experts_fused`): their work is the routed
+    /// experts' modules', every row reads their weights, and `shared_experts` has none.
+    pub shared_as_experts: bool,
 }
 
 /// Expected distinct experts `batch` rows reach when each picks `top_k` of `experts` uniformly:
@@ -235,6 +239,12 @@ pub fn moe_work(s: &LayerShape, layer: u32, m: &MoeDims) -> Vec<ModuleWork> {
         activation_bytes: act * b,
         kv_bytes: 0.0,
     };
+    // Shared experts as experts: that many more slots a row, each reading all their weights.
+    let as_experts = match m.shared_ffn {
+        Some(ffn) if m.shared_as_experts => ffn / f,
+        _ => 0.0,
+    };
+    let (k, distinct) = (k + as_experts, distinct + as_experts);
     let mut out = vec![
         work("layer.moe.moe_norm", 0.0, h, 3.0 * t * h),
         work("layer.moe.router", 2.0 * t * h * e, e * h, t * (h + e)),
@@ -255,7 +265,7 @@ pub fn moe_work(s: &LayerShape, layer: u32, m: &MoeDims) -> Vec<ModuleWork> {
         ),
         work("layer.moe.combine", 0.0, 0.0, t * (k + 1.0) * h),
     ];
-    if let Some(shared) = m.shared_ffn {
+    if let Some(shared) = m.shared_ffn.filter(|_| !m.shared_as_experts) {
         let mut s = swiglu_work(s, shared, "layer.moe.shared_experts", layer);
         // The shared experts' norm is the MoE's (above): keep its MLP parts only, under one name.
         s.retain(|w| !w.module.ends_with("post_norm"));
@@ -279,6 +289,47 @@ mod tests {
     fn the_shared_tree_is_valid_and_disjoint_from_the_stages() {
         crate::region::check_modules(&[DECODER_MODULES]).unwrap();
         crate::model::dense::REGIONS.check().unwrap();
+    }
+
+    /// Shared experts run as experts move their work into the routed experts' modules: the
+    /// layer's FLOPs and weight bytes stay, `shared_experts` goes.
+    #[test]
+    fn shared_experts_as_experts_keep_the_layer_total() {
+        let s = LayerShape {
+            hidden: 1280.0,
+            q: 1280.0,
+            kv: 1280.0,
+            rows: 2.0,
+            context: 500.0,
+            dtype_bytes: 2.0,
+            qkv_bias: false,
+        };
+        let dims = |fused| MoeDims {
+            experts: 64.0,
+            top_k: 6.0,
+            expert_ffn: 896.0,
+            distinct: 11.0,
+            shared_ffn: Some(1792.0),
+            shared_as_experts: fused,
+        };
+        let total = |w: &[ModuleWork]| {
+            (
+                w.iter().map(|m| m.flops).sum::<f64>(),
+                w.iter().map(|m| m.weight_bytes).sum::<f64>(),
+            )
+        };
+        let (apart, fused) = (moe_work(&s, 3, &dims(false)), moe_work(&s, 3, &dims(true)));
+        let ((f0, w0), (f1, w1)) = (total(&apart), total(&fused));
+        assert!((f0 - f1).abs() <= 1e-9 * f0 && (w0 - w1).abs() <= 1e-9 * w0);
+        assert!(apart.iter().any(|m| m.module == "layer.moe.shared_experts"));
+        assert!(!fused.iter().any(|m| m.module == "layer.moe.shared_experts"));
+        let down = |w: &[ModuleWork]| {
+            w.iter()
+                .find(|m| m.module == "layer.moe.experts_down")
+                .map(|m| m.weight_bytes)
+                .unwrap()
+        };
+        assert_eq!(down(&fused), down(&apart) * 13.0 / 11.0);
     }
 
     #[test]

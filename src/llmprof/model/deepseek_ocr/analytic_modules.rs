@@ -17,12 +17,15 @@ pub use crate::model::module_work::{
     ROUTING, SHARED_EXPERTS,
 };
 
-/// One decode step of `batch` rows, each attending to `context_len` keys (itself included).
+/// One decode step of `batch` rows, each attending to `context_len` keys (itself included);
+/// `shared_as_experts`: the step runs the shared experts as experts of the grouped GEMMs
+/// (`model.optim.moe_shared_experts_fused`), so their work is the routed experts' modules'.
 pub fn decode_step_work(
     cfg: &ArchConfig,
     context_len: i64,
     batch: i64,
     dtype_bytes: u64,
+    shared_as_experts: bool,
 ) -> Vec<ModuleWork> {
     let d = &cfg.decoder;
     let b = dtype_bytes as f64;
@@ -74,6 +77,7 @@ pub fn decode_step_work(
                 expert_ffn: f,
                 distinct,
                 shared_ffn: Some(cfg.shared_intermediate() as f64),
+                shared_as_experts,
             },
         ));
     }
@@ -96,7 +100,7 @@ mod tests {
             ArchConfig::deepseek_ocr2(),
         ] {
             for (context, batch) in [(1i64, 1i64), (1000, 1), (1300, 32)] {
-                let m = decode_step_work(&cfg, context, batch, 2);
+                let m = decode_step_work(&cfg, context, batch, 2, false);
                 let flops: f64 = m.iter().map(|w| w.flops).sum();
                 let want = decode_step_flops(&cfg, context).total() * batch as f64;
                 assert!((flops / want - 1.0).abs() < 1e-12, "{flops} vs {want}");
@@ -110,7 +114,7 @@ mod tests {
     #[test]
     fn the_first_layer_is_dense_and_the_others_route() {
         let cfg = ArchConfig::deepseek_ocr();
-        let m = decode_step_work(&cfg, 1000, 1, 2);
+        let m = decode_step_work(&cfg, 1000, 1, 2, false);
         let kinds = |layer: u32| -> Vec<&str> {
             m.iter()
                 .filter(|w| w.index == Some(layer))

@@ -72,6 +72,7 @@ pub fn decode_step_work(
                     &shape,
                     layer,
                     &MoeDims {
+                        shared_as_experts: false,
                         experts: e,
                         top_k: k,
                         expert_ffn: m.expert_intermediate_size as f64,

@@ -337,11 +337,17 @@ impl Model for DeepseekOcrModel {
     ) -> Vec<llmprof::model::module_work::ModuleWork> {
         let prompt = batch.iter().map(|r| r.prompt_ids.len()).max().unwrap_or(0);
         let context = (prompt + decode_steps.saturating_sub(1) / 2 + 1) as i64;
+        let rows = batch.len() as i64;
+        let shared_as_experts = self
+            .model
+            .decoder()
+            .is_ok_and(|d| d.shared_experts_as_slots(rows));
         llmprof::model::deepseek_ocr::analytic_modules::decode_step_work(
             &self.arch,
             context,
-            batch.len() as i64,
+            rows,
             self.info.dtype.bytes(),
+            shared_as_experts,
         )
     }
 

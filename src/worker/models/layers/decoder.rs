@@ -173,6 +173,14 @@ impl Decoder {
             .map(|s| s.0)
     }
 
+    /// Whether a step of `tokens` runs some layer's MoE shared experts as experts of its grouped
+    /// GEMMs ([`FeedForward::shared_experts_as_slots`]).
+    pub fn shared_experts_as_slots(&self, tokens: i64) -> bool {
+        self.layers
+            .iter()
+            .any(|l| l.ffn.shared_experts_as_slots(tokens))
+    }
+
     /// The implementation choices this decoder was built with.
     pub fn optim(&self) -> &EngineOptim {
         &self.optim

@@ -35,6 +35,12 @@ pub trait FeedForward: std::fmt::Debug {
         None
     }
 
+    /// Whether a step of `tokens` runs a MoE's shared experts as experts of its grouped GEMMs
+    /// (so the analytic work puts theirs in the experts' modules); false but for such a MoE.
+    fn shared_experts_as_slots(&self, _tokens: i64) -> bool {
+        false
+    }
+
     /// The block from its first projection's output (see [`FeedForward::first_projection`]).
     fn forward_projected(&self, _projected: Tensor, _obs: &dyn RegionObserver) -> Result<Tensor> {
         anyhow::bail!("this feed-forward block projects its input itself")

@@ -190,9 +190,8 @@ impl Moe {
                 let shared_slots = fused.map_or(0, |s| s.count);
                 kernels::moe_route(&logits, &xs, top_k, shared_slots, self.router.scaling)?
             };
-            let (gate_up, w_down) = fused.map_or((&self.gate_up, &self.w_down), |s| {
-                (&s.gate_up, &s.w_down)
-            });
+            let (gate_up, w_down) =
+                fused.map_or((&self.gate_up, &self.w_down), |s| (&s.gate_up, &s.w_down));
             let sorted =
                 self.experts_on_sorted_rows(&r.sorted_x, &r.group_ends, (gate_up, w_down), obs)?;
             if fused.is_some() {
@@ -382,7 +381,8 @@ impl Moe {
             let slot_token = order.f_floor_divide_scalar(self.router.top_k)?;
             (order, offs, xs.f_index_select(0, &slot_token)?)
         };
-        let sorted = self.experts_on_sorted_rows(&rows, &offs, (&self.gate_up, &self.w_down), obs)?;
+        let sorted =
+            self.experts_on_sorted_rows(&rows, &offs, (&self.gate_up, &self.w_down), obs)?;
         let (n, h) = xs.size2()?;
         let _m = obs.enter_module(COMBINE, None);
         unsort(&sorted, &order, n, self.router.top_k, h)
@@ -428,6 +428,11 @@ impl Moe {
 impl super::decoder::FeedForward for Moe {
     fn forward(&self, x: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         Moe::forward(self, x, obs)
+    }
+
+    fn shared_experts_as_slots(&self, tokens: i64) -> bool {
+        let probe = Tensor::empty([0], (self.w_down.kind(), self.w_down.device()));
+        self.shared_as_slots(tokens).is_some() && self.uses_routing_kernel(&probe)
     }
 
     fn modules(&self) -> (llmprof::region::Module, llmprof::region::Module) {

@@ -125,7 +125,10 @@ mod tests {
                 got += act.matmul(&st.w_down.get(j).tr());
             }
             let err = (&got - &want).abs().max().double_value(&[]);
-            assert!(err < 1e-9, "fused {fused}: shared MLP vs its experts: {err}");
+            assert!(
+                err < 1e-9,
+                "fused {fused}: shared MLP vs its experts: {err}"
+            );
             let (routed, down) = st.routed(e).unwrap();
             assert!(down.equal(&routed_down));
             match routed {

@@ -255,9 +255,15 @@ fn routing_kernel_appends_the_shared_experts_as_slots_on_a_gpu() {
         let plain = kernels::moe_route(&logits, &x, k, 0, 2.5).unwrap();
         let r = kernels::moe_route(&logits, &x, k, s, 2.5).unwrap();
         assert!(r.ids.narrow(1, 0, k).equal(&plain.ids), "n {n}: routed ids");
-        assert!(r.weights.narrow(1, 0, k).equal(&plain.weights), "n {n}: routed weights");
+        assert!(
+            r.weights.narrow(1, 0, k).equal(&plain.weights),
+            "n {n}: routed weights"
+        );
         let shared_ids = Tensor::arange_start(e, e + s, (Kind::Int64, dev)).expand([n, s], false);
-        assert!(r.ids.narrow(1, k, s).equal(&shared_ids), "n {n}: shared ids");
+        assert!(
+            r.ids.narrow(1, k, s).equal(&shared_ids),
+            "n {n}: shared ids"
+        );
         assert!(
             r.weights.narrow(1, k, s).eq(1.0).all().int64_value(&[]) == 1,
             "n {n}: shared weights"
@@ -273,7 +279,10 @@ fn routing_kernel_appends_the_shared_experts_as_slots_on_a_gpu() {
             &flat,
             &Tensor::ones([n * (k + s)], (Kind::Int64, dev)),
         );
-        assert!(r.group_ends.equal(&counts.cumsum(0, Kind::Int)), "n {n}: group ends");
+        assert!(
+            r.group_ends.equal(&counts.cumsum(0, Kind::Int)),
+            "n {n}: group ends"
+        );
     }
 }
 
@@ -305,7 +314,11 @@ fn moe_layer_with_shared_experts_as_slots_matches_the_shared_mlp_on_a_gpu() {
             moe.dispatch = MoeDispatch::Grouped;
             moe.routing_kernel = true;
             moe.combine_kernel = true;
-            assert_eq!(moe.shared_as_slots(n).is_some(), fused, "n {n}: the path checked");
+            assert_eq!(
+                moe.shared_as_slots(n).is_some(),
+                fused,
+                "n {n}: the path checked"
+            );
             moe.forward(&x, &NoopObserver).unwrap().to_kind(Kind::Float)
         };
         let (got, want) = (run(true), run(false));
