@@ -92,8 +92,9 @@ pub struct DeepseekOcrOptim {
     /// add. Absent: off.
     #[serde(default)]
     pub moe_combine_kernel: bool,
-    /// With `moe_combine_kernel`, at decode steps whose routed slots and shared-expert slots fit
-    /// the GEMV kernel's grouped form (`runtime.optim.gemv_kernel`; batch 1-2 for DeepSeek-OCR):
+    /// With `moe_combine_kernel` and `runtime.optim.gemv_kernel` (both required), at decode steps
+    /// whose routed slots and shared-expert slots fit the GEMV kernel's grouped form (batch 1-2
+    /// for DeepSeek-OCR):
     /// the shared experts run as experts of the grouped GEMVs (their intermediate split into
     /// experts of the routed experts' width, weight 1, stacked after the routed experts at
     /// load), three launches per layer fewer; their time is then in the experts' modules.
@@ -186,6 +187,9 @@ impl FamilyOptions for DeepseekOcrOptim {
              o.moe_combine_kernel, "the combine sums the shared experts' slots with the routed ones"),
         ];
         crate::optim::check_needs("model.optim", &rules)?;
+        if o.moe_shared_experts_fused && !engine.gemv_kernel {
+            return Err("model.optim.moe_shared_experts_fused=true needs runtime.optim.gemv_kernel=true: the shared experts run as slots of the GEMV kernel's grouped form\n  fix: set runtime.optim.gemv_kernel=true, or model.optim.moe_shared_experts_fused=false".into());
+        }
         if engine.cuda_graph && !o.grouped_moe {
             return Err("runtime.optim.cuda_graph=true needs model.optim.grouped_moe=true: the per-expert loop reads expert counts on the host, which a CUDA graph cannot capture\n  fix: set model.optim.grouped_moe=true, or runtime.optim.cuda_graph=false".into());
         }
@@ -227,6 +231,16 @@ mod tests {
         let e = o.check(&EngineOptim::fast()).unwrap_err();
         assert!(
             e.contains("runtime.optim.cuda_graph=true needs model.optim.grouped_moe=true"),
+            "{e}"
+        );
+        let o = DeepseekOcrOptim::preset("fast").unwrap();
+        let mut engine = EngineOptim::fast();
+        engine.gemv_kernel = false;
+        let e = o.check(&engine).unwrap_err();
+        assert!(
+            e.contains(
+                "model.optim.moe_shared_experts_fused=true needs runtime.optim.gemv_kernel=true"
+            ),
             "{e}"
         );
     }

@@ -137,8 +137,11 @@ __global__ void __launch_bounds__(kThreads, 3)
   // The first split's copies go out before the wait but for this step's slot, which follows it;
   // all in one commit group (the loop waits for it whole).
   int64_t c0 = (start / kTile) * kTile;
-  Tl::template copy<true>(Tl::k(sm, 0), kb, c0, start, end, last);
-  Tl::template copy<true>(Tl::v(sm, 0), vb, c0, start, end, last);
+  // (A *len past the cache leaves `last` outside [start, end): then no row is skipped, and the
+  // rows past `end` are zero-filled as everywhere.)
+  const int64_t skip = last < end ? last : -1;
+  Tl::template copy<true>(Tl::k(sm, 0), kb, c0, start, end, skip);
+  Tl::template copy<true>(Tl::v(sm, 0), vb, c0, start, end, skip);
   llmprof_k::begin_after_previous_grid();
   if (last >= start && last < end && last < c0 + kTile) Tl::copy_row(sm, kb, vb, c0, last);
   cp_commit();

@@ -126,12 +126,17 @@ impl Moe {
         }
     }
 
-    /// Router: x [N,H] → (weights fp32 [N,k], expert ids [N,k]) (see [`Router::top_k_of`]).
     /// This MoE with its shared experts also stacked after the routed experts when `on` and
     /// their shapes allow it ([`SharedAsExperts::stack`]), for decode steps on the routing and
-    /// combine kernels and the grouped GEMV.
+    /// combine kernels and the grouped GEMV: set those first (on the CPU, or without them, the
+    /// stacks would never be used and are not built).
     pub fn with_shared_experts_fused(mut self, on: bool) -> Result<Self> {
-        let Some(shared) = self.shared.as_ref().filter(|_| on) else {
+        let usable = on
+            && self.gemv
+            && self.routing_kernel
+            && self.combine_kernel
+            && self.w_down.device().is_cuda();
+        let Some(shared) = self.shared.as_ref().filter(|_| usable) else {
             return Ok(self);
         };
         if let Some(stacked) = SharedAsExperts::stack(&self.gate_up, &self.w_down, shared)? {
@@ -151,6 +156,7 @@ impl Moe {
         })
     }
 
+    /// Router: x [N,H] → (weights fp32 [N,k], expert ids [N,k]) (see [`Router::top_k_of`]).
     pub fn route(&self, xs: &Tensor) -> Result<(Tensor, Tensor)> {
         self.router.top_k_of(&self.router.logits(xs)?)
     }

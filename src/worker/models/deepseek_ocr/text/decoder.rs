@@ -55,6 +55,7 @@ pub fn load(vs: &WeightPath, cfg: &DecoderConfig, o: &Switches) -> Result<Decode
             }
             moe.routing_kernel = o.own.moe_routing_kernel;
             moe.combine_kernel = o.own.moe_combine_kernel;
+            // After the switches it runs on: it stacks the weights only where they are used.
             Box::new(moe.with_shared_experts_fused(o.own.moe_shared_experts_fused)?)
         })
     })

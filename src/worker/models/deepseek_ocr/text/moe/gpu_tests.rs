@@ -306,14 +306,11 @@ fn moe_layer_with_shared_experts_as_slots_matches_the_shared_mlp_on_a_gpu() {
     for n in [1i64, 2] {
         let x = Tensor::randn([1, n, h], (Kind::BFloat16, dev));
         let run = |fused: bool| {
-            let mut moe = load(&vs, &cfg.decoder, true)
-                .unwrap()
-                .with_gemv(true)
-                .with_shared_experts_fused(fused)
-                .unwrap();
+            let mut moe = load(&vs, &cfg.decoder, true).unwrap().with_gemv(true);
             moe.dispatch = MoeDispatch::Grouped;
             moe.routing_kernel = true;
             moe.combine_kernel = true;
+            let moe = moe.with_shared_experts_fused(fused).unwrap();
             assert_eq!(
                 moe.shared_as_slots(n).is_some(),
                 fused,
