@@ -12,6 +12,36 @@ fn inverse_permutation(order: &Tensor) -> Tensor {
     Tensor::zeros([s], (Kind::Int64, order.device())).index_put(&[Some(order)], &positions, false)
 }
 
+/// The router's sort of `r` against libtorch's: slots sorted stably by their expert ids, each
+/// slot's token (`per_token` slots a token), the inverse permutation, the gathered rows of `x`
+/// and the group ends over `experts` ids.
+fn assert_sorted_by_expert(r: &kernels::MoeRouting, x: &Tensor, per_token: i64, experts: i64) {
+    let dev = x.device();
+    let n = x.size()[0];
+    let flat = r.ids.reshape([-1]);
+    let order = flat.argsort_stable(true, 0, false);
+    assert!(r.order.equal(&order), "n {n}: slot order differs");
+    assert!(r.slot_token.equal(&order.floor_divide_scalar(per_token)));
+    assert!(
+        r.sorted_x.equal(&x.index_select(0, &r.slot_token)),
+        "n {n}: sorted rows differ from x's rows in slot order"
+    );
+    let counts = Tensor::zeros([experts], (Kind::Int64, dev)).scatter_add(
+        0,
+        &flat,
+        &Tensor::ones([n * per_token], (Kind::Int64, dev)),
+    );
+    assert!(
+        r.group_ends.equal(&counts.cumsum(0, Kind::Int)),
+        "n {n}: group ends"
+    );
+    // The inverse permutation the combine reads.
+    assert!(
+        r.slot_pos.equal(&inverse_permutation(&r.order)),
+        "n {n}: slot_pos is not the inverse of order"
+    );
+}
+
 /// The routing kernels against softmax + top-k + the stable expert sort in libtorch, on the
 /// GPU, 64 experts, top-6: the one-block router at decode sizes (1 and 4 tokens: the gather of
 /// the expert inputs in the kernel, from rows it read into shared memory, and 4 rows of 7,168
@@ -57,29 +87,7 @@ fn routing_kernel_equals_libtorch_routing_on_a_gpu() {
             dw < 64.0 * f64::from(f32::EPSILON),
             "n {n}: weights differ by {dw} (relative)"
         );
-        let flat = idx.reshape([-1]);
-        let order = flat.argsort_stable(true, 0, false);
-        assert!(r.order.equal(&order), "n {n}: slot order differs");
-        assert!(r.slot_token.equal(&order.floor_divide_scalar(k)));
-        assert!(
-            r.sorted_x.equal(&x.index_select(0, &r.slot_token)),
-            "n {n}: sorted rows differ from x's rows in slot order"
-        );
-        let counts = Tensor::zeros([e], (Kind::Int64, dev)).scatter_add(
-            0,
-            &flat,
-            &Tensor::ones([n * k], (Kind::Int64, dev)),
-        );
-        assert!(
-            r.group_ends.equal(&counts.cumsum(0, Kind::Int)),
-            "n {n}: group ends"
-        );
-        // The inverse permutation the combine reads.
-        let pos = inverse_permutation(&r.order);
-        assert!(
-            r.slot_pos.equal(&pos),
-            "n {n}: slot_pos is not the inverse of order"
-        );
+        assert_sorted_by_expert(&r, &x, k, e);
     }
 }
 
@@ -195,22 +203,29 @@ fn combine_kernel_equals_libtorch_combine_on_a_gpu() {
     }
 }
 
+use super::MoeDispatch;
+use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
+use llmprof::model::deepseek_ocr::arch::ArchConfig;
+use llmprof::region::NoopObserver;
+
+/// DeepSeek-OCR's tiny architecture with seeded bf16 decoder weights on the GPU (layer 1 is a
+/// MoE, under `model.layers.1.mlp`).
+fn tiny_decoder_on_a_gpu() -> (ArchConfig, Weights) {
+    assert!(tch::Cuda::is_available(), "no CUDA device");
+    let cfg = ArchConfig::tiny();
+    let w = Weights::synthetic(&cfg, &[Part::Decoder], 5, Device::Cuda(0), Kind::BFloat16).unwrap();
+    (cfg, w)
+}
+
 /// A whole MoE layer with the routing kernels and the combine kernel against the same layer
 /// with the libtorch combine, at a decode size (the one-block router) and at a prefill size (the
 /// many-block router).
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn moe_layer_with_the_combine_kernel_matches_the_libtorch_combine_on_a_gpu() {
-    use super::MoeDispatch;
-    use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
-    use llmprof::model::deepseek_ocr::arch::ArchConfig;
-    use llmprof::region::NoopObserver;
-    assert!(tch::Cuda::is_available(), "no CUDA device");
-    let dev = Device::Cuda(0);
-    let cfg = ArchConfig::tiny();
-    let w = Weights::synthetic(&cfg, &[Part::Decoder], 5, dev, Kind::BFloat16).unwrap();
+    let (cfg, w) = tiny_decoder_on_a_gpu();
     let vs = w.root().sub("model.layers.1.mlp");
-    let h = cfg.decoder.hidden_size;
+    let (dev, h) = (Device::Cuda(0), cfg.decoder.hidden_size);
     let k = cfg.decoder.num_experts_per_tok;
     for n in [3i64, 4000 / k] {
         let x = Tensor::randn([1, n, h], (Kind::BFloat16, dev));
@@ -268,21 +283,7 @@ fn routing_kernel_appends_the_shared_experts_as_slots_on_a_gpu() {
             r.weights.narrow(1, k, s).eq(1.0).all().int64_value(&[]) == 1,
             "n {n}: shared weights"
         );
-        let flat = r.ids.reshape([-1]);
-        let order = flat.argsort_stable(true, 0, false);
-        assert!(r.order.equal(&order), "n {n}: slot order");
-        assert!(r.slot_token.equal(&order.floor_divide_scalar(k + s)));
-        assert!(r.slot_pos.equal(&inverse_permutation(&r.order)));
-        assert!(r.sorted_x.equal(&x.index_select(0, &r.slot_token)));
-        let counts = Tensor::zeros([e + s], (Kind::Int64, dev)).scatter_add(
-            0,
-            &flat,
-            &Tensor::ones([n * (k + s)], (Kind::Int64, dev)),
-        );
-        assert!(
-            r.group_ends.equal(&counts.cumsum(0, Kind::Int)),
-            "n {n}: group ends"
-        );
+        assert_sorted_by_expert(&r, &x, k + s, e + s);
     }
 }
 
@@ -293,16 +294,9 @@ fn routing_kernel_appends_the_shared_experts_as_slots_on_a_gpu() {
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn moe_layer_with_shared_experts_as_slots_matches_the_shared_mlp_on_a_gpu() {
-    use super::MoeDispatch;
-    use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
-    use llmprof::model::deepseek_ocr::arch::ArchConfig;
-    use llmprof::region::NoopObserver;
-    assert!(tch::Cuda::is_available(), "no CUDA device");
-    let dev = Device::Cuda(0);
-    let cfg = ArchConfig::tiny();
-    let w = Weights::synthetic(&cfg, &[Part::Decoder], 5, dev, Kind::BFloat16).unwrap();
+    let (cfg, w) = tiny_decoder_on_a_gpu();
     let vs = w.root().sub("model.layers.1.mlp");
-    let h = cfg.decoder.hidden_size;
+    let (dev, h) = (Device::Cuda(0), cfg.decoder.hidden_size);
     for n in [1i64, 2] {
         let x = Tensor::randn([1, n, h], (Kind::BFloat16, dev));
         let run = |fused: bool| {
