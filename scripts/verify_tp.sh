@@ -13,7 +13,8 @@
 #
 #   scripts/verify_tp.sh [OUT_DIR]
 #   LLMPROF (default target/release/llmprof), PYTHON (with torch + transformers), TP=2,
-#   CONFIGS="llama3_1_8b:4 qwen3_30b_a3b:4" (NAME:LAYERS), SEQ=64, GREEDY=64, BATCHES="1 32"
+#   CONFIGS="llama3_1_8b:4 qwen3_30b_a3b:4" (NAME:LAYERS; empty: no parity checks), SEQ=64,
+#   GREEDY=64, BATCHES="1 32" (empty: no stage-1 runs), SKIP_70B=1
 # Output: OUT_DIR/table.md; exit 1 when a parity gate fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,7 @@ status=0
 table=$out/table.md
 echo "| check | TP=1 | TP=$tp | gate | result |" > "$table"
 echo "|---|---:|---:|---|---|" >> "$table"
-for c in ${CONFIGS:-llama3_1_8b:4 qwen3_30b_a3b:4}; do
+for c in ${CONFIGS-llama3_1_8b:4 qwen3_30b_a3b:4}; do
   name=${c%%:*}; layers=${c#*:}
   w=$out/weights-$name
   if ! "$python" scripts/dense_hf.py make-weights --config "tests/fixtures/released_configs/$name.json" \
@@ -65,7 +66,7 @@ done
 echo "" >> "$table"
 echo "| stage 1, llmprof llama3_1_8b | batch | decode step p50 ms | communication share | slowest rank (spread) |" >> "$table"
 echo "|---|---:|---:|---:|---|" >> "$table"
-for b in ${BATCHES:-1 32}; do
+for b in ${BATCHES-1 32}; do
   for n in 1 "$tp"; do
     d=$out/llama_b${b}_tp$n
     "$llmprof" stage1 model=llama3_1_8b dataset=random_tokens dataset.input_len=256 infer.max_new_tokens=32 \
