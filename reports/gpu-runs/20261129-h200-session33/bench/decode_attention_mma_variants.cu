@@ -1,3 +1,8 @@
+// Session 33 record, not built: decode_attention_mma.cu with the variants of calls A-D (S pipeline
+// stages, the cluster combine of decode_attention_cluster.cuh, early rows, whole-tile copies,
+// the balanced partition). It compiled against an intermediate pdl.cuh that had
+// llmprof_k::launch_clustered (cudaLaunchKernelEx with cudaLaunchAttributeClusterDimension
+// beside the PDL attribute); attn_bench.cu built it as the tree's kernel for calls A-D.
 // Decode attention's split pass on tensor cores (decode_attention_mma.cuh). A block of four warps
 // takes one (row, kv head) and a run of `tiles` splits of 64 slots; per split, cp.async copies the
 // 64 key and value rows to shared memory (double-buffered: the next split's copy is in flight
