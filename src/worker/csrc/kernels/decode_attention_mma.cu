@@ -31,6 +31,8 @@ static_assert(kTile == kWarps * 16, "each warp takes 16 slots of a split");
 // Elements after each shared-memory row: rows then start 16 bytes apart modulo 128, so the eight
 // rows one ldmatrix reads fall in distinct banks.
 constexpr int kRowPad = 8;
+// Blocks of the split pass resident per SM (its launch bounds; the plan sizes waves by them).
+constexpr int kResidentBlocks = 3;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -95,7 +97,7 @@ template <typename T, int HD> struct Tiles {
 };
 
 template <typename T, int HD>
-__global__ void __launch_bounds__(kThreads, 3)
+__global__ void __launch_bounds__(kThreads, kResidentBlocks)
     attn_split_mma(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                    const int64_t* __restrict__ pad, const int64_t* __restrict__ len_p,
                    float* __restrict__ part_o, float* __restrict__ part_ml,
@@ -339,7 +341,7 @@ DecodeAttnMmaPlan decode_attn_mma_plan(const llmprof_k_decode_attn_shape& s) {
   // row·kv head, 15.3 µs a layer against 20.5 with thirteen; batch 32 four (5 splits each);
   // batch 128 two; batch 1 over 8,192 slots 32 blocks (4 splits) 14.5 µs against 18.8 with 99.
   const int64_t per_split = (int64_t)s.batch * s.kv_heads;
-  const int64_t resident = 3LL * current_sm_count();
+  const int64_t resident = (int64_t)kResidentBlocks * current_sm_count();
   int64_t want = s.splits;
   if (per_split * s.splits > resident) {
     want = (2 * resident + per_split - 1) / per_split;

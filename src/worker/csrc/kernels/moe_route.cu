@@ -19,16 +19,16 @@ constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 static_assert(LLMPROF_K_MOE_MAX_EXPERTS <= 256, "slot_expert holds an expert id in one byte");
 static_assert(LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS <= 32768, "sorted_token holds a token in a short");
-// The most bytes of x preloaded into shared memory (beside the ≈ 4 KiB of static arrays, under
-// the 48 KiB a kernel has without asking).
+// The most bytes of x preloaded into shared memory (beside the 5 KiB of static arrays, under the
+// 48 KiB a kernel has without asking).
 constexpr int64_t kPreloadMaxBytes = 40 * 1024;
 
 // One block of kWarps warps. Warp w routes tokens w, w + kWarps, ...: the token's logits spread
 // over the lanes, max, sum and each top-k round as warp reductions. Then warp 0 turns the
 // expert counts into group starts and ends, and the warps sort slots by expert.
 __global__ void moe_route(const float* __restrict__ logits, int64_t tokens, int experts, int k,
-                          int shared, float scaling, float* __restrict__ weights, int64_t* __restrict__ ids,
-                          int64_t* __restrict__ order, int64_t* __restrict__ slot_token,
+                          int shared, float scaling, float* __restrict__ weights,
+                          int64_t* __restrict__ ids, int64_t* __restrict__ order, int64_t* __restrict__ slot_token,
                           int64_t* __restrict__ slot_pos, int32_t* __restrict__ group_ends,
                           const unsigned char* __restrict__ x, int64_t row_bytes,
                           unsigned char* __restrict__ sorted_x, int64_t x_rows_bytes) {

@@ -164,11 +164,16 @@ impl Moe {
     /// Whether this call routes with the CUDA kernels: grouped dispatch, bf16 on a GPU, weights
     /// not renormalised (the kernel does not divide by their sum).
     fn uses_routing_kernel(&self, xs: &Tensor) -> bool {
+        self.routes_with_kernel_on(xs.device(), xs.kind())
+    }
+
+    /// [`Moe::uses_routing_kernel`] for inputs on `device` of `kind`.
+    fn routes_with_kernel_on(&self, device: tch::Device, kind: Kind) -> bool {
         self.routing_kernel
             && self.router.kernel_computes_it()
             && self.dispatch == MoeDispatch::Grouped
-            && xs.device().is_cuda()
-            && grouped_mm_supported(xs)
+            && device.is_cuda()
+            && grouped_mm_runs_on(device, kind)
             && self.num_experts() <= kernels::MOE_ROUTE_MAX_EXPERTS
     }
 
@@ -200,13 +205,12 @@ impl Moe {
                 fused.map_or((&self.gate_up, &self.w_down), |s| (&s.gate_up, &s.w_down));
             let sorted =
                 self.experts_on_sorted_rows(&r.sorted_x, &r.group_ends, (gate_up, w_down), obs)?;
-            if fused.is_some() {
-                let _m = obs.enter_module(COMBINE, None);
-                let y = kernels::moe_combine(&sorted, &r.slot_pos, &r.weights, None)?;
-                return Ok(y.f_view(x.size().as_slice())?);
-            }
+            // (`fused` implies the combine kernel; its slots already hold the shared experts.)
             if self.combine_kernel && b * t <= kernels::MOE_COMBINE_MAX_TOKENS {
-                let shared = self.shared_forward(&xs, obs)?;
+                let shared = match fused {
+                    Some(_) => None,
+                    None => self.shared_forward(&xs, obs)?,
+                };
                 let _m = obs.enter_module(COMBINE, None);
                 let y = kernels::moe_combine(&sorted, &r.slot_pos, &r.weights, shared.as_ref())?;
                 return Ok(y.f_view(x.size().as_slice())?);
@@ -437,8 +441,9 @@ impl super::decoder::FeedForward for Moe {
     }
 
     fn shared_experts_as_slots(&self, tokens: i64) -> bool {
-        let probe = Tensor::empty([0], (self.w_down.kind(), self.w_down.device()));
-        self.shared_as_slots(tokens).is_some() && self.uses_routing_kernel(&probe)
+        // A step's input has the weights' device and dtype.
+        self.shared_as_slots(tokens).is_some()
+            && self.routes_with_kernel_on(self.w_down.device(), self.w_down.kind())
     }
 
     fn modules(&self) -> (llmprof::region::Module, llmprof::region::Module) {
@@ -452,7 +457,12 @@ impl super::decoder::FeedForward for Moe {
 /// `_grouped_mm` runs on the CPU in any float dtype but on CUDA only in bf16; elsewhere
 /// `Grouped` falls back to `Auto` (gathered weights for a few tokens, else the per-expert loop).
 pub fn grouped_mm_supported(x: &Tensor) -> bool {
-    x.device() == tch::Device::Cpu || x.kind() == Kind::BFloat16
+    grouped_mm_runs_on(x.device(), x.kind())
+}
+
+/// [`grouped_mm_supported`] for a tensor on `device` of `kind`.
+fn grouped_mm_runs_on(device: tch::Device, kind: Kind) -> bool {
+    device == tch::Device::Cpu || kind == Kind::BFloat16
 }
 
 /// Rows in expert-sorted order back to slot order, as [N,k,H].
