@@ -228,7 +228,8 @@ mod tests {
     /// The folded add + RMSNorm against the add + RMSNorm kernel and then the GEMV: the sum and
     /// the output bit for bit, in bf16 and fp16, with and without bias, at widths whose norm takes
     /// one, two and four 16-byte vectors a thread (896, 1,280, 4,096, 8,192) and output counts
-    /// that are and are not multiples of a block's 16, under both launch policies; a call of two
+    /// that are and are not multiples of a block's 16, in each load plan (a whole row at once,
+    /// whole groups, partial groups over 9,000 outputs), under both launch policies; a call of two
     /// rows or a width over the norm's limit does not fit.
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
@@ -237,7 +238,14 @@ mod tests {
             assert!(tch::Cuda::is_available(), "no CUDA device");
             let dev = Device::Cuda(0);
             for kind in [Kind::BFloat16, Kind::Half] {
-                for (n, k) in [(1152i64, 896i64), (3840, 1280), (6144, 4096), (37, 8192)] {
+                let shapes = [
+                    (1152i64, 896i64),
+                    (3840, 1280),
+                    (6144, 4096),
+                    (9000, 4096),
+                    (37, 8192),
+                ];
+                for (n, k) in shapes {
                     for with_bias in [false, true] {
                         let x = Tensor::randn([1, 1, k], (kind, dev));
                         let delta = Tensor::randn([1, 1, k], (kind, dev)) * 0.5;
@@ -331,8 +339,10 @@ mod tests {
     /// row count 1 ..= 8 it computes and widths that are not multiples of the kernel's
     /// 256-element step, with and without bias and with an output count that is not a multiple
     /// of its 16 per block, in both block shapes (one row of 1,280 over 9,000 outputs takes the
-    /// short-row shape): within one rounding of the output (2⁻⁷ relative for bf16, 2⁻¹⁰ fp16)
-    /// of the largest value. [`fits`] gives it one row of at most [`MAX_K`] only.
+    /// short-row shape) and each load plan (rows of at most 2,048 at once; 3,080 over 9,000
+    /// outputs in partial groups, a partial last one; longer rows or fewer outputs in whole
+    /// groups and a serial tail): within one rounding of the output (2⁻⁷ relative for bf16,
+    /// 2⁻¹⁰ fp16) of the largest value. [`fits`] gives it one row of at most [`MAX_K`] only.
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn gemv_matches_an_fp32_linear_on_a_gpu() {
@@ -345,6 +355,7 @@ mod tests {
                     (1000, 14336),
                     (300, 28672),
                     (9000, 1280),
+                    (9000, 3080),
                     (37, 264),
                     (6144, 8),
                 ] {

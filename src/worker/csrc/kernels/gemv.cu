@@ -11,6 +11,7 @@
 // and a MoE decode step's routed experts one slot per block row (the grouped form below), where
 // libtorch's grouped GEMM took 3.7× the bytes' floor at batch 1 (round 3 session 31).
 #include "add_rms_norm_row.cuh"
+#include "device.cuh"
 #include "dtype.cuh"
 #include "launch.h"
 #include "pdl.cuh"
@@ -22,7 +23,20 @@ namespace {
 using llmprof_k::from_f;
 using llmprof_k::to_f;
 
-constexpr int kUnroll = 4;
+// How each call reads its rows (the kernel's kUnroll and kPartialGroups; `LoadPlan`), chosen by
+// shape from one H200 measurement of every combination in each form at DeepSeek-OCR's,
+// Llama-3.1-8B's and Qwen2.5-7B's decode shapes (reports/performance-history.md, round 3
+// session 34):
+// - rows of at most kWideUnroll loads (k ≤ 2,048 in bf16), one-row forms: the whole row in one
+//   group of partial loads, issued before the wait (DeepSeek-OCR q/k/v with its norm 4.15 →
+//   3.93 µs, o_proj 2.45 → 2.12, lm_head 78.8 → 75.7);
+// - the grouped form: kDefaultUnroll, partial groups where the row ends in more than one load
+//   past its whole groups (its experts' down, k = 896: 10.2 → 8.3 µs; gate/up, one load past:
+//   11.9 partial 13.9);
+// - longer rows: kDefaultUnroll, partial groups at kPartialMinBlocksPerSm blocks a
+//   multiprocessor or more (Llama's lm_head 238 → 235 µs, gate/up with its norm 58.5 → 57.8),
+//   whole groups and a serial tail below (its o_proj 9.0, partial 10.6; down 28.4, 30.4).
+constexpr int kDefaultUnroll = 4, kWideUnroll = 8, kPartialMinBlocksPerSm = 4;
 
 // Warps a block and outputs a warp: 8 × 2 by default; 4 × 4 for short rows of many outputs
 // (k ≤ kShortK, n ≥ kManyOutputs: DeepSeek-OCR's lm_head, 129,280 rows of 1,280, 87 → 76 µs,
@@ -56,7 +70,13 @@ struct FoldedNorm {
 // `group_ends` [experts] (inclusive cumulative slot counts, from the routing kernel) holding s.
 // kNormVecs: 0, or the 16-byte vectors a thread holds of the folded norm's row (kM 1, 8 warps:
 // the add + RMSNorm kernel's thread mapping; k × sizeof(T) bytes of dynamic shared memory).
-template <typename T, int kM, bool kGrouped, int kWarps, int kRowsPerWarp, int kNormVecs = 0>
+// kUnroll: the 16-byte loads per row a lane keeps in flight (kDefaultUnroll or kWideUnroll).
+// kPartialGroups: a row's first and last groups of loads may be partial (loads past the row's
+// end not made), so every lane's first group goes out before the wait and its last loads go out
+// together; without it a lane whose first group is not whole waits before any load, and the
+// row's end is read one load a step. Which is faster depends on the shape (`partial_groups`).
+template <typename T, int kM, bool kGrouped, int kWarps, int kRowsPerWarp, int kNormVecs = 0,
+          int kUnroll = kDefaultUnroll, bool kPartialGroups = false>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
          T* __restrict__ y, int m, int64_t n, int64_t k, const int32_t* __restrict__ group_ends,
@@ -120,6 +140,23 @@ __global__ void __launch_bounds__(kWarps * 32)
       for (int r = 0; r < kRowsPerWarp; ++r)
         wv[u][r] = __ldcs(reinterpret_cast<const uint4*>(rows[r] + c + u * kStep));
   };
+  // A group that may reach past the row's end: the loads past it are not made (zeros stand in).
+  auto load_partial_group = [&](uint4 (&wv)[kUnroll][kRowsPerWarp], int64_t c) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r)
+        wv[u][r] = c + u * kStep < k
+                       ? __ldcs(reinterpret_cast<const uint4*>(rows[r] + c + u * kStep))
+                       : make_uint4(0, 0, 0, 0);
+  };
+  auto fma_partial_group = [&](const uint4 (&wv)[kUnroll][kRowsPerWarp], int64_t c) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (c + u * kStep >= k) break;
+      fma_block(wv[u], c + u * kStep);
+    }
+  };
 
   int64_t c = (int64_t)lane * kV;
   // The first group of weight loads goes out before the wait for the kernel before this one
@@ -127,7 +164,11 @@ __global__ void __launch_bounds__(kWarps * 32)
   // bytes stream in while that kernel finishes; x and y only after.
   uint4 first[kUnroll][kRowsPerWarp];
   const bool whole_first = active && c + (kUnroll - 1) * kStep < k;
-  if (whole_first) load_group(first, c);
+  if constexpr (kPartialGroups) {
+    if (active) load_partial_group(first, c);
+  } else if (whole_first) {
+    load_group(first, c);
+  }
   if constexpr (!kGrouped) llmprof_k::begin_after_previous_grid();
   if constexpr (kNormVecs > 0) {
     extern __shared__ uint4 normed_smem[];
@@ -140,7 +181,10 @@ __global__ void __launch_bounds__(kWarps * 32)
     x = normed;
     if (!active) return;
   }
-  if (whole_first) {
+  if constexpr (kPartialGroups) {
+    fma_partial_group(first, c);
+    c += kUnroll * kStep;
+  } else if (whole_first) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) fma_block(first[u], c + u * kStep);
     c += kUnroll * kStep;
@@ -152,12 +196,20 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) fma_block(wv[u], c + u * kStep);
   }
-  for (; c < k; c += kStep) {
-    uint4 wv[kRowsPerWarp];
+  if constexpr (kPartialGroups) {
+    if (c < k) {
+      uint4 wv[kUnroll][kRowsPerWarp];
+      load_partial_group(wv, c);
+      fma_partial_group(wv, c);
+    }
+  } else {
+    for (; c < k; c += kStep) {
+      uint4 wv[kRowsPerWarp];
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r)
-      wv[r] = __ldcs(reinterpret_cast<const uint4*>(rows[r] + c));
-    fma_block(wv, c);
+      for (int r = 0; r < kRowsPerWarp; ++r)
+        wv[r] = __ldcs(reinterpret_cast<const uint4*>(rows[r] + c));
+      fma_block(wv, c);
+    }
   }
 
 #pragma unroll
@@ -189,6 +241,35 @@ inline bool shape_fits(const void* x, const void* w, int64_t n, int64_t k) {
          llmprof_k::aligned16(x) && llmprof_k::aligned16(w);
 }
 
+// The load loop a call of n outputs over rows of k elements takes (see kDefaultUnroll).
+enum class LoadPlan { kWholeGroups, kPartialGroups, kWideRow };
+
+template <typename T>
+LoadPlan load_plan(int64_t n, int64_t k, bool grouped) {
+  constexpr int64_t kStep = 32 * (16 / (int)sizeof(T));  // elements a warp covers per load
+  if (grouped) {
+    const int64_t past = k % (kDefaultUnroll * kStep);  // past the row's whole groups
+    return past > kStep ? LoadPlan::kPartialGroups : LoadPlan::kWholeGroups;
+  }
+  if (k <= kWideUnroll * kStep) return LoadPlan::kWideRow;
+  const int64_t many = (int64_t)kPartialMinBlocksPerSm * llmprof_k::current_sm_count();
+  return blocks_for(n) >= many ? LoadPlan::kPartialGroups : LoadPlan::kWholeGroups;
+}
+
+// The kernel of one form (kM rows, grouped or not, warps × rows, folded norm vectors) that reads
+// rows in groups of kDefaultUnroll loads, partial or whole by `plan` (not kWideRow).
+template <typename T, int kM, bool kGrouped, int kW, int kR, int kNV>
+auto gemv_in_groups(LoadPlan plan) {
+  return plan == LoadPlan::kPartialGroups ? gemv<T, kM, kGrouped, kW, kR, kNV, kDefaultUnroll, true>
+                                          : gemv<T, kM, kGrouped, kW, kR, kNV>;
+}
+
+// The form's kernel that reads a whole row in one group of partial loads (kWideRow).
+template <typename T, int kW, int kR, int kNV>
+auto gemv_wide_row() {
+  return gemv<T, 1, false, kW, kR, kNV, kWideUnroll, true>;
+}
+
 template <typename T>
 int launch_gemv(const void* x, const void* w, const void* bias, void* y, int m, int64_t n,
                 int64_t k, cudaStream_t stream) {
@@ -199,8 +280,12 @@ int launch_gemv(const void* x, const void* w, const void* bias, void* y, int m, 
   const auto y_ = static_cast<T*>(y);
   const unsigned blocks = (unsigned)blocks_for(n);
   const bool short_rows = m == 1 && k <= kShortK && n >= kManyOutputs;
-  auto kernel = short_rows ? gemv<T, 1, false, kShortWarps, kShortRowsPerWarp>
-                : m == 1   ? gemv<T, 1, false, kWarps, kRowsPerWarp>
+  const LoadPlan plan = load_plan<T>(n, k, false);
+  static_assert(kShortK <= kWideUnroll * 32 * (16 / (int)sizeof(T)) || sizeof(T) == 4,
+                "short rows are read as one wide group");
+  auto kernel = short_rows ? gemv_wide_row<T, kShortWarps, kShortRowsPerWarp, 0>()
+                : m == 1 && plan == LoadPlan::kWideRow ? gemv_wide_row<T, kWarps, kRowsPerWarp, 0>()
+                : m == 1 ? gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 0>(plan)
                 : m == 2   ? gemv<T, 2, false, kWarps, kRowsPerWarp>
                 : m <= 4   ? gemv<T, 4, false, kWarps, kRowsPerWarp>
                            : gemv<T, 8, false, kWarps, kRowsPerWarp>;
@@ -216,9 +301,12 @@ int launch_gemv_add_rms_norm(const void* x, const void* delta, const void* norm_
   if (sizeof(T) == 4) return (int)cudaErrorInvalidValue;  // bf16 and fp16 only
   constexpr int V = 16 / (int)sizeof(T);
   const int64_t per_thread = (k / V + 255) / 256;  // the norm's vectors per thread
-  auto kernel = per_thread <= 1   ? gemv<T, 1, false, kWarps, kRowsPerWarp, 1>
-                : per_thread <= 2 ? gemv<T, 1, false, kWarps, kRowsPerWarp, 2>
-                                  : gemv<T, 1, false, kWarps, kRowsPerWarp, 4>;
+  const LoadPlan plan = load_plan<T>(n, k, false);
+  // A row of at most kWideUnroll loads is at most one vector a thread of the norm: per_thread 1
+  // is the wide row's case and no other.
+  auto kernel = per_thread <= 1   ? gemv_wide_row<T, kWarps, kRowsPerWarp, 1>()
+                : per_thread <= 2 ? gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 2>(plan)
+                                  : gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 4>(plan);
   const FoldedNorm<T> norm{static_cast<const T*>(delta), static_cast<const T*>(norm_weight),
                            static_cast<T*>(sum), eps};
   return (int)llmprof_k::launch(kernel, (unsigned)blocks_for(n), kWarps * 32,
@@ -233,8 +321,8 @@ int launch_gemv_grouped(const void* x, const void* w, const int32_t* group_ends,
                         int slots, int experts, int64_t n, int64_t k, cudaStream_t stream) {
   if (sizeof(T) == 4) return (int)cudaErrorInvalidValue;  // bf16 and fp16 only
   const dim3 grid((unsigned)blocks_for(n), (unsigned)slots);
-  return (int)llmprof_k::launch(gemv<T, 1, true, kWarps, kRowsPerWarp>, grid, kWarps * 32, 0,
-                                stream,
+  auto kernel = gemv_in_groups<T, 1, true, kWarps, kRowsPerWarp, 0>(load_plan<T>(n, k, true));
+  return (int)llmprof_k::launch(kernel, grid, kWarps * 32, 0, stream,
                                 static_cast<const T*>(x), static_cast<const T*>(w),
                                 static_cast<const T*>(nullptr), static_cast<T*>(y), 1, n, k,
                                 group_ends, experts, FoldedNorm<T>{});
