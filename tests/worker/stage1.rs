@@ -146,7 +146,9 @@ fn cpu_stage1_writes_every_artifact_and_a_valid_metrics_json() {
         .any(|k| k.module == "sampling"));
     // The vision encoders mark their modules too: SAM's and CLIP's blocks (each block's
     // attention and feed-forward halves, every layer), patch embeddings, SAM's neck and the
-    // projector's linear; almost nothing in those stages is left outside a module.
+    // projector's linear; almost none of those stages' operators run outside a module. (Counted
+    // in operators: a CPU run's time outside its modules also holds the thread's waits between
+    // them, which on a loaded machine reached 42 % of CLIP's once.)
     for (stage, want) in [
         (
             "sam",
@@ -165,14 +167,22 @@ fn cpu_stage1_writes_every_artifact_and_a_valid_metrics_json() {
                 st.kinds.iter().map(|k| &k.module).collect::<Vec<_>>()
             );
         }
-        let outside: f64 = st
-            .kinds
-            .iter()
-            .filter(|k| k.module == "(outside modules)")
-            .map(|k| k.share)
-            .sum();
+        let ops = |outside: bool| -> f64 {
+            st.kinds
+                .iter()
+                .filter(|k| (k.module == "(outside modules)") == outside)
+                .map(|k| k.kernels_per_run)
+                .sum()
+        };
+        let (outside, inside) = (ops(true), ops(false));
+        assert!(inside > 0.0, "{stage}: no operators in its modules");
         if stage != "projector" {
-            assert!(outside < 0.05, "{stage}: {outside} outside modules");
+            let share = outside / (outside + inside);
+            assert!(
+                share < 0.05,
+                "{stage}: {outside} of {} operators outside modules",
+                outside + inside
+            );
         }
     }
     let sam_layers = modules.stages["sam"].layers.len();

@@ -205,8 +205,10 @@ fn add_kineto_flops(rows: &mut RowMap, events: &ProfileEvents, attribution: &Att
 /// Rows from host time, for a pass without GPU work (a CPU run): each module scope's self time
 /// (its duration less the module scopes directly inside it), charged to the stage scope around
 /// it; the rest of each scope of `stages` (less the stage scopes inside it) is
-/// `(outside modules)`. `kernels` counts the operators whose innermost module scope it is. The
-/// rows of a stage add up to its scopes' own durations.
+/// `(outside modules)`. `kernels` counts the operators whose innermost module scope it is (for
+/// `(outside modules)`, the stage's operators outside every module: on a loaded CPU a stage's
+/// time outside its modules also holds the thread's waits between them, its operators do not).
+/// The rows of a stage add up to its scopes' own durations.
 pub fn host_module_rows(
     events: &ProfileEvents,
     attribution: &Attribution,
@@ -232,6 +234,7 @@ pub fn host_module_rows(
     let mut op_count = vec![0u64; ops.len()];
     let is_stage = |i: usize| ops[i].kind == HostKind::UserScope && stages.contains(&&*ops[i].name);
     let mut top_level_ns: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut outside_ops: BTreeMap<usize, u64> = BTreeMap::new();
     for (i, op) in ops.iter().enumerate() {
         if is_stage(i) {
             top_level_ns.entry(i).or_default();
@@ -250,8 +253,13 @@ pub fn host_module_rows(
                 }
             }
         } else if op.kind == HostKind::Op {
-            if let Some(p) = module_parent(i) {
-                op_count[p] += 1;
+            match module_parent(i) {
+                Some(p) => op_count[p] += 1,
+                None => {
+                    if let Some(stage) = attribution.op_scope[i] {
+                        *outside_ops.entry(stage).or_default() += 1;
+                    }
+                }
             }
         }
     }
@@ -273,8 +281,9 @@ pub fn host_module_rows(
     }
     for (stage, inside) in top_level_ns.into_iter().filter(|(s, _)| is_stage(*s)) {
         let rest = ops[stage].duration_ns.saturating_sub(inside);
-        if rest > 0 {
-            add(&ops[stage].name, OUTSIDE_MODULES, None, rest, 0);
+        let outside = outside_ops.get(&stage).copied().unwrap_or(0);
+        if rest > 0 || outside > 0 {
+            add(&ops[stage].name, OUTSIDE_MODULES, None, rest, outside);
         }
     }
     add_kineto_flops(&mut rows, events, attribution);

@@ -58,7 +58,7 @@ fn kernel_rows_get_their_modules_most_time_first() {
 #[test]
 fn host_rows_give_each_module_its_self_time_and_the_stage_the_rest() {
     // decode [0,300) ⊃ decode_step [0,100) ⊃ layer[0] [10,60) ⊃ attention [20,40) ⊃ mm;
-    // lm_head [70,90).
+    // lm_head [70,90); an add in decode_step outside its modules [92,95).
     let ops = vec![
         host("decode", HostKind::UserScope, 0, 300, 1),
         host("decode_step", HostKind::UserScope, 0, 100, 2),
@@ -66,6 +66,7 @@ fn host_rows_give_each_module_its_self_time_and_the_stage_the_rest() {
         host("module:layer[0].attention", HostKind::UserScope, 20, 20, 4),
         host("aten::mm", HostKind::Op, 25, 5, 5),
         host("module:lm_head", HostKind::UserScope, 70, 20, 6),
+        host("aten::add", HostKind::Op, 92, 3, 7),
     ];
     let mut events = ProfileEvents {
         ops,
@@ -84,7 +85,7 @@ fn host_rows_give_each_module_its_self_time_and_the_stage_the_rest() {
         got,
         [
             ("decode", OUTSIDE_MODULES, None, 200, 0),
-            ("decode_step", OUTSIDE_MODULES, None, 30, 0),
+            ("decode_step", OUTSIDE_MODULES, None, 30, 1),
             ("decode_step", "layer", Some(0), 30, 0),
             ("decode_step", "layer.attention", Some(0), 20, 1),
             ("decode_step", "lm_head", None, 20, 0),
