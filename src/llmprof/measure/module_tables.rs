@@ -233,6 +233,18 @@ pub fn host_module_rows(
     let mut child_ns = vec![0u64; ops.len()];
     let mut op_count = vec![0u64; ops.len()];
     let is_stage = |i: usize| ops[i].kind == HostKind::UserScope && stages.contains(&&*ops[i].name);
+    // The stage scope around `i`: its innermost scope, or the nearest stage above a scope that is
+    // not one (a user scope of the workload's own inside a stage).
+    let stage_of = |i: usize| -> Option<usize> {
+        let mut scope = attribution.op_scope[i];
+        while let Some(s) = scope {
+            if is_stage(s) {
+                return Some(s);
+            }
+            scope = attribution.op_parent[s].and_then(|p| attribution.op_scope[p]);
+        }
+        None
+    };
     let mut top_level_ns: BTreeMap<usize, u64> = BTreeMap::new();
     let mut outside_ops: BTreeMap<usize, u64> = BTreeMap::new();
     for (i, op) in ops.iter().enumerate() {
@@ -256,7 +268,7 @@ pub fn host_module_rows(
             match module_parent(i) {
                 Some(p) => op_count[p] += 1,
                 None => {
-                    if let Some(stage) = attribution.op_scope[i] {
+                    if let Some(stage) = stage_of(i) {
                         *outside_ops.entry(stage).or_default() += 1;
                     }
                 }

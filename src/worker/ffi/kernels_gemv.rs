@@ -229,7 +229,8 @@ mod tests {
     /// the output bit for bit, in bf16 and fp16, with and without bias, at widths whose norm takes
     /// one, two and four 16-byte vectors a thread (896, 1,280, 4,096, 8,192) and output counts
     /// that are and are not multiples of a block's 16, in each load plan (a whole row at once,
-    /// whole groups, partial groups over 9,000 outputs), under both launch policies; a call of two
+    /// whole groups with and without a serial tail, partial groups over 12,000 outputs: ≥ 4
+    /// blocks an SM up to 187 SMs), under both launch policies; a call of two
     /// rows or a width over the norm's limit does not fit.
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
@@ -240,9 +241,11 @@ mod tests {
             for kind in [Kind::BFloat16, Kind::Half] {
                 let shapes = [
                     (1152i64, 896i64),
+                    (1000, 896),
                     (3840, 1280),
                     (6144, 4096),
-                    (9000, 4096),
+                    (1000, 3584),
+                    (12000, 4096),
                     (37, 8192),
                 ];
                 for (n, k) in shapes {
@@ -339,10 +342,11 @@ mod tests {
     /// row count 1 ..= 8 it computes and widths that are not multiples of the kernel's
     /// 256-element step, with and without bias and with an output count that is not a multiple
     /// of its 16 per block, in both block shapes (one row of 1,280 over 9,000 outputs takes the
-    /// short-row shape) and each load plan (rows of at most 2,048 at once; 3,080 over 9,000
+    /// short-row shape) and each load plan (rows of at most 2,048 at once; 3,080 over 12,000
     /// outputs in partial groups, a partial last one; longer rows or fewer outputs in whole
-    /// groups and a serial tail): within one rounding of the output (2⁻⁷ relative for bf16,
-    /// 2⁻¹⁰ fp16) of the largest value. [`fits`] gives it one row of at most [`MAX_K`] only.
+    /// groups, 3,080 over 1,000 with a serial tail): within one rounding of the output (2⁻⁷
+    /// relative for bf16, 2⁻¹⁰ fp16) of the largest value. [`fits`] gives it one row of at most
+    /// [`MAX_K`] only.
     #[test]
     #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
     fn gemv_matches_an_fp32_linear_on_a_gpu() {
@@ -355,7 +359,8 @@ mod tests {
                     (1000, 14336),
                     (300, 28672),
                     (9000, 1280),
-                    (9000, 3080),
+                    (12000, 3080),
+                    (1000, 3080),
                     (37, 264),
                     (6144, 8),
                 ] {

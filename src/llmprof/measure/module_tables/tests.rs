@@ -58,7 +58,8 @@ fn kernel_rows_get_their_modules_most_time_first() {
 #[test]
 fn host_rows_give_each_module_its_self_time_and_the_stage_the_rest() {
     // decode [0,300) ⊃ decode_step [0,100) ⊃ layer[0] [10,60) ⊃ attention [20,40) ⊃ mm;
-    // lm_head [70,90); an add in decode_step outside its modules [92,95).
+    // lm_head [70,90); an add in decode_step outside its modules [92,95); in decode after the
+    // step, a sampling scope that is no module [150,170) ⊃ argmax, and a copy [200,210).
     let ops = vec![
         host("decode", HostKind::UserScope, 0, 300, 1),
         host("decode_step", HostKind::UserScope, 0, 100, 2),
@@ -67,6 +68,9 @@ fn host_rows_give_each_module_its_self_time_and_the_stage_the_rest() {
         host("aten::mm", HostKind::Op, 25, 5, 5),
         host("module:lm_head", HostKind::UserScope, 70, 20, 6),
         host("aten::add", HostKind::Op, 92, 3, 7),
+        host("sampling", HostKind::UserScope, 150, 20, 8),
+        host("aten::argmax", HostKind::Op, 155, 5, 9),
+        host("aten::copy_", HostKind::Op, 200, 10, 10),
     ];
     let mut events = ProfileEvents {
         ops,
@@ -84,7 +88,7 @@ fn host_rows_give_each_module_its_self_time_and_the_stage_the_rest() {
     assert_eq!(
         got,
         [
-            ("decode", OUTSIDE_MODULES, None, 200, 0),
+            ("decode", OUTSIDE_MODULES, None, 200, 2),
             ("decode_step", OUTSIDE_MODULES, None, 30, 1),
             ("decode_step", "layer", Some(0), 30, 0),
             ("decode_step", "layer.attention", Some(0), 20, 1),

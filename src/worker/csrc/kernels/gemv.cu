@@ -74,7 +74,7 @@ struct FoldedNorm {
 // kPartialGroups: a row's first and last groups of loads may be partial (loads past the row's
 // end not made), so every lane's first group goes out before the wait and its last loads go out
 // together; without it a lane whose first group is not whole waits before any load, and the
-// row's end is read one load a step. Which is faster depends on the shape (`partial_groups`).
+// row's end is read one load a step. Which is faster depends on the shape (`load_plan`).
 template <typename T, int kM, bool kGrouped, int kWarps, int kRowsPerWarp, int kNormVecs = 0,
           int kUnroll = kDefaultUnroll, bool kPartialGroups = false>
 __global__ void __launch_bounds__(kWarps * 32)
