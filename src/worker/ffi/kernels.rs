@@ -131,16 +131,13 @@ pub struct MoeRouting {
     pub sorted_x: Tensor,
 }
 
-/// Slots per token up to which [`moe_route`] takes shared experts as slots: tokens ·
-/// (top-k + shared) ≤ this (csrc/kernels/launch.h `LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS`).
-pub const MOE_ROUTE_ONE_BLOCK_MAX_SLOTS: i64 = 1024;
-
 /// DeepSeek MoE routing of fp32 router logits [tokens, experts] of the token rows `x` [tokens,
 /// hidden] (contiguous) on a CUDA device in llmprof's kernels; experts ≤
 /// [`MOE_ROUTE_MAX_EXPERTS`]. Up to 1,024 slots (tokens·k: decode steps) one block does it all,
 /// for up to 4 tokens the gather of `x`'s rows included (else an index_select); above (a
 /// prefill), three launches over many blocks and an index_select. `shared` > 0 (one block only:
-/// tokens · (k + shared) ≤ [`MOE_ROUTE_ONE_BLOCK_MAX_SLOTS`]) appends that many shared experts
+/// tokens · (k + shared) ≤ 1,024, csrc/kernels/launch.h `LLMPROF_K_MOE_ONE_BLOCK_MAX_SLOTS`;
+/// the shim refuses more) appends that many shared experts
 /// to each token's slots, as experts `experts`.. with weight 1, for grouped GEMMs over weights
 /// stacked with them.
 pub fn moe_route(

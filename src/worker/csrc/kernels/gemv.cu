@@ -244,9 +244,13 @@ inline bool shape_fits(const void* x, const void* w, int64_t n, int64_t k) {
 // The load loop a call of n outputs over rows of k elements takes (see kDefaultUnroll).
 enum class LoadPlan { kWholeGroups, kPartialGroups, kWideRow };
 
+// Elements of T a warp covers with one 16-byte load a lane (the kernel's kStep).
+template <typename T>
+constexpr int64_t kWarpStep = 32 * (16 / (int64_t)sizeof(T));
+
 template <typename T>
 LoadPlan load_plan(int64_t n, int64_t k, bool grouped) {
-  constexpr int64_t kStep = 32 * (16 / (int)sizeof(T));  // elements a warp covers per load
+  constexpr int64_t kStep = kWarpStep<T>;
   if (grouped) {
     const int64_t past = k % (kDefaultUnroll * kStep);  // past the row's whole groups
     return past > kStep ? LoadPlan::kPartialGroups : LoadPlan::kWholeGroups;
@@ -281,7 +285,7 @@ int launch_gemv(const void* x, const void* w, const void* bias, void* y, int m, 
   const unsigned blocks = (unsigned)blocks_for(n);
   const bool short_rows = m == 1 && k <= kShortK && n >= kManyOutputs;
   const LoadPlan plan = load_plan<T>(n, k, false);
-  static_assert(kShortK <= kWideUnroll * 32 * (16 / (int)sizeof(T)) || sizeof(T) == 4,
+  static_assert(kShortK <= kWideUnroll * kWarpStep<T> || sizeof(T) == 4,
                 "short rows are read as one wide group");
   auto kernel = short_rows ? gemv_wide_row<T, kShortWarps, kShortRowsPerWarp, 0>()
                 : m == 1 && plan == LoadPlan::kWideRow ? gemv_wide_row<T, kWarps, kRowsPerWarp, 0>()

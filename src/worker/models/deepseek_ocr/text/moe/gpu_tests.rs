@@ -1,7 +1,10 @@
 //! GPU-only tests of the MoE's CUDA kernels (routing, combine) against libtorch; run with
 //! `cargo test -- --ignored on_a_gpu` on the GPU machine.
-use super::{load, unsort};
+use super::{load, unsort, MoeDispatch};
 use crate::ffi::kernels;
+use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
+use llmprof::model::deepseek_ocr::arch::ArchConfig;
+use llmprof::region::NoopObserver;
 use tch::{Device, Kind, Tensor};
 
 /// The inverse of the permutation `order` [S]: the sorted position of each slot, as `slot_pos`
@@ -202,11 +205,6 @@ fn combine_kernel_equals_libtorch_combine_on_a_gpu() {
         );
     }
 }
-
-use super::MoeDispatch;
-use crate::models::deepseek_ocr::checkpoint::weights::{Part, Weights};
-use llmprof::model::deepseek_ocr::arch::ArchConfig;
-use llmprof::region::NoopObserver;
 
 /// DeepSeek-OCR's tiny architecture with seeded bf16 decoder weights on the GPU (layer 1 is a
 /// MoE, under `model.layers.1.mlp`).
