@@ -254,6 +254,7 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
     } else {
         None
     };
+    crate::heartbeat::mark("after the measured passes");
     if spec.pipeline.direct_inference.enable {
         tracing::info!(
             "direct inference pass (pipeline.direct_inference.enable): predictions.jsonl"
@@ -288,7 +289,10 @@ fn run_on<M: Model>(model: &M, spec: &RunSpec, run_dir: &Path) -> Result<()> {
             runtime_env: runtime_env(),
             static_analysis: static_analysis.as_ref(),
         },
-    )
+    )?;
+    // A rank that stops after this mark hangs while its model (graphs, collectives) is released.
+    crate::heartbeat::mark("measurements written, releasing the model");
+    Ok(())
 }
 
 /// NVML's properties of the run's GPU with the SM count from the CUDA runtime, or why not.

@@ -28,10 +28,13 @@ pub struct TextRequest {
 }
 
 pub struct DenseModel {
+    /// Declared first, so dropped first: its CUDA graphs must be released before `model`'s
+    /// collectives end. NCCL's abort waits for every graph that captured its collectives to be
+    /// destroyed, so a tensor-parallel rank whose graphs outlived its communicator hung at exit.
+    decode: RefCell<DecodeSession>,
     pub model: DenseLm,
     tokenizer: TextTokenizer,
     info: ModelInfo,
-    decode: RefCell<DecodeSession>,
 }
 
 impl DenseModel {
