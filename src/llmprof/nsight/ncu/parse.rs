@@ -222,15 +222,32 @@ impl IdColumns {
 
 /// `445  "<default domain>:matmul-loop:none:none:none:none:none:none" ` → `["matmul-loop"]`:
 /// each quoted entry is `domain:range:payload type:payload:color type:color:message type:message`.
+/// The default domain's ranges (the workload's own: llmprof's stages and modules) when the cell
+/// has any, else every domain's: libraries mark their own calls in domains of their own, and
+/// ncu lists them after the default domain's, so NCCL's `ncclCommInitRank` (still listed on
+/// every kernel after the communicator's creation, 2 x H200, session 35) would otherwise name the
+/// stage of every kernel of a tensor-parallel rank.
 fn nvtx_ranges(cell: &str) -> Vec<String> {
-    cell.split('"')
+    let entries: Vec<(&str, &str)> = cell
+        .split('"')
         .skip(1)
         .step_by(2)
-        .filter_map(|entry| entry.split(':').nth(1))
-        .filter(|r| !r.is_empty() && *r != "none")
-        .map(String::from)
+        .filter_map(|entry| {
+            let mut parts = entry.split(':');
+            Some((parts.next()?, parts.next()?))
+        })
+        .filter(|(_, r)| !r.is_empty() && *r != "none")
+        .collect();
+    let default = entries.iter().any(|(d, _)| *d == DEFAULT_DOMAIN);
+    entries
+        .into_iter()
+        .filter(|(d, _)| !default || *d == DEFAULT_DOMAIN)
+        .map(|(_, r)| r.to_string())
         .collect()
 }
+
+/// How ncu names the NVTX domain of ranges pushed without one.
+const DEFAULT_DOMAIN: &str = "<default domain>";
 
 struct LongColumns {
     section: Option<usize>,
@@ -485,6 +502,16 @@ mod tests {
         assert_eq!(
             nvtx_ranges("445  \"<default domain>:decode:none:none:none:none:none:none\" \"<default domain>:layer:none:none:none:none:none:none\" "),
             vec!["decode".to_string(), "layer".to_string()]
+        );
+        // A tensor-parallel rank's kernel (2 x H200, session 35): NCCL's range comes last.
+        assert_eq!(
+            nvtx_ranges("864  \"<default domain>:decode:none:none:none:none:none:none\"  \"<default domain>:decode_step:none:none:none:none:none:none\"  \"NCCL:ncclCommInitRank:none:none:none:none:REGISTERED:ncclCommInitRank\" "),
+            vec!["decode".to_string(), "decode_step".to_string()]
+        );
+        // Only other domains: theirs.
+        assert_eq!(
+            nvtx_ranges("1  \"NCCL:ncclAllReduce:none:none:none:none:none:none\" "),
+            vec!["ncclAllReduce".to_string()]
         );
     }
 }

@@ -276,3 +276,22 @@ fn h200_decode_step_kernels_get_their_own_modules_flops_only() {
         }
     }
 }
+
+#[test]
+fn a_tensor_parallel_ranks_kernels_keep_the_workloads_stage_not_ncclcomminitrank() {
+    // llmprof's stage 2 of rank 1 of 2 (Llama-3.1-8B, 2 x H200, reports/gpu-runs.md §46 call D):
+    // every kernel's NVTX cell lists NCCL's `ncclCommInitRank` range after llmprof's own
+    // `decode` and `decode_step`; it named the stage of every kernel and a roofline plot before.
+    let dir = Path::new(FIX).join("ncu-h200-tp2-rank1");
+    let a = ncu_roofline(&dir, None).expect("analysis");
+    assert_eq!(a.roofline.rows.len(), 3);
+    for r in &a.roofline.rows {
+        assert_eq!(
+            r.point.stage.as_deref(),
+            Some("decode_step"),
+            "{}",
+            r.point.name
+        );
+    }
+    assert_eq!(a.roofline.stages(), ["decode_step"]);
+}
