@@ -14,6 +14,8 @@ pub mod kernel_archs;
 pub mod kernels;
 pub mod kernels_gemm;
 pub mod kernels_gemv;
+#[cfg(test)]
+mod kernels_gemv_swiglu_tests;
 pub mod kernels_sampling;
 pub mod kernels_vision;
 pub mod nccl;

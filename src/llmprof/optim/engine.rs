@@ -88,6 +88,14 @@ pub struct EngineOptim {
     /// fewer. The projection's module then holds the norm's time. Absent: off.
     #[serde(default)]
     pub gemv_add_rms_norm: bool,
+    /// With `gemv_kernel` and `swiglu_kernel`: in one-row decode steps (batch 1) on a GPU, a
+    /// SwiGLU MLP's activation (dense layers, shared experts) is computed in the GEMV of its
+    /// fused gate/up projection, and a MoE step's routed experts' in their grouped GEMV: each
+    /// warp reads an output's gate and up rows and writes silu(gate)·up, rounded where the two
+    /// kernels round (the same bits), one launch fewer a MLP. The gate/up module then holds the
+    /// activation's time. Absent: off.
+    #[serde(default)]
+    pub gemv_swiglu: bool,
     /// On a GPU, each decode step's greedy choice (the argmax of the fp32 logits, after the
     /// n-gram rule) in llmprof's kernel, each row over many blocks, instead of libtorch's argmax,
     /// which reduces a row in one block (27.6 µs for 128,256 logits on an H200): the same
@@ -170,6 +178,20 @@ impl EngineOptim {
                 "add_rms_norm_kernel",
                 self.add_rms_norm_kernel,
                 "the folded norm is the add + RMSNorm kernel's, row for row",
+            ),
+            (
+                "gemv_swiglu",
+                self.gemv_swiglu,
+                "gemv_kernel",
+                self.gemv_kernel,
+                "the activation is folded into llmprof's GEMV",
+            ),
+            (
+                "gemv_swiglu",
+                self.gemv_swiglu,
+                "swiglu_kernel",
+                self.swiglu_kernel,
+                "the folded activation is the SwiGLU kernel's, value for value",
             ),
             (
                 "cuda_graph",

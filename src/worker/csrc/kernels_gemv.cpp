@@ -32,7 +32,8 @@ int64_t gemv_x_width(const at::Tensor& x, const char* kernel) {
 }
 
 // A one-weight GEMV's other operands, checked against x [.., k]: weight [n, k], bias [n] (or
-// none: null), y [.., n]; x and weight 16-byte aligned.
+// none: null), y [.., n], or with `swiglu` (n even: a fused [gate; up] weight) [.., n / 2]; x and
+// weight 16-byte aligned.
 struct GemvOperands {
   int64_t n;
   const at::Tensor* bias;
@@ -40,17 +41,18 @@ struct GemvOperands {
 };
 
 GemvOperands gemv_operands(const at::Tensor& x, int64_t k, const at::Tensor& w,
-                           const void* bias_p, const void* y_p) {
+                           const void* bias_p, const void* y_p, bool swiglu) {
   TORCH_CHECK(w.dim() == 2, "weight must be [n, k], got ", w.sizes());
   const int64_t n = w.size(0);
   check_like(w, x, "weight", {n, k});
+  TORCH_CHECK(!swiglu || n % 2 == 0, "a fused gate/up weight has an even number of rows, got ", n);
   const at::Tensor* bias = nullptr;
   if (bias_p != nullptr) {
     bias = &tensor_arg(bias_p, "bias");
     check_like(*bias, x, "bias", {n});
   }
   auto sizes = x.sizes().vec();
-  sizes.back() = n;
+  sizes.back() = swiglu ? n / 2 : n;
   const auto& y = tensor_arg(y_p, "y");
   check_like(y, x, "y", sizes);
   check_aligned16(x, "x");
@@ -63,7 +65,8 @@ GemvOperands gemv_operands(const at::Tensor& x, int64_t k, const at::Tensor& w,
 
 extern "C" {
 
-int llmprof_gemv(const void* x_p, const void* w_p, const void* bias_p, const void* y_p) {
+int llmprof_gemv(const void* x_p, const void* w_p, const void* bias_p, const void* y_p,
+                 int swiglu) {
   return llmprof::guarded("gemv", [&] {
 #ifndef LLMPROF_HAVE_KERNELS
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
@@ -72,19 +75,20 @@ int llmprof_gemv(const void* x_p, const void* w_p, const void* bias_p, const voi
     const int64_t k = gemv_x_width(x, "gemv"), m = x.numel() / k;
     TORCH_CHECK(m >= 1 && m <= LLMPROF_K_GEMV_MAX_ROWS, "gemv takes 1 to ",
                 LLMPROF_K_GEMV_MAX_ROWS, " rows, got ", m);
+    TORCH_CHECK(!swiglu || m == 1, "gemv with SwiGLU takes one row, got ", m);
     const auto& w = tensor_arg(w_p, "weight");
-    const auto [n, bias, y] = gemv_operands(x, k, w, bias_p, y_p);
+    const auto [n, bias, y] = gemv_operands(x, k, w, bias_p, y_p, swiglu != 0);
     c10::cuda::CUDAGuard guard(x.device());
     check_launch(llmprof_k_gemv(dtype_code(x), x.data_ptr(), w.data_ptr(),
                                 bias ? bias->data_ptr() : nullptr, y->data_ptr(), (int)m, n, k,
-                                c10::cuda::getCurrentCUDAStream().stream()),
+                                swiglu, c10::cuda::getCurrentCUDAStream().stream()),
                  "gemv");
 #endif
   });
 }
 
 int llmprof_gemv_grouped(const void* x_p, const void* w_p, const void* group_ends_p,
-                         const void* y_p) {
+                         const void* y_p, int swiglu) {
   return llmprof::guarded("gemv_grouped", [&] {
 #ifndef LLMPROF_HAVE_KERNELS
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
@@ -105,14 +109,16 @@ int llmprof_gemv_grouped(const void* x_p, const void* w_p, const void* group_end
                     ends.scalar_type() == at::kInt && ends.sizes() == at::IntArrayRef{experts},
                 "group_ends must be a contiguous int32 tensor [", experts, "] on ", x.device(),
                 ", got ", ends.sizes(), " ", ends.scalar_type(), " on ", ends.device());
+    TORCH_CHECK(!swiglu || n % 2 == 0, "a fused gate/up weight has an even number of rows, got ",
+                n);
     const auto& y = tensor_arg(y_p, "y");
-    check_like(y, x, "y", {slots, n});
+    check_like(y, x, "y", {slots, swiglu ? n / 2 : n});
     check_aligned16(x, "x");
     check_aligned16(w, "weight");
     c10::cuda::CUDAGuard guard(x.device());
     check_launch(llmprof_k_gemv_grouped(dtype_code(x), x.data_ptr(), w.data_ptr(),
                                         ends.data_ptr<int32_t>(), y.data_ptr(), (int)slots,
-                                        (int)experts, n, k,
+                                        (int)experts, n, k, swiglu,
                                         c10::cuda::getCurrentCUDAStream().stream()),
                  "gemv_grouped");
 #endif
@@ -121,7 +127,7 @@ int llmprof_gemv_grouped(const void* x_p, const void* w_p, const void* group_end
 
 int llmprof_gemv_add_rms_norm(const void* x_p, const void* delta_p, const void* norm_weight_p,
                               double eps, const void* w_p, const void* bias_p, const void* sum_p,
-                              const void* y_p) {
+                              const void* y_p, int swiglu) {
   return llmprof::guarded("gemv_add_rms_norm", [&] {
 #ifndef LLMPROF_HAVE_KERNELS
     TORCH_CHECK(false, LLMPROF_NO_KERNELS_MESSAGE);
@@ -132,7 +138,7 @@ int llmprof_gemv_add_rms_norm(const void* x_p, const void* delta_p, const void* 
     TORCH_CHECK(k <= LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN, "gemv_add_rms_norm takes a width up to ",
                 LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN, ", got ", k);
     const auto& w = tensor_arg(w_p, "weight");
-    const auto [n, bias, y] = gemv_operands(x, k, w, bias_p, y_p);
+    const auto [n, bias, y] = gemv_operands(x, k, w, bias_p, y_p, swiglu != 0);
     const auto& delta = tensor_arg(delta_p, "delta");
     check_like(delta, x, "delta", x.sizes());
     const auto& norm_weight = tensor_arg(norm_weight_p, "norm_weight");
@@ -146,7 +152,7 @@ int llmprof_gemv_add_rms_norm(const void* x_p, const void* delta_p, const void* 
     check_launch(llmprof_k_gemv_add_rms_norm(
                      dtype_code(x), x.data_ptr(), delta.data_ptr(), norm_weight.data_ptr(),
                      (float)eps, sum.data_ptr(), w.data_ptr(), bias ? bias->data_ptr() : nullptr,
-                     y->data_ptr(), n, k, c10::cuda::getCurrentCUDAStream().stream()),
+                     y->data_ptr(), n, k, swiglu, c10::cuda::getCurrentCUDAStream().stream()),
                  "gemv_add_rms_norm");
 #endif
   });

@@ -345,20 +345,23 @@ int llmprof_decode_attention(const void* q, const void* k_cache, const void* v_c
                              const void* pad, const void* len, int64_t window, int tensor_cores,
                              const void* out);
 /* A Linear over 1 ..= 8 rows in llmprof's kernel: x [.., k] (bf16 or fp16, k a multiple of 8),
- * weight [n, k], bias [n] or null → y [.., n] (allocated by the caller). */
-int llmprof_gemv(const void* x, const void* weight, const void* bias, const void* y);
+ * weight [n, k], bias [n] or null → y [.., n] (allocated by the caller). swiglu (one row, n
+ * even): weight is a fused [gate; up] projection and y [.., n / 2] = silu(gate)·up, the same bits
+ * as the GEMV then the SwiGLU kernel; the same in the two GEMVs below. */
+int llmprof_gemv(const void* x, const void* weight, const void* bias, const void* y, int swiglu);
 /* The one-row GEMV with the residual add + RMSNorm before it folded in: x, delta [.., k] (one
  * row, bf16 or fp16, k a multiple of 8 up to 8,192), norm_weight [k], weight [n, k], bias [n] or
  * null → sum [.., k] = x + delta and y [.., n] = rmsnorm(sum)·weightᵀ (+ bias), both allocated by
  * the caller; the same bits as the add + RMSNorm kernel, then the GEMV. */
 int llmprof_gemv_add_rms_norm(const void* x, const void* delta, const void* norm_weight,
                               double eps, const void* weight, const void* bias, const void* sum,
-                              const void* y);
+                              const void* y, int swiglu);
 /* The GEMV over a MoE step's token slots sorted by expert: x [slots, k] (1 ..= 16 slots, bf16 or
  * fp16), weight [experts, n, k], group_ends int32 [experts] (inclusive cumulative slot counts,
  * the last equal to slots)
  * → y [slots, n], each slot by its group's expert (allocated by the caller). */
-int llmprof_gemv_grouped(const void* x, const void* weight, const void* group_ends, const void* y);
+int llmprof_gemv_grouped(const void* x, const void* weight, const void* group_ends, const void* y,
+                         int swiglu);
 /* RoPE on q and k and the K/V cache write: qkv [B, T, (heads + 2 kv_heads) hd], cos and sin
  * [B, 1, T, hd], slot [1] int64 on the device (the first slot written) → q [B, T, heads, hd]
  * (allocated by the caller), k and v written at slots slot .. slot + T − 1 of k_cache and v_cache

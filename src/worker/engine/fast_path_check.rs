@@ -55,7 +55,7 @@ pub struct VariantCheck {
 pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, StepPath)> {
     let graph = StepPath::Graph { kv_bucket };
     // (variant, the switch it checks, the switches it turns on, step path)
-    let table: [(&str, &str, &[&str], StepPath); 17] = [
+    let table: [(&str, &str, &[&str], StepPath); 18] = [
         (
             "fused_projections",
             "fused_projections",
@@ -175,6 +175,20 @@ pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, S
             ],
             graph,
         ),
+        // The activation folded into the gate/up GEMVs, with and without the folded norm.
+        (
+            "gemv_swiglu+cuda_graph",
+            "gemv_swiglu",
+            &[
+                "fused_projections",
+                "static_kv_cache",
+                "grouped_moe",
+                "swiglu_kernel",
+                "gemv_kernel",
+                "gemv_swiglu",
+            ],
+            graph,
+        ),
         // Every kernel it changes the launch of, launched with it.
         (
             "programmatic_launch+cuda_graph",
@@ -193,6 +207,7 @@ pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, S
                 "decode_attention_tensor_cores",
                 "gemv_kernel",
                 "gemv_add_rms_norm",
+                "gemv_swiglu",
                 "programmatic_launch",
             ],
             graph,

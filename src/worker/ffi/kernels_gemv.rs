@@ -12,6 +12,7 @@ extern "C" {
         weight: *const c_void,
         bias: *const c_void,
         y: *const c_void,
+        swiglu: c_int,
     ) -> c_int;
     fn llmprof_gemv_add_rms_norm(
         x: *const c_void,
@@ -22,12 +23,14 @@ extern "C" {
         bias: *const c_void,
         sum: *const c_void,
         y: *const c_void,
+        swiglu: c_int,
     ) -> c_int;
     fn llmprof_gemv_grouped(
         x: *const c_void,
         weight: *const c_void,
         group_ends: *const c_void,
         y: *const c_void,
+        swiglu: c_int,
     ) -> c_int;
 }
 
@@ -90,19 +93,60 @@ fn operands_fit(x: &Tensor, weight: &Tensor) -> bool {
 /// `x·weightᵀ (+ bias)` [.., n] in the kernel, for 1 ..= [`MAX_ROWS`] rows and the operands
 /// otherwise as [`fits`] says (the shim checks them again and names what is wrong).
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor, ShimError> {
-    let y = output_of(x, weight)?;
+    let y = output_of(x, weight, Act::None)?;
     let b = bias.map_or(std::ptr::null(), ptr);
     // SAFETY: live tensors (or null for no bias) for the duration of the call; the shim checks
     // shapes, dtypes and devices.
-    check(unsafe { llmprof_gemv(ptr(x), ptr(weight), b, ptr(&y)) })?;
+    check(unsafe { llmprof_gemv(ptr(x), ptr(weight), b, ptr(&y), 0) })?;
     Ok(y)
 }
 
-/// The uninitialised output [.., n] of `x` [.., k] through `weight` [n, k].
-fn output_of(x: &Tensor, weight: &Tensor) -> Result<Tensor, ShimError> {
+/// What a GEMV writes: the projection, or with a fused [gate; up] weight [2f, k] the SwiGLU of
+/// its halves, silu(x·gateᵀ) ⊙ x·upᵀ [.., f], the same bits as the projection and then
+/// [`kernels::silu_mul`] (`runtime.optim.gemv_swiglu`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    None,
+    SwiGlu,
+}
+
+impl Act {
+    fn code(self) -> c_int {
+        match self {
+            Act::None => 0,
+            Act::SwiGlu => 1,
+        }
+    }
+
+    /// Whether a weight of `rows` rows can take it (SwiGLU: an even count, gate then up).
+    fn takes(self, rows: i64) -> bool {
+        self == Act::None || rows % 2 == 0
+    }
+}
+
+/// [`linear`] of one row with `weight` a fused [gate; up] projection [2f, k]: silu(gate)·up
+/// [.., f]; where [`swiglu_fits`] says (the shim checks it again).
+pub fn linear_swiglu(x: &Tensor, weight: &Tensor) -> Result<Tensor, ShimError> {
+    let y = output_of(x, weight, Act::SwiGlu)?;
+    // SAFETY: live tensors for the duration of the call; the shim checks shapes, dtypes and
+    // devices.
+    check(unsafe { llmprof_gemv(ptr(x), ptr(weight), std::ptr::null(), ptr(&y), 1) })?;
+    Ok(y)
+}
+
+/// Whether [`linear_swiglu`] takes `x` and the fused gate/up `weight`: what [`fits`] asks with no
+/// bias, and an even number of weight rows. Checks shapes only.
+pub fn swiglu_fits(x: &Tensor, weight: &Tensor) -> bool {
+    fits(x, weight, None) && Act::SwiGlu.takes(weight.size()[0])
+}
+
+/// The uninitialised output [.., n] of `x` [.., k] through `weight` [n, k] ([.., n / 2] for
+/// SwiGLU).
+fn output_of(x: &Tensor, weight: &Tensor, act: Act) -> Result<Tensor, ShimError> {
     let mut size = x.size();
     if let Some(last) = size.last_mut() {
-        *last = weight.size().first().copied().unwrap_or(0);
+        let n = weight.size().first().copied().unwrap_or(0);
+        *last = if act == Act::SwiGlu { n / 2 } else { n };
     }
     empty(&size, (x.kind(), x.device()))
 }
@@ -133,16 +177,17 @@ pub fn add_rms_norm_fits(
 
 /// The residual add and RMSNorm before a one-row projection folded into its GEMV: (sum, y) with
 /// sum = `x` + `delta` and y = rmsnorm(sum; `norm_weight`, `eps`)·`weight`ᵀ (+ `bias`), the
-/// same bits as [`kernels::add_rms_norm`] then [`linear`]; operands as [`add_rms_norm_fits`]
-/// says (the shim checks them again).
+/// same bits as [`kernels::add_rms_norm`] then [`linear`] (then [`kernels::silu_mul`] with
+/// `act` SwiGLU: `weight` a fused gate/up projection, no bias); operands as
+/// [`add_rms_norm_fits`] says (the shim checks them again).
 pub fn add_rms_norm_linear(
     (x, delta): (&Tensor, &Tensor),
     (norm_weight, eps): (&Tensor, f64),
-    weight: &Tensor,
-    bias: Option<&Tensor>,
+    (weight, bias): (&Tensor, Option<&Tensor>),
+    act: Act,
 ) -> Result<(Tensor, Tensor), ShimError> {
     let sum = empty(&x.size(), (x.kind(), x.device()))?;
-    let y = output_of(x, weight)?;
+    let y = output_of(x, weight, act)?;
     let b = bias.map_or(std::ptr::null(), ptr);
     // SAFETY: live tensors (or null for no bias) for the duration of the call; the shim checks
     // shapes, dtypes, devices and alignment.
@@ -156,6 +201,7 @@ pub fn add_rms_norm_linear(
             b,
             ptr(&sum),
             ptr(&y),
+            act.code(),
         )
     })?;
     Ok((sum, y))
@@ -188,13 +234,22 @@ pub fn linear_grouped(
     x: &Tensor,
     weight: &Tensor,
     group_ends: &Tensor,
+    act: Act,
 ) -> Result<Tensor, ShimError> {
     let slots = x.size().first().copied().unwrap_or(0);
     let n = weight.size().get(1).copied().unwrap_or(0);
-    let y = empty(&[slots, n], (x.kind(), x.device()))?;
+    if !act.takes(n) {
+        return Err(ShimError::new(format!(
+            "gemv_grouped with SwiGLU: a fused gate/up weight has an even number of rows, got {n}"
+        )));
+    }
+    let outs = if act == Act::SwiGlu { n / 2 } else { n };
+    let y = empty(&[slots, outs], (x.kind(), x.device()))?;
     // SAFETY: live tensors for the duration of the call; the shim checks shapes, dtypes and
     // devices.
-    check(unsafe { llmprof_gemv_grouped(ptr(x), ptr(weight), ptr(group_ends), ptr(&y)) })?;
+    check(unsafe {
+        llmprof_gemv_grouped(ptr(x), ptr(weight), ptr(group_ends), ptr(&y), act.code())
+    })?;
     Ok(y)
 }
 
@@ -257,7 +312,8 @@ mod tests {
                         let b = with_bias.then(|| Tensor::randn([n], (kind, dev)));
                         assert!(add_rms_norm_fits(&x, &delta, &nw, &w, b.as_ref()));
                         let (sum, y) =
-                            add_rms_norm_linear((&x, &delta), (&nw, 1e-6), &w, b.as_ref()).unwrap();
+                            add_rms_norm_linear((&x, &delta), (&nw, 1e-6), (&w, b.as_ref()), Act::None)
+                                .unwrap();
                         let (want_sum, normed) =
                             kernels::add_rms_norm(&x, &delta, &nw, 1e-6).unwrap();
                         let want = linear(&normed, &w, b.as_ref()).unwrap();
@@ -308,7 +364,9 @@ mod tests {
                         let ends = Tensor::from_slice(&ends).to_device(dev);
                         let x = Tensor::randn([slots, k], (kind, dev));
                         assert!(grouped_fits(&x, &w, &ends), "{kind:?} {slots} slots");
-                        let got = linear_grouped(&x, &w, &ends).unwrap().to_kind(Kind::Float);
+                        let got = linear_grouped(&x, &w, &ends, Act::None)
+                            .unwrap()
+                            .to_kind(Kind::Float);
                         let want = Tensor::stack(
                             &of_slot
                                 .iter()

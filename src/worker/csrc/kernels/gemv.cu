@@ -75,8 +75,13 @@ struct FoldedNorm {
 // end not made), so every lane's first group goes out before the wait and its last loads go out
 // together; without it a lane whose first group is not whole waits before any load, and the
 // row's end is read one load a step. Which is faster depends on the shape (`load_plan`).
+// kSwiGlu: the weight is a fused gate/up projection [gate; up] of n = 2f rows, and the call
+// writes silu(gate row j)·(up row j) [m, f] instead of the projection: each warp reads the gate
+// and up rows of kRowsPerWarp / 2 outputs (the same rows a block as without it), and rounds as
+// the GEMV and then swiglu.cu's kernel round (each projection to T, silu to T, the product to
+// T), so the values are the two kernels' bit for bit, one launch fewer.
 template <typename T, int kM, bool kGrouped, int kWarps, int kRowsPerWarp, int kNormVecs = 0,
-          int kUnroll = kDefaultUnroll, bool kPartialGroups = false>
+          int kUnroll = kDefaultUnroll, bool kPartialGroups = false, bool kSwiGlu = false>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
          T* __restrict__ y, int m, int64_t n, int64_t k, const int32_t* __restrict__ group_ends,
@@ -85,9 +90,12 @@ __global__ void __launch_bounds__(kWarps * 32)
                 "the folded norm is a one-row call in blocks of the norm kernel's 256 threads");
   constexpr int kV = 16 / (int)sizeof(T);  // elements per 16-byte load
   constexpr int kStep = 32 * kV;            // elements a warp covers per load
+  static_assert(!kSwiGlu || kRowsPerWarp % 2 == 0, "a warp reads whole gate/up pairs");
+  constexpr int kOutsPerWarp = kSwiGlu ? kRowsPerWarp / 2 : kRowsPerWarp;
+  const int64_t outs = kSwiGlu ? n / 2 : n;  // outputs a row of y holds
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t n0 = ((int64_t)blockIdx.x * kWarps + warp) * kRowsPerWarp;
-  const bool active = n0 < n;  // a warp past the outputs still helps with a folded norm
+  const int64_t n0 = ((int64_t)blockIdx.x * kWarps + warp) * kOutsPerWarp;  // first output
+  const bool active = n0 < outs;  // a warp past the outputs still helps with a folded norm
   if (kNormVecs == 0 && !active) return;  // before the wait: this warp reads and writes nothing
   if constexpr (kGrouped) {
     // Which weight to read comes from the routing kernel before this one: wait first.
@@ -104,11 +112,16 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     w += (int64_t)lo * n * k;
     x += (int64_t)slot * k;
-    y += (int64_t)slot * n;
+    y += (int64_t)slot * outs;
   }
+  // Weight row of the warp's row r: output n0 + r, or with kSwiGlu gate (r even) and up (r odd)
+  // of output n0 + r / 2.
   const T* rows[kRowsPerWarp];
 #pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) rows[r] = w + min(n0 + r, n - 1) * k;
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int64_t o = min(n0 + (kSwiGlu ? r / 2 : r), outs - 1);
+    rows[r] = w + (kSwiGlu ? (r % 2) * outs + o : o) * k;
+  }
   float acc[kRowsPerWarp][kM];
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r)
@@ -218,7 +231,22 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int i = 0; i < kM; ++i)
 #pragma unroll
       for (int o = 16; o > 0; o /= 2) acc[r][i] += __shfl_xor_sync(0xffffffffu, acc[r][i], o);
-  if (lane == 0) {
+  if (lane == 0 && kSwiGlu) {
+#pragma unroll
+    for (int p = 0; p < kOutsPerWarp; ++p) {
+      const int64_t col = n0 + p;
+      if (col >= outs) break;
+      const float bg = bias ? to_f(bias[col]) : 0.f, bu = bias ? to_f(bias[outs + col]) : 0.f;
+#pragma unroll
+      for (int i = 0; i < kM; ++i) {
+        if (i >= m) break;
+        const float g = llmprof_k::round_to<T>(acc[2 * p][i] + bg);
+        const float u = llmprof_k::round_to<T>(acc[2 * p + 1][i] + bu);
+        const float silu = llmprof_k::round_to<T>(__fdiv_rn(g, __fadd_rn(1.f, expf(-g))));
+        y[(int64_t)i * outs + col] = from_f<T>(__fmul_rn(silu, u));
+      }
+    }
+  } else if (lane == 0) {
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
       const int64_t col = n0 + r;
@@ -262,22 +290,40 @@ LoadPlan load_plan(int64_t n, int64_t k, bool grouped) {
 
 // The kernel of one form (kM rows, grouped or not, warps × rows, folded norm vectors) that reads
 // rows in groups of kDefaultUnroll loads, partial or whole by `plan` (not kWideRow).
-template <typename T, int kM, bool kGrouped, int kW, int kR, int kNV>
+template <typename T, int kM, bool kGrouped, int kW, int kR, int kNV, bool kS = false>
 auto gemv_in_groups(LoadPlan plan) {
-  return plan == LoadPlan::kPartialGroups ? gemv<T, kM, kGrouped, kW, kR, kNV, kDefaultUnroll, true>
-                                          : gemv<T, kM, kGrouped, kW, kR, kNV>;
+  return plan == LoadPlan::kPartialGroups
+             ? gemv<T, kM, kGrouped, kW, kR, kNV, kDefaultUnroll, true, kS>
+             : gemv<T, kM, kGrouped, kW, kR, kNV, kDefaultUnroll, false, kS>;
 }
 
 // The form's kernel that reads a whole row in one group of partial loads (kWideRow).
-template <typename T, int kW, int kR, int kNV>
+template <typename T, int kW, int kR, int kNV, bool kS = false>
 auto gemv_wide_row() {
-  return gemv<T, 1, false, kW, kR, kNV, kWideUnroll, true>;
+  return gemv<T, 1, false, kW, kR, kNV, kWideUnroll, true, kS>;
+}
+
+// The one-row kernel of a plain call (no folded norm), with or without kSwiGlu.
+template <typename T, bool kS>
+auto one_row_kernel(bool short_rows, LoadPlan plan) {
+  return short_rows                    ? gemv_wide_row<T, kShortWarps, kShortRowsPerWarp, 0, kS>()
+         : plan == LoadPlan::kWideRow ? gemv_wide_row<T, kWarps, kRowsPerWarp, 0, kS>()
+                                      : gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 0, kS>(plan);
+}
+
+// The one-row kernel with the folded norm (its vectors a thread by k), with or without kSwiGlu.
+template <typename T, bool kS>
+auto folded_norm_kernel(int64_t per_thread, LoadPlan plan) {
+  return per_thread <= 1   ? gemv_wide_row<T, kWarps, kRowsPerWarp, 1, kS>()
+         : per_thread <= 2 ? gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 2, kS>(plan)
+                           : gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 4, kS>(plan);
 }
 
 template <typename T>
 int launch_gemv(const void* x, const void* w, const void* bias, void* y, int m, int64_t n,
-                int64_t k, cudaStream_t stream) {
+                int64_t k, bool swiglu, cudaStream_t stream) {
   if (sizeof(T) == 4) return (int)cudaErrorInvalidValue;  // bf16 and fp16 only
+  if (swiglu && m != 1) return (int)cudaErrorInvalidValue;  // one-row calls only
   const auto x_ = static_cast<const T*>(x);
   const auto w_ = static_cast<const T*>(w);
   const auto b_ = static_cast<const T*>(bias);
@@ -287,10 +333,9 @@ int launch_gemv(const void* x, const void* w, const void* bias, void* y, int m, 
   const LoadPlan plan = load_plan<T>(n, k, false);
   static_assert(kShortK <= kWideUnroll * kWarpStep<T> || sizeof(T) == 4,
                 "short rows are read as one wide group");
-  auto kernel = short_rows ? gemv_wide_row<T, kShortWarps, kShortRowsPerWarp, 0>()
-                : m == 1 && plan == LoadPlan::kWideRow ? gemv_wide_row<T, kWarps, kRowsPerWarp, 0>()
-                : m == 1 ? gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 0>(plan)
-                : m == 2   ? gemv<T, 2, false, kWarps, kRowsPerWarp>
+  auto kernel = swiglu   ? one_row_kernel<T, true>(short_rows, plan)
+                : m == 1 ? one_row_kernel<T, false>(short_rows, plan)
+                : m == 2 ? gemv<T, 2, false, kWarps, kRowsPerWarp>
                 : m <= 4   ? gemv<T, 4, false, kWarps, kRowsPerWarp>
                            : gemv<T, 8, false, kWarps, kRowsPerWarp>;
   const int threads = 32 * (short_rows ? kShortWarps : kWarps);
@@ -301,16 +346,15 @@ int launch_gemv(const void* x, const void* w, const void* bias, void* y, int m, 
 template <typename T>
 int launch_gemv_add_rms_norm(const void* x, const void* delta, const void* norm_weight, float eps,
                              void* sum, const void* w, const void* bias, void* y, int64_t n,
-                             int64_t k, cudaStream_t stream) {
+                             int64_t k, bool swiglu, cudaStream_t stream) {
   if (sizeof(T) == 4) return (int)cudaErrorInvalidValue;  // bf16 and fp16 only
   constexpr int V = 16 / (int)sizeof(T);
   const int64_t per_thread = (k / V + 255) / 256;  // the norm's vectors per thread
   const LoadPlan plan = load_plan<T>(n, k, false);
   // A row of at most kWideUnroll loads is at most one vector a thread of the norm: per_thread 1
   // is the wide row's case and no other.
-  auto kernel = per_thread <= 1   ? gemv_wide_row<T, kWarps, kRowsPerWarp, 1>()
-                : per_thread <= 2 ? gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 2>(plan)
-                                  : gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 4>(plan);
+  auto kernel = swiglu ? folded_norm_kernel<T, true>(per_thread, plan)
+                       : folded_norm_kernel<T, false>(per_thread, plan);
   const FoldedNorm<T> norm{static_cast<const T*>(delta), static_cast<const T*>(norm_weight),
                            static_cast<T*>(sum), eps};
   return (int)llmprof_k::launch(kernel, (unsigned)blocks_for(n), kWarps * 32,
@@ -322,10 +366,13 @@ int launch_gemv_add_rms_norm(const void* x, const void* delta, const void* norm_
 
 template <typename T>
 int launch_gemv_grouped(const void* x, const void* w, const int32_t* group_ends, void* y,
-                        int slots, int experts, int64_t n, int64_t k, cudaStream_t stream) {
+                        int slots, int experts, int64_t n, int64_t k, bool swiglu,
+                        cudaStream_t stream) {
   if (sizeof(T) == 4) return (int)cudaErrorInvalidValue;  // bf16 and fp16 only
   const dim3 grid((unsigned)blocks_for(n), (unsigned)slots);
-  auto kernel = gemv_in_groups<T, 1, true, kWarps, kRowsPerWarp, 0>(load_plan<T>(n, k, true));
+  const LoadPlan plan = load_plan<T>(n, k, true);
+  auto kernel = swiglu ? gemv_in_groups<T, 1, true, kWarps, kRowsPerWarp, 0, true>(plan)
+                       : gemv_in_groups<T, 1, true, kWarps, kRowsPerWarp, 0>(plan);
   return (int)llmprof_k::launch(kernel, grid, kWarps * 32, 0, stream,
                                 static_cast<const T*>(x), static_cast<const T*>(w),
                                 static_cast<const T*>(nullptr), static_cast<T*>(y), 1, n, k,
@@ -335,35 +382,37 @@ int launch_gemv_grouped(const void* x, const void* w, const int32_t* group_ends,
 }  // namespace
 
 extern "C" int llmprof_k_gemv(int dtype, const void* x, const void* w, const void* bias, void* y,
-                              int m, int64_t n, int64_t k, void* stream) {
-  if (m < 1 || m > LLMPROF_K_GEMV_MAX_ROWS || !shape_fits(x, w, n, k)) {
+                              int m, int64_t n, int64_t k, int swiglu, void* stream) {
+  if (m < 1 || m > LLMPROF_K_GEMV_MAX_ROWS || !shape_fits(x, w, n, k) ||
+      (swiglu && (m != 1 || n % 2 != 0))) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);
-  LLMPROF_K_DISPATCH(dtype, launch_gemv, x, w, bias, y, m, n, k, st)
+  LLMPROF_K_DISPATCH(dtype, launch_gemv, x, w, bias, y, m, n, k, swiglu != 0, st)
 }
 
 extern "C" int llmprof_k_gemv_grouped(int dtype, const void* x, const void* w,
                                       const int32_t* group_ends, void* y, int slots, int experts,
-                                      int64_t n, int64_t k, void* stream) {
+                                      int64_t n, int64_t k, int swiglu, void* stream) {
   if (slots < 1 || slots > LLMPROF_K_GEMV_MAX_GROUPED_ROWS || experts < 1 ||
-      group_ends == nullptr || !shape_fits(x, w, n, k)) {
+      group_ends == nullptr || !shape_fits(x, w, n, k) || (swiglu && n % 2 != 0)) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);
-  LLMPROF_K_DISPATCH(dtype, launch_gemv_grouped, x, w, group_ends, y, slots, experts, n, k, st)
+  LLMPROF_K_DISPATCH(dtype, launch_gemv_grouped, x, w, group_ends, y, slots, experts, n, k,
+                     swiglu != 0, st)
 }
 
 extern "C" int llmprof_k_gemv_add_rms_norm(int dtype, const void* x, const void* delta,
                                            const void* norm_weight, float eps, void* sum,
                                            const void* w, const void* bias, void* y, int64_t n,
-                                           int64_t k, void* stream) {
+                                           int64_t k, int swiglu, void* stream) {
   if (!shape_fits(x, w, n, k) || k > LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN ||
       !llmprof_k::aligned16(delta) || !llmprof_k::aligned16(norm_weight) ||
-      !llmprof_k::aligned16(sum)) {
+      !llmprof_k::aligned16(sum) || (swiglu && n % 2 != 0)) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);
   LLMPROF_K_DISPATCH(dtype, launch_gemv_add_rms_norm, x, delta, norm_weight, eps, sum, w, bias, y,
-                     n, k, st)
+                     n, k, swiglu != 0, st)
 }

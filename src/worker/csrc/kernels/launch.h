@@ -250,10 +250,12 @@ int llmprof_k_decode_attention(int dtype, const void* q, const void* k, const vo
 
 /* A Linear over 1 ..= LLMPROF_K_GEMV_MAX_ROWS rows (csrc/kernels/gemv.cu): y [m, n] = x [m, k] ·
  * w [n, k]ᵀ (+ bias [n] where bias is not null), bf16 or fp16, all contiguous; k a multiple of 8,
- * x and w 16-byte aligned. */
+ * x and w 16-byte aligned. With `swiglu` (one row, n even): w is a fused [gate; up] projection
+ * and y [1, n / 2] = silu(gate)·up, rounded as the projection and swiglu.cu's kernel round. The
+ * same `swiglu` in the two entry points below. */
 #define LLMPROF_K_GEMV_MAX_ROWS 8
 int llmprof_k_gemv(int dtype, const void* x, const void* w, const void* bias, void* y, int m,
-                   int64_t n, int64_t k, void* stream);
+                   int64_t n, int64_t k, int swiglu, void* stream);
 
 /* The one-row GEMV with the residual add and RMSNorm before it folded in (csrc/kernels/gemv.cu):
  * sum [k] = x + delta, y [n] = rmsnorm(sum; norm_weight, eps) · w [n, k]ᵀ (+ bias [n] where bias
@@ -262,7 +264,8 @@ int llmprof_k_gemv(int dtype, const void* x, const void* w, const void* bias, vo
  * norm_weight, sum and w 16-byte aligned. */
 int llmprof_k_gemv_add_rms_norm(int dtype, const void* x, const void* delta,
                                 const void* norm_weight, float eps, void* sum, const void* w,
-                                const void* bias, void* y, int64_t n, int64_t k, void* stream);
+                                const void* bias, void* y, int64_t n, int64_t k, int swiglu,
+                                void* stream);
 
 /* The GEMV over a MoE step's token slots sorted by expert (csrc/kernels/gemv.cu): y [slots, n] =
  * x [slots, k] · w[e]ᵀ per slot, w [experts, n, k] and e the expert whose group in group_ends
@@ -272,7 +275,8 @@ int llmprof_k_gemv_add_rms_norm(int dtype, const void* x, const void* delta,
  * aligned. */
 #define LLMPROF_K_GEMV_MAX_GROUPED_ROWS 16
 int llmprof_k_gemv_grouped(int dtype, const void* x, const void* w, const int32_t* group_ends,
-                           void* y, int slots, int experts, int64_t n, int64_t k, void* stream);
+                           void* y, int slots, int experts, int64_t n, int64_t k, int swiglu,
+                           void* stream);
 
 /* Hopper GEMMs (csrc/kernels/sm90a, CUTLASS; built only with LLMPROF_HAVE_SM90A_GEMM and run
  * only on compute capability 9.0). */

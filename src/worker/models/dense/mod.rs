@@ -136,7 +136,8 @@ impl DenseLm {
                     let at = vs.sub("model.layers").sub(i).sub(at);
                     let mut moe = Moe::load(&at, shape, names, fused)?
                         .with_swiglu_kernel(optim.engine.swiglu_kernel)
-                        .with_gemv(optim.engine.gemv_kernel);
+                        .with_gemv(optim.engine.gemv_kernel)
+                        .with_gemv_swiglu(optim.engine.gemv_swiglu);
                     // Grouped GEMMs keep the group sizes on the device (no host sync, so decode
                     // steps can be captured); where _grouped_mm cannot run it falls back itself.
                     moe.dispatch = MoeDispatch::Grouped;
@@ -149,6 +150,7 @@ impl DenseLm {
                     }
                     .with_kernel(optim.engine.swiglu_kernel)
                     .with_gemv(optim.engine.gemv_kernel)
+                    .with_gemv_swiglu(optim.engine.gemv_swiglu)
                     .with_gelu_tanh(arch.mlp_activation == MlpActivation::GeluTanh),
                 ) as Box<dyn FeedForward>,
             })

@@ -146,24 +146,36 @@ impl GateUp {
     /// `silu(x·gateᵀ) ⊙ x·upᵀ` [..., F]; `kernel`: the fused form's activation in llmprof's
     /// kernel on a GPU.
     pub fn act(&self, xs: &Tensor, kernel: bool) -> Result<Tensor> {
-        self.project(xs, false)?.act(kernel)
+        self.project(xs, false, kernels_gemv::Act::None)?
+            .act(kernel)
     }
 
     /// The projections alone: `x·gateᵀ` and `x·upᵀ`, or `x·[gate; up]ᵀ`; `gemv`: in llmprof's
-    /// GEMV kernel where it takes the call (`runtime.optim.gemv_kernel`).
-    pub fn project(&self, xs: &Tensor, gemv: bool) -> Result<GateUpOut> {
+    /// GEMV kernel where it takes the call (`runtime.optim.gemv_kernel`); `act` SwiGLU: the
+    /// fused form's activation in the same GEMV where it takes the call (its output then
+    /// [`GateUpOut::Activated`], `runtime.optim.gemv_swiglu`).
+    pub fn project(&self, xs: &Tensor, gemv: bool, act: kernels_gemv::Act) -> Result<GateUpOut> {
         let lin = |w: &Tensor| kernels_gemv::linear_or_torch(xs, w, None, gemv);
         Ok(match self {
             GateUp::Split { gate, up } => GateUpOut::Split(lin(gate)?, lin(up)?),
+            GateUp::Fused(w)
+                if gemv
+                    && act == kernels_gemv::Act::SwiGlu
+                    && kernels_gemv::swiglu_fits(xs, w) =>
+            {
+                GateUpOut::Activated(kernels_gemv::linear_swiglu(xs, w)?)
+            }
             GateUp::Fused(w) => GateUpOut::Fused(lin(w)?),
         })
     }
 }
 
-/// What [`GateUp::project`] gives: the two projections, or one tensor holding both halves.
+/// What [`GateUp::project`] gives: the two projections, one tensor holding both halves, or
+/// (SwiGLU in the GEMV) the activation itself.
 pub enum GateUpOut {
     Split(Tensor, Tensor),
     Fused(Tensor),
+    Activated(Tensor),
 }
 
 impl GateUpOut {
@@ -175,6 +187,9 @@ impl GateUpOut {
                 let f = gu.size().last().copied().unwrap_or(0) / 2;
                 (gu.f_narrow(-1, 0, f)?, gu.f_narrow(-1, f, f)?)
             }
+            GateUpOut::Activated(_) => {
+                anyhow::bail!("GeGLU on an output the GEMV already activated with SiLU")
+            }
         };
         Ok(gate.f_gelu("tanh")?.f_mul(&up)?)
     }
@@ -184,6 +199,7 @@ impl GateUpOut {
         match self {
             GateUpOut::Split(gate, up) => Ok(gate.f_silu()?.f_mul(&up)?),
             GateUpOut::Fused(gu) => silu_mul_last(&gu, kernel),
+            GateUpOut::Activated(a) => Ok(a),
         }
     }
 }
@@ -218,6 +234,9 @@ pub struct SwiGlu {
     pub gelu_tanh: bool,
     /// Its projections in llmprof's GEMV kernel where it takes them (`runtime.optim.gemv_kernel`).
     pub gemv: bool,
+    /// With `gemv`, `kernel` and fused projections: the activation in the gate/up GEMV where it
+    /// takes the call (one row: decode at batch 1; `runtime.optim.gemv_swiglu`).
+    pub gemv_swiglu: bool,
 }
 
 impl SwiGlu {
@@ -233,6 +252,7 @@ impl SwiGlu {
             kernel: false,
             gelu_tanh: false,
             gemv: false,
+            gemv_swiglu: false,
         })
     }
 
@@ -247,6 +267,7 @@ impl SwiGlu {
             kernel: false,
             gelu_tanh: false,
             gemv: false,
+            gemv_swiglu: false,
         })
     }
 
@@ -258,6 +279,23 @@ impl SwiGlu {
     /// This MLP with its projections in llmprof's GEMV kernel where it takes them, when `on`.
     pub fn with_gemv(self, on: bool) -> Self {
         SwiGlu { gemv: on, ..self }
+    }
+
+    /// This MLP with its activation in the gate/up GEMV where it takes the call, when `on`.
+    pub fn with_gemv_swiglu(self, on: bool) -> Self {
+        SwiGlu {
+            gemv_swiglu: on,
+            ..self
+        }
+    }
+
+    /// What the gate/up GEMV applies: SwiGLU where `gemv_swiglu`, `gemv` and `kernel` are on
+    /// and the MLP is SwiGLU (not GeGLU); nothing otherwise.
+    pub fn gemv_act(&self) -> kernels_gemv::Act {
+        match self.gemv_swiglu && self.gemv && self.kernel && !self.gelu_tanh {
+            true => kernels_gemv::Act::SwiGlu,
+            false => kernels_gemv::Act::None,
+        }
     }
 
     /// This MLP as GeGLU: GELU (tanh) on the gate; llmprof's SiLU kernel is not used.
@@ -278,7 +316,8 @@ impl SwiGlu {
     }
 
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        self.down(&self.activate(self.gate_up.project(xs, self.gemv)?)?)
+        let gu = self.gate_up.project(xs, self.gemv, self.gemv_act())?;
+        self.down(&self.activate(gu)?)
     }
 
     fn down(&self, a: &Tensor) -> Result<Tensor> {
@@ -292,7 +331,7 @@ impl SwiGlu {
     pub fn forward_marked(&self, xs: &Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         let gu = {
             let _m = obs.enter_module(GATE_UP, None);
-            self.gate_up.project(xs, self.gemv)?
+            self.gate_up.project(xs, self.gemv, self.gemv_act())?
         };
         self.act_down_marked(gu, obs)
     }
@@ -308,9 +347,13 @@ impl SwiGlu {
 
     /// The activation and `down` of [`SwiGlu::forward_marked`] from the gate/up projection.
     pub fn act_down_marked(&self, gu: GateUpOut, obs: &dyn RegionObserver) -> Result<Tensor> {
-        let a = {
-            let _m = obs.enter_module(ACT, None);
-            self.activate(gu)?
+        let a = match gu {
+            // Activated in the gate/up GEMV: nothing runs under `act`.
+            GateUpOut::Activated(a) => a,
+            gu => {
+                let _m = obs.enter_module(ACT, None);
+                self.activate(gu)?
+            }
         };
         let _m = obs.enter_module(DOWN, None);
         self.down(&a)

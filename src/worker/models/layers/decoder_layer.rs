@@ -10,6 +10,7 @@ use super::mla::MlaAttention;
 use super::self_attention::SelfAttention;
 use crate::checkpoint::tensors::WeightPath;
 use crate::engine::kv_cache::AttnMask;
+use crate::ffi::kernels_gemv::Act;
 use crate::engine::kv_cache::KvDims;
 use anyhow::Result;
 use llmprof::model::dense::{Mla, RopeScaling};
@@ -30,8 +31,9 @@ pub trait FeedForward: std::fmt::Debug {
 
     /// The weight of the block's first projection where a folded add + RMSNorm may run it
     /// ([`FeedForward::forward_projected`] then takes its output), with the module to mark it
-    /// as; None (the default) where the block projects its input itself.
-    fn first_projection(&self) -> Option<(&Tensor, Module)> {
+    /// as and what the GEMV applies to it (SwiGLU: its output is the activation); None (the
+    /// default) where the block projects its input itself.
+    fn first_projection(&self) -> Option<(&Tensor, Module, Act)> {
         None
     }
 
@@ -52,12 +54,16 @@ impl FeedForward for SwiGlu {
         self.forward_marked(x, obs)
     }
 
-    fn first_projection(&self) -> Option<(&Tensor, Module)> {
-        self.fused_gate_up().map(|w| (w, GATE_UP))
+    fn first_projection(&self) -> Option<(&Tensor, Module, Act)> {
+        self.fused_gate_up().map(|w| (w, GATE_UP, self.gemv_act()))
     }
 
     fn forward_projected(&self, projected: Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
-        self.act_down_marked(GateUpOut::Fused(projected), obs)
+        let gu = match self.gemv_act() {
+            Act::SwiGlu => GateUpOut::Activated(projected),
+            Act::None => GateUpOut::Fused(projected),
+        };
+        self.act_down_marked(gu, obs)
     }
 }
 
@@ -169,7 +175,7 @@ impl DecoderLayer {
                 Some(((w, b), f)) => {
                     let (h, y) = {
                         let _q = obs.enter_module(QKV, None);
-                        self.input_ln.add_forward_linear((h, f), w, b)?
+                        self.input_ln.add_forward_linear((h, f), w, b, Act::None)?
                     };
                     (h, attn(&self.attn, BlockInput::Projected(&y))?)
                 }
@@ -194,12 +200,12 @@ impl DecoderLayer {
         let first = fold
             .then(|| self.ffn.first_projection())
             .flatten()
-            .filter(|(w, _)| self.post_ln.folds_into((&a.0, &a.1), w, None));
+            .filter(|(w, _, _)| self.post_ln.folds_into((&a.0, &a.1), w, None));
         let (h, f) = match first {
-            Some((w, module)) => {
+            Some((w, module, act)) => {
                 let (h, y) = {
                     let _p = obs.enter_module(module, None);
-                    self.post_ln.add_forward_linear((&a.0, &a.1), w, None)?
+                    self.post_ln.add_forward_linear((&a.0, &a.1), w, None, act)?
                 };
                 (h, self.ffn.forward_projected(y, obs)?)
             }

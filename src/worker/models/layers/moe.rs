@@ -69,6 +69,9 @@ pub struct Moe {
     /// The routed experts of a step with at most [`kernels_gemv::MAX_GROUPED_ROWS`] token slots
     /// in llmprof's grouped GEMV kernel on a GPU (`runtime.optim.gemv_kernel`).
     gemv: bool,
+    /// With `gemv`, `swiglu_kernel` and fused gate/up weights: the experts' activation in that
+    /// grouped GEMV (`runtime.optim.gemv_swiglu`); set with [`Moe::with_gemv_swiglu`].
+    gemv_swiglu: bool,
 }
 
 impl Moe {
@@ -102,6 +105,7 @@ impl Moe {
             combine_kernel: false,
             swiglu_kernel: false,
             gemv: false,
+            gemv_swiglu: false,
         })
     }
 
@@ -122,6 +126,16 @@ impl Moe {
         Moe {
             shared: self.shared.map(|s| s.with_gemv(on)),
             gemv: on,
+            ..self
+        }
+    }
+
+    /// This MoE with the SwiGLU of its experts (routed, and shared where they run as a dense
+    /// MLP) in the GEMV that projects their gate/up, where it takes the call, when `on`.
+    pub fn with_gemv_swiglu(self, on: bool) -> Self {
+        Moe {
+            shared: self.shared.map(|s| s.with_gemv_swiglu(on)),
+            gemv_swiglu: on,
             ..self
         }
     }
@@ -325,7 +339,7 @@ impl Moe {
                     },
                     GateUp::Fused(w) => GateUp::Fused(w.f_get(ei)?),
                 }
-                .project(&xe, false)?
+                .project(&xe, false, kernels_gemv::Act::None)?
             };
             let act = {
                 let _m = obs.enter_module(EXPERTS_ACT, None);
@@ -370,6 +384,7 @@ impl Moe {
             match gu {
                 GateUpOut::Split(g, u) => g.f_silu()?.f_mul(&u)?,
                 GateUpOut::Fused(gu) => silu_mul_halves(&gu, 1)?,
+                GateUpOut::Activated(a) => a,
             }
         }; // (n·k, f, 1)
         let _m = obs.enter_module(EXPERTS_DOWN, None);
@@ -413,22 +428,31 @@ impl Moe {
         // transposed views of [E, N, K] weights are the column-major layout its kernel wants.
         let gmm = |a: &Tensor, w: &Tensor| -> Result<Tensor> {
             if self.gemv && kernels_gemv::grouped_fits(a, w, offs) {
-                return Ok(kernels_gemv::linear_grouped(a, w, offs)?);
+                return Ok(kernels_gemv::linear_grouped(a, w, offs, kernels_gemv::Act::None)?);
             }
             Ok(a.f_internal_grouped_mm::<&Tensor>(&w.f_transpose(1, 2)?, Some(offs), None, None)?)
         };
+        let fold_act = self.gemv && self.gemv_swiglu && self.swiglu_kernel;
         let gu = {
             let _m = obs.enter_module(EXPERTS_GATE_UP, None);
             match gate_up {
                 GateUp::Split { gate, up } => {
                     GateUpOut::Split(gmm(sorted_x, gate)?, gmm(sorted_x, up)?)
                 }
+                GateUp::Fused(w) if fold_act && kernels_gemv::grouped_fits(sorted_x, w, offs) => {
+                    let act = kernels_gemv::Act::SwiGlu;
+                    GateUpOut::Activated(kernels_gemv::linear_grouped(sorted_x, w, offs, act)?)
+                }
                 GateUp::Fused(w) => GateUpOut::Fused(gmm(sorted_x, w)?),
             }
         };
-        let act = {
-            let _m = obs.enter_module(EXPERTS_ACT, None);
-            gu.act(self.swiglu_kernel)?
+        let act = match gu {
+            // Activated in the grouped GEMV: nothing runs under `experts_act`.
+            GateUpOut::Activated(a) => a,
+            gu => {
+                let _m = obs.enter_module(EXPERTS_ACT, None);
+                gu.act(self.swiglu_kernel)?
+            }
         }; // (n·k, f)
         let _m = obs.enter_module(EXPERTS_DOWN, None);
         gmm(&act, w_down) // (n·k, h), sorted order

@@ -108,6 +108,7 @@ mod tests {
                 kernel: false,
                 gelu_tanh: false,
                 gemv: false,
+                gemv_swiglu: false,
             };
             let st = SharedAsExperts::stack(&gate_up, &routed_down, &shared)
                 .unwrap()
@@ -163,6 +164,7 @@ mod tests {
             kernel: false,
             gelu_tanh: false,
             gemv: false,
+            gemv_swiglu: false,
         };
         let st = SharedAsExperts::stack(&gate_up, &Tensor::zeros([2, 6, 4], opts), &shared);
         assert!(st.unwrap().is_none());

@@ -93,19 +93,21 @@ impl RmsNorm {
     }
 
     /// `x + delta`, its norm and the projection after it as (sum, projection) in one kernel,
-    /// the same bits as [`RmsNorm::add_forward`] and then llmprof's GEMV; only where
-    /// [`RmsNorm::folds_into`] says so.
+    /// the same bits as [`RmsNorm::add_forward`] and then llmprof's GEMV (and the SwiGLU kernel,
+    /// `act` SwiGLU: `weight` a fused gate/up projection); only where [`RmsNorm::folds_into`]
+    /// says so.
     pub fn add_forward_linear(
         &self,
         (x, delta): (&Tensor, &Tensor),
         weight: &Tensor,
         bias: Option<&Tensor>,
+        act: kernels_gemv::Act,
     ) -> Result<(Tensor, Tensor)> {
         Ok(kernels_gemv::add_rms_norm_linear(
             (x, delta),
             (&self.weight, self.eps),
-            weight,
-            bias,
+            (weight, bias),
+            act,
         )?)
     }
 

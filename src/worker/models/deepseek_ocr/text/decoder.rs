@@ -44,12 +44,14 @@ pub fn load(vs: &WeightPath, cfg: &DecoderConfig, o: &Switches) -> Result<Decode
             Box::new(
                 SwiGlu::load(mlp, o.engine.fused_projections)?
                     .with_kernel(o.engine.swiglu_kernel)
-                    .with_gemv(o.engine.gemv_kernel),
+                    .with_gemv(o.engine.gemv_kernel)
+                    .with_gemv_swiglu(o.engine.gemv_swiglu),
             ) as Box<dyn FeedForward>
         } else {
             let mut moe = moe::load(mlp, cfg, o.engine.fused_projections)?
                 .with_swiglu_kernel(o.engine.swiglu_kernel)
-                .with_gemv(o.engine.gemv_kernel);
+                .with_gemv(o.engine.gemv_kernel)
+                .with_gemv_swiglu(o.engine.gemv_swiglu);
             if o.own.grouped_moe {
                 moe.dispatch = MoeDispatch::Grouped;
             }
