@@ -97,6 +97,33 @@ fn two_ranks_run_stage1_each_with_its_measurements() {
             dir.display()
         );
     }
+    // Each rank's Kineto trace in the run directory as trace.rank<k>.json with its rank and
+    // world size (rank 0's is trace.json too), which `llmprof analyze trace` sets side by side.
+    for k in 0..2u64 {
+        let path = run.join(format!("trace.rank{k}.json"));
+        let t: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(
+            t["distributedInfo"],
+            serde_json::json!({"backend": "file", "rank": k, "world_size": 2}),
+            "{}",
+            path.display()
+        );
+        assert!(t["traceEvents"].as_array().is_some_and(|e| !e.is_empty()));
+    }
+    assert_eq!(
+        std::fs::read(run.join("trace.rank0.json")).unwrap(),
+        std::fs::read(run.join("trace.json")).unwrap()
+    );
+    let out = Command::new(llmprof())
+        .args(["analyze", "trace"])
+        .arg(run.join("trace.rank0.json"))
+        .arg(run.join("trace.rank1.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("rank 1"), "{text}");
     // The same run on one rank makes the same requests.
     let (one, _) = short_stage1("tp1", TEXT);
     assert_eq!(requests(&run), requests(&one));

@@ -154,7 +154,7 @@ pub fn run_ranks(
         .map(|r| r.join().unwrap_or_default())
         .collect();
     match failed {
-        None => Ok(()),
+        None => link_rank_traces(run_dir, &dirs),
         Some((k, RankFailure::Exited(status))) => {
             let how = match status.code() {
                 Some(c) => format!("exited with status {c}"),
@@ -169,6 +169,28 @@ pub fn run_ranks(
             bail!("tensor-parallel rank {k} of {world} could not be waited for ({e}); the other ranks were stopped")
         }
     }
+}
+
+/// Each rank's Kineto trace (`<rank dir>/trace.json`, its distributedInfo written by the
+/// worker) also as `trace.rank<k>.json` in the run directory, where HTA and `llmprof analyze
+/// trace` take a folder of rank traces: a hard link (no second copy of a large file), a copy
+/// where the file system has none. A rank without a trace (the Kineto pass or
+/// `output.trace_json` off) has none.
+pub fn link_rank_traces(run_dir: &Path, rank_dirs: &[PathBuf]) -> Result<()> {
+    use crate::measure::rank_trace::rank_trace_name;
+    for (k, dir) in rank_dirs.iter().enumerate() {
+        let from = dir.join(crate::run_files::TRACE_JSON);
+        if !from.is_file() {
+            continue;
+        }
+        let to = run_dir.join(rank_trace_name(k));
+        let _ = std::fs::remove_file(&to);
+        if std::fs::hard_link(&from, &to).is_err() {
+            std::fs::copy(&from, &to)
+                .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Waits for every rank (crate::rank_procs::wait_all) with `watch` as its stall check, the

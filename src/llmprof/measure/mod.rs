@@ -15,5 +15,6 @@ pub mod nvml_energy;
 pub mod nvml_sample;
 pub mod op_tables;
 pub mod peaks;
+pub mod rank_trace;
 pub mod stats;
 pub mod step_timeline;

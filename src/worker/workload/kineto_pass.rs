@@ -67,6 +67,9 @@ pub fn run<M: Model>(
         .trace_json
         .then(|| run_dir.join(artifacts::TRACE_JSON));
     let profile = session.finish(trace.as_deref())?;
+    if let Some(path) = trace.as_deref() {
+        mark_rank(path, spec, model.info().cuda_device.is_some())?;
+    }
     let times = obs
         .finish()
         .context("reading stage timers of the Kineto pass")?;
@@ -182,4 +185,22 @@ fn module_profile(
             .into_iter()
             .collect(),
     })
+}
+
+/// A tensor-parallel rank's trace gets its rank and world size (`distributedInfo`, as
+/// torch.distributed's profiler writes them); the front end links it into the run directory as
+/// `trace.rank<k>.json`. Nothing for a run of one rank.
+fn mark_rank(trace: &Path, spec: &RunSpec, on_gpu: bool) -> Result<()> {
+    let world = spec.runtime.tensor_parallel as usize;
+    let Some(rank) = std::env::var(llmprof::run_files::TP_RANK_ENV)
+        .ok()
+        .and_then(|r| r.parse::<usize>().ok())
+        .filter(|_| world > 1)
+    else {
+        return Ok(());
+    };
+    // The transport engine/collectives.rs picks: NCCL between GPUs, files between CPU ranks.
+    let backend = if on_gpu { "nccl" } else { "file" };
+    llmprof::measure::rank_trace::add_distributed_info(trace, backend, rank, world)
+        .with_context(|| format!("adding rank {rank}'s distributedInfo to {}", trace.display()))
 }

@@ -76,6 +76,19 @@ pub fn list(exists: impl Fn(&str) -> bool) -> String {
             ));
         }
     }
+    // A tensor-parallel run's rank traces (app/tp_launch.rs links them in).
+    for k in 0.. {
+        let file = crate::measure::rank_trace::rank_trace_name(k);
+        if !exists(&file) {
+            break;
+        }
+        any = true;
+        s.push_str(&format!(
+            "<li><a href=\"{}\">{}</a>: Kineto trace of rank {k}, with its rank and world size (llmprof analyze trace, HTA)</li>\n",
+            super::table::href(&file),
+            esc(&file),
+        ));
+    }
     if !any {
         s.push_str("<li>none</li>\n");
     }
