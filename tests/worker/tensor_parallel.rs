@@ -115,15 +115,16 @@ fn two_ranks_run_stage1_each_with_its_measurements() {
         std::fs::read(run.join("trace.rank0.json")).unwrap(),
         std::fs::read(run.join("trace.json")).unwrap()
     );
+    // The run directory itself: its two rank traces, nothing else of its JSON files.
     let out = Command::new(llmprof())
         .args(["analyze", "trace"])
-        .arg(run.join("trace.rank0.json"))
-        .arg(run.join("trace.rank1.json"))
+        .arg(&run)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("rank 1"), "{text}");
+    assert!(text.contains("# Trace analysis: 2 ranks"), "{text}");
+    assert!(!stderr(&out).contains("not a trace"), "{}", stderr(&out));
     // The same run on one rank makes the same requests.
     let (one, _) = short_stage1("tp1", TEXT);
     assert_eq!(requests(&run), requests(&one));
