@@ -297,6 +297,14 @@ auto gemv_in_groups(LoadPlan plan) {
              : gemv<T, kM, kGrouped, kW, kR, kNV, kDefaultUnroll, false, kS>;
 }
 
+// The one-row SwiGLU kernel that reads rows in groups: partial groups at every shape (correct
+// at any k; the plan of the one-row forms' gate/up projections measured, session 34), so each
+// form compiles one kernel for it, not two.
+template <typename T, int kNV>
+auto swiglu_in_groups() {
+  return gemv<T, 1, false, kWarps, kRowsPerWarp, kNV, kDefaultUnroll, true, true>;
+}
+
 // The form's kernel that reads a whole row in one group of partial loads (kWideRow).
 template <typename T, int kW, int kR, int kNV, bool kS = false>
 auto gemv_wide_row() {
@@ -306,77 +314,98 @@ auto gemv_wide_row() {
 // The one-row kernel of a plain call (no folded norm), with or without kSwiGlu.
 template <typename T, bool kS>
 auto one_row_kernel(bool short_rows, LoadPlan plan) {
-  return short_rows                    ? gemv_wide_row<T, kShortWarps, kShortRowsPerWarp, 0, kS>()
-         : plan == LoadPlan::kWideRow ? gemv_wide_row<T, kWarps, kRowsPerWarp, 0, kS>()
-                                      : gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 0, kS>(plan);
+  if constexpr (kS) {
+    return short_rows                    ? gemv_wide_row<T, kShortWarps, kShortRowsPerWarp, 0, kS>()
+           : plan == LoadPlan::kWideRow ? gemv_wide_row<T, kWarps, kRowsPerWarp, 0, kS>()
+                                        : swiglu_in_groups<T, 0>();
+  } else {
+    return short_rows                    ? gemv_wide_row<T, kShortWarps, kShortRowsPerWarp, 0>()
+           : plan == LoadPlan::kWideRow ? gemv_wide_row<T, kWarps, kRowsPerWarp, 0>()
+                                        : gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 0>(plan);
+  }
 }
 
 // The one-row kernel with the folded norm (its vectors a thread by k), with or without kSwiGlu.
 template <typename T, bool kS>
 auto folded_norm_kernel(int64_t per_thread, LoadPlan plan) {
-  return per_thread <= 1   ? gemv_wide_row<T, kWarps, kRowsPerWarp, 1, kS>()
-         : per_thread <= 2 ? gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 2, kS>(plan)
-                           : gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 4, kS>(plan);
+  if constexpr (kS) {
+    return per_thread <= 1   ? gemv_wide_row<T, kWarps, kRowsPerWarp, 1, kS>()
+           : per_thread <= 2 ? swiglu_in_groups<T, 2>()
+                             : swiglu_in_groups<T, 4>();
+  } else {
+    return per_thread <= 1   ? gemv_wide_row<T, kWarps, kRowsPerWarp, 1>()
+           : per_thread <= 2 ? gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 2>(plan)
+                             : gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 4>(plan);
+  }
 }
 
 template <typename T>
 int launch_gemv(const void* x, const void* w, const void* bias, void* y, int m, int64_t n,
                 int64_t k, bool swiglu, cudaStream_t stream) {
-  if (sizeof(T) == 4) return (int)cudaErrorInvalidValue;  // bf16 and fp16 only
-  if (swiglu && m != 1) return (int)cudaErrorInvalidValue;  // one-row calls only
-  const auto x_ = static_cast<const T*>(x);
-  const auto w_ = static_cast<const T*>(w);
-  const auto b_ = static_cast<const T*>(bias);
-  const auto y_ = static_cast<T*>(y);
-  const unsigned blocks = (unsigned)blocks_for(n);
-  const bool short_rows = m == 1 && k <= kShortK && n >= kManyOutputs;
-  const LoadPlan plan = load_plan<T>(n, k, false);
-  static_assert(kShortK <= kWideUnroll * kWarpStep<T> || sizeof(T) == 4,
-                "short rows are read as one wide group");
-  auto kernel = swiglu   ? one_row_kernel<T, true>(short_rows, plan)
-                : m == 1 ? one_row_kernel<T, false>(short_rows, plan)
-                : m == 2 ? gemv<T, 2, false, kWarps, kRowsPerWarp>
-                : m <= 4   ? gemv<T, 4, false, kWarps, kRowsPerWarp>
-                           : gemv<T, 8, false, kWarps, kRowsPerWarp>;
-  const int threads = 32 * (short_rows ? kShortWarps : kWarps);
-  return (int)llmprof_k::launch(kernel, blocks, threads, 0, stream, x_, w_, b_, y_, m, n, k,
-                                static_cast<const int32_t*>(nullptr), 0, FoldedNorm<T>{});
+  if constexpr (sizeof(T) == 4) {
+    return (int)cudaErrorInvalidValue;  // bf16 and fp16 only: no fp32 kernel is compiled
+  } else {
+    if (swiglu && m != 1) return (int)cudaErrorInvalidValue;  // one-row calls only
+    const auto x_ = static_cast<const T*>(x);
+    const auto w_ = static_cast<const T*>(w);
+    const auto b_ = static_cast<const T*>(bias);
+    const auto y_ = static_cast<T*>(y);
+    const unsigned blocks = (unsigned)blocks_for(n);
+    const bool short_rows = m == 1 && k <= kShortK && n >= kManyOutputs;
+    const LoadPlan plan = load_plan<T>(n, k, false);
+    static_assert(kShortK <= kWideUnroll * kWarpStep<T> || sizeof(T) == 4,
+                  "short rows are read as one wide group");
+    auto kernel = swiglu   ? one_row_kernel<T, true>(short_rows, plan)
+                  : m == 1 ? one_row_kernel<T, false>(short_rows, plan)
+                  : m == 2 ? gemv<T, 2, false, kWarps, kRowsPerWarp>
+                  : m <= 4   ? gemv<T, 4, false, kWarps, kRowsPerWarp>
+                             : gemv<T, 8, false, kWarps, kRowsPerWarp>;
+    const int threads = 32 * (short_rows ? kShortWarps : kWarps);
+    return (int)llmprof_k::launch(kernel, blocks, threads, 0, stream, x_, w_, b_, y_, m, n, k,
+                                  static_cast<const int32_t*>(nullptr), 0, FoldedNorm<T>{});
+  }
 }
 
 template <typename T>
 int launch_gemv_add_rms_norm(const void* x, const void* delta, const void* norm_weight, float eps,
                              void* sum, const void* w, const void* bias, void* y, int64_t n,
                              int64_t k, bool swiglu, cudaStream_t stream) {
-  if (sizeof(T) == 4) return (int)cudaErrorInvalidValue;  // bf16 and fp16 only
-  constexpr int V = 16 / (int)sizeof(T);
-  const int64_t per_thread = (k / V + 255) / 256;  // the norm's vectors per thread
-  const LoadPlan plan = load_plan<T>(n, k, false);
-  // A row of at most kWideUnroll loads is at most one vector a thread of the norm: per_thread 1
-  // is the wide row's case and no other.
-  auto kernel = swiglu ? folded_norm_kernel<T, true>(per_thread, plan)
-                       : folded_norm_kernel<T, false>(per_thread, plan);
-  const FoldedNorm<T> norm{static_cast<const T*>(delta), static_cast<const T*>(norm_weight),
-                           static_cast<T*>(sum), eps};
-  return (int)llmprof_k::launch(kernel, (unsigned)blocks_for(n), kWarps * 32,
-                                (size_t)k * sizeof(T), stream, static_cast<const T*>(x),
-                                static_cast<const T*>(w), static_cast<const T*>(bias),
-                                static_cast<T*>(y), 1, n, k, static_cast<const int32_t*>(nullptr),
-                                0, norm);
+  if constexpr (sizeof(T) == 4) {
+    return (int)cudaErrorInvalidValue;  // bf16 and fp16 only: no fp32 kernel is compiled
+  } else {
+    constexpr int V = 16 / (int)sizeof(T);
+    const int64_t per_thread = (k / V + 255) / 256;  // the norm's vectors per thread
+    const LoadPlan plan = load_plan<T>(n, k, false);
+    // A row of at most kWideUnroll loads is at most one vector a thread of the norm: per_thread 1
+    // is the wide row's case and no other.
+    auto kernel = swiglu ? folded_norm_kernel<T, true>(per_thread, plan)
+                         : folded_norm_kernel<T, false>(per_thread, plan);
+    const FoldedNorm<T> norm{static_cast<const T*>(delta), static_cast<const T*>(norm_weight),
+                             static_cast<T*>(sum), eps};
+    return (int)llmprof_k::launch(kernel, (unsigned)blocks_for(n), kWarps * 32,
+                                  (size_t)k * sizeof(T), stream, static_cast<const T*>(x),
+                                  static_cast<const T*>(w), static_cast<const T*>(bias),
+                                  static_cast<T*>(y), 1, n, k, static_cast<const int32_t*>(nullptr),
+                                  0, norm);
+  }
 }
 
 template <typename T>
 int launch_gemv_grouped(const void* x, const void* w, const int32_t* group_ends, void* y,
                         int slots, int experts, int64_t n, int64_t k, bool swiglu,
                         cudaStream_t stream) {
-  if (sizeof(T) == 4) return (int)cudaErrorInvalidValue;  // bf16 and fp16 only
-  const dim3 grid((unsigned)blocks_for(n), (unsigned)slots);
-  const LoadPlan plan = load_plan<T>(n, k, true);
-  auto kernel = swiglu ? gemv_in_groups<T, 1, true, kWarps, kRowsPerWarp, 0, true>(plan)
-                       : gemv_in_groups<T, 1, true, kWarps, kRowsPerWarp, 0>(plan);
-  return (int)llmprof_k::launch(kernel, grid, kWarps * 32, 0, stream,
-                                static_cast<const T*>(x), static_cast<const T*>(w),
-                                static_cast<const T*>(nullptr), static_cast<T*>(y), 1, n, k,
-                                group_ends, experts, FoldedNorm<T>{});
+  if constexpr (sizeof(T) == 4) {
+    return (int)cudaErrorInvalidValue;  // bf16 and fp16 only: no fp32 kernel is compiled
+  } else {
+    const dim3 grid((unsigned)blocks_for(n), (unsigned)slots);
+    const LoadPlan plan = load_plan<T>(n, k, true);
+    auto kernel = swiglu ? gemv_in_groups<T, 1, true, kWarps, kRowsPerWarp, 0, true>(plan)
+                         : gemv_in_groups<T, 1, true, kWarps, kRowsPerWarp, 0>(plan);
+    return (int)llmprof_k::launch(kernel, grid, kWarps * 32, 0, stream,
+                                  static_cast<const T*>(x), static_cast<const T*>(w),
+                                  static_cast<const T*>(nullptr), static_cast<T*>(y), 1, n, k,
+                                  group_ends, experts, FoldedNorm<T>{});
+  }
 }
 
 }  // namespace
