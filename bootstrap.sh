@@ -116,8 +116,10 @@ else
   fi
   # After torch: installed with --no-deps for its headers only, CUTLASS's Python package would make
   # pip's check during the torch install list its unmet requirements. The worker's build script,
-  # which reads the headers, runs only after torch-sys's (minutes later).
-  if [ ! -f "$site/cutlass_library/source/include/cutlass/gemm/collective/collective_builder.hpp" ]; then
+  # which reads the headers, runs only after torch-sys's (minutes later). A build without the
+  # CUTLASS kernels (LLMPROF_CUTLASS=0: CI, .ci/run) needs no headers.
+  if [ "${LLMPROF_CUTLASS:-1}" != 0 ] &&
+    [ ! -f "$site/cutlass_library/source/include/cutlass/gemm/collective/collective_builder.hpp" ]; then
     say "pip install $CUTLASS (CUTLASS headers for llmprof's Hopper GEMMs)"
     "$PY" -m pip install -q --no-deps "$CUTLASS"
   fi

@@ -16,6 +16,8 @@ pub mod kernels_gemm;
 pub mod kernels_gemv;
 #[cfg(test)]
 mod kernels_gemv_swiglu_tests;
+#[cfg(test)]
+mod kernels_gemv_tests;
 pub mod kernels_sampling;
 pub mod kernels_vision;
 pub mod nccl;

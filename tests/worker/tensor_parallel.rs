@@ -97,10 +97,12 @@ fn two_ranks_run_stage1_each_with_its_measurements() {
             dir.display()
         );
     }
-    // Each rank's Kineto trace in the run directory as trace.rank<k>.json with its rank and
-    // world size (rank 0's is trace.json too), which `llmprof analyze trace` sets side by side.
+    // Each rank's Kineto trace in the run directory's traces/ as trace.rank<k>.json with its rank
+    // and world size (rank 0's is trace.json too), which `llmprof analyze trace` sets side by side.
+    let traces: Vec<_> = std::fs::read_dir(run.join("traces")).unwrap().collect();
+    assert_eq!(traces.len(), 2, "rank traces only: {traces:?}");
     for k in 0..2u64 {
-        let path = run.join(format!("trace.rank{k}.json"));
+        let path = run.join(format!("traces/trace.rank{k}.json"));
         let t: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(
@@ -112,7 +114,7 @@ fn two_ranks_run_stage1_each_with_its_measurements() {
         assert!(t["traceEvents"].as_array().is_some_and(|e| !e.is_empty()));
     }
     assert_eq!(
-        std::fs::read(run.join("trace.rank0.json")).unwrap(),
+        std::fs::read(run.join("traces/trace.rank0.json")).unwrap(),
         std::fs::read(run.join("trace.json")).unwrap()
     );
     // The run directory itself: its two rank traces, nothing else of its JSON files.

@@ -142,7 +142,7 @@ fn trace_files(paths: &[PathBuf]) -> Result<Vec<(PathBuf, bool)>> {
                     );
                 }
                 found.sort();
-                let found = run_dir_traces(path, found);
+                let found = run_dir_traces(path, found)?;
                 files.extend(found.into_iter().map(|f| (f, true)));
             }
             Err(s) if s.kind == NotRegular::Missing => bail!("{} does not exist", path.display()),
@@ -152,35 +152,29 @@ fn trace_files(paths: &[PathBuf]) -> Result<Vec<(PathBuf, bool)>> {
     Ok(files)
 }
 
-/// In an llmprof run directory (its resolved config beside the files), only its traces: every
-/// rank's `trace.rank<k>.json` of a tensor-parallel run, else `trace.json` (its other JSON files
-/// are tables and measurements, and `trace.json` repeats rank 0's trace). Any other folder: all.
-fn run_dir_traces(dir: &Path, found: Vec<PathBuf>) -> Vec<PathBuf> {
+/// In an llmprof run directory (its resolved config beside the files), only its traces: a
+/// tensor-parallel run's `traces/trace.rank<k>.json`, else its `trace.json` (its other JSON files
+/// are tables and measurements). Any other folder: all its JSON files.
+fn run_dir_traces(dir: &Path, found: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
     if !dir.join(crate::run_dir::RESOLVED_CONFIG).is_file() {
-        return found;
+        return Ok(found);
     }
-    let name = |p: &PathBuf| p.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
-    let ranks: Vec<PathBuf> = found
-        .iter()
-        .filter(|p| {
-            let n = name(p);
-            n.starts_with("trace.rank") && n.ends_with(".json")
-        })
-        .cloned()
+    use crate::measure::rank_trace::rank_trace_path;
+    let ranks: Vec<PathBuf> = (0..)
+        .map(|k| dir.join(rank_trace_path(k)))
+        .take_while(|p| p.is_file())
         .collect();
     if !ranks.is_empty() {
-        return ranks;
+        return Ok(ranks);
     }
-    let trace: Vec<PathBuf> = found
-        .iter()
-        .filter(|p| name(p) == crate::run_files::TRACE_JSON)
-        .cloned()
-        .collect();
-    if trace.is_empty() {
-        found
-    } else {
-        trace
+    let trace = dir.join(crate::run_files::TRACE_JSON);
+    if !trace.is_file() {
+        bail!(
+            "{} is an llmprof run with no trace (no Kineto pass, or output.trace_json=false): run stage1 with pipeline.torch_profiler.enable=true",
+            dir.display()
+        );
     }
+    Ok(vec![trace])
 }
 
 /// `rank3` / `rank_3` / `rank-3` in a file name.

@@ -172,25 +172,50 @@ pub fn run_ranks(
 }
 
 /// Each rank's Kineto trace (`<rank dir>/trace.json`, its distributedInfo written by the
-/// worker) also as `trace.rank<k>.json` in the run directory, where HTA and `llmprof analyze
-/// trace` take a folder of rank traces: a hard link (no second copy of a large file), a copy
-/// where the file system has none. A rank without a trace (the Kineto pass or
-/// `output.trace_json` off) has none.
+/// worker) also as `traces/trace.rank<k>.json` in the run directory, a folder of rank traces only
+/// (HTA's and `llmprof analyze trace`'s input): a hard link (no second copy of a large file), a
+/// copy where the file system has none. A rank without a trace (the Kineto pass or
+/// `output.trace_json` off) has none. A trace that cannot be linked or copied is a warning: the
+/// ranks' measurements are whole without it.
 pub fn link_rank_traces(run_dir: &Path, rank_dirs: &[PathBuf]) -> Result<()> {
-    use crate::measure::rank_trace::rank_trace_name;
+    use crate::measure::rank_trace::rank_trace_path;
     for (k, dir) in rank_dirs.iter().enumerate() {
         let from = dir.join(crate::run_files::TRACE_JSON);
         if !from.is_file() {
             continue;
         }
-        let to = run_dir.join(rank_trace_name(k));
-        let _ = std::fs::remove_file(&to);
-        if std::fs::hard_link(&from, &to).is_err() {
-            std::fs::copy(&from, &to)
-                .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+        let to = run_dir.join(rank_trace_path(k));
+        if let Err(e) = link_or_copy(&from, &to) {
+            tracing::warn!("rank {k}'s trace is not in {}: {e:#}", to.display());
         }
     }
     Ok(())
+}
+
+/// `to` as a hard link of `from`, else a copy written beside it and renamed (never a copy into a
+/// file that may be a link of `from`).
+fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    match std::fs::remove_file(to) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("removing {}", to.display()))
+        }
+        _ => {}
+    }
+    if std::fs::hard_link(from, to).is_ok() {
+        return Ok(());
+    }
+    let tmp = to.with_extension("json.tmp");
+    std::fs::copy(from, &tmp)
+        .and_then(|_| std::fs::rename(&tmp, to))
+        .with_context(|| format!("copying {} to {}", from.display(), to.display()))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+        .map(|_| ())
 }
 
 /// Waits for every rank (crate::rank_procs::wait_all) with `watch` as its stall check, the

@@ -88,9 +88,10 @@ pub struct EngineOptim {
     /// fewer. The projection's module then holds the norm's time. Absent: off.
     #[serde(default)]
     pub gemv_add_rms_norm: bool,
-    /// With `gemv_kernel` and `swiglu_kernel`: in one-row decode steps (batch 1) on a GPU, a
+    /// With `gemv_kernel` and `swiglu_kernel`, on a GPU: in one-row decode steps (batch 1) a
     /// SwiGLU MLP's activation (dense layers, shared experts) is computed in the GEMV of its
-    /// fused gate/up projection, and a MoE step's routed experts' in their grouped GEMV: each
+    /// fused gate/up projection, and in a MoE step the grouped GEMV takes (at most 16 token
+    /// slots: batch 1-2 for DeepSeek's experts) the routed experts' in that GEMV: each
     /// warp reads an output's gate and up rows and writes silu(gate)·up, rounded where the two
     /// kernels round (the same bits), one launch fewer a MLP. The gate/up module then holds the
     /// activation's time. Absent: off.

@@ -46,6 +46,7 @@ GemvOperands gemv_operands(const at::Tensor& x, int64_t k, const at::Tensor& w,
   const int64_t n = w.size(0);
   check_like(w, x, "weight", {n, k});
   TORCH_CHECK(!swiglu || n % 2 == 0, "a fused gate/up weight has an even number of rows, got ", n);
+  TORCH_CHECK(!swiglu || bias_p == nullptr, "the GEMV with SwiGLU takes no bias");
   const at::Tensor* bias = nullptr;
   if (bias_p != nullptr) {
     bias = &tensor_arg(bias_p, "bias");

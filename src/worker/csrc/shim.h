@@ -346,7 +346,7 @@ int llmprof_decode_attention(const void* q, const void* k_cache, const void* v_c
                              const void* out);
 /* A Linear over 1 ..= 8 rows in llmprof's kernel: x [.., k] (bf16 or fp16, k a multiple of 8),
  * weight [n, k], bias [n] or null → y [.., n] (allocated by the caller). swiglu (one row, n
- * even): weight is a fused [gate; up] projection and y [.., n / 2] = silu(gate)·up, the same bits
+ * even, no bias): weight is a fused [gate; up] projection and y [.., n / 2] = silu(gate)·up, the same bits
  * as the GEMV then the SwiGLU kernel; the same in the two GEMVs below. */
 int llmprof_gemv(const void* x, const void* weight, const void* bias, const void* y, int swiglu);
 /* The one-row GEMV with the residual add + RMSNorm before it folded in: x, delta [.., k] (one

@@ -175,7 +175,7 @@ pub fn variants<F: FamilyOptions>(kv_bucket: i64) -> Vec<(String, Switches<F>, S
             ],
             graph,
         ),
-        // The activation folded into the gate/up GEMVs, with and without the folded norm.
+        // The activation folded into the gate/up GEMVs (with the folded norm too: `all`).
         (
             "gemv_swiglu+cuda_graph",
             "gemv_swiglu",

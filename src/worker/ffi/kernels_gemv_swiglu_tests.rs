@@ -5,12 +5,21 @@ use super::kernels::{self, with_each_launch_policy};
 use super::kernels_gemv::*;
 use tch::{Device, Kind, Tensor};
 
-/// Fused gate/up widths (2f rows) and input widths covering each load plan and both block
-/// shapes: DeepSeek-OCR's dense layer (f 6,848 over 1,280: the short-row shape), Llama-3.1-8B's
-/// (f 14,336 over 4,096: partial groups at ≥ 4 blocks an SM), a row read whole (f 896 over 896),
-/// whole groups with a serial tail (f 500 over 3,080) and f not a multiple of a block's 8
-/// outputs (f 37 over 264).
-const SHAPES: [(i64, i64); 5] = [(13696, 1280), (28672, 4096), (1792, 896), (1000, 3080), (74, 264)];
+/// Fused gate/up widths (2f rows) and input widths covering each one-row form: DeepSeek-OCR's
+/// dense layer (f 6,848 over 1,280: the short-row shape of 4 warps x 4 rows) and f 4,099 there (a
+/// partial last block in that shape), Llama-3.1-8B's (f 14,336 over 4,096), a row read whole
+/// (f 896 over 896), partial groups at few blocks (f 500 over 3,080), f not a multiple of a
+/// block's 8 outputs (f 37 over 264), and a width whose folded norm takes four vectors a thread
+/// (f 1,000 over 8,192, Llama-3.1-70B's hidden size).
+const SHAPES: [(i64, i64); 7] = [
+    (13696, 1280),
+    (8198, 1280),
+    (28672, 4096),
+    (1792, 896),
+    (1000, 3080),
+    (74, 264),
+    (2000, 8192),
+];
 
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
@@ -33,7 +42,7 @@ fn gemv_with_swiglu_equals_the_gemv_then_the_swiglu_kernel_on_a_gpu() {
                 assert!(add_rms_norm_fits(&x, &delta, &nw, &w, None), "{what}");
                 {
                     let (sum, y) =
-                        add_rms_norm_linear((&x, &delta), (&nw, 1e-6), (&w, None), Act::SwiGlu)
+                        add_rms_norm_linear((&x, &delta), (&nw, 1e-6), (&w, None), GemvAct::SwiGlu)
                             .unwrap();
                     let (want_sum, normed) = kernels::add_rms_norm(&x, &delta, &nw, 1e-6).unwrap();
                     let want = kernels::silu_mul(&linear(&normed, &w, None).unwrap()).unwrap();
@@ -41,6 +50,20 @@ fn gemv_with_swiglu_equals_the_gemv_then_the_swiglu_kernel_on_a_gpu() {
                     assert!(y.equal(&want), "{what}: folded norm's outputs differ");
                 }
             }
+            // A bias is refused (the model's gate/up have none; the kernel reads none).
+            let (x, w) = (
+                Tensor::randn([1, 1, 896], (kind, dev)),
+                Tensor::randn([1792, 896], (kind, dev)),
+            );
+            let b = Tensor::zeros([1792], (kind, dev));
+            let err = add_rms_norm_linear(
+                (&x, &x),
+                (&b.narrow(0, 0, 896), 1e-6),
+                (&w, Some(&b)),
+                GemvAct::SwiGlu,
+            )
+            .unwrap_err();
+            assert!(err.to_string().contains("takes no bias"), "{err}");
             // Two rows, or an odd number of weight rows, are not SwiGLU calls.
             let w = Tensor::zeros([64, 256], (kind, dev));
             assert!(!swiglu_fits(&Tensor::zeros([2, 256], (kind, dev)), &w));
@@ -73,12 +96,15 @@ fn grouped_gemv_with_swiglu_equals_the_grouped_gemv_then_the_swiglu_kernel_on_a_
                         .collect();
                     let ends = Tensor::from_slice(&ends).to_device(dev);
                     let x = Tensor::randn([slots, k], (kind, dev));
-                    let got = linear_grouped(&x, &w, &ends, Act::SwiGlu).unwrap();
+                    let got = linear_grouped(&x, &w, &ends, GemvAct::SwiGlu).unwrap();
                     let want =
-                        kernels::silu_mul(&linear_grouped(&x, &w, &ends, Act::None).unwrap())
+                        kernels::silu_mul(&linear_grouped(&x, &w, &ends, GemvAct::None).unwrap())
                             .unwrap();
                     assert_eq!(got.size(), [slots, n / 2]);
-                    assert!(got.equal(&want), "{kind:?} {slots} slots, 2f {n}, k {k}: differ");
+                    assert!(
+                        got.equal(&want),
+                        "{kind:?} {slots} slots, 2f {n}, k {k}: differ"
+                    );
                 }
             }
         }

@@ -68,7 +68,10 @@ pub fn run<M: Model>(
         .then(|| run_dir.join(artifacts::TRACE_JSON));
     let profile = session.finish(trace.as_deref())?;
     if let Some(path) = trace.as_deref() {
-        mark_rank(path, spec, model.info().cuda_device.is_some())?;
+        // The trace without its rank still opens in Perfetto; the measurements do not need it.
+        if let Err(e) = mark_rank(path, spec, model.info().cuda_device.is_some()) {
+            tracing::warn!("{e:#}");
+        }
     }
     let times = obs
         .finish()
@@ -201,6 +204,12 @@ fn mark_rank(trace: &Path, spec: &RunSpec, on_gpu: bool) -> Result<()> {
     };
     // The transport engine/collectives.rs picks: NCCL between GPUs, files between CPU ranks.
     let backend = if on_gpu { "nccl" } else { "file" };
-    llmprof::measure::rank_trace::add_distributed_info(trace, backend, rank, world)
-        .with_context(|| format!("adding rank {rank}'s distributedInfo to {}", trace.display()))
+    llmprof::measure::rank_trace::add_distributed_info(trace, backend, rank, world).with_context(
+        || {
+            format!(
+                "adding rank {rank}'s distributedInfo to {}",
+                trace.display()
+            )
+        },
+    )
 }

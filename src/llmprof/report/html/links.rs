@@ -78,7 +78,7 @@ pub fn list(exists: impl Fn(&str) -> bool) -> String {
     }
     // A tensor-parallel run's rank traces (app/tp_launch.rs links them in).
     for k in 0.. {
-        let file = crate::measure::rank_trace::rank_trace_name(k);
+        let file = crate::measure::rank_trace::rank_trace_path(k);
         if !exists(&file) {
             break;
         }

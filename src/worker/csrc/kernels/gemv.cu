@@ -231,19 +231,20 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int i = 0; i < kM; ++i)
 #pragma unroll
       for (int o = 16; o > 0; o /= 2) acc[r][i] += __shfl_xor_sync(0xffffffffu, acc[r][i], o);
-  if (lane == 0 && kSwiGlu) {
+  if constexpr (kSwiGlu) {  // no bias: the entry points refuse one with SwiGLU
+    if (lane == 0) {
 #pragma unroll
-    for (int p = 0; p < kOutsPerWarp; ++p) {
-      const int64_t col = n0 + p;
-      if (col >= outs) break;
-      const float bg = bias ? to_f(bias[col]) : 0.f, bu = bias ? to_f(bias[outs + col]) : 0.f;
+      for (int p = 0; p < kOutsPerWarp; ++p) {
+        const int64_t col = n0 + p;
+        if (col >= outs) break;
 #pragma unroll
-      for (int i = 0; i < kM; ++i) {
-        if (i >= m) break;
-        const float g = llmprof_k::round_to<T>(acc[2 * p][i] + bg);
-        const float u = llmprof_k::round_to<T>(acc[2 * p + 1][i] + bu);
-        const float silu = llmprof_k::round_to<T>(__fdiv_rn(g, __fadd_rn(1.f, expf(-g))));
-        y[(int64_t)i * outs + col] = from_f<T>(__fmul_rn(silu, u));
+        for (int i = 0; i < kM; ++i) {
+          if (i >= m) break;
+          const float g = llmprof_k::round_to<T>(acc[2 * p][i]);
+          const float u = llmprof_k::round_to<T>(acc[2 * p + 1][i]);
+          const float silu = llmprof_k::round_to<T>(__fdiv_rn(g, __fadd_rn(1.f, expf(-g))));
+          y[(int64_t)i * outs + col] = from_f<T>(__fmul_rn(silu, u));
+        }
       }
     }
   } else if (lane == 0) {
@@ -298,8 +299,8 @@ auto gemv_in_groups(LoadPlan plan) {
 }
 
 // The one-row SwiGLU kernel that reads rows in groups: partial groups at every shape (correct
-// at any k; the plan of the one-row forms' gate/up projections measured, session 34), so each
-// form compiles one kernel for it, not two.
+// at any k; what `load_plan` picks for Llama-3.1-8B's and Qwen2.5-7B's gate/up, ≥ 4 blocks an SM),
+// so each form compiles one kernel for it, not two (gemv.cu's nvcc time, session 35).
 template <typename T, int kNV>
 auto swiglu_in_groups() {
   return gemv<T, 1, false, kWarps, kRowsPerWarp, kNV, kDefaultUnroll, true, true>;
@@ -413,7 +414,7 @@ int launch_gemv_grouped(const void* x, const void* w, const int32_t* group_ends,
 extern "C" int llmprof_k_gemv(int dtype, const void* x, const void* w, const void* bias, void* y,
                               int m, int64_t n, int64_t k, int swiglu, void* stream) {
   if (m < 1 || m > LLMPROF_K_GEMV_MAX_ROWS || !shape_fits(x, w, n, k) ||
-      (swiglu && (m != 1 || n % 2 != 0))) {
+      (swiglu && (m != 1 || n % 2 != 0 || bias != nullptr))) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);
@@ -438,7 +439,7 @@ extern "C" int llmprof_k_gemv_add_rms_norm(int dtype, const void* x, const void*
                                            int64_t k, int swiglu, void* stream) {
   if (!shape_fits(x, w, n, k) || k > LLMPROF_K_ADD_RMS_NORM_MAX_HIDDEN ||
       !llmprof_k::aligned16(delta) || !llmprof_k::aligned16(norm_weight) ||
-      !llmprof_k::aligned16(sum) || (swiglu && n % 2 != 0)) {
+      !llmprof_k::aligned16(sum) || (swiglu && (n % 2 != 0 || bias != nullptr))) {
     return (int)cudaErrorInvalidValue;
   }
   auto st = static_cast<cudaStream_t>(stream);

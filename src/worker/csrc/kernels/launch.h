@@ -250,9 +250,9 @@ int llmprof_k_decode_attention(int dtype, const void* q, const void* k, const vo
 
 /* A Linear over 1 ..= LLMPROF_K_GEMV_MAX_ROWS rows (csrc/kernels/gemv.cu): y [m, n] = x [m, k] ·
  * w [n, k]ᵀ (+ bias [n] where bias is not null), bf16 or fp16, all contiguous; k a multiple of 8,
- * x and w 16-byte aligned. With `swiglu` (one row, n even): w is a fused [gate; up] projection
- * and y [1, n / 2] = silu(gate)·up, rounded as the projection and swiglu.cu's kernel round. The
- * same `swiglu` in the two entry points below. */
+ * x and w 16-byte aligned. With `swiglu` (one row, n even, no bias): w is a fused [gate; up]
+ * projection and y [1, n / 2] = silu(gate)·up, rounded as the projection and swiglu.cu's kernel
+ * round. The same `swiglu` in the two entry points below. */
 #define LLMPROF_K_GEMV_MAX_ROWS 8
 int llmprof_k_gemv(int dtype, const void* x, const void* w, const void* bias, void* y, int m,
                    int64_t n, int64_t k, int swiglu, void* stream);

@@ -48,6 +48,9 @@ pub struct OcrRequest {
 }
 
 pub struct DeepseekOcrModel {
+    /// Decode steps: eager or captured graphs, with the KV caches kept across requests. Declared
+    /// first, so dropped before the model, as DenseModel's (whose graphs hold collectives).
+    decode: RefCell<DecodeSession>,
     pub model: DeepseekOcr,
     pub arch: ArchConfig,
     pub preprocess: PreprocessConfig,
@@ -58,8 +61,6 @@ pub struct DeepseekOcrModel {
     info: ModelInfo,
     /// Limits on the page images this model decodes (`dataset.max_image_*`).
     image_limits: ImageLimits,
-    /// Decode steps: eager or captured graphs, with the KV caches kept across requests.
-    decode: RefCell<DecodeSession>,
 }
 
 pub use crate::engine::graph_decode::step_path;

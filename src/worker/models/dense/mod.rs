@@ -67,12 +67,14 @@ pub fn dims(a: &DenseArch) -> DecoderDims {
 /// A dense decoder LLM with its weights.
 #[derive(Debug)]
 pub struct DenseLm {
+    /// The text prefill captured per shape (`runtime.optim.prefill_cuda_graph`). Declared before
+    /// `decoder`, so dropped first: graphs must be released before the collectives they may have
+    /// captured end (interface.rs, DenseModel).
+    prefill_graphs: PrefillGraphs,
     arch: DenseArch,
     /// The KV cache's shape: the heads this process holds (all but under tensor parallelism).
     kv: crate::engine::kv_cache::KvDims,
     decoder: Decoder,
-    /// The text prefill captured per shape (`runtime.optim.prefill_cuda_graph`).
-    prefill_graphs: PrefillGraphs,
     device: Device,
     kind: Kind,
 }

@@ -10,8 +10,8 @@ use super::mla::MlaAttention;
 use super::self_attention::SelfAttention;
 use crate::checkpoint::tensors::WeightPath;
 use crate::engine::kv_cache::AttnMask;
-use crate::ffi::kernels_gemv::Act;
 use crate::engine::kv_cache::KvDims;
+use crate::ffi::kernels_gemv::GemvAct;
 use anyhow::Result;
 use llmprof::model::dense::{Mla, RopeScaling};
 use llmprof::model::module_work::{ATTENTION, ATTENTION_NORM, GATE_UP, MLP, MLP_NORM, QKV};
@@ -33,7 +33,7 @@ pub trait FeedForward: std::fmt::Debug {
     /// ([`FeedForward::forward_projected`] then takes its output), with the module to mark it
     /// as and what the GEMV applies to it (SwiGLU: its output is the activation); None (the
     /// default) where the block projects its input itself.
-    fn first_projection(&self) -> Option<(&Tensor, Module, Act)> {
+    fn first_projection(&self) -> Option<(&Tensor, Module, GemvAct)> {
         None
     }
 
@@ -54,14 +54,14 @@ impl FeedForward for SwiGlu {
         self.forward_marked(x, obs)
     }
 
-    fn first_projection(&self) -> Option<(&Tensor, Module, Act)> {
+    fn first_projection(&self) -> Option<(&Tensor, Module, GemvAct)> {
         self.fused_gate_up().map(|w| (w, GATE_UP, self.gemv_act()))
     }
 
     fn forward_projected(&self, projected: Tensor, obs: &dyn RegionObserver) -> Result<Tensor> {
         let gu = match self.gemv_act() {
-            Act::SwiGlu => GateUpOut::Activated(projected),
-            Act::None => GateUpOut::Fused(projected),
+            GemvAct::SwiGlu => GateUpOut::Activated(projected),
+            GemvAct::None => GateUpOut::Fused(projected),
         };
         self.act_down_marked(gu, obs)
     }
@@ -175,7 +175,8 @@ impl DecoderLayer {
                 Some(((w, b), f)) => {
                     let (h, y) = {
                         let _q = obs.enter_module(QKV, None);
-                        self.input_ln.add_forward_linear((h, f), w, b, Act::None)?
+                        self.input_ln
+                            .add_forward_linear((h, f), w, b, GemvAct::None)?
                     };
                     (h, attn(&self.attn, BlockInput::Projected(&y))?)
                 }
@@ -205,7 +206,8 @@ impl DecoderLayer {
             Some((w, module, act)) => {
                 let (h, y) = {
                     let _p = obs.enter_module(module, None);
-                    self.post_ln.add_forward_linear((&a.0, &a.1), w, None, act)?
+                    self.post_ln
+                        .add_forward_linear((&a.0, &a.1), w, None, act)?
                 };
                 (h, self.ffn.forward_projected(y, obs)?)
             }

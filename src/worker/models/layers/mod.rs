@@ -6,6 +6,7 @@ pub mod basic;
 pub mod block_input;
 pub mod decoder;
 pub mod decoder_layer;
+pub mod gate_up;
 pub mod hf_tokenizer;
 pub mod mla;
 pub mod moe;

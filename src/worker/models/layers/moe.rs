@@ -339,7 +339,7 @@ impl Moe {
                     },
                     GateUp::Fused(w) => GateUp::Fused(w.f_get(ei)?),
                 }
-                .project(&xe, false, kernels_gemv::Act::None)?
+                .project(&xe, false, kernels_gemv::GemvAct::None)?
             };
             let act = {
                 let _m = obs.enter_module(EXPERTS_ACT, None);
@@ -428,7 +428,12 @@ impl Moe {
         // transposed views of [E, N, K] weights are the column-major layout its kernel wants.
         let gmm = |a: &Tensor, w: &Tensor| -> Result<Tensor> {
             if self.gemv && kernels_gemv::grouped_fits(a, w, offs) {
-                return Ok(kernels_gemv::linear_grouped(a, w, offs, kernels_gemv::Act::None)?);
+                return Ok(kernels_gemv::linear_grouped(
+                    a,
+                    w,
+                    offs,
+                    kernels_gemv::GemvAct::None,
+                )?);
             }
             Ok(a.f_internal_grouped_mm::<&Tensor>(&w.f_transpose(1, 2)?, Some(offs), None, None)?)
         };
@@ -440,7 +445,7 @@ impl Moe {
                     GateUpOut::Split(gmm(sorted_x, gate)?, gmm(sorted_x, up)?)
                 }
                 GateUp::Fused(w) if fold_act && kernels_gemv::grouped_fits(sorted_x, w, offs) => {
-                    let act = kernels_gemv::Act::SwiGlu;
+                    let act = kernels_gemv::GemvAct::SwiGlu;
                     GateUpOut::Activated(kernels_gemv::linear_grouped(sorted_x, w, offs, act)?)
                 }
                 GateUp::Fused(w) => GateUpOut::Fused(gmm(sorted_x, w)?),

@@ -101,7 +101,7 @@ impl RmsNorm {
         (x, delta): (&Tensor, &Tensor),
         weight: &Tensor,
         bias: Option<&Tensor>,
-        act: kernels_gemv::Act,
+        act: kernels_gemv::GemvAct,
     ) -> Result<(Tensor, Tensor)> {
         Ok(kernels_gemv::add_rms_norm_linear(
             (x, delta),

@@ -76,7 +76,7 @@ mod tests {
         .unwrap();
         let variants = variants::<llmprof::model::deepseek_ocr::DeepseekOcrOptim>(16);
         // Every switch of the decoder's table, the MoE ones included, and all together.
-        assert_eq!(variants.len(), 18);
+        assert_eq!(variants.len(), 19);
         assert_eq!(checks.len(), 2 * variants.len());
         for c in &checks {
             assert!(c.passed, "{c:?}");
