@@ -3,6 +3,7 @@
 //! RMSNorm folded in too, and the grouped form over a MoE step's slots.
 use super::kernels::{self, with_each_launch_policy};
 use super::kernels_gemv::*;
+use super::kernels_gemv_tests::slots_sorted_by_expert;
 use tch::{Device, Kind, Tensor};
 
 /// Fused gate/up widths (2f rows) and input widths covering each one-row form: DeepSeek-OCR's
@@ -89,12 +90,7 @@ fn grouped_gemv_with_swiglu_equals_the_grouped_gemv_then_the_swiglu_kernel_on_a_
             for (n, k) in [(1792i64, 1280i64), (1792, 896), (80, 264)] {
                 let w = Tensor::randn([experts, n, k], (kind, dev)) / (k as f64).sqrt();
                 for slots in [1i64, 7, MAX_GROUPED_ROWS] {
-                    let mut of_slot: Vec<i64> = (0..slots).map(|s| (s * 5 / 2) % experts).collect();
-                    of_slot.sort_unstable();
-                    let ends: Vec<i32> = (0..experts)
-                        .map(|e| of_slot.iter().filter(|&&x| x <= e).count() as i32)
-                        .collect();
-                    let ends = Tensor::from_slice(&ends).to_device(dev);
+                    let (_, ends) = slots_sorted_by_expert(slots, experts, dev);
                     let x = Tensor::randn([slots, k], (kind, dev));
                     let got = linear_grouped(&x, &w, &ends, GemvAct::SwiGlu).unwrap();
                     let want =

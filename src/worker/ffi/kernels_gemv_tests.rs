@@ -90,13 +90,7 @@ fn grouped_gemv_matches_each_slots_expert_on_a_gpu() {
             for (n, k) in [(1792i64, 1280i64), (1280, 896), (40, 264)] {
                 let w = Tensor::randn([experts, n, k], (kind, dev)) / (k as f64).sqrt();
                 for slots in 1..=MAX_GROUPED_ROWS {
-                    // Slot s goes to expert (s · 5 / 2) mod 8, sorted: gaps and repeats.
-                    let mut of_slot: Vec<i64> = (0..slots).map(|s| (s * 5 / 2) % experts).collect();
-                    of_slot.sort_unstable();
-                    let ends: Vec<i32> = (0..experts)
-                        .map(|e| of_slot.iter().filter(|&&x| x <= e).count() as i32)
-                        .collect();
-                    let ends = Tensor::from_slice(&ends).to_device(dev);
+                    let (of_slot, ends) = slots_sorted_by_expert(slots, experts, dev);
                     let x = Tensor::randn([slots, k], (kind, dev));
                     assert!(grouped_fits(&x, &w, &ends), "{kind:?} {slots} slots");
                     let got = linear_grouped(&x, &w, &ends, GemvAct::None)
@@ -181,4 +175,15 @@ fn gemv_matches_an_fp32_linear_on_a_gpu() {
             }
         }
     });
+}
+
+/// Each of `slots` token slots' expert, sorted as the routing leaves them (slot s goes to expert
+/// (s · 5 / 2) mod `experts`: gaps and repeats), and the group ends [experts] int32 on `dev`.
+pub(super) fn slots_sorted_by_expert(slots: i64, experts: i64, dev: Device) -> (Vec<i64>, Tensor) {
+    let mut of_slot: Vec<i64> = (0..slots).map(|s| (s * 5 / 2) % experts).collect();
+    of_slot.sort_unstable();
+    let ends: Vec<i32> = (0..experts)
+        .map(|e| of_slot.iter().filter(|&&x| x <= e).count() as i32)
+        .collect();
+    (of_slot, Tensor::from_slice(&ends).to_device(dev))
 }
