@@ -254,8 +254,9 @@ fn slurm_up() -> bool {
 fn slurm_launcher_runs_the_sweep_as_one_job_array() {
     if !slurm_up() {
         assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set but no Slurm cluster answers: .ci/run starts one with scripts/slurm_local.sh up"
+            !crate::support::services_required(),
+            "CI (or .ci/run's marker {}) asks for Slurm but no cluster answers: .ci/run starts one with scripts/slurm_local.sh up",
+            crate::support::CI_SERVICES_MARKER
         );
         eprintln!(
             "\n!!! SKIPPED slurm_launcher_runs_the_sweep_as_one_job_array: no Slurm cluster answers (start one with `sudo scripts/slurm_local.sh up`) !!!\n"

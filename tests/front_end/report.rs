@@ -1,7 +1,7 @@
 //! `llmprof report` on recorded run directories (tests/fixtures/report), and the pages it writes
 //! loaded from disk by a real browser (headless Chromium, networking off): every chart drawn, no
 //! script error, a screenshot kept under target/ci-artifacts/. Without Chromium the browser test
-//! skips loudly, unless CI is set (then it fails).
+//! skips loudly, unless CI is set or `.ci/run` left its marker (then it fails).
 use crate::support::{repo_root, run_in, scratch, stderr, stdout};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -149,8 +149,8 @@ fn chart_tags(dom: &str) -> Vec<String> {
 #[test]
 fn report_pages_render_in_a_headless_browser() {
     let Some(chromium) = chromium() else {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI is set but chromium is not installed: .ci/run installs it (apt-get install chromium)");
+        if crate::support::services_required() {
+            panic!("CI (or .ci/run's marker target/ci-services-required) asks for it but chromium is not installed: .ci/run installs it (apt-get install chromium)");
         }
         eprintln!("\n!!!!!!!! SKIPPED report_pages_render_in_a_headless_browser: chromium is not installed (apt-get install chromium); CI runs it !!!!!!!!\n");
         return;
