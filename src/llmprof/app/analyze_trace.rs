@@ -159,11 +159,11 @@ fn run_dir_traces(dir: &Path, found: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
     if !dir.join(crate::run_dir::RESOLVED_CONFIG).is_file() {
         return Ok(found);
     }
-    use crate::measure::rank_trace::rank_trace_path;
-    let ranks: Vec<PathBuf> = (0..)
-        .map(|k| dir.join(rank_trace_path(k)))
-        .take_while(|p| p.is_file())
-        .collect();
+    let ranks: Vec<PathBuf> =
+        crate::measure::rank_trace::rank_trace_paths(|p| dir.join(p).is_file())
+            .into_iter()
+            .map(|p| dir.join(p))
+            .collect();
     if !ranks.is_empty() {
         return Ok(ranks);
     }

@@ -154,7 +154,10 @@ pub fn run_ranks(
         .map(|r| r.join().unwrap_or_default())
         .collect();
     match failed {
-        None => link_rank_traces(run_dir, &dirs),
+        None => {
+            link_rank_traces(run_dir, &dirs);
+            Ok(())
+        }
         Some((k, RankFailure::Exited(status))) => {
             let how = match status.code() {
                 Some(c) => format!("exited with status {c}"),
@@ -177,7 +180,7 @@ pub fn run_ranks(
 /// copy where the file system has none. A rank without a trace (the Kineto pass or
 /// `output.trace_json` off) has none. A trace that cannot be linked or copied is a warning: the
 /// ranks' measurements are whole without it.
-pub fn link_rank_traces(run_dir: &Path, rank_dirs: &[PathBuf]) -> Result<()> {
+pub fn link_rank_traces(run_dir: &Path, rank_dirs: &[PathBuf]) {
     use crate::measure::rank_trace::rank_trace_path;
     for (k, dir) in rank_dirs.iter().enumerate() {
         let from = dir.join(crate::run_files::TRACE_JSON);
@@ -189,7 +192,6 @@ pub fn link_rank_traces(run_dir: &Path, rank_dirs: &[PathBuf]) -> Result<()> {
             tracing::warn!("rank {k}'s trace is not in {}: {e:#}", to.display());
         }
     }
-    Ok(())
 }
 
 /// `to` as a hard link of `from`, else a copy written beside it and renamed (never a copy into a

@@ -19,6 +19,15 @@ pub fn rank_trace_path(k: usize) -> String {
     format!("{RANK_TRACES_DIR}/{}", rank_trace_name(k))
 }
 
+/// The rank traces a run directory holds, rank 0 first, as paths relative to it: ranks 0, 1, ...
+/// while `exists` says the next one is there.
+pub fn rank_trace_paths(exists: impl Fn(&str) -> bool) -> Vec<String> {
+    (0..)
+        .map(rank_trace_path)
+        .take_while(|p| exists(p))
+        .collect()
+}
+
 /// How far into a trace its top-level keys before the events are looked for.
 const HEAD_BYTES: usize = 1 << 16;
 

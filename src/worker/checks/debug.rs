@@ -155,7 +155,7 @@ pub fn run(args: &[String]) -> Result<()> {
                 tensor_parallel >= 1,
                 "--tensor-parallel {tensor_parallel}: at least 1"
             );
-            let rank = crate::checks::debug_ranks::this_rank();
+            let rank = crate::engine::collectives::this_rank();
             if tensor_parallel > 1 && rank.is_none() {
                 return crate::checks::debug_ranks::run_ranks(tensor_parallel, &out);
             }

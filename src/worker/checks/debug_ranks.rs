@@ -14,11 +14,6 @@ use std::time::Duration;
 /// How long a rank has after SIGTERM when another failed.
 const RANK_GRACE: Duration = Duration::from_secs(10);
 
-/// The rank this process is, when a `--tensor-parallel` check started it.
-pub fn this_rank() -> Option<usize> {
-    std::env::var(TP_RANK_ENV).ok()?.parse().ok()
-}
-
 /// Runs this process's command as `world` ranks (next to `out`, a rendezvous folder removed
 /// after) and waits for them.
 pub fn run_ranks(world: usize, out: &Path) -> Result<()> {

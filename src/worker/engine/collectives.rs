@@ -126,6 +126,15 @@ impl Collectives for FileCollectives {
     }
 }
 
+/// The rank this process is, when it was started as one (a run's ranks, a `--tensor-parallel`
+/// check's): its rank environment variable, read without failing.
+pub fn this_rank() -> Option<usize> {
+    std::env::var(llmprof::run_files::TP_RANK_ENV)
+        .ok()?
+        .parse()
+        .ok()
+}
+
 /// How long a rank waits at a collective for its slowest peer before it fails the run.
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(120);
 

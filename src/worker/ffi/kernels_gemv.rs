@@ -122,6 +122,14 @@ impl GemvAct {
     fn fits_rows(self, rows: i64) -> bool {
         self == GemvAct::None || rows % 2 == 0
     }
+
+    /// The outputs a row of y holds through a weight of `rows` rows.
+    fn outputs(self, rows: i64) -> i64 {
+        match self {
+            GemvAct::None => rows,
+            GemvAct::SwiGlu => rows / 2,
+        }
+    }
 }
 
 /// [`linear`] of one row with `weight` a fused [gate; up] projection [2f, k]: silu(gate)·up
@@ -147,8 +155,7 @@ pub fn swiglu_fits(x: &Tensor, weight: &Tensor) -> bool {
 fn output_of(x: &Tensor, weight: &Tensor, act: GemvAct) -> Result<Tensor, ShimError> {
     let mut size = x.size();
     if let Some(last) = size.last_mut() {
-        let n = weight.size().first().copied().unwrap_or(0);
-        *last = if act == GemvAct::SwiGlu { n / 2 } else { n };
+        *last = act.outputs(weight.size().first().copied().unwrap_or(0));
     }
     empty(&size, (x.kind(), x.device()))
 }
@@ -188,9 +195,6 @@ pub fn add_rms_norm_linear(
     (weight, bias): (&Tensor, Option<&Tensor>),
     act: GemvAct,
 ) -> Result<(Tensor, Tensor), ShimError> {
-    if act == GemvAct::SwiGlu && bias.is_some() {
-        return Err(ShimError::new("the GEMV with SwiGLU takes no bias"));
-    }
     let sum = empty(&x.size(), (x.kind(), x.device()))?;
     let y = output_of(x, weight, act)?;
     let b = bias.map_or(std::ptr::null(), ptr);
@@ -245,13 +249,7 @@ pub fn linear_grouped(
 ) -> Result<Tensor, ShimError> {
     let slots = x.size().first().copied().unwrap_or(0);
     let n = weight.size().get(1).copied().unwrap_or(0);
-    if !act.fits_rows(n) {
-        return Err(ShimError::new(format!(
-            "gemv_grouped with SwiGLU: a fused gate/up weight has an even number of rows, got {n}"
-        )));
-    }
-    let outs = if act == GemvAct::SwiGlu { n / 2 } else { n };
-    let y = empty(&[slots, outs], (x.kind(), x.device()))?;
+    let y = empty(&[slots, act.outputs(n)], (x.kind(), x.device()))?;
     // SAFETY: live tensors for the duration of the call; the shim checks shapes, dtypes and
     // devices.
     check(unsafe {

@@ -192,14 +192,10 @@ fn module_profile(
 
 /// A tensor-parallel rank's trace gets its rank and world size (`distributedInfo`, as
 /// torch.distributed's profiler writes them); the front end links it into the run directory as
-/// `trace.rank<k>.json`. Nothing for a run of one rank.
+/// `traces/trace.rank<k>.json`. Nothing for a run of one rank.
 fn mark_rank(trace: &Path, spec: &RunSpec, on_gpu: bool) -> Result<()> {
     let world = spec.runtime.tensor_parallel as usize;
-    let Some(rank) = std::env::var(llmprof::run_files::TP_RANK_ENV)
-        .ok()
-        .and_then(|r| r.parse::<usize>().ok())
-        .filter(|_| world > 1)
-    else {
+    let Some(rank) = crate::engine::collectives::this_rank().filter(|_| world > 1) else {
         return Ok(());
     };
     // The transport engine/collectives.rs picks: NCCL between GPUs, files between CPU ranks.

@@ -77,11 +77,10 @@ pub fn list(exists: impl Fn(&str) -> bool) -> String {
         }
     }
     // A tensor-parallel run's rank traces (app/tp_launch.rs links them in).
-    for k in 0.. {
-        let file = crate::measure::rank_trace::rank_trace_path(k);
-        if !exists(&file) {
-            break;
-        }
+    for (k, file) in crate::measure::rank_trace::rank_trace_paths(&exists)
+        .into_iter()
+        .enumerate()
+    {
         any = true;
         s.push_str(&format!(
             "<li><a href=\"{}\">{}</a>: Kineto trace of rank {k}, with its rank and world size (llmprof analyze trace, HTA)</li>\n",

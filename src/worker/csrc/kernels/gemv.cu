@@ -298,46 +298,39 @@ auto gemv_in_groups(LoadPlan plan) {
              : gemv<T, kM, kGrouped, kW, kR, kNV, kDefaultUnroll, false, kS>;
 }
 
-// The one-row SwiGLU kernel that reads rows in groups: partial groups at every shape (correct
-// at any k; what `load_plan` picks for Llama-3.1-8B's and Qwen2.5-7B's gate/up, ≥ 4 blocks an SM),
-// so each form compiles one kernel for it, not two (gemv.cu's nvcc time, session 35).
-template <typename T, int kNV>
-auto swiglu_in_groups() {
-  return gemv<T, 1, false, kWarps, kRowsPerWarp, kNV, kDefaultUnroll, true, true>;
-}
-
 // The form's kernel that reads a whole row in one group of partial loads (kWideRow).
 template <typename T, int kW, int kR, int kNV, bool kS = false>
 auto gemv_wide_row() {
   return gemv<T, 1, false, kW, kR, kNV, kWideUnroll, true, kS>;
 }
 
+// The one-row kernel (folded norm vectors kNV) that reads rows in groups, by `plan`; with
+// kSwiGlu in partial groups at every shape (correct at any k; what `load_plan` picks for
+// Llama-3.1-8B's and Qwen2.5-7B's gate/up, >= 4 blocks an SM), so each SwiGLU form compiles one
+// kernel for it, not two (gemv.cu's nvcc time, session 35).
+template <typename T, int kNV, bool kS>
+auto one_row_in_groups(LoadPlan plan) {
+  if constexpr (kS) {
+    return gemv<T, 1, false, kWarps, kRowsPerWarp, kNV, kDefaultUnroll, true, true>;
+  } else {
+    return gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, kNV>(plan);
+  }
+}
+
 // The one-row kernel of a plain call (no folded norm), with or without kSwiGlu.
 template <typename T, bool kS>
 auto one_row_kernel(bool short_rows, LoadPlan plan) {
-  if constexpr (kS) {
-    return short_rows                    ? gemv_wide_row<T, kShortWarps, kShortRowsPerWarp, 0, kS>()
-           : plan == LoadPlan::kWideRow ? gemv_wide_row<T, kWarps, kRowsPerWarp, 0, kS>()
-                                        : swiglu_in_groups<T, 0>();
-  } else {
-    return short_rows                    ? gemv_wide_row<T, kShortWarps, kShortRowsPerWarp, 0>()
-           : plan == LoadPlan::kWideRow ? gemv_wide_row<T, kWarps, kRowsPerWarp, 0>()
-                                        : gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 0>(plan);
-  }
+  return short_rows                    ? gemv_wide_row<T, kShortWarps, kShortRowsPerWarp, 0, kS>()
+         : plan == LoadPlan::kWideRow ? gemv_wide_row<T, kWarps, kRowsPerWarp, 0, kS>()
+                                      : one_row_in_groups<T, 0, kS>(plan);
 }
 
 // The one-row kernel with the folded norm (its vectors a thread by k), with or without kSwiGlu.
 template <typename T, bool kS>
 auto folded_norm_kernel(int64_t per_thread, LoadPlan plan) {
-  if constexpr (kS) {
-    return per_thread <= 1   ? gemv_wide_row<T, kWarps, kRowsPerWarp, 1, kS>()
-           : per_thread <= 2 ? swiglu_in_groups<T, 2>()
-                             : swiglu_in_groups<T, 4>();
-  } else {
-    return per_thread <= 1   ? gemv_wide_row<T, kWarps, kRowsPerWarp, 1>()
-           : per_thread <= 2 ? gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 2>(plan)
-                             : gemv_in_groups<T, 1, false, kWarps, kRowsPerWarp, 4>(plan);
-  }
+  return per_thread <= 1   ? gemv_wide_row<T, kWarps, kRowsPerWarp, 1, kS>()
+         : per_thread <= 2 ? one_row_in_groups<T, 2, kS>(plan)
+                           : one_row_in_groups<T, 4, kS>(plan);
 }
 
 template <typename T>
