@@ -1,0 +1,20 @@
+// Session 36 microbenchmark: the tree's one-row GEMV (a copy, gemv_l2.cu) with its next
+// g_l2_ahead groups of weight rows requested into L2 before the grid-dependency wait, launched
+// exactly as the tree's entry points launch it (the same load plans). Timed from
+// gemv_l2_bench.py.
+#include "gemv_l2.cu"
+
+static int g_pdl = 0;
+extern "C" int llmprof_k_programmatic_launch(void) { return g_pdl; }
+extern "C" void ab_set_pdl(int v) { g_pdl = v; }
+extern "C" int ab_set_ahead(int v) { return (int)cudaMemcpyToSymbol(g_l2_ahead, &v, sizeof(int)); }
+
+using T = __nv_bfloat16;
+
+// form: 0 plain, 1 folded norm, 2 folded norm + SwiGLU, 3 SwiGLU.
+extern "C" int ab_run(int form, const void* x, const void* w, void* y, int64_t n, int64_t k,
+                      const void* delta, const void* nw, void* sum, void* stream) {
+  auto st = (cudaStream_t)stream;
+  if (form == 0 || form == 3) return launch_gemv<T>(x, w, nullptr, y, 1, n, k, form == 3, st);
+  return launch_gemv_add_rms_norm<T>(x, delta, nw, 1e-5f, sum, w, nullptr, y, n, k, form == 2, st);
+}
