@@ -85,7 +85,9 @@ pub struct EngineOptim {
     /// where RoPE and the K/V write run in llmprof's kernel, the fused gate/up of a dense MLP):
     /// every block of the GEMV computes the normed row into shared memory after its first weight
     /// loads went out, block 0 writes the sum; the same bits as the two kernels, one launch
-    /// fewer. The projection's module then holds the norm's time. Absent: off.
+    /// fewer. The first layer's input norm (no residual add: libtorch's RMSNorm kernel
+    /// otherwise) folds in with a zero delta. The projection's module then holds the norm's
+    /// time. Absent: off.
     #[serde(default)]
     pub gemv_add_rms_norm: bool,
     /// With `gemv_kernel` and `swiglu_kernel`, on a GPU: in one-row decode steps (batch 1) a

@@ -33,6 +33,11 @@ pub struct Decoder {
     /// Gemma's embedding scale, rounded to the embedding's dtype.
     embed_scale: Option<f64>,
     max_positions: i64,
+    /// Zeros [1,1,H] on a CUDA device with `runtime.optim.gemv_add_rms_norm`: the residual delta
+    /// the first layer's input norm folds in at a one-row step, so its norm runs inside its
+    /// q/k/v GEMV as every later layer's does (libtorch's RMSNorm kernel took 6.6 µs a step for
+    /// Llama-3.1-8B, H200, reports/performance-history.md round 3 session 36).
+    zero_row: Option<Tensor>,
     dims: DecoderDims,
     optim: EngineOptim,
     /// Tensor parallelism: the peers, and the first vocabulary row of this rank's embedding
@@ -124,6 +129,9 @@ impl Decoder {
                     .f_double_value(&[])
             })
             .transpose()?;
+        let zero_row = (optim.gemv_add_rms_norm && vs.device().is_cuda())
+            .then(|| Tensor::f_zeros([1, 1, embed.size()[1]], (embed.kind(), vs.device())))
+            .transpose()?;
         Ok(Decoder {
             embed,
             layers,
@@ -137,6 +145,7 @@ impl Decoder {
                 .map(|s| Rope::new(dims.attn.head_dim, s.local_rope_theta, vs.device()))
                 .transpose()?,
             max_positions: dims.max_positions,
+            zero_row,
             dims: dims.clone(),
             optim: *optim,
             tp: None,
@@ -221,15 +230,21 @@ impl Decoder {
     }
 
     /// The RoPE tables of `positions`: the global ones, and the local layers' where there are
-    /// some.
-    fn rope_tables(&self, positions: &Tensor, kind: Kind) -> Result<RopeTables> {
+    /// some; computed, or with `below` (a bound on the positions) gathered from kept tables
+    /// ([`Rope::cos_sin_below`]).
+    fn rope_tables(
+        &self,
+        positions: &Tensor,
+        below: Option<i64>,
+        kind: Kind,
+    ) -> Result<RopeTables> {
+        let of = |r: &Rope| match below {
+            Some(b) => r.cos_sin_below(positions, b, kind),
+            None => r.cos_sin(positions, kind),
+        };
         Ok(RopeTables {
-            global: self.rope.cos_sin(positions, kind)?,
-            local: self
-                .rope_local
-                .as_ref()
-                .map(|r| r.cos_sin(positions, kind))
-                .transpose()?,
+            global: of(&self.rope)?,
+            local: self.rope_local.as_ref().map(of).transpose()?,
         })
     }
 
@@ -265,7 +280,7 @@ impl Decoder {
                     .map(|w| cache.attention_mask_within(t, Some(w)))
                     .transpose()?,
             };
-            (self.rope_tables(&positions, x.kind())?, masks)
+            (self.rope_tables(&positions, None, x.kind())?, masks)
         };
         let out = self.run_layers(
             x,
@@ -308,7 +323,11 @@ impl Decoder {
             let _l = obs.enter_module(LAYER, Some(i as u32));
             // A tensor-parallel rank holds some heads: the attention outputs of all sum in.
             let (next_h, f) = layer.forward(
-                (&h, pending.as_ref()),
+                (
+                    &h,
+                    pending.as_ref(),
+                    self.zero_row.as_ref().filter(|_| fold),
+                ),
                 obs,
                 (|a, x| self.reduce(attn(a, x, i)?, obs), fold),
                 &|t| self.reduce(t, obs),
@@ -346,8 +365,9 @@ impl Decoder {
         cache.check_device_step(window)?;
         let (cos_sin, mask) = {
             let _m = obs.enter_module(EMBED, None);
-            let positions = cache.device_step_positions()?; // (b, 1)
-            let cos_sin = self.rope_tables(&positions, x.kind())?;
+            // (b, 1), each below the window: the step's slot is (check_device_step)
+            let positions = cache.device_step_positions()?;
+            let cos_sin = self.rope_tables(&positions, Some(window), x.kind())?;
             let kernel = self
                 .layers
                 .first()

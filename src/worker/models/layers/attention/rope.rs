@@ -1,7 +1,8 @@
 //! Rotary position embeddings, NeoX "rotate-half" convention, with Llama 3's frequency scaling.
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use llmprof::model::dense::RopeScaling;
-use tch::{Kind, Tensor};
+use std::sync::Mutex;
+use tch::{Device, Kind, Tensor};
 
 /// RoPE tables, NeoX "rotate-half" convention: inv_freq_i = θ^(−2i/d), i < d/2, duplicated over
 /// both halves. No MLA even/odd regroup (docs/deepseek-ocr.md §2, §9.1).
@@ -10,6 +11,23 @@ pub struct Rope {
     inv_freq: Tensor,
     /// cos and sin × this (YaRN's attention factor; 1 elsewhere).
     scale: f64,
+    /// The tables of positions 0..len built by [`Rope::cos_sin_below`], kept for the Rope's
+    /// life: a captured decode step reads them at every replay.
+    tables: Mutex<Vec<PositionTable>>,
+}
+
+/// cos and sin [len, d] of positions 0..len in one dtype on one device.
+#[derive(Debug)]
+struct PositionTable {
+    len: i64,
+    cos: Tensor,
+    sin: Tensor,
+}
+
+impl PositionTable {
+    fn serves(&self, below: i64, kind: Kind, device: Device) -> bool {
+        self.len >= below && self.cos.kind() == kind && self.cos.device() == device
+    }
 }
 
 impl Rope {
@@ -19,28 +37,30 @@ impl Rope {
             .f_div_scalar(head_dim as f64)?
             .f_mul_scalar(-theta.ln())?
             .f_exp()?;
-        Ok(Rope {
+        Ok(Rope::of(inv_freq, 1.0))
+    }
+
+    fn of(inv_freq: Tensor, scale: f64) -> Self {
+        Rope {
             inv_freq,
-            scale: 1.0,
-        })
+            scale,
+            tables: Mutex::new(Vec::new()),
+        }
     }
 
     /// Tables from given inverse frequencies (d/2 of them), cos and sin × `scale` (YaRN).
     pub fn from_inv_freq(inv_freq: &[f64], scale: f64, device: tch::Device) -> Result<Self> {
-        Ok(Rope {
-            inv_freq: Tensor::f_from_slice(inv_freq)?
+        Ok(Rope::of(
+            Tensor::f_from_slice(inv_freq)?
                 .f_to_kind(Kind::Float)?
                 .f_to_device(device)?,
             scale,
-        })
+        ))
     }
 
     /// These tables for positions ÷ `factor` (linear RoPE scaling: each frequency ÷ `factor`).
     pub fn slowed(self, factor: f64) -> Result<Self> {
-        Ok(Rope {
-            inv_freq: self.inv_freq.f_div_scalar(factor)?,
-            ..self
-        })
+        Ok(Rope::of(self.inv_freq.f_div_scalar(factor)?, self.scale))
     }
 
     /// [`Rope::new`] with `scaling` applied to the frequencies (HF
@@ -80,10 +100,7 @@ impl Rope {
             .f_lt(high_wavelen)?
             .f_logical_not()?
             .f_logical_and(&wavelen.f_gt(low_wavelen)?.f_logical_not()?)?;
-        Ok(Rope {
-            inv_freq: smoothed.f_where_self(&medium, &llama)?,
-            scale: 1.0,
-        })
+        Ok(Rope::of(smoothed.f_where_self(&medium, &llama)?, 1.0))
     }
 
     /// positions [B,T] (int) → (cos, sin) [B,1,T,d], computed in fp32 and cast to `kind`.
@@ -99,6 +116,50 @@ impl Rope {
             s => (cos.f_mul_scalar(s)?, sin.f_mul_scalar(s)?),
         };
         Ok((cos.f_to_kind(kind)?, sin.f_to_kind(kind)?))
+    }
+
+    /// [`Rope::cos_sin`] of positions [B,T] that are all below `below` (the caller's bound),
+    /// gathered from a table of positions 0..`below` or more, built by [`Rope::cos_sin`] on the
+    /// first call for that bound, dtype and device and kept: two gathers a call instead of the
+    /// tables' six elementwise kernels (a decode step's `embed` work), the same values (every
+    /// op of [`Rope::cos_sin`] is elementwise).
+    pub fn cos_sin_below(
+        &self,
+        positions: &Tensor,
+        below: i64,
+        kind: Kind,
+    ) -> Result<(Tensor, Tensor)> {
+        let (cos, sin) = self.table(below, kind, positions.device())?;
+        let (b, t) = positions.size2()?;
+        let flat = positions.f_reshape([-1])?;
+        let gather = |table: &Tensor| -> Result<Tensor> {
+            let d = table.size()[1];
+            Ok(table.f_index_select(0, &flat)?.f_view([b, 1, t, d])?)
+        };
+        Ok((gather(&cos)?, gather(&sin)?))
+    }
+
+    /// The kept table serving positions below `below` in `kind` on `device`, built (for the
+    /// next power of two positions) where none does.
+    fn table(&self, below: i64, kind: Kind, device: Device) -> Result<(Tensor, Tensor)> {
+        let mut tables = self
+            .tables
+            .lock()
+            .map_err(|_| anyhow!("a thread panicked building a RoPE table"))?;
+        if let Some(t) = tables.iter().find(|t| t.serves(below, kind, device)) {
+            return Ok((t.cos.shallow_clone(), t.sin.shallow_clone()));
+        }
+        let len = (below.max(1) as u64).next_power_of_two() as i64;
+        let positions = Tensor::f_arange(len, (Kind::Int64, device))?.f_view([1, len])?;
+        let (cos, sin) = self.cos_sin(&positions, kind)?; // (1, 1, len, d)
+        let table = PositionTable {
+            len,
+            cos: cos.f_view([len, -1])?,
+            sin: sin.f_view([len, -1])?,
+        };
+        let pair = (table.cos.shallow_clone(), table.sin.shallow_clone());
+        tables.push(table);
+        Ok(pair)
     }
 }
 
@@ -127,7 +188,6 @@ fn rotate_half(x: &Tensor) -> Result<Tensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tch::Device;
 
     #[test]
     fn rope_hand_case() {
@@ -155,5 +215,42 @@ mod tests {
         assert!(apply_rope(&x, &cos0, &sin0)
             .unwrap()
             .allclose(&x, 1e-12, 1e-12, false));
+    }
+
+    #[test]
+    fn gathered_tables_equal_the_computed_ones() {
+        // Llama 3's scaled frequencies, fp32 and bf16: positions of two rows below 700 (the
+        // table holds 1,024) gathered against computed; one table kept per dtype, reused for a
+        // smaller bound, a new one for a larger.
+        let scaling = RopeScaling {
+            rope_type: "llama3".to_string(),
+            factor: 8.0,
+            low_freq_factor: 1.0,
+            high_freq_factor: 4.0,
+            original_max_position_embeddings: 8192,
+        };
+        let rope = Rope::with_scaling(128, 500_000.0, Some(&scaling), Device::Cpu).unwrap();
+        let pos = Tensor::from_slice(&[0i64, 5, 699, 1, 300, 64]).view([2, 3]);
+        for kind in [Kind::Float, Kind::BFloat16] {
+            let (cos, sin) = rope.cos_sin(&pos, kind).unwrap();
+            let (gc, gs) = rope.cos_sin_below(&pos, 700, kind).unwrap();
+            assert_eq!(gc.size(), [2, 1, 3, 128]);
+            let close = |a: &Tensor, b: &Tensor| {
+                let d = (a.to_kind(Kind::Float) - b.to_kind(Kind::Float)).abs();
+                d.max().double_value(&[])
+            };
+            // The same ops; on the CPU libtorch's vectorised and scalar cos may differ in the
+            // last fp32 place, which bf16 rounds away.
+            let tol = if kind == Kind::Float { 1e-6 } else { 0.0 };
+            assert!(
+                close(&cos, &gc) <= tol && close(&sin, &gs) <= tol,
+                "{kind:?}"
+            );
+        }
+        let _ = rope.cos_sin_below(&pos, 10, Kind::Float).unwrap();
+        assert_eq!(rope.tables.lock().unwrap().len(), 2);
+        let _ = rope.cos_sin_below(&pos, 1500, Kind::Float).unwrap();
+        let lens: Vec<i64> = rope.tables.lock().unwrap().iter().map(|t| t.len).collect();
+        assert_eq!(lens, [1024, 1024, 2048]);
     }
 }

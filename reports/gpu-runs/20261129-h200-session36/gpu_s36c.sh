@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Session 36 call C (#44): RoPE tables gathered from a kept table (Rope::cos_sin_below) and the
+# first layer's input norm folded into its q/k/v GEMV (a zero delta). GPU tests (RoPE, GEMV),
+# debug fast-path on Llama-3.1-8B and every family, then the previous worker (.carry/old/,
+# session 35's Rust) against this one alternating twice (timed pass): DeepSeek-OCR batch 1 and
+# 32, Llama-3.1-8B batch 1; then both models' batch-1 step by module.
+source scripts/device_lib.sh
+timeout 150 .carry/lib-tests --ignored --test-threads=1 rope kernels_gemv > $OUT/lib_tests.out 2>&1
+echo "lib tests rc=$? $(grep -c '\.\.\. ok' $OUT/lib_tests.out) ok"; grep -E "test result|FAILED|panicked" $OUT/lib_tests.out | head -6
+for a in llama3_1_8b full; do
+  s=$(date +%s); timeout 150 $L debug fast-path --arch $a --steps 16 > $OUT/fp_$a.out 2>&1
+  echo "fast-path $a rc=$? $(( $(date +%s) - s )) s, FAIL rows: $(grep -c FAIL $OUT/fp_$a.out)"; grep -E "gemv_add_rms_norm.*|all\+.*" $OUT/fp_$a.out | head -4
+done
+NEW_W=$LLMPROF_WORKER
+LL="model=llama3_1_8b dataset=random_tokens infer.max_new_tokens=64 dataset.input_len=1024"
+for rep in 1 2; do
+  for which in old new; do
+    [ $which = old ] && export LLMPROF_WORKER=$PWD/.carry/old/llmprof-worker || export LLMPROF_WORKER=$NEW_W
+    for run in "ocr b1|model=deepseek_ocr runtime.batch_size=1" "ocr b32|model=deepseek_ocr runtime.batch_size=32" "llama b1|$LL runtime.batch_size=1"; do
+      tag=${run%%|*}; ov=${run#*|}
+      timeout 150 $L stage1 $ov pipeline.torch_profiler.enable=false hydra.run.dir=$OUT/ab > /dev/null 2> $OUT/ab.err
+      python3 -c "import json; m=json.load(open('$OUT/ab/metrics.json')); print('$which $tag rep $rep step', round(m['stages']['decode_step']['p50_ms'], 4), 'tpot', round(m['serving']['tpot_ms']['p50_ms'], 4))" || tail -3 $OUT/ab.err
+      rm -rf $OUT/ab
+    done
+  done
+done | tee $OUT/ab.txt
+export LLMPROF_WORKER=$NEW_W
+module_run ocr_b1 model=deepseek_ocr runtime.batch_size=1
+module_run llama_b1 $LL runtime.batch_size=1
+(cd $OUT && tar czf keep.tgz keep && rm -rf keep)
+echo "total $(( $(date +%s) - S0 )) s"
