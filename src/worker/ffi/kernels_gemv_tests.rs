@@ -76,18 +76,24 @@ fn gemv_with_the_add_rms_norm_folded_in_equals_the_two_kernels_on_a_gpu() {
 
 /// The grouped form against each slot's expert in fp32, slots sorted by expert as the
 /// routing leaves them (experts without slots between, the last expert's group used, an
-/// expert with two slots), at every slot count 1 ..= [`MAX_GROUPED_ROWS`]: within one
-/// rounding of the output of the largest value; [`grouped_fits`] refuses 17 slots and int64
-/// group ends.
+/// expert with two slots), at every slot count 1 ..= [`MAX_GROUPED_ROWS`], over 8 experts and
+/// over 70 (the kernel finds a slot's expert 32 group ends at a time: experts in the first,
+/// second and third 32): within one rounding of the output of the largest value;
+/// [`grouped_fits`] refuses 17 slots and int64 group ends.
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
 fn grouped_gemv_matches_each_slots_expert_on_a_gpu() {
     crate::ffi::kernels::with_each_launch_policy(|| {
         assert!(tch::Cuda::is_available(), "no CUDA device");
         let dev = Device::Cuda(0);
-        let experts = 8i64;
+        let cases = [
+            (8i64, (1792i64, 1280i64)),
+            (8, (1280, 896)),
+            (8, (40, 264)),
+            (70, (1280, 896)),
+        ];
         for (kind, tol) in [(Kind::BFloat16, 1.0 / 128.0), (Kind::Half, 1.0 / 1024.0)] {
-            for (n, k) in [(1792i64, 1280i64), (1280, 896), (40, 264)] {
+            for (experts, (n, k)) in cases {
                 let w = Tensor::randn([experts, n, k], (kind, dev)) / (k as f64).sqrt();
                 for slots in 1..=MAX_GROUPED_ROWS {
                     let (of_slot, ends) = slots_sorted_by_expert(slots, experts, dev);
@@ -178,9 +184,11 @@ fn gemv_matches_an_fp32_linear_on_a_gpu() {
 }
 
 /// Each of `slots` token slots' expert, sorted as the routing leaves them (slot s goes to expert
-/// (s · 5 / 2) mod `experts`: gaps and repeats), and the group ends [experts] int32 on `dev`.
+/// (s · 5 / 2) mod `experts`: gaps and repeats; over more than 32 experts (s · 9 / 2) mod
+/// `experts`: up to expert 67 of 16 slots), and the group ends [experts] int32 on `dev`.
 pub(super) fn slots_sorted_by_expert(slots: i64, experts: i64, dev: Device) -> (Vec<i64>, Tensor) {
-    let mut of_slot: Vec<i64> = (0..slots).map(|s| (s * 5 / 2) % experts).collect();
+    let step = if experts > 32 { 9 } else { 5 };
+    let mut of_slot: Vec<i64> = (0..slots).map(|s| (s * step / 2) % experts).collect();
     of_slot.sort_unstable();
     let ends: Vec<i32> = (0..experts)
         .map(|e| of_slot.iter().filter(|&&x| x <= e).count() as i32)
