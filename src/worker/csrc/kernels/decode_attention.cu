@@ -123,11 +123,14 @@ __device__ __forceinline__ void split_partial(const T* __restrict__ q, const T* 
 }
 
 // Block per row·head: each split's partial sums rescaled to the row's maximum, normalised,
-// rounded once. Two rounds of loads: every split's (maximum, denominator) at once, the weights
-// exp(m − max) then kept in shared memory (dynamic: `splits` floats), then every split's partial
-// output, eight in flight per thread. A split with no visible slot (maximum −∞) wrote no partial
-// output: its part_o is whatever the scratch held, possibly NaN, so it is skipped (weight 0 marks
-// it), never multiplied by a zero weight.
+// rounded once. Every split's (maximum, denominator) read at once, with each thread's first
+// kEarlySplits partial outputs of its channel (they do not depend on the weights: one round
+// trip after the wait instead of two; round 3 session 36); the weights exp(m − max) then kept in
+// shared memory (dynamic: `splits` floats); further splits' partial outputs eight in flight per
+// thread. A split with no visible slot (maximum −∞) wrote no partial output: its part_o is
+// whatever the scratch held, possibly NaN, so it is skipped (weight 0 marks it), never multiplied
+// by a zero weight.
+constexpr int kEarlySplits = 16;
 template <typename T, int HD>
 __global__ void __launch_bounds__(kThreads)
     attn_combine(const float* __restrict__ part_o, const float* __restrict__ part_ml, int splits,
@@ -139,6 +142,13 @@ __global__ void __launch_bounds__(kThreads)
   const float2* ml = reinterpret_cast<const float2*>(part_ml + (int64_t)bh * splits * 2);
   const float* po = part_o + (int64_t)bh * splits * HD;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  float early[kEarlySplits];  // this thread's first channel's first splits
+  if (threadIdx.x < HD) {
+#pragma unroll
+    for (int i = 0; i < kEarlySplits; ++i) {
+      if (i < splits) early[i] = po[(int64_t)i * HD + threadIdx.x];
+    }
+  }
   // The row's maximum: each thread's splits into shared memory, then across the block.
   float mx = -INFINITY;
   for (int sp = threadIdx.x; sp < splits; sp += kThreads) {
@@ -174,6 +184,15 @@ __global__ void __launch_bounds__(kThreads)
   for (int c = threadIdx.x; c < HD; c += kThreads) {
     float o = 0.f;
     int sp = 0;
+    if (c == threadIdx.x) {  // the splits read early, in the same order
+#pragma unroll
+      for (int i = 0; i < kEarlySplits; ++i) {
+        if (i >= splits) break;
+        const float w = weight[i];
+        if (w != 0.f) o = fmaf(early[i], w, o);
+      }
+      sp = min(splits, kEarlySplits);
+    }
     for (; sp + 8 <= splits; sp += 8) {
       float o8[8];
 #pragma unroll
