@@ -37,3 +37,20 @@ PY
   cp "$OUT/$tag/modules.md" "$OUT/keep/$tag.modules.md" 2>/dev/null
   rm -rf "${OUT:?}/$tag"
 }
+
+# ab_pass LABEL OVERRIDE...: one stage-1 run without the Kineto pass into $OUT/ab, printing
+# "LABEL step <decode step p50 ms> tpot <TPOT p50 ms>" (or the run's last error lines), the run
+# directory removed. The caller sets the build it compares (LD_LIBRARY_PATH for a shim,
+# LLMPROF_WORKER for a worker) or passes the switch as an override; alternate the two sides.
+ab_pass() {
+  local label=$1
+  shift
+  timeout "${RUN_TIMEOUT:-150}" "$L" stage1 "$@" pipeline.torch_profiler.enable=false "hydra.run.dir=$OUT/ab" > /dev/null 2> "$OUT/ab.err"
+  python3 - "$OUT/ab" "$label" <<'PY' || tail -3 "$OUT/ab.err"
+import json, sys
+m = json.load(open(sys.argv[1] + "/metrics.json"))
+print(sys.argv[2], "step", round(m["stages"]["decode_step"]["p50_ms"], 4),
+      "tpot", round(m["serving"]["tpot_ms"]["p50_ms"], 4))
+PY
+  rm -rf "${OUT:?}/ab"
+}

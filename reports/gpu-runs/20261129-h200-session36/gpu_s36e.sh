@@ -16,9 +16,7 @@ for rep in 1 2; do
     [ $which = old ] && export LD_LIBRARY_PATH=$PWD/.carry/old:$NEW_LD || export LD_LIBRARY_PATH=$NEW_LD
     for run in "ocr b1|model=deepseek_ocr runtime.batch_size=1" "ocr b2|model=deepseek_ocr runtime.batch_size=2" "ocr b32|model=deepseek_ocr runtime.batch_size=32"; do
       tag=${run%%|*}; ov=${run#*|}
-      timeout 150 $L stage1 $ov pipeline.torch_profiler.enable=false hydra.run.dir=$OUT/ab > /dev/null 2> $OUT/ab.err
-      python3 -c "import json; m=json.load(open('$OUT/ab/metrics.json')); print('$which $tag rep $rep step', round(m['stages']['decode_step']['p50_ms'], 4), 'tpot', round(m['serving']['tpot_ms']['p50_ms'], 4))" || tail -3 $OUT/ab.err
-      rm -rf $OUT/ab
+      ab_pass "$which $tag rep $rep" $ov
     done
   done
 done | tee $OUT/ab.txt
