@@ -86,8 +86,9 @@ pub struct EngineOptim {
     /// every block of the GEMV computes the normed row into shared memory after its first weight
     /// loads went out, block 0 writes the sum; the same bits as the two kernels, one launch
     /// fewer. The first layer's input norm (no residual add: libtorch's RMSNorm kernel
-    /// otherwise) folds in with a zero delta. The projection's module then holds the norm's
-    /// time. Absent: off.
+    /// otherwise) folds in with a zero delta, so it takes the add + RMSNorm kernel's rounding
+    /// (within a few places of libtorch's). The projection's module then holds the norm's time.
+    /// Absent: off.
     #[serde(default)]
     pub gemv_add_rms_norm: bool,
     /// With `gemv_kernel` and `swiglu_kernel`, on a GPU: in one-row decode steps (batch 1) a

@@ -77,8 +77,8 @@ fn gemv_with_the_add_rms_norm_folded_in_equals_the_two_kernels_on_a_gpu() {
 /// The grouped form against each slot's expert in fp32, slots sorted by expert as the
 /// routing leaves them (experts without slots between, the last expert's group used, an
 /// expert with two slots), at every slot count 1 ..= [`MAX_GROUPED_ROWS`], over 8 experts and
-/// over 70 (the kernel finds a slot's expert 32 group ends at a time: experts in the first,
-/// second and third 32): within one rounding of the output of the largest value;
+/// over 70 (the kernel finds a slot's expert 32 group ends at a time: experts on each side of
+/// 32 and 64, and the last): within one rounding of the output of the largest value;
 /// [`grouped_fits`] refuses 17 slots and int64 group ends.
 #[test]
 #[ignore = "needs a CUDA GPU and a build with llmprof's kernels: cargo test -- --ignored on the GPU machine"]
@@ -184,11 +184,17 @@ fn gemv_matches_an_fp32_linear_on_a_gpu() {
 }
 
 /// Each of `slots` token slots' expert, sorted as the routing leaves them (slot s goes to expert
-/// (s · 5 / 2) mod `experts`: gaps and repeats; over more than 32 experts (s · 9 / 2) mod
-/// `experts`: up to expert 67 of 16 slots), and the group ends [experts] int32 on `dev`.
+/// (s · 5 / 2) mod `experts`: gaps and repeats; over more than 32 experts, in turn, to experts
+/// 0, 31, 32, 33, 33, 63, 64 and the last: each side of the kernel's 32-end chunks, a repeat,
+/// the last expert), and the group ends [experts] int32 on `dev`.
 pub(super) fn slots_sorted_by_expert(slots: i64, experts: i64, dev: Device) -> (Vec<i64>, Tensor) {
-    let step = if experts > 32 { 9 } else { 5 };
-    let mut of_slot: Vec<i64> = (0..slots).map(|s| (s * step / 2) % experts).collect();
+    let wide = [0, 31, 32, 33, 33, 63, 64, experts - 1];
+    let mut of_slot: Vec<i64> = (0..slots)
+        .map(|s| match experts > 32 {
+            true => wide[s as usize % wide.len()] % experts,
+            false => (s * 5 / 2) % experts,
+        })
+        .collect();
     of_slot.sort_unstable();
     let ends: Vec<i32> = (0..experts)
         .map(|e| of_slot.iter().filter(|&&x| x <= e).count() as i32)

@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int slot = blockIdx.y;
     // The first group whose end is past the slot: the warp reads 32 ends at a time and votes
     // (group_ends rises with the expert, so the votes past the slot are a suffix): one round
-    // trip a 32 experts where a binary search made ≈ 7 dependent reads of the routing kernel's
+    // trip per 32 experts where a binary search made ≈ 7 dependent reads of the routing kernel's
     // output (round 3 session 36). The loop is not unrolled: reading every chunk at once took
     // registers from the SwiGLU form (48 → 56, one resident block an SM fewer).
     int expert = experts - 1;  // past every end (not a slot the routing makes): the last expert

@@ -238,13 +238,13 @@ impl Decoder {
         below: Option<i64>,
         kind: Kind,
     ) -> Result<RopeTables> {
-        let of = |r: &Rope| match below {
+        let cos_sin_of = |r: &Rope| match below {
             Some(b) => r.cos_sin_below(positions, b, kind),
             None => r.cos_sin(positions, kind),
         };
         Ok(RopeTables {
-            global: of(&self.rope)?,
-            local: self.rope_local.as_ref().map(of).transpose()?,
+            global: cos_sin_of(&self.rope)?,
+            local: self.rope_local.as_ref().map(cos_sin_of).transpose()?,
         })
     }
 

@@ -153,12 +153,12 @@ impl DecoderLayer {
     /// `fold`: the blocks may take their first projection's output ([`BlockInput::Projected`]):
     /// where a norm folds into it ([`RmsNorm::folds_into`]: one-row decode steps), the residual
     /// add, the norm and that projection run as one kernel, marked as the projection's module
-    /// (the norm's module then has no kernel). `absent`: the delta the input norm folds in where
-    /// nothing is pending (the first layer: zeros, x + 0 = x), or None to keep its own kernel
-    /// there.
+    /// (the norm's module then has no kernel). `zero_delta`: the delta the input norm folds in
+    /// where nothing is pending (the first layer: zeros, x + 0 = x), or None to keep its own
+    /// kernel there.
     pub(super) fn forward(
         &self,
-        (h, pending, absent): (&Tensor, Option<&Tensor>, Option<&Tensor>),
+        (h, pending, zero_delta): (&Tensor, Option<&Tensor>, Option<&Tensor>),
         obs: &dyn RegionObserver,
         (attn, fold): (
             impl FnOnce(&SelfAttention, BlockInput) -> Result<Tensor>,
@@ -171,7 +171,7 @@ impl DecoderLayer {
             let qkv = fold
                 .then(|| self.attn.rope_kv_projection(h.device()))
                 .flatten()
-                .zip(pending.or(absent))
+                .zip(pending.or(zero_delta))
                 .filter(|((w, b), f)| self.input_ln.folds_into((h, *f), w, *b));
             let (h, a) = match qkv {
                 Some(((w, b), f)) => {
