@@ -4,7 +4,8 @@
 # machine"), points the worker at torch's libraries in /opt/torch/.venv, and gives
 # `module_run TAG OVERRIDE...`: one stage-1 run into $OUT/TAG whose decode step is printed by
 # module (the Kineto pass's breakdown), its metrics.json and modules.md kept in $OUT/keep, the
-# rest of the run directory removed.
+# rest of the run directory removed; `lib_tests` and `fast_path` for the GPU checks; `ab_side`
+# and `ab_pass` for an A/B of two builds or a switch.
 set -uo pipefail
 tar -C .carry -xJf .carry/bin.tar.xz
 _site=$(ls -d /opt/torch/.venv/lib/python3.*/site-packages)
@@ -36,6 +37,42 @@ PY
   cp "$OUT/$tag/metrics.json" "$OUT/keep/$tag.metrics.json" 2>/dev/null
   cp "$OUT/$tag/modules.md" "$OUT/keep/$tag.modules.md" 2>/dev/null
   rm -rf "${OUT:?}/$tag"
+}
+
+# lib_tests FILTER...: the worker's GPU unit tests matching the filters, one at a time (one
+# captures a CUDA graph, which a sync beside it fails), into $OUT/lib_tests.out; prints the exit,
+# the count passed and any failure. TEST_TIMEOUT bounds it (150 s).
+lib_tests() {
+  timeout "${TEST_TIMEOUT:-150}" .carry/lib-tests --ignored --test-threads=1 "$@" > "$OUT/lib_tests.out" 2>&1
+  echo "lib tests rc=$? $(grep -c '\.\.\. ok' "$OUT/lib_tests.out") ok"
+  grep -E "test result|FAILED|panicked" "$OUT/lib_tests.out" | head -6
+}
+
+# fast_path ROWS ARCH...: `debug fast-path` (16 steps) on each architecture into $OUT/fp_ARCH.out;
+# prints its exit, time and FAIL rows, and the rows matching the regex ROWS. FP_TIMEOUT bounds
+# each (150 s).
+fast_path() {
+  local rows=$1 a s
+  shift
+  for a in "$@"; do
+    s=$(date +%s)
+    timeout "${FP_TIMEOUT:-150}" "$L" debug fast-path --arch "$a" --steps 16 > "$OUT/fp_$a.out" 2>&1
+    echo "fast-path $a rc=$? $(( $(date +%s) - s )) s, FAIL rows: $(grep -c FAIL "$OUT/fp_$a.out")"
+    grep -E "$rows" "$OUT/fp_$a.out" | head -6
+  done
+}
+
+# ab_side old|new: the build the runs after it take. "old" puts what .carry/old holds (a previous
+# libllmprof_shim.so, llmprof-worker, or both) in place of this carry's; "new" this carry's.
+_new_ld=$LD_LIBRARY_PATH
+_new_worker=$LLMPROF_WORKER
+ab_side() {
+  export LD_LIBRARY_PATH=$_new_ld LLMPROF_WORKER=$_new_worker
+  if [ "$1" = old ]; then
+    [ -e .carry/old/libllmprof_shim.so ] && export LD_LIBRARY_PATH=$PWD/.carry/old:$_new_ld
+    [ -e .carry/old/llmprof-worker ] && export LLMPROF_WORKER=$PWD/.carry/old/llmprof-worker
+  fi
+  return 0
 }
 
 # ab_pass LABEL OVERRIDE...: one stage-1 run without the Kineto pass into $OUT/ab, printing

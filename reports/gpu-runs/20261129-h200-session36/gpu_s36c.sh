@@ -5,24 +5,19 @@
 # session 35's Rust) against this one alternating twice (timed pass): DeepSeek-OCR batch 1 and
 # 32, Llama-3.1-8B batch 1; then both models' batch-1 step by module.
 source scripts/device_lib.sh
-timeout 150 .carry/lib-tests --ignored --test-threads=1 rope kernels_gemv > $OUT/lib_tests.out 2>&1
-echo "lib tests rc=$? $(grep -c '\.\.\. ok' $OUT/lib_tests.out) ok"; grep -E "test result|FAILED|panicked" $OUT/lib_tests.out | head -6
-for a in llama3_1_8b full; do
-  s=$(date +%s); timeout 150 $L debug fast-path --arch $a --steps 16 > $OUT/fp_$a.out 2>&1
-  echo "fast-path $a rc=$? $(( $(date +%s) - s )) s, FAIL rows: $(grep -c FAIL $OUT/fp_$a.out)"; grep -E "gemv_add_rms_norm.*|all\+.*" $OUT/fp_$a.out | head -4
-done
-NEW_W=$LLMPROF_WORKER
+lib_tests rope kernels_gemv
+fast_path "gemv_add_rms_norm.*|all\+.*" llama3_1_8b full
 LL="model=llama3_1_8b dataset=random_tokens infer.max_new_tokens=64 dataset.input_len=1024"
 for rep in 1 2; do
   for which in old new; do
-    [ $which = old ] && export LLMPROF_WORKER=$PWD/.carry/old/llmprof-worker || export LLMPROF_WORKER=$NEW_W
+    ab_side $which
     for run in "ocr b1|model=deepseek_ocr runtime.batch_size=1" "ocr b32|model=deepseek_ocr runtime.batch_size=32" "llama b1|$LL runtime.batch_size=1"; do
       tag=${run%%|*}; ov=${run#*|}
       ab_pass "$which $tag rep $rep" $ov
     done
   done
 done | tee $OUT/ab.txt
-export LLMPROF_WORKER=$NEW_W
+ab_side new
 module_run ocr_b1 model=deepseek_ocr runtime.batch_size=1
 module_run llama_b1 $LL runtime.batch_size=1
 (cd $OUT && tar czf keep.tgz keep && rm -rf keep)

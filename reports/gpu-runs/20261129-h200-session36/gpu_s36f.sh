@@ -4,22 +4,19 @@
 # call E's shim (.carry/old/) against this one alternating twice (timed pass): Llama-3.1-8B
 # batch 1 and 32, DeepSeek-OCR batch 1; then #44's rows (llmprof only) at this build.
 source scripts/device_lib.sh
-timeout 150 .carry/lib-tests --ignored --test-threads=1 decode_attention > $OUT/lib_tests.out 2>&1
-echo "lib tests rc=$? $(grep -c '\.\.\. ok' $OUT/lib_tests.out) ok"; grep -E "test result|FAILED|panicked" $OUT/lib_tests.out | head -6
-s=$(date +%s); timeout 150 $L debug fast-path --arch llama3_1_8b --steps 16 > $OUT/fp_llama.out 2>&1
-echo "fast-path llama rc=$? $(( $(date +%s) - s )) s, FAIL rows: $(grep -c FAIL $OUT/fp_llama.out)"; grep -E "decode_attention.*|all\+.*" $OUT/fp_llama.out | head -6
-NEW_LD=$LD_LIBRARY_PATH
+lib_tests decode_attention
+fast_path "decode_attention.*|all\+.*" llama3_1_8b
 LL="model=llama3_1_8b dataset=random_tokens infer.max_new_tokens=64 dataset.input_len=1024"
 for rep in 1 2; do
   for which in old new; do
-    [ $which = old ] && export LD_LIBRARY_PATH=$PWD/.carry/old:$NEW_LD || export LD_LIBRARY_PATH=$NEW_LD
+    ab_side $which
     for run in "llama b1|$LL runtime.batch_size=1" "llama b32|$LL runtime.batch_size=32" "ocr b1|model=deepseek_ocr runtime.batch_size=1"; do
       tag=${run%%|*}; ov=${run#*|}
       ab_pass "$which $tag rep $rep" $ov
     done
   done
 done | tee $OUT/ab.txt
-export LD_LIBRARY_PATH=$NEW_LD
+ab_side new
 MODELS="deepseek_ocr llama3_1_8b" SKIP_HF=1 LLMPROF=$L timeout $(( 580 - ($(date +%s) - S0) )) scripts/bench_targets.sh $OUT/targets > $OUT/targets.log 2>&1
 echo "== bench_targets rc=$?"; grep "^|" $OUT/targets/targets.md
 cp $OUT/targets/targets.md $OUT/targets_f.md; rm -rf $OUT/targets
